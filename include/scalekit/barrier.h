@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scalekit/barrier.h - memory barriers that are used in pairs.
+ *
+ * Every barrier in this file orders something on one side of a
+ * communication; it is only useful together with a partner barrier on the
+ * other side.  The classic pair is message passing:
+ *
+ *	writer                          reader
+ *	data->x = 1;                    if (SK_READ_ONCE(flag)) {
+ *	sk_smp_wmb();   ---- pairs ---- 	sk_smp_rmb();
+ *	SK_WRITE_ONCE(flag, 1);         	use(data->x);
+ *	                                }
+ *
+ * The primitives map onto GCC/Clang __atomic builtins so that both the
+ * compiler and ThreadSanitizer see them.  See docs/memory-ordering.md.
+ *
+ * All macros and inline functions here may be called from any thread, in
+ * any context (including signal handlers), and never block, except
+ * sk_fence_heavy(), which enters the kernel.
+ */
+#ifndef SCALEKIT_BARRIER_H
+#define SCALEKIT_BARRIER_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define SK_API __attribute__((visibility("default")))
+#else
+#define SK_API
+#endif
+
+#define SK_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define SK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Size of a cache line on the CPUs scalekit is tuned for. */
+#define SK_CACHELINE 64
+
+/* TSan detection: GCC defines __SANITIZE_THREAD__, Clang has __has_feature. */
+#if defined(__SANITIZE_THREAD__)
+#define SK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SK_TSAN 1
+#endif
+#endif
+
+/*
+ * SK_TSAN_RELEASE(addr) / SK_TSAN_ACQUIRE(addr): tell ThreadSanitizer about
+ * an ordering that it cannot see, namely one provided by the asymmetric
+ * fence pair (sk_fence_light() on one side, membarrier(2) on the other).
+ * They compile to nothing outside TSan builds.
+ */
+#ifdef SK_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define SK_TSAN_RELEASE(addr) __tsan_release((void *)(addr))
+#define SK_TSAN_ACQUIRE(addr) __tsan_acquire((void *)(addr))
+#else
+#define SK_TSAN_RELEASE(addr) ((void)0)
+#define SK_TSAN_ACQUIRE(addr) ((void)0)
+#endif
+
+/*
+ * SK_READ_ONCE(x) - load x exactly once, untorn, without reordering against
+ * other SK_READ_ONCE/SK_WRITE_ONCE by the compiler.
+ * Ordering: none against other CPUs (a relaxed atomic load).
+ */
+#define SK_READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/*
+ * SK_WRITE_ONCE(x, v) - store v to x exactly once, untorn.
+ * Ordering: none against other CPUs (a relaxed atomic store).
+ */
+#define SK_WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/*
+ * Atomic accessors carrying their memory order in the name; thin wrappers
+ * over the __atomic builtins (the same operations as C11 <stdatomic.h>
+ * *_explicit calls, usable on plain fields from C and C++ alike).
+ */
+#define sk_atomic_load_relaxed(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
+#define sk_atomic_load_acquire(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define sk_atomic_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define sk_atomic_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define sk_atomic_xchg(p, v)          __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+#define sk_atomic_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define sk_atomic_fetch_add_relaxed(p, v) \
+	__atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define sk_atomic_cmpxchg(p, expp, v)                                  \
+	__atomic_compare_exchange_n((p), (expp), (v), 0, __ATOMIC_SEQ_CST, \
+				    __ATOMIC_SEQ_CST)
+
+/*
+ * sk_barrier() - compiler barrier.
+ * Ordering: the compiler does not move memory accesses across it; the CPU
+ * may.  Pairs with nothing on another CPU by itself.
+ */
+#define sk_barrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+/* sk_cpu_relax() - hint to the CPU inside a spin loop. */
+#if defined(__x86_64__) || defined(__i386__)
+#define sk_cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define sk_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define sk_cpu_relax() sk_barrier()
+#endif
+
+/*
+ * sk_smp_mb() - full memory barrier.
+ * Ordering: every load and store before it is ordered before every load
+ * and store after it, as seen by all CPUs.  The only barrier that orders
+ * an earlier store before a later load (store buffering).
+ */
+static inline void sk_smp_mb(void)
+{
+#if defined(__x86_64__) && !defined(SK_TSAN)
+	/* A locked no-op on the stack is a full barrier and cheaper than mfence. */
+	__asm__ __volatile__("lock; addl $0,-4(%%rsp)" ::: "memory", "cc");
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/*
+ * sk_smp_rmb() - read barrier.
+ * Ordering: loads before it are ordered before loads after it.  Pairs with
+ * sk_smp_wmb() (or a release) on the writing side.  Implemented as an
+ * acquire fence, which also orders earlier loads before later stores.
+ */
+#define sk_smp_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+
+/*
+ * sk_smp_wmb() - write barrier.
+ * Ordering: stores before it are ordered before stores after it.  Pairs
+ * with sk_smp_rmb() (or an acquire) on the reading side.  Implemented as a
+ * release fence, which also orders earlier loads before later stores.
+ */
+#define sk_smp_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
+
+/*
+ * sk_smp_load_acquire(p) - load *p; no later access is reordered before it.
+ * Ordering: pairs with sk_smp_store_release() of the value read.
+ */
+#define sk_smp_load_acquire(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+
+/*
+ * sk_smp_store_release(p, v) - store v to *p; no earlier access is
+ * reordered after it.
+ * Ordering: pairs with sk_smp_load_acquire() that reads v.
+ */
+#define sk_smp_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+/*
+ * sk_smp_mb__before_atomic() / sk_smp_mb__after_atomic() - upgrade a
+ * following (preceding) relaxed atomic read-modify-write to a full barrier.
+ * On x86 every locked instruction is already a full barrier, so these only
+ * stop the compiler.
+ */
+#if defined(__x86_64__) || defined(__i386__)
+#define sk_smp_mb__before_atomic() sk_barrier()
+#define sk_smp_mb__after_atomic()  sk_barrier()
+#else
+#define sk_smp_mb__before_atomic() sk_smp_mb()
+#define sk_smp_mb__after_atomic()  sk_smp_mb()
+#endif
+
+/*
+ * Asymmetric fences.
+ *
+ * sk_fence_light() is the cheap side: a compiler barrier when the kernel
+ * offers membarrier(2) MEMBARRIER_CMD_PRIVATE_EXPEDITED, a full fence
+ * otherwise.  sk_fence_heavy() is the expensive side: it makes every
+ * running thread of the process execute a full barrier before it returns.
+ * Together they act as a pair of sk_smp_mb(): for any light fence L and
+ * heavy fence H, either everything before L is visible after H, or
+ * everything before H is visible after L.
+ *
+ * The choice is made once, in a library constructor, before main() runs;
+ * the environment variable SCALEKIT_NO_MEMBARRIER=1 forces the fallback
+ * (used by the tests to exercise both paths).
+ *
+ * ABI: sk__fence_sys is 1 when the light side may be a compiler barrier.
+ * It never changes after initialization.
+ */
+SK_API extern int sk__fence_sys;
+
+/*
+ * sk_fence_light() - the cheap side of the asymmetric pair.
+ * Context: any thread, any context; never blocks.
+ * Ordering: pairs with sk_fence_heavy() as if both were sk_smp_mb().
+ */
+static inline void sk_fence_light(void)
+{
+	if (SK_LIKELY(__atomic_load_n(&sk__fence_sys, __ATOMIC_RELAXED)))
+		sk_barrier();
+	else
+		sk_smp_mb();
+}
+
+/*
+ * sk_fence_heavy() - the expensive side of the asymmetric pair.
+ * Context: any thread; enters the kernel (membarrier(2)), does not sleep
+ * for long but is a system call; not async-signal-safe in the fallback.
+ * Ordering: a full barrier on the calling thread and on every thread of
+ * the process that runs concurrently; pairs with sk_fence_light().
+ */
+SK_API void sk_fence_heavy(void);
+
+/*
+ * sk_fence_uses_membarrier() - 1 when sk_fence_heavy() uses membarrier(2)
+ * and sk_fence_light() is a compiler barrier, 0 in the fallback where both
+ * are full fences.
+ * Context: any thread; never blocks.
+ */
+SK_API int sk_fence_uses_membarrier(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SCALEKIT_BARRIER_H */

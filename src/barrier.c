@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Asymmetric fences on top of membarrier(2).
+ *
+ * The mode is decided once, in a constructor that runs when the library is
+ * loaded (before main() for a linked program, inside dlopen() otherwise),
+ * so no reader can run a light fence under one mode while an updater runs
+ * the heavy fence under the other.
+ */
+#define _GNU_SOURCE
+#include "scalekit/barrier.h"
+
+#include <linux/membarrier.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal/util.h"
+
+/* 1 when membarrier PRIVATE_EXPEDITED is registered for this process. */
+int sk__fence_sys;
+
+static long sys_membarrier(int cmd, unsigned int flags)
+{
+	return syscall(__NR_membarrier, cmd, flags, 0);
+}
+
+__attribute__((constructor)) static void sk_barrier_init(void)
+{
+	long mask;
+
+	if (sk__env_flag("SCALEKIT_NO_MEMBARRIER"))
+		return;
+	mask = sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
+	if (mask < 0 || !(mask & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return;
+	if (sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) != 0)
+		return;
+	/* Single-threaded here (constructor); relaxed suffices. */
+	__atomic_store_n(&sk__fence_sys, 1, __ATOMIC_RELAXED);
+}
+
+void sk_fence_heavy(void)
+{
+	if (__atomic_load_n(&sk__fence_sys, __ATOMIC_RELAXED)) {
+		/*
+		 * H: every running thread of the process executes a full
+		 * barrier before this returns; pairs with sk_fence_light().
+		 * It cannot fail once registered; if it ever did, a local
+		 * fence would not be enough, so stop loudly.
+		 */
+		if (sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0) {
+			perror("scalekit: membarrier(PRIVATE_EXPEDITED)");
+			abort();
+		}
+	} else {
+		/* Fallback: light fences are full fences, so a full fence pairs. */
+		sk_smp_mb();
+	}
+}
+
+int sk_fence_uses_membarrier(void)
+{
+	return __atomic_load_n(&sk__fence_sys, __ATOMIC_RELAXED);
+}

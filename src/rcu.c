@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RCU: the registry of reader threads and the grace-period machinery.
+ *
+ * Algorithm.  A global counter sk_rcu__gp.ctr (starting at 1) numbers the
+ * grace periods.  A reader entering its outermost section copies the
+ * counter into its own ctr; leaving, it stores 0.  A QSBR thread keeps a
+ * copy of the counter while online and refreshes it at each quiescent
+ * state.  A grace period advances the counter to c and waits until every
+ * registered reader either has ctr == 0 (outside a section) or ctr >= c (it
+ * entered, or announced a quiescent state, after the advance).  Counters
+ * are 64 bits and never wrap in practice, so one pass suffices (no phase
+ * flipping as with 32-bit counters).
+ *
+ * Barrier pairs (names used in the comments below and in rcu.h):
+ *   S1 (caller, sk_smp_mb)   - caller's unlinks before its counter snapshot.
+ *   R1 (leader, release)     - counter advance; pairs with L1 in read_lock.
+ *   G1 (leader, heavy)       - after the advance, before reading any reader
+ *                              ctr.  Pairs with L2/Q2: a reader either has
+ *                              made its ctr store visible (and is waited
+ *                              for), or its section's loads come after G1
+ *                              and see every unlink made before it.
+ *   G2 (leader, heavy)       - after the scan, before completion.  Pairs
+ *                              with U1/Q1: the section's loads are done
+ *                              before the caller frees anything.
+ *   G3 (leader, heavy)       - futex = -1 before re-reading ctrs; pairs
+ *                              with U2/Q2 (store buffering), so a reader
+ *                              that leaves after the re-check sees -1 and
+ *                              wakes the leader.
+ * In the fallback without membarrier(2), light fences are full fences and
+ * the heavy fence is sk_smp_mb(), which pair the same way.
+ *
+ * Batching.  Callers snapshot the counter (s), then take gp_lock.  Any grace
+ * period that advanced the counter past s started after the snapshot and
+ * so covers the caller; if one completed while the caller waited for the
+ * lock, the caller returns without starting another.
+ */
+#define _GNU_SOURCE
+#include "scalekit/rcu.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal/util.h"
+
+/* Spins on the reader scan before sleeping on the futex. */
+#define SK_RCU_SPIN_LIMIT 1000
+
+/* Kinds of registration (struct sk_rcu_reader.kind). */
+enum { SK_RCU_KIND_NONE, SK_RCU_KIND_AUTO, SK_RCU_KIND_EXPLICIT };
+
+struct sk_rcu__gp_state sk_rcu__gp = { .ctr = 1, .futex = 0 };
+__thread struct sk_rcu_reader sk_rcu__reader
+	__attribute__((tls_model("initial-exec")));
+
+static struct {
+	/* Guarded by registry_lock. */
+	pthread_mutex_t registry_lock;
+	struct sk__link registry; /* registered readers (link_) */
+	unsigned long nreaders;	  /* length of the registry */
+
+	/* Guarded by gp_lock: one grace period at a time. */
+	pthread_mutex_t gp_lock;
+	unsigned long sync_calls; /* atomic counter, any thread */
+	unsigned long gp_sleeps;  /* written by the leader */
+
+	/* Written by the leader (release), read by any caller (acquire). */
+	unsigned long completed __attribute__((aligned(SK_CACHELINE)));
+
+	pthread_key_t exit_key; /* destructor unregisters exiting threads */
+	pthread_once_t key_once;
+} rcu = {
+	.registry_lock = PTHREAD_MUTEX_INITIALIZER,
+	.registry = { &rcu.registry, &rcu.registry },
+	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
+	.completed = 1,
+	.key_once = PTHREAD_ONCE_INIT,
+};
+
+static inline struct sk_rcu_reader *reader_of(struct sk__link *l)
+{
+	return SK_CONTAINER_OF(l, struct sk_rcu_reader, link_);
+}
+
+static void reader_exit(void *arg);
+
+static void key_init(void)
+{
+	if (pthread_key_create(&rcu.exit_key, reader_exit) != 0)
+		sk__die("pthread_key_create failed: cannot track thread exit");
+}
+
+__attribute__((constructor)) static void sk_rcu_init(void)
+{
+	pthread_once(&rcu.key_once, key_init);
+}
+
+/* Add r (the calling thread's reader) to the registry. */
+static void reader_register(struct sk_rcu_reader *r, int kind)
+{
+	pthread_once(&rcu.key_once, key_init);
+	r->tid_ = sk__gettid();
+	r->ctr = 0;
+	pthread_mutex_lock(&rcu.registry_lock);
+	sk__link_add_tail(&r->link_, &rcu.registry);
+	rcu.nreaders++;
+	pthread_mutex_unlock(&rcu.registry_lock);
+	r->kind = kind;
+	r->registered = 1;
+	/* Keys below PTHREAD_KEYS_MAX use static slots: this cannot fail. */
+	pthread_setspecific(rcu.exit_key, r);
+}
+
+static void reader_unregister(struct sk_rcu_reader *r)
+{
+	pthread_mutex_lock(&rcu.registry_lock);
+	sk__link_del(&r->link_);
+	rcu.nreaders--;
+	pthread_mutex_unlock(&rcu.registry_lock);
+	r->registered = 0;
+	r->kind = SK_RCU_KIND_NONE;
+	pthread_setspecific(rcu.exit_key, NULL);
+}
+
+void sk_rcu__register_slow(void)
+{
+	reader_register(&sk_rcu__reader, SK_RCU_KIND_AUTO);
+}
+
+int sk_rcu_register_thread(void)
+{
+	struct sk_rcu_reader *r = &sk_rcu__reader;
+
+	if (!r->registered)
+		reader_register(r, SK_RCU_KIND_EXPLICIT);
+	return 0;
+}
+
+/* Leave QSBR online state: the thread no longer holds references. */
+static void go_offline(struct sk_rcu_reader *r)
+{
+	/* Q1-like: earlier loads before ctr = 0; pairs with G2. */
+	sk_fence_light();
+	SK_TSAN_RELEASE(&r->ctr);
+	sk_atomic_store_relaxed(&r->ctr, 0UL);
+	r->nest = 0;
+	/* U2-like: ctr = 0 before the futex load; pairs with G3. */
+	sk_fence_light();
+	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex))
+		sk_rcu__wake_gp();
+}
+
+static const char *in_section_msg =
+	"called inside an RCU read-side critical section";
+
+int sk_rcu_unregister_thread(void)
+{
+	struct sk_rcu_reader *r = &sk_rcu__reader;
+
+	if (!r->registered)
+		return -EINVAL;
+	if (r->nest == SK_RCU_QSBR_ONLINE)
+		go_offline(r);
+	else if (r->nest != 0)
+		sk__die("sk_rcu_unregister_thread() %s (nesting depth %lu)",
+			in_section_msg, r->nest);
+	reader_unregister(r);
+	return 0;
+}
+
+/* Thread-exit destructor of registered threads. */
+static void reader_exit(void *arg)
+{
+	struct sk_rcu_reader *r = arg;
+
+	if (r->nest == SK_RCU_QSBR_ONLINE)
+		go_offline(r);
+	else if (r->nest != 0)
+		sk__die("thread exited inside an RCU read-side critical section "
+			"(nesting depth %lu): missing sk_rcu_read_unlock()",
+			r->nest);
+	if (r->registered)
+		reader_unregister(r);
+}
+
+void sk_rcu_thread_online(void)
+{
+	struct sk_rcu_reader *r = &sk_rcu__reader;
+
+	if (r->nest == SK_RCU_QSBR_ONLINE)
+		return;
+	if (r->nest != 0)
+		sk__die("sk_rcu_thread_online() %s", in_section_msg);
+	if (!r->registered)
+		reader_register(r, SK_RCU_KIND_EXPLICIT);
+	/* L1-like: acquire pairs with the counter advance R1. */
+	sk_atomic_store_relaxed(&r->ctr,
+				sk_atomic_load_acquire(&sk_rcu__gp.ctr));
+	/* L2-like: ctr store before the loads that follow; pairs with G1. */
+	sk_fence_light();
+	r->nest = SK_RCU_QSBR_ONLINE;
+}
+
+void sk_rcu_thread_offline(void)
+{
+	struct sk_rcu_reader *r = &sk_rcu__reader;
+
+	if (r->nest != SK_RCU_QSBR_ONLINE)
+		sk__die("sk_rcu_thread_offline() called by a thread that is not "
+			"an online QSBR reader outside sk_rcu_read_lock() "
+			"(nesting depth %lu)",
+			r->nest);
+	go_offline(r);
+}
+
+void sk_rcu__unlock_misuse(void)
+{
+	sk__die("unbalanced sk_rcu_read_unlock(): the thread is not inside an "
+		"RCU read-side critical section");
+}
+
+void sk_rcu__qs_misuse(void)
+{
+	unsigned long n = sk_rcu__reader.nest;
+
+	if (n > SK_RCU_QSBR_ONLINE)
+		sk__die("sk_rcu_quiescent_state() %s", in_section_msg);
+	sk__die("sk_rcu_quiescent_state() called by a thread that is not an "
+		"online QSBR reader (call sk_rcu_thread_online() first)");
+}
+
+void sk_rcu__wake_gp(void)
+{
+	int expected = -1;
+
+	/* Only the first waker pays for the system call. */
+	if (sk_atomic_cmpxchg(&sk_rcu__gp.futex, &expected, 0))
+		sk__futex_wake(&sk_rcu__gp.futex, 1);
+}
+
+/* Is r inside a section that began before grace period c? */
+static inline int blocks_gp(struct sk_rcu_reader *r, unsigned long c)
+{
+	unsigned long v = sk_atomic_load_relaxed(&r->ctr);
+
+	return v != 0 && (long)(v - c) < 0;
+}
+
+/*
+ * Move every reader of pending that no longer blocks grace period c to
+ * done.  Called with registry_lock held.
+ */
+static void scan_readers(struct sk__link *pending, struct sk__link *done,
+			 unsigned long c)
+{
+	struct sk__link *l, *next;
+
+	for (l = pending->next; l != pending; l = next) {
+		struct sk_rcu_reader *r = reader_of(l);
+
+		next = l->next;
+		if (!blocks_gp(r, c)) {
+			/* Ordering from G2 + U1, invisible to TSan. */
+			SK_TSAN_ACQUIRE(&r->ctr);
+			sk__link_del(l);
+			sk__link_add_tail(l, done);
+		}
+	}
+}
+
+/*
+ * Wait until no registered reader blocks grace period c.  Readers stay on
+ * lists headed locally while the leader sleeps with registry_lock dropped:
+ * a thread that unregisters meanwhile unlinks itself from whichever list
+ * holds it, and new threads join the registry (they cannot block c: they
+ * enter after the advance, ordered by registry_lock).
+ */
+static void wait_for_readers(unsigned long c)
+{
+	struct sk__link pending, done;
+	unsigned int spins = 0;
+
+	sk__link_init(&pending);
+	sk__link_init(&done);
+	pthread_mutex_lock(&rcu.registry_lock);
+	sk__link_splice_tail(&rcu.registry, &pending);
+	for (;;) {
+		scan_readers(&pending, &done, c);
+		if (sk__link_empty(&pending))
+			break;
+		if (spins++ < SK_RCU_SPIN_LIMIT) {
+			sk_cpu_relax();
+			continue;
+		}
+		sk_atomic_store_relaxed(&sk_rcu__gp.futex, -1);
+		/* G3: futex = -1 before re-reading ctrs; pairs with U2/Q2. */
+		sk_fence_heavy();
+		scan_readers(&pending, &done, c);
+		if (sk__link_empty(&pending)) {
+			sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
+			break;
+		}
+		sk_atomic_fetch_add_relaxed(&rcu.gp_sleeps, 1UL);
+		pthread_mutex_unlock(&rcu.registry_lock);
+		sk__futex_wait(&sk_rcu__gp.futex, -1);
+		pthread_mutex_lock(&rcu.registry_lock);
+	}
+	sk__link_splice_tail(&done, &rcu.registry);
+	pthread_mutex_unlock(&rcu.registry_lock);
+}
+
+static inline int gp_done(unsigned long target)
+{
+	return (long)(sk_atomic_load_acquire(&rcu.completed) - target) >= 0;
+}
+
+void sk_synchronize_rcu(void)
+{
+	struct sk_rcu_reader *r = &sk_rcu__reader;
+	int was_online = 0;
+	unsigned long target;
+
+	if (r->nest == SK_RCU_QSBR_ONLINE) {
+		go_offline(r);
+		was_online = 1;
+	} else if (r->nest != 0) {
+		sk__die("sk_synchronize_rcu() %s (nesting depth %lu): it would "
+			"wait for itself forever",
+			in_section_msg, r->nest);
+	}
+	sk_atomic_fetch_add_relaxed(&rcu.sync_calls, 1UL);
+
+	/* S1: the caller's unlinks before the snapshot; pairs with G1. */
+	sk_smp_mb();
+	target = sk_atomic_load_acquire(&sk_rcu__gp.ctr) + 1;
+
+	pthread_mutex_lock(&rcu.gp_lock);
+	if (!gp_done(target)) {
+		unsigned long c = sk_rcu__gp.ctr + 1;
+
+		/* R1: advance the counter; pairs with L1 in sk_rcu_read_lock(). */
+		sk_atomic_store_release(&sk_rcu__gp.ctr, c);
+		/* G1: advance before reading reader ctrs; pairs with L2/Q2. */
+		sk_fence_heavy();
+		wait_for_readers(c);
+		/* G2: readers' section loads done before completion; pairs with U1/Q1. */
+		sk_fence_heavy();
+		sk_atomic_store_release(&rcu.completed, c);
+	}
+	pthread_mutex_unlock(&rcu.gp_lock);
+	/* Acquire of completed (under gp_lock) orders the caller's frees after G2. */
+
+	if (was_online)
+		sk_rcu_thread_online();
+}
+
+int sk_rcu_get_stats(struct sk_rcu_stats *st)
+{
+	if (!st)
+		return -EINVAL;
+	st->grace_periods = sk_atomic_load_acquire(&rcu.completed) - 1;
+	st->sync_calls = sk_atomic_load_relaxed(&rcu.sync_calls);
+	st->gp_sleeps = sk_atomic_load_relaxed(&rcu.gp_sleeps);
+	pthread_mutex_lock(&rcu.registry_lock);
+	st->readers = rcu.nreaders;
+	pthread_mutex_unlock(&rcu.registry_lock);
+	return 0;
+}
