@@ -39,10 +39,13 @@
 #include "scalekit/rcu.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <string.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "internal/rcu.h"
 #include "internal/util.h"
 
 /* Spins on the reader scan before sleeping on the futex. */
@@ -65,6 +68,7 @@ static struct {
 	pthread_mutex_t gp_lock;
 	unsigned long sync_calls; /* atomic counter, any thread */
 	unsigned long gp_sleeps;  /* written by the leader */
+	unsigned long expedite;	  /* expedited callers waiting (atomic) */
 
 	/* Written by the leader (release), read by any caller (acquire). */
 	unsigned long completed __attribute__((aligned(SK_CACHELINE)));
@@ -92,9 +96,18 @@ static void key_init(void)
 		sk__die("pthread_key_create failed: cannot track thread exit");
 }
 
+static void atfork_prepare(void);
+static void atfork_parent(void);
+static void atfork_child(void);
+
+unsigned long sk__rcu_stall_ms = 21000;
+
 __attribute__((constructor)) static void sk_rcu_init(void)
 {
 	pthread_once(&rcu.key_once, key_init);
+	sk__rcu_stall_ms = sk__env_ulong("SCALEKIT_RCU_STALL_MS", 21000, 1,
+					 24UL * 3600 * 1000);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 /* Add r (the calling thread's reader) to the registry. */
@@ -270,16 +283,65 @@ static void scan_readers(struct sk__link *pending, struct sk__link *done,
 	}
 }
 
+/* Copy the name of thread tid (as set by pthread_setname_np) into buf. */
+static void thread_name(long tid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", tid);
+	buf[0] = '\0';
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	if (!buf[0])
+		snprintf(buf, len, "?");
+}
+
+/* Stall watchdog: name every reader that still holds grace period c. */
+static void report_stall(struct sk__link *pending, unsigned long c,
+			 uint64_t waited_ns)
+{
+	struct sk__link *l;
+	char name[32];
+
+	fprintf(stderr,
+		"scalekit: RCU stall: grace period %lu has waited %lu ms "
+		"(SCALEKIT_RCU_STALL_MS=%lu) for:\n",
+		c, (unsigned long)(waited_ns / 1000000u), sk__rcu_stall_ms);
+	for (l = pending->next; l != pending; l = l->next) {
+		struct sk_rcu_reader *r = reader_of(l);
+
+		thread_name(r->tid_, name, sizeof(name));
+		fprintf(stderr,
+			"scalekit:   thread %ld (\"%s\"), %s for at least %lu ms\n",
+			r->tid_, name,
+			sk_atomic_load_relaxed(&r->nest) == SK_RCU_QSBR_ONLINE
+				? "QSBR online without a quiescent state"
+				: "inside a read-side critical section",
+			(unsigned long)(waited_ns / 1000000u));
+	}
+	fflush(stderr);
+}
+
 /*
  * Wait until no registered reader blocks grace period c.  Readers stay on
  * lists headed locally while the leader sleeps with registry_lock dropped:
  * a thread that unregisters meanwhile unlinks itself from whichever list
  * holds it, and new threads join the registry (they cannot block c: they
  * enter after the advance, ordered by registry_lock).
+ *
+ * A normal grace period spins briefly, then sleeps on the futex; an
+ * expedited one (or any while an expedited caller waits) keeps polling and
+ * yields the CPU instead of sleeping.
  */
-static void wait_for_readers(unsigned long c)
+static void wait_for_readers(unsigned long c, int expedited)
 {
 	struct sk__link pending, done;
+	uint64_t start = 0, now, next_report = 0, interval = 0;
 	unsigned int spins = 0;
 
 	sk__link_init(&pending);
@@ -294,6 +356,23 @@ static void wait_for_readers(unsigned long c)
 			sk_cpu_relax();
 			continue;
 		}
+		now = sk__now_ns();
+		if (!start) {
+			start = now;
+			interval = (uint64_t)sk__rcu_stall_ms * 1000000u;
+			next_report = start + interval;
+		}
+		if (now >= next_report) {
+			report_stall(&pending, c, now - start);
+			interval *= 2; /* back off: report again after 2x, 4x... */
+			next_report = now + interval;
+		}
+		if (expedited || sk_atomic_load_relaxed(&rcu.expedite)) {
+			pthread_mutex_unlock(&rcu.registry_lock);
+			sched_yield();
+			pthread_mutex_lock(&rcu.registry_lock);
+			continue;
+		}
 		sk_atomic_store_relaxed(&sk_rcu__gp.futex, -1);
 		/* G3: futex = -1 before re-reading ctrs; pairs with U2/Q2. */
 		sk_fence_heavy();
@@ -304,56 +383,146 @@ static void wait_for_readers(unsigned long c)
 		}
 		sk_atomic_fetch_add_relaxed(&rcu.gp_sleeps, 1UL);
 		pthread_mutex_unlock(&rcu.registry_lock);
-		sk__futex_wait(&sk_rcu__gp.futex, -1);
+		/* Wake up for the next stall report at the latest. */
+		sk__futex_wait_ns(&sk_rcu__gp.futex, -1, next_report - now);
 		pthread_mutex_lock(&rcu.registry_lock);
 	}
 	sk__link_splice_tail(&done, &rcu.registry);
 	pthread_mutex_unlock(&rcu.registry_lock);
 }
 
-static inline int gp_done(unsigned long target)
+int sk__rcu_done(unsigned long target)
 {
 	return (long)(sk_atomic_load_acquire(&rcu.completed) - target) >= 0;
 }
 
-void sk_synchronize_rcu(void)
+unsigned long sk__rcu_snap(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
-	int was_online = 0;
-	unsigned long target;
-
-	if (r->nest == SK_RCU_QSBR_ONLINE) {
-		go_offline(r);
-		was_online = 1;
-	} else if (r->nest != 0) {
-		sk__die("sk_synchronize_rcu() %s (nesting depth %lu): it would "
-			"wait for itself forever",
-			in_section_msg, r->nest);
-	}
-	sk_atomic_fetch_add_relaxed(&rcu.sync_calls, 1UL);
-
 	/* S1: the caller's unlinks before the snapshot; pairs with G1. */
 	sk_smp_mb();
-	target = sk_atomic_load_acquire(&sk_rcu__gp.ctr) + 1;
+	return sk_atomic_load_acquire(&sk_rcu__gp.ctr) + 1;
+}
 
+void sk__rcu_wait(unsigned long target, int expedited)
+{
+	if (expedited) {
+		/* A sleeping leader switches to polling for us. */
+		sk_atomic_fetch_add(&rcu.expedite, 1UL);
+		sk_rcu__wake_gp();
+	}
 	pthread_mutex_lock(&rcu.gp_lock);
-	if (!gp_done(target)) {
+	if (!sk__rcu_done(target)) {
 		unsigned long c = sk_rcu__gp.ctr + 1;
 
 		/* R1: advance the counter; pairs with L1 in sk_rcu_read_lock(). */
 		sk_atomic_store_release(&sk_rcu__gp.ctr, c);
 		/* G1: advance before reading reader ctrs; pairs with L2/Q2. */
 		sk_fence_heavy();
-		wait_for_readers(c);
+		wait_for_readers(c, expedited);
 		/* G2: readers' section loads done before completion; pairs with U1/Q1. */
 		sk_fence_heavy();
 		sk_atomic_store_release(&rcu.completed, c);
 	}
 	pthread_mutex_unlock(&rcu.gp_lock);
-	/* Acquire of completed (under gp_lock) orders the caller's frees after G2. */
+	/* The acquire of completed orders the caller's frees after G2. */
+	if (expedited)
+		sk_atomic_fetch_add(&rcu.expedite, -1UL);
+}
 
+int sk__rcu_enter_wait(const char *fn)
+{
+	struct sk_rcu_reader *r = &sk_rcu__reader;
+
+	if (r->nest == SK_RCU_QSBR_ONLINE) {
+		go_offline(r);
+		return 1;
+	}
+	if (r->nest != 0)
+		sk__die("%s %s (nesting depth %lu): it would wait for itself "
+			"forever",
+			fn, in_section_msg, r->nest);
+	return 0;
+}
+
+void sk_synchronize_rcu(void)
+{
+	int was_online = sk__rcu_enter_wait("sk_synchronize_rcu()");
+
+	sk_atomic_fetch_add_relaxed(&rcu.sync_calls, 1UL);
+	sk__rcu_wait(sk__rcu_snap(), 0);
 	if (was_online)
 		sk_rcu_thread_online();
+}
+
+void sk_synchronize_rcu_expedited(void)
+{
+	int was_online = sk__rcu_enter_wait("sk_synchronize_rcu_expedited()");
+
+	sk_atomic_fetch_add_relaxed(&rcu.sync_calls, 1UL);
+	sk__rcu_wait(sk__rcu_snap(), 1);
+	if (was_online)
+		sk_rcu_thread_online();
+}
+
+unsigned long sk_get_state_synchronize_rcu(void)
+{
+	return sk__rcu_snap();
+}
+
+int sk_poll_state_synchronize_rcu(unsigned long cookie)
+{
+	if (!sk__rcu_done(cookie))
+		return 0;
+	/* Later frees after the observed completion (pairs with G2). */
+	sk_smp_mb();
+	return 1;
+}
+
+void sk_cond_synchronize_rcu(unsigned long cookie)
+{
+	int was_online;
+
+	if (sk_poll_state_synchronize_rcu(cookie))
+		return;
+	was_online = sk__rcu_enter_wait("sk_cond_synchronize_rcu()");
+	sk__rcu_wait(cookie, 0);
+	if (was_online)
+		sk_rcu_thread_online();
+}
+
+/*
+ * fork(): only the forking thread exists in the child.  The registry is
+ * rebuilt with that thread alone (if registered); locks are made usable;
+ * a grace period that was running in the parent simply never completes in
+ * the child, and the next one there covers it.
+ */
+static void atfork_prepare(void)
+{
+	sk__rcu_cb_atfork_prepare();
+	pthread_mutex_lock(&rcu.registry_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&rcu.registry_lock);
+	sk__rcu_cb_atfork_parent();
+}
+
+static void atfork_child(void)
+{
+	struct sk_rcu_reader *r = &sk_rcu__reader;
+
+	pthread_mutex_init(&rcu.registry_lock, NULL);
+	pthread_mutex_init(&rcu.gp_lock, NULL);
+	sk__link_init(&rcu.registry);
+	rcu.nreaders = 0;
+	if (r->registered) {
+		sk__link_add_tail(&r->link_, &rcu.registry);
+		rcu.nreaders = 1;
+	}
+	sk_rcu__gp.futex = 0;
+	rcu.expedite = 0;
+	sk__rcu_cb_atfork_child();
 }
 
 int sk_rcu_get_stats(struct sk_rcu_stats *st)
@@ -366,5 +535,5 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	pthread_mutex_lock(&rcu.registry_lock);
 	st->readers = rcu.nreaders;
 	pthread_mutex_unlock(&rcu.registry_lock);
-	return 0;
+	return sk__rcu_cb_stats(st);
 }

@@ -20,6 +20,8 @@
 #ifndef SCALEKIT_RCU_H
 #define SCALEKIT_RCU_H
 
+#include <stddef.h>
+
 #include "scalekit/barrier.h"
 
 #ifdef __cplusplus
@@ -262,12 +264,125 @@ SK_API void sk_rcu_thread_offline(void);
  */
 SK_API void sk_synchronize_rcu(void);
 
+/*
+ * sk_synchronize_rcu_expedited() - like sk_synchronize_rcu(), with the
+ * lowest latency at a higher CPU cost: the caller polls the readers and
+ * yields the CPU instead of sleeping, and a normal grace period already in
+ * progress switches to polling too.
+ * Context: as sk_synchronize_rcu().  Blocks (busy).
+ * Ordering: as sk_synchronize_rcu().
+ * Reclamation: objects unlinked before the call may be freed after it.
+ */
+SK_API void sk_synchronize_rcu_expedited(void);
+
+/*
+ * Polled grace periods.  A cookie names a grace period; it is a 64-bit
+ * counter that does not wrap in practice.  SK_RCU_COOKIE_COMPLETED always
+ * reads as completed.
+ */
+#define SK_RCU_COOKIE_COMPLETED 0UL
+
+/*
+ * sk_get_state_synchronize_rcu() - cookie for "a grace period that starts
+ * after this call", without starting one.
+ * Context: any thread, also inside a read section.  Never blocks.
+ * Ordering: full barrier before the snapshot (the caller's unlinks are
+ * ordered before it).
+ * Returns: the cookie.
+ */
+SK_API unsigned long sk_get_state_synchronize_rcu(void);
+
+/*
+ * sk_start_poll_synchronize_rcu() - as sk_get_state_synchronize_rcu(),
+ * and makes sure that grace period will start (the callback worker runs
+ * it) without the caller blocking.
+ * Context: any thread, also inside a read section.  Never blocks.
+ * Ordering: full barrier before the snapshot.
+ * Returns: the cookie.
+ */
+SK_API unsigned long sk_start_poll_synchronize_rcu(void);
+
+/*
+ * sk_poll_state_synchronize_rcu() - has the grace period named by cookie
+ * completed?
+ * Context: any thread, also inside a read section.  Never blocks.
+ * Ordering: when it returns 1, a full barrier after the observation: the
+ * caller's later accesses (frees) come after every pre-existing reader.
+ * Reclamation: on 1, objects unlinked before the cookie was taken may be
+ * freed.
+ * Returns: 1 when completed, 0 otherwise.
+ */
+SK_API int sk_poll_state_synchronize_rcu(unsigned long cookie);
+
+/*
+ * sk_cond_synchronize_rcu() - wait for the grace period named by cookie,
+ * blocking only if it has not completed yet.
+ * Context: as sk_synchronize_rcu().  May block.
+ * Ordering: full barrier on return.
+ * Reclamation: objects unlinked before the cookie was taken may be freed
+ * after it.
+ */
+SK_API void sk_cond_synchronize_rcu(unsigned long cookie);
+
+/*
+ * Callbacks.  Embed a struct sk_rcu_head in the object; its fields are
+ * private to the library.
+ */
+struct sk_rcu_head {
+	struct sk_rcu_head *next_;		/* private: queue link */
+	void (*func_)(struct sk_rcu_head *);	/* private: the callback */
+	unsigned long state_;			/* private: double-queue check */
+};
+
+/*
+ * sk_call_rcu() - run fn(head) after a grace period, on the library's
+ * callback worker thread (started on first use).  Callbacks queued by one
+ * thread run in the order queued; one grace period serves a whole batch.
+ * fn must not block for long, must not call sk_synchronize_rcu() or
+ * sk_rcu_barrier(), and may call sk_call_rcu().
+ * Context: any thread, also inside a read section and inside a callback.
+ * Wait-free: one atomic exchange on a per-thread queue.
+ * Ordering: the caller's accesses before the call happen before fn runs;
+ * fn runs after every read section that began before the call has ended.
+ * Reclamation: fn may free the object containing head.
+ * Returns: 0; -EINVAL (nothing queued) when head or fn is NULL;
+ * -EBUSY (nothing queued, message on stderr) when head is already queued
+ * and has not run yet.
+ */
+SK_API int sk_call_rcu(struct sk_rcu_head *head,
+		       void (*fn)(struct sk_rcu_head *head));
+
+/*
+ * sk_rcu_barrier() - wait until every callback queued (by any thread)
+ * before the call has run.  Returns at once when none is pending.
+ * Context: any thread outside a read section and outside a callback
+ * (either would deadlock: message and abort).  Blocks.
+ * Ordering: the callbacks' accesses happen before the return.
+ */
+SK_API void sk_rcu_barrier(void);
+
+/* Queue free((char *)head - offset) after a grace period (SK_FREE_RCU). */
+SK_API int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset);
+
+/*
+ * SK_FREE_RCU(ptr, field) - free(ptr) after a grace period, where field is
+ * the struct sk_rcu_head member of *ptr; no callback to write.
+ * Context, ordering, returns: as sk_call_rcu().  ptr must come from
+ * malloc() and field must lie in its first 4 KiB.
+ */
+#define SK_FREE_RCU(ptr, field) \
+	sk_rcu__free_offset(&(ptr)->field, offsetof(__typeof__(*(ptr)), field))
+
 /* Counters kept by the RCU domain (see sk_rcu_get_stats()). */
 struct sk_rcu_stats {
 	unsigned long grace_periods; /* grace periods completed */
 	unsigned long sync_calls;    /* sk_synchronize_rcu() calls */
 	unsigned long gp_sleeps;     /* times a grace period slept on a futex */
 	unsigned long readers;	     /* threads in the registry now */
+	unsigned long cb_queued;     /* sk_call_rcu() calls accepted */
+	unsigned long cb_invoked;    /* callbacks that have run */
+	unsigned long cb_batches;    /* grace periods run by the worker */
+	unsigned long cb_peak_backlog; /* most callbacks pending at once */
 };
 
 /*

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* Grace-period internals shared by src/rcu.c and src/rcu_cb.c. */
+#ifndef SCALEKIT_INTERNAL_RCU_H
+#define SCALEKIT_INTERNAL_RCU_H
+
+/*
+ * Cookie of the first grace period that starts after this call: once it
+ * has completed, every read section that began before the call has ended.
+ * Full barrier first (S1), so the caller's unlinks are ordered before it.
+ */
+unsigned long sk__rcu_snap(void);
+
+/* Nonzero once grace period target has completed (acquire). */
+int sk__rcu_done(unsigned long target);
+
+/*
+ * Make sure grace period target has completed, running it (or a later one)
+ * if needed.  expedited: spin instead of sleeping.  Blocks.  The caller
+ * must not be inside a read section.
+ */
+void sk__rcu_wait(unsigned long target, int expedited);
+
+/*
+ * Leave the read side before blocking on a grace period in the name of fn:
+ * dies when the thread is inside a read section, puts an online QSBR
+ * thread offline and returns 1 (then call sk_rcu_thread_online() after).
+ */
+int sk__rcu_enter_wait(const char *fn);
+
+/* Fill the callback counters of *st (src/rcu_cb.c). */
+struct sk_rcu_stats;
+int sk__rcu_cb_stats(struct sk_rcu_stats *st);
+
+/* Fork handling of the callback machinery (src/rcu_cb.c). */
+void sk__rcu_cb_atfork_prepare(void);
+void sk__rcu_cb_atfork_parent(void);
+void sk__rcu_cb_atfork_child(void);
+
+/* Stall threshold in ms (SCALEKIT_RCU_STALL_MS, read once). */
+extern unsigned long sk__rcu_stall_ms;
+
+#endif

@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RCU callbacks: sk_call_rcu(), sk_rcu_barrier(), SK_FREE_RCU() and the
+ * worker thread that runs them; also the worker's part of polled grace
+ * periods (sk_start_poll_synchronize_rcu()).
+ *
+ * Queues.  Each thread that queues callbacks gets its own queue (allocated
+ * on first use, kept after the thread exits until the worker has drained
+ * it), so producers never share a cache line: an enqueue is one atomic
+ * exchange on the thread's own queue tail plus one release store.  The
+ * queue is a wait-free multi-producer single-consumer list with a sentinel
+ * (the consumer is the worker; the second producer is sk_rcu_barrier()).
+ * When a queue cannot be allocated, the thread uses a static shared queue.
+ *
+ * Worker loop.  Take every queued callback from every queue; take a cookie
+ * for a grace period that starts after the take; wait for it (one grace
+ * period per batch, however large); run the batch, queue by queue, in
+ * queue order.  Callbacks that arrive meanwhile form the next batch.
+ * When the backlog grows, grace periods are expedited.
+ *
+ * Barrier pairs:
+ *   C1 (producer, xchg)   - the caller's accesses before sk_call_rcu()
+ *                           happen before the callback (the worker's
+ *                           acquire C2' of the link); also the full barrier
+ *                           between publishing and reading cb.sleeping,
+ *                           paired with W1 (store buffering).
+ *   C2 (producer, release)- links the node; pairs with acquire C2' in the
+ *                           worker's traversal.
+ *   W1 (worker, xchg)     - sleeping = 1 before re-checking the queues;
+ *                           pairs with C1.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "scalekit/rcu.h"
+#include "internal/rcu.h"
+#include "internal/util.h"
+
+/* head->state_ values, for the double-queue check. */
+#define CB_QUEUED 0x5ca1ec0de0c0ffeeUL
+#define CB_DONE	  0x5ca1ec0de0d0e5edUL
+
+/* func_ values below this are SK_FREE_RCU offsets, not functions. */
+#define CB_FREE_OFFSET_MAX 4096u
+
+/* Backlog (callbacks) beyond which the worker expedites grace periods. */
+#define CB_BACKLOG_EXPEDITE 10000UL
+
+/*
+ * Laziness: with few callbacks pending the worker waits up to CB_LAZY_NS
+ * for more before starting a grace period, so that one grace period serves
+ * a large batch; a producer whose own backlog exceeds CB_LAZY_MAX, a
+ * barrier and a poll request cut the wait short.
+ */
+#define CB_LAZY_NS  1000000u
+#define CB_LAZY_MAX 4096UL
+
+/* Own backlog beyond which a producer yields the CPU to the worker. */
+#define CB_THROTTLE (1UL << 18)
+
+/* cb.sleeping states. */
+enum { CB_AWAKE, CB_IDLE, CB_LAZY };
+
+struct sk_rcu_barrier_state;
+
+struct cbq {
+	/* Producer side: the owner thread (and sk_rcu_barrier()). */
+	struct sk_rcu_head *tail __attribute__((aligned(SK_CACHELINE)));
+	unsigned long queued; /* callbacks accepted (barrier heads excluded) */
+
+	/* Consumer side: the worker. */
+	struct sk_rcu_head head __attribute__((aligned(SK_CACHELINE)));
+	unsigned long invoked;		  /* callbacks run (release) */
+	struct sk_rcu_head *b_first, *b_last; /* batch taken, not yet run */
+	struct cbq *b_next;		  /* next queue with a batch */
+	int busy;			  /* worker owns a batch (cb.lock) */
+
+	/* Guarded by cb.lock. */
+	struct sk__link link; /* in cb.queues */
+	int orphan;	      /* owner thread exited */
+	int shared;	      /* several producers: count atomically */
+
+	/* sk_rcu_barrier() (serialized by cb.barrier_lock). */
+	struct sk_rcu_head bhead;
+	struct sk_rcu_barrier_state *barrier;
+};
+
+struct sk_rcu_barrier_state {
+	unsigned long count; /* heads not yet run, + 1 for the caller */
+	int done;	     /* futex: 1 when count reached 0 */
+};
+
+static struct {
+	pthread_mutex_t lock; /* queues list, worker start, busy flags */
+	struct sk__link queues;
+	struct cbq fallback; /* shared queue when malloc fails */
+	int worker_started;  /* acquire/release */
+	pthread_t worker;
+	pthread_mutex_t barrier_lock; /* one sk_rcu_barrier() at a time */
+	pthread_key_t key;	      /* thread exit: orphan the queue */
+	pthread_once_t once;
+
+	int sleeping __attribute__((aligned(SK_CACHELINE))); /* futex, CB_* */
+	int urgent;		/* cut the lazy wait short */
+	unsigned long poll_req; /* highest cookie sk_start_poll asked for */
+
+	/* Statistics (worker writes, anyone reads). */
+	unsigned long batches, peak_backlog;
+	unsigned long retired_queued, retired_invoked; /* of freed queues */
+} cb = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.queues = { &cb.queues, &cb.queues },
+	.barrier_lock = PTHREAD_MUTEX_INITIALIZER,
+	.once = PTHREAD_ONCE_INIT,
+};
+
+static __thread struct cbq *my_q;
+static __thread int in_worker;
+
+static void cbq_init(struct cbq *q, int shared)
+{
+	q->head.next_ = NULL;
+	q->tail = &q->head;
+	q->queued = q->invoked = 0;
+	q->b_first = q->b_last = NULL;
+	q->b_next = NULL;
+	q->busy = q->orphan = 0;
+	q->shared = shared;
+	q->barrier = NULL;
+}
+
+static void queue_exit(void *arg)
+{
+	struct cbq *q = arg;
+
+	pthread_mutex_lock(&cb.lock);
+	q->orphan = 1; /* the worker frees it once drained */
+	pthread_mutex_unlock(&cb.lock);
+	my_q = NULL;
+}
+
+static void cb_once(void)
+{
+	cbq_init(&cb.fallback, 1);
+	sk__link_add_tail(&cb.fallback.link, &cb.queues);
+	if (pthread_key_create(&cb.key, queue_exit) != 0)
+		sk__die("pthread_key_create failed: cannot track thread exit");
+}
+
+/* The calling thread's queue, created on first use. */
+static struct cbq *queue_get(void)
+{
+	struct cbq *q = my_q;
+
+	if (SK_LIKELY(q != NULL))
+		return q;
+	pthread_once(&cb.once, cb_once);
+	q = aligned_alloc(SK_CACHELINE, sizeof(*q));
+	if (!q)
+		return &cb.fallback;
+	cbq_init(q, 0);
+	pthread_mutex_lock(&cb.lock);
+	sk__link_add_tail(&q->link, &cb.queues);
+	pthread_mutex_unlock(&cb.lock);
+	pthread_setspecific(cb.key, q);
+	my_q = q;
+	return q;
+}
+
+static void cbq_push(struct cbq *q, struct sk_rcu_head *h)
+{
+	struct sk_rcu_head *prev;
+
+	sk_atomic_store_relaxed(&h->next_, (struct sk_rcu_head *)NULL);
+	/* C1: publish h as the tail; full barrier (pairs with W1, C2'). */
+	prev = sk_atomic_xchg(&q->tail, h);
+	/* C2: link h after prev; pairs with the acquire C2' in run_batch(). */
+	sk_atomic_store_release(&prev->next_, h);
+}
+
+/* Move q's callbacks to its batch; 1 if any.  Worker only, cb.lock held. */
+static int cbq_take(struct cbq *q)
+{
+	struct sk_rcu_head *first;
+
+	if (sk_atomic_load_acquire(&q->tail) == &q->head)
+		return 0;
+	/* A producer that swapped the tail links within two instructions. */
+	while (!(first = sk_atomic_load_acquire(&q->head.next_)))
+		sk_cpu_relax();
+	sk_atomic_store_relaxed(&q->head.next_, (struct sk_rcu_head *)NULL);
+	q->b_first = first;
+	/* Producers now append after the sentinel again. */
+	q->b_last = sk_atomic_xchg(&q->tail, &q->head);
+	q->busy = 1;
+	return 1;
+}
+
+static void barrier_cb(struct sk_rcu_head *h);
+
+/*
+ * Run q's batch in order.  q->invoked counts user callbacks as they run and
+ * is published (release) before each barrier head, so sk_rcu_barrier()
+ * and the statistics never see it lag behind a barrier.
+ */
+static void run_batch(struct cbq *q)
+{
+	struct sk_rcu_head *h = q->b_first, *last = q->b_last;
+	unsigned long n = q->invoked;
+
+	for (;;) {
+		struct sk_rcu_head *next = NULL;
+		void (*fn)(struct sk_rcu_head *) = h->func_;
+
+		if (h != last) {
+			/* C2': pairs with C2; the producer may still be linking. */
+			while (!(next = sk_atomic_load_acquire(&h->next_)))
+				sk_cpu_relax();
+		}
+		h->state_ = CB_DONE;
+		if ((uintptr_t)fn < CB_FREE_OFFSET_MAX) {
+			free((char *)h - (uintptr_t)fn);
+			n++;
+		} else if (fn == barrier_cb) {
+			/* Release: the barrier's caller sees the runs before. */
+			sk_atomic_store_release(&q->invoked, n);
+			fn(h);
+		} else {
+			fn(h);
+			n++;
+		}
+		if (!next)
+			break;
+		h = next;
+	}
+	q->b_first = q->b_last = NULL;
+	/* Release: barrier/reaper/stats see invoked after the runs. */
+	sk_atomic_store_release(&q->invoked, n);
+}
+
+static int queues_empty(void)
+{
+	struct sk__link *l;
+	int empty = 1;
+
+	pthread_mutex_lock(&cb.lock);
+	for (l = cb.queues.next; l != &cb.queues && empty; l = l->next) {
+		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+
+		empty = sk_atomic_load_acquire(&q->tail) == &q->head;
+	}
+	pthread_mutex_unlock(&cb.lock);
+	return empty;
+}
+
+/* Free drained queues of exited threads.  cb.lock held. */
+static void reap_orphans(void)
+{
+	struct sk__link *l, *next;
+
+	for (l = cb.queues.next; l != &cb.queues; l = next) {
+		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+
+		next = l->next;
+		if (!q->orphan || q->busy ||
+		    sk_atomic_load_acquire(&q->tail) != &q->head ||
+		    sk_atomic_load_acquire(&q->queued) != q->invoked)
+			continue;
+		sk__link_del(&q->link);
+		cb.retired_queued += q->queued;
+		cb.retired_invoked += q->invoked;
+		free(q);
+	}
+}
+
+static int poll_pending(void)
+{
+	return !sk__rcu_done(sk_atomic_load_acquire(&cb.poll_req));
+}
+
+/* Sleep in state st (CB_IDLE or CB_LAZY) unless kicked meanwhile. */
+static void worker_sleep(int st, uint64_t timeout_ns)
+{
+	/* W1: announce the sleep before re-checking; pairs with C1. */
+	sk_atomic_xchg(&cb.sleeping, st);
+	if (st == CB_LAZY ? !sk_atomic_load_relaxed(&cb.urgent)
+			  : queues_empty() && !poll_pending()) {
+		if (timeout_ns)
+			sk__futex_wait_ns(&cb.sleeping, st, timeout_ns);
+		else
+			sk__futex_wait(&cb.sleeping, st);
+	}
+	sk_atomic_store_relaxed(&cb.sleeping, CB_AWAKE);
+}
+
+static void *worker_main(void *arg)
+{
+	(void)arg;
+	in_worker = 1;
+	pthread_setname_np(pthread_self(), "sk-rcu-cb");
+	for (;;) {
+		struct cbq *todo = NULL, **tailp = &todo, *q;
+		unsigned long backlog = 0, req, target;
+		struct sk__link *l;
+
+		if (queues_empty() && !poll_pending()) {
+			worker_sleep(CB_IDLE, 0);
+			continue;
+		}
+		if (!sk_atomic_load_relaxed(&cb.urgent))
+			worker_sleep(CB_LAZY, CB_LAZY_NS);
+		sk_atomic_store_relaxed(&cb.urgent, 0);
+
+		pthread_mutex_lock(&cb.lock);
+		for (l = cb.queues.next; l != &cb.queues; l = l->next) {
+			q = SK_CONTAINER_OF(l, struct cbq, link);
+			if (cbq_take(q)) {
+				backlog += sk_atomic_load_relaxed(&q->queued) -
+					   q->invoked;
+				*tailp = q;
+				tailp = &q->b_next;
+			}
+		}
+		*tailp = NULL;
+		pthread_mutex_unlock(&cb.lock);
+		if (backlog > cb.peak_backlog)
+			sk_atomic_store_relaxed(&cb.peak_backlog, backlog);
+
+		/* One grace period, started after the take, for the batch. */
+		req = sk_atomic_load_acquire(&cb.poll_req);
+		target = sk__rcu_snap();
+		if ((long)(req - target) > 0)
+			target = req;
+		sk__rcu_wait(target, backlog > CB_BACKLOG_EXPEDITE);
+		sk_atomic_fetch_add_relaxed(&cb.batches, 1UL);
+
+		for (q = todo; q; q = q->b_next)
+			run_batch(q);
+		pthread_mutex_lock(&cb.lock);
+		for (q = todo; q; q = q->b_next)
+			q->busy = 0;
+		reap_orphans();
+		pthread_mutex_unlock(&cb.lock);
+	}
+	return NULL;
+}
+
+/* Start the worker if needed.  Returns 0 or -errno. */
+static int worker_ensure(void)
+{
+	sigset_t all, old;
+	int err = 0;
+
+	if (SK_LIKELY(sk_atomic_load_acquire(&cb.worker_started)))
+		return 0;
+	pthread_once(&cb.once, cb_once);
+	pthread_mutex_lock(&cb.lock);
+	if (!cb.worker_started) {
+		/* The worker takes no signals meant for the application. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = -pthread_create(&cb.worker, NULL, worker_main, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!err) {
+			pthread_detach(cb.worker);
+			sk_atomic_store_release(&cb.worker_started, 1);
+		}
+	}
+	pthread_mutex_unlock(&cb.lock);
+	return err;
+}
+
+/*
+ * Wake the worker: from an idle sleep always, from a lazy one only when
+ * urgent (a barrier, a poll request, or a producer with a large backlog).
+ */
+static void worker_wake(int urgent)
+{
+	int st = sk_atomic_load_relaxed(&cb.sleeping);
+
+	if (urgent)
+		sk_atomic_store_relaxed(&cb.urgent, 1);
+	if (st == CB_AWAKE || (st == CB_LAZY && !urgent))
+		return;
+	if (sk_atomic_cmpxchg(&cb.sleeping, &st, CB_AWAKE))
+		sk__futex_wake(&cb.sleeping, 1);
+}
+
+static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
+{
+	unsigned long backlog;
+	struct cbq *q;
+	int err;
+
+	if (!head || !fn)
+		return -EINVAL;
+	if (head->state_ == CB_QUEUED) {
+		fprintf(stderr,
+			"scalekit: thread %ld: sk_call_rcu() on rcu_head %p "
+			"that is already queued and has not run yet; ignored "
+			"(the second request is dropped)\n",
+			sk__gettid(), (void *)head);
+		return -EBUSY;
+	}
+	err = worker_ensure();
+	if (err)
+		return err;
+	head->func_ = fn;
+	head->state_ = CB_QUEUED;
+	q = queue_get();
+	cbq_push(q, head);
+	if (SK_UNLIKELY(q->shared))
+		sk_atomic_fetch_add(&q->queued, 1UL);
+	else
+		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
+	backlog = q->queued - sk_atomic_load_relaxed(&q->invoked);
+	worker_wake(backlog > CB_LAZY_MAX);
+	/*
+	 * Forward progress under a flood: a producer far ahead of the worker
+	 * gives up its CPU once per call (bounded work, no waiting on anyone).
+	 */
+	if (SK_UNLIKELY(backlog > CB_THROTTLE))
+		sched_yield();
+	return 0;
+}
+
+int sk_call_rcu(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
+{
+	if (fn && (uintptr_t)fn < CB_FREE_OFFSET_MAX)
+		return -EINVAL;
+	return enqueue(head, fn);
+}
+
+int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
+{
+	if (offset >= CB_FREE_OFFSET_MAX)
+		return -EINVAL;
+	/* The offset travels in func_; run_batch() tells it apart. */
+	return enqueue(head, (void (*)(struct sk_rcu_head *))(uintptr_t)offset);
+}
+
+static void barrier_cb(struct sk_rcu_head *h)
+{
+	struct cbq *q = SK_CONTAINER_OF(h, struct cbq, bhead);
+	struct sk_rcu_barrier_state *b = q->barrier;
+
+	if (sk_atomic_fetch_add(&b->count, -1UL) == 1) {
+		sk_atomic_store_release(&b->done, 1);
+		sk__futex_wake(&b->done, 1);
+	}
+}
+
+void sk_rcu_barrier(void)
+{
+	struct sk_rcu_barrier_state b = { 1, 0 };
+	struct sk__link *l;
+	int was_online;
+
+	if (in_worker)
+		sk__die("sk_rcu_barrier() called from an RCU callback: it "
+			"would wait for itself forever");
+	was_online = sk__rcu_enter_wait("sk_rcu_barrier()");
+	pthread_once(&cb.once, cb_once);
+	pthread_mutex_lock(&cb.barrier_lock);
+	pthread_mutex_lock(&cb.lock);
+	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
+		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+
+		/* Acquire pairs with the worker's release of invoked. */
+		if (sk_atomic_load_acquire(&q->queued) ==
+		    sk_atomic_load_acquire(&q->invoked))
+			continue;
+		q->barrier = &b;
+		q->bhead.func_ = barrier_cb;
+		q->bhead.state_ = CB_QUEUED;
+		sk_atomic_fetch_add(&b.count, 1UL);
+		cbq_push(q, &q->bhead);
+	}
+	pthread_mutex_unlock(&cb.lock);
+	if (sk_atomic_fetch_add(&b.count, -1UL) != 1) {
+		worker_wake(1);
+		while (!sk_atomic_load_acquire(&b.done))
+			sk__futex_wait(&b.done, 0);
+	}
+	pthread_mutex_lock(&cb.lock);
+	reap_orphans();
+	pthread_mutex_unlock(&cb.lock);
+	pthread_mutex_unlock(&cb.barrier_lock);
+	if (was_online)
+		sk_rcu_thread_online();
+}
+
+unsigned long sk_start_poll_synchronize_rcu(void)
+{
+	unsigned long cookie = sk__rcu_snap();
+	unsigned long cur = sk_atomic_load_relaxed(&cb.poll_req);
+
+	/* Raise poll_req to cookie (max); the worker runs that grace period. */
+	while ((long)(cookie - cur) > 0 &&
+	       !sk_atomic_cmpxchg(&cb.poll_req, &cur, cookie))
+		;
+	if (worker_ensure() == 0)
+		worker_wake(1);
+	return cookie;
+}
+
+int sk__rcu_cb_stats(struct sk_rcu_stats *st)
+{
+	struct sk__link *l;
+
+	pthread_mutex_lock(&cb.lock);
+	st->cb_queued = cb.retired_queued;
+	st->cb_invoked = cb.retired_invoked;
+	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
+		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+
+		st->cb_queued += sk_atomic_load_relaxed(&q->queued);
+		st->cb_invoked += sk_atomic_load_acquire(&q->invoked);
+	}
+	pthread_mutex_unlock(&cb.lock);
+	st->cb_batches = sk_atomic_load_relaxed(&cb.batches);
+	st->cb_peak_backlog = sk_atomic_load_relaxed(&cb.peak_backlog);
+	return 0;
+}
+
+/*
+ * fork(): the child has no worker and must not run the parent's pending
+ * callbacks (the parent runs them).  They are dropped in the child and
+ * marked as not queued, so that re-queuing their heads there is allowed.
+ */
+void sk__rcu_cb_atfork_prepare(void)
+{
+	pthread_mutex_lock(&cb.barrier_lock);
+	pthread_mutex_lock(&cb.lock);
+}
+
+void sk__rcu_cb_atfork_parent(void)
+{
+	pthread_mutex_unlock(&cb.lock);
+	pthread_mutex_unlock(&cb.barrier_lock);
+}
+
+static void forget_chain(struct sk_rcu_head *h)
+{
+	for (; h; h = h->next_)
+		h->state_ = CB_DONE;
+}
+
+void sk__rcu_cb_atfork_child(void)
+{
+	struct sk__link *l;
+
+	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
+		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+
+		forget_chain(q->head.next_);
+		forget_chain(q->b_first);
+	}
+	pthread_mutex_init(&cb.lock, NULL);
+	pthread_mutex_init(&cb.barrier_lock, NULL);
+	sk__link_init(&cb.queues);
+	if (cb.once != PTHREAD_ONCE_INIT) {
+		cbq_init(&cb.fallback, 1);
+		sk__link_add_tail(&cb.fallback.link, &cb.queues);
+	}
+	my_q = NULL;
+	in_worker = 0;
+	cb.worker_started = 0;
+	cb.sleeping = CB_AWAKE;
+	cb.urgent = 0;
+	cb.retired_queued = cb.retired_invoked = 0;
+}
