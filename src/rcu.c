@@ -22,7 +22,9 @@
  *                              and see every unlink made before it.
  *   G2 (leader, heavy)       - after the scan, before completion.  Pairs
  *                              with U1/Q1: the section's loads are done
- *                              before the caller frees anything.
+ *                              before the caller frees anything.  A local
+ *                              sk_smp_mb() on x86 (TSO), see
+ *                              gp_fence_after_scan().
  *   G3 (leader, heavy)       - futex = -1 before re-reading ctrs; pairs
  *                              with U2/Q2 (store buffering), so a reader
  *                              that leaves after the re-check sees -1 and
@@ -39,6 +41,7 @@
 #include "scalekit/rcu.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <sched.h>
 #include <string.h>
 #include <pthread.h>
@@ -51,18 +54,34 @@
 /* Spins on the reader scan before sleeping on the futex. */
 #define SK_RCU_SPIN_LIMIT 1000
 
-/* Kinds of registration (struct sk_rcu_reader.kind). */
-enum { SK_RCU_KIND_NONE, SK_RCU_KIND_AUTO, SK_RCU_KIND_EXPLICIT };
+/* Registry slots come in chunks of this many (4 KiB of slots). */
+#define SK_RCU_CHUNK_SLOTS 64
+
+/* Most blocking readers a grace period tracks without rescanning all. */
+#define SK_RCU_PEND_MAX 128
 
 struct sk_rcu__gp_state sk_rcu__gp = { .ctr = 1, .futex = 0 };
 __thread struct sk_rcu_reader sk_rcu__reader
 	__attribute__((tls_model("initial-exec")));
 
+/*
+ * A chunk of registry slots.  Chunks are never freed, so a grace period
+ * may scan them without a lock: a slot that changes owner meanwhile holds
+ * 0 or a snapshot taken after the scan began, and never blocks it.
+ */
+struct rcu_chunk {
+	struct sk_rcu_slot slots[SK_RCU_CHUNK_SLOTS];
+	uint64_t used;		/* bit i: slots[i] has an owner (release) */
+	struct rcu_chunk *next; /* next chunk (release), or NULL */
+};
+
+static struct rcu_chunk first_chunk;
+
 static struct {
-	/* Guarded by registry_lock. */
+	/* Guarded by registry_lock: slot allocation. */
 	pthread_mutex_t registry_lock;
-	struct sk__link registry; /* registered readers (link_) */
-	unsigned long nreaders;	  /* length of the registry */
+	struct rcu_chunk *last_chunk; /* where new chunks are appended */
+	unsigned long nreaders;	      /* slots with an owner */
 
 	/* Guarded by gp_lock: one grace period at a time. */
 	pthread_mutex_t gp_lock;
@@ -77,16 +96,11 @@ static struct {
 	pthread_once_t key_once;
 } rcu = {
 	.registry_lock = PTHREAD_MUTEX_INITIALIZER,
-	.registry = { &rcu.registry, &rcu.registry },
+	.last_chunk = &first_chunk,
 	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
 	.completed = 1,
 	.key_once = PTHREAD_ONCE_INIT,
 };
-
-static inline struct sk_rcu_reader *reader_of(struct sk__link *l)
-{
-	return SK_CONTAINER_OF(l, struct sk_rcu_reader, link_);
-}
 
 static void reader_exit(void *arg);
 
@@ -110,45 +124,99 @@ __attribute__((constructor)) static void sk_rcu_init(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-/* Add r (the calling thread's reader) to the registry. */
-static void reader_register(struct sk_rcu_reader *r, int kind)
+/* Find a free slot, adding a chunk if all are taken.  registry_lock held. */
+static struct sk_rcu_slot *slot_alloc(void)
 {
-	pthread_once(&rcu.key_once, key_init);
-	r->tid_ = sk__gettid();
-	r->ctr = 0;
-	pthread_mutex_lock(&rcu.registry_lock);
-	sk__link_add_tail(&r->link_, &rcu.registry);
+	struct rcu_chunk *ch, *nch;
+	int i;
+
+	for (ch = &first_chunk; ch; ch = ch->next) {
+		if (ch->used == ~(uint64_t)0)
+			continue;
+		i = __builtin_ctzll(~ch->used);
+		goto found;
+	}
+	nch = aligned_alloc(SK_CACHELINE, sizeof(*nch));
+	if (!nch)
+		return NULL;
+	memset(nch, 0, sizeof(*nch));
+	/* Release: a scanner that sees the link sees a zeroed chunk. */
+	sk_atomic_store_release(&rcu.last_chunk->next, nch);
+	rcu.last_chunk = nch;
+	ch = nch;
+	i = 0;
+found:
+	sk_atomic_store_relaxed(&ch->slots[i].ctr, 0UL);
+	sk_atomic_store_relaxed(&ch->slots[i].tid, sk__gettid());
+	sk_atomic_store_relaxed(&ch->slots[i].qsbr, 0);
+	/* Release: scanners see the slot's fields before its used bit. */
+	sk_atomic_store_release(&ch->used, ch->used | ((uint64_t)1 << i));
 	rcu.nreaders++;
+	return &ch->slots[i];
+}
+
+static struct rcu_chunk *chunk_of(struct sk_rcu_slot *s)
+{
+	struct rcu_chunk *ch;
+
+	for (ch = &first_chunk; ch; ch = ch->next)
+		if (s >= ch->slots && s < ch->slots + SK_RCU_CHUNK_SLOTS)
+			return ch;
+	return NULL;
+}
+
+/* Give the slot back.  Its ctr is 0.  registry_lock held. */
+static void slot_free(struct sk_rcu_slot *s)
+{
+	struct rcu_chunk *ch = chunk_of(s);
+
+	sk_atomic_store_release(&ch->used,
+				ch->used & ~((uint64_t)1 << (s - ch->slots)));
+	rcu.nreaders--;
+}
+
+/* Give the calling thread a slot.  Returns 0 or -ENOMEM. */
+static int reader_register(struct sk_rcu_reader *r)
+{
+	struct sk_rcu_slot *s;
+
+	pthread_once(&rcu.key_once, key_init);
+	pthread_mutex_lock(&rcu.registry_lock);
+	s = slot_alloc();
 	pthread_mutex_unlock(&rcu.registry_lock);
-	r->kind = kind;
-	r->registered = 1;
+	if (!s)
+		return -ENOMEM;
+	r->slot = s;
 	/* Keys below PTHREAD_KEYS_MAX use static slots: this cannot fail. */
 	pthread_setspecific(rcu.exit_key, r);
+	return 0;
 }
 
 static void reader_unregister(struct sk_rcu_reader *r)
 {
 	pthread_mutex_lock(&rcu.registry_lock);
-	sk__link_del(&r->link_);
-	rcu.nreaders--;
+	slot_free(r->slot);
 	pthread_mutex_unlock(&rcu.registry_lock);
-	r->registered = 0;
-	r->kind = SK_RCU_KIND_NONE;
+	r->slot = NULL;
 	pthread_setspecific(rcu.exit_key, NULL);
 }
 
-void sk_rcu__register_slow(void)
+struct sk_rcu_slot *sk_rcu__register_slow(void)
 {
-	reader_register(&sk_rcu__reader, SK_RCU_KIND_AUTO);
+	struct sk_rcu_reader *r = &sk_rcu__reader;
+
+	if (reader_register(r) != 0)
+		sk__die("sk_rcu_read_lock(): out of memory registering the "
+			"thread (call sk_rcu_register_thread() first to get "
+			"an error code instead)");
+	return r->slot;
 }
 
 int sk_rcu_register_thread(void)
 {
 	struct sk_rcu_reader *r = &sk_rcu__reader;
 
-	if (!r->registered)
-		reader_register(r, SK_RCU_KIND_EXPLICIT);
-	return 0;
+	return r->slot ? 0 : reader_register(r);
 }
 
 /* Leave QSBR online state: the thread no longer holds references. */
@@ -156,8 +224,9 @@ static void go_offline(struct sk_rcu_reader *r)
 {
 	/* Q1-like: earlier loads before ctr = 0; pairs with G2. */
 	sk_fence_light();
-	SK_TSAN_RELEASE(&r->ctr);
-	sk_atomic_store_relaxed(&r->ctr, 0UL);
+	SK_TSAN_RELEASE(&r->slot->ctr);
+	sk_atomic_store_relaxed(&r->slot->ctr, 0UL);
+	sk_atomic_store_relaxed(&r->slot->qsbr, 0);
 	r->nest = 0;
 	/* U2-like: ctr = 0 before the futex load; pairs with G3. */
 	sk_fence_light();
@@ -172,7 +241,7 @@ int sk_rcu_unregister_thread(void)
 {
 	struct sk_rcu_reader *r = &sk_rcu__reader;
 
-	if (!r->registered)
+	if (!r->slot)
 		return -EINVAL;
 	if (r->nest == SK_RCU_QSBR_ONLINE)
 		go_offline(r);
@@ -194,26 +263,28 @@ static void reader_exit(void *arg)
 		sk__die("thread exited inside an RCU read-side critical section "
 			"(nesting depth %lu): missing sk_rcu_read_unlock()",
 			r->nest);
-	if (r->registered)
+	if (r->slot)
 		reader_unregister(r);
 }
 
-void sk_rcu_thread_online(void)
+int sk_rcu_thread_online(void)
 {
 	struct sk_rcu_reader *r = &sk_rcu__reader;
 
 	if (r->nest == SK_RCU_QSBR_ONLINE)
-		return;
+		return 0;
 	if (r->nest != 0)
 		sk__die("sk_rcu_thread_online() %s", in_section_msg);
-	if (!r->registered)
-		reader_register(r, SK_RCU_KIND_EXPLICIT);
+	if (!r->slot && reader_register(r) != 0)
+		return -ENOMEM;
+	sk_atomic_store_relaxed(&r->slot->qsbr, 1);
 	/* L1-like: acquire pairs with the counter advance R1. */
-	sk_atomic_store_relaxed(&r->ctr,
+	sk_atomic_store_relaxed(&r->slot->ctr,
 				sk_atomic_load_acquire(&sk_rcu__gp.ctr));
 	/* L2-like: ctr store before the loads that follow; pairs with G1. */
 	sk_fence_light();
 	r->nest = SK_RCU_QSBR_ONLINE;
+	return 0;
 }
 
 void sk_rcu_thread_offline(void)
@@ -253,34 +324,64 @@ void sk_rcu__wake_gp(void)
 		sk__futex_wake(&sk_rcu__gp.futex, 1);
 }
 
-/* Is r inside a section that began before grace period c? */
-static inline int blocks_gp(struct sk_rcu_reader *r, unsigned long c)
+/* Is slot s inside a section that began before grace period c? */
+static inline int blocks_gp(struct sk_rcu_slot *s, unsigned long c)
 {
-	unsigned long v = sk_atomic_load_relaxed(&r->ctr);
+	unsigned long v = sk_atomic_load_relaxed(&s->ctr);
 
-	return v != 0 && (long)(v - c) < 0;
+	if (v != 0 && (long)(v - c) < 0)
+		return 1;
+	/* Ordering from G2 + U1, invisible to TSan. */
+	SK_TSAN_ACQUIRE(&s->ctr);
+	return 0;
 }
 
 /*
- * Move every reader of pending that no longer blocks grace period c to
- * done.  Called with registry_lock held.
+ * Scan every owned slot; store the first cap that block grace period c in
+ * pend.  Returns how many block (possibly more than cap).  Lock-free:
+ * chunks are never freed and a slot's used bit is published after its
+ * fields.
  */
-static void scan_readers(struct sk__link *pending, struct sk__link *done,
-			 unsigned long c)
+static unsigned long scan_all(unsigned long c, struct sk_rcu_slot **pend,
+			      unsigned long cap)
 {
-	struct sk__link *l, *next;
+	struct rcu_chunk *ch;
+	unsigned long n = 0;
 
-	for (l = pending->next; l != pending; l = next) {
-		struct sk_rcu_reader *r = reader_of(l);
+	for (ch = &first_chunk; ch; ch = sk_atomic_load_acquire(&ch->next)) {
+		uint64_t used = sk_atomic_load_acquire(&ch->used);
 
-		next = l->next;
-		if (!blocks_gp(r, c)) {
-			/* Ordering from G2 + U1, invisible to TSan. */
-			SK_TSAN_ACQUIRE(&r->ctr);
-			sk__link_del(l);
-			sk__link_add_tail(l, done);
+		while (used) {
+			int i = __builtin_ctzll(used);
+
+			used &= used - 1;
+			if (blocks_gp(&ch->slots[i], c)) {
+				if (n < cap)
+					pend[n] = &ch->slots[i];
+				n++;
+			}
 		}
 	}
+	return n;
+}
+
+/* Keep only the slots of pend[0..n) that still block c; returns the count. */
+static unsigned long rescan(unsigned long c, struct sk_rcu_slot **pend,
+			    unsigned long n)
+{
+	unsigned long i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (blocks_gp(pend[i], c))
+			pend[k++] = pend[i];
+	return k;
+}
+
+static unsigned long scan(unsigned long c, struct sk_rcu_slot **pend,
+			  unsigned long n)
+{
+	return n > SK_RCU_PEND_MAX ? scan_all(c, pend, SK_RCU_PEND_MAX)
+				   : rescan(c, pend, n);
 }
 
 /* Copy the name of thread tid (as set by pthread_setname_np) into buf. */
@@ -302,37 +403,36 @@ static void thread_name(long tid, char *buf, size_t len)
 }
 
 /* Stall watchdog: name every reader that still holds grace period c. */
-static void report_stall(struct sk__link *pending, unsigned long c,
-			 uint64_t waited_ns)
+static void report_stall(struct sk_rcu_slot **pend, unsigned long n,
+			 unsigned long c, uint64_t waited_ns)
 {
-	struct sk__link *l;
+	unsigned long i, ms = (unsigned long)(waited_ns / 1000000u);
 	char name[32];
 
 	fprintf(stderr,
 		"scalekit: RCU stall: grace period %lu has waited %lu ms "
-		"(SCALEKIT_RCU_STALL_MS=%lu) for:\n",
-		c, (unsigned long)(waited_ns / 1000000u), sk__rcu_stall_ms);
-	for (l = pending->next; l != pending; l = l->next) {
-		struct sk_rcu_reader *r = reader_of(l);
+		"(SCALEKIT_RCU_STALL_MS=%lu) for %lu reader(s):\n",
+		c, ms, sk__rcu_stall_ms, n);
+	for (i = 0; i < n && i < SK_RCU_PEND_MAX; i++) {
+		long tid = sk_atomic_load_relaxed(&pend[i]->tid);
 
-		thread_name(r->tid_, name, sizeof(name));
+		thread_name(tid, name, sizeof(name));
 		fprintf(stderr,
-			"scalekit:   thread %ld (\"%s\"), %s for at least %lu ms\n",
-			r->tid_, name,
-			sk_atomic_load_relaxed(&r->nest) == SK_RCU_QSBR_ONLINE
+			"scalekit:   thread %ld (\"%s\"), %s for at least %lu "
+			"ms\n",
+			tid, name,
+			sk_atomic_load_relaxed(&pend[i]->qsbr)
 				? "QSBR online without a quiescent state"
 				: "inside a read-side critical section",
-			(unsigned long)(waited_ns / 1000000u));
+			ms);
 	}
 	fflush(stderr);
 }
 
 /*
- * Wait until no registered reader blocks grace period c.  Readers stay on
- * lists headed locally while the leader sleeps with registry_lock dropped:
- * a thread that unregisters meanwhile unlinks itself from whichever list
- * holds it, and new threads join the registry (they cannot block c: they
- * enter after the advance, ordered by registry_lock).
+ * Wait until no registered reader blocks grace period c.  New readers
+ * cannot block c (they snapshot the advanced counter), so only the slots
+ * found blocking by the first scan are polled again.
  *
  * A normal grace period spins briefly, then sleeps on the futex; an
  * expedited one (or any while an expedited caller waits) keeps polling and
@@ -340,18 +440,12 @@ static void report_stall(struct sk__link *pending, unsigned long c,
  */
 static void wait_for_readers(unsigned long c, int expedited)
 {
-	struct sk__link pending, done;
+	struct sk_rcu_slot *pend[SK_RCU_PEND_MAX];
 	uint64_t start = 0, now, next_report = 0, interval = 0;
 	unsigned int spins = 0;
+	unsigned long n;
 
-	sk__link_init(&pending);
-	sk__link_init(&done);
-	pthread_mutex_lock(&rcu.registry_lock);
-	sk__link_splice_tail(&rcu.registry, &pending);
-	for (;;) {
-		scan_readers(&pending, &done, c);
-		if (sk__link_empty(&pending))
-			break;
+	for (n = scan_all(c, pend, SK_RCU_PEND_MAX); n; n = scan(c, pend, n)) {
 		if (spins++ < SK_RCU_SPIN_LIMIT) {
 			sk_cpu_relax();
 			continue;
@@ -363,32 +457,43 @@ static void wait_for_readers(unsigned long c, int expedited)
 			next_report = start + interval;
 		}
 		if (now >= next_report) {
-			report_stall(&pending, c, now - start);
+			report_stall(pend, n, c, now - start);
 			interval *= 2; /* back off: report again after 2x, 4x... */
 			next_report = now + interval;
 		}
 		if (expedited || sk_atomic_load_relaxed(&rcu.expedite)) {
-			pthread_mutex_unlock(&rcu.registry_lock);
 			sched_yield();
-			pthread_mutex_lock(&rcu.registry_lock);
 			continue;
 		}
 		sk_atomic_store_relaxed(&sk_rcu__gp.futex, -1);
 		/* G3: futex = -1 before re-reading ctrs; pairs with U2/Q2. */
 		sk_fence_heavy();
-		scan_readers(&pending, &done, c);
-		if (sk__link_empty(&pending)) {
+		n = scan(c, pend, n);
+		if (!n) {
 			sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
 			break;
 		}
 		sk_atomic_fetch_add_relaxed(&rcu.gp_sleeps, 1UL);
-		pthread_mutex_unlock(&rcu.registry_lock);
 		/* Wake up for the next stall report at the latest. */
 		sk__futex_wait_ns(&sk_rcu__gp.futex, -1, next_report - now);
-		pthread_mutex_lock(&rcu.registry_lock);
 	}
-	sk__link_splice_tail(&done, &rcu.registry);
-	pthread_mutex_unlock(&rcu.registry_lock);
+}
+
+/*
+ * G2.  On TSO machines (x86) a reader's loads and stores inside its section
+ * are ordered before its later store of ctr by the hardware itself (loads
+ * are not passed by later stores, stores stay in order), and U1/Q1 stop
+ * the compiler; so once the leader has read that store, a local full
+ * barrier orders its own later accesses.  Weaker machines need the
+ * reader's CPU to execute a barrier: the heavy fence.
+ */
+static inline void gp_fence_after_scan(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	sk_smp_mb();
+#else
+	sk_fence_heavy();
+#endif
 }
 
 int sk__rcu_done(unsigned long target)
@@ -419,8 +524,8 @@ void sk__rcu_wait(unsigned long target, int expedited)
 		/* G1: advance before reading reader ctrs; pairs with L2/Q2. */
 		sk_fence_heavy();
 		wait_for_readers(c, expedited);
-		/* G2: readers' section loads done before completion; pairs with U1/Q1. */
-		sk_fence_heavy();
+		/* G2: readers' section accesses done before completion; pairs with U1/Q1. */
+		gp_fence_after_scan();
 		sk_atomic_store_release(&rcu.completed, c);
 	}
 	pthread_mutex_unlock(&rcu.gp_lock);
@@ -511,13 +616,16 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	struct sk_rcu_reader *r = &sk_rcu__reader;
+	struct rcu_chunk *ch;
 
 	pthread_mutex_init(&rcu.registry_lock, NULL);
 	pthread_mutex_init(&rcu.gp_lock, NULL);
-	sk__link_init(&rcu.registry);
+	for (ch = &first_chunk; ch; ch = ch->next)
+		ch->used = 0;
 	rcu.nreaders = 0;
-	if (r->registered) {
-		sk__link_add_tail(&r->link_, &rcu.registry);
+	if (r->slot) {
+		ch = chunk_of(r->slot);
+		ch->used = (uint64_t)1 << (r->slot - ch->slots);
 		rcu.nreaders = 1;
 	}
 	sk_rcu__gp.futex = 0;

@@ -34,18 +34,23 @@ struct sk__link {
 };
 
 /*
- * Per-thread reader state.  The fields marked ABI are touched by the inline
- * fast paths below and keep their meaning and offset across releases; the
- * others are private to the library.
+ * Registry slot of a reader thread.  Slots live in arrays owned by the
+ * library, one cache line each, so that a grace period scans them without
+ * chasing pointers and readers never share a line.  Only ctr is ABI.
+ */
+struct sk_rcu_slot {
+	unsigned long ctr; /* ABI: 0 outside a section, else gp snapshot */
+	long tid;	   /* private: kernel thread id of the owner */
+	int qsbr;	   /* private: owner is an online QSBR reader */
+} __attribute__((aligned(SK_CACHELINE)));
+
+/*
+ * Per-thread reader state (thread-local).  Both fields are ABI: the
+ * inline fast paths below touch them.
  */
 struct sk_rcu_reader {
-	unsigned long ctr;	  /* ABI: 0 outside a section, else gp snapshot */
+	struct sk_rcu_slot *slot; /* ABI: NULL until the thread registers */
 	unsigned long nest;	  /* ABI: section nesting depth (owner only) */
-	int registered;		  /* ABI: nonzero while in the registry */
-	int kind;		  /* private: how the thread was registered */
-	struct sk__link link_;	  /* private: registry links */
-	long tid_;		  /* private: kernel thread id */
-	unsigned long blocked_since_; /* private: stall bookkeeping */
 };
 
 /*
@@ -66,7 +71,7 @@ SK_API extern __thread struct sk_rcu_reader sk_rcu__reader
 #define SK_RCU_QSBR_ONLINE (1UL << (sizeof(unsigned long) * 8 - 2))
 
 /* Slow paths of the inline functions; not for direct use. */
-SK_API void sk_rcu__register_slow(void);
+SK_API struct sk_rcu_slot *sk_rcu__register_slow(void);
 SK_API void sk_rcu__wake_gp(void);
 SK_API __attribute__((noreturn)) void sk_rcu__unlock_misuse(void);
 SK_API __attribute__((noreturn)) void sk_rcu__qs_misuse(void);
@@ -88,14 +93,16 @@ static inline void sk_rcu_read_lock(void)
 	unsigned long n = r->nest;
 
 	if (SK_LIKELY(n == 0)) {
-		if (SK_UNLIKELY(!r->registered))
-			sk_rcu__register_slow();
+		struct sk_rcu_slot *s = r->slot;
+
+		if (SK_UNLIKELY(!s))
+			s = sk_rcu__register_slow();
 		/*
 		 * L1: snapshot the grace-period counter.  Acquire pairs with
 		 * the release R1 that advances it in the grace-period code.
 		 */
 		sk_atomic_store_relaxed(
-			&r->ctr, sk_atomic_load_acquire(&sk_rcu__gp.ctr));
+			&s->ctr, sk_atomic_load_acquire(&sk_rcu__gp.ctr));
 		/*
 		 * L2: orders the ctr store before the section's loads; pairs
 		 * with the heavy fence G1 issued before the reader scan.
@@ -128,8 +135,8 @@ static inline void sk_rcu_read_unlock(void)
 		 * the heavy fence G2 issued after the reader scan.
 		 */
 		sk_fence_light();
-		SK_TSAN_RELEASE(&r->ctr);
-		sk_atomic_store_relaxed(&r->ctr, 0UL);
+		SK_TSAN_RELEASE(&r->slot->ctr);
+		sk_atomic_store_relaxed(&r->slot->ctr, 0UL);
 		/*
 		 * U2: orders ctr = 0 before the futex load (store buffering);
 		 * pairs with the heavy fence G3 after the waiter sets futex.
@@ -179,7 +186,7 @@ static inline int sk_rcu_read_ongoing(void)
  * Context: any thread outside a read section; may block briefly on the
  * registry lock (never on a grace period).
  * Ordering: full barrier (mutex).
- * Returns: 0.
+ * Returns: 0, or -ENOMEM when no registry slot could be allocated.
  */
 SK_API int sk_rcu_register_thread(void);
 
@@ -214,12 +221,12 @@ static inline void sk_rcu_quiescent_state(void)
 	if (SK_UNLIKELY(r->nest != SK_RCU_QSBR_ONLINE))
 		sk_rcu__qs_misuse();
 	/* No grace period began since the last announcement: nobody waits. */
-	if (gp == sk_atomic_load_relaxed(&r->ctr))
+	if (gp == sk_atomic_load_relaxed(&r->slot->ctr))
 		return;
 	/* Q1: earlier loads before the announcement; pairs with G2. */
 	sk_fence_light();
-	SK_TSAN_RELEASE(&r->ctr);
-	sk_atomic_store_relaxed(&r->ctr, gp);
+	SK_TSAN_RELEASE(&r->slot->ctr);
+	sk_atomic_store_relaxed(&r->slot->ctr, gp);
 	/* Q2: announcement before the futex load and later loads; pairs with G1/G3. */
 	sk_fence_light();
 	if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
@@ -235,8 +242,9 @@ static inline void sk_rcu_quiescent_state(void)
  * Never blocks except briefly on the registry lock the first time.
  * Ordering: later loads are ordered after going online (light fence
  * paired with the grace period's heavy fence).
+ * Returns: 0, or -ENOMEM when the thread could not be registered.
  */
-SK_API void sk_rcu_thread_online(void);
+SK_API int sk_rcu_thread_online(void);
 
 /*
  * sk_rcu_thread_offline() - an online QSBR thread stops holding any
