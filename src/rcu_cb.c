@@ -39,15 +39,9 @@
 #include <stdlib.h>
 
 #include "scalekit/rcu.h"
+#include "internal/cbq.h"
 #include "internal/rcu.h"
 #include "internal/util.h"
-
-/* head->state_ values, for the double-queue check. */
-#define CB_QUEUED 0x5ca1ec0de0c0ffeeUL
-#define CB_DONE	  0x5ca1ec0de0d0e5edUL
-
-/* func_ values below this are SK_FREE_RCU offsets, not functions. */
-#define CB_FREE_OFFSET_MAX 4096u
 
 /* Backlog (callbacks) beyond which the worker expedites grace periods. */
 #define CB_BACKLOG_EXPEDITE 10000UL
@@ -70,13 +64,12 @@ enum { CB_AWAKE, CB_IDLE, CB_LAZY };
 struct sk_rcu_barrier_state;
 
 struct cbq {
-	/* Producer side: the owner thread (and sk_rcu_barrier()). */
-	struct sk_rcu_head *tail __attribute__((aligned(SK_CACHELINE)));
+	/* The queue: tail written by producers, head.next_ by the worker. */
+	struct sk__wfq wfq __attribute__((aligned(SK_CACHELINE)));
 	unsigned long queued; /* callbacks accepted (barrier heads excluded) */
 
 	/* Consumer side: the worker. */
-	struct sk_rcu_head head __attribute__((aligned(SK_CACHELINE)));
-	unsigned long invoked;		  /* callbacks run (release) */
+	unsigned long invoked __attribute__((aligned(SK_CACHELINE)));
 	struct sk_rcu_head *b_first, *b_last; /* batch taken, not yet run */
 	struct cbq *b_next;		  /* next queue with a batch */
 	int busy;			  /* worker owns a batch (cb.lock) */
@@ -125,8 +118,7 @@ static __thread int in_worker;
 
 static void cbq_init(struct cbq *q, int shared)
 {
-	q->head.next_ = NULL;
-	q->tail = &q->head;
+	sk__wfq_init(&q->wfq);
 	q->queued = q->invoked = 0;
 	q->b_first = q->b_last = NULL;
 	q->b_next = NULL;
@@ -173,31 +165,11 @@ static struct cbq *queue_get(void)
 	return q;
 }
 
-static void cbq_push(struct cbq *q, struct sk_rcu_head *h)
-{
-	struct sk_rcu_head *prev;
-
-	sk_atomic_store_relaxed(&h->next_, (struct sk_rcu_head *)NULL);
-	/* C1: publish h as the tail; full barrier (pairs with W1, C2'). */
-	prev = sk_atomic_xchg(&q->tail, h);
-	/* C2: link h after prev; pairs with the acquire C2' in run_batch(). */
-	sk_atomic_store_release(&prev->next_, h);
-}
-
 /* Move q's callbacks to its batch; 1 if any.  Worker only, cb.lock held. */
 static int cbq_take(struct cbq *q)
 {
-	struct sk_rcu_head *first;
-
-	if (sk_atomic_load_acquire(&q->tail) == &q->head)
+	if (!sk__wfq_take(&q->wfq, &q->b_first, &q->b_last))
 		return 0;
-	/* A producer that swapped the tail links within two instructions. */
-	while (!(first = sk_atomic_load_acquire(&q->head.next_)))
-		sk_cpu_relax();
-	sk_atomic_store_relaxed(&q->head.next_, (struct sk_rcu_head *)NULL);
-	q->b_first = first;
-	/* Producers now append after the sentinel again. */
-	q->b_last = sk_atomic_xchg(&q->tail, &q->head);
 	q->busy = 1;
 	return 1;
 }
@@ -211,33 +183,18 @@ static void barrier_cb(struct sk_rcu_head *h);
  */
 static void run_batch(struct cbq *q)
 {
-	struct sk_rcu_head *h = q->b_first, *last = q->b_last;
+	struct sk_rcu_head *h = q->b_first, *last = q->b_last, *next;
 	unsigned long n = q->invoked;
 
-	for (;;) {
-		struct sk_rcu_head *next = NULL;
-		void (*fn)(struct sk_rcu_head *) = h->func_;
-
-		if (h != last) {
-			/* C2': pairs with C2; the producer may still be linking. */
-			while (!(next = sk_atomic_load_acquire(&h->next_)))
-				sk_cpu_relax();
-		}
-		h->state_ = CB_DONE;
-		if ((uintptr_t)fn < CB_FREE_OFFSET_MAX) {
-			free((char *)h - (uintptr_t)fn);
-			n++;
-		} else if (fn == barrier_cb) {
+	for (; h; h = next) {
+		next = sk__wfq_next(h, last);
+		if (h->func_ == barrier_cb) {
 			/* Release: the barrier's caller sees the runs before. */
 			sk_atomic_store_release(&q->invoked, n);
-			fn(h);
 		} else {
-			fn(h);
 			n++;
 		}
-		if (!next)
-			break;
-		h = next;
+		sk__cb_invoke(h);
 	}
 	q->b_first = q->b_last = NULL;
 	/* Release: barrier/reaper/stats see invoked after the runs. */
@@ -253,7 +210,7 @@ static int queues_empty(void)
 	for (l = cb.queues.next; l != &cb.queues && empty; l = l->next) {
 		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
 
-		empty = sk_atomic_load_acquire(&q->tail) == &q->head;
+		empty = sk__wfq_empty(&q->wfq);
 	}
 	pthread_mutex_unlock(&cb.lock);
 	return empty;
@@ -269,7 +226,7 @@ static void reap_orphans(void)
 
 		next = l->next;
 		if (!q->orphan || q->busy ||
-		    sk_atomic_load_acquire(&q->tail) != &q->head ||
+		    !sk__wfq_empty(&q->wfq) ||
 		    sk_atomic_load_acquire(&q->queued) != q->invoked)
 			continue;
 		sk__link_del(&q->link);
@@ -398,23 +355,14 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 	struct cbq *q;
 	int err;
 
-	if (!head || !fn)
-		return -EINVAL;
-	if (head->state_ == CB_QUEUED) {
-		fprintf(stderr,
-			"scalekit: thread %ld: sk_call_rcu() on rcu_head %p "
-			"that is already queued and has not run yet; ignored "
-			"(the second request is dropped)\n",
-			sk__gettid(), (void *)head);
-		return -EBUSY;
-	}
 	err = worker_ensure();
 	if (err)
 		return err;
-	head->func_ = fn;
-	head->state_ = CB_QUEUED;
+	err = sk__cb_prepare(head, fn, "sk_call_rcu()");
+	if (err)
+		return err;
 	q = queue_get();
-	cbq_push(q, head);
+	sk__wfq_push(&q->wfq, head);
 	if (SK_UNLIKELY(q->shared))
 		sk_atomic_fetch_add(&q->queued, 1UL);
 	else
@@ -432,14 +380,14 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 
 int sk_call_rcu(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 {
-	if (fn && (uintptr_t)fn < CB_FREE_OFFSET_MAX)
+	if (fn && (uintptr_t)fn < SK__CB_FREE_OFFSET_MAX)
 		return -EINVAL;
 	return enqueue(head, fn);
 }
 
 int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
 {
-	if (offset >= CB_FREE_OFFSET_MAX)
+	if (offset >= SK__CB_FREE_OFFSET_MAX)
 		return -EINVAL;
 	/* The offset travels in func_; run_batch() tells it apart. */
 	return enqueue(head, (void (*)(struct sk_rcu_head *))(uintptr_t)offset);
@@ -478,9 +426,9 @@ void sk_rcu_barrier(void)
 			continue;
 		q->barrier = &b;
 		q->bhead.func_ = barrier_cb;
-		q->bhead.state_ = CB_QUEUED;
+		q->bhead.state_ = SK__CB_QUEUED;
 		sk_atomic_fetch_add(&b.count, 1UL);
-		cbq_push(q, &q->bhead);
+		sk__wfq_push(&q->wfq, &q->bhead);
 	}
 	pthread_mutex_unlock(&cb.lock);
 	if (sk_atomic_fetch_add(&b.count, -1UL) != 1) {
@@ -546,12 +494,6 @@ void sk__rcu_cb_atfork_parent(void)
 	pthread_mutex_unlock(&cb.barrier_lock);
 }
 
-static void forget_chain(struct sk_rcu_head *h)
-{
-	for (; h; h = h->next_)
-		h->state_ = CB_DONE;
-}
-
 void sk__rcu_cb_atfork_child(void)
 {
 	struct sk__link *l;
@@ -559,8 +501,8 @@ void sk__rcu_cb_atfork_child(void)
 	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
 		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
 
-		forget_chain(q->head.next_);
-		forget_chain(q->b_first);
+		sk__cb_forget(q->wfq.head.next_);
+		sk__cb_forget(q->b_first);
 	}
 	pthread_mutex_init(&cb.lock, NULL);
 	pthread_mutex_init(&cb.barrier_lock, NULL);
