@@ -34,6 +34,22 @@ struct sk__link {
 };
 
 /*
+ * Callbacks.  Embed a struct sk_rcu_head in the object; its fields are
+ * private to the library.
+ */
+struct sk_rcu_head {
+	struct sk_rcu_head *next_;		/* private: queue link */
+	void (*func_)(struct sk_rcu_head *);	/* private: the callback */
+	unsigned long state_;			/* private: double-queue check */
+};
+
+/* Private: wait-free callback queue (tail, then the sentinel head). */
+struct sk__wfq {
+	struct sk_rcu_head *tail; /* last node, or &head when empty */
+	struct sk_rcu_head head;  /* sentinel: head.next_ is the first */
+};
+
+/*
  * Registry slot of a reader thread.  Slots live in arrays owned by the
  * library, one cache line each, so that a grace period scans them without
  * chasing pointers and readers never share a line.  Only ctr is ABI.
@@ -333,16 +349,8 @@ SK_API int sk_poll_state_synchronize_rcu(unsigned long cookie);
 SK_API void sk_cond_synchronize_rcu(unsigned long cookie);
 
 /*
- * Callbacks.  Embed a struct sk_rcu_head in the object; its fields are
- * private to the library.
- */
-struct sk_rcu_head {
-	struct sk_rcu_head *next_;		/* private: queue link */
-	void (*func_)(struct sk_rcu_head *);	/* private: the callback */
-	unsigned long state_;			/* private: double-queue check */
-};
-
-/*
+ * Callbacks: struct sk_rcu_head is defined above.
+ *
  * sk_call_rcu() - run fn(head) after a grace period, on the library's
  * callback worker thread (started on first use).  Callbacks queued by one
  * thread run in the order queued; one grace period serves a whole batch.

@@ -8,5 +8,6 @@
 
 #include "scalekit/barrier.h"
 #include "scalekit/rcu.h"
+#include "scalekit/srcu.h"
 
 #endif /* SCALEKIT_SCALEKIT_H */

@@ -31,13 +31,7 @@
 /* func_ values below this are SK_FREE_RCU offsets, not functions. */
 #define SK__CB_FREE_OFFSET_MAX 4096u
 
-/* A queue: the consumer's sentinel and the producers' tail. */
-struct sk__wfq {
-	struct sk_rcu_head *tail; /* last node, or &head when empty */
-	struct sk_rcu_head head;  /* sentinel: head.next_ is the first */
-};
-
-#define SK__WFQ_INIT(q) { .tail = &(q).head, .head = { NULL, NULL, 0 } }
+/* struct sk__wfq (the queue) is declared in scalekit/rcu.h. */
 
 static inline void sk__wfq_init(struct sk__wfq *q)
 {

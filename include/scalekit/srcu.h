@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scalekit/srcu.h - sleepable RCU: domains whose readers may block.
+ *
+ * A struct sk_srcu is a domain.  Readers bracket a section with
+ *	int idx = sk_srcu_read_lock(d);  ...  sk_srcu_read_unlock(d, idx);
+ * and may sleep, take locks or do I/O inside it; the unlock may run on
+ * another thread than the lock.  sk_synchronize_srcu(d) waits for the
+ * sections of d only: a reader blocked forever in one domain delays
+ * neither other domains nor plain RCU.
+ *
+ * Read side: each thread has its own pair of counters per domain (lock and
+ * unlock counts for each of the two indexes), so the fast path is a load
+ * and a store of a thread-private counter and a compiler barrier: no
+ * atomic read-modify-write, no fence.  The grace period sums the counters
+ * and pays with the heavy fence.  See docs/srcu.md.
+ */
+#ifndef SCALEKIT_SRCU_H
+#define SCALEKIT_SRCU_H
+
+#include <pthread.h>
+
+#include "scalekit/barrier.h"
+#include "scalekit/rcu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Threads with their own counters: per chunk, and chunks per domain. */
+#define SK_SRCU_CHUNK_SLOTS 64
+#define SK_SRCU_MAX_CHUNKS  256
+
+/*
+ * One thread's counters in one domain, on its own cache line.  lock[] and
+ * unlock[] are written only by the owner thread (ABI: the inline fast
+ * paths touch them); remote[] counts sections of the owner ended by other
+ * threads (atomic add).
+ */
+struct sk_srcu_slot {
+	unsigned long lock[2];	 /* ABI: sections entered, per index */
+	unsigned long unlock[2]; /* ABI: own sections ended by the owner */
+	unsigned long remote[2]; /* private: own sections ended elsewhere */
+} __attribute__((aligned(SK_CACHELINE)));
+
+/*
+ * A domain.  Initialize with sk_srcu_init() or SK_SRCU_INITIALIZER(name);
+ * fields marked ABI are read by the inline fast paths, the rest are
+ * private to the library.
+ */
+struct sk_srcu {
+	/* Read side, read-mostly. */
+	unsigned long idx;	   /* ABI: low bit = index of new readers */
+	struct sk_srcu_slot **dir; /* ABI: chunks of slots by thread index */
+	int waiters;		   /* ABI: nonzero while an updater waits */
+
+	/* Readers without a slot of their own (atomic; private). */
+	struct sk_srcu_slot shared;
+
+	/* Grace periods (private; guarded by gp_mutex). */
+	pthread_mutex_t gp_mutex;
+	int gp_phase;		  /* 0 idle, 1 draining old readers, 2 flipped */
+	unsigned long gp_started; /* grace periods started */
+	unsigned long gp_completed; /* grace periods completed (release) */
+	unsigned long poll_req;	  /* highest cookie asked by start_poll */
+
+	/* Callbacks (private). */
+	struct sk__wfq cbq;		/* queued by sk_call_srcu() */
+	struct sk_rcu_head *b_first, *b_last; /* batch waiting for gp b_gp */
+	unsigned long b_gp;
+	int in_work;			/* on the worker's list */
+	struct sk__link work_link;	/* worker's list, under its lock */
+	pthread_mutex_t barrier_mutex;	/* one sk_srcu_barrier() at a time */
+	struct sk_rcu_head barrier_head;
+	int barrier_done;
+	unsigned long stats_gps;	/* grace periods completed (stat) */
+	unsigned int nchunks;		/* dir entries that may be set */
+};
+
+/* Static initializer: struct sk_srcu d = SK_SRCU_INITIALIZER(d); */
+#define SK_SRCU_INITIALIZER(name)                                  \
+	{                                                          \
+		.gp_mutex = PTHREAD_MUTEX_INITIALIZER,             \
+		.cbq = { .tail = &(name).cbq.head },               \
+		.work_link = { &(name).work_link, &(name).work_link }, \
+		.barrier_mutex = PTHREAD_MUTEX_INITIALIZER,        \
+	}
+
+/* The calling thread's counter index + 1 (0: none yet).  ABI. */
+SK_API extern __thread unsigned int sk_srcu__tidx
+	__attribute__((tls_model("initial-exec")));
+
+/* Slow paths of the inline functions; not for direct use. */
+SK_API int sk_srcu__read_lock_slow(struct sk_srcu *d);
+SK_API void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx);
+SK_API void sk_srcu__wake(struct sk_srcu *d);
+
+/*
+ * sk_srcu_init() - initialize a domain (or re-initialize one that
+ * sk_srcu_cleanup() released).
+ * Context: any thread; the domain must not be in use.  Never blocks.
+ * Returns: 0, or -EINVAL when d is NULL.
+ */
+SK_API int sk_srcu_init(struct sk_srcu *d);
+
+/*
+ * sk_srcu_cleanup() - release the memory of a domain.
+ * Context: any thread, outside read sections of d.  May block briefly.
+ * Returns: 0; -EINVAL when d is NULL; -EBUSY (message on stderr, domain
+ * left intact and usable) when a reader is inside a section of d or
+ * callbacks or a polled grace period are pending.
+ */
+SK_API int sk_srcu_cleanup(struct sk_srcu *d);
+
+/*
+ * sk_srcu_read_lock() - enter a read-side critical section of d.
+ * Context: any thread; no registration.  Nestable, may sleep inside.
+ * Wait-free: a load and a store of this thread's counter and a compiler
+ * barrier (a full fence where membarrier(2) is missing); the first use by
+ * a thread or in a domain allocates its counters (never fails: threads
+ * beyond the limit or out of memory share atomic counters).
+ * Ordering: the section's accesses are ordered after the lock as seen by
+ * the grace period (light fence B, paired with its heavy fence D).
+ * Reclamation: objects reached inside the section stay valid until the
+ * matching unlock.
+ * Returns: the index to pass to sk_srcu_read_unlock() (>= 0).
+ */
+static inline int sk_srcu_read_lock(struct sk_srcu *d)
+{
+	unsigned int t = sk_srcu__tidx;
+	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->dir);
+	struct sk_srcu_slot *chunk, *s;
+	unsigned long *c;
+	int bit;
+
+	if (SK_UNLIKELY(!t || !dir))
+		return sk_srcu__read_lock_slow(d);
+	/* Acquire pairs with the release that published the chunk. */
+	chunk = sk_atomic_load_acquire(&dir[(t - 1) / SK_SRCU_CHUNK_SLOTS]);
+	if (SK_UNLIKELY(!chunk))
+		return sk_srcu__read_lock_slow(d);
+	s = &chunk[(t - 1) % SK_SRCU_CHUNK_SLOTS];
+	bit = (int)(sk_atomic_load_relaxed(&d->idx) & 1);
+	c = &s->lock[bit];
+	sk_atomic_store_relaxed(c, sk_atomic_load_relaxed(c) + 1);
+	/* B: lock count before the section; pairs with heavy fence D. */
+	sk_fence_light();
+	return (int)(t << 1) | bit;
+}
+
+/*
+ * sk_srcu_read_unlock() - leave the section that returned idx.
+ * Context: any thread (also another than the locker).  Never blocks; may
+ * issue one futex wake when an updater waits.  An unbalanced or bogus
+ * idx prints a message and aborts.
+ * Ordering: the section's accesses are ordered before the unlock as seen
+ * by the grace period (light fence C, paired with its heavy fence D).
+ * Reclamation: objects reached in the section may be freed by an updater
+ * once this returns and a grace period of d ends.
+ */
+static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
+{
+	unsigned int t = sk_srcu__tidx;
+
+	/* C: the section before the unlock count; pairs with D. */
+	sk_fence_light();
+	SK_TSAN_RELEASE(d);
+	if (SK_LIKELY(t != 0 && (unsigned int)idx >> 1 == t)) {
+		struct sk_srcu_slot *s =
+			&d->dir[(t - 1) / SK_SRCU_CHUNK_SLOTS]
+			       [(t - 1) % SK_SRCU_CHUNK_SLOTS];
+		unsigned long *c = &s->unlock[idx & 1];
+		unsigned long n = sk_atomic_load_relaxed(c) + 1;
+
+		/* More own unlocks than locks on this index: unbalanced. */
+		if (SK_UNLIKELY(n > sk_atomic_load_relaxed(&s->lock[idx & 1])))
+			sk_srcu__read_unlock_slow(d, -1);
+		sk_atomic_store_relaxed(c, n);
+	} else {
+		sk_srcu__read_unlock_slow(d, idx);
+	}
+	/* C2: unlock count before the waiters load; pairs with heavy W. */
+	sk_fence_light();
+	if (SK_UNLIKELY(sk_atomic_load_relaxed(&d->waiters)))
+		sk_srcu__wake(d);
+}
+
+/*
+ * sk_srcu_dereference(p, d) - load an SRCU-protected pointer inside a
+ * read section of d.  Ordering: as sk_rcu_dereference().
+ */
+#define sk_srcu_dereference(p, d) ((void)(d), sk_rcu_dereference(p))
+
+/*
+ * sk_srcu_read_lock_held() - nonzero when the calling thread has entered a
+ * section of d that has not ended (for debug assertions).  A section
+ * handed to another thread counts for the locker until it ends.
+ * Context: any thread; never blocks.  Ordering: none.
+ */
+SK_API int sk_srcu_read_lock_held(struct sk_srcu *d);
+
+/*
+ * sk_synchronize_srcu() - wait until every read section of d that began
+ * before the call has ended.
+ * Context: any thread outside a read section of d (inside one it would
+ * deadlock: message and abort); sections of other domains are fine.
+ * Blocks: spins briefly, then sleeps on a futex until the readers leave.
+ * Concurrent callers share grace periods.
+ * Ordering: full barrier on entry and exit.
+ * Reclamation: objects unlinked before the call may be freed after it.
+ */
+SK_API void sk_synchronize_srcu(struct sk_srcu *d);
+
+/*
+ * sk_synchronize_srcu_expedited() - as sk_synchronize_srcu(), polling
+ * and yielding instead of sleeping: lower latency, more CPU.
+ */
+SK_API void sk_synchronize_srcu_expedited(struct sk_srcu *d);
+
+/*
+ * sk_call_srcu() - run fn(head) after a grace period of d, on the SRCU
+ * worker thread.  Callbacks of one domain run in the order queued.
+ * Context: any thread, also inside a read section.  Wait-free enqueue.
+ * Ordering: as sk_call_rcu().
+ * Returns: 0, -EINVAL (NULL argument), -EBUSY (head already queued,
+ * message on stderr) or -EAGAIN (the worker thread could not start).
+ */
+SK_API int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
+			void (*fn)(struct sk_rcu_head *head));
+
+/*
+ * sk_srcu_barrier() - wait until every callback queued on d before the
+ * call has run.  Returns at once when none is pending.
+ * Context: outside read sections of d and outside SRCU callbacks.  Blocks.
+ */
+SK_API void sk_srcu_barrier(struct sk_srcu *d);
+
+/*
+ * Polled grace periods of d: cookies as for RCU (64-bit, monotonic;
+ * SK_RCU_COOKIE_COMPLETED always reads as completed).
+ * sk_get_state_synchronize_srcu(): cookie of a grace period that starts
+ * after the call; never blocks.  sk_start_poll_synchronize_srcu(): the
+ * same, and makes sure it starts (the worker drives it); never blocks.
+ * sk_poll_state_synchronize_srcu(): 1 once completed (then a full
+ * barrier), else 0; never blocks.  Any thread, also inside a section.
+ */
+SK_API unsigned long sk_get_state_synchronize_srcu(struct sk_srcu *d);
+SK_API unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d);
+SK_API int sk_poll_state_synchronize_srcu(struct sk_srcu *d,
+					  unsigned long cookie);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SCALEKIT_SRCU_H */
