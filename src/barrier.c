@@ -22,6 +22,13 @@
 /* 1 when membarrier PRIVATE_EXPEDITED is registered for this process. */
 int sk__fence_sys;
 
+/*
+ * The variable TSan builds of the fences operate on (see barrier.h).  It
+ * exists in every build so that the library's export list does not
+ * depend on how an application is compiled.
+ */
+SK_API unsigned long sk__tsan_fence;
+
 static long sys_membarrier(int cmd, unsigned int flags)
 {
 	return syscall(__NR_membarrier, cmd, flags, 0);

@@ -110,6 +110,21 @@ void __tsan_release(void *addr);
 #endif
 
 /*
+ * ThreadSanitizer does not model stand-alone fences (GCC even rejects them
+ * with -fsanitize=thread).  In TSan builds only, the fences below become
+ * read-modify-writes and acquire loads of one global variable: every
+ * fence then synchronizes with every earlier fence, which TSan models.
+ * This over-approximates the ordering (it may hide a race that a missing
+ * fence on the other side would cause); the litmus tests and the
+ * non-TSan stress tests cover that side.
+ */
+#ifdef SK_TSAN
+SK_API extern unsigned long sk__tsan_fence;
+#define SK__FENCE_RMW(order) ((void)__atomic_fetch_add(&sk__tsan_fence, 0UL, order))
+#define SK__FENCE_ACQ() ((void)__atomic_load_n(&sk__tsan_fence, __ATOMIC_ACQUIRE))
+#endif
+
+/*
  * sk_smp_mb() - full memory barrier.
  * Ordering: every load and store before it is ordered before every load
  * and store after it, as seen by all CPUs.  The only barrier that orders
@@ -117,7 +132,9 @@ void __tsan_release(void *addr);
  */
 static inline void sk_smp_mb(void)
 {
-#if defined(__x86_64__) && !defined(SK_TSAN)
+#if defined(SK_TSAN)
+	SK__FENCE_RMW(__ATOMIC_SEQ_CST);
+#elif defined(__x86_64__)
 	/* A locked no-op on the stack is a full barrier and cheaper than mfence. */
 	__asm__ __volatile__("lock; addl $0,-4(%%rsp)" ::: "memory", "cc");
 #else
@@ -131,7 +148,11 @@ static inline void sk_smp_mb(void)
  * sk_smp_wmb() (or a release) on the writing side.  Implemented as an
  * acquire fence, which also orders earlier loads before later stores.
  */
+#ifdef SK_TSAN
+#define sk_smp_rmb() SK__FENCE_ACQ()
+#else
 #define sk_smp_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#endif
 
 /*
  * sk_smp_wmb() - write barrier.
@@ -139,7 +160,11 @@ static inline void sk_smp_mb(void)
  * with sk_smp_rmb() (or an acquire) on the reading side.  Implemented as a
  * release fence, which also orders earlier loads before later stores.
  */
+#ifdef SK_TSAN
+#define sk_smp_wmb() SK__FENCE_RMW(__ATOMIC_RELEASE)
+#else
 #define sk_smp_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
+#endif
 
 /*
  * sk_smp_load_acquire(p) - load *p; no later access is reordered before it.

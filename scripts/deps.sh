@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# scripts/deps.sh - install what a fresh Debian 12 machine lacks to build and
+# test scalekit (make, make check), and with --peers what `make bench`
+# compares against.
+#
+# Usage: scripts/deps.sh [--peers] [--check] [--help]
+#
+#   (no option)  install the missing build/test packages (root only)
+#   --peers      also the benchmark peers: liburcu-dev, libck-dev, gnuplot-nox
+#   --check      only report what is missing; never installs, always exits 0
+#
+# Exit status: 0 when everything is present (or was installed, or --check),
+# 1 when something is missing and cannot be installed (not root, no apt),
+# 2 on a usage error.
+#
+# Choices:
+#  - gcc and g++ are required (CMake enables C and CXX; g++ compiles the
+#    C++ header checks).  clang is not: nothing in the build or the tests
+#    needs it; the header test uses it as an extra compiler when present.
+#  - The sanitizer runtimes (libasan8, libubsan1, libtsan2) are dependencies
+#    of libgcc-12-dev, which gcc-12 depends on, so installing gcc brings
+#    them; they are still checked, because `make check` links with them.
+#  - libc6-dev is only recommended by gcc, so it is listed explicitly.
+#  - valgrind is not required.
+#
+# A package counts as present when its command is on PATH (a tool built
+# from source is fine) or dpkg reports it installed.
+set -euo pipefail
+
+usage() {
+	sed -n '4,16s/^# \{0,1\}//p' "$0"
+}
+
+want_peers=0
+check_only=0
+for arg in "$@"; do
+	case $arg in
+	--peers) want_peers=1 ;;
+	--check) check_only=1 ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		echo "deps.sh: unknown option '$arg'" >&2
+		usage >&2
+		exit 2
+		;;
+	esac
+done
+
+# Each requirement: "<debian package> <probe>", where the probe is
+#   cmd:NAME  the command NAME is on PATH
+#   lib:NAME  gcc finds the linker input NAME (and it is not a dangling link)
+#   pkg       dpkg reports the package installed
+required=(
+	"cmake cmd:cmake"
+	"make cmd:make"
+	"gcc cmd:gcc"
+	"g++ cmd:g++"
+	"libc6-dev pkg"
+	"binutils cmd:nm"
+	"pkgconf cmd:pkg-config"
+	"libasan8 lib:libasan.so"
+	"libubsan1 lib:libubsan.so"
+	"libtsan2 lib:libtsan.so"
+)
+peers=(
+	"liburcu-dev pkg"
+	"libck-dev pkg"
+	"gnuplot-nox cmd:gnuplot"
+)
+
+dpkg_installed() {
+	local status
+	# dpkg-query instead of `dpkg -s | grep`: a removed package whose
+	# config files remain is known to dpkg -s but not installed.
+	status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
+	[ "$status" = "install ok installed" ]
+}
+
+present() {
+	local pkg=$1 probe=$2 path
+	case $probe in
+	cmd:*)
+		command -v "${probe#cmd:}" >/dev/null 2>&1 && return 0
+		;;
+	lib:*)
+		if command -v gcc >/dev/null 2>&1; then
+			path=$(gcc -print-file-name="${probe#lib:}" 2>/dev/null) || path=
+			# gcc echoes the bare name back when it finds nothing.
+			[ "$path" != "${probe#lib:}" ] && [ -e "$path" ] && return 0
+		fi
+		;;
+	esac
+	command -v dpkg-query >/dev/null 2>&1 && dpkg_installed "$pkg"
+}
+
+wanted=("${required[@]}")
+what="build and test"
+if [ "$want_peers" = 1 ]; then
+	wanted+=("${peers[@]}")
+	what="build, test and benchmark peers"
+fi
+
+missing=()
+for entry in "${wanted[@]}"; do
+	read -r pkg probe <<<"$entry"
+	if ! present "$pkg" "$probe"; then
+		missing+=("$pkg")
+	fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+	echo "deps.sh: all present (${#wanted[@]} packages for $what)"
+	exit 0
+fi
+
+echo "deps.sh: missing for $what: ${missing[*]}"
+if [ "$check_only" = 1 ]; then
+	echo "deps.sh: --check: nothing installed; as root run: scripts/deps.sh$([ "$want_peers" = 1 ] && echo ' --peers')"
+	exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: not root, cannot install; run as root (e.g. sudo scripts/deps.sh$([ "$want_peers" = 1 ] && echo ' --peers'))" >&2
+	echo "deps.sh: or install by hand: apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "deps.sh: apt-get not found (not Debian?); install by hand: ${missing[*]}" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "deps.sh: + apt-get update"
+apt-get update -q
+echo "deps.sh: + apt-get install -y --no-install-recommends ${missing[*]}"
+apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# Verify: a package that installed but does not provide the probe (a
+# renamed runtime, say) should be reported now, not as a link error later.
+still=()
+for entry in "${wanted[@]}"; do
+	read -r pkg probe <<<"$entry"
+	present "$pkg" "$probe" || still+=("$pkg")
+done
+if [ "${#still[@]}" -ne 0 ]; then
+	echo "deps.sh: still missing after install: ${still[*]}" >&2
+	exit 1
+fi
+echo "deps.sh: installed ${missing[*]}"

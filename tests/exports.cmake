@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: MIT
+#
+# exports: the shared library exports only sk_/SK_ names, and at least
+# every SK_API name declared in the public headers.
+#
+# This file has two roles.  Included by tests/CMakeLists.txt it registers
+# the test; run with `cmake -P` (which the test does) it performs the check:
+#
+#   cmake -DNM=nm -DLIB=libscalekit.so -DHEADER_DIR=include/scalekit \
+#         -P tests/exports.cmake
+#
+# Allowed besides sk_*/SK_*: the linker's own _init, _fini, _edata, _end,
+# __bss_start, and version-node symbols (type A, SCALEKIT_*) that a linker
+# version script would add.
+
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  # ---- registration (configure time) ----------------------------------------
+  if(NOT CMAKE_NM)
+    message(STATUS "exports test: nm not found (install binutils); test skipped")
+    return()
+  endif()
+  add_test(NAME exports
+    COMMAND ${CMAKE_COMMAND}
+      -DNM=${CMAKE_NM}
+      -DLIB=$<TARGET_FILE:scalekit>
+      -DHEADER_DIR=${PROJECT_SOURCE_DIR}/include/scalekit
+      -P ${CMAKE_CURRENT_LIST_FILE})
+  set_tests_properties(exports PROPERTIES TIMEOUT 60 LABELS "nosan")
+  return()
+endif()
+
+# ---- the check (cmake -P) ------------------------------------------------------
+foreach(v NM LIB HEADER_DIR)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "exports: -D${v}=... is required")
+  endif()
+endforeach()
+
+execute_process(COMMAND ${NM} -D --defined-only ${LIB}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "exports: ${NM} -D --defined-only ${LIB} failed (${rc}): ${err}")
+endif()
+
+set(allowed_extra _init _fini _edata _end __bss_start)
+set(exported "")
+set(bad "")
+string(REPLACE "\n" ";" lines "${out}")
+foreach(line IN LISTS lines)
+  # "<address> <type> <name>[@[@]VERSION]"; the address may be absent.
+  if(NOT line MATCHES "([A-Za-z]) ([^ ]+)$")
+    continue()
+  endif()
+  set(type "${CMAKE_MATCH_1}")
+  string(REGEX REPLACE "@.*$" "" name "${CMAKE_MATCH_2}")
+  list(APPEND exported "${name}")
+  if(name MATCHES "^(sk_|SK_)")
+    continue()
+  endif()
+  list(FIND allowed_extra "${name}" idx)
+  if(NOT idx EQUAL -1)
+    continue()
+  endif()
+  if(type STREQUAL "A" AND name MATCHES "^SCALEKIT_[A-Za-z0-9_.]*$")
+    continue()
+  endif()
+  list(APPEND bad "${name} (${type})")
+endforeach()
+
+# Every name declared with SK_API in a public header must be exported,
+# otherwise users get a link error.  Declarations may span lines; their
+# attributes are stripped before the name is taken.
+file(GLOB headers ${HEADER_DIR}/*.h)
+set(expected sk_synchronize_rcu sk_fence_heavy)
+foreach(h IN LISTS headers)
+  file(STRINGS ${h} hlines)
+  set(decl "")
+  foreach(l IN LISTS hlines)
+    if(decl STREQUAL "")
+      if(NOT l MATCHES "^[ \t]*SK_API[ \t]")
+        continue()
+      endif()
+    endif()
+    string(APPEND decl " ${l}")
+    if(NOT decl MATCHES "[;{]")
+      continue()
+    endif()
+    string(REGEX REPLACE "__attribute__[ \t]*\\(\\(([^()]|\\([^()]*\\))*\\)\\)" ""
+      decl "${decl}")
+    if(decl MATCHES "([A-Za-z_][A-Za-z0-9_]*)[ \t]*[(;[{]")
+      list(APPEND expected "${CMAKE_MATCH_1}")
+    else()
+      message(WARNING "exports: cannot parse declaration in ${h}: ${decl}")
+    endif()
+    set(decl "")
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES expected)
+
+set(missing "")
+foreach(name IN LISTS expected)
+  list(FIND exported "${name}" idx)
+  if(idx EQUAL -1)
+    list(APPEND missing "${name}")
+  endif()
+endforeach()
+
+list(LENGTH exported n_exported)
+list(LENGTH expected n_expected)
+message(STATUS "exports: ${LIB}: ${n_exported} dynamic symbols, "
+  "${n_expected} SK_API names declared in ${HEADER_DIR}")
+if(bad OR missing)
+  set(msg "")
+  if(bad)
+    list(JOIN bad "\n  " b)
+    string(APPEND msg "exported names outside the sk_/SK_ namespace "
+      "(make them static or hidden):\n  ${b}\n")
+  endif()
+  if(missing)
+    list(JOIN missing "\n  " m)
+    string(APPEND msg "declared with SK_API but not exported:\n  ${m}\n")
+  endif()
+  message(FATAL_ERROR "exports: FAILED\n${msg}")
+endif()
+message(STATUS "exports: ok")
