@@ -54,32 +54,44 @@
 /* Spins on the reader scan before sleeping on the futex. */
 #define SK_RCU_SPIN_LIMIT 1000
 
-/* Registry slots come in chunks of this many (4 KiB of slots). */
+/* Registry slots come in chunks of this many. */
 #define SK_RCU_CHUNK_SLOTS 64
 
 /* Most blocking readers a grace period tracks without rescanning all. */
 #define SK_RCU_PEND_MAX 128
 
-struct sk_rcu__gp_state sk_rcu__gp = { .ctr = 1, .futex = 0 };
-__thread struct sk_rcu_reader sk_rcu__reader
-	__attribute__((tls_model("initial-exec")));
+struct sk_rcu__gp_state sk_rcu__gp = {
+	.ctr = (1UL << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1, .futex = 0
+};
+__thread unsigned long sk_rcu__ctr __attribute__((tls_model("initial-exec")));
 
 /*
- * A chunk of registry slots.  Chunks are never freed, so a grace period
- * may scan them without a lock: a slot that changes owner meanwhile holds
- * 0 or a snapshot taken after the scan began, and never blocks it.
+ * Registry slot of a reader thread: where its reader word lives.  Slots
+ * sit in chunks that are never freed, so a grace period can keep pointers
+ * to slots across its sleeps; the reader word itself (thread-local) may
+ * only be read under registry_lock held for reading, because an exiting
+ * thread frees it after unregistering (write lock).
  */
+struct rcu_slot {
+	unsigned long *ctrp; /* &sk_rcu__ctr of the owner, NULL when free */
+	long tid;	     /* kernel thread id of the owner */
+};
+
 struct rcu_chunk {
-	struct sk_rcu_slot slots[SK_RCU_CHUNK_SLOTS];
-	uint64_t used;		/* bit i: slots[i] has an owner (release) */
-	struct rcu_chunk *next; /* next chunk (release), or NULL */
+	struct rcu_slot slots[SK_RCU_CHUNK_SLOTS];
+	uint64_t used;		/* bit i: slots[i] has an owner */
+	struct rcu_chunk *next; /* next chunk, or NULL */
 };
 
 static struct rcu_chunk first_chunk;
 
 static struct {
-	/* Guarded by registry_lock: slot allocation. */
-	pthread_mutex_t registry_lock;
+	/*
+	 * Guarded by registry_lock: written (slots, chunks) under the write
+	 * lock by threads that register or unregister; read by grace
+	 * periods under the read lock, one scan pass at a time.
+	 */
+	pthread_rwlock_t registry_lock;
 	struct rcu_chunk *last_chunk; /* where new chunks are appended */
 	unsigned long nreaders;	      /* slots with an owner */
 
@@ -95,7 +107,7 @@ static struct {
 	pthread_key_t exit_key; /* destructor unregisters exiting threads */
 	pthread_once_t key_once;
 } rcu = {
-	.registry_lock = PTHREAD_MUTEX_INITIALIZER,
+	.registry_lock = PTHREAD_RWLOCK_INITIALIZER,
 	.last_chunk = &first_chunk,
 	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
 	.completed = 1,
@@ -124,111 +136,101 @@ __attribute__((constructor)) static void sk_rcu_init(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-/* Find a free slot, adding a chunk if all are taken.  registry_lock held. */
-static struct sk_rcu_slot *slot_alloc(void)
+/* Find a free slot, adding a chunk if all are taken.  Write lock held. */
+static struct rcu_slot *slot_alloc(void)
 {
-	struct rcu_chunk *ch, *nch;
+	struct rcu_chunk *ch;
 	int i;
 
-	for (ch = &first_chunk; ch; ch = ch->next) {
-		if (ch->used == ~(uint64_t)0)
-			continue;
-		i = __builtin_ctzll(~ch->used);
-		goto found;
+	for (ch = &first_chunk; ch; ch = ch->next)
+		if (ch->used != ~(uint64_t)0)
+			break;
+	if (!ch) {
+		ch = calloc(1, sizeof(*ch));
+		if (!ch)
+			return NULL;
+		rcu.last_chunk->next = ch;
+		rcu.last_chunk = ch;
 	}
-	nch = aligned_alloc(SK_CACHELINE, sizeof(*nch));
-	if (!nch)
-		return NULL;
-	memset(nch, 0, sizeof(*nch));
-	/* Release: a scanner that sees the link sees a zeroed chunk. */
-	sk_atomic_store_release(&rcu.last_chunk->next, nch);
-	rcu.last_chunk = nch;
-	ch = nch;
-	i = 0;
-found:
-	sk_atomic_store_relaxed(&ch->slots[i].ctr, 0UL);
-	sk_atomic_store_relaxed(&ch->slots[i].tid, sk__gettid());
-	sk_atomic_store_relaxed(&ch->slots[i].qsbr, 0);
-	/* Release: scanners see the slot's fields before its used bit. */
-	sk_atomic_store_release(&ch->used, ch->used | ((uint64_t)1 << i));
+	i = __builtin_ctzll(~ch->used);
+	ch->used |= (uint64_t)1 << i;
+	ch->slots[i].ctrp = &sk_rcu__ctr;
+	ch->slots[i].tid = sk__gettid();
 	rcu.nreaders++;
 	return &ch->slots[i];
 }
 
-static struct rcu_chunk *chunk_of(struct sk_rcu_slot *s)
+/* Give the calling thread's slot back.  Write lock held. */
+static void slot_free(void)
 {
 	struct rcu_chunk *ch;
+	int i;
 
-	for (ch = &first_chunk; ch; ch = ch->next)
-		if (s >= ch->slots && s < ch->slots + SK_RCU_CHUNK_SLOTS)
-			return ch;
-	return NULL;
+	for (ch = &first_chunk; ch; ch = ch->next) {
+		for (i = 0; i < SK_RCU_CHUNK_SLOTS; i++) {
+			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
+				ch->slots[i].ctrp = NULL;
+				ch->used &= ~((uint64_t)1 << i);
+				rcu.nreaders--;
+				return;
+			}
+		}
+	}
 }
 
-/* Give the slot back.  Its ctr is 0.  registry_lock held. */
-static void slot_free(struct sk_rcu_slot *s)
+/* Register the calling thread.  Returns 0 or -ENOMEM. */
+static int reader_register(void)
 {
-	struct rcu_chunk *ch = chunk_of(s);
-
-	sk_atomic_store_release(&ch->used,
-				ch->used & ~((uint64_t)1 << (s - ch->slots)));
-	rcu.nreaders--;
-}
-
-/* Give the calling thread a slot.  Returns 0 or -ENOMEM. */
-static int reader_register(struct sk_rcu_reader *r)
-{
-	struct sk_rcu_slot *s;
+	struct rcu_slot *s;
 
 	pthread_once(&rcu.key_once, key_init);
-	pthread_mutex_lock(&rcu.registry_lock);
+	pthread_rwlock_wrlock(&rcu.registry_lock);
 	s = slot_alloc();
-	pthread_mutex_unlock(&rcu.registry_lock);
+	if (s)
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+	pthread_rwlock_unlock(&rcu.registry_lock);
 	if (!s)
 		return -ENOMEM;
-	r->slot = s;
 	/* Keys below PTHREAD_KEYS_MAX use static slots: this cannot fail. */
-	pthread_setspecific(rcu.exit_key, r);
+	pthread_setspecific(rcu.exit_key, &sk_rcu__ctr);
 	return 0;
 }
 
-static void reader_unregister(struct sk_rcu_reader *r)
+static void reader_unregister(void)
 {
-	pthread_mutex_lock(&rcu.registry_lock);
-	slot_free(r->slot);
-	pthread_mutex_unlock(&rcu.registry_lock);
-	r->slot = NULL;
+	pthread_rwlock_wrlock(&rcu.registry_lock);
+	slot_free();
+	sk_atomic_store_relaxed(&sk_rcu__ctr, 0UL);
+	pthread_rwlock_unlock(&rcu.registry_lock);
 	pthread_setspecific(rcu.exit_key, NULL);
 }
 
-struct sk_rcu_slot *sk_rcu__register_slow(void)
+void sk_rcu__register_slow(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
-
-	if (reader_register(r) != 0)
+	if (reader_register() != 0)
 		sk__die("sk_rcu_read_lock(): out of memory registering the "
 			"thread (call sk_rcu_register_thread() first to get "
 			"an error code instead)");
-	return r->slot;
 }
 
 int sk_rcu_register_thread(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
+	return sk_atomic_load_relaxed(&sk_rcu__ctr) ? 0 : reader_register();
+}
 
-	return r->slot ? 0 : reader_register(r);
+static inline unsigned long nest_of(unsigned long v)
+{
+	return v & SK_RCU_NEST_MASK;
 }
 
 /* Leave QSBR online state: the thread no longer holds references. */
-static void go_offline(struct sk_rcu_reader *r)
+static void go_offline(void)
 {
-	/* Q1-like: earlier loads before ctr = 0; pairs with G2. */
+	/* Q1-like: earlier loads before the store; pairs with G2. */
 	sk_fence_light();
-	SK_TSAN_RELEASE(&r->slot->ctr);
-	sk_atomic_store_relaxed(&r->slot->ctr, 0UL);
-	sk_atomic_store_relaxed(&r->slot->qsbr, 0);
-	r->nest = 0;
-	/* U2-like: ctr = 0 before the futex load; pairs with G3. */
+	SK_TSAN_RELEASE(&sk_rcu__ctr);
+	sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+	/* U2-like: the store before the futex load; pairs with G3. */
 	sk_fence_light();
 	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex))
 		sk_rcu__wake_gp();
@@ -239,64 +241,65 @@ static const char *in_section_msg =
 
 int sk_rcu_unregister_thread(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (!r->slot)
+	if (!v)
 		return -EINVAL;
-	if (r->nest == SK_RCU_QSBR_ONLINE)
-		go_offline(r);
-	else if (r->nest != 0)
+	if (nest_of(v) == SK_RCU_QSBR_NEST)
+		go_offline();
+	else if (nest_of(v) != 0)
 		sk__die("sk_rcu_unregister_thread() %s (nesting depth %lu)",
-			in_section_msg, r->nest);
-	reader_unregister(r);
+			in_section_msg, nest_of(v));
+	reader_unregister();
 	return 0;
 }
 
 /* Thread-exit destructor of registered threads. */
 static void reader_exit(void *arg)
 {
-	struct sk_rcu_reader *r = arg;
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (r->nest == SK_RCU_QSBR_ONLINE)
-		go_offline(r);
-	else if (r->nest != 0)
+	(void)arg;
+	if (nest_of(v) == SK_RCU_QSBR_NEST)
+		go_offline();
+	else if (nest_of(v) != 0)
 		sk__die("thread exited inside an RCU read-side critical section "
 			"(nesting depth %lu): missing sk_rcu_read_unlock()",
-			r->nest);
-	if (r->slot)
-		reader_unregister(r);
+			nest_of(v));
+	if (v)
+		reader_unregister();
 }
 
 int sk_rcu_thread_online(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (r->nest == SK_RCU_QSBR_ONLINE)
+	if (nest_of(v) == SK_RCU_QSBR_NEST)
 		return 0;
-	if (r->nest != 0)
+	if (nest_of(v) != 0)
 		sk__die("sk_rcu_thread_online() %s", in_section_msg);
-	if (!r->slot && reader_register(r) != 0)
+	if (!v && reader_register() != 0)
 		return -ENOMEM;
-	sk_atomic_store_relaxed(&r->slot->qsbr, 1);
 	/* L1-like: acquire pairs with the counter advance R1. */
-	sk_atomic_store_relaxed(&r->slot->ctr,
-				sk_atomic_load_acquire(&sk_rcu__gp.ctr));
-	/* L2-like: ctr store before the loads that follow; pairs with G1. */
+	sk_atomic_store_relaxed(
+		&sk_rcu__ctr,
+		(sk_atomic_load_acquire(&sk_rcu__gp.ctr) & ~SK_RCU_NEST_MASK) |
+			SK_RCU_QSBR_NEST);
+	/* L2-like: the store before the loads that follow; pairs with G1. */
 	sk_fence_light();
-	r->nest = SK_RCU_QSBR_ONLINE;
 	return 0;
 }
 
 void sk_rcu_thread_offline(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (r->nest != SK_RCU_QSBR_ONLINE)
+	if (nest_of(v) != SK_RCU_QSBR_NEST)
 		sk__die("sk_rcu_thread_offline() called by a thread that is not "
 			"an online QSBR reader outside sk_rcu_read_lock() "
 			"(nesting depth %lu)",
-			r->nest);
-	go_offline(r);
+			nest_of(v));
+	go_offline();
 }
 
 void sk_rcu__unlock_misuse(void)
@@ -307,9 +310,9 @@ void sk_rcu__unlock_misuse(void)
 
 void sk_rcu__qs_misuse(void)
 {
-	unsigned long n = sk_rcu__reader.nest;
+	unsigned long n = nest_of(sk_atomic_load_relaxed(&sk_rcu__ctr));
 
-	if (n > SK_RCU_QSBR_ONLINE)
+	if (n > SK_RCU_QSBR_NEST)
 		sk__die("sk_rcu_quiescent_state() %s", in_section_msg);
 	sk__die("sk_rcu_quiescent_state() called by a thread that is not an "
 		"online QSBR reader (call sk_rcu_thread_online() first)");
@@ -324,60 +327,77 @@ void sk_rcu__wake_gp(void)
 		sk__futex_wake(&sk_rcu__gp.futex, 1);
 }
 
-/* Is slot s inside a section that began before grace period c? */
-static inline int blocks_gp(struct sk_rcu_slot *s, unsigned long c)
+/* Does reader word v belong to a section that began before sequence c? */
+static inline int blocks_gp(unsigned long v, unsigned long c)
 {
-	unsigned long v = sk_atomic_load_relaxed(&s->ctr);
+	return nest_of(v) && (long)((v >> SK_RCU_SEQ_SHIFT) - c) < 0;
+}
 
-	if (v != 0 && (long)(v - c) < 0)
-		return 1;
+/* Read slot s's reader word (0 when free).  Read lock held. */
+static inline unsigned long slot_word(struct rcu_slot *s)
+{
+	unsigned long *p = s->ctrp;
+
+	return p ? sk_atomic_load_relaxed(p) : 0;
+}
+
+/* Record that the reader of s no longer blocks (ordering for TSan). */
+static inline void slot_passed(struct rcu_slot *s)
+{
 	/* Ordering from G2 + U1, invisible to TSan. */
-	SK_TSAN_ACQUIRE(&s->ctr);
-	return 0;
+	if (s->ctrp)
+		SK_TSAN_ACQUIRE(s->ctrp);
 }
 
 /*
  * Scan every owned slot; store the first cap that block grace period c in
- * pend.  Returns how many block (possibly more than cap).  Lock-free:
- * chunks are never freed and a slot's used bit is published after its
- * fields.
+ * pend.  Returns how many block (possibly more than cap).
  */
-static unsigned long scan_all(unsigned long c, struct sk_rcu_slot **pend,
+static unsigned long scan_all(unsigned long c, struct rcu_slot **pend,
 			      unsigned long cap)
 {
 	struct rcu_chunk *ch;
 	unsigned long n = 0;
 
-	for (ch = &first_chunk; ch; ch = sk_atomic_load_acquire(&ch->next)) {
-		uint64_t used = sk_atomic_load_acquire(&ch->used);
+	pthread_rwlock_rdlock(&rcu.registry_lock);
+	for (ch = &first_chunk; ch; ch = ch->next) {
+		uint64_t used = ch->used;
 
 		while (used) {
-			int i = __builtin_ctzll(used);
+			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
 
 			used &= used - 1;
-			if (blocks_gp(&ch->slots[i], c)) {
+			if (blocks_gp(slot_word(s), c)) {
 				if (n < cap)
-					pend[n] = &ch->slots[i];
+					pend[n] = s;
 				n++;
+			} else {
+				slot_passed(s);
 			}
 		}
 	}
+	pthread_rwlock_unlock(&rcu.registry_lock);
 	return n;
 }
 
 /* Keep only the slots of pend[0..n) that still block c; returns the count. */
-static unsigned long rescan(unsigned long c, struct sk_rcu_slot **pend,
+static unsigned long rescan(unsigned long c, struct rcu_slot **pend,
 			    unsigned long n)
 {
 	unsigned long i, k = 0;
 
-	for (i = 0; i < n; i++)
-		if (blocks_gp(pend[i], c))
+	pthread_rwlock_rdlock(&rcu.registry_lock);
+	for (i = 0; i < n; i++) {
+		if (blocks_gp(slot_word(pend[i]), c))
 			pend[k++] = pend[i];
+		else
+			slot_passed(pend[i]);
+	}
+	pthread_rwlock_unlock(&rcu.registry_lock);
 	return k;
 }
 
-static unsigned long scan(unsigned long c, struct sk_rcu_slot **pend,
+static unsigned long scan(unsigned long c, struct rcu_slot **pend,
 			  unsigned long n)
 {
 	return n > SK_RCU_PEND_MAX ? scan_all(c, pend, SK_RCU_PEND_MAX)
@@ -403,7 +423,7 @@ static void thread_name(long tid, char *buf, size_t len)
 }
 
 /* Stall watchdog: name every reader that still holds grace period c. */
-static void report_stall(struct sk_rcu_slot **pend, unsigned long n,
+static void report_stall(struct rcu_slot **pend, unsigned long n,
 			 unsigned long c, uint64_t waited_ns)
 {
 	unsigned long i, ms = (unsigned long)(waited_ns / 1000000u);
@@ -413,19 +433,23 @@ static void report_stall(struct sk_rcu_slot **pend, unsigned long n,
 		"scalekit: RCU stall: grace period %lu has waited %lu ms "
 		"(SCALEKIT_RCU_STALL_MS=%lu) for %lu reader(s):\n",
 		c, ms, sk__rcu_stall_ms, n);
+	pthread_rwlock_rdlock(&rcu.registry_lock);
 	for (i = 0; i < n && i < SK_RCU_PEND_MAX; i++) {
-		long tid = sk_atomic_load_relaxed(&pend[i]->tid);
+		unsigned long v = slot_word(pend[i]);
 
-		thread_name(tid, name, sizeof(name));
+		if (!blocks_gp(v, c))
+			continue;
+		thread_name(pend[i]->tid, name, sizeof(name));
 		fprintf(stderr,
 			"scalekit:   thread %ld (\"%s\"), %s for at least %lu "
 			"ms\n",
-			tid, name,
-			sk_atomic_load_relaxed(&pend[i]->qsbr)
+			pend[i]->tid, name,
+			nest_of(v) >= SK_RCU_QSBR_NEST
 				? "QSBR online without a quiescent state"
 				: "inside a read-side critical section",
 			ms);
 	}
+	pthread_rwlock_unlock(&rcu.registry_lock);
 	fflush(stderr);
 }
 
@@ -440,7 +464,7 @@ static void report_stall(struct sk_rcu_slot **pend, unsigned long n,
  */
 static void wait_for_readers(unsigned long c, int expedited)
 {
-	struct sk_rcu_slot *pend[SK_RCU_PEND_MAX];
+	struct rcu_slot *pend[SK_RCU_PEND_MAX];
 	uint64_t start = 0, now, next_report = 0, interval = 0;
 	unsigned int spins = 0;
 	unsigned long n;
@@ -505,7 +529,7 @@ unsigned long sk__rcu_snap(void)
 {
 	/* S1: the caller's unlinks before the snapshot; pairs with G1. */
 	sk_smp_mb();
-	return sk_atomic_load_acquire(&sk_rcu__gp.ctr) + 1;
+	return (sk_atomic_load_acquire(&sk_rcu__gp.ctr) >> SK_RCU_SEQ_SHIFT) + 1;
 }
 
 void sk__rcu_wait(unsigned long target, int expedited)
@@ -517,10 +541,11 @@ void sk__rcu_wait(unsigned long target, int expedited)
 	}
 	pthread_mutex_lock(&rcu.gp_lock);
 	if (!sk__rcu_done(target)) {
-		unsigned long c = sk_rcu__gp.ctr + 1;
+		unsigned long c = (sk_rcu__gp.ctr >> SK_RCU_SEQ_SHIFT) + 1;
 
 		/* R1: advance the counter; pairs with L1 in sk_rcu_read_lock(). */
-		sk_atomic_store_release(&sk_rcu__gp.ctr, c);
+		sk_atomic_store_release(&sk_rcu__gp.ctr,
+					(c << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1);
 		/* G1: advance before reading reader ctrs; pairs with L2/Q2. */
 		sk_fence_heavy();
 		wait_for_readers(c, expedited);
@@ -536,16 +561,16 @@ void sk__rcu_wait(unsigned long target, int expedited)
 
 int sk__rcu_enter_wait(const char *fn)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
+	unsigned long n = nest_of(sk_atomic_load_relaxed(&sk_rcu__ctr));
 
-	if (r->nest == SK_RCU_QSBR_ONLINE) {
-		go_offline(r);
+	if (n == SK_RCU_QSBR_NEST) {
+		go_offline();
 		return 1;
 	}
-	if (r->nest != 0)
+	if (n != 0)
 		sk__die("%s %s (nesting depth %lu): it would wait for itself "
 			"forever",
-			fn, in_section_msg, r->nest);
+			fn, in_section_msg, n);
 	return 0;
 }
 
@@ -604,29 +629,33 @@ void sk_cond_synchronize_rcu(unsigned long cookie)
 static void atfork_prepare(void)
 {
 	sk__rcu_cb_atfork_prepare();
-	pthread_mutex_lock(&rcu.registry_lock);
+	pthread_rwlock_wrlock(&rcu.registry_lock);
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&rcu.registry_lock);
+	pthread_rwlock_unlock(&rcu.registry_lock);
 	sk__rcu_cb_atfork_parent();
 }
 
 static void atfork_child(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
 	struct rcu_chunk *ch;
+	int i;
 
-	pthread_mutex_init(&rcu.registry_lock, NULL);
+	pthread_rwlock_init(&rcu.registry_lock, NULL);
 	pthread_mutex_init(&rcu.gp_lock, NULL);
-	for (ch = &first_chunk; ch; ch = ch->next)
-		ch->used = 0;
 	rcu.nreaders = 0;
-	if (r->slot) {
-		ch = chunk_of(r->slot);
-		ch->used = (uint64_t)1 << (r->slot - ch->slots);
-		rcu.nreaders = 1;
+	for (ch = &first_chunk; ch; ch = ch->next) {
+		for (i = 0; i < SK_RCU_CHUNK_SLOTS; i++) {
+			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
+				ch->slots[i].tid = sk__gettid();
+				rcu.nreaders = 1;
+			} else {
+				ch->slots[i].ctrp = NULL;
+				ch->used &= ~((uint64_t)1 << i);
+			}
+		}
 	}
 	sk_rcu__gp.futex = 0;
 	rcu.expedite = 0;
@@ -640,8 +669,8 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	st->grace_periods = sk_atomic_load_acquire(&rcu.completed) - 1;
 	st->sync_calls = sk_atomic_load_relaxed(&rcu.sync_calls);
 	st->gp_sleeps = sk_atomic_load_relaxed(&rcu.gp_sleeps);
-	pthread_mutex_lock(&rcu.registry_lock);
+	pthread_rwlock_rdlock(&rcu.registry_lock);
 	st->readers = rcu.nreaders;
-	pthread_mutex_unlock(&rcu.registry_lock);
+	pthread_rwlock_unlock(&rcu.registry_lock);
 	return sk__rcu_cb_stats(st);
 }

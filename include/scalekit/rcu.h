@@ -50,24 +50,20 @@ struct sk__wfq {
 };
 
 /*
- * Registry slot of a reader thread.  Slots live in arrays owned by the
- * library, one cache line each, so that a grace period scans them without
- * chasing pointers and readers never share a line.  Only ctr is ABI.
+ * The calling thread's reader word (thread-local, ABI: the inline fast
+ * paths below touch it; the grace-period code reads it from other threads
+ * through the registry).  Layout:
+ *   bits 0..14   nesting depth of read sections (SK_RCU_QSBR_NEST while
+ *                an online QSBR thread is outside sk_rcu_read_lock());
+ *   bit 15       SK_RCU_REG: the thread is registered;
+ *   bits 16..63  grace-period sequence seen when the outermost section
+ *                began (or at the last quiescent state).
+ * 0 means "not registered".  A 48-bit sequence does not wrap in practice.
  */
-struct sk_rcu_slot {
-	unsigned long ctr; /* ABI: 0 outside a section, else gp snapshot */
-	long tid;	   /* private: kernel thread id of the owner */
-	int qsbr;	   /* private: owner is an online QSBR reader */
-} __attribute__((aligned(SK_CACHELINE)));
-
-/*
- * Per-thread reader state (thread-local).  Both fields are ABI: the
- * inline fast paths below touch them.
- */
-struct sk_rcu_reader {
-	struct sk_rcu_slot *slot; /* ABI: NULL until the thread registers */
-	unsigned long nest;	  /* ABI: section nesting depth (owner only) */
-};
+#define SK_RCU_NEST_MASK 0x7fffUL
+#define SK_RCU_QSBR_NEST 0x4000UL
+#define SK_RCU_REG	 0x8000UL
+#define SK_RCU_SEQ_SHIFT 16
 
 /*
  * Grace-period state read by the fast paths.  Guarded by: ctr is written
@@ -75,19 +71,16 @@ struct sk_rcu_reader {
  * readers that wake it (to 0).  Alone on its cache line, read-mostly.
  */
 struct sk_rcu__gp_state {
-	unsigned long ctr; /* ABI: current grace-period counter, >= 1 */
+	unsigned long ctr; /* ABI: (sequence << 16) | SK_RCU_REG | 1 */
 	int futex;	   /* ABI: -1 while a grace period sleeps on readers */
 } __attribute__((aligned(SK_CACHELINE)));
 
 SK_API extern struct sk_rcu__gp_state sk_rcu__gp;
-SK_API extern __thread struct sk_rcu_reader sk_rcu__reader
+SK_API extern __thread unsigned long sk_rcu__ctr
 	__attribute__((tls_model("initial-exec")));
 
-/* nest value of an online QSBR thread outside any explicit read_lock. */
-#define SK_RCU_QSBR_ONLINE (1UL << (sizeof(unsigned long) * 8 - 2))
-
 /* Slow paths of the inline functions; not for direct use. */
-SK_API struct sk_rcu_slot *sk_rcu__register_slow(void);
+SK_API void sk_rcu__register_slow(void);
 SK_API void sk_rcu__wake_gp(void);
 SK_API __attribute__((noreturn)) void sk_rcu__unlock_misuse(void);
 SK_API __attribute__((noreturn)) void sk_rcu__qs_misuse(void);
@@ -105,28 +98,25 @@ SK_API __attribute__((noreturn)) void sk_rcu__qs_misuse(void);
  */
 static inline void sk_rcu_read_lock(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
-	unsigned long n = r->nest;
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (SK_LIKELY(n == 0)) {
-		struct sk_rcu_slot *s = r->slot;
-
-		if (SK_UNLIKELY(!s))
-			s = sk_rcu__register_slow();
+	if (SK_LIKELY(!(v & SK_RCU_NEST_MASK))) {
+		if (SK_UNLIKELY(!v))
+			sk_rcu__register_slow();
 		/*
-		 * L1: snapshot the grace-period counter.  Acquire pairs with
-		 * the release R1 that advances it in the grace-period code.
+		 * L1: snapshot the grace-period counter (nesting 1 included).
+		 * Acquire pairs with the release R1 that advances it.
 		 */
-		sk_atomic_store_relaxed(
-			&s->ctr, sk_atomic_load_acquire(&sk_rcu__gp.ctr));
+		sk_atomic_store_relaxed(&sk_rcu__ctr,
+					sk_atomic_load_acquire(&sk_rcu__gp.ctr));
 		/*
-		 * L2: orders the ctr store before the section's loads; pairs
+		 * L2: orders the store before the section's loads; pairs
 		 * with the heavy fence G1 issued before the reader scan.
 		 */
 		sk_fence_light();
+	} else {
+		sk_atomic_store_relaxed(&sk_rcu__ctr, v + 1);
 	}
-	/* After the ctr store, so a signal handler nesting here is covered. */
-	r->nest = n + 1;
 }
 
 /*
@@ -141,29 +131,29 @@ static inline void sk_rcu_read_lock(void)
  */
 static inline void sk_rcu_read_unlock(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
-	unsigned long n = r->nest;
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+	unsigned long n = v & SK_RCU_NEST_MASK;
 
 	if (SK_LIKELY(n == 1)) {
-		r->nest = 0;
 		/*
-		 * U1: orders the section's loads before ctr = 0; pairs with
-		 * the heavy fence G2 issued after the reader scan.
+		 * U1: orders the section's loads before the store; pairs
+		 * with G2 after the reader scan.
 		 */
 		sk_fence_light();
-		SK_TSAN_RELEASE(&r->slot->ctr);
-		sk_atomic_store_relaxed(&r->slot->ctr, 0UL);
+		SK_TSAN_RELEASE(&sk_rcu__ctr);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
 		/*
-		 * U2: orders ctr = 0 before the futex load (store buffering);
-		 * pairs with the heavy fence G3 after the waiter sets futex.
+		 * U2: orders the store before the futex load (store
+		 * buffering); pairs with the heavy fence G3 after the waiter
+		 * sets futex.
 		 */
 		sk_fence_light();
 		if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
 			sk_rcu__wake_gp();
-	} else if (SK_UNLIKELY(n == 0 || n == SK_RCU_QSBR_ONLINE)) {
+	} else if (SK_UNLIKELY(n == 0 || n == SK_RCU_QSBR_NEST)) {
 		sk_rcu__unlock_misuse();
 	} else {
-		r->nest = n - 1;
+		sk_atomic_store_relaxed(&sk_rcu__ctr, v - 1);
 	}
 }
 
@@ -174,7 +164,7 @@ static inline void sk_rcu_read_unlock(void)
  */
 static inline int sk_rcu_read_ongoing(void)
 {
-	return sk_rcu__reader.nest != 0;
+	return (sk_atomic_load_relaxed(&sk_rcu__ctr) & SK_RCU_NEST_MASK) != 0;
 }
 
 /*
@@ -231,18 +221,19 @@ SK_API int sk_rcu_unregister_thread(void);
  */
 static inline void sk_rcu_quiescent_state(void)
 {
-	struct sk_rcu_reader *r = &sk_rcu__reader;
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 	unsigned long gp = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
 
-	if (SK_UNLIKELY(r->nest != SK_RCU_QSBR_ONLINE))
+	if (SK_UNLIKELY((v & SK_RCU_NEST_MASK) != SK_RCU_QSBR_NEST))
 		sk_rcu__qs_misuse();
 	/* No grace period began since the last announcement: nobody waits. */
-	if (gp == sk_atomic_load_relaxed(&r->slot->ctr))
+	if (!((gp ^ v) >> SK_RCU_SEQ_SHIFT))
 		return;
 	/* Q1: earlier loads before the announcement; pairs with G2. */
 	sk_fence_light();
-	SK_TSAN_RELEASE(&r->slot->ctr);
-	sk_atomic_store_relaxed(&r->slot->ctr, gp);
+	SK_TSAN_RELEASE(&sk_rcu__ctr);
+	sk_atomic_store_relaxed(&sk_rcu__ctr,
+				(gp & ~SK_RCU_NEST_MASK) | SK_RCU_QSBR_NEST);
 	/* Q2: announcement before the futex load and later loads; pairs with G1/G3. */
 	sk_fence_light();
 	if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
