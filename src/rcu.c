@@ -520,6 +520,17 @@ static inline void gp_fence_after_scan(void)
 #endif
 }
 
+/* Is the caller (outside any section) the only registered reader, if any? */
+static int no_other_readers(void)
+{
+	unsigned long n;
+
+	pthread_rwlock_rdlock(&rcu.registry_lock);
+	n = rcu.nreaders;
+	pthread_rwlock_unlock(&rcu.registry_lock);
+	return n == 0 || (n == 1 && sk_atomic_load_relaxed(&sk_rcu__ctr));
+}
+
 int sk__rcu_done(unsigned long target)
 {
 	return (long)(sk_atomic_load_acquire(&rcu.completed) - target) >= 0;
@@ -546,11 +557,19 @@ void sk__rcu_wait(unsigned long target, int expedited)
 		/* R1: advance the counter; pairs with L1 in sk_rcu_read_lock(). */
 		sk_atomic_store_release(&sk_rcu__gp.ctr,
 					(c << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1);
-		/* G1: advance before reading reader ctrs; pairs with L2/Q2. */
-		sk_fence_heavy();
-		wait_for_readers(c, expedited);
-		/* G2: readers' section accesses done before completion; pairs with U1/Q1. */
-		gp_fence_after_scan();
+		if (no_other_readers()) {
+			/*
+			 * A thread registering from now on takes the registry
+			 * lock after us, so its sections see our updates.
+			 */
+			sk_smp_mb();
+		} else {
+			/* G1: advance before reading reader words; pairs with L2/Q2. */
+			sk_fence_heavy();
+			wait_for_readers(c, expedited);
+			/* G2: readers' section accesses done before completion; pairs with U1/Q1. */
+			gp_fence_after_scan();
+		}
 		sk_atomic_store_release(&rcu.completed, c);
 	}
 	pthread_mutex_unlock(&rcu.gp_lock);
