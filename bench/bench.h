@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/bench.h - the harness behind `scalekit bench`.
+ *
+ * The structure follows the kernel's refscale: one harness per family of
+ * primitives, driven by one ops struct per implementation.  The harness
+ * (harness.c) owns threads, timing, warm-up, repetitions and statistics;
+ * a scenario (read.c, sync.c) decides what to measure and which
+ * implementations it compares; an adapter (peer_*.c) knows one library
+ * and nothing else.  Adding a peer means one adapter file, one line in
+ * the registry in harness.c and its name in the scenario tables.
+ *
+ * Fairness rules every adapter follows:
+ *  - The read loop lives inside the adapter, written with
+ *    SK_BENCH_READ_LOOP() or SK_BENCH_QSBR_LOOP(), so that each library's
+ *    fast path is inlined into its own loop (no indirect call per
+ *    iteration) and every loop has the same shape.
+ *  - Every iteration consumes the value it dereferenced through
+ *    SK_BENCH_USE(), a compiler barrier, so that no compiler can hoist the
+ *    dereference out of the loop for a library whose read lock happens to
+ *    be empty (QSBR).
+ *  - Peer libraries are used the way a performance-minded user would use
+ *    them: liburcu through its inline (_LGPL_SOURCE) fast paths, ck's
+ *    force-inlined epoch sections.
+ *
+ * This header includes no library header on purpose: each liburcu flavor
+ * header maps unprefixed names onto its own, so each flavor lives in its
+ * own file and only there.
+ */
+#ifndef SK_BENCH_H
+#define SK_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The object readers reach through the RCU-protected pointer. */
+struct sk_bench_obj {
+	long val; /* read by every iteration of every read loop */
+} __attribute__((aligned(64)));
+
+/*
+ * The RCU-protected pointer of all read loops.  It is published before
+ * any reader starts and never changes, so every implementation reads the
+ * same read-mostly cache line.
+ */
+extern struct sk_bench_obj *sk_bench_gp;
+
+/* QSBR loops announce a quiescent state once per this many sections. */
+#define SK_BENCH_QS_PERIOD 1024
+
+/* Sections per read_section() call of the harness; a multiple of the above. */
+#define SK_BENCH_CHUNK (4 * SK_BENCH_QS_PERIOD)
+
+/*
+ * SK_BENCH_USE(v) - make the compiler believe v is used and that memory
+ * may have changed: a compiler barrier that costs no instruction.  It
+ * keeps the dereference inside the loop for every implementation alike.
+ */
+#define SK_BENCH_USE(v) __asm__ __volatile__("" : : "r"(v) : "memory")
+
+/*
+ * SK_BENCH_READ_LOOP(n, lock, deref, unlock) - n read-side critical
+ * sections, each "lock; read deref->val; unlock".  lock and unlock are
+ * statements (expressions are fine), deref yields a struct sk_bench_obj
+ * pointer.
+ */
+#define SK_BENCH_READ_LOOP(n, lock, deref, unlock)      \
+	do {                                            \
+		long sk_i_;                             \
+		for (sk_i_ = 0; sk_i_ < (n); sk_i_++) { \
+			lock;                           \
+			SK_BENCH_USE((deref)->val);     \
+			unlock;                         \
+		}                                       \
+	} while (0)
+
+/*
+ * SK_BENCH_QSBR_LOOP(n, lock, deref, unlock, qs) - the same sections with
+ * a quiescent state qs after every SK_BENCH_QS_PERIOD of them; n is a
+ * multiple of SK_BENCH_QS_PERIOD.
+ */
+#define SK_BENCH_QSBR_LOOP(n, lock, deref, unlock, qs)                      \
+	do {                                                                \
+		long sk_o_;                                                 \
+		for (sk_o_ = 0; sk_o_ < (n); sk_o_ += SK_BENCH_QS_PERIOD) { \
+			SK_BENCH_READ_LOOP(SK_BENCH_QS_PERIOD, lock, deref, \
+					   unlock);                         \
+			qs;                                                 \
+		}                                                           \
+	} while (0)
+
+/*
+ * One implementation of a read side (and, where it has one, of a grace
+ * period).  Every function pointer may be NULL except read_section; all
+ * are NULL when the implementation is unavailable.
+ */
+struct sk_bench_rcu_ops {
+	const char *name;	 /* column name, e.g. "urcu-memb" */
+	const char *desc;	 /* one line for `scalekit bench --help` */
+	const char *unavailable; /* NULL, or why it was not built */
+	void (*init)(void);	 /* once, in the main thread, before all else */
+	/* In each thread that reads: before its first section (register). */
+	void (*thread_init)(void);
+	/* Before a registered thread blocks for long (QSBR: go offline). */
+	void (*thread_offline)(void);
+	/* In each thread that called thread_init, before it exits. */
+	void (*thread_exit)(void);
+	/* n sections (a multiple of SK_BENCH_QS_PERIOD), loop inlined. */
+	void (*read_section)(long n);
+	/* Wait for a grace period; NULL when the primitive has none. */
+	void (*sync)(void);
+};
+
+/* The adapters (peer_*.c). */
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_bare_ops;
+extern const struct sk_bench_rcu_ops sk_bench_urcu_memb_ops;
+extern const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops;
+extern const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops;
+extern const struct sk_bench_rcu_ops sk_bench_urcu_bp_ops;
+extern const struct sk_bench_rcu_ops sk_bench_ck_epoch_ops;
+extern const struct sk_bench_rcu_ops sk_bench_pthread_rwlock_ops;
+extern const struct sk_bench_rcu_ops sk_bench_pthread_mutex_ops;
+
+/* Every adapter, NULL-terminated, in the order --help lists them. */
+extern const struct sk_bench_rcu_ops *const sk_bench_rcu_all[];
+
+/* The adapter called name; aborts when there is none (a scenario bug). */
+const struct sk_bench_rcu_ops *sk_bench_rcu_find(const char *name);
+
+/* ---- configuration and results ----------------------------------------- */
+
+struct sk_bench_config {
+	int max_threads;    /* --threads: largest reader thread count */
+	int reps;	    /* --reps: measured repetitions per figure */
+	int quick;	    /* --quick: CI smoke-test durations */
+	uint64_t run_ns;    /* length of one timed run */
+	uint64_t warmup_ns; /* length of the untimed run before the reps */
+	int idle_threads;   /* registered idle threads of sync's idle variant */
+};
+
+/* median [min..max] of the values that were measured. */
+struct sk_bench_stat {
+	double median, min, max;
+	int n; /* values that entered the statistic; 0: none */
+};
+
+#define SK_BENCH_MAX_IMPL 8
+
+/*
+ * One line of the table: one figure per implementation for a (scenario,
+ * variant, unit, threads).  impl[0] is the scalekit reference; ratio
+ * columns divide it by each peer.  rep[i][r] is repetition r of impl i,
+ * NAN where nothing was measured.
+ */
+struct sk_bench_row {
+	const char *scenario; /* "read", "sync" */
+	const char *variant;  /* "general", "qsbr p50", ... */
+	const char *unit;     /* "ns/op", "Mops/s", "us" */
+	const char *title;    /* heading printed above the row's group */
+	int threads;	      /* threads the row's figures were taken with */
+	int ratios;	      /* print scalekit/peer ratios */
+	int nimpl;
+	const struct sk_bench_rcu_ops *impl[SK_BENCH_MAX_IMPL];
+	const char *na[SK_BENCH_MAX_IMPL]; /* why impl i has no figure */
+	double *rep[SK_BENCH_MAX_IMPL];
+	int nrep;
+};
+
+/* A speed target: a ratio and the limit it should meet. */
+struct sk_bench_target {
+	char what[96];	     /* "read general, 1 thread: ns/op ..." */
+	char id[48];	     /* CSV variant column, e.g. "read-general" */
+	char ratio_name[48]; /* CSV impl column, e.g. "scalekit/urcu-memb" */
+	int threads;
+	double limit;
+	int at_most;		    /* 1: passes when ratio <= limit; 0: >= */
+	struct sk_bench_stat ratio; /* n == 0: not measured */
+	const char *na;		    /* why not measured */
+};
+
+struct sk_bench_results {
+	struct sk_bench_row **rows;
+	int nrows, cap_rows;
+	struct sk_bench_target *targets;
+	int ntargets, cap_targets;
+};
+
+/*
+ * sk_bench_row_add() - append a row comparing the implementations named in
+ * impls (NULL-terminated, scalekit first) over nrep repetitions.
+ * Returns: the row, every figure NAN; unavailable implementations get
+ * their reason in na[].  Aborts when memory runs out.
+ */
+struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
+				      const char *scenario, const char *variant,
+				      const char *unit, const char *title,
+				      int threads, int ratios,
+				      const char *const *impls, int nrep);
+
+/* Index of the implementation called name in row, or -1. */
+int sk_bench_row_impl(const struct sk_bench_row *row, const char *name);
+
+/* Statistic of impl i over the measured repetitions of row. */
+struct sk_bench_stat sk_bench_row_stat(const struct sk_bench_row *row, int i);
+
+/*
+ * Statistic of the per-repetition ratios a->rep[ia][r] / b->rep[ib][r].
+ * Within a repetition every implementation runs back to back, so pairing
+ * by repetition cancels much of the noise of a shared machine.
+ */
+struct sk_bench_stat sk_bench_ratio_stat(const struct sk_bench_row *a, int ia,
+					 const struct sk_bench_row *b, int ib);
+
+/* Record a target; ratio.n == 0 with na set when it could not be measured. */
+void sk_bench_target_add(struct sk_bench_results *res,
+			 const struct sk_bench_target *t);
+
+void sk_bench_results_free(struct sk_bench_results *res);
+
+/* ---- scenarios ----------------------------------------------------------- */
+
+struct sk_bench_scenario {
+	const char *name;
+	const char *summary; /* one line for --help */
+	/* Measure and append rows and targets; 0, or -1 after a message. */
+	int (*run)(const struct sk_bench_config *cfg,
+		   struct sk_bench_results *res);
+};
+
+int sk_bench_read_run(const struct sk_bench_config *cfg,
+		      struct sk_bench_results *res);
+int sk_bench_sync_run(const struct sk_bench_config *cfg,
+		      struct sk_bench_results *res);
+
+/* Every scenario, NULL-name-terminated, in the order they run. */
+extern const struct sk_bench_scenario sk_bench_scenarios[];
+
+/* ---- harness services (harness.c) ---------------------------------------- */
+
+/* Publish the object and initialize every available adapter, once. */
+void sk_bench_setup(void);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t sk_bench_now_ns(void);
+
+/* Sleep for ns nanoseconds (restarted after signals). */
+void sk_bench_sleep_ns(uint64_t ns);
+
+/* CPUs this process may run on. */
+int sk_bench_ncpus(void);
+
+/* Progress line on stderr: "bench: ..." with a newline added. */
+void sk_bench_progress(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/*
+ * Reader threads: n threads, pinned round-robin to the allowed CPUs, each
+ * calling ops->thread_init() and then ops->read_section(SK_BENCH_CHUNK) in
+ * a loop until stopped.
+ */
+struct sk_bench_readers;
+
+/*
+ * sk_bench_readers_start() - create the threads and return once all of
+ * them are registered and released into their loops.
+ * Returns: 0, or -errno (message printed) when a thread cannot be created.
+ */
+int sk_bench_readers_start(struct sk_bench_readers **out,
+			   const struct sk_bench_rcu_ops *ops, int n);
+
+/* What one reader did between its release and its stop. */
+struct sk_bench_reader_stat {
+	uint64_t sections;
+	uint64_t ns;
+};
+
+/*
+ * sk_bench_readers_stop() - stop, join and free the threads; st (n
+ * entries, may be NULL) receives what each one did.
+ */
+void sk_bench_readers_stop(struct sk_bench_readers *r,
+			   struct sk_bench_reader_stat *st);
+
+/*
+ * Idle registered threads: n threads with small stacks, each calling
+ * thread_init() (then thread_offline() where there is one) of every
+ * implementation in ops[0..nops-1], then blocking on a condition variable
+ * until stopped.
+ */
+struct sk_bench_idle;
+
+/*
+ * sk_bench_idle_start() - create the threads and return once every one
+ * that could be created is registered and blocked.
+ * Returns: the number of threads created (n on success); fewer when the
+ * system refused more threads (message printed).
+ */
+int sk_bench_idle_start(struct sk_bench_idle **out,
+			const struct sk_bench_rcu_ops *const *ops, int nops,
+			int n);
+
+void sk_bench_idle_stop(struct sk_bench_idle *idle);
+
+/*
+ * Thread counts from 1 (or 0 with from_zero) up to max: 0, 1, 2, 4, 8, ...
+ * and max itself.  Returns how many were stored in out (at most cap).
+ */
+int sk_bench_thread_counts(int max, int from_zero, int *out, int cap);
+
+/* ---- report (report.c) ---------------------------------------------------- */
+
+/* Print the comparison tables and the targets section. */
+void sk_bench_print_table(FILE *f, const struct sk_bench_results *res);
+void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res);
+
+/*
+ * Write one CSV row per (scenario, variant, threads, impl), then one per
+ * ratio and target.  Returns: 0, or -1 when a write failed (errno set).
+ */
+int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res);
+
+/* Format v with 3 significant digits (at least 2 decimals below 10). */
+void sk_bench_fmt_num(char *buf, size_t len, double v);
+
+#endif /* SK_BENCH_H */

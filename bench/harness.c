@@ -1,0 +1,501 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The benchmark harness: the adapter registry, reader and idle threads,
+ * clocks, and the statistics of repeated measurements.
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- adapters ------------------------------------------------------------ */
+
+const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
+	&sk_bench_scalekit_ops,
+	&sk_bench_scalekit_qsbr_ops,
+	&sk_bench_scalekit_qsbr_bare_ops,
+	&sk_bench_urcu_memb_ops,
+	&sk_bench_urcu_qsbr_ops,
+	&sk_bench_urcu_qsbr_bare_ops,
+	&sk_bench_urcu_bp_ops,
+	&sk_bench_ck_epoch_ops,
+	&sk_bench_pthread_rwlock_ops,
+	&sk_bench_pthread_mutex_ops,
+	NULL,
+};
+
+const struct sk_bench_scenario sk_bench_scenarios[] = {
+	{ "read", "ns per read_lock+dereference+read_unlock, 1..N threads",
+	  sk_bench_read_run },
+	{ "sync", "grace-period latency p50/p99 with busy and idle readers",
+	  sk_bench_sync_run },
+	{ NULL, NULL, NULL },
+};
+
+static struct sk_bench_obj sk_bench_the_obj = { .val = 42 };
+struct sk_bench_obj *sk_bench_gp;
+
+const struct sk_bench_rcu_ops *sk_bench_rcu_find(const char *name)
+{
+	int i;
+
+	for (i = 0; sk_bench_rcu_all[i]; i++)
+		if (strcmp(sk_bench_rcu_all[i]->name, name) == 0)
+			return sk_bench_rcu_all[i];
+	fprintf(stderr, "scalekit bench: internal error: no adapter '%s'\n",
+		name);
+	abort();
+}
+
+void sk_bench_setup(void)
+{
+	static int done;
+	int i;
+
+	if (done)
+		return;
+	done = 1;
+	/* Published before any reader thread exists: thread creation orders it. */
+	__atomic_store_n(&sk_bench_gp, &sk_bench_the_obj, __ATOMIC_RELEASE);
+	for (i = 0; sk_bench_rcu_all[i]; i++) {
+		const struct sk_bench_rcu_ops *ops = sk_bench_rcu_all[i];
+
+		if (!ops->unavailable && ops->init)
+			ops->init();
+	}
+}
+
+/* ---- clocks, CPUs, progress ----------------------------------------------- */
+
+uint64_t sk_bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sk_bench_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u),
+			       (long)(ns % 1000000000u) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* The CPUs of the affinity mask at first use, for round-robin pinning. */
+static int cpu_list[CPU_SETSIZE];
+static int cpu_count;
+
+static void cpus_init(void)
+{
+	cpu_set_t set;
+	int c;
+
+	if (cpu_count)
+		return;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+		for (c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				cpu_list[cpu_count++] = c;
+	}
+	if (!cpu_count)
+		cpu_list[cpu_count++] = -1; /* unknown: do not pin */
+}
+
+int sk_bench_ncpus(void)
+{
+	cpus_init();
+	return cpu_list[0] < 0 ? 1 : cpu_count;
+}
+
+void sk_bench_progress(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* One write per line, so lines stay whole next to other output. */
+	fprintf(stderr, "bench: %s\n", line);
+}
+
+int sk_bench_thread_counts(int max, int from_zero, int *out, int cap)
+{
+	int n = 0, t;
+
+	if (from_zero && n < cap)
+		out[n++] = 0;
+	for (t = 1; t < max && n < cap; t *= 2)
+		out[n++] = t;
+	if (max >= 1 && n < cap)
+		out[n++] = max;
+	return n;
+}
+
+/* ---- reader threads -------------------------------------------------------- */
+
+struct sk_bench_reader {
+	struct sk_bench_readers *group;
+	pthread_t tid;
+	struct sk_bench_reader_stat st; /* written by the thread before exit */
+} __attribute__((aligned(64)));
+
+struct sk_bench_readers {
+	const struct sk_bench_rcu_ops *ops;
+	int n;
+	/* Written by the main thread, read by the readers; own cache line. */
+	int go __attribute__((aligned(64)));
+	int stop;
+	/* Incremented by each reader once it is registered. */
+	int ready __attribute__((aligned(64)));
+	struct sk_bench_reader *t;
+};
+
+static void *reader_main(void *arg)
+{
+	struct sk_bench_reader *me = arg;
+	struct sk_bench_readers *g = me->group;
+	const struct sk_bench_rcu_ops *ops = g->ops;
+	uint64_t sections = 0, t0, t1;
+
+	if (ops->thread_init)
+		ops->thread_init();
+	__atomic_fetch_add(&g->ready, 1, __ATOMIC_RELEASE);
+	/* Yield while waiting: readers may outnumber CPUs. */
+	while (!__atomic_load_n(&g->go, __ATOMIC_ACQUIRE))
+		sched_yield();
+	t0 = sk_bench_now_ns();
+	do {
+		ops->read_section(SK_BENCH_CHUNK);
+		sections += SK_BENCH_CHUNK;
+	} while (!__atomic_load_n(&g->stop, __ATOMIC_RELAXED));
+	t1 = sk_bench_now_ns();
+	if (ops->thread_exit)
+		ops->thread_exit();
+	me->st.sections = sections;
+	me->st.ns = t1 - t0;
+	return NULL;
+}
+
+int sk_bench_readers_start(struct sk_bench_readers **out,
+			   const struct sk_bench_rcu_ops *ops, int n)
+{
+	struct sk_bench_readers *g;
+	pthread_attr_t attr;
+	int i, err = 0;
+
+	cpus_init();
+	*out = NULL;
+	g = aligned_alloc(64, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	memset(g, 0, sizeof(*g));
+	g->ops = ops;
+	if (n) {
+		g->t = aligned_alloc(64, sizeof(*g->t) * (size_t)n);
+		if (!g->t) {
+			free(g);
+			return -ENOMEM;
+		}
+		memset(g->t, 0, sizeof(*g->t) * (size_t)n);
+	}
+	for (i = 0; i < n; i++) {
+		g->t[i].group = g;
+		pthread_attr_init(&attr);
+		if (cpu_list[0] >= 0) {
+			cpu_set_t set;
+
+			CPU_ZERO(&set);
+			CPU_SET(cpu_list[i % cpu_count], &set);
+			pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+		}
+		err = pthread_create(&g->t[i].tid, &attr, reader_main,
+				     &g->t[i]);
+		pthread_attr_destroy(&attr);
+		if (err) {
+			fprintf(stderr,
+				"scalekit bench: cannot create reader thread "
+				"%d of %d: %s\n",
+				i + 1, n, strerror(err));
+			break;
+		}
+		g->n++;
+	}
+	while (__atomic_load_n(&g->ready, __ATOMIC_ACQUIRE) < g->n)
+		sched_yield();
+	__atomic_store_n(&g->go, 1, __ATOMIC_RELEASE);
+	if (err) {
+		sk_bench_readers_stop(g, NULL);
+		return -err;
+	}
+	*out = g;
+	return 0;
+}
+
+void sk_bench_readers_stop(struct sk_bench_readers *g,
+			   struct sk_bench_reader_stat *st)
+{
+	int i;
+
+	if (!g)
+		return;
+	__atomic_store_n(&g->stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < g->n; i++) {
+		pthread_join(g->t[i].tid, NULL);
+		if (st)
+			st[i] = g->t[i].st;
+	}
+	free(g->t);
+	free(g);
+}
+
+/* ---- idle registered threads ------------------------------------------------ */
+
+/* Small stacks: a thousand idle threads should not need a gigabyte. */
+#define SK_BENCH_IDLE_STACK (64 * 1024)
+
+struct sk_bench_idle {
+	const struct sk_bench_rcu_ops *const *ops;
+	int nops;
+	int n; /* threads created */
+	pthread_t *tid;
+	/* Guarded by lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* ready changed, or release set */
+	int ready;	     /* threads registered and about to block */
+	int release;	     /* 1: the threads may unregister and exit */
+};
+
+static void *idle_main(void *arg)
+{
+	struct sk_bench_idle *idle = arg;
+	int i;
+
+	for (i = 0; i < idle->nops; i++) {
+		if (idle->ops[i]->thread_init)
+			idle->ops[i]->thread_init();
+		if (idle->ops[i]->thread_offline)
+			idle->ops[i]->thread_offline();
+	}
+	pthread_mutex_lock(&idle->lock);
+	idle->ready++;
+	pthread_cond_broadcast(&idle->cond);
+	while (!idle->release)
+		pthread_cond_wait(&idle->cond, &idle->lock);
+	pthread_mutex_unlock(&idle->lock);
+	for (i = idle->nops - 1; i >= 0; i--)
+		if (idle->ops[i]->thread_exit)
+			idle->ops[i]->thread_exit();
+	return NULL;
+}
+
+int sk_bench_idle_start(struct sk_bench_idle **out,
+			const struct sk_bench_rcu_ops *const *ops, int nops,
+			int n)
+{
+	struct sk_bench_idle *idle;
+	pthread_attr_t attr;
+	int i, err;
+
+	*out = NULL;
+	idle = calloc(1, sizeof(*idle));
+	if (!idle)
+		return 0;
+	idle->tid = calloc((size_t)n, sizeof(*idle->tid));
+	if (!idle->tid) {
+		free(idle);
+		return 0;
+	}
+	idle->ops = ops;
+	idle->nops = nops;
+	pthread_mutex_init(&idle->lock, NULL);
+	pthread_cond_init(&idle->cond, NULL);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, SK_BENCH_IDLE_STACK);
+	for (i = 0; i < n; i++) {
+		err = pthread_create(&idle->tid[i], &attr, idle_main, idle);
+		if (err) {
+			fprintf(stderr,
+				"scalekit bench: created only %d of %d idle "
+				"threads: %s\n",
+				i, n, strerror(err));
+			break;
+		}
+		idle->n++;
+	}
+	pthread_attr_destroy(&attr);
+	pthread_mutex_lock(&idle->lock);
+	while (idle->ready < idle->n)
+		pthread_cond_wait(&idle->cond, &idle->lock);
+	pthread_mutex_unlock(&idle->lock);
+	*out = idle;
+	return idle->n;
+}
+
+void sk_bench_idle_stop(struct sk_bench_idle *idle)
+{
+	int i;
+
+	if (!idle)
+		return;
+	pthread_mutex_lock(&idle->lock);
+	idle->release = 1;
+	pthread_cond_broadcast(&idle->cond);
+	pthread_mutex_unlock(&idle->lock);
+	for (i = 0; i < idle->n; i++)
+		pthread_join(idle->tid[i], NULL);
+	pthread_cond_destroy(&idle->cond);
+	pthread_mutex_destroy(&idle->lock);
+	free(idle->tid);
+	free(idle);
+}
+
+/* ---- results and statistics --------------------------------------------------- */
+
+static void *xrealloc(void *p, size_t size)
+{
+	p = realloc(p, size);
+	if (!p) {
+		fprintf(stderr, "scalekit bench: out of memory\n");
+		abort();
+	}
+	return p;
+}
+
+struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
+				      const char *scenario, const char *variant,
+				      const char *unit, const char *title,
+				      int threads, int ratios,
+				      const char *const *impls, int nrep)
+{
+	struct sk_bench_row *row = xrealloc(NULL, sizeof(*row));
+	int i, r;
+
+	memset(row, 0, sizeof(*row));
+	row->scenario = scenario;
+	row->variant = variant;
+	row->unit = unit;
+	row->title = title;
+	row->threads = threads;
+	row->ratios = ratios;
+	row->nrep = nrep;
+	for (i = 0; impls[i]; i++) {
+		if (i == SK_BENCH_MAX_IMPL) {
+			fprintf(stderr,
+				"scalekit bench: internal error: more "
+				"than %d implementations in a row\n",
+				SK_BENCH_MAX_IMPL);
+			abort();
+		}
+		row->impl[i] = sk_bench_rcu_find(impls[i]);
+		row->na[i] = row->impl[i]->unavailable;
+		row->rep[i] = xrealloc(NULL, sizeof(double) * (size_t)nrep);
+		for (r = 0; r < nrep; r++)
+			row->rep[i][r] = NAN;
+	}
+	row->nimpl = i;
+	if (res->nrows == res->cap_rows) {
+		res->cap_rows = res->cap_rows ? 2 * res->cap_rows : 32;
+		res->rows = xrealloc(res->rows, sizeof(*res->rows) *
+							(size_t)res->cap_rows);
+	}
+	res->rows[res->nrows++] = row;
+	return row;
+}
+
+int sk_bench_row_impl(const struct sk_bench_row *row, const char *name)
+{
+	int i;
+
+	for (i = 0; i < row->nimpl; i++)
+		if (strcmp(row->impl[i]->name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Statistic of the finite values among v[0..n-1]. */
+static struct sk_bench_stat stat_of(const double *v, int n)
+{
+	struct sk_bench_stat s = { NAN, NAN, NAN, 0 };
+	double *w = xrealloc(NULL, sizeof(double) * (size_t)(n ? n : 1));
+	int i, m = 0;
+
+	for (i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			w[m++] = v[i];
+	if (m) {
+		qsort(w, (size_t)m, sizeof(double), cmp_double);
+		s.min = w[0];
+		s.max = w[m - 1];
+		s.median = m % 2 ? w[m / 2] : (w[m / 2 - 1] + w[m / 2]) / 2;
+		s.n = m;
+	}
+	free(w);
+	return s;
+}
+
+struct sk_bench_stat sk_bench_row_stat(const struct sk_bench_row *row, int i)
+{
+	return stat_of(row->rep[i], row->nrep);
+}
+
+struct sk_bench_stat sk_bench_ratio_stat(const struct sk_bench_row *a, int ia,
+					 const struct sk_bench_row *b, int ib)
+{
+	int n = a->nrep < b->nrep ? a->nrep : b->nrep;
+	double *q = xrealloc(NULL, sizeof(double) * (size_t)(n ? n : 1));
+	struct sk_bench_stat s;
+	int r;
+
+	for (r = 0; r < n; r++) {
+		double x = a->rep[ia][r], y = b->rep[ib][r];
+
+		q[r] = (isfinite(x) && isfinite(y) && y > 0) ? x / y : NAN;
+	}
+	s = stat_of(q, n);
+	free(q);
+	return s;
+}
+
+void sk_bench_target_add(struct sk_bench_results *res,
+			 const struct sk_bench_target *t)
+{
+	if (res->ntargets == res->cap_targets) {
+		res->cap_targets = res->cap_targets ? 2 * res->cap_targets : 8;
+		res->targets = xrealloc(res->targets,
+					sizeof(*res->targets) *
+						(size_t)res->cap_targets);
+	}
+	res->targets[res->ntargets++] = *t;
+}
+
+void sk_bench_results_free(struct sk_bench_results *res)
+{
+	int r, i;
+
+	for (r = 0; r < res->nrows; r++) {
+		for (i = 0; i < res->rows[r]->nimpl; i++)
+			free(res->rows[r]->rep[i]);
+		free(res->rows[r]);
+	}
+	free(res->rows);
+	free(res->targets);
+	memset(res, 0, sizeof(*res));
+}

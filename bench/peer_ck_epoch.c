@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Adapter: Concurrency Kit's epoch reclamation (ck_epoch).  Each thread
+ * owns a record; a read section is ck_epoch_begin()/ck_epoch_end() on it,
+ * and ck_epoch_synchronize() waits for a grace period.  ck never frees a
+ * record: an exiting thread unregisters it and the next thread recycles
+ * it, so the record list is as long as the most threads ever alive.
+ */
+#include "bench.h"
+
+#ifdef SK_HAVE_CK
+#include <ck_epoch.h>
+#include <ck_pr.h>
+#include <stdlib.h>
+
+static ck_epoch_t sk_bench_epoch;
+static ck_epoch_record_t sk_bench_updater; /* the main thread's record */
+static __thread ck_epoch_record_t *sk_bench_record;
+
+static void ck_init(void)
+{
+	ck_epoch_init(&sk_bench_epoch);
+	ck_epoch_register(&sk_bench_epoch, &sk_bench_updater, NULL);
+}
+
+static void ck_thread_init(void)
+{
+	ck_epoch_record_t *r = ck_epoch_recycle(&sk_bench_epoch, NULL);
+
+	if (!r) {
+		r = aligned_alloc(CK_MD_CACHELINE, sizeof(*r));
+		if (!r) {
+			fprintf(stderr,
+				"scalekit bench: out of memory (ck record)\n");
+			abort();
+		}
+		ck_epoch_register(&sk_bench_epoch, r, NULL);
+	}
+	sk_bench_record = r;
+}
+
+static void ck_thread_exit(void)
+{
+	ck_epoch_unregister(sk_bench_record);
+	sk_bench_record = NULL;
+}
+
+static void ck_read_section(long n)
+{
+	/* The record is an argument of the API: users keep it at hand. */
+	ck_epoch_record_t *r = sk_bench_record;
+
+	SK_BENCH_READ_LOOP(
+		n, ck_epoch_begin(r, NULL),
+		((struct sk_bench_obj *)ck_pr_load_ptr(&sk_bench_gp)),
+		ck_epoch_end(r, NULL));
+}
+
+static void ck_sync(void)
+{
+	ck_epoch_synchronize(&sk_bench_updater);
+}
+
+const struct sk_bench_rcu_ops sk_bench_ck_epoch_ops = {
+	.name = "ck-epoch",
+	.desc = "ck_epoch_begin/end on a per-thread record, "
+		"ck_epoch_synchronize",
+	.init = ck_init,
+	.thread_init = ck_thread_init,
+	.thread_exit = ck_thread_exit,
+	.read_section = ck_read_section,
+	.sync = ck_sync,
+};
+
+#else
+
+const struct sk_bench_rcu_ops sk_bench_ck_epoch_ops = {
+	.name = "ck-epoch",
+	.desc = "Concurrency Kit epochs",
+	.unavailable = "ck was not found by pkg-config at build time",
+};
+
+#endif /* SK_HAVE_CK */

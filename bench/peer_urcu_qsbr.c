@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Adapter: liburcu's QSBR flavor (urcu_qsbr_*), the peer of scalekit's
+ * QSBR readers.  Registered threads are online; the loop shape matches
+ * scalekit-qsbr exactly: read_lock/unlock around each dereference (empty
+ * in liburcu's QSBR) and a quiescent state every SK_BENCH_QS_PERIOD
+ * sections.  urcu-qsbr-bare drops the (empty) read_lock/unlock calls.
+ *
+ * _LGPL_SOURCE selects the inline fast paths; the flavor header is
+ * included here and nowhere else (it maps unprefixed names).
+ */
+#include "bench.h"
+
+#ifdef SK_HAVE_LIBURCU_QSBR
+#define _LGPL_SOURCE
+#include <urcu/urcu-qsbr.h>
+
+static void qsbr_read_section(long n)
+{
+	SK_BENCH_QSBR_LOOP(n, urcu_qsbr_read_lock(),
+			   rcu_dereference(sk_bench_gp),
+			   urcu_qsbr_read_unlock(),
+			   urcu_qsbr_quiescent_state());
+}
+
+static void qsbr_bare_read_section(long n)
+{
+	SK_BENCH_QSBR_LOOP(n, (void)0, rcu_dereference(sk_bench_gp), (void)0,
+			   urcu_qsbr_quiescent_state());
+}
+
+/* The mapped names are macros (_LGPL_SOURCE); give them addresses. */
+static void qsbr_thread_offline(void)
+{
+	urcu_qsbr_thread_offline();
+}
+
+const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops = {
+	.name = "urcu-qsbr",
+	.desc = "liburcu qsbr: read_lock/unlock + quiescent state every 1024",
+	.thread_init = urcu_qsbr_register_thread,
+	.thread_offline = qsbr_thread_offline,
+	.thread_exit = urcu_qsbr_unregister_thread,
+	.read_section = qsbr_read_section,
+	.sync = urcu_qsbr_synchronize_rcu,
+};
+
+const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops = {
+	.name = "urcu-qsbr-bare",
+	.desc = "liburcu qsbr: dereference only + quiescent state every 1024",
+	.thread_init = urcu_qsbr_register_thread,
+	.thread_offline = qsbr_thread_offline,
+	.thread_exit = urcu_qsbr_unregister_thread,
+	.read_section = qsbr_bare_read_section,
+	.sync = urcu_qsbr_synchronize_rcu,
+};
+
+#else
+
+const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops = {
+	.name = "urcu-qsbr",
+	.desc = "liburcu qsbr flavor",
+	.unavailable = "liburcu-qsbr was not found by pkg-config at build time",
+};
+
+const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops = {
+	.name = "urcu-qsbr-bare",
+	.desc = "liburcu qsbr flavor, no read_lock/unlock",
+	.unavailable = "liburcu-qsbr was not found by pkg-config at build time",
+};
+
+#endif /* SK_HAVE_LIBURCU_QSBR */

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scenario "read": the cost of a read-side critical section.
+ *
+ * For each thread count, every thread runs read_section() in a loop for a
+ * fixed time; the figures are the mean over threads of ns per
+ * lock+dereference+unlock, and the total throughput in Mops/s.  Within one
+ * repetition every implementation and thread count runs once, back to
+ * back (starting from a different one each time), so a noisy neighbour
+ * slows all of them alike and the per-repetition ratios stay meaningful.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows compare the first implementation (scalekit) with the others. */
+static const char *const general_impls[] = {
+	"scalekit",	  "urcu-memb",	   "urcu-bp", "ck-epoch",
+	"pthread-rwlock", "pthread-mutex", NULL,
+};
+static const char *const qsbr_impls[] = { "scalekit-qsbr", "urcu-qsbr", NULL };
+static const char *const bare_impls[] = {
+	"scalekit-qsbr-bare",
+	"urcu-qsbr-bare",
+	NULL,
+};
+
+struct read_variant {
+	const char *name;
+	const char *const *impls;
+	const char *title_ns;
+	const char *title_mops;
+};
+
+static const struct read_variant variants[] = {
+	{ "general", general_impls,
+	  "read / general: ns per read_lock+dereference+read_unlock, per "
+	  "thread (lower is better)",
+	  "read / general: total throughput, Mops/s (higher is better)" },
+	{ "qsbr", qsbr_impls,
+	  "read / qsbr: online QSBR threads, ns per read_lock+dereference+"
+	  "read_unlock, quiescent state every 1024 (lower is better)",
+	  "read / qsbr: total throughput, Mops/s (higher is better)" },
+	{ "qsbr-bare", bare_impls,
+	  "read / qsbr-bare: online QSBR threads, ns per dereference, "
+	  "quiescent state every 1024, no read_lock/unlock (lower is better)",
+	  "read / qsbr-bare: total throughput, Mops/s (higher is better)" },
+};
+
+#define NVARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
+#define MAX_COUNTS 16
+
+/* One implementation at one thread count: its two rows. */
+struct read_job {
+	const struct sk_bench_rcu_ops *ops;
+	int threads;
+	struct sk_bench_row *ns_row, *mops_row;
+	int col;
+};
+
+/*
+ * Run ops on n threads for run_ns; *ns_per_op gets the mean over threads
+ * of each thread's ns per section, *mops the total sections per
+ * microsecond of the run.  Returns 0 or -errno.
+ */
+static int measure(const struct sk_bench_rcu_ops *ops, int n, uint64_t run_ns,
+		   double *ns_per_op, double *mops)
+{
+	struct sk_bench_reader_stat *st = calloc((size_t)n, sizeof(*st));
+	struct sk_bench_readers *g;
+	uint64_t t0, t1, sections = 0;
+	double sum = 0;
+	int i, err;
+
+	if (!st)
+		return -ENOMEM;
+	err = sk_bench_readers_start(&g, ops, n);
+	if (err) {
+		free(st);
+		return err;
+	}
+	t0 = sk_bench_now_ns();
+	sk_bench_sleep_ns(run_ns);
+	sk_bench_readers_stop(g, st);
+	t1 = sk_bench_now_ns();
+	for (i = 0; i < n; i++) {
+		sections += st[i].sections;
+		sum += (double)st[i].ns / (double)st[i].sections;
+	}
+	free(st);
+	*ns_per_op = sum / n;
+	/* Threads stop within one chunk of each other; the wall time is fair. */
+	*mops = (double)sections / ((double)(t1 - t0) / 1e3);
+	return 0;
+}
+
+static void add_ratio_target(struct sk_bench_results *res,
+			     const struct sk_bench_row *row, const char *id,
+			     const char *peer)
+{
+	struct sk_bench_target t = { .threads = row->threads,
+				     .limit = 1.0,
+				     .at_most = 1 };
+	int ip = sk_bench_row_impl(row, peer);
+
+	snprintf(t.what, sizeof(t.what), "read %s, %d thread%s: ns/op %s / %s",
+		 row->variant, row->threads, row->threads == 1 ? "" : "s",
+		 row->impl[0]->name, peer);
+	snprintf(t.id, sizeof(t.id), "%s", id);
+	snprintf(t.ratio_name, sizeof(t.ratio_name), "%s/%s",
+		 row->impl[0]->name, peer);
+	if (row->na[0])
+		t.na = row->na[0];
+	else if (row->na[ip])
+		t.na = row->na[ip];
+	else
+		t.ratio = sk_bench_ratio_stat(row, 0, row, ip);
+	sk_bench_target_add(res, &t);
+}
+
+int sk_bench_read_run(const struct sk_bench_config *cfg,
+		      struct sk_bench_results *res)
+{
+	int counts[MAX_COUNTS], ncounts, c, v, i, rep, njobs = 0, j, err;
+	struct sk_bench_row *ns_rows[NVARIANTS][MAX_COUNTS];
+	struct sk_bench_row *mops_rows[NVARIANTS][MAX_COUNTS];
+	struct read_job *jobs, *jb;
+
+	ncounts =
+		sk_bench_thread_counts(cfg->max_threads, 0, counts, MAX_COUNTS);
+	/* Rows in display order: per variant ns/op, then per variant Mops/s. */
+	for (v = 0; v < NVARIANTS; v++)
+		for (c = 0; c < ncounts; c++)
+			ns_rows[v][c] = sk_bench_row_add(
+				res, "read", variants[v].name, "ns/op",
+				variants[v].title_ns, counts[c], 1,
+				variants[v].impls, cfg->reps);
+	for (v = 0; v < NVARIANTS; v++)
+		for (c = 0; c < ncounts; c++)
+			mops_rows[v][c] = sk_bench_row_add(
+				res, "read", variants[v].name, "Mops/s",
+				variants[v].title_mops, counts[c], 0,
+				variants[v].impls, cfg->reps);
+
+	jobs = calloc((size_t)(NVARIANTS * ncounts * SK_BENCH_MAX_IMPL),
+		      sizeof(*jobs));
+	if (!jobs)
+		return -1;
+	/*
+	 * Job order: an implementation's thread counts back to back (the
+	 * scaling ratio pairs them), then the next implementation of the
+	 * variant (the scalekit/peer ratios pair those).
+	 */
+	for (v = 0; v < NVARIANTS; v++)
+		for (i = 0; i < ns_rows[v][0]->nimpl; i++)
+			for (c = 0; c < ncounts; c++) {
+				if (ns_rows[v][c]->na[i])
+					continue;
+				jobs[njobs++] = (struct read_job){
+					ns_rows[v][c]->impl[i], counts[c],
+					ns_rows[v][c], mops_rows[v][c], i
+				};
+			}
+
+	sk_bench_progress("read: %d runs x %d reps, %.0f ms each (warm-up "
+			  "%.0f ms)",
+			  njobs, cfg->reps, cfg->run_ns / 1e6,
+			  cfg->warmup_ns / 1e6);
+	/* Warm-up: caches, branch predictors, CPU frequency, registration. */
+	for (j = 0; j < njobs; j++) {
+		double ns, mops;
+
+		jb = &jobs[j];
+		err = measure(jb->ops, jb->threads, cfg->warmup_ns, &ns, &mops);
+		if (err)
+			goto fail;
+	}
+	for (rep = 0; rep < cfg->reps; rep++) {
+		for (i = 0; i < njobs; i++) {
+			double ns, mops;
+
+			/* Rotate the start so no job always runs first. */
+			jb = &jobs[(i + rep) % njobs];
+
+			err = measure(jb->ops, jb->threads, cfg->run_ns, &ns,
+				      &mops);
+			if (err)
+				goto fail;
+			jb->ns_row->rep[jb->col][rep] = ns;
+			jb->mops_row->rep[jb->col][rep] = mops;
+			sk_bench_progress("read: rep %d/%d, %d thread%s, %-18s "
+					  "%8.2f ns/op %9.1f Mops/s",
+					  rep + 1, cfg->reps, jb->threads,
+					  jb->threads == 1 ? " " : "s",
+					  jb->ops->name, ns, mops);
+		}
+	}
+	free(jobs);
+
+	for (c = 0; c < ncounts; c++) {
+		add_ratio_target(res, ns_rows[0][c], "read-general",
+				 "urcu-memb");
+		add_ratio_target(res, ns_rows[1][c], "read-qsbr", "urcu-qsbr");
+	}
+	/* Scaling: total throughput on 2 threads over 1 thread. */
+	{
+		struct sk_bench_target t = { .threads = 2, .limit = 1.9 };
+		int c1 = -1, c2 = -1;
+
+		for (c = 0; c < ncounts; c++) {
+			if (counts[c] == 1)
+				c1 = c;
+			if (counts[c] == 2)
+				c2 = c;
+		}
+		snprintf(t.what, sizeof(t.what),
+			 "read general: scalekit Mops/s 2 threads / 1 thread");
+		snprintf(t.id, sizeof(t.id), "read-scaling");
+		snprintf(t.ratio_name, sizeof(t.ratio_name), "scalekit 2T/1T");
+		if (c1 < 0 || c2 < 0)
+			t.na = "needs --threads 2 or more";
+		else
+			t.ratio = sk_bench_ratio_stat(mops_rows[0][c2], 0,
+						      mops_rows[0][c1], 0);
+		sk_bench_target_add(res, &t);
+	}
+	return 0;
+
+fail:
+	fprintf(stderr,
+		"scalekit bench: read: cannot run %s on %d threads: "
+		"%s\n",
+		jb->ops->name, jb->threads, strerror(-err));
+	free(jobs);
+	return -1;
+}

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scenario "sync": how long an updater waits for a grace period.
+ *
+ * The main thread calls sync() in a loop for a fixed time (and at least
+ * SYNC_MIN_CALLS times), timing each call with clock_gettime(); a
+ * repetition yields the p50 and p99 of those calls, and the table shows
+ * the median over repetitions of each.  Two families of runs:
+ *  - busy readers: 0..N threads loop over read sections of the same
+ *    implementation while the updater runs (with N + 1 threads on N CPUs
+ *    the updater competes with the readers, as it would in production);
+ *  - idle readers: 1 or cfg->idle_threads threads registered with every
+ *    implementation and blocked on a condition variable; this shows what
+ *    a grace period costs per registered thread that never reads.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A repetition takes at least this many calls, up to 10 run lengths. */
+#define SYNC_MIN_CALLS 100
+#define SYNC_MAX_CALLS (1 << 20)
+
+#define MAX_COUNTS 16
+
+static const char *const general_impls[] = {
+	"scalekit", "urcu-memb", "urcu-bp", "ck-epoch", NULL,
+};
+static const char *const qsbr_impls[] = { "scalekit-qsbr", "urcu-qsbr", NULL };
+static const char *const idle_impls[] = {
+	"scalekit", "urcu-memb", "urcu-qsbr", "urcu-bp", "ck-epoch", NULL,
+};
+
+struct sync_variant {
+	const char *p50_name, *p99_name;
+	const char *const *impls;
+	const char *p50_title, *p99_title;
+};
+
+static const struct sync_variant busy_variants[] = {
+	{ "general p50", "general p99", general_impls,
+	  "sync / general p50: synchronize latency in us with N busy general "
+	  "readers (threads = N; lower is better)",
+	  "sync / general p99: synchronize latency in us with N busy general "
+	  "readers (threads = N; lower is better)" },
+	{ "qsbr p50", "qsbr p99", qsbr_impls,
+	  "sync / qsbr p50: synchronize latency in us with N busy QSBR readers "
+	  "(threads = N; lower is better)",
+	  "sync / qsbr p99: synchronize latency in us with N busy QSBR readers "
+	  "(threads = N; lower is better)" },
+};
+
+#define NBUSY ((int)(sizeof(busy_variants) / sizeof(busy_variants[0])))
+
+static const struct sync_variant idle_variant = {
+	"idle p50",
+	"idle p99",
+	idle_impls,
+	"sync / idle p50: synchronize latency in us with N registered idle "
+	"threads, no reader running (threads = N; lower is better)",
+	"sync / idle p99: synchronize latency in us with N registered idle "
+	"threads, no reader running (threads = N; lower is better)",
+};
+
+/* One implementation at one reader count: its p50 and p99 rows. */
+struct sync_job {
+	const struct sk_bench_rcu_ops *ops;
+	int readers;
+	struct sk_bench_row *p50_row, *p99_row;
+	int col;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile p (0..1] of the sorted v[0..n-1]. */
+static uint64_t percentile(const uint64_t *v, size_t n, double p)
+{
+	size_t k = (size_t)ceil(p * (double)n);
+
+	return v[k ? k - 1 : 0];
+}
+
+/*
+ * Time ops->sync() with readers busy reader threads for about run_ns;
+ * lat has room for SYNC_MAX_CALLS values.  Returns 0 or -errno.
+ */
+static int measure(const struct sk_bench_rcu_ops *ops, int readers,
+		   uint64_t run_ns, uint64_t *lat, double *p50_us,
+		   double *p99_us, size_t *calls)
+{
+	struct sk_bench_readers *g = NULL;
+	uint64_t start, t0, t1;
+	size_t n = 0;
+	int err;
+
+	if (readers) {
+		err = sk_bench_readers_start(&g, ops, readers);
+		if (err)
+			return err;
+	}
+	start = sk_bench_now_ns();
+	for (;;) {
+		t0 = sk_bench_now_ns();
+		ops->sync();
+		t1 = sk_bench_now_ns();
+		lat[n++] = t1 - t0;
+		if (n == SYNC_MAX_CALLS)
+			break;
+		if (t1 - start >= run_ns &&
+		    (n >= SYNC_MIN_CALLS || t1 - start >= 10 * run_ns))
+			break;
+	}
+	sk_bench_readers_stop(g, NULL);
+	qsort(lat, n, sizeof(*lat), cmp_u64);
+	*p50_us = (double)percentile(lat, n, 0.50) / 1e3;
+	*p99_us = (double)percentile(lat, n, 0.99) / 1e3;
+	*calls = n;
+	return 0;
+}
+
+/* Run every job once untimed, then cfg->reps timed rounds. */
+static int run_jobs(const struct sk_bench_config *cfg, struct sync_job *jobs,
+		    int njobs, uint64_t *lat, const char *what)
+{
+	struct sync_job *jb;
+	double p50, p99;
+	size_t calls;
+	int i, rep, err;
+
+	for (i = 0; i < njobs; i++) {
+		jb = &jobs[i];
+		err = measure(jb->ops, jb->readers, cfg->warmup_ns, lat, &p50,
+			      &p99, &calls);
+		if (err)
+			goto fail;
+	}
+	for (rep = 0; rep < cfg->reps; rep++) {
+		for (i = 0; i < njobs; i++) {
+			/* Rotate the start so no job always runs first. */
+			jb = &jobs[(i + rep) % njobs];
+			err = measure(jb->ops, jb->readers, cfg->run_ns, lat,
+				      &p50, &p99, &calls);
+			if (err)
+				goto fail;
+			jb->p50_row->rep[jb->col][rep] = p50;
+			jb->p99_row->rep[jb->col][rep] = p99;
+			sk_bench_progress("sync: rep %d/%d, %4d %s, %-14s p50 "
+					  "%9.2f us  p99 %9.2f us  (%zu calls)",
+					  rep + 1, cfg->reps,
+					  jb->p50_row->threads, what,
+					  jb->ops->name, p50, p99, calls);
+		}
+	}
+	return 0;
+
+fail:
+	fprintf(stderr,
+		"scalekit bench: sync: cannot run %s with %d readers: %s\n",
+		jb->ops->name, jb->readers, strerror(-err));
+	return -1;
+}
+
+/* Grace periods with 0..max busy readers of the same implementation. */
+static int run_busy(const struct sk_bench_config *cfg,
+		    struct sk_bench_results *res, uint64_t *lat)
+{
+	struct sk_bench_row *p50[NBUSY][MAX_COUNTS], *p99[NBUSY][MAX_COUNTS];
+	struct sync_job jobs[NBUSY * MAX_COUNTS * SK_BENCH_MAX_IMPL];
+	int counts[MAX_COUNTS], ncounts, v, c, i, njobs = 0;
+
+	ncounts =
+		sk_bench_thread_counts(cfg->max_threads, 1, counts, MAX_COUNTS);
+	for (v = 0; v < NBUSY; v++) {
+		const struct sync_variant *sv = &busy_variants[v];
+
+		for (c = 0; c < ncounts; c++)
+			p50[v][c] = sk_bench_row_add(res, "sync", sv->p50_name,
+						     "us", sv->p50_title,
+						     counts[c], 1, sv->impls,
+						     cfg->reps);
+		for (c = 0; c < ncounts; c++)
+			p99[v][c] = sk_bench_row_add(res, "sync", sv->p99_name,
+						     "us", sv->p99_title,
+						     counts[c], 1, sv->impls,
+						     cfg->reps);
+	}
+	for (c = 0; c < ncounts; c++)
+		for (v = 0; v < NBUSY; v++)
+			for (i = 0; i < p50[v][c]->nimpl; i++) {
+				if (p50[v][c]->na[i])
+					continue;
+				jobs[njobs++] =
+					(struct sync_job){ p50[v][c]->impl[i],
+							   counts[c], p50[v][c],
+							   p99[v][c], i };
+			}
+	sk_bench_progress("sync: busy readers: %d runs x %d reps, >= %.0f ms "
+			  "each (warm-up %.0f ms)",
+			  njobs, cfg->reps, cfg->run_ns / 1e6,
+			  cfg->warmup_ns / 1e6);
+	return run_jobs(cfg, jobs, njobs, lat, "readers");
+}
+
+/* Grace periods with 1 and cfg->idle_threads registered idle threads. */
+static int run_idle(const struct sk_bench_config *cfg,
+		    struct sk_bench_results *res, uint64_t *lat)
+{
+	const int counts[2] = { 1, cfg->idle_threads };
+	const struct sk_bench_rcu_ops *ops[SK_BENCH_MAX_IMPL];
+	struct sk_bench_row *p50[2], *p99[2];
+	struct sync_job jobs[SK_BENCH_MAX_IMPL];
+	struct sk_bench_target t = { .threads = cfg->idle_threads,
+				     .limit = 10.0,
+				     .at_most = 1 };
+	int c, i, nops = 0, njobs, created, err = 0;
+
+	for (c = 0; c < 2; c++)
+		p50[c] = sk_bench_row_add(res, "sync", idle_variant.p50_name,
+					  "us", idle_variant.p50_title,
+					  counts[c], 1, idle_variant.impls,
+					  cfg->reps);
+	for (c = 0; c < 2; c++)
+		p99[c] = sk_bench_row_add(res, "sync", idle_variant.p99_name,
+					  "us", idle_variant.p99_title,
+					  counts[c], 1, idle_variant.impls,
+					  cfg->reps);
+	for (i = 0; i < p50[0]->nimpl; i++)
+		if (!p50[0]->na[i])
+			ops[nops++] = p50[0]->impl[i];
+
+	for (c = 0; c < 2 && !err; c++) {
+		struct sk_bench_idle *idle;
+
+		sk_bench_progress("sync: starting %d idle thread%s registered "
+				  "with %d implementations",
+				  counts[c], counts[c] == 1 ? "" : "s", nops);
+		created = sk_bench_idle_start(&idle, ops, nops, counts[c]);
+		if (created < counts[c]) {
+			/* Not the configuration asked for: no figures. */
+			for (i = 0; i < p50[c]->nimpl; i++)
+				if (!p50[c]->na[i])
+					p50[c]->na[i] = p99[c]->na[i] =
+						"too few threads";
+			sk_bench_idle_stop(idle);
+			continue;
+		}
+		njobs = 0;
+		for (i = 0; i < p50[c]->nimpl; i++)
+			if (!p50[c]->na[i])
+				jobs[njobs++] =
+					(struct sync_job){ p50[c]->impl[i], 0,
+							   p50[c], p99[c], i };
+		err = run_jobs(cfg, jobs, njobs, lat, "idle   ");
+		sk_bench_idle_stop(idle);
+	}
+	if (err)
+		return -1;
+
+	snprintf(t.what, sizeof(t.what),
+		 "sync idle: scalekit p50 with %d idle threads / with 1",
+		 cfg->idle_threads);
+	snprintf(t.id, sizeof(t.id), "sync-idle");
+	snprintf(t.ratio_name, sizeof(t.ratio_name), "scalekit %d/1",
+		 cfg->idle_threads);
+	if (p50[1]->na[0] || p50[0]->na[0])
+		t.na = p50[1]->na[0] ? p50[1]->na[0] : p50[0]->na[0];
+	else
+		t.ratio = sk_bench_ratio_stat(p50[1], 0, p50[0], 0);
+	sk_bench_target_add(res, &t);
+	return 0;
+}
+
+int sk_bench_sync_run(const struct sk_bench_config *cfg,
+		      struct sk_bench_results *res)
+{
+	uint64_t *lat = malloc(sizeof(*lat) * SYNC_MAX_CALLS);
+	int err;
+
+	if (!lat) {
+		fprintf(stderr, "scalekit bench: sync: out of memory\n");
+		return -1;
+	}
+	err = run_busy(cfg, res, lat);
+	if (!err)
+		err = run_idle(cfg, res, lat);
+	free(lat);
+	return err;
+}

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: MIT
+# Tests of the `scalekit` command's bench subcommand.
+#
+# This file has two modes.  Included from tests/CMakeLists.txt it declares
+# the tests.  Run as a script (cmake -P tests/bench.cmake) it is the
+# checker those tests call: it runs a command and verifies its exact exit
+# status and what it printed, which WILL_FAIL (any non-zero status) cannot.
+#
+# Script mode variables:
+#   SK_CMD       the program to run
+#   SK_ARGS      its arguments, separated by "|" (";" would split in add_test)
+#   SK_RC        the exit status expected
+#   SK_STDERR    a regular expression stderr must match (optional)
+#   SK_STDOUT    a regular expression stdout must match (optional)
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  string(REPLACE "|" ";" args "${SK_ARGS}")
+  execute_process(COMMAND ${SK_CMD} ${args}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(fail "")
+  if(NOT "${rc}" STREQUAL "${SK_RC}")
+    string(APPEND fail "exit status ${rc}, expected ${SK_RC}\n")
+  endif()
+  if(DEFINED SK_STDERR AND NOT err MATCHES "${SK_STDERR}")
+    string(APPEND fail "stderr does not match '${SK_STDERR}'\n")
+  endif()
+  if(DEFINED SK_STDOUT AND NOT out MATCHES "${SK_STDOUT}")
+    string(APPEND fail "stdout does not match '${SK_STDOUT}'\n")
+  endif()
+  list(JOIN args " " shown)
+  if(fail)
+    message(FATAL_ERROR "${SK_CMD} ${shown}:\n${fail}"
+      "--- stdout:\n${out}\n--- stderr:\n${err}")
+  endif()
+  message(STATUS "${SK_CMD} ${shown}: exit status ${rc} as expected")
+  return()
+endif()
+
+if(NOT TARGET scalekit_tool)
+  return()
+endif()
+
+# sk_bench_cli_test(NAME RC ARGS [STDERR regex] [STDOUT regex] [LABELS ...])
+function(sk_bench_cli_test name rc args)
+  cmake_parse_arguments(T "" "STDERR;STDOUT;TIMEOUT" "LABELS" ${ARGN})
+  set(defs -DSK_CMD=$<TARGET_FILE:scalekit_tool> "-DSK_ARGS=${args}" -DSK_RC=${rc})
+  if(DEFINED T_STDERR)
+    list(APPEND defs "-DSK_STDERR=${T_STDERR}")
+  endif()
+  if(DEFINED T_STDOUT)
+    list(APPEND defs "-DSK_STDOUT=${T_STDOUT}")
+  endif()
+  if(NOT T_LABELS)
+    set(T_LABELS tools)
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_LIST_FILE})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}"
+    TIMEOUT ${T_TIMEOUT})
+endfunction()
+
+# Smoke test: both scenarios, every peer that was built, one short
+# repetition (a few seconds); the CSV goes to a directory that does not
+# exist yet.  Label bench: sanitizer runs exclude it.
+set(sk_bench_csv ${CMAKE_CURRENT_BINARY_DIR}/bench-smoke/out/bench.csv)
+sk_bench_cli_test(bench_smoke 0
+  "bench|read|sync|--quick|--reps|1|--csv|${sk_bench_csv}"
+  STDOUT "read / general.*sync / idle p50.*targets"
+  LABELS bench TIMEOUT 120)
+
+# The command line: exact exit status 2 and a message naming the problem.
+sk_bench_cli_test(bench_usage_threads_zero 2 "bench|--threads|0"
+  STDERR "--threads wants a whole number from 1 to [0-9]+, not '0'")
+sk_bench_cli_test(bench_usage_threads_abc 2 "bench|--threads|abc"
+  STDERR "--threads wants a whole number from 1 to [0-9]+, not 'abc'")
+sk_bench_cli_test(bench_usage_threads_negative 2 "bench|--threads=-1"
+  STDERR "--threads wants a whole number from 1 to [0-9]+, not '-1'")
+sk_bench_cli_test(bench_usage_threads_overflow 2
+  "bench|--threads|18446744073709551617"
+  STDERR "--threads wants a whole number")
+sk_bench_cli_test(bench_usage_reps_zero 2 "bench|--reps|0"
+  STDERR "--reps wants a whole number from 1 to [0-9]+, not '0'")
+sk_bench_cli_test(bench_usage_missing_value 2 "bench|--reps"
+  STDERR "option --reps needs a value")
+sk_bench_cli_test(bench_usage_unknown_scenario 2 "bench|nosuch"
+  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync\\)")
+sk_bench_cli_test(bench_usage_unknown_flag 2 "bench|--nosuch"
+  STDERR "unknown option '--nosuch'")
+sk_bench_cli_test(tool_usage_unknown_command 2 "nosuch"
+  STDERR "unknown command 'nosuch'")
+sk_bench_cli_test(tool_usage_no_command 2 ""
+  STDERR "usage: scalekit <command>")
+sk_bench_cli_test(tool_help 0 "--help" STDOUT "bench")
+sk_bench_cli_test(bench_help 0 "bench|--help"
+  STDOUT "usage: scalekit bench.*--threads N.*--reps R.*--csv FILE.*--quick")
+# A CSV path that cannot be written fails before anything is measured.
+sk_bench_cli_test(bench_csv_unwritable 1
+  "bench|read|--quick|--csv|/dev/null/bench.csv"
+  STDERR "cannot write '/dev/null/bench.csv'")

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `scalekit bench`: the command line of the benchmark.  What is measured
+ * lives in bench/ (harness, scenarios, one adapter per peer library);
+ * this file parses options, runs the chosen scenarios and writes the
+ * report.
+ */
+#define _GNU_SOURCE
+#include "tool.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench.h"
+#include "scalekit/barrier.h"
+
+#define CMD "bench"
+
+/* Limits of the options: generous, yet small enough to catch typos. */
+#define BENCH_MAX_THREADS 1024
+#define BENCH_MAX_REPS 1000
+#define BENCH_DEFAULT_THREADS 2
+#define BENCH_DEFAULT_REPS 5
+#define BENCH_IDLE_THREADS 1000
+
+/* One timed run, normal and --quick; the warm-up run is a quarter of it. */
+#define BENCH_RUN_MS 200
+#define BENCH_QUICK_RUN_MS 50
+
+static void usage(FILE *f)
+{
+	int i;
+
+	fprintf(f,
+		"usage: scalekit bench [SCENARIO...] [--threads N] [--reps R] "
+		"[--csv FILE] [--quick]\n"
+		"\n"
+		"Compare scalekit with pthreads, liburcu and Concurrency Kit in "
+		"one run and\nprint a table of figures and ratios "
+		"(scalekit / peer).\n"
+		"\n"
+		"Scenarios (default: all):\n");
+	for (i = 0; sk_bench_scenarios[i].name; i++)
+		fprintf(f, "  %-6s %s\n", sk_bench_scenarios[i].name,
+			sk_bench_scenarios[i].summary);
+	fprintf(f,
+		"\n"
+		"Options:\n"
+		"  --threads N  largest number of reader threads (1..%d, "
+		"default %d):\n"
+		"               read runs 1, 2, 4, ... N threads, sync 0, 1, 2, "
+		"4, ... N readers\n"
+		"               (sync's idle variant always uses 1 and %d idle "
+		"threads)\n"
+		"  --reps R     timed repetitions per figure (1..%d, default "
+		"%d); figures are\n"
+		"               median [min..max] over them\n"
+		"  --csv FILE   also write every figure and ratio to FILE as "
+		"CSV (missing\n"
+		"               parent directories are created)\n"
+		"  --quick      %d ms runs instead of %d ms, for CI smoke "
+		"tests\n"
+		"  -h, --help   show this help\n"
+		"\n"
+		"Implementations:\n",
+		BENCH_MAX_THREADS, BENCH_DEFAULT_THREADS, BENCH_IDLE_THREADS,
+		BENCH_MAX_REPS, BENCH_DEFAULT_REPS, BENCH_QUICK_RUN_MS,
+		BENCH_RUN_MS);
+	for (i = 0; sk_bench_rcu_all[i]; i++) {
+		const struct sk_bench_rcu_ops *ops = sk_bench_rcu_all[i];
+
+		fprintf(f, "  %-19s %s\n", ops->name, ops->desc);
+		if (ops->unavailable)
+			fprintf(f, "  %-19s (not built: %s)\n", "",
+				ops->unavailable);
+	}
+	fprintf(f,
+		"\n"
+		"Progress goes to stderr, the report to stdout.  Exit status: "
+		"0 when the\nbenchmark ran (its targets are informational), "
+		"1 when it failed, 2 for a\nbad command line.\n");
+}
+
+/* mkdir -p of the directory part of path. */
+static int make_parent_dirs(const char *path)
+{
+	char *dir = strdup(path), *p;
+	int err = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	for (p = dir + 1; *p && !err; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+			err = -errno;
+		*p = '/';
+	}
+	free(dir);
+	return err;
+}
+
+/* Open the CSV file before the long run, so a bad path fails at once. */
+static FILE *open_csv(const char *path)
+{
+	FILE *f;
+	int err = make_parent_dirs(path);
+
+	if (err) {
+		fprintf(stderr,
+			"scalekit bench: cannot create the directory of "
+			"'%s': %s\n",
+			path, strerror(-err));
+		return NULL;
+	}
+	f = fopen(path, "w");
+	if (!f)
+		fprintf(stderr, "scalekit bench: cannot write '%s': %s\n", path,
+			strerror(errno));
+	return f;
+}
+
+static void print_preamble(FILE *f, const struct sk_bench_config *cfg)
+{
+	int i, first = 1;
+
+	fprintf(f,
+		"scalekit bench: %d CPUs, membarrier(2) %s, %d reps x %.0f "
+		"ms per figure%s\n",
+		sk_bench_ncpus(),
+		sk_fence_uses_membarrier() ? "in use" : "unavailable (fences)",
+		cfg->reps, cfg->run_ns / 1e6, cfg->quick ? " (--quick)" : "");
+	fprintf(f, "not built:");
+	for (i = 0; sk_bench_rcu_all[i]; i++) {
+		if (!sk_bench_rcu_all[i]->unavailable)
+			continue;
+		fprintf(f, " %s", sk_bench_rcu_all[i]->name);
+		first = 0;
+	}
+	fprintf(f, "%s\n\n", first ? " none (all peers present)" : "");
+}
+
+int sk_tool_bench(int argc, char **argv)
+{
+	struct sk_bench_config cfg = {
+		.max_threads = BENCH_DEFAULT_THREADS,
+		.reps = BENCH_DEFAULT_REPS,
+		.idle_threads = BENCH_IDLE_THREADS,
+	};
+	struct sk_bench_results res = { 0 };
+	int selected[16] = { 0 }, nselected = 0, nscen, i, s, ret;
+	const char *csv_path = NULL, *value;
+	FILE *csv = NULL;
+	long v;
+
+	for (nscen = 0; sk_bench_scenarios[nscen].name; nscen++)
+		;
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		int m;
+
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			usage(stdout);
+			return SK_TOOL_EXIT_OK;
+		}
+		if (strcmp(arg, "--quick") == 0) {
+			cfg.quick = 1;
+			continue;
+		}
+		if ((m = sk_tool_option_value(CMD, argc, argv, &i, "--threads",
+					      &value))) {
+			if (m < 0)
+				return SK_TOOL_EXIT_USAGE;
+			if (sk_tool_parse_long(value, 1, BENCH_MAX_THREADS, &v))
+				return sk_tool_usage_error(
+					CMD,
+					"--threads wants a whole number from "
+					"1 to %d, not '%s'",
+					BENCH_MAX_THREADS, value);
+			cfg.max_threads = (int)v;
+			continue;
+		}
+		if ((m = sk_tool_option_value(CMD, argc, argv, &i, "--reps",
+					      &value))) {
+			if (m < 0)
+				return SK_TOOL_EXIT_USAGE;
+			if (sk_tool_parse_long(value, 1, BENCH_MAX_REPS, &v))
+				return sk_tool_usage_error(
+					CMD,
+					"--reps wants a whole number from 1 "
+					"to %d, not '%s'",
+					BENCH_MAX_REPS, value);
+			cfg.reps = (int)v;
+			continue;
+		}
+		if ((m = sk_tool_option_value(CMD, argc, argv, &i, "--csv",
+					      &value))) {
+			if (m < 0)
+				return SK_TOOL_EXIT_USAGE;
+			if (!*value)
+				return sk_tool_usage_error(
+					CMD, "--csv wants a file name");
+			csv_path = value;
+			continue;
+		}
+		if (arg[0] == '-')
+			return sk_tool_usage_error(CMD, "unknown option '%s'",
+						   arg);
+		for (s = 0; s < nscen; s++)
+			if (strcmp(arg, sk_bench_scenarios[s].name) == 0)
+				break;
+		if (s == nscen) {
+			char names[128] = "";
+
+			for (s = 0; s < nscen; s++)
+				snprintf(names + strlen(names),
+					 sizeof(names) - strlen(names), "%s%s",
+					 s ? ", " : "",
+					 sk_bench_scenarios[s].name);
+			return sk_tool_usage_error(
+				CMD, "unknown scenario '%s' (scenarios: %s)",
+				arg, names);
+		}
+		if (!selected[s]++)
+			nselected++;
+	}
+	if (!nselected)
+		for (s = 0; s < nscen; s++)
+			selected[s] = 1;
+	cfg.run_ns =
+		(cfg.quick ? BENCH_QUICK_RUN_MS : BENCH_RUN_MS) * 1000000ull;
+	cfg.warmup_ns = cfg.run_ns / 4;
+
+	if (csv_path) {
+		csv = open_csv(csv_path);
+		if (!csv)
+			return SK_TOOL_EXIT_FAIL;
+	}
+	sk_bench_setup();
+	print_preamble(stdout, &cfg);
+	ret = SK_TOOL_EXIT_OK;
+	for (s = 0; s < nscen && ret == SK_TOOL_EXIT_OK; s++) {
+		if (!selected[s])
+			continue;
+		if (sk_bench_scenarios[s].run(&cfg, &res) != 0)
+			ret = SK_TOOL_EXIT_FAIL;
+	}
+	if (ret == SK_TOOL_EXIT_OK) {
+		sk_bench_print_table(stdout, &res);
+		sk_bench_print_targets(stdout, &res);
+		if (fflush(stdout) != 0)
+			ret = SK_TOOL_EXIT_FAIL;
+	}
+	if (csv) {
+		int bad = 0, err = 0;
+
+		if (ret == SK_TOOL_EXIT_OK && sk_bench_write_csv(csv, &res)) {
+			bad = 1;
+			err = errno;
+		}
+		if (fclose(csv) != 0 && !bad) {
+			bad = 1;
+			err = errno;
+		}
+		if (bad) {
+			fprintf(stderr,
+				"scalekit bench: cannot write '%s': %s\n",
+				csv_path, strerror(err));
+			ret = SK_TOOL_EXIT_FAIL;
+		} else if (ret == SK_TOOL_EXIT_OK) {
+			sk_bench_progress("wrote %s", csv_path);
+		}
+	}
+	sk_bench_results_free(&res);
+	return ret;
+}
