@@ -53,3 +53,7 @@ void sk__die(const char *fmt, ...)
 	fflush(stderr);
 	abort();
 }
+
+/* Triplett checker hook (scalekit/list.h): NULL unless a test sets it. */
+#include "scalekit/list.h"
+void (*sk_rcu_checker_hook)(int event);

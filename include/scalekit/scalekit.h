@@ -9,5 +9,6 @@
 #include "scalekit/barrier.h"
 #include "scalekit/rcu.h"
 #include "scalekit/srcu.h"
+#include "scalekit/list.h"
 
 #endif /* SCALEKIT_SCALEKIT_H */
