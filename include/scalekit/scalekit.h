@@ -10,5 +10,6 @@
 #include "scalekit/rcu.h"
 #include "scalekit/srcu.h"
 #include "scalekit/list.h"
+#include "scalekit/rhash.h"
 
 #endif /* SCALEKIT_SCALEKIT_H */

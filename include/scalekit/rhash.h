@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scalekit/rhash.h - a resizable hash table for RCU readers.
+ *
+ * Intrusive: embed a struct sk_rhash_node in your object.  Lookups run
+ * inside sk_rcu_read_lock()/unlock(), are wait-free and store nothing to
+ * shared memory; they never block or retry, also while the table resizes.
+ * Updaters take per-bucket locks, so updates of different buckets run in
+ * parallel.  Resizing follows Triplett, McKenney and Walpole's
+ * relativistic algorithm (USENIX ATC 2011): shrinking splices chains
+ * together, growing "unzips" chains with a grace period between passes.
+ * Resizes serialize with each other and with updates, not with lookups.
+ *
+ * Reclamation: a removed object may be freed only after a grace period
+ * (sk_synchronize_rcu(), sk_call_rcu(), SK_FREE_RCU()).
+ * See docs/data-structures.md.
+ */
+#ifndef SCALEKIT_RHASH_H
+#define SCALEKIT_RHASH_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "scalekit/rcu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Link of an object in the table.  Private fields. */
+struct sk_rhash_node {
+	struct sk_rhash_node *next; /* private: chain link (RCU) */
+	unsigned long hash;	    /* private: full hash of the key */
+};
+
+/*
+ * Parameters.  Start from SK_RHASH_PARAMS_DEFAULT and set at least
+ * head_offset and key_offset, and key_len or hashfn + cmpfn.
+ */
+struct sk_rhash_params {
+	size_t head_offset; /* offset of struct sk_rhash_node in the object */
+	size_t key_offset;  /* offset of the key in the object */
+	size_t key_len;	    /* fixed key size in bytes; 0: variable keys */
+	/* Hash of a key (key_len is params.key_len); NULL: sk_rhash_hash(). */
+	unsigned long (*hashfn)(const void *key, size_t key_len,
+				unsigned long seed);
+	/* 0 when obj's key equals key; NULL: memcmp of key_len bytes. */
+	int (*cmpfn)(const void *key, const void *obj);
+	unsigned long seed;	    /* hash seed */
+	unsigned long initial_buckets; /* power of two, >= 1 */
+	unsigned long min_buckets;     /* automatic shrink stops here */
+	unsigned long max_buckets;     /* automatic grow stops here */
+	unsigned int grow_above_pct;   /* grow when count > buckets * pct/100 */
+	unsigned int shrink_below_pct; /* shrink when count < buckets * pct/100 */
+	int automatic_resize;	       /* nonzero: resize on load factor */
+	void *(*alloc)(size_t size);   /* NULL: malloc (tests inject failures) */
+	void (*free)(void *p);	       /* NULL: free */
+};
+
+#define SK_RHASH_PARAMS_DEFAULT                                            \
+	{                                                                  \
+		.initial_buckets = 64, .min_buckets = 64,                  \
+		.max_buckets = 1UL << 30, .grow_above_pct = 100,           \
+		.shrink_below_pct = 25, .automatic_resize = 1,             \
+	}
+
+struct sk_rhash_table;
+struct sk_rhash_stripe;
+
+/* A table.  All fields are private. */
+struct sk_rhash {
+	struct sk_rhash_table *tbl;	 /* RCU-protected bucket array */
+	struct sk_rhash_params p;	 /* parameters as validated */
+	struct sk_rhash_stripe *stripes; /* per-bucket-group locks + counts */
+	unsigned long nstripes;		 /* power of two */
+	pthread_mutex_t resize_lock;	 /* one resize at a time */
+	unsigned long resizes;		 /* completed resizes (stat) */
+};
+
+/*
+ * sk_rhash_hash() - the default hash (64-bit mixing of key_len bytes).
+ * Context: any.  Pure function.
+ */
+SK_API unsigned long sk_rhash_hash(const void *key, size_t key_len,
+				   unsigned long seed);
+
+/*
+ * sk_rhash_init() - create an empty table.
+ * Context: any thread; may allocate; never blocks otherwise.
+ * Returns: 0; -EINVAL for NULL pointers, initial_buckets not a power of
+ * two (or 0), min > max, a variable-key table (key_len 0) without hashfn
+ * or cmpfn; -ENOMEM.
+ */
+SK_API int sk_rhash_init(struct sk_rhash *ht,
+			 const struct sk_rhash_params *params);
+
+/*
+ * sk_rhash_destroy() - free the table's memory; if free_obj is not NULL
+ * it is called on every object still in the table.
+ * Context: no reader or updater may use the table any more (wait for a
+ * grace period after the last lookup).
+ */
+SK_API void sk_rhash_destroy(struct sk_rhash *ht,
+			     void (*free_obj)(void *obj, void *arg),
+			     void *arg);
+
+/*
+ * sk_rhash_lookup() - the object whose key equals key, or NULL.
+ * Context: inside an RCU read section (the object stays valid until it
+ * ends).  Wait-free; no stores to shared memory; never blocks or retries,
+ * also during a resize.
+ * Ordering: the object is seen as initialized before its insertion
+ * (publication pairs with the insert's release).
+ */
+SK_API void *sk_rhash_lookup(struct sk_rhash *ht, const void *key);
+
+/*
+ * sk_rhash_insert() - add the object of node (duplicates allowed).
+ * sk_rhash_insert_unique() - add it unless an object with the same key is
+ * present.
+ * Context: any thread; takes the bucket's lock (blocks while a resize
+ * runs).  When automatic resizing is on and the call is made outside a
+ * read section, it may grow the table, waiting for grace periods.
+ * Ordering: the object's initialization happens before lookups find it.
+ * Returns: 0; -EINVAL (NULL); -EEXIST (unique, key present: not added).
+ * An automatic grow that fails for lack of memory leaves the table as it
+ * was and is retried on a later update; the insert itself succeeds.
+ */
+SK_API int sk_rhash_insert(struct sk_rhash *ht, struct sk_rhash_node *node);
+SK_API int sk_rhash_insert_unique(struct sk_rhash *ht,
+				  struct sk_rhash_node *node);
+
+/*
+ * sk_rhash_remove() - unlink the object of node.  Readers on it may go on.
+ * Context: as sk_rhash_insert().  Reclamation: free the object only after
+ * a grace period.
+ * Returns: 0; -EINVAL (NULL); -ENOENT (not in the table).
+ */
+SK_API int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node);
+
+/*
+ * sk_rhash_replace() - put new_node's object in old_node's place; both
+ * must have equal keys.  Lookups see the old or the new object, never
+ * neither.  Context: as sk_rhash_insert().  Reclamation: free the old
+ * object after a grace period.
+ * Returns: 0; -EINVAL (NULL or keys differ); -ENOENT (old not present).
+ */
+SK_API int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
+			    struct sk_rhash_node *new_node);
+
+/*
+ * sk_rhash_resize() - resize to nbuckets (a power of two) by repeated
+ * halving or doubling.
+ * Context: outside any read section (waits for grace periods).  Blocks
+ * updaters while it runs, never lookups.
+ * Returns: 0; -EINVAL (not a power of two, or 0); -ENOMEM (the table is
+ * left as it was before the step that failed: a valid table with all
+ * objects).
+ */
+SK_API int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets);
+
+/*
+ * sk_rhash_count() - number of objects; approximate while updates run
+ * (per-lock counters summed without locks).
+ * sk_rhash_buckets() - current number of buckets.
+ * Context: any.  Never blocks.
+ */
+SK_API unsigned long sk_rhash_count(struct sk_rhash *ht);
+SK_API unsigned long sk_rhash_buckets(struct sk_rhash *ht);
+
+/*
+ * Iteration, inside ONE read section for the whole walk:
+ *	struct sk_rhash_iter it;
+ *	sk_rcu_read_lock();
+ *	sk_rhash_iter_start(ht, &it);
+ *	while ((obj = sk_rhash_iter_next(&it)) != NULL) ...
+ *	sk_rcu_read_unlock();
+ * Every object present for the whole walk is returned at least once.
+ * Objects inserted or removed during the walk may or may not be returned;
+ * an object may be returned twice when a resize runs during the walk.
+ */
+struct sk_rhash_iter {
+	struct sk_rhash *ht;
+	struct sk_rhash_table *t;
+	unsigned long bucket;
+	struct sk_rhash_node *n;
+};
+
+SK_API void sk_rhash_iter_start(struct sk_rhash *ht, struct sk_rhash_iter *it);
+SK_API void *sk_rhash_iter_next(struct sk_rhash_iter *it);
+
+/* Test knob: nonzero removes the grace period between unzip passes. */
+SK_API extern int sk_rhash__test_skip_unzip_gp;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SCALEKIT_RHASH_H */
