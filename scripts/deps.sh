@@ -23,7 +23,7 @@
 #    of libgcc-12-dev, which gcc-12 depends on, so installing gcc brings
 #    them; they are still checked, because `make check` links with them.
 #  - libc6-dev is only recommended by gcc, so it is listed explicitly.
-#  - valgrind is not required.
+#  - valgrind runs the leak checks of `make check` (tests/valgrind.cmake).
 #
 # A package counts as present when its command is on PATH (a tool built
 # from source is fine) or dpkg reports it installed.
@@ -66,6 +66,7 @@ required=(
 	"libasan8 lib:libasan.so"
 	"libubsan1 lib:libubsan.so"
 	"libtsan2 lib:libtsan.so"
+	"valgrind cmd:valgrind"
 )
 peers=(
 	"liburcu-dev pkg"
