@@ -484,14 +484,16 @@ int sk__rcu_cb_stats(struct sk_rcu_stats *st)
  */
 void sk__rcu_cb_atfork_prepare(void)
 {
-	pthread_mutex_lock(&cb.barrier_lock);
+	/*
+	 * Not barrier_lock: a barrier may hold it for a grace period, which
+	 * may wait for the forking thread.  The child re-creates it.
+	 */
 	pthread_mutex_lock(&cb.lock);
 }
 
 void sk__rcu_cb_atfork_parent(void)
 {
 	pthread_mutex_unlock(&cb.lock);
-	pthread_mutex_unlock(&cb.barrier_lock);
 }
 
 void sk__rcu_cb_atfork_child(void)
