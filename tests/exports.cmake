@@ -87,7 +87,11 @@ foreach(h IN LISTS headers)
     endif()
     string(REGEX REPLACE "__attribute__[ \t]*\\(\\(([^()]|\\([^()]*\\))*\\)\\)" ""
       decl "${decl}")
-    if(decl MATCHES "([A-Za-z_][A-Za-z0-9_]*)[ \t]*[(;[{]")
+    # A function pointer variable, "T (*name)(args);", is named inside the
+    # first parentheses; anything else by the identifier before ( ; [ {.
+    if(decl MATCHES "^[^(]*\\([ \t]*\\*[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\\)")
+      list(APPEND expected "${CMAKE_MATCH_1}")
+    elseif(decl MATCHES "([A-Za-z_][A-Za-z0-9_]*)[ \t]*[(;[{]")
       list(APPEND expected "${CMAKE_MATCH_1}")
     else()
       message(WARNING "exports: cannot parse declaration in ${h}: ${decl}")
