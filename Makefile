@@ -35,16 +35,16 @@ check: deps check-main check-asan check-tsan
 	@echo "make check: all test suites passed"
 
 check-main: build
-	cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS) --timeout 600
+	cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS) -LE torture-long --timeout 600
 
 check-asan:
-	$(call configure,$(SAN_ASAN),-DCMAKE_BUILD_TYPE=Debug -DSK_SANITIZE=address$(,)undefined -DSK_BUILD_TOOLS=ON)
-	cd $(SAN_ASAN) && SK_TEST_SLOW=1 $(CTEST) --output-on-failure -j $(JOBS) -LE 'nosan|bench' --timeout 900
+	$(call configure,$(SAN_ASAN),-DCMAKE_BUILD_TYPE=Debug -DSK_SANITIZE=address$(,)undefined -DSK_DEBUG=1 -DSK_BUILD_TOOLS=ON)
+	cd $(SAN_ASAN) && SK_TEST_SLOW=1 $(CTEST) --output-on-failure -j $(JOBS) -LE 'nosan|bench|torture-long' --timeout 900
 
 check-tsan:
-	$(call configure,$(SAN_TSAN),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSK_SANITIZE=thread -DSK_BUILD_TOOLS=ON)
+	$(call configure,$(SAN_TSAN),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSK_SANITIZE=thread -DSK_DEBUG=1 -DSK_BUILD_TOOLS=ON)
 	cd $(SAN_TSAN) && SK_TEST_SLOW=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-		$(CTEST) --output-on-failure -j $(JOBS) -LE 'nosan|bench' --timeout 900
+		$(CTEST) --output-on-failure -j $(JOBS) -LE 'nosan|bench|torture-long' --timeout 900
 
 bench:
 	@if [ "$$(id -u)" = 0 ]; then scripts/deps.sh --peers; else echo "bench: not root, using the peers already installed"; fi

@@ -5,7 +5,8 @@
  * The structure follows the kernel's refscale: one harness per family of
  * primitives, driven by one ops struct per implementation.  The harness
  * (harness.c) owns threads, timing, warm-up, repetitions and statistics;
- * a scenario (read.c, sync.c) decides what to measure and which
+ * a scenario (read.c: read and srcu-read; sync.c: sync, expedited and
+ * srcu-sync; poll.c; callbacks.c) decides what to measure and which
  * implementations it compares; an adapter (peer_*.c) knows one library
  * and nothing else.  Adding a peer means one adapter file, one line in
  * the registry in harness.c and its name in the scenario tables.
@@ -30,6 +31,7 @@
 #ifndef SK_BENCH_H
 #define SK_BENCH_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +47,15 @@ struct sk_bench_obj {
  * same read-mostly cache line.
  */
 extern struct sk_bench_obj *sk_bench_gp;
+
+/*
+ * Size of the object every callback loop allocates with malloc() and whose
+ * callback frees it: the same for every library, whatever its head's size.
+ * Each adapter's object is "long key; <head>; padding": the same layout
+ * everywhere, and a head at a non-zero offset, which SK_FREE_RCU() needs
+ * (offset 0 travels as a NULL function and is refused with -EINVAL).
+ */
+#define SK_BENCH_CB_OBJ_SIZE 64
 
 /* QSBR loops announce a quiescent state once per this many sections. */
 #define SK_BENCH_QS_PERIOD 1024
@@ -110,12 +121,25 @@ struct sk_bench_rcu_ops {
 	void (*read_section)(long n);
 	/* Wait for a grace period; NULL when the primitive has none. */
 	void (*sync)(void);
+	/*
+	 * Callbacks, NULL when not measured: n times, malloc() an object of
+	 * SK_BENCH_CB_OBJ_SIZE bytes and queue a callback that frees it
+	 * (loop inlined in the adapter).  Called by a thread after
+	 * thread_init().
+	 */
+	void (*call_loop)(long n);
+	/* Wait until every callback queued before the call has run. */
+	void (*barrier)(void);
 };
 
 /* The adapters (peer_*.c). */
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_bare_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_exp_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_poll_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_free_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_srcu_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_memb_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops;
@@ -162,6 +186,8 @@ struct sk_bench_row {
 	const char *title;    /* heading printed above the row's group */
 	int threads;	      /* threads the row's figures were taken with */
 	int ratios;	      /* print scalekit/peer ratios */
+	/* Ratio columns are "<prefix>/<peer>"; NULL: "sk". */
+	const char *ratio_prefix;
 	int nimpl;
 	const struct sk_bench_rcu_ops *impl[SK_BENCH_MAX_IMPL];
 	const char *na[SK_BENCH_MAX_IMPL]; /* why impl i has no figure */
@@ -186,6 +212,8 @@ struct sk_bench_results {
 	int nrows, cap_rows;
 	struct sk_bench_target *targets;
 	int ntargets, cap_targets;
+	char **notes; /* lines printed after the tables */
+	int nnotes, cap_notes;
 };
 
 /*
@@ -218,6 +246,10 @@ struct sk_bench_stat sk_bench_ratio_stat(const struct sk_bench_row *a, int ia,
 void sk_bench_target_add(struct sk_bench_results *res,
 			 const struct sk_bench_target *t);
 
+/* Add a line of information printed after the tables (not in the CSV). */
+void sk_bench_note_add(struct sk_bench_results *res, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 void sk_bench_results_free(struct sk_bench_results *res);
 
 /* ---- scenarios ----------------------------------------------------------- */
@@ -234,6 +266,57 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 		      struct sk_bench_results *res);
 int sk_bench_sync_run(const struct sk_bench_config *cfg,
 		      struct sk_bench_results *res);
+int sk_bench_expedited_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res);
+int sk_bench_poll_run(const struct sk_bench_config *cfg,
+		      struct sk_bench_results *res);
+int sk_bench_srcu_read_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res);
+int sk_bench_srcu_sync_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res);
+int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res);
+
+/*
+ * Grace-period latency rows (sync.c), shared by the scenarios that time a
+ * sync() the way "sync" does: for each busy reader count, every
+ * implementation runs with that many of its own readers, and each
+ * repetition yields the p50 and p99 of its sync() calls.  Unlike "sync",
+ * the updater is pinned to the CPU after the readers' (sk_bench_pin_main):
+ * in a VM a heavy fence (membarrier IPI) costs ~10x more when a reader
+ * runs on another CPU than when it shares the updater's, so an unpinned
+ * updater makes the busy-reader figures bimodal.
+ */
+struct sk_bench_sync_spec {
+	const char *scenario; /* row scenario, e.g. "expedited" */
+	const char *p50_variant, *p99_variant; /* e.g. "p50", "p99" */
+	const char *p50_title, *p99_title;     /* table headings */
+	const char *ratio_prefix;	       /* ratio label; NULL: "sk" */
+	const char *const *impls; /* NULL-terminated, reference first */
+	const int *readers;	  /* busy reader counts, a row each */
+	int nreaders;
+};
+
+/*
+ * sk_bench_sync_rows() - add and measure the rows of spec; p50[c] and
+ * p99[c] (nreaders entries each) receive the rows of readers[c].
+ * Returns: 0, or -1 after a message.
+ */
+int sk_bench_sync_rows(const struct sk_bench_config *cfg,
+		       struct sk_bench_results *res,
+		       const struct sk_bench_sync_spec *spec,
+		       struct sk_bench_row **p50, struct sk_bench_row **p99);
+
+/*
+ * sk_bench_ratio_target() - record the target "ratio of impl a to impl b
+ * in row <= limit" (at_most) or ">= limit", paired per repetition; what
+ * and id as in struct sk_bench_target.  An implementation that was not
+ * measured makes the target SKIP with its reason.
+ */
+void sk_bench_ratio_target(struct sk_bench_results *res,
+			   const struct sk_bench_row *row, const char *a,
+			   const char *b, double limit, int at_most,
+			   const char *what, const char *id);
 
 /* Every scenario, NULL-name-terminated, in the order they run. */
 extern const struct sk_bench_scenario sk_bench_scenarios[];
@@ -309,6 +392,25 @@ void sk_bench_idle_stop(struct sk_bench_idle *idle);
  * and max itself.  Returns how many were stored in out (at most cap).
  */
 int sk_bench_thread_counts(int max, int from_zero, int *out, int cap);
+
+/* Pin the thread attr creates to the i-th allowed CPU, round-robin. */
+void sk_bench_attr_pin(pthread_attr_t *attr, int i);
+
+/*
+ * sk_bench_pin_main() - pin the calling (main) thread to the i-th allowed
+ * CPU, round-robin; sk_bench_unpin_main() restores the affinity it had.
+ * With readers on CPUs 0..n-1, pin_main(n) puts the updater beside them
+ * (on its own CPU when there is one), so that where the scheduler happens
+ * to put it does not decide the figure.
+ */
+void sk_bench_pin_main(int i);
+void sk_bench_unpin_main(void);
+
+/*
+ * sk_bench_latency() - sort lat[0..n-1] (ns, n >= 1) and store its
+ * nearest-rank p50 and p99 in microseconds.
+ */
+void sk_bench_latency(uint64_t *lat, size_t n, double *p50_us, double *p99_us);
 
 /* ---- report (report.c) ---------------------------------------------------- */
 

@@ -21,6 +21,10 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_scalekit_ops,
 	&sk_bench_scalekit_qsbr_ops,
 	&sk_bench_scalekit_qsbr_bare_ops,
+	&sk_bench_scalekit_exp_ops,
+	&sk_bench_scalekit_poll_ops,
+	&sk_bench_scalekit_free_ops,
+	&sk_bench_scalekit_srcu_ops,
 	&sk_bench_urcu_memb_ops,
 	&sk_bench_urcu_qsbr_ops,
 	&sk_bench_urcu_qsbr_bare_ops,
@@ -36,6 +40,28 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  sk_bench_read_run },
 	{ "sync", "grace-period latency p50/p99 with busy and idle readers",
 	  sk_bench_sync_run },
+	{ "expedited",
+	  "expedited vs normal grace-period latency, 0 and 1 busy "
+	  "reader",
+	  sk_bench_expedited_run },
+	{ "poll", "polled grace periods: get+poll cost, start_poll latency",
+	  sk_bench_poll_run },
+	{ "srcu-read",
+	  "ns per SRCU read_lock+dereference+read_unlock, 1..N "
+	  "threads",
+	  sk_bench_srcu_read_run },
+	{ "srcu-sync",
+	  "sk_synchronize_srcu latency p50/p99, 0 and 1 busy "
+	  "reader",
+	  sk_bench_srcu_sync_run },
+	/*
+	 * Last: it starts every library's callback thread and leaves the
+	 * heap larger; no other scenario should run after that.
+	 */
+	{ "callbacks",
+	  "call_rcu end to end: N callbacks + barrier, 1..N "
+	  "threads",
+	  sk_bench_callbacks_run },
 	{ NULL, NULL, NULL },
 };
 
@@ -142,6 +168,67 @@ int sk_bench_thread_counts(int max, int from_zero, int *out, int cap)
 	return n;
 }
 
+void sk_bench_attr_pin(pthread_attr_t *attr, int i)
+{
+	cpu_set_t set;
+
+	cpus_init();
+	if (cpu_list[0] < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu_list[i % cpu_count], &set);
+	pthread_attr_setaffinity_np(attr, sizeof(set), &set);
+}
+
+/* The main thread's affinity before sk_bench_pin_main(); main thread only. */
+static cpu_set_t main_saved;
+static int main_pinned;
+
+void sk_bench_pin_main(int i)
+{
+	cpu_set_t set;
+
+	cpus_init();
+	if (cpu_list[0] < 0 || main_pinned)
+		return;
+	if (sched_getaffinity(0, sizeof(main_saved), &main_saved) != 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu_list[i % cpu_count], &set);
+	if (sched_setaffinity(0, sizeof(set), &set) == 0)
+		main_pinned = 1;
+}
+
+void sk_bench_unpin_main(void)
+{
+	if (!main_pinned)
+		return;
+	sched_setaffinity(0, sizeof(main_saved), &main_saved);
+	main_pinned = 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile p (0..1] of the sorted v[0..n-1]. */
+static uint64_t percentile(const uint64_t *v, size_t n, double p)
+{
+	size_t k = (size_t)ceil(p * (double)n);
+
+	return v[k ? k - 1 : 0];
+}
+
+void sk_bench_latency(uint64_t *lat, size_t n, double *p50_us, double *p99_us)
+{
+	qsort(lat, n, sizeof(*lat), cmp_u64);
+	*p50_us = (double)percentile(lat, n, 0.50) / 1e3;
+	*p99_us = (double)percentile(lat, n, 0.99) / 1e3;
+}
+
 /* ---- reader threads -------------------------------------------------------- */
 
 struct sk_bench_reader {
@@ -212,13 +299,7 @@ int sk_bench_readers_start(struct sk_bench_readers **out,
 	for (i = 0; i < n; i++) {
 		g->t[i].group = g;
 		pthread_attr_init(&attr);
-		if (cpu_list[0] >= 0) {
-			cpu_set_t set;
-
-			CPU_ZERO(&set);
-			CPU_SET(cpu_list[i % cpu_count], &set);
-			pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-		}
+		sk_bench_attr_pin(&attr, i);
 		err = pthread_create(&g->t[i].tid, &attr, reader_main,
 				     &g->t[i]);
 		pthread_attr_destroy(&attr);
@@ -486,9 +567,60 @@ void sk_bench_target_add(struct sk_bench_results *res,
 	res->targets[res->ntargets++] = *t;
 }
 
+void sk_bench_note_add(struct sk_bench_results *res, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (res->nnotes == res->cap_notes) {
+		res->cap_notes = res->cap_notes ? 2 * res->cap_notes : 8;
+		res->notes =
+			xrealloc(res->notes,
+				 sizeof(*res->notes) * (size_t)res->cap_notes);
+	}
+	res->notes[res->nnotes] = xrealloc(NULL, strlen(line) + 1);
+	strcpy(res->notes[res->nnotes++], line);
+}
+
+void sk_bench_ratio_target(struct sk_bench_results *res,
+			   const struct sk_bench_row *row, const char *a,
+			   const char *b, double limit, int at_most,
+			   const char *what, const char *id)
+{
+	struct sk_bench_target t = { .threads = row->threads,
+				     .limit = limit,
+				     .at_most = at_most };
+	int ia = sk_bench_row_impl(row, a), ib = sk_bench_row_impl(row, b);
+
+	snprintf(t.what, sizeof(t.what), "%s", what);
+	snprintf(t.id, sizeof(t.id), "%s", id);
+	snprintf(t.ratio_name, sizeof(t.ratio_name), "%s/%s", a, b);
+	if (ia < 0 || ib < 0) {
+		fprintf(stderr,
+			"scalekit bench: internal error: target %s names an "
+			"implementation missing from its row\n",
+			id);
+		abort();
+	}
+	if (row->na[ia])
+		t.na = row->na[ia];
+	else if (row->na[ib])
+		t.na = row->na[ib];
+	else
+		t.ratio = sk_bench_ratio_stat(row, ia, row, ib);
+	sk_bench_target_add(res, &t);
+}
+
 void sk_bench_results_free(struct sk_bench_results *res)
 {
 	int r, i;
+
+	for (i = 0; i < res->nnotes; i++)
+		free(res->notes[i]);
+	free(res->notes);
 
 	for (r = 0; r < res->nrows; r++) {
 		for (i = 0; i < res->rows[r]->nimpl; i++)

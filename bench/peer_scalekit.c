@@ -11,13 +11,30 @@
  *  scalekit-qsbr-bare  the same without read_lock/unlock: the floor.
  *
  * All three share sk_synchronize_rcu(): one domain, one grace period.
+ * The general readers also serve:
+ *
+ *  scalekit-exp        sk_synchronize_rcu_expedited() as the grace period.
+ *  scalekit-poll       sk_start_poll_synchronize_rcu(), then
+ *                      sk_poll_state_synchronize_rcu() until it completes
+ *                      (yielding the CPU between polls) as the grace period.
+ *  scalekit-free       callbacks queued with SK_FREE_RCU() instead of
+ *                      sk_call_rcu() with a function that calls free().
+ *
+ * And SRCU, a separate mechanism with its own domain:
+ *
+ *  scalekit-srcu       sk_srcu_read_lock()/sk_srcu_dereference()/
+ *                      sk_srcu_read_unlock() on one domain,
+ *                      sk_synchronize_srcu() on it.
  */
 #include "bench.h"
 
+#include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "scalekit/rcu.h"
+#include "scalekit/srcu.h"
 
 /* A reader that cannot register cannot be measured: stop loudly. */
 static void sk_check(int err, const char *call)
@@ -46,6 +63,87 @@ static void sk_read_section(long n)
 			   sk_rcu_read_unlock());
 }
 
+/* The object of the callback loops (layout: see SK_BENCH_CB_OBJ_SIZE). */
+struct sk_cb_obj {
+	long key;
+	struct sk_rcu_head head;
+	char pad[SK_BENCH_CB_OBJ_SIZE - sizeof(long) -
+		 sizeof(struct sk_rcu_head)];
+};
+
+_Static_assert(sizeof(struct sk_cb_obj) == SK_BENCH_CB_OBJ_SIZE,
+	       "callback object size differs between libraries");
+
+static struct sk_cb_obj *sk_cb_alloc(void)
+{
+	struct sk_cb_obj *o = malloc(sizeof(*o));
+
+	if (!o) {
+		fprintf(stderr, "scalekit bench: out of memory\n");
+		abort();
+	}
+	o->key = 1;
+	return o;
+}
+
+static void sk_cb_free(struct sk_rcu_head *h)
+{
+	free((char *)h - offsetof(struct sk_cb_obj, head));
+}
+
+static void sk_call_loop(long n)
+{
+	long i;
+
+	for (i = 0; i < n; i++) {
+		struct sk_cb_obj *o = sk_cb_alloc();
+
+		sk_check(sk_call_rcu(&o->head, sk_cb_free), "sk_call_rcu()");
+	}
+}
+
+static void sk_free_loop(long n)
+{
+	long i;
+
+	for (i = 0; i < n; i++) {
+		struct sk_cb_obj *o = sk_cb_alloc();
+
+		sk_check(SK_FREE_RCU(o, head), "SK_FREE_RCU()");
+	}
+}
+
+/* A polled grace period waited for the way a poller would: yielding. */
+static void sk_poll_sync(void)
+{
+	unsigned long cookie = sk_start_poll_synchronize_rcu();
+
+	while (!sk_poll_state_synchronize_rcu(cookie))
+		sched_yield();
+}
+
+/* The SRCU domain of the scalekit-srcu readers and grace periods. */
+static struct sk_srcu sk_bench_srcu;
+
+static void sk_srcu_setup(void)
+{
+	sk_check(sk_srcu_init(&sk_bench_srcu), "sk_srcu_init()");
+}
+
+static void sk_srcu_read_section(long n)
+{
+	int idx;
+
+	SK_BENCH_READ_LOOP(n, idx = sk_srcu_read_lock(&sk_bench_srcu),
+			   sk_srcu_dereference(sk_bench_gp, &sk_bench_srcu),
+			   sk_srcu_read_unlock(&sk_bench_srcu, idx));
+}
+
+static void sk_srcu_sync(void)
+{
+	sk_synchronize_srcu(&sk_bench_srcu);
+}
+
 static void sk_qsbr_thread_init(void)
 {
 	sk_check(sk_rcu_thread_online(), "sk_rcu_thread_online()");
@@ -72,11 +170,50 @@ static void sk_qsbr_bare_read_section(long n)
 
 const struct sk_bench_rcu_ops sk_bench_scalekit_ops = {
 	.name = "scalekit",
-	.desc = "sk_rcu_read_lock/unlock, sk_synchronize_rcu",
+	.desc = "sk_rcu_read_lock/unlock, sk_synchronize_rcu, sk_call_rcu",
 	.thread_init = sk_thread_init,
 	.thread_exit = sk_thread_exit,
 	.read_section = sk_read_section,
 	.sync = sk_synchronize_rcu,
+	.call_loop = sk_call_loop,
+	.barrier = sk_rcu_barrier,
+};
+
+const struct sk_bench_rcu_ops sk_bench_scalekit_exp_ops = {
+	.name = "scalekit-exp",
+	.desc = "sk_rcu_read_lock/unlock, sk_synchronize_rcu_expedited",
+	.thread_init = sk_thread_init,
+	.thread_exit = sk_thread_exit,
+	.read_section = sk_read_section,
+	.sync = sk_synchronize_rcu_expedited,
+};
+
+const struct sk_bench_rcu_ops sk_bench_scalekit_poll_ops = {
+	.name = "scalekit-poll",
+	.desc = "sk_start_poll_synchronize_rcu, then poll until done",
+	.thread_init = sk_thread_init,
+	.thread_exit = sk_thread_exit,
+	.read_section = sk_read_section,
+	.sync = sk_poll_sync,
+};
+
+const struct sk_bench_rcu_ops sk_bench_scalekit_free_ops = {
+	.name = "scalekit-free",
+	.desc = "callbacks queued with SK_FREE_RCU, sk_rcu_barrier",
+	.thread_init = sk_thread_init,
+	.thread_exit = sk_thread_exit,
+	.read_section = sk_read_section,
+	.sync = sk_synchronize_rcu,
+	.call_loop = sk_free_loop,
+	.barrier = sk_rcu_barrier,
+};
+
+const struct sk_bench_rcu_ops sk_bench_scalekit_srcu_ops = {
+	.name = "scalekit-srcu",
+	.desc = "sk_srcu_read_lock/unlock, sk_synchronize_srcu, one domain",
+	.init = sk_srcu_setup,
+	.read_section = sk_srcu_read_section,
+	.sync = sk_srcu_sync,
 };
 
 const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_ops = {

@@ -2,7 +2,8 @@
 /*
  * Adapter: liburcu's memb flavor (urcu_memb_*), the closest peer of
  * scalekit's general readers: a per-thread counter snapshot, membarrier(2)
- * on the grace-period side.
+ * on the grace-period side.  Callbacks: urcu_memb_call_rcu() onto the
+ * default call_rcu thread, urcu_memb_barrier().
  *
  * _LGPL_SOURCE selects liburcu's inline read-side fast paths, as a
  * performance-minded user would; scalekit's fast paths are inline too.
@@ -13,7 +14,41 @@
 
 #ifdef SK_HAVE_LIBURCU_MEMB
 #define _LGPL_SOURCE
+#include <stdlib.h>
+
 #include <urcu/urcu-memb.h>
+
+/* The object of the callback loop (layout: see SK_BENCH_CB_OBJ_SIZE). */
+struct memb_cb_obj {
+	long key;
+	struct rcu_head head;
+	char pad[SK_BENCH_CB_OBJ_SIZE - sizeof(long) - sizeof(struct rcu_head)];
+};
+
+_Static_assert(sizeof(struct memb_cb_obj) == SK_BENCH_CB_OBJ_SIZE,
+	       "callback object size differs between libraries");
+
+static void memb_cb_free(struct rcu_head *h)
+{
+	free(caa_container_of(h, struct memb_cb_obj, head));
+}
+
+/* The caller is registered (thread_init), as call_rcu() requires. */
+static void memb_call_loop(long n)
+{
+	long i;
+
+	for (i = 0; i < n; i++) {
+		struct memb_cb_obj *o = malloc(sizeof(*o));
+
+		if (!o) {
+			fprintf(stderr, "scalekit bench: out of memory\n");
+			abort();
+		}
+		o->key = 1;
+		urcu_memb_call_rcu(&o->head, memb_cb_free);
+	}
+}
 
 static void memb_read_section(long n)
 {
@@ -24,13 +59,15 @@ static void memb_read_section(long n)
 
 const struct sk_bench_rcu_ops sk_bench_urcu_memb_ops = {
 	.name = "urcu-memb",
-	.desc = "liburcu memb: urcu_memb_read_lock/unlock, "
-		"urcu_memb_synchronize_rcu",
+	.desc = "liburcu memb (urcu_memb_*): read_lock/unlock, "
+		"synchronize_rcu, call_rcu",
 	.init = urcu_memb_init,
 	.thread_init = urcu_memb_register_thread,
 	.thread_exit = urcu_memb_unregister_thread,
 	.read_section = memb_read_section,
 	.sync = urcu_memb_synchronize_rcu,
+	.call_loop = memb_call_loop,
+	.barrier = urcu_memb_barrier,
 };
 
 #else

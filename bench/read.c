@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Scenario "read": the cost of a read-side critical section.
+ * Scenarios "read" and "srcu-read": the cost of a read-side critical
+ * section.
  *
  * For each thread count, every thread runs read_section() in a loop for a
  * fixed time; the figures are the mean over threads of ns per
@@ -32,25 +33,54 @@ struct read_variant {
 	const char *const *impls;
 	const char *title_ns;
 	const char *title_mops;
+	const char *ratio_prefix; /* NULL: "sk" */
 };
 
 static const struct read_variant variants[] = {
 	{ "general", general_impls,
 	  "read / general: ns per read_lock+dereference+read_unlock, per "
 	  "thread (lower is better)",
-	  "read / general: total throughput, Mops/s (higher is better)" },
+	  "read / general: total throughput, Mops/s (higher is better)", NULL },
 	{ "qsbr", qsbr_impls,
 	  "read / qsbr: online QSBR threads, ns per read_lock+dereference+"
 	  "read_unlock, quiescent state every 1024 (lower is better)",
-	  "read / qsbr: total throughput, Mops/s (higher is better)" },
+	  "read / qsbr: total throughput, Mops/s (higher is better)", NULL },
 	{ "qsbr-bare", bare_impls,
 	  "read / qsbr-bare: online QSBR threads, ns per dereference, "
 	  "quiescent state every 1024, no read_lock/unlock (lower is better)",
-	  "read / qsbr-bare: total throughput, Mops/s (higher is better)" },
+	  "read / qsbr-bare: total throughput, Mops/s (higher is better)",
+	  NULL },
+};
+
+/*
+ * srcu-read: SRCU read sections on one domain, against the general
+ * readers of liburcu memb and of scalekit's RCU (same loop shape).
+ */
+static const char *const srcu_impls[] = {
+	"scalekit-srcu",
+	"urcu-memb",
+	"scalekit",
+	NULL,
+};
+
+static const struct read_variant srcu_variant = {
+	"srcu", srcu_impls,
+	"srcu-read: ns per sk_srcu_read_lock+sk_srcu_dereference+"
+	"sk_srcu_read_unlock on one domain, per thread, vs general RCU "
+	"readers (lower is better)",
+	"srcu-read: total throughput, Mops/s (higher is better)", "srcu"
 };
 
 #define NVARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
 #define MAX_COUNTS 16
+
+/* The rows of one run of read variants, by variant and thread count. */
+struct read_rows {
+	int ncounts;
+	int counts[MAX_COUNTS];
+	struct sk_bench_row *ns[NVARIANTS][MAX_COUNTS];
+	struct sk_bench_row *mops[NVARIANTS][MAX_COUNTS];
+};
 
 /* One implementation at one thread count: its two rows. */
 struct read_job {
@@ -96,55 +126,52 @@ static int measure(const struct sk_bench_rcu_ops *ops, int n, uint64_t run_ns,
 	return 0;
 }
 
+/* Target: ns/op of the row's first implementation / peer <= limit. */
 static void add_ratio_target(struct sk_bench_results *res,
 			     const struct sk_bench_row *row, const char *id,
-			     const char *peer)
+			     const char *peer, double limit)
 {
-	struct sk_bench_target t = { .threads = row->threads,
-				     .limit = 1.0,
-				     .at_most = 1 };
-	int ip = sk_bench_row_impl(row, peer);
+	char what[96];
 
-	snprintf(t.what, sizeof(t.what), "read %s, %d thread%s: ns/op %s / %s",
-		 row->variant, row->threads, row->threads == 1 ? "" : "s",
-		 row->impl[0]->name, peer);
-	snprintf(t.id, sizeof(t.id), "%s", id);
-	snprintf(t.ratio_name, sizeof(t.ratio_name), "%s/%s",
-		 row->impl[0]->name, peer);
-	if (row->na[0])
-		t.na = row->na[0];
-	else if (row->na[ip])
-		t.na = row->na[ip];
-	else
-		t.ratio = sk_bench_ratio_stat(row, 0, row, ip);
-	sk_bench_target_add(res, &t);
+	snprintf(what, sizeof(what), "%s %s, %d thread%s: ns/op %s / %s",
+		 row->scenario, row->variant, row->threads,
+		 row->threads == 1 ? "" : "s", row->impl[0]->name, peer);
+	sk_bench_ratio_target(res, row, row->impl[0]->name, peer, limit, 1,
+			      what, id);
 }
 
-int sk_bench_read_run(const struct sk_bench_config *cfg,
-		      struct sk_bench_results *res)
+/*
+ * Measure the nv variants vs[] under scenario's name for 1..max_threads
+ * threads; rr receives the rows.  Returns 0, or -1 after a message.
+ */
+static int run_variants(const struct sk_bench_config *cfg,
+			struct sk_bench_results *res, const char *scenario,
+			const struct read_variant *vs, int nv,
+			struct read_rows *rr)
 {
-	int counts[MAX_COUNTS], ncounts, c, v, i, rep, njobs = 0, j, err;
-	struct sk_bench_row *ns_rows[NVARIANTS][MAX_COUNTS];
-	struct sk_bench_row *mops_rows[NVARIANTS][MAX_COUNTS];
-	struct read_job *jobs, *jb;
+	int c, v, i, rep, njobs = 0, j, err, ncounts;
+	struct read_job *jobs, *jb = NULL;
 
-	ncounts =
-		sk_bench_thread_counts(cfg->max_threads, 0, counts, MAX_COUNTS);
+	ncounts = rr->ncounts = sk_bench_thread_counts(cfg->max_threads, 0,
+						       rr->counts, MAX_COUNTS);
 	/* Rows in display order: per variant ns/op, then per variant Mops/s. */
-	for (v = 0; v < NVARIANTS; v++)
+	for (v = 0; v < nv; v++)
+		for (c = 0; c < ncounts; c++) {
+			rr->ns[v][c] = sk_bench_row_add(res, scenario,
+							vs[v].name, "ns/op",
+							vs[v].title_ns,
+							rr->counts[c], 1,
+							vs[v].impls, cfg->reps);
+			rr->ns[v][c]->ratio_prefix = vs[v].ratio_prefix;
+		}
+	for (v = 0; v < nv; v++)
 		for (c = 0; c < ncounts; c++)
-			ns_rows[v][c] = sk_bench_row_add(
-				res, "read", variants[v].name, "ns/op",
-				variants[v].title_ns, counts[c], 1,
-				variants[v].impls, cfg->reps);
-	for (v = 0; v < NVARIANTS; v++)
-		for (c = 0; c < ncounts; c++)
-			mops_rows[v][c] = sk_bench_row_add(
-				res, "read", variants[v].name, "Mops/s",
-				variants[v].title_mops, counts[c], 0,
-				variants[v].impls, cfg->reps);
+			rr->mops[v][c] = sk_bench_row_add(
+				res, scenario, vs[v].name, "Mops/s",
+				vs[v].title_mops, rr->counts[c], 0, vs[v].impls,
+				cfg->reps);
 
-	jobs = calloc((size_t)(NVARIANTS * ncounts * SK_BENCH_MAX_IMPL),
+	jobs = calloc((size_t)(nv * ncounts * SK_BENCH_MAX_IMPL),
 		      sizeof(*jobs));
 	if (!jobs)
 		return -1;
@@ -153,20 +180,20 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 	 * scaling ratio pairs them), then the next implementation of the
 	 * variant (the scalekit/peer ratios pair those).
 	 */
-	for (v = 0; v < NVARIANTS; v++)
-		for (i = 0; i < ns_rows[v][0]->nimpl; i++)
+	for (v = 0; v < nv; v++)
+		for (i = 0; i < rr->ns[v][0]->nimpl; i++)
 			for (c = 0; c < ncounts; c++) {
-				if (ns_rows[v][c]->na[i])
+				if (rr->ns[v][c]->na[i])
 					continue;
 				jobs[njobs++] = (struct read_job){
-					ns_rows[v][c]->impl[i], counts[c],
-					ns_rows[v][c], mops_rows[v][c], i
+					rr->ns[v][c]->impl[i], rr->counts[c],
+					rr->ns[v][c], rr->mops[v][c], i
 				};
 			}
 
-	sk_bench_progress("read: %d runs x %d reps, %.0f ms each (warm-up "
+	sk_bench_progress("%s: %d runs x %d reps, %.0f ms each (warm-up "
 			  "%.0f ms)",
-			  njobs, cfg->reps, cfg->run_ns / 1e6,
+			  scenario, njobs, cfg->reps, cfg->run_ns / 1e6,
 			  cfg->warmup_ns / 1e6);
 	/* Warm-up: caches, branch predictors, CPU frequency, registration. */
 	for (j = 0; j < njobs; j++) {
@@ -190,29 +217,49 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 				goto fail;
 			jb->ns_row->rep[jb->col][rep] = ns;
 			jb->mops_row->rep[jb->col][rep] = mops;
-			sk_bench_progress("read: rep %d/%d, %d thread%s, %-18s "
+			sk_bench_progress("%s: rep %d/%d, %d thread%s, %-18s "
 					  "%8.2f ns/op %9.1f Mops/s",
-					  rep + 1, cfg->reps, jb->threads,
+					  scenario, rep + 1, cfg->reps,
+					  jb->threads,
 					  jb->threads == 1 ? " " : "s",
 					  jb->ops->name, ns, mops);
 		}
 	}
 	free(jobs);
+	return 0;
 
-	for (c = 0; c < ncounts; c++) {
-		add_ratio_target(res, ns_rows[0][c], "read-general",
-				 "urcu-memb");
-		add_ratio_target(res, ns_rows[1][c], "read-qsbr", "urcu-qsbr");
+fail:
+	fprintf(stderr,
+		"scalekit bench: %s: cannot run %s on %d threads: "
+		"%s\n",
+		scenario, jb->ops->name, jb->threads, strerror(-err));
+	free(jobs);
+	return -1;
+}
+
+int sk_bench_read_run(const struct sk_bench_config *cfg,
+		      struct sk_bench_results *res)
+{
+	struct read_rows rr;
+	int c;
+
+	if (run_variants(cfg, res, "read", variants, NVARIANTS, &rr))
+		return -1;
+	for (c = 0; c < rr.ncounts; c++) {
+		add_ratio_target(res, rr.ns[0][c], "read-general", "urcu-memb",
+				 1.0);
+		add_ratio_target(res, rr.ns[1][c], "read-qsbr", "urcu-qsbr",
+				 1.0);
 	}
 	/* Scaling: total throughput on 2 threads over 1 thread. */
 	{
 		struct sk_bench_target t = { .threads = 2, .limit = 1.9 };
 		int c1 = -1, c2 = -1;
 
-		for (c = 0; c < ncounts; c++) {
-			if (counts[c] == 1)
+		for (c = 0; c < rr.ncounts; c++) {
+			if (rr.counts[c] == 1)
 				c1 = c;
-			if (counts[c] == 2)
+			if (rr.counts[c] == 2)
 				c2 = c;
 		}
 		snprintf(t.what, sizeof(t.what),
@@ -222,17 +269,23 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 		if (c1 < 0 || c2 < 0)
 			t.na = "needs --threads 2 or more";
 		else
-			t.ratio = sk_bench_ratio_stat(mops_rows[0][c2], 0,
-						      mops_rows[0][c1], 0);
+			t.ratio = sk_bench_ratio_stat(rr.mops[0][c2], 0,
+						      rr.mops[0][c1], 0);
 		sk_bench_target_add(res, &t);
 	}
 	return 0;
+}
 
-fail:
-	fprintf(stderr,
-		"scalekit bench: read: cannot run %s on %d threads: "
-		"%s\n",
-		jb->ops->name, jb->threads, strerror(-err));
-	free(jobs);
-	return -1;
+int sk_bench_srcu_read_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res)
+{
+	struct read_rows rr;
+	int c;
+
+	if (run_variants(cfg, res, "srcu-read", &srcu_variant, 1, &rr))
+		return -1;
+	for (c = 0; c < rr.ncounts; c++)
+		add_ratio_target(res, rr.ns[0][c], "srcu-read", "urcu-memb",
+				 2.0);
+	return 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The report: comparison tables on stdout, the targets section and the
- * CSV file.  Consecutive rows with the same scenario, variant and unit
- * form one table; every figure is "median [min..max]" over repetitions
- * and every ratio is the median of per-repetition ratios.
+ * CSV file.  Consecutive rows with the same scenario, heading, unit and
+ * implementations form one table; every figure is "median [min..max]"
+ * over repetitions and every ratio is the median of per-repetition
+ * ratios.
  */
 #include "bench.h"
 
@@ -41,12 +42,23 @@ static void fmt_stat(char *buf, size_t len, struct sk_bench_stat s)
 	snprintf(buf, len, "%s [%s..%s]", m, lo, hi);
 }
 
+/*
+ * Consecutive rows share a table when they share a heading: rows of one
+ * variant do, and so do variants that a scenario titles together.
+ */
 static int same_group(const struct sk_bench_row *a,
 		      const struct sk_bench_row *b)
 {
-	return strcmp(a->scenario, b->scenario) == 0 &&
-	       strcmp(a->variant, b->variant) == 0 &&
-	       strcmp(a->unit, b->unit) == 0;
+	int i;
+
+	if (strcmp(a->scenario, b->scenario) != 0 ||
+	    strcmp(a->title, b->title) != 0 || strcmp(a->unit, b->unit) != 0 ||
+	    a->nimpl != b->nimpl || a->ratios != b->ratios)
+		return 0;
+	for (i = 0; i < a->nimpl; i++)
+		if (a->impl[i] != b->impl[i])
+			return 0;
+	return 1;
 }
 
 /* Number of columns of a group's table and their cells. */
@@ -70,7 +82,9 @@ static void header_cells(const struct sk_bench_row *row,
 		snprintf(cell[k++], CELL, "%s", row->impl[i]->name);
 	if (row->ratios)
 		for (i = 1; i < row->nimpl; i++)
-			snprintf(cell[k++], CELL, "sk/%s", row->impl[i]->name);
+			snprintf(cell[k++], CELL, "%s/%s",
+				 row->ratio_prefix ? row->ratio_prefix : "sk",
+				 row->impl[i]->name);
 }
 
 static void row_cells(const struct sk_bench_row *row, char cell[MAX_COLS][CELL])
@@ -159,7 +173,8 @@ void sk_bench_print_table(FILE *f, const struct sk_bench_results *res)
 			"sk/<peer>: the scalekit figure\ndivided by the "
 			"peer's, median of per-repetition ratios (every "
 			"implementation\nruns once per repetition, back to "
-			"back). n/a: not measured.\n",
+			"back); exp/, poll/, srcu/: the same for the\n"
+			"table's first column. n/a: not measured.\n",
 			res->rows[0]->nrep);
 	/* Say once why each missing implementation is missing. */
 	for (r = 0; r < res->nrows; r++) {
@@ -180,6 +195,10 @@ void sk_bench_print_table(FILE *f, const struct sk_bench_results *res)
 				why);
 		}
 	}
+	if (res->nnotes)
+		fprintf(f, "\nnotes\n");
+	for (i = 0; i < res->nnotes; i++)
+		fprintf(f, "  %s\n", res->notes[i]);
 }
 
 void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res)

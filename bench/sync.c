@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Scenario "sync": how long an updater waits for a grace period.
+ * Scenarios "sync", "expedited" and "srcu-sync": how long an updater
+ * waits for a grace period.
  *
  * The main thread calls sync() in a loop for a fixed time (and at least
  * SYNC_MIN_CALLS times), timing each call with clock_gettime(); a
@@ -12,11 +13,14 @@
  *  - idle readers: 1 or cfg->idle_threads threads registered with every
  *    implementation and blocked on a condition variable; this shows what
  *    a grace period costs per registered thread that never reads.
+ * "expedited" compares sk_synchronize_rcu_expedited() with
+ * sk_synchronize_rcu(), "srcu-sync" sk_synchronize_srcu() with
+ * sk_synchronize_rcu() and liburcu's, each with 0 and 1 busy reader of
+ * its own kind, through sk_bench_sync_rows() (also used by "poll").
  */
 #include "bench.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,28 +75,14 @@ struct sync_job {
 	int readers;
 	struct sk_bench_row *p50_row, *p99_row;
 	int col;
+	int pin; /* pin the updater beside the readers (sk_bench_pin_main) */
 };
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile p (0..1] of the sorted v[0..n-1]. */
-static uint64_t percentile(const uint64_t *v, size_t n, double p)
-{
-	size_t k = (size_t)ceil(p * (double)n);
-
-	return v[k ? k - 1 : 0];
-}
 
 /*
  * Time ops->sync() with readers busy reader threads for about run_ns;
  * lat has room for SYNC_MAX_CALLS values.  Returns 0 or -errno.
  */
-static int measure(const struct sk_bench_rcu_ops *ops, int readers,
+static int measure(const struct sk_bench_rcu_ops *ops, int readers, int pin,
 		   uint64_t run_ns, uint64_t *lat, double *p50_us,
 		   double *p99_us, size_t *calls)
 {
@@ -101,10 +91,14 @@ static int measure(const struct sk_bench_rcu_ops *ops, int readers,
 	size_t n = 0;
 	int err;
 
+	if (pin)
+		sk_bench_pin_main(readers);
 	if (readers) {
 		err = sk_bench_readers_start(&g, ops, readers);
-		if (err)
+		if (err) {
+			sk_bench_unpin_main();
 			return err;
+		}
 	}
 	start = sk_bench_now_ns();
 	for (;;) {
@@ -119,16 +113,19 @@ static int measure(const struct sk_bench_rcu_ops *ops, int readers,
 			break;
 	}
 	sk_bench_readers_stop(g, NULL);
-	qsort(lat, n, sizeof(*lat), cmp_u64);
-	*p50_us = (double)percentile(lat, n, 0.50) / 1e3;
-	*p99_us = (double)percentile(lat, n, 0.99) / 1e3;
+	sk_bench_unpin_main();
+	sk_bench_latency(lat, n, p50_us, p99_us);
 	*calls = n;
 	return 0;
 }
 
-/* Run every job once untimed, then cfg->reps timed rounds. */
+/*
+ * Run every job once untimed, then cfg->reps timed rounds; progress lines
+ * start with scenario.
+ */
 static int run_jobs(const struct sk_bench_config *cfg, struct sync_job *jobs,
-		    int njobs, uint64_t *lat, const char *what)
+		    int njobs, uint64_t *lat, const char *scenario,
+		    const char *what)
 {
 	struct sync_job *jb;
 	double p50, p99;
@@ -137,8 +134,8 @@ static int run_jobs(const struct sk_bench_config *cfg, struct sync_job *jobs,
 
 	for (i = 0; i < njobs; i++) {
 		jb = &jobs[i];
-		err = measure(jb->ops, jb->readers, cfg->warmup_ns, lat, &p50,
-			      &p99, &calls);
+		err = measure(jb->ops, jb->readers, jb->pin, cfg->warmup_ns,
+			      lat, &p50, &p99, &calls);
 		if (err)
 			goto fail;
 	}
@@ -146,15 +143,15 @@ static int run_jobs(const struct sk_bench_config *cfg, struct sync_job *jobs,
 		for (i = 0; i < njobs; i++) {
 			/* Rotate the start so no job always runs first. */
 			jb = &jobs[(i + rep) % njobs];
-			err = measure(jb->ops, jb->readers, cfg->run_ns, lat,
-				      &p50, &p99, &calls);
+			err = measure(jb->ops, jb->readers, jb->pin,
+				      cfg->run_ns, lat, &p50, &p99, &calls);
 			if (err)
 				goto fail;
 			jb->p50_row->rep[jb->col][rep] = p50;
 			jb->p99_row->rep[jb->col][rep] = p99;
-			sk_bench_progress("sync: rep %d/%d, %4d %s, %-14s p50 "
+			sk_bench_progress("%s: rep %d/%d, %4d %s, %-14s p50 "
 					  "%9.2f us  p99 %9.2f us  (%zu calls)",
-					  rep + 1, cfg->reps,
+					  scenario, rep + 1, cfg->reps,
 					  jb->p50_row->threads, what,
 					  jb->ops->name, p50, p99, calls);
 		}
@@ -163,8 +160,8 @@ static int run_jobs(const struct sk_bench_config *cfg, struct sync_job *jobs,
 
 fail:
 	fprintf(stderr,
-		"scalekit bench: sync: cannot run %s with %d readers: %s\n",
-		jb->ops->name, jb->readers, strerror(-err));
+		"scalekit bench: %s: cannot run %s with %d readers: %s\n",
+		scenario, jb->ops->name, jb->readers, strerror(-err));
 	return -1;
 }
 
@@ -199,14 +196,17 @@ static int run_busy(const struct sk_bench_config *cfg,
 					continue;
 				jobs[njobs++] =
 					(struct sync_job){ p50[v][c]->impl[i],
-							   counts[c], p50[v][c],
-							   p99[v][c], i };
+							   counts[c],
+							   p50[v][c],
+							   p99[v][c],
+							   i,
+							   0 };
 			}
 	sk_bench_progress("sync: busy readers: %d runs x %d reps, >= %.0f ms "
 			  "each (warm-up %.0f ms)",
 			  njobs, cfg->reps, cfg->run_ns / 1e6,
 			  cfg->warmup_ns / 1e6);
-	return run_jobs(cfg, jobs, njobs, lat, "readers");
+	return run_jobs(cfg, jobs, njobs, lat, "sync", "readers");
 }
 
 /* Grace periods with 1 and cfg->idle_threads registered idle threads. */
@@ -255,10 +255,10 @@ static int run_idle(const struct sk_bench_config *cfg,
 		njobs = 0;
 		for (i = 0; i < p50[c]->nimpl; i++)
 			if (!p50[c]->na[i])
-				jobs[njobs++] =
-					(struct sync_job){ p50[c]->impl[i], 0,
-							   p50[c], p99[c], i };
-		err = run_jobs(cfg, jobs, njobs, lat, "idle   ");
+				jobs[njobs++] = (struct sync_job){
+					p50[c]->impl[i], 0, p50[c], p99[c], i, 0
+				};
+		err = run_jobs(cfg, jobs, njobs, lat, "sync", "idle   ");
 		sk_bench_idle_stop(idle);
 	}
 	if (err)
@@ -293,4 +293,134 @@ int sk_bench_sync_run(const struct sk_bench_config *cfg,
 		err = run_idle(cfg, res, lat);
 	free(lat);
 	return err;
+}
+
+int sk_bench_sync_rows(const struct sk_bench_config *cfg,
+		       struct sk_bench_results *res,
+		       const struct sk_bench_sync_spec *spec,
+		       struct sk_bench_row **p50, struct sk_bench_row **p99)
+{
+	struct sync_job jobs[MAX_COUNTS * SK_BENCH_MAX_IMPL];
+	uint64_t *lat;
+	int c, i, njobs = 0, err;
+
+	if (spec->nreaders < 1 || spec->nreaders > MAX_COUNTS) {
+		fprintf(stderr,
+			"scalekit bench: internal error: %s: %d reader "
+			"counts\n",
+			spec->scenario, spec->nreaders);
+		abort();
+	}
+	for (c = 0; c < spec->nreaders; c++) {
+		p50[c] = sk_bench_row_add(res, spec->scenario,
+					  spec->p50_variant, "us",
+					  spec->p50_title, spec->readers[c], 1,
+					  spec->impls, cfg->reps);
+		p50[c]->ratio_prefix = spec->ratio_prefix;
+	}
+	for (c = 0; c < spec->nreaders; c++) {
+		p99[c] = sk_bench_row_add(res, spec->scenario,
+					  spec->p99_variant, "us",
+					  spec->p99_title, spec->readers[c], 1,
+					  spec->impls, cfg->reps);
+		p99[c]->ratio_prefix = spec->ratio_prefix;
+	}
+	lat = malloc(sizeof(*lat) * SYNC_MAX_CALLS);
+	if (!lat) {
+		fprintf(stderr, "scalekit bench: %s: out of memory\n",
+			spec->scenario);
+		return -1;
+	}
+	/* Reader counts outermost: starting readers is the costly part. */
+	for (c = 0; c < spec->nreaders; c++)
+		for (i = 0; i < p50[c]->nimpl; i++)
+			if (!p50[c]->na[i])
+				jobs[njobs++] = (struct sync_job){
+					.ops = p50[c]->impl[i],
+					.readers = spec->readers[c],
+					.p50_row = p50[c],
+					.p99_row = p99[c],
+					.col = i,
+					.pin = 1,
+				};
+	sk_bench_progress("%s: %d runs x %d reps, >= %.0f ms each (warm-up "
+			  "%.0f ms)",
+			  spec->scenario, njobs, cfg->reps, cfg->run_ns / 1e6,
+			  cfg->warmup_ns / 1e6);
+	err = run_jobs(cfg, jobs, njobs, lat, spec->scenario, "readers");
+	free(lat);
+	return err;
+}
+
+/* Busy reader counts of the scenarios below: idle, then one reader. */
+static const int zero_one[] = { 0, 1 };
+
+static const char *const exp_impls[] = { "scalekit-exp", "scalekit", NULL };
+
+int sk_bench_expedited_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res)
+{
+	static const struct sk_bench_sync_spec spec = {
+		.scenario = "expedited",
+		.p50_variant = "p50",
+		.p99_variant = "p99",
+		.p50_title = "expedited p50: sk_synchronize_rcu_expedited vs "
+			     "sk_synchronize_rcu latency in us with N busy "
+			     "general readers (threads = N; lower is better)",
+		.p99_title = "expedited p99: sk_synchronize_rcu_expedited vs "
+			     "sk_synchronize_rcu latency in us with N busy "
+			     "general readers (threads = N; lower is better)",
+		.ratio_prefix = "exp",
+		.impls = exp_impls,
+		.readers = zero_one,
+		.nreaders = 2,
+	};
+	struct sk_bench_row *p50[2], *p99[2];
+
+	if (sk_bench_sync_rows(cfg, res, &spec, p50, p99))
+		return -1;
+	sk_bench_ratio_target(res, p50[1], "scalekit-exp", "scalekit", 0.5, 1,
+			      "expedited, 1 busy reader: p50 scalekit-exp / "
+			      "scalekit",
+			      "expedited-p50");
+	return 0;
+}
+
+static const char *const srcu_sync_impls[] = {
+	"scalekit-srcu",
+	"scalekit",
+	"urcu-memb",
+	NULL,
+};
+
+int sk_bench_srcu_sync_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res)
+{
+	static const struct sk_bench_sync_spec spec = {
+		.scenario = "srcu-sync",
+		.p50_variant = "p50",
+		.p99_variant = "p99",
+		.p50_title = "srcu-sync p50: sk_synchronize_srcu latency in us "
+			     "with N busy readers of each implementation's "
+			     "kind (threads = N; lower is better)",
+		.p99_title = "srcu-sync p99: sk_synchronize_srcu latency in us "
+			     "with N busy readers of each implementation's "
+			     "kind (threads = N; lower is better)",
+		.ratio_prefix = "srcu",
+		.impls = srcu_sync_impls,
+		.readers = zero_one,
+		.nreaders = 2,
+	};
+	struct sk_bench_row *p50[2], *p99[2];
+
+	if (sk_bench_sync_rows(cfg, res, &spec, p50, p99))
+		return -1;
+	sk_bench_ratio_target(res, p50[1], "scalekit-srcu", "urcu-memb", 1.5, 1,
+			      "srcu-sync, 1 busy reader: p50 scalekit-srcu / "
+			      "urcu-memb",
+			      "srcu-sync-busy-p50");
+	sk_bench_ratio_target(res, p50[0], "scalekit-srcu", "urcu-memb", 1.5, 1,
+			      "srcu-sync, idle: p50 scalekit-srcu / urcu-memb",
+			      "srcu-sync-idle-p50");
+	return 0;
 }

@@ -122,6 +122,10 @@ static void key_init(void)
 		sk__die("pthread_key_create failed: cannot track thread exit");
 }
 
+#ifdef SK_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 static void atfork_prepare(void);
 static void atfork_parent(void);
 static void atfork_child(void);
@@ -223,6 +227,14 @@ static inline unsigned long nest_of(unsigned long v)
 	return v & SK_RCU_NEST_MASK;
 }
 
+/* Read-section depth for messages (a QSBR thread's base is not a section). */
+static inline unsigned long depth_of(unsigned long v)
+{
+	unsigned long n = nest_of(v);
+
+	return n > SK_RCU_QSBR_NEST ? n - SK_RCU_QSBR_NEST : n;
+}
+
 /* Leave QSBR online state: the thread no longer holds references. */
 static void go_offline(void)
 {
@@ -249,7 +261,7 @@ int sk_rcu_unregister_thread(void)
 		go_offline();
 	else if (nest_of(v) != 0)
 		sk__die("sk_rcu_unregister_thread() %s (nesting depth %lu)",
-			in_section_msg, nest_of(v));
+			in_section_msg, depth_of(v));
 	reader_unregister();
 	return 0;
 }
@@ -265,7 +277,7 @@ static void reader_exit(void *arg)
 	else if (nest_of(v) != 0)
 		sk__die("thread exited inside an RCU read-side critical section "
 			"(nesting depth %lu): missing sk_rcu_read_unlock()",
-			nest_of(v));
+			depth_of(v));
 	if (v)
 		reader_unregister();
 }
@@ -298,7 +310,7 @@ void sk_rcu_thread_offline(void)
 		sk__die("sk_rcu_thread_offline() called by a thread that is not "
 			"an online QSBR reader outside sk_rcu_read_lock() "
 			"(nesting depth %lu)",
-			nest_of(v));
+			depth_of(v));
 	go_offline();
 }
 
@@ -306,6 +318,13 @@ void sk_rcu__unlock_misuse(void)
 {
 	sk__die("unbalanced sk_rcu_read_unlock(): the thread is not inside an "
 		"RCU read-side critical section");
+}
+
+void sk_rcu__nest_overflow(void)
+{
+	sk__die("sk_rcu_read_lock() nested deeper than %lu levels: missing "
+		"sk_rcu_read_unlock() (or unbounded recursion)",
+		SK_RCU_QSBR_NEST - 1);
 }
 
 void sk_rcu__qs_misuse(void)
@@ -580,16 +599,16 @@ void sk__rcu_wait(unsigned long target, int expedited)
 
 int sk__rcu_enter_wait(const char *fn)
 {
-	unsigned long n = nest_of(sk_atomic_load_relaxed(&sk_rcu__ctr));
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (n == SK_RCU_QSBR_NEST) {
+	if (nest_of(v) == SK_RCU_QSBR_NEST) {
 		go_offline();
 		return 1;
 	}
-	if (n != 0)
+	if (nest_of(v) != 0)
 		sk__die("%s %s (nesting depth %lu): it would wait for itself "
 			"forever",
-			fn, in_section_msg, n);
+			fn, in_section_msg, depth_of(v));
 	return 0;
 }
 
@@ -645,6 +664,10 @@ void sk_cond_synchronize_rcu(unsigned long cookie)
  * a grace period that was running in the parent simply never completes in
  * the child, and the next one there covers it.
  */
+#ifdef SK_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 static void atfork_prepare(void)
 {
 	sk__rcu_cb_atfork_prepare();
@@ -662,7 +685,17 @@ static void atfork_child(void)
 	struct rcu_chunk *ch;
 	int i;
 
+	/*
+	 * Write-locked by this thread in atfork_prepare(), but glibc knows
+	 * the writer by thread id, which changed: re-create the lock.  TSan
+	 * is first told that the write lock is released.
+	 */
+#ifdef SK_TSAN
+	__tsan_mutex_pre_unlock(&rcu.registry_lock, 0);
+	__tsan_mutex_post_unlock(&rcu.registry_lock, 0);
+#endif
 	pthread_rwlock_init(&rcu.registry_lock, NULL);
+	/* gp_lock may have been held by a thread that does not exist here. */
 	pthread_mutex_init(&rcu.gp_lock, NULL);
 	rcu.nreaders = 0;
 	for (ch = &first_chunk; ch; ch = ch->next) {

@@ -140,7 +140,10 @@ static void queue_exit(void *arg)
 static void cb_once(void)
 {
 	cbq_init(&cb.fallback, 1);
+	/* cb.lock: sk__rcu_cb_stats() may walk the list meanwhile. */
+	pthread_mutex_lock(&cb.lock);
 	sk__link_add_tail(&cb.fallback.link, &cb.queues);
+	pthread_mutex_unlock(&cb.lock);
 	if (pthread_key_create(&cb.key, queue_exit) != 0)
 		sk__die("pthread_key_create failed: cannot track thread exit");
 }
@@ -380,7 +383,7 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 
 int sk_call_rcu(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 {
-	if (fn && (uintptr_t)fn < SK__CB_FREE_OFFSET_MAX)
+	if (fn && sk__cb_is_free_fn(fn))
 		return -EINVAL;
 	return enqueue(head, fn);
 }
@@ -390,7 +393,7 @@ int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
 	if (offset >= SK__CB_FREE_OFFSET_MAX)
 		return -EINVAL;
 	/* The offset travels in func_; run_batch() tells it apart. */
-	return enqueue(head, (void (*)(struct sk_rcu_head *))(uintptr_t)offset);
+	return enqueue(head, sk__cb_free_fn(offset));
 }
 
 static void barrier_cb(struct sk_rcu_head *h)
@@ -426,7 +429,9 @@ void sk_rcu_barrier(void)
 			continue;
 		q->barrier = &b;
 		q->bhead.func_ = barrier_cb;
-		q->bhead.state_ = SK__CB_QUEUED;
+#if SK_DEBUG
+		q->bhead.state_ = sk__cb_queued_mark();
+#endif
 		sk_atomic_fetch_add(&b.count, 1UL);
 		sk__wfq_push(&q->wfq, &q->bhead);
 	}
@@ -498,15 +503,14 @@ void sk__rcu_cb_atfork_parent(void)
 
 void sk__rcu_cb_atfork_child(void)
 {
-	struct sk__link *l;
-
-	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
-		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
-
-		sk__cb_forget(q->wfq.head.next_);
-		sk__cb_forget(q->b_first);
-	}
-	pthread_mutex_init(&cb.lock, NULL);
+	/*
+	 * The parent's pending heads read as not queued in the child from now
+	 * on; their memory is not touched (the worker may have freed some of
+	 * a batch it was running when the fork happened).
+	 */
+	sk__cb_fork_gen++;
+	/* Taken by this thread in the prepare handler: release it. */
+	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_init(&cb.barrier_lock, NULL);
 	sk__link_init(&cb.queues);
 	if (cb.once != PTHREAD_ONCE_INIT) {

@@ -44,25 +44,29 @@ static void usage(FILE *f)
 		"\n"
 		"Scenarios (default: all):\n");
 	for (i = 0; sk_bench_scenarios[i].name; i++)
-		fprintf(f, "  %-6s %s\n", sk_bench_scenarios[i].name,
+		fprintf(f, "  %-10s %s\n", sk_bench_scenarios[i].name,
 			sk_bench_scenarios[i].summary);
 	fprintf(f,
 		"\n"
 		"Options:\n"
 		"  --threads N  largest number of reader threads (1..%d, "
 		"default %d):\n"
-		"               read runs 1, 2, 4, ... N threads, sync 0, 1, 2, "
-		"4, ... N readers\n"
-		"               (sync's idle variant always uses 1 and %d idle "
-		"threads)\n"
+		"               read, srcu-read and callbacks run 1, 2, 4, ... N "
+		"threads,\n"
+		"               sync 0, 1, 2, 4, ... N readers (sync's idle "
+		"variant always\n"
+		"               uses 1 and %d idle threads; expedited, poll and "
+		"srcu-sync\n"
+		"               always 0 and 1 reader)\n"
 		"  --reps R     timed repetitions per figure (1..%d, default "
 		"%d); figures are\n"
 		"               median [min..max] over them\n"
 		"  --csv FILE   also write every figure and ratio to FILE as "
 		"CSV (missing\n"
 		"               parent directories are created)\n"
-		"  --quick      %d ms runs instead of %d ms, for CI smoke "
-		"tests\n"
+		"  --quick      %d ms runs instead of %d ms and fewer "
+		"callbacks, for CI smoke\n"
+		"               tests\n"
 		"  -h, --help   show this help\n"
 		"\n"
 		"Implementations:\n",

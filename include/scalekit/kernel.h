@@ -46,10 +46,11 @@
 #define rcu_access_pointer(p)	   SK_READ_ONCE(p)
 #define rcu_assign_pointer(p, v)   sk_rcu_assign_pointer(p, v)
 #define RCU_INIT_POINTER(p, v)	   SK_WRITE_ONCE(p, v)
-#define synchronize_rcu()	   sk_synchronize_rcu()
-#define synchronize_rcu_expedited() sk_synchronize_rcu_expedited()
-#define call_rcu(h, f)		   sk_call_rcu(h, f)
-#define rcu_barrier()		   sk_rcu_barrier()
+/* Object-like, so that these can also be passed as functions. */
+#define synchronize_rcu		   sk_synchronize_rcu
+#define synchronize_rcu_expedited  sk_synchronize_rcu_expedited
+#define call_rcu		   sk_call_rcu
+#define rcu_barrier		   sk_rcu_barrier
 #define kfree_rcu(p, field)	   SK_FREE_RCU(p, field)
 #define get_state_synchronize_rcu() sk_get_state_synchronize_rcu()
 #define start_poll_synchronize_rcu() sk_start_poll_synchronize_rcu()

@@ -84,11 +84,14 @@ SK_API void sk_rcu__register_slow(void);
 SK_API void sk_rcu__wake_gp(void);
 SK_API __attribute__((noreturn)) void sk_rcu__unlock_misuse(void);
 SK_API __attribute__((noreturn)) void sk_rcu__qs_misuse(void);
+SK_API __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
 
 /*
  * sk_rcu_read_lock() - enter a read-side critical section.
  * Context: any thread; registers the thread on first use (and unregisters
- * it at thread exit).  Nestable.  Wait-free: no atomic read-modify-write,
+ * it at thread exit).  Nestable up to 16383 levels (deeper nesting prints
+ * a message and aborts: the depth would overflow the reader word).
+ * Wait-free: no atomic read-modify-write,
  * no fence (when membarrier(2) works), never blocks.  The section must not
  * block for long: it delays every grace period (use SRCU for that).
  * Ordering: loads inside the section are ordered after the section's start
@@ -115,6 +118,13 @@ static inline void sk_rcu_read_lock(void)
 		 */
 		sk_fence_light();
 	} else {
+		/*
+		 * Nested: the low 14 bits of the depth wrap to 0 exactly when
+		 * a general reader would reach SK_RCU_QSBR_NEST or a QSBR
+		 * reader would carry into SK_RCU_REG.
+		 */
+		if (SK_UNLIKELY(!((v + 1) & (SK_RCU_QSBR_NEST - 1))))
+			sk_rcu__nest_overflow();
 		sk_atomic_store_relaxed(&sk_rcu__ctr, v + 1);
 	}
 }

@@ -24,12 +24,37 @@
 #include "scalekit/rcu.h"
 #include "internal/util.h"
 
-/* head->state_ values, for the double-queue check. */
+/*
+ * head->state_ values, for the double-queue check of SK_DEBUG builds.  A
+ * release build never reads state_ (a user's head need not be initialised
+ * before its first sk_call_rcu()).  The queued mark includes the fork
+ * generation: a fork child bumps it, so the parent's pending heads, which
+ * the child drops, read as not queued there without being touched.
+ */
 #define SK__CB_QUEUED 0x5ca1ec0de0c0ffeeUL
 #define SK__CB_DONE   0x5ca1ec0de0d0e5edUL
+extern unsigned long sk__cb_fork_gen;
 
-/* func_ values below this are SK_FREE_RCU offsets, not functions. */
+static inline unsigned long sk__cb_queued_mark(void)
+{
+	return SK__CB_QUEUED + sk__cb_fork_gen;
+}
+
+/*
+ * func_ values 1..SK__CB_FREE_OFFSET_MAX are SK_FREE_RCU offsets plus one,
+ * not functions (offset 0 must not encode as NULL).
+ */
 #define SK__CB_FREE_OFFSET_MAX 4096u
+
+static inline void (*sk__cb_free_fn(size_t offset))(struct sk_rcu_head *)
+{
+	return (void (*)(struct sk_rcu_head *))(uintptr_t)(offset + 1);
+}
+
+static inline int sk__cb_is_free_fn(void (*fn)(struct sk_rcu_head *))
+{
+	return (uintptr_t)fn - 1 < SK__CB_FREE_OFFSET_MAX;
+}
 
 /* struct sk__wfq (the queue) is declared in scalekit/rcu.h. */
 
@@ -93,8 +118,9 @@ static inline struct sk_rcu_head *sk__wfq_next(struct sk_rcu_head *h,
 
 /*
  * Check and mark a head about to be queued with fn (fn may encode an
- * SK_FREE_RCU offset).  Returns 0, -EINVAL for NULL arguments, or -EBUSY
- * (with a message naming api) when the head is queued already.
+ * SK_FREE_RCU offset).  Returns 0, -EINVAL for NULL arguments, or, in
+ * SK_DEBUG builds, -EBUSY (with a message naming api) when the head is
+ * queued already.
  */
 static inline int sk__cb_prepare(struct sk_rcu_head *head,
 				 void (*fn)(struct sk_rcu_head *),
@@ -102,7 +128,8 @@ static inline int sk__cb_prepare(struct sk_rcu_head *head,
 {
 	if (!head || !fn)
 		return -EINVAL;
-	if (head->state_ == SK__CB_QUEUED) {
+#if SK_DEBUG
+	if (head->state_ == sk__cb_queued_mark()) {
 		fprintf(stderr,
 			"scalekit: thread %ld: %s on rcu_head %p that is "
 			"already queued and has not run yet; the second "
@@ -110,8 +137,11 @@ static inline int sk__cb_prepare(struct sk_rcu_head *head,
 			sk__gettid(), api, (void *)head);
 		return -EBUSY;
 	}
+	head->state_ = sk__cb_queued_mark();
+#else
+	(void)api;
+#endif
 	head->func_ = fn;
-	head->state_ = SK__CB_QUEUED;
 	return 0;
 }
 
@@ -120,18 +150,13 @@ static inline void sk__cb_invoke(struct sk_rcu_head *h)
 {
 	void (*fn)(struct sk_rcu_head *) = h->func_;
 
+#if SK_DEBUG
 	h->state_ = SK__CB_DONE;
-	if ((uintptr_t)fn < SK__CB_FREE_OFFSET_MAX)
-		free((char *)h - (uintptr_t)fn);
+#endif
+	if (sk__cb_is_free_fn(fn))
+		free((char *)h - ((uintptr_t)fn - 1));
 	else
 		fn(h);
-}
-
-/* Mark a dropped chain as not queued (fork child). */
-static inline void sk__cb_forget(struct sk_rcu_head *h)
-{
-	for (; h; h = h->next_)
-		h->state_ = SK__CB_DONE;
 }
 
 #endif /* SCALEKIT_INTERNAL_CBQ_H */

@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scenario "callbacks": call_rcu end to end.
+ *
+ * A run: T enqueuing threads (pinned round-robin, registered through
+ * thread_init() as liburcu requires) each call call_loop(n): n times,
+ * malloc() an object of SK_BENCH_CB_OBJ_SIZE bytes and queue a callback
+ * that frees it, as fast as they can.  Once every thread is done, the main
+ * thread calls barrier().  The clock runs from the release of the threads
+ * to the return of barrier(), so the figure covers the enqueueing, the
+ * grace periods, every callback and its free(): ns per callback and
+ * millions of callbacks per second.  Side figures of the same runs:
+ *  - each thread's own enqueue time per callback (the caller's cost);
+ *  - for scalekit, the worker's batches (one grace period each) per run,
+ *    from sk_rcu_get_stats().
+ * A second family times barrier() alone with nothing queued (p50, p99).
+ *
+ * Memory: the notes give getrusage()'s peak RSS, a high-water mark of the
+ * process.  A per-run peak is not measured: glibc keeps the freed objects
+ * in the top chunk of the enqueuing thread's arena, which malloc_trim()
+ * does not return, so later runs reuse the memory of earlier ones and a
+ * per-run RSS peak would mostly show the order of the runs.
+ *
+ * Implementations: scalekit (sk_call_rcu with a function that calls
+ * free()), scalekit-free (SK_FREE_RCU) and urcu-memb (urcu_memb_call_rcu
+ * onto the default call_rcu thread, urcu_memb_barrier).  All scalekit runs
+ * warm up first, so the notes can give getrusage()'s peak RSS after them
+ * and before any liburcu callback.
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "scalekit/rcu.h"
+
+/* Callbacks queued by each thread in one run. */
+#define CB_PER_THREAD 1000000L
+#define CB_PER_THREAD_QUICK 100000L
+
+/* barrier() calls per repetition: at least this many, up to 10 run lengths. */
+#define BARRIER_MIN_CALLS 10
+#define BARRIER_MAX_CALLS (1 << 20)
+
+#define MAX_COUNTS 16
+
+static const char *const cb_impls[] = {
+	"scalekit",
+	"scalekit-free",
+	"urcu-memb",
+	NULL,
+};
+static const char *const sk_impls[] = { "scalekit", "scalekit-free", NULL };
+static const char *const barrier_impls[] = { "scalekit", "urcu-memb", NULL };
+
+/* Row headings; the end-to-end one names the callback count. */
+static char e2e_title[160];
+static const char *const mcbs_title =
+	"callbacks / end to end: throughput, millions of callbacks per "
+	"second (higher is better)";
+static const char *const enq_title =
+	"callbacks / enqueue: ns per call_rcu (with its malloc) in each "
+	"enqueuing thread, barrier excluded (lower is better)";
+static const char *const batch_title =
+	"callbacks / batches: scalekit worker batches (grace periods) per "
+	"run, from sk_rcu_get_stats()";
+static const char *const barrier_title =
+	"callbacks / barrier: latency in us of a barrier with nothing queued "
+	"(one caller; lower is better)";
+
+/* ---- one run ---------------------------------------------------------------- */
+
+struct cb_thread {
+	struct cb_group *g;
+	pthread_t tid;
+	uint64_t ns; /* the thread's call_loop(), written before it exits */
+} __attribute__((aligned(64)));
+
+struct cb_group {
+	const struct sk_bench_rcu_ops *ops;
+	long n;
+	/* Written by the main thread, read by the enqueuers; own cache line. */
+	int go __attribute__((aligned(64)));
+	/* Incremented by each enqueuer once it is registered. */
+	int ready __attribute__((aligned(64)));
+	struct cb_thread *t;
+};
+
+/* What one run measured; NAN where nothing was. */
+struct cb_result {
+	double ns_per_cb, mcbs, enq_ns, batches;
+};
+
+static void *enqueuer_main(void *arg)
+{
+	struct cb_thread *me = arg;
+	struct cb_group *g = me->g;
+	uint64_t t0;
+
+	if (g->ops->thread_init)
+		g->ops->thread_init();
+	__atomic_fetch_add(&g->ready, 1, __ATOMIC_RELEASE);
+	/* Yield while waiting: with the main thread, T + 1 threads run. */
+	while (!__atomic_load_n(&g->go, __ATOMIC_ACQUIRE))
+		sched_yield();
+	t0 = sk_bench_now_ns();
+	g->ops->call_loop(g->n);
+	me->ns = sk_bench_now_ns() - t0;
+	if (g->ops->thread_exit)
+		g->ops->thread_exit();
+	return NULL;
+}
+
+static double ru_maxrss_mb(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return NAN;
+	return (double)ru.ru_maxrss / 1024.0; /* kB on Linux */
+}
+
+/* One run of ops with threads enqueuers of n callbacks each. */
+static int measure(const struct sk_bench_rcu_ops *ops, int threads, long n,
+		   struct cb_result *out)
+{
+	struct cb_group *g;
+	struct sk_rcu_stats s0, s1;
+	uint64_t t0, t1;
+	int i, err = 0, created = 0;
+	double enq = 0;
+
+	g = aligned_alloc(64, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	memset(g, 0, sizeof(*g));
+	g->ops = ops;
+	g->n = n;
+	g->t = aligned_alloc(64, sizeof(*g->t) * (size_t)threads);
+	if (!g->t) {
+		free(g);
+		return -ENOMEM;
+	}
+	memset(g->t, 0, sizeof(*g->t) * (size_t)threads);
+
+	sk_rcu_get_stats(&s0);
+	for (i = 0; i < threads; i++) {
+		pthread_attr_t attr;
+
+		g->t[i].g = g;
+		pthread_attr_init(&attr);
+		sk_bench_attr_pin(&attr, i);
+		err = pthread_create(&g->t[i].tid, &attr, enqueuer_main,
+				     &g->t[i]);
+		pthread_attr_destroy(&attr);
+		if (err)
+			break;
+		created++;
+	}
+	while (__atomic_load_n(&g->ready, __ATOMIC_ACQUIRE) < created)
+		sched_yield();
+	t0 = sk_bench_now_ns();
+	if (err) {
+		/* Let the threads that exist run and finish: no figures. */
+		g->n = 0;
+	}
+	__atomic_store_n(&g->go, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < created; i++) {
+		pthread_join(g->t[i].tid, NULL);
+		enq += (double)g->t[i].ns;
+	}
+	ops->barrier();
+	t1 = sk_bench_now_ns();
+	sk_rcu_get_stats(&s1);
+	free(g->t);
+	free(g);
+	if (err)
+		return -err;
+
+	out->ns_per_cb = (double)(t1 - t0) / ((double)n * threads);
+	out->mcbs = (double)n * threads / ((double)(t1 - t0) / 1e3);
+	out->enq_ns = enq / threads / (double)n;
+	out->batches = (double)(s1.cb_batches - s0.cb_batches);
+	return 0;
+}
+
+/* ---- barrier with nothing queued ------------------------------------------------ */
+
+static int measure_barrier(const struct sk_bench_rcu_ops *ops, uint64_t run_ns,
+			   uint64_t *lat, double *p50, double *p99,
+			   size_t *calls)
+{
+	uint64_t start, t0, t1;
+	size_t n = 0;
+
+	ops->barrier(); /* whatever a previous run left */
+	start = sk_bench_now_ns();
+	for (;;) {
+		t0 = sk_bench_now_ns();
+		ops->barrier();
+		t1 = sk_bench_now_ns();
+		lat[n++] = t1 - t0;
+		if (n == BARRIER_MAX_CALLS)
+			break;
+		if (t1 - start >= run_ns &&
+		    (n >= BARRIER_MIN_CALLS || t1 - start >= 10 * run_ns))
+			break;
+	}
+	sk_bench_latency(lat, n, p50, p99);
+	*calls = n;
+	return 0;
+}
+
+static int run_barrier(const struct sk_bench_config *cfg,
+		       struct sk_bench_results *res)
+{
+	struct sk_bench_row *p50, *p99;
+	uint64_t *lat;
+	double a, b;
+	size_t calls;
+	int i, rep;
+
+	p50 = sk_bench_row_add(res, "callbacks", "barrier p50", "us",
+			       barrier_title, 1, 1, barrier_impls, cfg->reps);
+	p99 = sk_bench_row_add(res, "callbacks", "barrier p99", "us",
+			       barrier_title, 1, 1, barrier_impls, cfg->reps);
+	lat = malloc(sizeof(*lat) * BARRIER_MAX_CALLS);
+	if (!lat) {
+		fprintf(stderr, "scalekit bench: callbacks: out of memory\n");
+		return -1;
+	}
+	sk_bench_progress("callbacks: barrier with nothing queued: %d runs x "
+			  "%d reps, >= %.0f ms and >= %d calls each",
+			  p50->nimpl, cfg->reps, cfg->run_ns / 1e6,
+			  BARRIER_MIN_CALLS);
+	for (i = 0; i < p50->nimpl; i++)
+		if (!p50->na[i])
+			measure_barrier(p50->impl[i], cfg->warmup_ns, lat, &a,
+					&b, &calls);
+	for (rep = 0; rep < cfg->reps; rep++) {
+		for (i = 0; i < p50->nimpl; i++) {
+			int k = (i + rep) % p50->nimpl;
+
+			if (p50->na[k])
+				continue;
+			measure_barrier(p50->impl[k], cfg->run_ns, lat, &a, &b,
+					&calls);
+			p50->rep[k][rep] = a;
+			p99->rep[k][rep] = b;
+			sk_bench_progress("callbacks: rep %d/%d, barrier, "
+					  "%-14s p50 %9.2f us  p99 %9.2f us  "
+					  "(%zu calls)",
+					  rep + 1, cfg->reps,
+					  p50->impl[k]->name, a, b, calls);
+		}
+	}
+	free(lat);
+	return 0;
+}
+
+/* ---- the scenario ------------------------------------------------------------------ */
+
+/* One implementation at one thread count: its rows and column. */
+struct cb_job {
+	const struct sk_bench_rcu_ops *ops;
+	int threads;
+	int c;	 /* index of the thread count */
+	int col; /* column in the rows of cb_impls */
+};
+
+struct cb_rows {
+	struct sk_bench_row *e2e[MAX_COUNTS], *mcbs[MAX_COUNTS];
+	struct sk_bench_row *enq[MAX_COUNTS];
+	struct sk_bench_row *batches[MAX_COUNTS];
+};
+
+static void store(struct cb_rows *rows, const struct cb_job *jb, int rep,
+		  const struct cb_result *r)
+{
+	int b = sk_bench_row_impl(rows->batches[jb->c], jb->ops->name);
+
+	rows->e2e[jb->c]->rep[jb->col][rep] = r->ns_per_cb;
+	rows->mcbs[jb->c]->rep[jb->col][rep] = r->mcbs;
+	rows->enq[jb->c]->rep[jb->col][rep] = r->enq_ns;
+	if (b >= 0)
+		rows->batches[jb->c]->rep[b][rep] = r->batches;
+}
+
+static void note_stats(struct sk_bench_results *res, const char *when)
+{
+	struct sk_rcu_stats st;
+
+	sk_rcu_get_stats(&st);
+	sk_bench_note_add(res,
+			  "callbacks: %s: getrusage ru_maxrss %.0f MB; "
+			  "sk_rcu_get_stats cb_batches %lu, cb_peak_backlog "
+			  "%lu, cb_queued %lu, cb_invoked %lu",
+			  when, ru_maxrss_mb(), st.cb_batches,
+			  st.cb_peak_backlog, st.cb_queued, st.cb_invoked);
+}
+
+int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res)
+{
+	long n = cfg->quick ? CB_PER_THREAD_QUICK : CB_PER_THREAD;
+	int counts[MAX_COUNTS], ncounts, c, i, j, rep, njobs = 0, err;
+	struct cb_job jobs[MAX_COUNTS * SK_BENCH_MAX_IMPL], *jb = NULL;
+	struct cb_rows rows;
+	struct cb_result r;
+	double rss_before = ru_maxrss_mb();
+	int warm_sk_done = 0;
+
+	snprintf(e2e_title, sizeof(e2e_title),
+		 "callbacks / end to end: ns per callback, %ld callbacks per "
+		 "thread then one barrier (lower is better)",
+		 n);
+	ncounts =
+		sk_bench_thread_counts(cfg->max_threads, 0, counts, MAX_COUNTS);
+	for (c = 0; c < ncounts; c++)
+		rows.e2e[c] = sk_bench_row_add(res, "callbacks", "end to end",
+					       "ns/cb", e2e_title, counts[c], 1,
+					       cb_impls, cfg->reps);
+	for (c = 0; c < ncounts; c++)
+		rows.mcbs[c] = sk_bench_row_add(res, "callbacks", "end to end",
+						"Mcb/s", mcbs_title, counts[c],
+						0, cb_impls, cfg->reps);
+	for (c = 0; c < ncounts; c++)
+		rows.enq[c] = sk_bench_row_add(res, "callbacks", "enqueue",
+					       "ns/cb", enq_title, counts[c], 1,
+					       cb_impls, cfg->reps);
+	for (c = 0; c < ncounts; c++)
+		rows.batches[c] = sk_bench_row_add(res, "callbacks", "batches",
+						   "per run", batch_title,
+						   counts[c], 0, sk_impls,
+						   cfg->reps);
+
+	/* Implementations outermost, scalekit first: see the notes below. */
+	for (i = 0; i < rows.e2e[0]->nimpl; i++)
+		for (c = 0; c < ncounts; c++)
+			if (!rows.e2e[c]->na[i])
+				jobs[njobs++] =
+					(struct cb_job){ rows.e2e[c]->impl[i],
+							 counts[c], c, i };
+
+	sk_bench_progress("callbacks: %d runs x %d reps, %ld callbacks per "
+			  "thread (warm-up: one run each)",
+			  njobs, cfg->reps, n);
+	for (j = 0; j < njobs; j++) {
+		jb = &jobs[j];
+		if (!warm_sk_done &&
+		    sk_bench_row_impl(rows.batches[0], jb->ops->name) < 0) {
+			note_stats(res, "after the scalekit warm-up runs, "
+					"before any other");
+			warm_sk_done = 1;
+		}
+		err = measure(jb->ops, jb->threads, n, &r);
+		if (err)
+			goto fail;
+	}
+	for (rep = 0; rep < cfg->reps; rep++) {
+		for (j = 0; j < njobs; j++) {
+			char batches[32];
+
+			/* Rotate the start so no job always runs first. */
+			jb = &jobs[(j + rep) % njobs];
+			err = measure(jb->ops, jb->threads, n, &r);
+			if (err)
+				goto fail;
+			store(&rows, jb, rep, &r);
+			if (sk_bench_row_impl(rows.batches[0], jb->ops->name) >=
+			    0)
+				snprintf(batches, sizeof(batches),
+					 ", %.0f batches", r.batches);
+			else
+				batches[0] = '\0';
+			sk_bench_progress("callbacks: rep %d/%d, %d thread%s, "
+					  "%-13s %7.2f ns/cb %7.2f Mcb/s, "
+					  "enqueue %6.2f ns/cb%s",
+					  rep + 1, cfg->reps, jb->threads,
+					  jb->threads == 1 ? " " : "s",
+					  jb->ops->name, r.ns_per_cb, r.mcbs,
+					  r.enq_ns, batches);
+		}
+	}
+	if (run_barrier(cfg, res))
+		return -1;
+	note_stats(res, "at the end (every run)");
+	sk_bench_note_add(res,
+			  "callbacks: getrusage ru_maxrss before the scenario: "
+			  "%.0f MB; objects of %d bytes from malloc(), %ld per "
+			  "thread per run",
+			  rss_before, SK_BENCH_CB_OBJ_SIZE, n);
+	sk_bench_note_add(
+		res, "callbacks: cb_* counters are totals since the "
+		     "process started (cb_batches also counts the worker's "
+		     "grace periods for sk_start_poll_synchronize_rcu(), "
+		     "e.g. of the poll scenario); the batches rows are "
+		     "per run");
+
+	for (c = 0; c < ncounts; c++) {
+		char what[96];
+
+		snprintf(what, sizeof(what),
+			 "callbacks, %d thread%s: ns/cb end to end scalekit / "
+			 "urcu-memb",
+			 counts[c], counts[c] == 1 ? "" : "s");
+		sk_bench_ratio_target(res, rows.e2e[c], "scalekit", "urcu-memb",
+				      1 / 1.5, 1, what, "callbacks-e2e");
+	}
+	return 0;
+
+fail:
+	fprintf(stderr,
+		"scalekit bench: callbacks: cannot run %s on %d threads: %s\n",
+		jb->ops->name, jb->threads, strerror(-err));
+	return -1;
+}

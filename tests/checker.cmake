@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+#
+# The Triplett checker build: scalekit_checker is the library compiled with
+# SK_RCU_CHECKER=1, so that the publications and grace periods inside
+# src/rhash.c call sk_rcu_checker_hook (see include/scalekit/list.h and
+# tests/rcu_checker.h).  test_rhash_checker links it instead of
+# scalekit_static; everything else is the same library.
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  return()
+endif()
+
+add_library(scalekit_checker STATIC EXCLUDE_FROM_ALL ${SK_SOURCES})
+target_compile_definitions(scalekit_checker PRIVATE SK_RCU_CHECKER=1)
+target_include_directories(scalekit_checker
+  PUBLIC  ${PROJECT_SOURCE_DIR}/include
+  PRIVATE ${PROJECT_SOURCE_DIR}/src)
+set_target_properties(scalekit_checker PROPERTIES C_VISIBILITY_PRESET hidden)
+target_link_libraries(scalekit_checker PUBLIC Threads::Threads)
+
+if(TARGET test_rhash_checker)
+  # Replace (not add to) the scalekit_static link of tests/CMakeLists.txt:
+  # two copies of the library in one program would not do.
+  set_property(TARGET test_rhash_checker PROPERTY LINK_LIBRARIES
+    scalekit_checker)
+endif()
+
+# The exhaustive checker runs take a while under the sanitizers.
+foreach(t test_list_checker test_rhash_checker)
+  if(TARGET ${t})
+    set_tests_properties(${t} PROPERTIES LABELS "unit;checker")
+  endif()
+endforeach()
+
+# Kernel spellings (scalekit/kernel.h): the kernel passes its grace-period
+# functions by name, e.g. list_splice_init_rcu(list, head, synchronize_rcu).
+# Compile-only: tests/test_kernel_names.c with -DSK_KERNEL_IDIOMS.
+add_test(NAME kernel_names_idioms
+  COMMAND ${CMAKE_C_COMPILER} -std=gnu11 -Wall -Wextra -Werror -fsyntax-only
+    -DSK_KERNEL_IDIOMS -I${PROJECT_SOURCE_DIR}/include
+    -I${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/test_kernel_names.c)
+set_tests_properties(kernel_names_idioms PROPERTIES TIMEOUT 60 LABELS unit)

@@ -1,0 +1,647 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rcu_fork.c - fork() in a process that uses RCU.
+ *
+ * In the child only the forking thread exists.  What is proven:
+ *   - forked with reader threads running (general and QSBR) and callbacks
+ *     in flight (queued, and taken by the worker for a grace period that
+ *     a reader holds up): in the child, the registry holds at most the
+ *     forking thread, grace periods (normal, expedited, polled,
+ *     conditional) complete at once, a new thread can register, callbacks
+ *     and sk_rcu_barrier() work (worker restarted on demand), the
+ *     parent's pending callbacks never run (records in MAP_SHARED memory
+ *     carry getpid()) and their heads may be queued again; in the parent
+ *     every callback runs exactly once;
+ *   - forked while another thread is inside sk_synchronize_rcu() or the
+ *     expedited one, blocked on a reader: the child's own grace periods
+ *     complete, the parent's waiter still waits for its reader;
+ *   - forked while the worker is running a batch of callbacks that reuse
+ *     (overwrite) their objects, as freeing callbacks do: the child does
+ *     not touch them and works normally;
+ *   - forked by a thread whose own read section holds up a grace period
+ *     that an sk_rcu_barrier() in another thread waits for: fork returns
+ *     (the last test; a deadlock runs into the CTest timeout).
+ * Children report by exit status (waitpid).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "scalekit/rcu.h"
+#include "sk_test.h"
+
+/*
+ * TSan does not support new threads in the child of a multi-threaded fork
+ * (it dies with "dup thread with used id", or hangs in its allocator), so
+ * under TSan the children skip the checks that start a thread (the
+ * callback worker: callbacks, barrier, start_poll); the other builds run
+ * them.  die_after_fork=0 lets the remaining children run.
+ */
+#ifdef __SANITIZE_THREAD__
+#define CHILD_THREADS 0
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+#else
+#define CHILD_THREADS 1
+#endif
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define INC(x) __atomic_fetch_add(&(x), 1, __ATOMIC_ACQ_REL)
+#define OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+static void start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	if (pthread_create(t, NULL, fn, arg) != 0) {
+		perror("pthread_create");
+		exit(2);
+	}
+}
+
+static struct sk_rcu_stats stats(void)
+{
+	struct sk_rcu_stats s;
+
+	memset(&s, 0, sizeof(s));
+	SK_CHECK_EQ(sk_rcu_get_stats(&s), 0);
+	return s;
+}
+
+static unsigned long gp_ctr(void)
+{
+	return sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+}
+
+static void wait_gp_started(unsigned long c0)
+{
+	while (gp_ctr() == c0)
+		sched_yield();
+}
+
+/* fork() or die; in the child, returns 0. */
+static pid_t fork_or_die(void)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	return pid;
+}
+
+/* End a child: exit status 0 when none of its checks failed. */
+static void child_exit(void)
+{
+	fflush(stderr);
+	_exit(sk_t_failed_checks ? 1 : 0);
+}
+
+static void check_child_ok(pid_t pid, const char *what)
+{
+	int st = 0;
+
+	SK_CHECK_EQ(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "%s: child %s %d\n", what,
+			WIFSIGNALED(st) ? "killed by signal" : "exit status",
+			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	SK_CHECK(WIFEXITED(st));
+	SK_CHECK_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+}
+
+/* A reader holding one section (general or QSBR online) until released. */
+struct holder {
+	pthread_t t;
+	int qsbr;
+	int in, go, left;
+};
+
+static void *holder_main(void *arg)
+{
+	struct holder *h = arg;
+
+	if (h->qsbr)
+		sk_rcu_thread_online();
+	else
+		sk_rcu_read_lock();
+	STORE(h->in, 1);
+	while (!LOAD(h->go))
+		sched_yield();
+	STORE(h->left, 1);
+	if (h->qsbr)
+		sk_rcu_thread_offline();
+	else
+		sk_rcu_read_unlock();
+	return NULL;
+}
+
+static void holder_start(struct holder *h, int qsbr)
+{
+	memset(h, 0, sizeof(*h));
+	h->qsbr = qsbr;
+	start(&h->t, holder_main, h);
+	while (!LOAD(h->in))
+		sched_yield();
+}
+
+static void holder_release(struct holder *h)
+{
+	STORE(h->go, 1);
+	pthread_join(h->t, NULL);
+}
+
+/* Reader threads that keep entering and leaving sections. */
+static int spin_stop;
+
+static void *spin_reader(void *arg)
+{
+	int qsbr = (int)(uintptr_t)arg;
+
+	if (qsbr)
+		sk_rcu_thread_online();
+	while (!LOAD(spin_stop)) {
+		if (qsbr) {
+			sk_rcu_quiescent_state();
+		} else {
+			sk_rcu_read_lock();
+			sk_cpu_relax();
+			sk_rcu_read_unlock();
+		}
+		sched_yield();
+	}
+	if (qsbr)
+		sk_rcu_thread_offline();
+	return NULL;
+}
+
+/* ---- callbacks that record where they ran ---------------------------------- */
+
+#define NREC 4096
+
+struct rec {
+	int pid;  /* getpid() of the process that ran the callback */
+	int runs; /* how many times it ran, in any process */
+};
+
+static struct rec *recs; /* MAP_SHARED: parent and children see it */
+
+struct fobj {
+	struct sk_rcu_head rcu;
+	unsigned id;
+};
+
+static void rec_cb(struct sk_rcu_head *h)
+{
+	struct fobj *o = OF(h, struct fobj, rcu);
+
+	__atomic_store_n(&recs[o->id].pid, (int)getpid(), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&recs[o->id].runs, 1, __ATOMIC_ACQ_REL);
+}
+
+static int requeued_ran; /* child memory only */
+static void requeued_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+	INC(requeued_ran);
+}
+
+static void recs_reset(void)
+{
+	memset(recs, 0, NREC * sizeof(*recs));
+}
+
+static struct fobj objs[NREC];
+
+static void *queue_range(void *arg)
+{
+	unsigned *r = arg, i;
+
+	for (i = r[0]; i < r[1]; i++) {
+		objs[i].id = i;
+		if (sk_call_rcu(&objs[i].rcu, rec_cb) != 0)
+			abort();
+	}
+	return NULL;
+}
+
+static void *register_and_exit(void *arg)
+{
+	(void)arg;
+	sk_rcu_register_thread();
+	sk_rcu_read_lock();
+	sk_rcu_read_unlock();
+	return NULL;
+}
+
+/* The child of fork_with_readers_and_callbacks_in_flight. */
+static void child_after_busy_fork(unsigned nparent)
+{
+	struct sk_rcu_stats s = stats();
+	pid_t me = getpid();
+	unsigned long c;
+	unsigned i, nchild = 200;
+	pthread_t t;
+	int r;
+
+	/* Only the forking thread can be in the registry. */
+	SK_CHECK_LE(s.readers, 1);
+
+	/* Grace periods complete: the parent's readers are gone. */
+	sk_synchronize_rcu();
+	sk_synchronize_rcu_expedited();
+	c = sk_get_state_synchronize_rcu();
+	sk_cond_synchronize_rcu(c);
+	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(c), 1);
+	sk_rcu_thread_online();
+	sk_rcu_quiescent_state();
+	sk_rcu_thread_offline();
+	if (!CHILD_THREADS)
+		child_exit();
+
+	c = sk_start_poll_synchronize_rcu();
+	while (!sk_poll_state_synchronize_rcu(c))
+		sched_yield();
+
+	/* A new thread registers and leaves the registry again. */
+	start(&t, register_and_exit, NULL);
+	pthread_join(t, NULL);
+	SK_CHECK_LE(stats().readers, 1);
+
+	/* Callbacks work: the worker restarts on demand. */
+	for (i = nparent; i < nparent + nchild; i++) {
+		objs[i].id = i;
+		SK_CHECK_EQ(sk_call_rcu(&objs[i].rcu, rec_cb), 0);
+	}
+	sk_rcu_barrier();
+	for (i = nparent; i < nparent + nchild; i++) {
+		SK_CHECK_EQ(LOAD(recs[i].runs), 1);
+		SK_CHECK_EQ(LOAD(recs[i].pid), me);
+	}
+
+	/* None of the parent's pending callbacks ran here. */
+	for (i = 0; i < nparent; i++) {
+		SK_CHECK_NE(LOAD(recs[i].pid), me);
+		SK_CHECK_EQ(LOAD(recs[i].runs), 0);
+	}
+
+	/* Their heads are not queued here: they may be queued again. */
+	r = sk_call_rcu(&objs[0].rcu, requeued_cb);
+	SK_CHECK_EQ(r, 0);
+	r = sk_call_rcu(&objs[nparent - 1].rcu, requeued_cb);
+	SK_CHECK_EQ(r, 0);
+	sk_rcu_barrier();
+	SK_CHECK_EQ(LOAD(requeued_ran), 2);
+	SK_CHECK_EQ(LOAD(recs[0].runs), 0);
+	child_exit();
+}
+
+/*
+ * Fork with three reader threads running (two general, one QSBR) and
+ * nparent callbacks in flight from two producer threads: some taken by
+ * the worker for a grace period that a held reader blocks, some still
+ * queued behind it.  Checks in the child: see child_after_busy_fork().
+ * In the parent: nothing ran while the reader held (so nothing ran in the
+ * child either), then every callback runs exactly once, here.
+ */
+static void fork_with_readers_and_callbacks_in_flight(void)
+{
+	unsigned nparent = 2000, range1[2] = { 0, 600 },
+		 range2[2] = { 600, 1000 }, range3[2] = { 1000, 2000 };
+	pthread_t rd[3], p1, p2;
+	struct holder blocker;
+	unsigned long c0;
+	pid_t pid;
+	unsigned i;
+	int round;
+
+	for (round = 0; round < 3; round++) {
+		recs_reset();
+		memset(objs, 0, sizeof(objs));
+		STORE(spin_stop, 0);
+		for (i = 0; i < 3; i++)
+			start(&rd[i], spin_reader, (void *)(uintptr_t)(i == 2));
+		holder_start(&blocker, round == 1);
+		c0 = gp_ctr();
+		start(&p1, queue_range, range1);
+		queue_range(range2);
+		pthread_join(p1, NULL);
+		/* The worker takes these and waits for the blocker... */
+		wait_gp_started(c0);
+		/* ...and these stay queued behind them. */
+		start(&p2, queue_range, range3);
+		pthread_join(p2, NULL);
+
+		pid = fork_or_die();
+		if (pid == 0)
+			child_after_busy_fork(nparent);
+		check_child_ok(pid, "fork with callbacks in flight");
+
+		for (i = 0; i < nparent; i++)
+			SK_CHECK_EQ(LOAD(recs[i].runs), 0);
+		holder_release(&blocker);
+		sk_rcu_barrier();
+		for (i = 0; i < nparent; i++) {
+			SK_CHECK_EQ(LOAD(recs[i].runs), 1);
+			SK_CHECK_EQ(LOAD(recs[i].pid), getpid());
+		}
+		STORE(spin_stop, 1);
+		for (i = 0; i < 3; i++)
+			pthread_join(rd[i], NULL);
+	}
+}
+
+/* ---- fork during a grace period ------------------------------------------- */
+
+struct syncer {
+	pthread_t t;
+	int expedited;
+	struct holder *reader;
+	int returned, early;
+};
+
+static void *syncer_main(void *arg)
+{
+	struct syncer *s = arg;
+
+	if (s->expedited)
+		sk_synchronize_rcu_expedited();
+	else
+		sk_synchronize_rcu();
+	if (!LOAD(s->reader->left))
+		STORE(s->early, 1);
+	STORE(s->returned, 1);
+	return NULL;
+}
+
+static int child_ran;
+static void child_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+	INC(child_ran);
+}
+
+static void child_after_fork_in_gp(void)
+{
+	static struct sk_rcu_head h[10];
+	unsigned long c;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		sk_synchronize_rcu();
+	sk_synchronize_rcu_expedited();
+	c = sk_get_state_synchronize_rcu();
+	sk_cond_synchronize_rcu(c);
+	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(c), 1);
+	if (!CHILD_THREADS)
+		child_exit();
+	c = sk_start_poll_synchronize_rcu();
+	while (!sk_poll_state_synchronize_rcu(c))
+		sched_yield();
+	for (i = 0; i < 10; i++)
+		SK_CHECK_EQ(sk_call_rcu(&h[i], child_cb), 0);
+	sk_rcu_barrier();
+	SK_CHECK_EQ(LOAD(child_ran), 10);
+	child_exit();
+}
+
+/*
+ * Fork while another thread is inside sk_synchronize_rcu() (and, second
+ * round, the expedited one), blocked on a reader: the child completes its
+ * own grace periods of every kind and runs callbacks; in the parent the
+ * waiter still waits until its reader leaves.
+ */
+static void fork_while_synchronize_waits(void)
+{
+	int expedited;
+
+	for (expedited = 0; expedited < 2; expedited++) {
+		struct holder r;
+		struct syncer s = { .expedited = expedited, .reader = &r };
+		unsigned long c0;
+		pid_t pid;
+
+		holder_start(&r, 0);
+		c0 = gp_ctr();
+		start(&s.t, syncer_main, &s);
+		wait_gp_started(c0);
+		usleep(10000); /* normal: asleep on the futex by now */
+		pid = fork_or_die();
+		if (pid == 0)
+			child_after_fork_in_gp();
+		check_child_ok(pid, expedited ? "fork in expedited gp"
+					      : "fork in gp");
+		SK_CHECK_EQ(LOAD(s.returned), 0);
+		holder_release(&r);
+		pthread_join(s.t, NULL);
+		SK_CHECK_EQ(LOAD(s.early), 0);
+	}
+}
+
+/* ---- fork while the worker runs callbacks ---------------------------------- */
+
+/*
+ * Objects recycled through a ring, so that the flood allocates nothing.
+ * Once its callback has run an object belongs to the callback (it "may
+ * free the object"): this one overwrites it entirely, as free() and a new
+ * owner would, then hands it back to the producer.
+ */
+#define RING 65536
+
+struct ring_obj {
+	struct sk_rcu_head rcu;
+	long v;
+};
+
+static struct ring_obj ring[RING];
+static int ring_free[RING]; /* 1: the producer may queue it again */
+static int flood_stop;
+
+static void scribble_cb(struct sk_rcu_head *h)
+{
+	struct ring_obj *o = OF(h, struct ring_obj, rcu);
+	int k;
+
+	memset(o, 0xa5, sizeof(*o));
+	STORE(ring_free[o - ring], 1);
+	/* Keep the worker inside its batch most of the time. */
+	for (k = 0; k < 20; k++)
+		sk_cpu_relax();
+}
+
+static void *flooder(void *arg)
+{
+	unsigned i;
+
+	(void)arg;
+	for (i = 0; !LOAD(flood_stop); i = (i + 1) % RING) {
+		while (!LOAD(ring_free[i]))
+			if (LOAD(flood_stop))
+				return NULL;
+			else
+				sched_yield();
+		STORE(ring_free[i], 0);
+		memset(&ring[i], 0, sizeof(ring[i]));
+		if (sk_call_rcu(&ring[i].rcu, scribble_cb) != 0)
+			abort();
+	}
+	return NULL;
+}
+
+static void child_after_fork_in_batch(void)
+{
+	static struct sk_rcu_head h;
+
+	SK_CHECK_EQ(sk_call_rcu(&h, child_cb), 0);
+	sk_rcu_barrier();
+	SK_CHECK_EQ(LOAD(child_ran), 1);
+	child_exit();
+}
+
+/*
+ * Fork again and again while a producer floods callbacks, so that the
+ * worker is often in the middle of a batch: the child must not touch the
+ * parent's callbacks that already ran (their objects have been reused),
+ * and must work normally.
+ */
+static void fork_while_worker_runs_callbacks(void)
+{
+	int i, n = 200, bad = 0; /* not scaled: forks are cheap */
+	pthread_t t;
+
+	if (!CHILD_THREADS) {
+		fprintf(stderr, "skipped under TSan (no threads after a "
+				"multi-threaded fork)\n");
+		return;
+	}
+	for (i = 0; i < RING; i++)
+		ring_free[i] = 1;
+	STORE(flood_stop, 0);
+	start(&t, flooder, NULL);
+	usleep(50000);
+	for (i = 0; i < n; i++) {
+		int st = 0;
+		pid_t pid = fork_or_die();
+
+		if (pid == 0)
+			child_after_fork_in_batch();
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			if (!bad)
+				fprintf(stderr, "fork %d: child %s %d\n", i,
+					WIFSIGNALED(st) ? "killed by signal"
+							: "exit status",
+					WIFSIGNALED(st) ? WTERMSIG(st)
+							: WEXITSTATUS(st));
+			bad++;
+		}
+	}
+	STORE(flood_stop, 1);
+	pthread_join(t, NULL);
+	sk_rcu_barrier();
+	fprintf(stderr, "%d of %d children failed\n", bad, n);
+	SK_CHECK_EQ(bad, 0);
+}
+
+/* ---- fork from a reader while a barrier waits -------------------------------- */
+
+static struct sk_rcu_head fb_head;
+static int fb_queued, fb_barrier_done;
+
+static void fb_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+}
+
+static void *fb_barrier_thread(void *arg)
+{
+	(void)arg;
+	if (sk_call_rcu(&fb_head, fb_cb) != 0)
+		abort();
+	STORE(fb_queued, 1);
+	sk_rcu_barrier(); /* waits for a grace period our forker holds up */
+	STORE(fb_barrier_done, 1);
+	return NULL;
+}
+
+/*
+ * A thread inside a read section (first round: general; second: online
+ * QSBR) calls fork() while another thread's sk_rcu_barrier() waits for a
+ * callback whose grace period waits for that very section.  fork() must
+ * not wait for the barrier: it returns in both processes, the child exits
+ * normally, and the barrier completes once the section ends.  If fork()
+ * waited, nothing could end the section: the test runs into the CTest
+ * timeout (which is why it runs last).
+ */
+static void fork_from_reader_while_barrier_waits(void)
+{
+	int qsbr;
+
+	for (qsbr = 0; qsbr < 2; qsbr++) {
+		pthread_t t;
+		unsigned long c0;
+		pid_t pid;
+
+		memset(&fb_head, 0, sizeof(fb_head));
+		STORE(fb_queued, 0);
+		STORE(fb_barrier_done, 0);
+		if (qsbr)
+			sk_rcu_thread_online();
+		else
+			sk_rcu_read_lock();
+		c0 = gp_ctr();
+		start(&t, fb_barrier_thread, NULL);
+		while (!LOAD(fb_queued))
+			sched_yield();
+		/* The callback's grace period waits for us... */
+		wait_gp_started(c0);
+		/* ...and the barrier for the callback, by now. */
+		usleep(20000);
+		fprintf(stderr, "forking from inside a %s section...\n",
+			qsbr ? "QSBR" : "read");
+		pid = fork_or_die();
+		if (pid == 0)
+			_exit(0);
+		check_child_ok(pid, "fork from reader during barrier");
+		SK_CHECK_EQ(LOAD(fb_barrier_done), 0);
+		if (qsbr)
+			sk_rcu_thread_offline();
+		else
+			sk_rcu_read_unlock();
+		pthread_join(t, NULL);
+		SK_CHECK_EQ(LOAD(fb_barrier_done), 1);
+	}
+}
+
+int main(void)
+{
+	sk_test_seed_init();
+	recs = mmap(NULL, NREC * sizeof(*recs), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (recs == MAP_FAILED) {
+		perror("mmap");
+		return 2;
+	}
+	SK_RUN(fork_with_readers_and_callbacks_in_flight);
+	SK_RUN(fork_while_synchronize_waits);
+	SK_RUN(fork_while_worker_runs_callbacks);
+	SK_RUN(fork_from_reader_while_barrier_waits);
+	munmap(recs, NREC * sizeof(*recs));
+	return sk_test_report();
+}

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rcu_stall.c - the RCU stall watchdog and SCALEKIT_RCU_STALL_MS.
+ *
+ * SCALEKIT_RCU_STALL_MS is read once when the library loads, so each case
+ * runs this program again (fork + execve of /proc/self/exe with a --child
+ * flag and the variable in its environment) and checks the child's stderr
+ * and exit status.  What is proven:
+ *   - a reader named "sleepy-reader" that sleeps 1.5 s inside a read
+ *     section while the main thread waits in sk_synchronize_rcu() is
+ *     reported ("RCU stall", its tid, its name, the threshold, a waited
+ *     time not below the threshold), at least once, and with exponential
+ *     backoff: no more reports than a doubling interval allows in the
+ *     measured wait (a fixed 200 ms interval would exceed it);
+ *   - an online QSBR thread that announces no quiescent state is reported
+ *     as such ("QSBR");
+ *   - a thread that sleeps outside its sections is never reported, nor is
+ *     a reader whose section ends before the threshold;
+ *   - malformed values (abc, -5, 99999999999999999999, 1.5) print a warning
+ *     naming SCALEKIT_RCU_STALL_MS, the program still works (exit 0), and
+ *     the default (21 s) is used: a 400 ms stall is not reported.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scalekit/rcu.h"
+#include "sk_test.h"
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+
+extern char **environ;
+
+static long gettid_(void)
+{
+	return syscall(SYS_gettid);
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* ---- child side ---------------------------------------------------------- */
+
+struct sleeper {
+	pthread_t t;
+	const char *name;
+	int qsbr;    /* hold as an online QSBR thread */
+	int outside; /* sleep outside any section instead */
+	long hold_ms;
+	int in;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *s = arg;
+
+	pthread_setname_np(pthread_self(), s->name);
+	sk_rcu_register_thread();
+	fprintf(stderr, "%s tid=%ld\n", s->name, gettid_());
+	if (s->outside) {
+		STORE(s->in, 1);
+		sleep_ms(s->hold_ms);
+		sk_rcu_read_lock();
+		sk_rcu_read_unlock();
+		return NULL;
+	}
+	if (s->qsbr)
+		sk_rcu_thread_online();
+	else
+		sk_rcu_read_lock();
+	STORE(s->in, 1);
+	sleep_ms(s->hold_ms);
+	if (s->qsbr) {
+		sk_rcu_quiescent_state();
+		sk_rcu_thread_offline();
+	} else {
+		sk_rcu_read_unlock();
+	}
+	return NULL;
+}
+
+static int nop_ran;
+static void nop_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+	__atomic_fetch_add(&nop_ran, 1, __ATOMIC_RELAXED);
+}
+
+/* Start the sleepers, wait in sk_synchronize_rcu(), print the wait. */
+static int child_main(const char *mode)
+{
+	static struct sk_rcu_head h;
+	static struct sleeper sl[2];
+	int i, n = 1;
+	long t0, t1;
+
+	if (!strcmp(mode, "stall-reader")) {
+		sl[0].name = "sleepy-reader";
+		sl[0].hold_ms = 1500;
+	} else if (!strcmp(mode, "stall-qsbr")) {
+		sl[0].name = "qsbr-sleeper";
+		sl[0].qsbr = 1;
+		sl[0].hold_ms = 1000;
+	} else if (!strcmp(mode, "quiet")) {
+		sl[0].name = "outside-sleeper";
+		sl[0].outside = 1;
+		sl[0].hold_ms = 600;
+		sl[1].name = "brief-reader";
+		sl[1].hold_ms = 100;
+		n = 2;
+	} else if (!strcmp(mode, "plain")) {
+		sl[0].name = "short-reader";
+		sl[0].hold_ms = 400;
+	} else {
+		fprintf(stderr, "unknown child mode %s\n", mode);
+		return 2;
+	}
+	for (i = 0; i < n; i++)
+		if (pthread_create(&sl[i].t, NULL, sleeper_main, &sl[i]) != 0)
+			return 2;
+	for (i = 0; i < n; i++)
+		while (!LOAD(sl[i].in))
+			sched_yield();
+	t0 = now_ms();
+	sk_synchronize_rcu();
+	t1 = now_ms();
+	fprintf(stderr, "sync-ms=%ld\n", t1 - t0);
+	for (i = 0; i < n; i++)
+		pthread_join(sl[i].t, NULL);
+	/* The rest of the library still works. */
+	sk_synchronize_rcu();
+	if (sk_call_rcu(&h, nop_cb) != 0)
+		return 3;
+	sk_rcu_barrier();
+	if (__atomic_load_n(&nop_ran, __ATOMIC_RELAXED) != 1)
+		return 4;
+	fprintf(stderr, "child done\n");
+	return 0;
+}
+
+/* ---- parent side ---------------------------------------------------------- */
+
+/*
+ * Run this program with --child=mode and SCALEKIT_RCU_STALL_MS=value
+ * (unset when value is NULL); returns the wait status and the child's
+ * stderr in out.
+ */
+static int run_child(const char *mode, const char *value, char *out, size_t len)
+{
+	char flag[64], var[128];
+	char *argv[3], **envp;
+	size_t n = 0, i, got = 0;
+	int p[2], st = 0;
+	ssize_t r;
+	pid_t pid;
+
+	for (i = 0; environ[i]; i++)
+		;
+	envp = calloc(i + 2, sizeof(*envp));
+	if (!envp)
+		abort();
+	for (i = 0; environ[i]; i++)
+		if (strncmp(environ[i], "SCALEKIT_RCU_STALL_MS=", 22) != 0)
+			envp[n++] = environ[i];
+	if (value) {
+		snprintf(var, sizeof(var), "SCALEKIT_RCU_STALL_MS=%s", value);
+		envp[n++] = var;
+	}
+	envp[n] = NULL;
+	snprintf(flag, sizeof(flag), "--child=%s", mode);
+	argv[0] = "test_rcu_stall";
+	argv[1] = flag;
+	argv[2] = NULL;
+
+	if (pipe(p) != 0)
+		abort();
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		abort();
+	if (pid == 0) {
+		close(p[0]);
+		dup2(p[1], 2);
+		close(p[1]);
+		execve("/proc/self/exe", argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	while (got + 1 < len && (r = read(p[0], out + got, len - 1 - got)) > 0)
+		got += (size_t)r;
+	out[got] = '\0';
+	while (read(p[0], var, sizeof(var)) > 0)
+		;
+	close(p[0]);
+	waitpid(pid, &st, 0);
+	free(envp);
+	fprintf(stderr, "[child %s, SCALEKIT_RCU_STALL_MS=%s]\n%s", mode,
+		value ? value : "(unset)", out);
+	return st;
+}
+
+static void check_exit_0(int st)
+{
+	SK_CHECK(WIFEXITED(st));
+	SK_CHECK_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+/* The number after "key" in s, or -1. */
+static long value_after(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+/*
+ * Checks the reports of a child that stalled a grace period for its
+ * sleeper: at least one, each naming the sleeper, the first not before
+ * the threshold, and no more than exponential backoff allows in the
+ * measured wait.
+ */
+static void check_stall_reports(const char *out, const char *name,
+				const char *kind)
+{
+	long tid = -1, sync_ms, waited;
+	char key[64], who[128];
+	int reports, allowed;
+
+	snprintf(key, sizeof(key), "%s tid=", name);
+	tid = value_after(out, key);
+	sync_ms = value_after(out, "sync-ms=");
+	SK_CHECK_GT(tid, 0);
+	SK_CHECK_GT(sync_ms, 0);
+	reports = count_of(out, "RCU stall");
+	SK_CHECK_GT(reports, 0);
+	SK_CHECK_STR_CONTAINS(out, "SCALEKIT_RCU_STALL_MS=200");
+	snprintf(who, sizeof(who), "thread %ld (\"%s\")", tid, name);
+	SK_CHECK_STR_CONTAINS(out, who);
+	SK_CHECK_EQ(count_of(out, who), reports);
+	SK_CHECK_STR_CONTAINS(out, kind);
+	waited = value_after(out, "has waited ");
+	SK_CHECK_LE(200, waited); /* never before the threshold */
+	/*
+	 * Backoff: report k comes at least 200 * (2^k - 1) ms after the wait
+	 * began, which was within the measured sync_ms.  (A fixed 200 ms
+	 * interval would give sync_ms / 200 reports.)  +1 for rounding.
+	 */
+	for (allowed = 0; 200L * ((1L << (allowed + 1)) - 1) <= sync_ms;)
+		allowed++;
+	allowed++;
+	fprintf(stderr, "%d stall reports in %ld ms (at most %d allowed)\n",
+		reports, sync_ms, allowed);
+	SK_CHECK_LE(reports, allowed);
+	SK_CHECK(strstr(out, "warning") == NULL);
+}
+
+/*
+ * A thread named "sleepy-reader" sleeps 1.5 s inside a read section while
+ * sk_synchronize_rcu() waits, with SCALEKIT_RCU_STALL_MS=200: reported by
+ * tid and name, with backoff.
+ */
+static void stalled_reader_is_reported_with_backoff(void)
+{
+	static char out[1 << 16];
+	int st = run_child("stall-reader", "200", out, sizeof(out));
+
+	check_exit_0(st);
+	check_stall_reports(out, "sleepy-reader",
+			    "inside a read-side critical section");
+	SK_CHECK_STR_CONTAINS(out, "child done");
+}
+
+/* An online QSBR thread without quiescent states: the report says QSBR. */
+static void stalled_qsbr_thread_is_reported(void)
+{
+	static char out[1 << 16];
+	int st = run_child("stall-qsbr", "200", out, sizeof(out));
+
+	check_exit_0(st);
+	check_stall_reports(out, "qsbr-sleeper", "QSBR");
+	SK_CHECK_STR_CONTAINS(out, "child done");
+}
+
+/*
+ * Negative controls, threshold 200 ms: a registered thread that sleeps
+ * 600 ms outside its sections holds up nothing and is never named; a
+ * reader that holds its section 100 ms is not reported when the grace
+ * period indeed took less than the threshold (measured, so the check
+ * holds on a slow machine too).
+ */
+static void readers_below_threshold_are_not_reported(void)
+{
+	static char out[1 << 16];
+	int st = run_child("quiet", "200", out, sizeof(out));
+	long sync_ms = value_after(out, "sync-ms=");
+
+	check_exit_0(st);
+	SK_CHECK(strstr(out, "\"outside-sleeper\"") == NULL);
+	SK_CHECK_GT(sync_ms, 0);
+	if (sync_ms < 200)
+		SK_CHECK_EQ(count_of(out, "RCU stall"), 0);
+	SK_CHECK_STR_CONTAINS(out, "child done");
+}
+
+/*
+ * Malformed SCALEKIT_RCU_STALL_MS values: a warning naming the variable,
+ * exit 0, and the default threshold (a 400 ms stall is not reported, as it
+ * would be if the value had been read as 0, 1 or another small number).
+ * The variable unset: no warning either.
+ */
+static void bad_stall_env_warns_and_uses_default(void)
+{
+	static const char *bad[] = { "abc", "-5", "99999999999999999999",
+				     "1.5" };
+	static char out[1 << 16];
+	size_t i;
+	int st;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		st = run_child("plain", bad[i], out, sizeof(out));
+		check_exit_0(st);
+		SK_CHECK_STR_CONTAINS(out, "SCALEKIT_RCU_STALL_MS");
+		SK_CHECK_STR_CONTAINS(out, "warning");
+		SK_CHECK_STR_CONTAINS(out, bad[i]);
+		SK_CHECK_STR_CONTAINS(out, "default");
+		SK_CHECK_EQ(count_of(out, "RCU stall"), 0);
+		SK_CHECK_STR_CONTAINS(out, "child done");
+	}
+	st = run_child("plain", NULL, out, sizeof(out));
+	check_exit_0(st);
+	SK_CHECK(strstr(out, "SCALEKIT_RCU_STALL_MS") == NULL);
+	SK_CHECK_EQ(count_of(out, "RCU stall"), 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strncmp(argv[1], "--child=", 8))
+		return child_main(argv[1] + 8);
+	sk_test_seed_init();
+	SK_RUN(stalled_reader_is_reported_with_backoff);
+	SK_RUN(stalled_qsbr_thread_is_reported);
+	SK_RUN(readers_below_threshold_are_not_reported);
+	SK_RUN(bad_stall_env_warns_and_uses_default);
+	return sk_test_report();
+}
