@@ -42,6 +42,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <limits.h>
 #include <sched.h>
 #include <string.h>
 #include <pthread.h>
@@ -51,8 +52,13 @@
 #include "internal/rcu.h"
 #include "internal/util.h"
 
-/* Spins on the reader scan before sleeping on the futex. */
-#define SK_RCU_SPIN_LIMIT 1000
+/*
+ * Polls of the blocking readers before a normal grace period sleeps on the
+ * futex (normal grace periods save CPU: they hardly spin), and before an
+ * expedited one starts yielding the CPU between polls.
+ */
+#define SK_RCU_SPIN_NORMAL 100
+#define SK_RCU_SPIN_EXPEDITED 1000
 
 /* Registry slots come in chunks of this many. */
 #define SK_RCU_CHUNK_SLOTS 64
@@ -103,6 +109,14 @@ static struct {
 
 	/* Written by the leader (release), read by any caller (acquire). */
 	unsigned long completed __attribute__((aligned(SK_CACHELINE)));
+	/*
+	 * Callers that wait for a leader's grace period sleep on done_seq,
+	 * which is bumped after each leader releases gp_lock; waiters counts
+	 * them so that a leader without waiters makes no system call.
+	 */
+	int done_seq;
+	int waiters;
+	int leading; /* 1 while a leader holds gp_lock */
 
 	pthread_key_t exit_key; /* destructor unregisters exiting threads */
 	pthread_once_t key_once;
@@ -485,11 +499,13 @@ static void wait_for_readers(unsigned long c, int expedited)
 {
 	struct rcu_slot *pend[SK_RCU_PEND_MAX];
 	uint64_t start = 0, now, next_report = 0, interval = 0;
-	unsigned int spins = 0;
+	unsigned int spins = 0, limit;
 	unsigned long n;
 
+	expedited = expedited || sk_atomic_load_relaxed(&rcu.expedite);
+	limit = expedited ? SK_RCU_SPIN_EXPEDITED : SK_RCU_SPIN_NORMAL;
 	for (n = scan_all(c, pend, SK_RCU_PEND_MAX); n; n = scan(c, pend, n)) {
-		if (spins++ < SK_RCU_SPIN_LIMIT) {
+		if (spins++ < limit) {
 			sk_cpu_relax();
 			continue;
 		}
@@ -562,36 +578,78 @@ unsigned long sk__rcu_snap(void)
 	return (sk_atomic_load_acquire(&sk_rcu__gp.ctr) >> SK_RCU_SEQ_SHIFT) + 1;
 }
 
+/* Run grace periods until target completed.  Caller holds gp_lock. */
+static void lead(unsigned long target, int expedited)
+{
+	unsigned long c;
+
+	if (sk__rcu_done(target))
+		return;
+	c = (sk_rcu__gp.ctr >> SK_RCU_SEQ_SHIFT) + 1;
+	/* R1: advance the counter; pairs with L1 in sk_rcu_read_lock(). */
+	sk_atomic_store_release(&sk_rcu__gp.ctr,
+				(c << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1);
+	if (no_other_readers()) {
+		/*
+		 * A thread registering from now on takes the registry lock
+		 * after us, so its sections see our updates.
+		 */
+		sk_smp_mb();
+	} else {
+		/* G1: advance before reading reader words; pairs with L2/Q2. */
+		sk_fence_heavy();
+		wait_for_readers(c, expedited);
+		/* G2: readers' section accesses done before completion; pairs with U1/Q1. */
+		gp_fence_after_scan();
+	}
+	sk_atomic_store_release(&rcu.completed, c);
+}
+
+/*
+ * Batching: the first caller to get gp_lock leads; the others sleep on
+ * done_seq instead of queueing on the mutex, and when a leader finishes,
+ * every waiter whose snapshot it covered returns at once.  A waiter it did
+ * not cover (it snapshot after the leader advanced the counter) competes
+ * to lead the next grace period, which covers all such waiters together.
+ */
 void sk__rcu_wait(unsigned long target, int expedited)
 {
+	int seq;
+
 	if (expedited) {
 		/* A sleeping leader switches to polling for us. */
 		sk_atomic_fetch_add(&rcu.expedite, 1UL);
 		sk_rcu__wake_gp();
 	}
-	pthread_mutex_lock(&rcu.gp_lock);
-	if (!sk__rcu_done(target)) {
-		unsigned long c = (sk_rcu__gp.ctr >> SK_RCU_SEQ_SHIFT) + 1;
-
-		/* R1: advance the counter; pairs with L1 in sk_rcu_read_lock(). */
-		sk_atomic_store_release(&sk_rcu__gp.ctr,
-					(c << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1);
-		if (no_other_readers()) {
+	while (!sk__rcu_done(target)) {
+		if (pthread_mutex_trylock(&rcu.gp_lock) == 0) {
+			__atomic_store_n(&rcu.leading, 1, __ATOMIC_SEQ_CST);
+			lead(target, expedited);
+			__atomic_store_n(&rcu.leading, 0, __ATOMIC_SEQ_CST);
+			pthread_mutex_unlock(&rcu.gp_lock);
 			/*
-			 * A thread registering from now on takes the registry
-			 * lock after us, so its sections see our updates.
+			 * W1: bump after clearing leading, seq_cst; pairs
+			 * with W2: a waiter either sees the bump, or is seen
+			 * in waiters and woken.
 			 */
-			sk_smp_mb();
-		} else {
-			/* G1: advance before reading reader words; pairs with L2/Q2. */
-			sk_fence_heavy();
-			wait_for_readers(c, expedited);
-			/* G2: readers' section accesses done before completion; pairs with U1/Q1. */
-			gp_fence_after_scan();
+			sk_atomic_fetch_add(&rcu.done_seq, 1);
+			if (__atomic_load_n(&rcu.waiters, __ATOMIC_SEQ_CST))
+				sk__futex_wake(&rcu.done_seq, INT_MAX);
+			break;
 		}
-		sk_atomic_store_release(&rcu.completed, c);
+		sk_atomic_fetch_add(&rcu.waiters, 1);
+		/*
+		 * W2: count ourselves, then read done_seq, then leading (all
+		 * seq_cst; pairs with W1).  Sleep only while a leader runs:
+		 * its bump, which comes after our read, wakes us.  Otherwise
+		 * the lock is free or being released: try to lead.
+		 */
+		seq = __atomic_load_n(&rcu.done_seq, __ATOMIC_SEQ_CST);
+		if (!sk__rcu_done(target) &&
+		    __atomic_load_n(&rcu.leading, __ATOMIC_SEQ_CST))
+			sk__futex_wait(&rcu.done_seq, seq);
+		sk_atomic_fetch_add(&rcu.waiters, -1);
 	}
-	pthread_mutex_unlock(&rcu.gp_lock);
 	/* The acquire of completed orders the caller's frees after G2. */
 	if (expedited)
 		sk_atomic_fetch_add(&rcu.expedite, -1UL);
@@ -697,6 +755,7 @@ static void atfork_child(void)
 	pthread_rwlock_init(&rcu.registry_lock, NULL);
 	/* gp_lock may have been held by a thread that does not exist here. */
 	pthread_mutex_init(&rcu.gp_lock, NULL);
+	rcu.leading = rcu.waiters = 0;
 	rcu.nreaders = 0;
 	for (ch = &first_chunk; ch; ch = ch->next) {
 		for (i = 0; i < SK_RCU_CHUNK_SLOTS; i++) {
