@@ -3,14 +3,22 @@
  * SRCU: sleepable RCU domains.
  *
  * Counters.  Every thread that reads gets a small index (thread index,
- * shared by all domains, recycled when the thread exits).  In each domain
- * it owns one slot: lock[2] and unlock[2], written only by itself with a
- * plain load and store, and remote[2], to which other threads add (atomic)
- * when they end one of its sections.  A reader increments lock[i] where i
- * is the low bit of d->idx; the unlock increments the counter of the same
- * i.  Only sums over all slots matter, so a recycled slot simply keeps
- * counting.  Threads without a slot (index space exhausted, out of memory)
- * use d->shared with atomic adds.
+ * shared by all domains, recycled when the thread exits) and an
+ * incarnation number (new each time an index is handed out).  In each
+ * domain the index owns one slot: lock[2] and unlock[2], written only by
+ * the owner with a plain load and store, and remote[2], to which other
+ * threads add (atomic) when they end one of its sections.  A reader
+ * increments lock[i] where i is the low bit of d->idx; the unlock
+ * increments the counter of the same i.  Only sums over all slots matter,
+ * so a recycled slot simply keeps counting.  Threads without a slot
+ * (index space exhausted, out of memory) use d->shared with atomic adds.
+ *
+ * The idx a section returns is (incarnation << 16 | index << 1 | i), so an
+ * unlock tells the owner's own sections from those of an exited thread
+ * that had the same index; 0 and 1 name the shared counters.  Each thread
+ * caches its slot per domain in sk_srcu__tls (keyed by d->gen, which
+ * changes whenever the domain's slots are freed), so the fast paths never
+ * walk d->dir.
  *
  * Grace period (kernel SRCU's scan-flip-scan):
  *   1. drain index i' = !(idx & 1): stale readers that picked up i' before
@@ -18,7 +26,11 @@
  *   2. flip idx, so new readers use i';
  *   3. drain the old index.
  * Draining index i: sum the unlock counts, heavy fence D, sum the lock
- * counts; equal sums mean no reader holds a section on i.
+ * counts; equal sums mean no reader holds a section on i.  The first check
+ * of a grace period covers both indexes at once: when both are balanced no
+ * reader holds any section and the grace period ends without the flip (one
+ * heavy fence); when only i' is, step 1 is done.  A domain with no live
+ * reader thread is recognized without any heavy fence (see gp_idle()).
  *
  * Barrier pairs:
  *   B (reader, light, after lock[i]++)  - pairs with D: if the lock sum
@@ -30,6 +42,16 @@
  *   C2 (reader, light) / W (updater, heavy after waiters = 1) - store
  *       buffering: either the updater sees the unlock, or the reader sees
  *       waiters and wakes it.
+ *   N (reader, nchunks raised before the release CAS that publishes a
+ *       chunk) - pairs with the acquire of dir[k] by every user of the
+ *       chunk and with the scans' acquire of nchunks after D: a lock
+ *       counted in a chunk is never outside the scanned range.
+ *   P (binding thread, full barrier after binds++/nlive++) / Z (updater,
+ *       the full barrier before reading binds/nlive in gp_idle()) - store
+ *       buffering: either the updater sees the new thread, or the new
+ *       thread's sections see the updates.
+ *   X (exiting thread, nlive-- with release) - pairs with the acquire of
+ *       nlive in gp_idle(): an exited thread's counts are all visible.
  *   S1 (caller, sk_smp_mb before the cookie) and E/F (full barriers around
  *       the flip) order the updates, the scans and the flip.
  *
@@ -46,7 +68,8 @@
  * The worker thread runs callbacks and polled grace periods for every
  * domain without blocking on any one of them: it advances each domain's
  * state machine as far as the readers allow and moves on; the readers of
- * a domain it waits for wake it through d->waiters.
+ * a domain it waits for wake it through d->waiters, and a thread that
+ * held a domain's gp_mutex while the worker wanted it kicks it after.
  */
 #define _GNU_SOURCE
 #include "scalekit/srcu.h"
@@ -65,19 +88,57 @@
 
 #define SRCU_MAX_THREADS (SK_SRCU_MAX_CHUNKS * SK_SRCU_CHUNK_SLOTS)
 
-/* Drain checks (each a heavy fence) before sleeping or yielding. */
-#define SRCU_SPIN_CHECKS 8
+/* idx layout: incarnation (15 bits) << 16 | thread index << 1 | i. */
+#define SRCU_T_BITS   15
+#define SRCU_T_MASK   ((1u << SRCU_T_BITS) - 1)
+#define SRCU_INC_MAX  0x7fffu
+/* slot->tag: owner incarnation << 48 | its sections ended elsewhere. */
+#define SRCU_TAG_SHIFT 48
+#define SRCU_TAG_COUNT ((1UL << SRCU_TAG_SHIFT) - 1)
 
-enum { DRAIN_NONBLOCK, DRAIN_SLEEP, DRAIN_EXPEDITE };
+/* Drain checks (each cheap; a heavy fence only to confirm) before
+ * sleeping or yielding. */
+#define SRCU_SPIN_CHECKS 8
+/* Yields of an expedited worker drain before it falls back to waiters. */
+#define SRCU_NONBLOCK_YIELDS 16
+
+/* Backlog (callbacks of a domain) beyond which the worker expedites. */
+#define SRCU_CB_BACKLOG_EXPEDITE 10000UL
+/* Backlog beyond which a producer yields the CPU to the worker. */
+#define SRCU_CB_THROTTLE (1UL << 18)
+
+enum { DRAIN_NONBLOCK, DRAIN_NONBLOCK_EXP, DRAIN_SLEEP, DRAIN_EXPEDITE };
 enum { WORK_IDLE, WORK_PENDING, WORK_PROGRESS };
 
-__thread unsigned int sk_srcu__tidx __attribute__((tls_model("initial-exec")));
+/* Every way empty: ~0 is never a domain's gen. */
+#define TLS_EMPTY { ~0UL, NULL }
+__thread struct sk_srcu__tls sk_srcu__tls
+	__attribute__((tls_model("initial-exec"))) = {
+		.ent = { TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY,
+			 TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY },
+	};
+_Static_assert(SK_SRCU__WAYS == 8, "TLS initializer has 8 ways");
+
+/* A thread with an index: the domains where it took its slot. */
+struct srcu_thr {
+	unsigned int t;		/* thread index, 1-based (0: none) */
+	unsigned int inc;	/* incarnation, 1..SRCU_INC_MAX */
+	unsigned int n, cap;	/* bind[] entries used, allocated */
+	struct sk_srcu **bind;	/* domains whose slot t it owns */
+};
+
+static __thread struct srcu_thr my_thr;
 static __thread int in_srcu_worker;
 
+/* Source of d->gen values (atomic; never 0 nor ~0). */
+static unsigned long gen_next;
+
 static struct {
-	pthread_mutex_t lock; /* thread indexes, work list, worker start */
+	pthread_mutex_t lock; /* indexes, bindings, work list, worker start */
 	uint64_t used[SRCU_MAX_THREADS / 64]; /* thread indexes taken */
-	pthread_key_t key;		      /* frees the index at exit */
+	struct srcu_thr *thr[SRCU_MAX_THREADS]; /* owner of each index */
+	unsigned int next_inc;			/* last incarnation given */
+	pthread_key_t key;			/* frees the index at exit */
 	pthread_once_t once;
 	struct sk__link work;	  /* domains with work (d->work_link) */
 	struct sk_srcu *current;  /* domain the worker is processing */
@@ -92,16 +153,54 @@ static struct {
 	.idle_cv = PTHREAD_COND_INITIALIZER,
 };
 
+static struct sk_srcu_slot *slot_find(struct sk_srcu *d, unsigned int t);
+
 /* ---- thread indexes ----------------------------------------------------- */
+
+static void tls_forget(void)
+{
+	unsigned int w;
+
+	for (w = 0; w < SK_SRCU__WAYS; w++) {
+		sk_srcu__tls.ent[w].gen = ~0UL;
+		sk_srcu__tls.ent[w].slot = NULL;
+	}
+	sk_srcu__tls.me = 0;
+}
+
+/* Give up thread r's slots and index.  srcu.lock held. */
+static void thr_release(struct srcu_thr *r)
+{
+	unsigned int i, t = r->t;
+
+	for (i = 0; i < r->n; i++) {
+		struct sk_srcu *d = r->bind[i];
+		struct sk_srcu_slot *s = slot_find(d, t);
+
+		if (s)
+			sk_atomic_store_relaxed(&s->tag, 0UL);
+		/*
+		 * X: this thread's counter stores before the decrement;
+		 * pairs with the acquire of nlive in gp_idle().
+		 */
+		__atomic_fetch_sub(&d->nlive, 1UL, __ATOMIC_RELEASE);
+	}
+	free(r->bind);
+	r->bind = NULL;
+	r->n = r->cap = 0;
+	srcu.thr[t - 1] = NULL;
+	srcu.used[(t - 1) / 64] &= ~((uint64_t)1 << ((t - 1) % 64));
+	r->t = 0;
+}
 
 static void tidx_exit(void *arg)
 {
-	unsigned int i = (unsigned int)(uintptr_t)arg - 1;
-
+	(void)arg;
 	pthread_mutex_lock(&srcu.lock);
-	srcu.used[i / 64] &= ~((uint64_t)1 << (i % 64));
+	if (my_thr.t)
+		thr_release(&my_thr);
 	pthread_mutex_unlock(&srcu.lock);
-	sk_srcu__tidx = 0;
+	tls_forget();
 }
 
 static void srcu_once(void)
@@ -126,15 +225,35 @@ static unsigned int tidx_get(void)
 			break;
 		}
 	}
+	if (t) {
+		if (++srcu.next_inc > SRCU_INC_MAX)
+			srcu.next_inc = 1;
+		my_thr.t = t;
+		my_thr.inc = srcu.next_inc;
+		srcu.thr[t - 1] = &my_thr;
+	}
 	pthread_mutex_unlock(&srcu.lock);
 	if (t) {
 		pthread_setspecific(srcu.key, (void *)(uintptr_t)t);
-		sk_srcu__tidx = t;
+		sk_srcu__tls.me = my_thr.inc << SRCU_T_BITS | t;
 	}
 	return t;
 }
 
 /* ---- slots ---------------------------------------------------------------- */
+
+/* d->gen, assigned on first use for a statically initialized domain. */
+static unsigned long domain_gen(struct sk_srcu *d)
+{
+	unsigned long g = sk_atomic_load_acquire(&d->gen), ng;
+
+	if (SK_LIKELY(g != 0))
+		return g;
+	ng = __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED);
+	if (sk_atomic_cmpxchg(&d->gen, &g, ng))
+		return ng;
+	return g; /* another thread assigned it */
+}
 
 /* The slot of thread index t in d, allocating it; NULL on ENOMEM. */
 static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
@@ -161,24 +280,26 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 	if (!ch) {
 		struct sk_srcu_slot *nc = aligned_alloc(
 			SK_CACHELINE, SK_SRCU_CHUNK_SLOTS * sizeof(*nc));
+		unsigned int n = sk_atomic_load_relaxed(&d->nchunks);
 
 		if (!nc)
 			return NULL;
 		memset(nc, 0, SK_SRCU_CHUNK_SLOTS * sizeof(*nc));
-		/* Release: the zeroed slots before the pointer. */
+		/*
+		 * N: scanners look at dir[0..nchunks); raise it (max) before
+		 * the chunk can be used by anyone, winner or loser of the
+		 * publication race.  Pairs with the release CAS below / the
+		 * acquire of dir[k], and the acquire of nchunks in sums().
+		 */
+		while (n < k + 1 && !sk_atomic_cmpxchg(&d->nchunks, &n, k + 1))
+			;
+		/* Release: the zeroed slots (and N) before the pointer. */
 		if (!__atomic_compare_exchange_n(&dir[k], &ch, nc, 0,
 						 __ATOMIC_ACQ_REL,
-						 __ATOMIC_ACQUIRE)) {
-			free(nc);
-		} else {
-			unsigned int n = sk_atomic_load_relaxed(&d->nchunks);
-
+						 __ATOMIC_ACQUIRE))
+			free(nc); /* ch: the winner's chunk (acquire) */
+		else
 			ch = nc;
-			/* Scanners look at dir[0..nchunks); raise it (max). */
-			while (n < k + 1 &&
-			       !sk_atomic_cmpxchg(&d->nchunks, &n, k + 1))
-				;
-		}
 	}
 	return &ch[(t - 1) % SK_SRCU_CHUNK_SLOTS];
 }
@@ -195,130 +316,360 @@ static struct sk_srcu_slot *slot_find(struct sk_srcu *d, unsigned int t)
 	return ch ? &ch[(t - 1) % SK_SRCU_CHUNK_SLOTS] : NULL;
 }
 
+static unsigned long slot_locks(struct sk_srcu_slot *s)
+{
+	return sk_atomic_load_relaxed(&s->lock[0]) +
+	       sk_atomic_load_relaxed(&s->lock[1]);
+}
+
+/* The calling thread's slot in d if it took it (this incarnation). */
+static struct sk_srcu_slot *my_slot(struct sk_srcu *d)
+{
+	struct sk_srcu_slot *s = slot_find(d, my_thr.t);
+
+	if (!s || sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT !=
+			  my_thr.inc)
+		return NULL;
+	return s;
+}
+
+/*
+ * The calling thread's slot in d, taking it (and an index) if needed, and
+ * cached in sk_srcu__tls.  NULL when no index or memory is left.
+ */
+static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
+{
+	unsigned long gen = domain_gen(d);
+	struct srcu_thr *r = &my_thr;
+	struct sk_srcu_slot *s;
+
+	if (!r->t && !tidx_get())
+		return NULL;
+	s = slot_get(d, r->t);
+	if (!s)
+		return NULL;
+	if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT != r->inc) {
+		pthread_mutex_lock(&srcu.lock);
+		if (r->n == r->cap) {
+			unsigned int cap = r->cap ? 2 * r->cap : 8;
+			struct sk_srcu **nb =
+				realloc(r->bind, cap * sizeof(*nb));
+
+			if (!nb) {
+				pthread_mutex_unlock(&srcu.lock);
+				return NULL;
+			}
+			r->bind = nb;
+			r->cap = cap;
+		}
+		r->bind[r->n++] = d;
+		/*
+		 * Sections open from earlier owners of the index are not
+		 * ours (sk_srcu_read_lock_held()); they are visible here
+		 * through srcu.lock, taken by their owner's exit.
+		 */
+		s->base = slot_locks(s) -
+			  sk_atomic_load_relaxed(&s->unlock[0]) -
+			  sk_atomic_load_relaxed(&s->unlock[1]);
+		sk_atomic_xchg(&s->tag, (unsigned long)r->inc
+						<< SRCU_TAG_SHIFT);
+		sk_atomic_fetch_add(&d->nlive, 1UL);
+		sk_atomic_fetch_add(&d->binds, 1UL);
+		pthread_mutex_unlock(&srcu.lock);
+		/* P: binds++ before our first section; pairs with Z. */
+		sk_smp_mb();
+	}
+	sk_srcu__tls.ent[SK_SRCU__WAY(d)].slot = s;
+	sk_srcu__tls.ent[SK_SRCU__WAY(d)].gen = gen;
+	return s;
+}
+
 int sk_srcu__read_lock_slow(struct sk_srcu *d)
 {
-	unsigned int t = sk_srcu__tidx;
-	struct sk_srcu_slot *s;
-	int bit;
+	struct sk_srcu_slot *s = slot_bind(d);
+	int bit = (int)(sk_atomic_load_relaxed(&d->idx) & 1);
 
-	if (!t)
-		t = tidx_get();
-	s = t ? slot_get(d, t) : NULL;
-	bit = (int)(sk_atomic_load_relaxed(&d->idx) & 1);
 	if (!s) {
-		/* Shared counters; the RMW is a full barrier (B). */
 		sk_atomic_fetch_add(&d->shared.lock[bit], 1UL);
+		/* B: lock count before the section (full barrier). */
+		sk_smp_mb__after_atomic();
 		return bit;
 	}
 	sk_atomic_store_relaxed(&s->lock[bit],
 				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
 	/* B: lock count before the section; pairs with D. */
 	sk_fence_light();
-	return (int)(t << 1) | bit;
+	return (int)(sk_srcu__tls.me << 1) | bit;
+}
+
+static void __attribute__((noreturn)) die_unbalanced(struct sk_srcu *d,
+						     int idx)
+{
+	sk__die("unbalanced sk_srcu_read_unlock() on domain %p: index %d "
+		"ended more often than it was entered",
+		(void *)d, idx);
+}
+
+static void __attribute__((noreturn)) die_bogus(struct sk_srcu *d, int idx)
+{
+	sk__die("sk_srcu_read_unlock(): index %d was not returned by "
+		"sk_srcu_read_lock() on domain %p",
+		idx, (void *)d);
 }
 
 void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 {
-	unsigned int owner = (unsigned int)idx >> 1;
+	unsigned int tag = (unsigned int)idx >> 1, t, inc;
 	int bit = idx & 1;
+	unsigned long u, r, w;
 	struct sk_srcu_slot *s;
 
 	if (idx < 0)
-		sk__die("unbalanced sk_srcu_read_unlock() on domain %p: more "
-			"unlocks than locks by this thread",
-			(void *)d);
-	if (owner == 0) {
-		/* C: the RMW is a full barrier. */
-		sk_atomic_fetch_add(&d->shared.unlock[bit], 1UL);
+		die_bogus(d, idx);
+	if (tag == 0) {
+		/* Shared counters.  C: the RMW is a full barrier. */
+		u = sk_atomic_fetch_add(&d->shared.unlock[bit], 1UL) + 1;
+		/* Every lock before a counted unlock is visible (RMW chain). */
+		if (u > sk_atomic_load_acquire(&d->shared.lock[bit]))
+			die_bogus(d, idx);
 		return;
 	}
-	s = slot_find(d, owner);
+	t = tag & SRCU_T_MASK;
+	inc = tag >> SRCU_T_BITS;
+	if (!t || !inc || t > SRCU_MAX_THREADS)
+		die_bogus(d, idx);
+	s = slot_find(d, t);
 	if (!s)
-		sk__die("sk_srcu_read_unlock(): index %d was not returned by "
-			"sk_srcu_read_lock() on domain %p",
-			idx, (void *)d);
+		die_bogus(d, idx);
+	if (tag == sk_srcu__tls.me) {
+		/* Our own section (cache miss, or unbalanced). */
+		if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT != inc)
+			die_bogus(d, idx); /* we never read d */
+		u = sk_atomic_load_relaxed(&s->unlock[bit]);
+		if (u + sk_atomic_load_relaxed(&s->remote[bit]) >=
+		    sk_atomic_load_relaxed(&s->lock[bit]))
+			die_unbalanced(d, idx);
+		sk_atomic_store_relaxed(&s->unlock[bit], u + 1);
+		sk_srcu__tls.ent[SK_SRCU__WAY(d)].slot = s;
+		sk_srcu__tls.ent[SK_SRCU__WAY(d)].gen = domain_gen(d);
+		return;
+	}
 	/* Another thread's section: count it in its remote[] (C: RMW). */
-	sk_atomic_fetch_add(&s->remote[bit], 1UL);
-	if (sk_atomic_load_relaxed(&s->unlock[bit]) +
-		    sk_atomic_load_relaxed(&s->remote[bit]) >
-	    sk_atomic_load_relaxed(&s->lock[bit]))
-		sk__die("unbalanced sk_srcu_read_unlock() on domain %p: index "
-			"%d ended more often than it was entered",
-			(void *)d, idx);
+	r = sk_atomic_fetch_add(&s->remote[bit], 1UL) + 1;
+	/* Its owner's count of sections ended elsewhere, if still alive. */
+	w = sk_atomic_load_relaxed(&s->tag);
+	while ((w >> SRCU_TAG_SHIFT & SRCU_INC_MAX) == inc &&
+	       !sk_atomic_cmpxchg(&s->tag, &w, w + 1))
+		;
+	u = sk_atomic_load_relaxed(&s->unlock[bit]);
+	if (u + r > sk_atomic_load_relaxed(&s->lock[bit])) {
+		/*
+		 * Confirm before dying: the owner's lock store may be
+		 * reordered after its unlock store as seen from here; after
+		 * the heavy fence every lock preceding a counted unlock is
+		 * visible (as C/D).
+		 */
+		sk_fence_heavy();
+		if (u + r > sk_atomic_load_relaxed(&s->lock[bit]))
+			die_unbalanced(d, idx);
+	}
 }
 
 int sk_srcu_read_lock_held(struct sk_srcu *d)
 {
 	struct sk_srcu_slot *s;
+	unsigned long w;
 	long held;
 
 	if (!d)
 		return 0;
-	s = slot_find(d, sk_srcu__tidx);
+	s = my_slot(d);
 	if (!s)
 		return 0;
-	held = (long)(sk_atomic_load_relaxed(&s->lock[0]) +
-		      sk_atomic_load_relaxed(&s->lock[1]) -
-		      sk_atomic_load_relaxed(&s->unlock[0]) -
-		      sk_atomic_load_relaxed(&s->unlock[1]) -
-		      sk_atomic_load_relaxed(&s->remote[0]) -
-		      sk_atomic_load_relaxed(&s->remote[1]));
+	/* Ours: entered, minus ended here, minus ended elsewhere. */
+	w = sk_atomic_load_relaxed(&s->tag);
+	held = (long)(slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
+		      sk_atomic_load_relaxed(&s->unlock[1]) - s->base -
+		      (w & SRCU_TAG_COUNT));
 	return held > 0;
 }
 
 /* ---- grace periods ------------------------------------------------------- */
 
-/* Sum of lock (which = 0) or unlock (which = 1) counts of index bit. */
-static unsigned long sum_counts(struct sk_srcu *d, int bit, int which)
+/*
+ * Sums of both indexes: lock counts (which = 0) or unlock + remote counts
+ * (which = 1).  Acquire of nchunks: every chunk published before (N).
+ */
+static void sums(struct sk_srcu *d, int which, unsigned long out[2])
 {
 	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->dir);
 	unsigned int k, n = sk_atomic_load_acquire(&d->nchunks);
-	unsigned long sum;
+	unsigned long s0, s1;
 	int i;
 
-	sum = which ? sk_atomic_load_relaxed(&d->shared.unlock[bit])
-		    : sk_atomic_load_relaxed(&d->shared.lock[bit]);
+	if (which) {
+		s0 = sk_atomic_load_relaxed(&d->shared.unlock[0]);
+		s1 = sk_atomic_load_relaxed(&d->shared.unlock[1]);
+	} else {
+		s0 = sk_atomic_load_relaxed(&d->shared.lock[0]);
+		s1 = sk_atomic_load_relaxed(&d->shared.lock[1]);
+	}
 	for (k = 0; dir && k < n; k++) {
 		struct sk_srcu_slot *ch = sk_atomic_load_acquire(&dir[k]);
 
 		for (i = 0; ch && i < SK_SRCU_CHUNK_SLOTS; i++) {
-			if (which)
-				sum += sk_atomic_load_relaxed(&ch[i].unlock[bit]) +
-				       sk_atomic_load_relaxed(&ch[i].remote[bit]);
-			else
-				sum += sk_atomic_load_relaxed(&ch[i].lock[bit]);
+			if (which) {
+				s0 += sk_atomic_load_relaxed(&ch[i].unlock[0]) +
+				      sk_atomic_load_relaxed(&ch[i].remote[0]);
+				s1 += sk_atomic_load_relaxed(&ch[i].unlock[1]) +
+				      sk_atomic_load_relaxed(&ch[i].remote[1]);
+			} else {
+				s0 += sk_atomic_load_relaxed(&ch[i].lock[0]);
+				s1 += sk_atomic_load_relaxed(&ch[i].lock[1]);
+			}
 		}
 	}
-	return sum;
+	out[0] = s0;
+	out[1] = s1;
+}
+
+/*
+ * Which indexes hold no reader: bit i of the result set when index i is
+ * drained.  heavy: the real check (D between the sums); otherwise a cheap
+ * estimate to decide whether the real check is worth its heavy fence.
+ */
+static int drained_mask(struct sk_srcu *d, int heavy)
+{
+	unsigned long u[2], l[2];
+
+	sums(d, 1, u);
+	if (heavy)
+		sk_fence_heavy(); /* D: unlock sums before lock sums; pairs
+				     with B and C */
+	else
+		sk_smp_rmb(); /* estimate only: no pairing with readers */
+	sums(d, 0, l);
+	if (heavy && u[0] == l[0] && u[1] == l[1])
+		SK_TSAN_ACQUIRE(d); /* readers' accesses before (D + C) */
+	return (u[0] == l[0]) | (u[1] == l[1]) << 1;
 }
 
 /* No reader holds a section on index bit (see the header comment). */
 static int readers_gone(struct sk_srcu *d, int bit)
 {
-	unsigned long unlocks = sum_counts(d, bit, 1);
-
-	/* D: unlock sum before lock sum; pairs with B and C. */
-	sk_fence_heavy();
-	if (sum_counts(d, bit, 0) != unlocks)
+	if (!(drained_mask(d, 1) >> bit & 1))
 		return 0;
 	/* The readers' accesses happen before (D + C), invisible to TSan. */
 	SK_TSAN_ACQUIRE(d);
 	return 1;
 }
 
-/* Wait until index bit is drained.  Returns 0 only for DRAIN_NONBLOCK. */
+/* readers_gone(), with the heavy fence only when the estimate agrees. */
+static int readers_gone_retry(struct sk_srcu *d, int bit)
+{
+	return (drained_mask(d, 0) >> bit & 1) && readers_gone(d, bit);
+}
+
+/* What gp_idle() compares with the snapshot of the last idle check. */
+struct idle_view {
+	unsigned long nlive, binds, shared[2];
+	struct sk_srcu_slot *me; /* caller's slot in d, if it took one */
+};
+
+static void idle_view(struct sk_srcu *d, struct idle_view *v)
+{
+	/* X: acquire, so exited threads' counts are visible. */
+	v->nlive = sk_atomic_load_acquire(&d->nlive);
+	v->binds = sk_atomic_load_acquire(&d->binds);
+	v->shared[0] = sk_atomic_load_acquire(&d->shared.lock[0]);
+	v->shared[1] = sk_atomic_load_acquire(&d->shared.lock[1]);
+	v->me = v->nlive ? my_slot(d) : NULL;
+}
+
+/* At most the caller lives among the threads with a slot in d. */
+static int only_caller_lives(const struct idle_view *v)
+{
+	return v->nlive == (v->me ? 1UL : 0UL);
+}
+
+/*
+ * Z: a domain with no live reader thread but the caller (outside any
+ * section) and no section started since it was last found without
+ * readers: nothing to wait for, no heavy fence.  A new section needs a new
+ * thread slot (binds), a shared counter (shared.lock) or the one thread
+ * that lived then (idle_owner; the caller, or since exited): all
+ * unchanged.  Sections that begin after these loads see the caller's
+ * updates: the caller issued a full barrier before them (the gp start), a
+ * binding thread one after binds++ (P), a shared reader an RMW and a full
+ * barrier.  gp_mutex held.
+ */
+static int gp_idle(struct sk_srcu *d)
+{
+	struct idle_view v;
+
+	if (!d->idle_valid)
+		return 0;
+	idle_view(d, &v);
+	if (v.binds != d->idle_binds || v.shared[0] != d->idle_shared[0] ||
+	    v.shared[1] != d->idle_shared[1] || !only_caller_lives(&v) ||
+	    (v.me && v.me != d->idle_owner))
+		return 0;
+	/* The owner's counts: visible (its own, or X if it exited). */
+	if (d->idle_owner && slot_locks(d->idle_owner) != d->idle_owner_locks)
+		return 0;
+	SK_TSAN_ACQUIRE(d);
+	return 1;
+}
+
+/*
+ * First check of a grace period: both indexes at once (one heavy fence).
+ * Returns the drained mask; when both are drained and no other thread
+ * could have started a section meanwhile (the view did not change around
+ * the sums and only the caller lives), records the idle snapshot for
+ * gp_idle().  The caller does not lock meanwhile: its lock sum is stable.
+ * gp_mutex held.
+ */
+static int gp_first_check(struct sk_srcu *d)
+{
+	struct idle_view v0, v1;
+	int mask;
+
+	d->idle_valid = 0;
+	idle_view(d, &v0);
+	mask = drained_mask(d, 1);
+	if (mask != 3 || !only_caller_lives(&v0))
+		return mask;
+	/* Loads of the sums before the second view. */
+	sk_smp_rmb();
+	idle_view(d, &v1);
+	if (v1.nlive == v0.nlive && v1.binds == v0.binds &&
+	    v1.shared[0] == v0.shared[0] && v1.shared[1] == v0.shared[1] &&
+	    v1.me == v0.me) {
+		d->idle_binds = v0.binds;
+		d->idle_shared[0] = v0.shared[0];
+		d->idle_shared[1] = v0.shared[1];
+		d->idle_owner = v0.me;
+		d->idle_owner_locks = v0.me ? slot_locks(v0.me) : 0;
+		d->idle_valid = 1;
+	}
+	return mask;
+}
+
+/* Wait until index bit is drained.  Returns 0 only for nonblocking modes. */
 static int drain(struct sk_srcu *d, int bit, int mode)
 {
 	int tries;
 
 	for (tries = 0;; tries++) {
-		if (readers_gone(d, bit))
+		if (tries ? readers_gone_retry(d, bit) : readers_gone(d, bit))
 			return 1;
 		if (tries < SRCU_SPIN_CHECKS) {
 			sk_cpu_relax();
 			continue;
 		}
-		if (mode == DRAIN_EXPEDITE) {
+		if (mode == DRAIN_EXPEDITE ||
+		    (mode == DRAIN_NONBLOCK_EXP &&
+		     tries < SRCU_SPIN_CHECKS + SRCU_NONBLOCK_YIELDS)) {
 			sched_yield();
 			continue;
 		}
@@ -329,7 +680,7 @@ static int drain(struct sk_srcu *d, int bit, int mode)
 			sk_atomic_store_relaxed(&d->waiters, 0);
 			return 1;
 		}
-		if (mode == DRAIN_NONBLOCK)
+		if (mode == DRAIN_NONBLOCK || mode == DRAIN_NONBLOCK_EXP)
 			return 0; /* waiters stays set: a reader pokes the worker */
 		sk__futex_wait(&d->waiters, 1);
 	}
@@ -347,41 +698,77 @@ static unsigned long gp_snap(struct sk_srcu *d)
 	return sk_atomic_load_acquire(&d->gp_started) + 1;
 }
 
+static void gp_flip(struct sk_srcu *d)
+{
+	/* E: the first drain before the flip. */
+	sk_smp_mb();
+	sk_atomic_store_relaxed(&d->idx, d->idx + 1);
+	/* F: the flip before draining the old index. */
+	sk_smp_mb();
+	d->gp_phase = 2;
+}
+
+static void gp_complete(struct sk_srcu *d)
+{
+	d->gp_phase = 0;
+	d->stats_gps++;
+	/* Release: pairs with the acquire in gp_done(). */
+	sk_atomic_store_release(&d->gp_completed, d->gp_started);
+}
+
 /*
  * Advance d's grace periods until target has completed.  gp_mutex held.
- * Returns 1 when done, 0 when mode is DRAIN_NONBLOCK and readers remain.
+ * Returns 1 when done, 0 when mode is nonblocking and readers remain.
  */
 static int advance(struct sk_srcu *d, unsigned long target, int mode)
 {
 	while (!gp_done(d, target)) {
 		if (d->gp_phase == 0) {
+			int mask;
+
 			sk_atomic_store_relaxed(&d->gp_started,
 						d->gp_started + 1);
 			d->gp_phase = 1;
-			/* Orders the start before the first drain's sums. */
+			/* Orders the start (and updates) before the checks. */
 			sk_smp_mb();
+			if (gp_idle(d)) {
+				gp_complete(d);
+				continue;
+			}
+			mask = gp_first_check(d);
+			if (mask == 3) {
+				/* No reader at all: nothing to flip for. */
+				gp_complete(d);
+				continue;
+			}
+			if (mask >> ((d->idx & 1) ^ 1) & 1)
+				gp_flip(d); /* step 1 done */
 		}
 		if (d->gp_phase == 1) {
 			if (!drain(d, (int)(d->idx & 1) ^ 1, mode))
 				return 0;
-			/* E: the first drain before the flip. */
-			sk_smp_mb();
-			sk_atomic_store_relaxed(&d->idx, d->idx + 1);
-			/* F: the flip before draining the old index. */
-			sk_smp_mb();
-			d->gp_phase = 2;
+			gp_flip(d);
 		}
 		if (!drain(d, (int)(d->idx & 1) ^ 1, mode))
 			return 0;
-		d->gp_phase = 0;
-		d->stats_gps++;
-		/* Release: pairs with the acquire in gp_done(). */
-		sk_atomic_store_release(&d->gp_completed, d->gp_started);
+		gp_complete(d);
 	}
 	return 1;
 }
 
-static void worker_poke(void);
+static void worker_kick(void);
+
+/* Release gp_mutex; the worker may have skipped d while we held it. */
+static void gp_unlock(struct sk_srcu *d)
+{
+	pthread_mutex_unlock(&d->gp_mutex);
+	/*
+	 * A worker whose trylock failed left d listed (in_work == 1) and
+	 * waits for this kick; seq_cst orders the load after the unlock.
+	 */
+	if (__atomic_load_n(&d->in_work, __ATOMIC_SEQ_CST))
+		worker_kick();
+}
 
 static void synchronize(struct sk_srcu *d, int mode, const char *fn)
 {
@@ -394,10 +781,7 @@ static void synchronize(struct sk_srcu *d, int mode, const char *fn)
 	target = gp_snap(d);
 	pthread_mutex_lock(&d->gp_mutex);
 	advance(d, target, mode);
-	pthread_mutex_unlock(&d->gp_mutex);
-	/* The worker may have skipped d while we held gp_mutex. */
-	if (sk_atomic_load_relaxed(&d->in_work))
-		worker_poke();
+	gp_unlock(d);
 }
 
 void sk_synchronize_srcu(struct sk_srcu *d)
@@ -426,13 +810,26 @@ int sk_poll_state_synchronize_srcu(struct sk_srcu *d, unsigned long cookie)
 
 /* ---- worker ---------------------------------------------------------------- */
 
+/* Work was published (after a full barrier): wake the worker if asleep. */
 static void worker_poke(void)
 {
-	/* Callers issued a full barrier (an RMW) since publishing work. */
 	if (__atomic_load_n(&srcu.sleeping, __ATOMIC_SEQ_CST)) {
 		sk_atomic_fetch_add(&srcu.poke, 1);
 		sk__futex_wake(&srcu.poke, 1);
 	}
+}
+
+/*
+ * A domain's gp_mutex was released: the worker may have skipped it (and
+ * work_visible() hides it until now).  The unconditional increment makes
+ * the worker's futex wait, whose value it read before trying the mutex,
+ * return at once if it has not slept yet.
+ */
+static void worker_kick(void)
+{
+	sk_atomic_fetch_add(&srcu.poke, 1);
+	if (__atomic_load_n(&srcu.sleeping, __ATOMIC_SEQ_CST))
+		sk__futex_wake(&srcu.poke, 1);
 }
 
 void sk_srcu__wake(struct sk_srcu *d)
@@ -448,9 +845,11 @@ static int poll_pending(struct sk_srcu *d)
 	return !gp_done(d, sk_atomic_load_acquire(&d->poll_req));
 }
 
-/* Work the worker could do on d now, without waiting for readers. */
+/* Work the worker could do on d now, without waiting for anyone. */
 static int work_visible(struct sk_srcu *d)
 {
+	if (d->busy_skip)
+		return 0; /* the gp_mutex holder kicks us (gp_unlock()) */
 	if (!sk__wfq_empty(&d->cbq))
 		return 1;
 	if (!d->b_first && !poll_pending(d))
@@ -471,11 +870,20 @@ static void barrier_cb(struct sk_rcu_head *h)
 static int process(struct sk_srcu *d)
 {
 	struct sk_rcu_head *first = NULL, *last = NULL, *h, *next;
-	unsigned long want = 0, req;
+	unsigned long want = 0, req, backlog, n = 0;
 	int pending;
 
-	if (pthread_mutex_trylock(&d->gp_mutex) != 0)
-		return WORK_PENDING; /* a synchronize caller pokes us after */
+	/*
+	 * Consume the announcements (in_work 2 -> 1) before looking at the
+	 * work: work announced later makes the unlisting CAS fail.
+	 */
+	sk_atomic_xchg(&d->in_work, 1);
+	if (pthread_mutex_trylock(&d->gp_mutex) != 0) {
+		/* Its holder kicks us on release (gp_unlock()). */
+		d->busy_skip = 1;
+		return WORK_PENDING;
+	}
+	d->busy_skip = 0;
 	if (!d->b_first && sk__wfq_take(&d->cbq, &d->b_first, &d->b_last))
 		d->b_gp = gp_snap(d);
 	if (d->b_first)
@@ -483,11 +891,17 @@ static int process(struct sk_srcu *d)
 	req = sk_atomic_load_acquire(&d->poll_req);
 	if (!gp_done(d, req) && (!want || (long)(req - want) > 0))
 		want = req;
+	backlog = sk_atomic_load_relaxed(&d->cb_queued) - d->cb_invoked;
 	if (want)
-		advance(d, want, DRAIN_NONBLOCK);
+		advance(d, want,
+			backlog > SRCU_CB_BACKLOG_EXPEDITE ? DRAIN_NONBLOCK_EXP
+							   : DRAIN_NONBLOCK);
 	if (d->b_first && gp_done(d, d->b_gp)) {
 		first = d->b_first;
 		last = d->b_last;
+		/* sk_srcu_barrier() waits for this batch too (bug: it used
+		 * to see nothing pending while the batch ran). */
+		sk_atomic_store_relaxed(&d->cb_running, 1);
 		sk_atomic_store_relaxed(&d->b_first,
 					(struct sk_rcu_head *)NULL);
 		d->b_last = NULL;
@@ -497,11 +911,17 @@ static int process(struct sk_srcu *d)
 
 	for (h = first; h; h = next) {
 		next = sk__wfq_next(h, last);
+		if (h != &d->barrier_head)
+			n++;
 		sk__cb_invoke(h);
 	}
-	if (first)
-		return WORK_PROGRESS;
-	return pending ? WORK_PENDING : WORK_IDLE;
+	if (!first)
+		return pending ? WORK_PENDING : WORK_IDLE;
+	/* Release: the producers' backlog estimate after the runs. */
+	sk_atomic_store_release(&d->cb_invoked, d->cb_invoked + n);
+	/* Release: pairs with the acquire in sk_srcu_barrier(). */
+	sk_atomic_store_release(&d->cb_running, 0);
+	return WORK_PROGRESS;
 }
 
 static int any_work_visible(void)
@@ -547,18 +967,23 @@ static void *worker_main(void *arg)
 			if (st == WORK_PROGRESS)
 				progress = 1;
 			if (st == WORK_IDLE) {
-				sk__link_del(&d->work_link);
-				sk_atomic_xchg(&d->in_work, 0);
-				/* Work queued meanwhile: keep the domain listed. */
-				if (!sk__wfq_empty(&d->cbq) &&
-				    !sk_atomic_xchg(&d->in_work, 1))
-					sk__link_add_tail(&d->work_link,
-							  &srcu.work);
+				int one = 1;
+
+				/*
+				 * Unlist only if nothing was announced since
+				 * process() consumed the announcements (no
+				 * window where a request is pending and
+				 * in_work reads 0).
+				 */
+				if (sk_atomic_cmpxchg(&d->in_work, &one, 0))
+					sk__link_del(&d->work_link);
 			}
 		}
 		pthread_mutex_unlock(&srcu.lock);
 		if (progress)
 			continue;
+		/* W1: announce the sleep before re-checking; pairs with the
+		 * producers' full barrier before worker_poke(). */
 		sk_atomic_xchg(&srcu.sleeping, 1);
 		if (!any_work_visible())
 			sk__futex_wait(&srcu.poke, seq);
@@ -590,11 +1015,20 @@ static int worker_ensure(void)
 	return err ? -EAGAIN : 0;
 }
 
-/* Put d on the worker's list (if not there) and wake the worker. */
+/*
+ * Announce work on d (in_work = 2), list d if it was not, wake the worker.
+ * in_work: 0 unlisted, 1 listed, 2 listed with work announced since the
+ * worker last looked at d.
+ */
 static void mark_work(struct sk_srcu *d)
 {
-	if (!sk_atomic_load_relaxed(&d->in_work) &&
-	    !sk_atomic_xchg(&d->in_work, 1)) {
+	/*
+	 * seq_cst: the work published before the load; an announcement
+	 * still unconsumed (2) covers ours, as process() consumes it before
+	 * looking at the work.
+	 */
+	if (__atomic_load_n(&d->in_work, __ATOMIC_SEQ_CST) != 2 &&
+	    sk_atomic_xchg(&d->in_work, 2) == 0) {
 		pthread_mutex_lock(&srcu.lock);
 		sk__link_add_tail(&d->work_link, &srcu.work);
 		pthread_mutex_unlock(&srcu.lock);
@@ -605,6 +1039,7 @@ static void mark_work(struct sk_srcu *d)
 int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 		 void (*fn)(struct sk_rcu_head *))
 {
+	unsigned long backlog;
 	int err;
 
 	if (!d)
@@ -616,7 +1051,16 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 	if (err)
 		return err;
 	sk__wfq_push(&d->cbq, head);
+	backlog = sk_atomic_fetch_add_relaxed(&d->cb_queued, 1UL) + 1 -
+		  sk_atomic_load_relaxed(&d->cb_invoked);
 	mark_work(d);
+	/*
+	 * Forward progress under a flood: a producer far ahead of the worker
+	 * gives up its CPU once per call (bounded work, no waiting on anyone).
+	 */
+	if (SK_UNLIKELY((long)backlog > (long)SRCU_CB_THROTTLE) &&
+	    !in_srcu_worker)
+		sched_yield();
 	return 0;
 }
 
@@ -647,11 +1091,18 @@ void sk_srcu_barrier(struct sk_srcu *d)
 			(void *)d);
 	pthread_mutex_lock(&d->barrier_mutex);
 	pthread_mutex_lock(&d->gp_mutex);
-	pending = !sk__wfq_empty(&d->cbq) || d->b_first;
-	pthread_mutex_unlock(&d->gp_mutex);
+	/* Acquire of cb_running: pairs with the worker's release after a
+	 * batch it detached has run. */
+	pending = !sk__wfq_empty(&d->cbq) || d->b_first ||
+		  sk_atomic_load_acquire(&d->cb_running);
+	gp_unlock(d);
 	if (pending) {
 		d->barrier_done = 0;
 		d->barrier_head.state_ = SK__CB_DONE;
+		/*
+		 * The worker runs the batch in flight to its end before it
+		 * takes the queue again, so the barrier head runs after it.
+		 */
 		if (worker_ensure() == 0 &&
 		    sk__cb_prepare(&d->barrier_head, barrier_cb,
 				   "sk_srcu_barrier()") == 0) {
@@ -668,14 +1119,43 @@ void sk_srcu_barrier(struct sk_srcu *d)
 
 int sk_srcu_init(struct sk_srcu *d)
 {
-	if (!d)
+	if (!d || (uintptr_t)d % SK_CACHELINE)
 		return -EINVAL;
 	memset(d, 0, sizeof(*d));
 	pthread_mutex_init(&d->gp_mutex, NULL);
 	pthread_mutex_init(&d->barrier_mutex, NULL);
 	sk__wfq_init(&d->cbq);
 	sk__link_init(&d->work_link);
+	/* A new key: slot caches of an earlier life at this address miss. */
+	d->gen = __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/* Remove d from the binding lists of its slots' owners.  srcu.lock held. */
+static void unbind_all(struct sk_srcu *d)
+{
+	unsigned int k, i, j;
+
+	for (k = 0; d->dir && k < d->nchunks; k++) {
+		struct sk_srcu_slot *ch = d->dir[k];
+
+		for (i = 0; ch && i < SK_SRCU_CHUNK_SLOTS; i++) {
+			unsigned int t = k * SK_SRCU_CHUNK_SLOTS + i + 1;
+			struct srcu_thr *r = srcu.thr[t - 1];
+
+			if (!(sk_atomic_load_relaxed(&ch[i].tag) >>
+			      SRCU_TAG_SHIFT) ||
+			    !r)
+				continue;
+			for (j = 0; j < r->n; j++) {
+				if (r->bind[j] == d) {
+					r->bind[j] = r->bind[--r->n];
+					break;
+				}
+			}
+			sk_atomic_store_relaxed(&ch[i].tag, 0UL);
+		}
+	}
 }
 
 int sk_srcu_cleanup(struct sk_srcu *d)
@@ -686,11 +1166,21 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 	if (!d)
 		return -EINVAL;
 	pthread_mutex_lock(&d->gp_mutex);
-	if (!sk__wfq_empty(&d->cbq) || d->b_first)
+	/*
+	 * Let the worker finish with d first: a batch it detached may still
+	 * be running (a barrier returns from within it).  It cannot start
+	 * another while we hold gp_mutex.
+	 */
+	pthread_mutex_lock(&srcu.lock);
+	while (srcu.current == d)
+		pthread_cond_wait(&srcu.idle_cv, &srcu.lock);
+	pthread_mutex_unlock(&srcu.lock);
+	if (!sk__wfq_empty(&d->cbq) || d->b_first ||
+	    sk_atomic_load_acquire(&d->cb_running))
 		why = "callbacks pending (call sk_srcu_barrier() first)";
 	else if (poll_pending(d))
 		why = "a polled grace period pending";
-	else if (!readers_gone(d, 0) || !readers_gone(d, 1))
+	else if (drained_mask(d, 1) != 3)
 		why = "readers inside a read-side critical section";
 	if (!why) {
 		/* Wait until the worker is done with d, then unlist it. */
@@ -701,6 +1191,7 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 			sk__link_del(&d->work_link);
 			d->in_work = 0;
 		}
+		unbind_all(d);
 		pthread_mutex_unlock(&srcu.lock);
 	}
 	pthread_mutex_unlock(&d->gp_mutex);
@@ -711,10 +1202,81 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 			sk__gettid(), (void *)d, why);
 		return -EBUSY;
 	}
+	/* Every thread's slot cache misses from now on. */
+	sk_atomic_store_relaxed(
+		&d->gen, __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED));
 	for (k = 0; d->dir && k < SK_SRCU_MAX_CHUNKS; k++)
 		free(d->dir[k]);
 	free(d->dir);
 	d->dir = NULL;
 	d->nchunks = 0;
+	sk_atomic_store_relaxed(&d->nlive, 0UL);
+	d->idle_valid = 0;
+	d->idle_owner = NULL;
 	return 0;
+}
+
+/* ---- fork ------------------------------------------------------------------ */
+
+/*
+ * fork(): only the forking thread exists in the child.  The other
+ * threads' indexes are released (their slots keep their counts: a section
+ * they left open blocks the child's grace periods of that domain until
+ * the child ends it), the worker is restarted on demand, and pending
+ * callbacks are dropped in the child (the parent runs them); their heads
+ * read as not queued there (the fork generation of internal/cbq.h).  Polled grace periods stay pending until the child's next
+ * grace period of the domain.
+ */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&srcu.lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&srcu.lock);
+}
+
+static void atfork_child(void)
+{
+	unsigned int t;
+
+	for (t = 1; t <= SRCU_MAX_THREADS; t++) {
+		struct srcu_thr *r = srcu.thr[t - 1];
+
+		if (r && r != &my_thr)
+			thr_release(r);
+		else if (!r && t != my_thr.t)
+			srcu.used[(t - 1) / 64] &=
+				~((uint64_t)1 << ((t - 1) % 64));
+	}
+	while (!sk__link_empty(&srcu.work)) {
+		struct sk_srcu *d = SK_CONTAINER_OF(srcu.work.next,
+						    struct sk_srcu, work_link);
+
+		sk__link_del(&d->work_link);
+		if (d == srcu.current) /* the worker may have held it */
+			pthread_mutex_init(&d->gp_mutex, NULL);
+		pthread_mutex_init(&d->barrier_mutex, NULL);
+		/* Dropped; they read as not queued here (sk__cb_fork_gen). */
+		sk__wfq_init(&d->cbq);
+		d->b_first = d->b_last = NULL;
+		d->cb_running = 0;
+		d->busy_skip = 0;
+		d->cb_queued = d->cb_invoked = 0;
+		d->in_work = 0;
+	}
+	/* Taken by this thread in atfork_prepare(): unlock, not re-init. */
+	pthread_mutex_unlock(&srcu.lock);
+	pthread_cond_init(&srcu.idle_cv, NULL);
+	srcu.current = NULL;
+	srcu.worker_started = 0;
+	srcu.sleeping = 0;
+	srcu.poke = 0;
+	in_srcu_worker = 0;
+}
+
+__attribute__((constructor)) static void sk_srcu_ctor(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

@@ -363,8 +363,11 @@ SK_API void sk_cond_synchronize_rcu(unsigned long cookie);
  * fn runs after every read section that began before the call has ended.
  * Reclamation: fn may free the object containing head.
  * Returns: 0; -EINVAL (nothing queued) when head or fn is NULL;
- * -EBUSY (nothing queued, message on stderr) when head is already queued
- * and has not run yet.
+ * in builds with SK_DEBUG >= 1 (the library's debug option), -EBUSY
+ * (nothing queued, message on stderr) when head is already queued and has
+ * not run yet.  Release builds do not check (queueing a queued head there
+ * corrupts the queue, as in the kernel) and never read head before
+ * writing it, so head needs no initialisation.
  */
 SK_API int sk_call_rcu(struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *head));

@@ -32,27 +32,45 @@ extern "C" {
 #define SK_SRCU_MAX_CHUNKS  256
 
 /*
- * One thread's counters in one domain, on its own cache line.  lock[] and
- * unlock[] are written only by the owner thread (ABI: the inline fast
- * paths touch them); remote[] counts sections of the owner ended by other
- * threads (atomic add).
+ * One thread index's counters in one domain, on its own cache line.
+ * lock[] and unlock[] are written only by the thread that owns the index
+ * (ABI: the inline fast paths touch them); remote[] counts sections of
+ * that thread ended by other threads (atomic add).  A grace period sums
+ * lock[i] and unlock[i] + remote[i] over all slots.
  */
 struct sk_srcu_slot {
 	unsigned long lock[2];	 /* ABI: sections entered, per index */
 	unsigned long unlock[2]; /* ABI: own sections ended by the owner */
-	unsigned long remote[2]; /* private: own sections ended elsewhere */
+	unsigned long remote[2]; /* ABI: own sections ended elsewhere */
+	unsigned long tag;	 /* private: owner incarnation << 32 | its
+				    sections ended elsewhere (atomic) */
+	unsigned long base;	 /* private: lock - unlock sums when the
+				    owner took the slot (owner only) */
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
  * A domain.  Initialize with sk_srcu_init() or SK_SRCU_INITIALIZER(name);
  * fields marked ABI are read by the inline fast paths, the rest are
  * private to the library.
+ *
+ * Alignment: struct sk_srcu is aligned to SK_CACHELINE (64) bytes.  The
+ * compiler does that for static, automatic and member storage; memory
+ * from malloc() is not enough: allocate with
+ * aligned_alloc(SK_CACHELINE, sizeof(struct sk_srcu)) (sk_srcu_init()
+ * rejects a misaligned domain with -EINVAL).
  */
 struct sk_srcu {
 	/* Read side, read-mostly. */
 	unsigned long idx;	   /* ABI: low bit = index of new readers */
+	unsigned long gen;	   /* ABI: key of the readers' slot caches
+				      (unique per domain lifetime; 0 until
+				      the first reader) */
 	struct sk_srcu_slot **dir; /* ABI: chunks of slots by thread index */
 	int waiters;		   /* ABI: nonzero while an updater waits */
+	unsigned int nchunks;	   /* dir entries that may be set (raised
+				      before a chunk is published) */
+	unsigned long nlive;	   /* threads with a slot, alive (atomic) */
+	unsigned long binds;	   /* slots ever taken by a thread (atomic) */
 
 	/* Readers without a slot of their own (atomic; private). */
 	struct sk_srcu_slot shared;
@@ -60,22 +78,33 @@ struct sk_srcu {
 	/* Grace periods (private; guarded by gp_mutex). */
 	pthread_mutex_t gp_mutex;
 	int gp_phase;		  /* 0 idle, 1 draining old readers, 2 flipped */
+	int idle_valid;		  /* the idle_* snapshot describes an idle
+				     domain */
 	unsigned long gp_started; /* grace periods started */
 	unsigned long gp_completed; /* grace periods completed (release) */
 	unsigned long poll_req;	  /* highest cookie asked by start_poll */
+	unsigned long idle_binds; /* binds when last found idle */
+	unsigned long idle_shared[2]; /* shared.lock[] then */
+	struct sk_srcu_slot *idle_owner; /* the one live thread's slot then */
+	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then */
+	unsigned long stats_gps;  /* grace periods completed (stat) */
 
-	/* Callbacks (private). */
-	struct sk__wfq cbq;		/* queued by sk_call_srcu() */
+	/* Callbacks: producers (private). */
+	struct sk__wfq cbq __attribute__((aligned(SK_CACHELINE)));
+	unsigned long cb_queued;	/* sk_call_srcu() calls (atomic) */
+
+	/* Callbacks: the worker (private). */
+	unsigned long cb_invoked __attribute__((aligned(SK_CACHELINE)));
 	struct sk_rcu_head *b_first, *b_last; /* batch waiting for gp b_gp */
 	unsigned long b_gp;
+	int cb_running;			/* a batch is being invoked */
 	int in_work;			/* on the worker's list */
+	int busy_skip;			/* gp_mutex was busy: wait for a kick */
 	struct sk__link work_link;	/* worker's list, under its lock */
 	pthread_mutex_t barrier_mutex;	/* one sk_srcu_barrier() at a time */
 	struct sk_rcu_head barrier_head;
 	int barrier_done;
-	unsigned long stats_gps;	/* grace periods completed (stat) */
-	unsigned int nchunks;		/* dir entries that may be set */
-};
+} __attribute__((aligned(SK_CACHELINE)));
 
 /* Static initializer: struct sk_srcu d = SK_SRCU_INITIALIZER(d); */
 #define SK_SRCU_INITIALIZER(name)                                  \
@@ -86,8 +115,27 @@ struct sk_srcu {
 		.barrier_mutex = PTHREAD_MUTEX_INITIALIZER,        \
 	}
 
-/* The calling thread's counter index + 1 (0: none yet).  ABI. */
-SK_API extern __thread unsigned int sk_srcu__tidx
+/*
+ * Per-thread cache of slots (ABI): a small direct-mapped table keyed by
+ * the domain's address (the way) and d->gen (the tag), so the fast paths
+ * reach the thread's slot without walking d->dir.  me is the value of
+ * idx >> 1 for this thread's own sections (thread index, and its
+ * incarnation so that a recycled index is told apart); 0 before the
+ * first section.
+ */
+#define SK_SRCU__WAYS 8
+#define SK_SRCU__WAY(d) \
+	((unsigned int)((unsigned long)(d) / SK_CACHELINE) % SK_SRCU__WAYS)
+
+struct sk_srcu__tls {
+	struct {
+		unsigned long gen;	   /* d->gen cached here; ~0: empty */
+		struct sk_srcu_slot *slot; /* this thread's slot in d */
+	} ent[SK_SRCU__WAYS];
+	unsigned int me; /* idx >> 1 of own sections; 0: none yet */
+};
+
+SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
 	__attribute__((tls_model("initial-exec")));
 
 /* Slow paths of the inline functions; not for direct use. */
@@ -99,7 +147,7 @@ SK_API void sk_srcu__wake(struct sk_srcu *d);
  * sk_srcu_init() - initialize a domain (or re-initialize one that
  * sk_srcu_cleanup() released).
  * Context: any thread; the domain must not be in use.  Never blocks.
- * Returns: 0, or -EINVAL when d is NULL.
+ * Returns: 0, or -EINVAL when d is NULL or not aligned to SK_CACHELINE.
  */
 SK_API int sk_srcu_init(struct sk_srcu *d);
 
@@ -115,10 +163,11 @@ SK_API int sk_srcu_cleanup(struct sk_srcu *d);
 /*
  * sk_srcu_read_lock() - enter a read-side critical section of d.
  * Context: any thread; no registration.  Nestable, may sleep inside.
- * Wait-free: a load and a store of this thread's counter and a compiler
- * barrier (a full fence where membarrier(2) is missing); the first use by
- * a thread or in a domain allocates its counters (never fails: threads
- * beyond the limit or out of memory share atomic counters).
+ * Wait-free: a look-up in this thread's slot cache, a load and a store of
+ * this thread's counter and a compiler barrier (a full fence where
+ * membarrier(2) is missing); the first use by a thread or in a domain
+ * allocates its counters (never fails: threads beyond the limit or out of
+ * memory share atomic counters).
  * Ordering: the section's accesses are ordered after the lock as seen by
  * the grace period (light fence B, paired with its heavy fence D).
  * Reclamation: objects reached inside the section stay valid until the
@@ -127,25 +176,24 @@ SK_API int sk_srcu_cleanup(struct sk_srcu *d);
  */
 static inline int sk_srcu_read_lock(struct sk_srcu *d)
 {
-	unsigned int t = sk_srcu__tidx;
-	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->dir);
-	struct sk_srcu_slot *chunk, *s;
+	unsigned int w = SK_SRCU__WAY(d);
+	struct sk_srcu_slot *s;
 	unsigned long *c;
 	int bit;
 
-	if (SK_UNLIKELY(!t || !dir))
+	/*
+	 * d->gen changes when the domain's slots are freed, so a hit means
+	 * the cached slot is live (the thread's own write: no ordering).
+	 */
+	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen)))
 		return sk_srcu__read_lock_slow(d);
-	/* Acquire pairs with the release that published the chunk. */
-	chunk = sk_atomic_load_acquire(&dir[(t - 1) / SK_SRCU_CHUNK_SLOTS]);
-	if (SK_UNLIKELY(!chunk))
-		return sk_srcu__read_lock_slow(d);
-	s = &chunk[(t - 1) % SK_SRCU_CHUNK_SLOTS];
-	bit = (int)(sk_atomic_load_relaxed(&d->idx) & 1);
+	s = sk_srcu__tls.ent[w].slot;
+	bit = (int)(SK_READ_ONCE(d->idx) & 1);
 	c = &s->lock[bit];
 	sk_atomic_store_relaxed(c, sk_atomic_load_relaxed(c) + 1);
 	/* B: lock count before the section; pairs with heavy fence D. */
 	sk_fence_light();
-	return (int)(t << 1) | bit;
+	return (int)(sk_srcu__tls.me << 1) | bit;
 }
 
 /*
@@ -160,22 +208,26 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
  */
 static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
-	unsigned int t = sk_srcu__tidx;
+	unsigned int w = SK_SRCU__WAY(d);
 
 	/* C: the section before the unlock count; pairs with D. */
 	sk_fence_light();
 	SK_TSAN_RELEASE(d);
-	if (SK_LIKELY(t != 0 && (unsigned int)idx >> 1 == t)) {
-		struct sk_srcu_slot *s =
-			&d->dir[(t - 1) / SK_SRCU_CHUNK_SLOTS]
-			       [(t - 1) % SK_SRCU_CHUNK_SLOTS];
-		unsigned long *c = &s->unlock[idx & 1];
-		unsigned long n = sk_atomic_load_relaxed(c) + 1;
+	if (SK_LIKELY(sk_srcu__tls.ent[w].gen == SK_READ_ONCE(d->gen) &&
+		      (unsigned int)idx >> 1 == sk_srcu__tls.me)) {
+		struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
+		int bit = idx & 1;
+		unsigned long n = sk_atomic_load_relaxed(&s->unlock[bit]);
 
-		/* More own unlocks than locks on this index: unbalanced. */
-		if (SK_UNLIKELY(n > sk_atomic_load_relaxed(&s->lock[idx & 1])))
-			sk_srcu__read_unlock_slow(d, -1);
-		sk_atomic_store_relaxed(c, n);
+		/*
+		 * Every section of this slot on this index already ended
+		 * (here or elsewhere): unbalanced; the slow path reports it.
+		 */
+		if (SK_UNLIKELY(n + sk_atomic_load_relaxed(&s->remote[bit]) >=
+				sk_atomic_load_relaxed(&s->lock[bit])))
+			sk_srcu__read_unlock_slow(d, idx);
+		else
+			sk_atomic_store_relaxed(&s->unlock[bit], n + 1);
 	} else {
 		sk_srcu__read_unlock_slow(d, idx);
 	}
@@ -222,8 +274,12 @@ SK_API void sk_synchronize_srcu_expedited(struct sk_srcu *d);
  * worker thread.  Callbacks of one domain run in the order queued.
  * Context: any thread, also inside a read section.  Wait-free enqueue.
  * Ordering: as sk_call_rcu().
- * Returns: 0, -EINVAL (NULL argument), -EBUSY (head already queued,
- * message on stderr) or -EAGAIN (the worker thread could not start).
+ * A producer far ahead of the worker (2^18 callbacks of d pending) yields
+ * the CPU once per call; beyond 10000 the worker expedites d's grace
+ * periods.
+ * Returns: 0, -EINVAL (NULL argument), -EBUSY (SK_DEBUG builds: head
+ * already queued, message on stderr) or -EAGAIN (the worker thread could
+ * not start).
  */
 SK_API int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 			void (*fn)(struct sk_rcu_head *head));

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_srcu_death.c - srcu.h misuse that must abort with a message, and
+ * look-alike uses that must not.
+ *
+ * Each case runs in a child (fork + waitpid) whose stderr goes to a pipe;
+ * the parent asserts how the child ended (SIGABRT, or exit 0 for allowed
+ * uses) and what it printed.  The parent never touches SRCU, so every
+ * child starts without the SRCU worker thread and with no thread index
+ * taken (fork() keeps neither usable).  A child whose misuse is not
+ * detected exits with CHILD_RETURNED instead of hanging where it can.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scalekit/srcu.h"
+#include "sk_test.h"
+
+/* Exit status of a child whose misuse call returned instead of aborting. */
+#define CHILD_RETURNED 3
+
+static struct sk_srcu dom_a = SK_SRCU_INITIALIZER(dom_a);
+static struct sk_srcu dom_b = SK_SRCU_INITIALIZER(dom_b);
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	if (pthread_create(t, NULL, fn, arg) != 0) {
+		fprintf(stderr, "pthread_create failed\n");
+		_exit(2);
+	}
+}
+
+/* How a child ended and what it wrote on stderr. */
+struct outcome {
+	int status;
+	char err[4096];
+};
+
+static struct outcome run_child(void (*fn)(void))
+{
+	struct outcome o;
+	size_t len = 0;
+	ssize_t n;
+	int p[2];
+	pid_t pid;
+
+	memset(&o, 0, sizeof(o));
+	if (pipe(p) != 0) {
+		perror("pipe");
+		exit(2);
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		struct rlimit no_core = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &no_core);
+		close(p[0]);
+		dup2(p[1], 2);
+		close(p[1]);
+		fn();
+		fflush(stderr);
+		_exit(0);
+	}
+	close(p[1]);
+	while (len < sizeof(o.err) - 1 &&
+	       (n = read(p[0], o.err + len, sizeof(o.err) - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		len += (size_t)n;
+	}
+	o.err[len] = '\0';
+	close(p[0]);
+	while (waitpid(pid, &o.status, 0) < 0 && errno == EINTR)
+		;
+	fprintf(stderr, "  child: %s %d; stderr: %s",
+		WIFSIGNALED(o.status) ? "signal" : "exit",
+		WIFSIGNALED(o.status) ? WTERMSIG(o.status)
+				      : WEXITSTATUS(o.status),
+		len ? o.err : "(nothing)\n");
+	return o;
+}
+
+static void check_aborted(const struct outcome *o)
+{
+	if (WIFEXITED(o->status) && WEXITSTATUS(o->status) == CHILD_RETURNED)
+		fprintf(stderr, "  the misuse was not detected: the call "
+				"returned\n");
+	SK_CHECK(WIFSIGNALED(o->status));
+	if (WIFSIGNALED(o->status))
+		SK_CHECK_EQ(WTERMSIG(o->status), SIGABRT);
+}
+
+static void check_exited_0(const struct outcome *o)
+{
+	SK_CHECK(WIFEXITED(o->status));
+	if (WIFEXITED(o->status))
+		SK_CHECK_EQ(WEXITSTATUS(o->status), 0);
+}
+
+/* ---- children ------------------------------------------------------------ */
+
+static void child_synchronize_in_own_section(void)
+{
+	int idx = sk_srcu_read_lock(&dom_a);
+
+	sk_synchronize_srcu(&dom_a);
+	sk_srcu_read_unlock(&dom_a, idx);
+	_exit(CHILD_RETURNED);
+}
+
+static void child_expedited_in_own_section(void)
+{
+	int idx = sk_srcu_read_lock(&dom_a);
+
+	sk_synchronize_srcu_expedited(&dom_a);
+	sk_srcu_read_unlock(&dom_a, idx);
+	_exit(CHILD_RETURNED);
+}
+
+static void child_synchronize_in_nested_own_section(void)
+{
+	int outer = sk_srcu_read_lock(&dom_a);
+	int inner = sk_srcu_read_lock(&dom_a);
+
+	sk_srcu_read_unlock(&dom_a, inner);
+	sk_synchronize_srcu(&dom_a); /* still inside outer */
+	sk_srcu_read_unlock(&dom_a, outer);
+	_exit(CHILD_RETURNED);
+}
+
+static void child_synchronize_in_other_domain_section(void)
+{
+	int idx = sk_srcu_read_lock(&dom_b), ia;
+
+	/* Allowed: a reader of a in b's section, then a's grace periods. */
+	ia = sk_srcu_read_lock(&dom_a);
+	sk_srcu_read_unlock(&dom_a, ia);
+	sk_synchronize_srcu(&dom_a);
+	sk_synchronize_srcu_expedited(&dom_a);
+	sk_srcu_barrier(&dom_a);
+	sk_srcu_read_unlock(&dom_b, idx);
+	if (sk_srcu_cleanup(&dom_a) != 0 || sk_srcu_cleanup(&dom_b) != 0)
+		_exit(4);
+	_exit(0);
+}
+
+static void child_barrier_in_own_section(void)
+{
+	int idx = sk_srcu_read_lock(&dom_a);
+
+	sk_srcu_barrier(&dom_a);
+	sk_srcu_read_unlock(&dom_a, idx);
+	_exit(CHILD_RETURNED);
+}
+
+static void child_unlock_twice(void)
+{
+	int idx = sk_srcu_read_lock(&dom_a);
+
+	sk_srcu_read_unlock(&dom_a, idx);
+	sk_srcu_read_unlock(&dom_a, idx);
+	_exit(CHILD_RETURNED);
+}
+
+static int handoff_idx;
+
+static void *unlock_handed_off(void *arg)
+{
+	(void)arg;
+	sk_srcu_read_unlock(&dom_a, handoff_idx);
+	return NULL;
+}
+
+/* Ended by another thread, then once more by that thread. */
+static void child_remote_unlock_twice(void)
+{
+	pthread_t t;
+
+	handoff_idx = sk_srcu_read_lock(&dom_a);
+	start_thread(&t, unlock_handed_off, NULL);
+	pthread_join(t, NULL);
+	start_thread(&t, unlock_handed_off, NULL);
+	pthread_join(t, NULL);
+	_exit(CHILD_RETURNED);
+}
+
+/* Ended by another thread, then once more by the locker itself. */
+static void child_remote_then_locker_unlock(void)
+{
+	pthread_t t;
+
+	handoff_idx = sk_srcu_read_lock(&dom_a);
+	start_thread(&t, unlock_handed_off, NULL);
+	pthread_join(t, NULL);
+	sk_srcu_read_unlock(&dom_a, handoff_idx);
+	_exit(CHILD_RETURNED);
+}
+
+static void child_bogus_idx(void)
+{
+	int idx = sk_srcu_read_lock(&dom_a);
+
+	sk_srcu_read_unlock(&dom_a, idx);
+	sk_srcu_read_unlock(&dom_a, 12345);
+	_exit(CHILD_RETURNED);
+}
+
+static void child_bogus_idx_fresh_domain(void)
+{
+	sk_srcu_read_unlock(&dom_a, 12345); /* no section ever in a */
+	_exit(CHILD_RETURNED);
+}
+
+/*
+ * idx 0 and 1 are never returned to a thread with its own counters (they
+ * name the shared counters of threads without one).
+ */
+static void child_bogus_idx_zero(void)
+{
+	int idx = sk_srcu_read_lock(&dom_a);
+
+	sk_srcu_read_unlock(&dom_a, idx);
+	sk_srcu_read_unlock(&dom_a, 0);
+	_exit(CHILD_RETURNED);
+}
+
+/* An idx of domain a ended on domain b, where the thread never read. */
+static void child_idx_of_other_domain(void)
+{
+	int idx = sk_srcu_read_lock(&dom_a);
+
+	sk_srcu_read_unlock(&dom_b, idx);
+	_exit(CHILD_RETURNED);
+}
+
+/* An idx of domain a ended on domain b, where the thread did read. */
+static void child_idx_of_other_domain_used(void)
+{
+	int ib = sk_srcu_read_lock(&dom_b), idx;
+
+	sk_srcu_read_unlock(&dom_b, ib);
+	idx = sk_srcu_read_lock(&dom_a);
+	sk_srcu_read_unlock(&dom_b, idx);
+	_exit(CHILD_RETURNED);
+}
+
+static struct sk_rcu_head barrier_head;
+
+static void barrier_from_callback(struct sk_rcu_head *h)
+{
+	(void)h;
+	sk_srcu_barrier(&dom_b); /* any domain: from the worker */
+	_exit(CHILD_RETURNED);
+}
+
+static void child_barrier_in_callback(void)
+{
+	if (sk_call_srcu(&dom_a, &barrier_head, barrier_from_callback) != 0)
+		_exit(5);
+	sk_srcu_barrier(&dom_a); /* the callback aborts meanwhile */
+	_exit(CHILD_RETURNED);
+}
+
+/*
+ * Thread X enters a section of a, hands it to thread B and exits; a new
+ * thread Y reads domain b (taking X's recycled thread index) and calls
+ * sk_synchronize_srcu(a) while B still holds X's section.  Y is inside
+ * no section of a: the call must wait for B and return.
+ */
+static int recycled_idx;
+
+static void *x_lock_and_exit(void *arg)
+{
+	(void)arg;
+	recycled_idx = sk_srcu_read_lock(&dom_a);
+	return NULL;
+}
+
+static void *b_unlock_later(void *arg)
+{
+	(void)arg;
+	sleep_ms(100);
+	sk_srcu_read_unlock(&dom_a, recycled_idx);
+	return NULL;
+}
+
+static void *y_read_b_then_synchronize_a(void *arg)
+{
+	int idx = sk_srcu_read_lock(&dom_b);
+
+	(void)arg;
+	sk_srcu_read_unlock(&dom_b, idx);
+	sk_synchronize_srcu(&dom_a);
+	return NULL;
+}
+
+static void child_synchronize_with_recycled_index(void)
+{
+	pthread_t x, b, y;
+
+	start_thread(&x, x_lock_and_exit, NULL);
+	pthread_join(x, NULL);
+	start_thread(&b, b_unlock_later, NULL);
+	start_thread(&y, y_read_b_then_synchronize_a, NULL);
+	pthread_join(y, NULL);
+	pthread_join(b, NULL);
+	_exit(0);
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void synchronize_inside_own_section_aborts(void)
+{
+	struct outcome o = run_child(child_synchronize_in_own_section);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_synchronize_srcu()");
+	SK_CHECK_STR_CONTAINS(o.err, "same SRCU domain");
+
+	o = run_child(child_synchronize_in_nested_own_section);
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_synchronize_srcu()");
+	SK_CHECK_STR_CONTAINS(o.err, "same SRCU domain");
+}
+
+static void expedited_inside_own_section_aborts(void)
+{
+	struct outcome o = run_child(child_expedited_in_own_section);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_synchronize_srcu_expedited()");
+	SK_CHECK_STR_CONTAINS(o.err, "same SRCU domain");
+}
+
+static void synchronize_inside_other_domain_section_is_allowed(void)
+{
+	struct outcome o = run_child(child_synchronize_in_other_domain_section);
+
+	check_exited_0(&o);
+	SK_CHECK_EQ(o.err[0], '\0');
+}
+
+static void barrier_inside_own_section_aborts(void)
+{
+	struct outcome o = run_child(child_barrier_in_own_section);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_barrier()");
+	SK_CHECK_STR_CONTAINS(o.err, "same SRCU domain");
+}
+
+static void unbalanced_unlock_aborts(void)
+{
+	struct outcome o = run_child(child_unlock_twice);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
+
+	o = run_child(child_remote_unlock_twice);
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
+}
+
+/*
+ * Library bug seen here: the locker's own check counts only its own
+ * unlocks, not those done by other threads (remote[]), so this double
+ * end passes silently and leaves the domain's sums unbalanced for good
+ * (every later grace period of the domain hangs).
+ */
+static void handed_off_section_ended_again_by_locker_aborts(void)
+{
+	struct outcome o = run_child(child_remote_then_locker_unlock);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
+}
+
+static void bogus_idx_aborts(void)
+{
+	struct outcome o = run_child(child_bogus_idx);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+	SK_CHECK_STR_CONTAINS(o.err, "12345");
+
+	o = run_child(child_bogus_idx_fresh_domain);
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+	SK_CHECK_STR_CONTAINS(o.err, "12345");
+}
+
+/*
+ * Library bug seen here: idx 0 (owner 0, the shared counters) is taken
+ * without a check; the shared unlock count then exceeds the lock count
+ * and every later grace period of the domain hangs.
+ */
+static void bogus_idx_zero_aborts(void)
+{
+	struct outcome o = run_child(child_bogus_idx_zero);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+}
+
+/*
+ * An idx from another domain.  Library bug seen here: when the thread has
+ * no counters in the domain (d->dir NULL), the inline fast path indexes
+ * d->dir without a check and the child dies of SIGSEGV, without a message.
+ */
+static void idx_of_another_domain_aborts(void)
+{
+	struct outcome o = run_child(child_idx_of_other_domain_used);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+
+	o = run_child(child_idx_of_other_domain);
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+}
+
+static void barrier_inside_srcu_callback_aborts(void)
+{
+	struct outcome o = run_child(child_barrier_in_callback);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_barrier()");
+	SK_CHECK_STR_CONTAINS(o.err, "SRCU callback");
+}
+
+/*
+ * Library bug (or at least an undocumented consequence of the documented
+ * index-recycling limit): the thread that reuses the index of an exited
+ * locker whose section is still open elsewhere counts as a reader of the
+ * domain, and its sk_synchronize_srcu() aborts as "inside a read-side
+ * critical section of the same SRCU domain" though it entered none.
+ */
+static void synchronize_by_thread_with_recycled_index_is_allowed(void)
+{
+	struct outcome o = run_child(child_synchronize_with_recycled_index);
+
+	check_exited_0(&o);
+	SK_CHECK_EQ(o.err[0], '\0');
+}
+
+int main(void)
+{
+	sk_test_seed_init();
+	SK_RUN(synchronize_inside_own_section_aborts);
+	SK_RUN(expedited_inside_own_section_aborts);
+	SK_RUN(synchronize_inside_other_domain_section_is_allowed);
+	SK_RUN(barrier_inside_own_section_aborts);
+	SK_RUN(unbalanced_unlock_aborts);
+	SK_RUN(handed_off_section_ended_again_by_locker_aborts);
+	SK_RUN(bogus_idx_aborts);
+	SK_RUN(bogus_idx_zero_aborts);
+	SK_RUN(idx_of_another_domain_aborts);
+	SK_RUN(barrier_inside_srcu_callback_aborts);
+	SK_RUN(synchronize_by_thread_with_recycled_index_is_allowed);
+	return sk_test_report();
+}
