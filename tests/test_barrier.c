@@ -446,14 +446,24 @@ static void *mp_writer(void *arg)
 			/* Pairs with the reader's load_acquire of flag. */
 			sk_smp_store_release(&m->flag, (unsigned int)r);
 			break;
-		case MP_FLAG_FIRST:
+		case MP_FLAG_FIRST: {
+			int i;
+
 			SK_WRITE_ONCE(m->flag, (unsigned int)r);
 			sk_smp_wmb();
+			/*
+			 * Widen the window a spinning reader can hit, so that a
+			 * loaded machine or a sanitizer build still shows the
+			 * bug in a few thousand rounds.
+			 */
+			for (i = 0; i < 2000; i++)
+				sk_cpu_relax();
 			SK_WRITE_ONCE(m->a, r);
 			SK_WRITE_ONCE(m->b, r * MP_K1);
 			SK_WRITE_ONCE(m->c, ~r);
 			SK_WRITE_ONCE(m->d, r ^ MP_K2);
 			break;
+		}
 		}
 		ww_wake(&m->flag, &m->flag_sleepers);
 	}
