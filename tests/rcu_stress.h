@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "scalekit/rcu.h"
+#include "sk_test.h"
 
 #define SK_STRESS_MAGIC 0x5ca1ab1e0b1ec7edUL  /* a live object */
 #define SK_STRESS_POISON 0x6b6b6b6b6b6b6b6bUL /* after its grace period */
@@ -111,17 +112,6 @@ struct sk_stress_thread {
 	int started;
 };
 
-static inline uint64_t sk_stress_rand(uint64_t *s)
-{
-	uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
-
 static inline unsigned long sk_stress_payload(unsigned long seq, unsigned i)
 {
 	return (seq * 0x9e3779b97f4a7c15UL) ^ ((unsigned long)i << 56) ^ i;
@@ -144,7 +134,7 @@ static inline void sk_stress_spin(uint64_t *rng, unsigned int max)
 
 	if (!max)
 		return;
-	n = sk_stress_rand(rng) % (max + 1);
+	n = sk_test_rand(rng) % (max + 1);
 	while (n--)
 		sk_cpu_relax();
 }
@@ -215,7 +205,7 @@ static inline void sk_stress_general_read(struct sk_stress_thread *t)
 {
 	const struct sk_stress_config *cfg = t->s->cfg;
 	struct sk_stress_obj *p, *q;
-	uint64_t r = sk_stress_rand(&t->rng);
+	uint64_t r = sk_test_rand(&t->rng);
 	int k;
 
 	sk_rcu_read_lock();
@@ -271,7 +261,7 @@ static inline void sk_stress_qsbr_loop(struct sk_stress_thread *t,
 		every = SK_STRESS_HOLD_MAX;
 	sk_rcu_thread_online();
 	while (!sk_atomic_load_acquire(&t->s->stop) && n < max) {
-		uint64_t r = sk_stress_rand(&t->rng);
+		uint64_t r = sk_test_rand(&t->rng);
 		struct sk_stress_obj *p = sk_rcu_dereference(t->s->gp);
 
 		sk_stress_check(t, p, 1);
@@ -366,7 +356,7 @@ static inline void *sk_stress_updater(void *arg)
 			qhead = (qhead + 1) % qlen;
 		}
 		t->updates++;
-		if ((sk_stress_rand(&t->rng) & 31) == 0)
+		if ((sk_test_rand(&t->rng) & 31) == 0)
 			sched_yield();
 	}
 	return NULL;
@@ -391,7 +381,7 @@ static inline void *sk_stress_syncer(void *arg)
 static inline void *sk_stress_ephemeral(void *arg)
 {
 	struct sk_stress_thread *t = arg;
-	unsigned int i, n = 1 + (unsigned)(sk_stress_rand(&t->rng) % 8);
+	unsigned int i, n = 1 + (unsigned)(sk_test_rand(&t->rng) % 8);
 
 	switch (t->rng % 4) {
 	case 0: /* registered implicitly by the first read_lock */
@@ -438,7 +428,7 @@ static inline void *sk_stress_churner(void *arg)
 
 		memset(&e, 0, sizeof(e));
 		e.s = t->s;
-		e.rng = sk_stress_rand(&t->rng) | 1;
+		e.rng = sk_test_rand(&t->rng) | 1;
 		if (pthread_create(&e.tid, &attr, sk_stress_ephemeral, &e)) {
 			t->errors++;
 			break;
@@ -462,7 +452,7 @@ static inline int sk_stress_start(struct sk_stress *s,
 
 	t->s = s;
 	t->rng = (s->cfg->seed + 1) * 0x9e3779b97f4a7c15ull + idx * 7919 + 1;
-	sk_stress_rand(&t->rng);
+	sk_test_rand(&t->rng);
 	rc = pthread_create(&t->tid, NULL, fn, t);
 	if (rc != 0) {
 		fprintf(stderr, "stress: pthread_create: %s\n", strerror(rc));

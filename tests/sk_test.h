@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Minimal test harness for scalekit's CTest programs: typed assertions
- * that print both values, a runner that counts, a seeded RNG whose seed is
- * printed on failure, and a scale factor that shrinks work under
- * sanitizers and valgrind.
+ * that print both values, a runner that counts (and one that also logs the
+ * time each test took), a seeded RNG whose seed is printed on failure, and
+ * a scale factor that shrinks work under sanitizers and valgrind.
  */
 #ifndef SK_TEST_H
 #define SK_TEST_H
@@ -32,36 +32,20 @@ static uint64_t sk_t_seed;
 			SK_T_FAIL("%s", #c);            \
 	} while (0)
 
-#define SK_CHECK_EQ(a, b)                                                   \
-	do {                                                                \
-		long long sk_a_ = (long long)(a), sk_b_ = (long long)(b);   \
-		if (sk_a_ != sk_b_)                                         \
-			SK_T_FAIL("%s == %s (%lld vs %lld)", #a, #b, sk_a_, \
-				  sk_b_);                                   \
+/* Check (long long)a op (long long)b; on failure print both values. */
+#define SK_T_CHECK_OP(a, op, b)                                           \
+	do {                                                              \
+		long long sk_a_ = (long long)(a), sk_b_ = (long long)(b); \
+		if (!(sk_a_ op sk_b_))                                    \
+			SK_T_FAIL("%s " #op " %s (%lld vs %lld)", #a, #b, \
+				  sk_a_, sk_b_);                          \
 	} while (0)
 
-#define SK_CHECK_NE(a, b)                                                   \
-	do {                                                                \
-		long long sk_a_ = (long long)(a), sk_b_ = (long long)(b);   \
-		if (sk_a_ == sk_b_)                                         \
-			SK_T_FAIL("%s != %s (both %lld)", #a, #b, sk_a_);   \
-	} while (0)
-
-#define SK_CHECK_LE(a, b)                                                    \
-	do {                                                                 \
-		long long sk_a_ = (long long)(a), sk_b_ = (long long)(b);    \
-		if (!(sk_a_ <= sk_b_))                                       \
-			SK_T_FAIL("%s <= %s (%lld vs %lld)", #a, #b, sk_a_,  \
-				  sk_b_);                                    \
-	} while (0)
-
-#define SK_CHECK_GT(a, b)                                                    \
-	do {                                                                 \
-		long long sk_a_ = (long long)(a), sk_b_ = (long long)(b);    \
-		if (!(sk_a_ > sk_b_))                                        \
-			SK_T_FAIL("%s > %s (%lld vs %lld)", #a, #b, sk_a_,   \
-				  sk_b_);                                    \
-	} while (0)
+/* Typed checks that print both values: a == b, a != b, a <= b, a > b. */
+#define SK_CHECK_EQ(a, b) SK_T_CHECK_OP(a, ==, b)
+#define SK_CHECK_NE(a, b) SK_T_CHECK_OP(a, !=, b)
+#define SK_CHECK_LE(a, b) SK_T_CHECK_OP(a, <=, b)
+#define SK_CHECK_GT(a, b) SK_T_CHECK_OP(a, >, b)
 
 #define SK_CHECK_STR_CONTAINS(hay, needle)                                  \
 	do {                                                                \
@@ -70,6 +54,17 @@ static uint64_t sk_t_seed;
 			SK_T_FAIL("\"%s\" contains \"%s\"",                 \
 				  sk_h_ ? sk_h_ : "(null)", sk_n_);         \
 	} while (0)
+
+/* Check that got[0..ngot) equals want[0..nwant): the counts, then each int. */
+static inline void sk_test_check_ints(const int *got, int ngot,
+				      const int *want, int nwant)
+{
+	int i;
+
+	SK_CHECK_EQ(ngot, nwant);
+	for (i = 0; i < nwant && i < ngot; i++)
+		SK_CHECK_EQ(got[i], want[i]);
+}
 
 /* Run one test function and count it. */
 #define SK_RUN(fn)                                                  \
@@ -84,6 +79,23 @@ static uint64_t sk_t_seed;
 			fprintf(stderr, "FAILED %s (seed %" PRIu64  \
 				")\n", #fn, sk_t_seed);             \
 		}                                                   \
+	} while (0)
+
+/* Monotonic clock in seconds (for logs only: no test bounds time). */
+static inline double sk_test_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* SK_RUN, plus the wall time the test took (for the log only). */
+#define SK_RUN_TIMED(fn)                                                 \
+	do {                                                             \
+		double sk_t0_ = sk_test_now();                           \
+		SK_RUN(fn);                                              \
+		fprintf(stderr, "    (%.2f s)\n", sk_test_now() - sk_t0_); \
 	} while (0)
 
 /* Print the closing line CTest logs show and return the exit status. */

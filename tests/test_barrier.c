@@ -38,22 +38,7 @@
 
 #include "scalekit/barrier.h"
 #include "sk_test.h"
-
-/* SK_RUN, plus the wall time each test took (for the log only). */
-static double t_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-#define RUN(fn)                                                   \
-	do {                                                      \
-		double t0_ = t_now();                             \
-		SK_RUN(fn);                                       \
-		fprintf(stderr, "    (%.2f s)\n", t_now() - t0_); \
-	} while (0)
+#include "sk_test_util.h"
 
 /* Sanitizer builds (GCC and Clang spellings). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -66,16 +51,6 @@ static double t_now(void)
 #ifndef T_SANITIZED
 #define T_SANITIZED 0
 #endif
-
-static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	int rc = pthread_create(t, NULL, fn, arg);
-
-	if (rc != 0) {
-		fprintf(stderr, "pthread_create: %s\n", strerror(rc));
-		exit(2);
-	}
-}
 
 /* ------------------------------------------------------------------------
  * Waiting for the other thread: spin briefly, then sleep on a futex.
@@ -508,18 +483,26 @@ static void *mp_reader(void *arg)
 	return NULL;
 }
 
+/* Run reader and writer on arg, each in a thread, until both return. */
+static void run_reader_writer(void *(*reader)(void *),
+			      void *(*writer)(void *), void *arg)
+{
+	pthread_t w, r;
+
+	sk_test_thread_start(&r, reader, arg);
+	sk_test_thread_start(&w, writer, arg);
+	pthread_join(w, NULL);
+	pthread_join(r, NULL);
+}
+
 static unsigned long mp_run(enum mp_kind kind, unsigned long rounds)
 {
 	static struct mp m;
-	pthread_t w, r;
 
 	memset(&m, 0, sizeof(m));
 	m.kind = kind;
 	m.rounds = rounds;
-	start_thread(&r, mp_reader, &m);
-	start_thread(&w, mp_writer, &m);
-	pthread_join(w, NULL);
-	pthread_join(r, NULL);
+	run_reader_writer(mp_reader, mp_writer, &m);
 	if (m.violations)
 		fprintf(stderr,
 			"  mp kind %d: %lu of %lu rounds saw the flag "
@@ -688,8 +671,8 @@ static unsigned long sb_run(enum fence_kind f0, enum fence_kind f1,
 	sb->fence[0] = f0;
 	sb->fence[1] = f1;
 	sb->iters = iters;
-	start_thread(&t0, sb_side, &a0);
-	start_thread(&t1, sb_side, &a1);
+	sk_test_thread_start(&t0, sb_side, &a0);
+	sk_test_thread_start(&t1, sb_side, &a1);
 	pthread_join(t0, NULL);
 	pthread_join(t1, NULL);
 	both_zero = sb->hist[0];
@@ -724,22 +707,28 @@ static unsigned long sb_iters(void)
 	return 500000 / sk_test_slow();
 }
 
-/* BROKEN twin: no barrier; the harness MUST see the reordering. */
-static void store_buffering_without_barrier_is_observed(void)
+/* For the BROKEN twins: the reordering f0/f1 allow MUST be observed. */
+static void sb_expect_observed(enum fence_kind f0, enum fence_kind f1)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	if (!sb_find_cpus()) {
 		/* One CPU: the two sides never overlap, nothing to observe. */
 		fprintf(stderr, "  only one CPU available: cannot show store "
 				"buffering, check skipped\n");
-		sb_run(F_NONE, F_NONE, sb_iters());
+		sb_run(f0, f1, sb_iters());
 		return;
 	}
-	SK_CHECK_GT(sb_until_seen(F_NONE, F_NONE, sb_iters(), 20), 0);
+	SK_CHECK_GT(sb_until_seen(f0, f1, sb_iters(), 20), 0);
 #else
 	/* Weaker CPUs allow it too, but nothing makes them show it. */
-	sb_run(F_NONE, F_NONE, sb_iters());
+	sb_run(f0, f1, sb_iters());
 #endif
+}
+
+/* BROKEN twin: no barrier; the harness MUST see the reordering. */
+static void store_buffering_without_barrier_is_observed(void)
+{
+	sb_expect_observed(F_NONE, F_NONE);
 }
 
 static void store_buffering_smp_mb_forbids(void)
@@ -763,16 +752,7 @@ static void store_buffering_light_heavy_forbids(void)
  */
 static void store_buffering_light_without_heavy_is_observed(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	if (!sb_find_cpus()) {
-		fprintf(stderr, "  only one CPU available: check skipped\n");
-		sb_run(F_LIGHT, F_NONE, sb_iters());
-		return;
-	}
-	SK_CHECK_GT(sb_until_seen(F_LIGHT, F_NONE, sb_iters(), 20), 0);
-#else
-	sb_run(F_LIGHT, F_NONE, sb_iters());
-#endif
+	sb_expect_observed(F_LIGHT, F_NONE);
 }
 
 /* ------------------------------------------------------------------------
@@ -841,16 +821,12 @@ static void *torn_reader(void *arg)
 static unsigned long torn_run(int split, unsigned long writes)
 {
 	static struct torn t;
-	pthread_t w, r;
 
 	memset(&t, 0, sizeof(t));
 	t.u.v = TORN_A;
 	t.split = split;
 	t.writes = writes;
-	start_thread(&r, torn_reader, &t);
-	start_thread(&w, torn_writer, &t);
-	pthread_join(w, NULL);
-	pthread_join(r, NULL);
+	run_reader_writer(torn_reader, torn_writer, &t);
 	fprintf(stderr, "  %s writes: %lu torn of %lu reads\n",
 		split ? "split" : "whole", t.torn, t.reads);
 	return t.torn;
@@ -880,18 +856,18 @@ int main(int argc, char **argv)
 	sk_test_seed_init();
 	sb_find_cpus();
 	/* Forks first, while the process is single-threaded (TSan). */
-	RUN(fence_mode_follows_environment);
-	RUN(fence_mode_matches_environment);
-	RUN(read_write_once_types);
-	RUN(atomic_wrappers);
-	RUN(read_write_once_untorn);
-	RUN(read_write_once_torn_twin_is_caught);
-	RUN(message_passing_wmb_rmb);
-	RUN(message_passing_release_acquire);
-	RUN(message_passing_broken_twin_is_caught);
-	RUN(store_buffering_without_barrier_is_observed);
-	RUN(store_buffering_smp_mb_forbids);
-	RUN(store_buffering_light_heavy_forbids);
-	RUN(store_buffering_light_without_heavy_is_observed);
+	SK_RUN_TIMED(fence_mode_follows_environment);
+	SK_RUN_TIMED(fence_mode_matches_environment);
+	SK_RUN_TIMED(read_write_once_types);
+	SK_RUN_TIMED(atomic_wrappers);
+	SK_RUN_TIMED(read_write_once_untorn);
+	SK_RUN_TIMED(read_write_once_torn_twin_is_caught);
+	SK_RUN_TIMED(message_passing_wmb_rmb);
+	SK_RUN_TIMED(message_passing_release_acquire);
+	SK_RUN_TIMED(message_passing_broken_twin_is_caught);
+	SK_RUN_TIMED(store_buffering_without_barrier_is_observed);
+	SK_RUN_TIMED(store_buffering_smp_mb_forbids);
+	SK_RUN_TIMED(store_buffering_light_heavy_forbids);
+	SK_RUN_TIMED(store_buffering_light_without_heavy_is_observed);
 	return sk_test_report();
 }

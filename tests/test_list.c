@@ -79,11 +79,9 @@ static int keys_of(struct sk_list_head *h, int *out, int max)
 
 static void expect_keys(struct sk_list_head *h, const int *want, int n)
 {
-	int got[32], m = keys_of(h, got, 32), i;
+	int got[32];
 
-	SK_CHECK_EQ(m, n);
-	for (i = 0; i < n && i < m; i++)
-		SK_CHECK_EQ(got[i], want[i]);
+	sk_test_check_ints(got, keys_of(h, got, 32), want, n);
 }
 
 /* ---- list unit tests ---------------------------------------------------- */
@@ -309,11 +307,9 @@ static int hkeys(struct sk_hlist_head *h, int *out, int max)
 
 static void expect_hkeys(struct sk_hlist_head *h, const int *want, int n)
 {
-	int got[32], m = hkeys(h, got, 32), i;
+	int got[32];
 
-	SK_CHECK_EQ(m, n);
-	for (i = 0; i < n && i < m; i++)
-		SK_CHECK_EQ(got[i], want[i]);
+	sk_test_check_ints(got, hkeys(h, got, 32), want, n);
 }
 
 static void hlist_basics(void)

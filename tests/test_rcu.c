@@ -30,77 +30,20 @@
 #include "scalekit/rcu.h"
 #include "rcu_stress.h"
 #include "sk_test.h"
-
-/* SK_RUN, plus the wall time each test took (for the log only). */
-static double t_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-#define RUN(fn)                                                   \
-	do {                                                      \
-		double t0_ = t_now();                             \
-		SK_RUN(fn);                                       \
-		fprintf(stderr, "    (%.2f s)\n", t_now() - t0_); \
-	} while (0)
+#include "sk_test_rcu.h"
 
 static uint64_t seed;
 
-static void start_thread_attr(pthread_t *t, const pthread_attr_t *attr,
-			      void *(*fn)(void *), void *arg)
-{
-	int rc = pthread_create(t, attr, fn, arg);
-
-	if (rc != 0) {
-		fprintf(stderr, "pthread_create: %s\n", strerror(rc));
-		exit(2);
-	}
-}
-
-static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	start_thread_attr(t, NULL, fn, arg);
-}
-
-static void *join(pthread_t t)
-{
-	void *ret = NULL;
-
-	pthread_join(t, &ret);
-	return ret;
-}
-
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static struct sk_rcu_stats stats(void)
-{
-	struct sk_rcu_stats st;
-
-	memset(&st, 0, sizeof(st));
-	if (sk_rcu_get_stats(&st) != 0)
-		SK_T_FAIL("%s", "sk_rcu_get_stats failed");
-	return st;
-}
-
 static unsigned long readers_now(void)
 {
-	return stats().readers;
+	return sk_test_rcu_stats().readers;
 }
 
 /* Wait (yielding) until *flag becomes nonzero. */
 static void wait_flag(int *flag)
 {
 	while (!sk_atomic_load_acquire(flag))
-		sleep_ms(1);
+		sk_test_sleep_ms(1);
 }
 
 /* The BROKEN grace period of the twins. */
@@ -115,13 +58,13 @@ static void no_grace_period(void)
 /* First test to run: nothing is registered yet in this process. */
 static void synchronize_with_zero_registered_readers(void)
 {
-	struct sk_rcu_stats a = stats(), b;
+	struct sk_rcu_stats a = sk_test_rcu_stats(), b;
 
 	SK_CHECK_EQ(a.readers, 0);
 	sk_synchronize_rcu();
 	sk_synchronize_rcu();
 	sk_synchronize_rcu();
-	b = stats();
+	b = sk_test_rcu_stats();
 	/* Serial callers share nothing: one grace period each. */
 	SK_CHECK_EQ(b.grace_periods - a.grace_periods, 3);
 	SK_CHECK_EQ(b.sync_calls - a.sync_calls, 3);
@@ -182,8 +125,8 @@ static void read_lock_nesting_and_ongoing(void)
 {
 	pthread_t t;
 
-	start_thread(&t, nesting_thread, NULL);
-	join(t);
+	sk_test_thread_start(&t, nesting_thread, NULL);
+	sk_test_thread_join(t);
 }
 
 struct pub {
@@ -256,10 +199,10 @@ static void dereference_and_assign_pointer(void)
 
 	/* Publication: a reader never sees an uninitialized object. */
 	pub_ptr = NULL;
-	start_thread(&r, pub_reader, (void *)(uintptr_t)n);
-	start_thread(&w, pub_writer, (void *)(uintptr_t)n);
-	join(w);
-	SK_CHECK_EQ((uintptr_t)join(r), 0);
+	sk_test_thread_start(&r, pub_reader, (void *)(uintptr_t)n);
+	sk_test_thread_start(&w, pub_writer, (void *)(uintptr_t)n);
+	sk_test_thread_join(w);
+	SK_CHECK_EQ((uintptr_t)sk_test_thread_join(r), 0);
 	free(pub_ptr);
 	pub_ptr = NULL;
 }
@@ -294,16 +237,25 @@ static void *register_thread_fn(void *arg)
 	return NULL;
 }
 
-static void register_and_unregister(void)
+/*
+ * Run fn in a thread of its own; once it exited, the registry is as before
+ * (the exit handler unregistered it) and nothing is left behind that a
+ * grace period would wait for.
+ */
+static void run_thread_leaving_no_reader(void *(*fn)(void *))
 {
 	unsigned long base = readers_now();
 	pthread_t t;
 
-	start_thread(&t, register_thread_fn, NULL);
-	join(t);
-	/* The exit handler unregistered it. */
+	sk_test_thread_start(&t, fn, NULL);
+	sk_test_thread_join(t);
 	SK_CHECK_EQ(readers_now(), base);
 	sk_synchronize_rcu();
+}
+
+static void register_and_unregister(void)
+{
+	run_thread_leaving_no_reader(register_thread_fn);
 }
 
 struct auto_reg {
@@ -346,12 +298,12 @@ static void auto_registration_and_exit(void)
 		unsigned long base = readers_now();
 		pthread_t t;
 
-		start_thread(&t, auto_reg_fn, &a);
+		sk_test_thread_start(&t, auto_reg_fn, &a);
 		while (!sk_atomic_load_acquire(&a.seen))
-			sleep_ms(1);
+			sk_test_sleep_ms(1);
 		SK_CHECK_EQ(readers_now(), base + 1);
 		sk_atomic_store_release(&a.go, 1);
-		join(t);
+		sk_test_thread_join(t);
 		SK_CHECK_EQ(a.before, base);
 		SK_CHECK_EQ(a.seen, base + 1);
 		SK_CHECK_EQ(readers_now(), base);
@@ -404,14 +356,7 @@ static void *qsbr_unit_fn(void *arg)
 
 static void qsbr_online_offline_quiescent_state(void)
 {
-	unsigned long base = readers_now();
-	pthread_t t;
-
-	start_thread(&t, qsbr_unit_fn, NULL);
-	join(t);
-	SK_CHECK_EQ(readers_now(), base);
-	/* Nothing left behind that a grace period would wait for. */
-	sk_synchronize_rcu();
+	run_thread_leaving_no_reader(qsbr_unit_fn);
 }
 
 struct qs_peer {
@@ -441,7 +386,7 @@ static void *sync_from_online_fn(void *arg)
 
 	(void)arg;
 	sk_rcu_thread_online();
-	a = stats();
+	a = sk_test_rcu_stats();
 	for (i = 0; i < 20; i++) {
 		/* Would wait for itself forever unless it goes offline. */
 		sk_synchronize_rcu();
@@ -449,7 +394,7 @@ static void *sync_from_online_fn(void *arg)
 		SK_CHECK(sk_rcu_read_ongoing());
 		sk_rcu_quiescent_state();
 	}
-	b = stats();
+	b = sk_test_rcu_stats();
 	SK_CHECK_GT(b.grace_periods - a.grace_periods, 0);
 	sk_rcu_thread_offline();
 	return NULL;
@@ -461,13 +406,13 @@ static void synchronize_from_online_qsbr_thread(void)
 	pthread_t t, p;
 
 	/* Alone first, then with another online QSBR reader. */
-	start_thread(&t, sync_from_online_fn, NULL);
-	join(t);
-	start_thread(&p, qs_peer_fn, &peer);
-	start_thread(&t, sync_from_online_fn, NULL);
-	join(t);
+	sk_test_thread_start(&t, sync_from_online_fn, NULL);
+	sk_test_thread_join(t);
+	sk_test_thread_start(&p, qs_peer_fn, &peer);
+	sk_test_thread_start(&t, sync_from_online_fn, NULL);
+	sk_test_thread_join(t);
 	sk_atomic_store_release(&peer.stop, 1);
-	join(p);
+	sk_test_thread_join(p);
 }
 
 /* ------------------------------------------------------------------------
@@ -518,11 +463,11 @@ static void *holder_fn(void *arg)
 		break;
 	}
 	sk_atomic_store_release(&h->entered, 1);
-	sleep_ms(50);
+	sk_test_sleep_ms(50);
 	/* A correct grace period cannot return here; a broken one can. */
-	while (stats().gp_sleeps == h->sleeps_base &&
+	while (sk_test_rcu_stats().gp_sleeps == h->sleeps_base &&
 	       !sk_atomic_load_acquire(&h->returned))
-		sleep_ms(1);
+		sk_test_sleep_ms(1);
 	h->returned_inside = sk_atomic_load_acquire(&h->returned);
 	sk_atomic_store_release(&h->leaving, 1);
 	switch (h->kind) {
@@ -548,13 +493,13 @@ static int hold_run(enum hold_kind kind, void (*gp_wait)(void))
 	int early;
 	pthread_t t;
 
-	h.sleeps_base = stats().gp_sleeps;
-	start_thread(&t, holder_fn, &h);
+	h.sleeps_base = sk_test_rcu_stats().gp_sleeps;
+	sk_test_thread_start(&t, holder_fn, &h);
 	wait_flag(&h.entered);
 	gp_wait();
 	early = !sk_atomic_load_acquire(&h.leaving);
 	sk_atomic_store_release(&h.returned, 1);
-	join(t);
+	sk_test_thread_join(t);
 	return early || h.returned_inside;
 }
 
@@ -563,13 +508,13 @@ static void grace_period_waits_for_preexisting_readers(void)
 	int kind;
 
 	for (kind = 0; kind < HOLD_KINDS; kind++) {
-		unsigned long sleeps = stats().gp_sleeps;
+		unsigned long sleeps = sk_test_rcu_stats().gp_sleeps;
 
 		fprintf(stderr, "  holder: %s\n", hold_name[kind]);
 		SK_CHECK_EQ(hold_run((enum hold_kind)kind, sk_synchronize_rcu),
 			    0);
 		/* It slept on the futex and the holder's exit woke it. */
-		SK_CHECK_GT(stats().gp_sleeps - sleeps, 0);
+		SK_CHECK_GT(sk_test_rcu_stats().gp_sleeps - sleeps, 0);
 	}
 }
 
@@ -595,20 +540,9 @@ static void grace_period_broken_twin_is_caught(void)
  * waited for it, this test would hang and fail by the CTest timeout).
  */
 struct late {
-	int r1_entered, r1_go, r2_entered, sync_done, r2_inside_at_return;
+	int r2_entered, sync_done, r2_inside_at_return;
 	int qsbr;
 };
-
-static void *late_r1(void *arg)
-{
-	struct late *l = arg;
-
-	sk_rcu_read_lock();
-	sk_atomic_store_release(&l->r1_entered, 1);
-	wait_flag(&l->r1_go);
-	sk_rcu_read_unlock();
-	return NULL;
-}
 
 static void *late_r2(void *arg)
 {
@@ -643,30 +577,28 @@ static void grace_period_ignores_later_readers(void)
 
 	for (qsbr = 0; qsbr < 2; qsbr++) {
 		struct late l = { .qsbr = qsbr };
-		unsigned long sleeps0 = stats().gp_sleeps;
-		pthread_t r1, r2, s;
+		unsigned long sleeps0 = sk_test_rcu_stats().gp_sleeps;
+		struct sk_test_holder r1;
+		pthread_t r2, s;
 
-		start_thread(&r1, late_r1, &l);
-		wait_flag(&l.r1_entered);
-		start_thread(&s, late_sync, &l);
+		sk_test_holder_start(&r1, 0, NULL, NULL);
+		sk_test_thread_start(&s, late_sync, &l);
 		/* The grace period has started: it sleeps waiting for r1. */
-		while (stats().gp_sleeps == sleeps0 &&
+		while (sk_test_rcu_stats().gp_sleeps == sleeps0 &&
 		       !sk_atomic_load_acquire(&l.sync_done))
-			sleep_ms(1);
+			sk_test_sleep_ms(1);
 		if (sk_atomic_load_acquire(&l.sync_done)) {
 			SK_T_FAIL("%s", "sk_synchronize_rcu() returned while a "
 					"pre-existing reader was inside");
-			sk_atomic_store_release(&l.r1_go, 1);
-			join(s);
-			join(r1);
+			sk_test_holder_release(&r1);
+			sk_test_thread_join(s);
 			continue;
 		}
-		start_thread(&r2, late_r2, &l);
+		sk_test_thread_start(&r2, late_r2, &l);
 		wait_flag(&l.r2_entered);
-		sk_atomic_store_release(&l.r1_go, 1);
-		join(s);
-		join(r1);
-		join(r2);
+		sk_test_holder_release(&r1);
+		sk_test_thread_join(s);
+		sk_test_thread_join(r2);
 		SK_CHECK_EQ(l.r2_inside_at_return, 1);
 	}
 }
@@ -682,21 +614,10 @@ static void grace_period_ignores_later_readers(void)
 struct midgp {
 	void (*gp_wait)(void);
 	unsigned long cookie; /* polled cookie while s1's grace period runs */
-	int r1_entered, r1_go, s1_done;
+	int s1_done;
 	int r2_entered, r2_leaving, r2_saw_return;
 	int s2_returned, s2_early;
 };
-
-static void *midgp_r1(void *arg)
-{
-	struct midgp *m = arg;
-
-	sk_rcu_read_lock();
-	sk_atomic_store_release(&m->r1_entered, 1);
-	wait_flag(&m->r1_go);
-	sk_rcu_read_unlock();
-	return NULL;
-}
 
 static void *midgp_s1(void *arg)
 {
@@ -715,11 +636,11 @@ static void *midgp_r2(void *arg)
 	sk_atomic_store_release(&m->r2_entered, 1);
 	wait_flag(&m->s1_done);
 	/* Give s2 time to return if it wrongly took c as its grace period. */
-	sleep_ms(50);
+	sk_test_sleep_ms(50);
 	/* Wait until the next grace period (s2's) has started. */
 	while (sk_get_state_synchronize_rcu() == m->cookie &&
 	       !sk_atomic_load_acquire(&m->s2_returned))
-		sleep_ms(1);
+		sk_test_sleep_ms(1);
 	m->r2_saw_return = sk_atomic_load_acquire(&m->s2_returned);
 	sk_atomic_store_release(&m->r2_leaving, 1);
 	sk_rcu_read_unlock();
@@ -740,33 +661,32 @@ static void *midgp_s2(void *arg)
 static int midgp_run(void (*gp_wait)(void))
 {
 	struct midgp m = { .gp_wait = gp_wait };
-	struct sk_rcu_stats a = stats();
-	pthread_t r1, s1, r2, s2;
+	struct sk_rcu_stats a = sk_test_rcu_stats();
+	struct sk_test_holder r1;
+	pthread_t s1, r2, s2;
 	int ret = 0;
 
-	start_thread(&r1, midgp_r1, &m);
-	wait_flag(&m.r1_entered);
-	start_thread(&s1, midgp_s1, &m);
+	sk_test_holder_start(&r1, 0, NULL, NULL);
+	sk_test_thread_start(&s1, midgp_s1, &m);
 	/* c has started and waits for r1. */
-	while (stats().gp_sleeps == a.gp_sleeps &&
+	while (sk_test_rcu_stats().gp_sleeps == a.gp_sleeps &&
 	       !sk_atomic_load_acquire(&m.s1_done))
-		sleep_ms(1);
+		sk_test_sleep_ms(1);
 	if (sk_atomic_load_acquire(&m.s1_done))
 		ret = -1; /* s1 did not wait for r1: reported elsewhere */
 	m.cookie = sk_get_state_synchronize_rcu();
-	start_thread(&r2, midgp_r2, &m);
+	sk_test_thread_start(&r2, midgp_r2, &m);
 	wait_flag(&m.r2_entered);
-	start_thread(&s2, midgp_s2, &m);
+	sk_test_thread_start(&s2, midgp_s2, &m);
 	/* s2 has entered sk_synchronize_rcu() (for the real one). */
 	if (gp_wait == sk_synchronize_rcu)
-		while (stats().sync_calls - a.sync_calls < 2)
-			sleep_ms(1);
-	sleep_ms(10);
-	sk_atomic_store_release(&m.r1_go, 1);
-	join(s1);
-	join(r1);
-	join(s2);
-	join(r2);
+		while (sk_test_rcu_stats().sync_calls - a.sync_calls < 2)
+			sk_test_sleep_ms(1);
+	sk_test_sleep_ms(10);
+	sk_test_holder_release(&r1);
+	sk_test_thread_join(s1);
+	sk_test_thread_join(s2);
+	sk_test_thread_join(r2);
 	if (ret == 0)
 		ret = m.s2_early || m.r2_saw_return;
 	return ret;
@@ -828,15 +748,14 @@ static void stress_expect_clean(struct sk_stress_config c)
 	SK_CHECK_EQ(readers_now(), base);
 }
 
-/* BROKEN twin: the same stress with a no-op grace period must be caught. */
-static void stress_expect_caught(struct sk_stress_config c)
+/* Run c with a no-op grace period (up to 10 seeds): it MUST be caught. */
+static void stress_until_caught(struct sk_stress_config c)
 {
 	struct sk_stress_result r;
 	int attempt;
 
 	c.gp_wait = no_grace_period;
 	c.broken = 1;
-	c.updates = c.updates / 2 + 1;
 	for (attempt = 0; attempt < 10; attempt++) {
 		c.seed = seed + (uint64_t)attempt;
 		SK_CHECK_EQ(sk_stress_run(&c, &r), 0);
@@ -845,6 +764,13 @@ static void stress_expect_caught(struct sk_stress_config c)
 			break;
 	}
 	SK_CHECK_GT(r.violations, 0);
+}
+
+/* BROKEN twin: the same stress with a no-op grace period must be caught. */
+static void stress_expect_caught(struct sk_stress_config c)
+{
+	c.updates = c.updates / 2 + 1;
+	stress_until_caught(c);
 }
 
 static void stress_general_readers(void)
@@ -891,21 +817,8 @@ static void stress_mixed_readers_broken_twin_is_caught(void)
  */
 
 struct batch {
-	int holding;
-	int release;
 	int returned; /* callers that returned */
 };
-
-static void *batch_holder(void *arg)
-{
-	struct batch *b = arg;
-
-	sk_rcu_read_lock();
-	sk_atomic_store_release(&b->holding, 1);
-	wait_flag(&b->release);
-	sk_rcu_read_unlock();
-	return NULL;
-}
 
 static void *batch_caller(void *arg)
 {
@@ -925,27 +838,26 @@ static void synchronize_callers_share_grace_periods(void)
 	enum { N = 8 };
 	struct batch b = { 0 };
 	struct sk_rcu_stats a, z;
-	pthread_t h, t[N];
+	struct sk_test_holder h;
+	pthread_t t[N];
 	int i;
 
-	start_thread(&h, batch_holder, &b);
-	wait_flag(&b.holding);
-	a = stats();
+	sk_test_holder_start(&h, 0, NULL, NULL);
+	a = sk_test_rcu_stats();
 	for (i = 0; i < N; i++)
-		start_thread(&t[i], batch_caller, &b);
+		sk_test_thread_start(&t[i], batch_caller, &b);
 	/* All of them inside sk_synchronize_rcu(), the leader asleep. */
-	while ((stats().sync_calls - a.sync_calls < N ||
-		stats().gp_sleeps == a.gp_sleeps) &&
+	while ((sk_test_rcu_stats().sync_calls - a.sync_calls < N ||
+		sk_test_rcu_stats().gp_sleeps == a.gp_sleeps) &&
 	       !sk_atomic_load_acquire(&b.returned))
-		sleep_ms(1);
-	sleep_ms(20);
+		sk_test_sleep_ms(1);
+	sk_test_sleep_ms(20);
 	/* None may return while the reader holds its section. */
 	SK_CHECK_EQ(sk_atomic_load_acquire(&b.returned), 0);
-	sk_atomic_store_release(&b.release, 1);
+	sk_test_holder_release(&h);
 	for (i = 0; i < N; i++)
-		join(t[i]);
-	join(h);
-	z = stats();
+		sk_test_thread_join(t[i]);
+	z = sk_test_rcu_stats();
 	fprintf(stderr, "  %d concurrent callers: %lu grace periods\n", N,
 		z.grace_periods - a.grace_periods);
 	SK_CHECK_EQ(z.sync_calls - a.sync_calls, N);
@@ -973,7 +885,7 @@ static void *pacer_fn(void *arg)
 	sk_atomic_store_release(&p->registered, 1);
 	while (!sk_atomic_load_acquire(&p->stop)) {
 		sk_rcu_read_lock();
-		sleep_ms(1);
+		sk_test_sleep_ms(1);
 		sk_rcu_read_unlock();
 		p->sections++;
 	}
@@ -991,13 +903,13 @@ static void synchronize_batching_under_stress(void)
 	c.updates = 1000 / sk_test_slow();
 	c.sync_threads = (unsigned)n;
 	c.sync_calls = m;
-	start_thread(&pt, pacer_fn, &pc);
+	sk_test_thread_start(&pt, pacer_fn, &pc);
 	wait_flag(&pc.registered);
-	a = stats();
+	a = sk_test_rcu_stats();
 	stress_expect_clean(c);
 	sk_atomic_store_release(&pc.stop, 1);
-	join(pt);
-	z = stats();
+	sk_test_thread_join(pt);
+	z = sk_test_rcu_stats();
 	calls = z.sync_calls - a.sync_calls;
 	gps = z.grace_periods - a.grace_periods;
 	fprintf(stderr,
@@ -1037,22 +949,11 @@ static void registry_churn(void)
 static void registry_churn_broken_twin_is_caught(void)
 {
 	struct sk_stress_config c = stress_cfg("churn BROKEN", 0, 0, 1);
-	struct sk_stress_result r;
-	int attempt;
 
 	c.churn_threads = 2;
 	c.updates = 20000 / sk_test_slow(); /* long enough for many threads */
 	c.spin_in = 2000; /* short-lived readers: widen their windows */
-	c.gp_wait = no_grace_period;
-	c.broken = 1;
-	for (attempt = 0; attempt < 10; attempt++) {
-		c.seed = seed + (uint64_t)attempt;
-		SK_CHECK_EQ(sk_stress_run(&c, &r), 0);
-		sk_stress_print(&c, &r);
-		if (r.violations)
-			break;
-	}
-	SK_CHECK_GT(r.violations, 0);
+	stress_until_caught(c);
 }
 
 /* ------------------------------------------------------------------------
@@ -1163,7 +1064,7 @@ static void *many_fn(void *arg)
 			} else {
 				sk_stress_general_read(&t);
 			}
-			sleep_ms(1);
+			sk_test_sleep_ms(1);
 		}
 	}
 	many_wait(m, MANY_HOLD, ~0UL);
@@ -1238,15 +1139,15 @@ static void many_registered_threads(void)
 	for (i = 0; i < n; i++) {
 		args[i].m = m;
 		args[i].idx = i;
-		start_thread_attr(&t[i], &attr, many_fn, &args[i]);
+		sk_test_thread_start_attr(&t[i], &attr, many_fn, &args[i]);
 	}
 	pthread_attr_destroy(&attr);
 	while (sk_atomic_load_acquire(&m->ready) < n)
-		sleep_ms(1);
+		sk_test_sleep_ms(1);
 	SK_CHECK_EQ(readers_now(), base + n);
 
 	/* IDLE: grace periods with n registered threads. */
-	a = stats();
+	a = sk_test_rcu_stats();
 	for (k = 0; k < 5; k++) {
 		struct sk_stress_obj *old = m->s.gp, *nw = malloc(sizeof(*nw));
 		unsigned j;
@@ -1263,30 +1164,30 @@ static void many_registered_threads(void)
 		for (j = 0; j < SK_STRESS_PAYLOAD; j++)
 			old->payload[j] = SK_STRESS_POISON;
 		free(old);
-		sleep_ms(5);
+		sk_test_sleep_ms(5);
 	}
-	z = stats();
+	z = sk_test_rcu_stats();
 	SK_CHECK_EQ(z.grace_periods - a.grace_periods, 5);
 	SK_CHECK_EQ(z.readers, base + n);
 
 	/* HOLD: all n inside, then let go a slice at a time. */
 	many_set(m, MANY_HOLD, 0);
 	while (sk_atomic_load_acquire(&m->entered) < n)
-		sleep_ms(1);
-	start_thread(&st, many_sync_fn, &ms);
+		sk_test_sleep_ms(1);
+	sk_test_thread_start(&st, many_sync_fn, &ms);
 	step = n / 10 ? n / 10 : 1;
 	for (k = 0; k < n; k += step) {
-		sleep_ms(2);
+		sk_test_sleep_ms(2);
 		SK_CHECK_EQ(sk_atomic_load_acquire(&ms.returned), 0);
 		many_set(m, MANY_HOLD, k + step);
 	}
-	join(st);
+	sk_test_thread_join(st);
 	SK_CHECK_EQ(ms.left_at_return, n);
 
 	/* EXIT. */
 	many_set(m, MANY_EXIT, 0);
 	for (i = 0; i < n; i++)
-		join(t[i]);
+		sk_test_thread_join(t[i]);
 	fprintf(stderr, "  %lu threads, %lu reads by the active ones\n", n,
 		m->reads);
 	SK_CHECK_EQ(m->violations, 0);
@@ -1316,29 +1217,29 @@ int main(int argc, char **argv)
 	fprintf(stderr, "fence mode: %s\n",
 		sk_fence_uses_membarrier() ? "membarrier" : "fallback");
 
-	RUN(synchronize_with_zero_registered_readers);
-	RUN(get_stats_null_is_einval);
-	RUN(read_lock_nesting_and_ongoing);
-	RUN(dereference_and_assign_pointer);
-	RUN(register_and_unregister);
-	RUN(auto_registration_and_exit);
-	RUN(qsbr_online_offline_quiescent_state);
-	RUN(synchronize_from_online_qsbr_thread);
-	RUN(grace_period_waits_for_preexisting_readers);
-	RUN(grace_period_broken_twin_is_caught);
-	RUN(grace_period_ignores_later_readers);
-	RUN(grace_period_caller_arriving_mid_gp_waits_for_next);
-	RUN(grace_period_mid_gp_broken_twin_is_caught);
-	RUN(stress_general_readers);
-	RUN(stress_general_readers_broken_twin_is_caught);
-	RUN(stress_qsbr_readers);
-	RUN(stress_qsbr_readers_broken_twin_is_caught);
-	RUN(stress_mixed_readers_two_updaters);
-	RUN(stress_mixed_readers_broken_twin_is_caught);
-	RUN(synchronize_callers_share_grace_periods);
-	RUN(synchronize_batching_under_stress);
-	RUN(registry_churn);
-	RUN(registry_churn_broken_twin_is_caught);
-	RUN(many_registered_threads);
+	SK_RUN_TIMED(synchronize_with_zero_registered_readers);
+	SK_RUN_TIMED(get_stats_null_is_einval);
+	SK_RUN_TIMED(read_lock_nesting_and_ongoing);
+	SK_RUN_TIMED(dereference_and_assign_pointer);
+	SK_RUN_TIMED(register_and_unregister);
+	SK_RUN_TIMED(auto_registration_and_exit);
+	SK_RUN_TIMED(qsbr_online_offline_quiescent_state);
+	SK_RUN_TIMED(synchronize_from_online_qsbr_thread);
+	SK_RUN_TIMED(grace_period_waits_for_preexisting_readers);
+	SK_RUN_TIMED(grace_period_broken_twin_is_caught);
+	SK_RUN_TIMED(grace_period_ignores_later_readers);
+	SK_RUN_TIMED(grace_period_caller_arriving_mid_gp_waits_for_next);
+	SK_RUN_TIMED(grace_period_mid_gp_broken_twin_is_caught);
+	SK_RUN_TIMED(stress_general_readers);
+	SK_RUN_TIMED(stress_general_readers_broken_twin_is_caught);
+	SK_RUN_TIMED(stress_qsbr_readers);
+	SK_RUN_TIMED(stress_qsbr_readers_broken_twin_is_caught);
+	SK_RUN_TIMED(stress_mixed_readers_two_updaters);
+	SK_RUN_TIMED(stress_mixed_readers_broken_twin_is_caught);
+	SK_RUN_TIMED(synchronize_callers_share_grace_periods);
+	SK_RUN_TIMED(synchronize_batching_under_stress);
+	SK_RUN_TIMED(registry_churn);
+	SK_RUN_TIMED(registry_churn_broken_twin_is_caught);
+	SK_RUN_TIMED(many_registered_threads);
 	return sk_test_report();
 }

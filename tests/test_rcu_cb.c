@@ -44,95 +44,7 @@
 
 #include "scalekit/rcu.h"
 #include "sk_test.h"
-
-#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
-#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
-#define INC(x) __atomic_fetch_add(&(x), 1, __ATOMIC_ACQ_REL)
-#define OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
-static long gettid_(void)
-{
-	return syscall(SYS_gettid);
-}
-
-static struct sk_rcu_stats stats(void)
-{
-	struct sk_rcu_stats s;
-
-	memset(&s, 0, sizeof(s));
-	SK_CHECK_EQ(sk_rcu_get_stats(&s), 0);
-	return s;
-}
-
-static void start(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	if (pthread_create(t, NULL, fn, arg) != 0) {
-		perror("pthread_create");
-		exit(2);
-	}
-}
-
-static void join(pthread_t t)
-{
-	pthread_join(t, NULL);
-}
-
-/*
- * A reader thread that holds one read section (general, or QSBR online)
- * until released, and runs a hook inside it just before leaving.
- */
-struct holder {
-	pthread_t t;
-	int qsbr;			 /* hold as an online QSBR thread */
-	void (*inside)(struct holder *); /* run inside, before leaving */
-	void *arg;
-	int in, go, left;
-};
-
-static void *holder_main(void *arg)
-{
-	struct holder *h = arg;
-
-	if (h->qsbr)
-		sk_rcu_thread_online();
-	else
-		sk_rcu_read_lock();
-	STORE(h->in, 1);
-	while (!LOAD(h->go))
-		sched_yield();
-	if (h->inside)
-		h->inside(h);
-	STORE(h->left, 1);
-	if (h->qsbr)
-		sk_rcu_thread_offline();
-	else
-		sk_rcu_read_unlock();
-	return NULL;
-}
-
-/* Start h; returns once it is inside its section. */
-static void holder_start(struct holder *h, int qsbr)
-{
-	h->qsbr = qsbr;
-	h->in = h->go = h->left = 0;
-	start(&h->t, holder_main, h);
-	while (!LOAD(h->in))
-		sched_yield();
-}
-
-static void holder_release(struct holder *h)
-{
-	STORE(h->go, 1);
-	join(h->t);
-}
-
-/* Wait until a grace period has started since the counter read c0. */
-static void wait_gp_started(unsigned long c0, int *or_flag)
-{
-	while (sk_atomic_load_acquire(&sk_rcu__gp.ctr) == c0 &&
-	       !(or_flag && LOAD(*or_flag)))
-		sched_yield();
-}
+#include "sk_test_rcu.h"
 
 /* Ways to queue a callback: the library, and broken twins of it. */
 struct cb_ops {
@@ -205,52 +117,6 @@ static void barrier_lifo(void)
 static const struct cb_ops broken_lifo_ops = { "LIFO + duplicate (BROKEN)",
 					       call_lifo, barrier_lifo };
 
-/* ---- capture of stderr and death tests ---------------------------------- */
-/* Used by the SK_DEBUG-only double-queue test. */
-#define SK_UNUSED_FN __attribute__((unused))
-
-struct capture {
-	int saved, fd;
-};
-
-static SK_UNUSED_FN void capture_begin(struct capture *c)
-{
-	char tmpl[] = "/tmp/sk_test_rcu_cb_XXXXXX";
-
-	c->fd = mkstemp(tmpl);
-	if (c->fd < 0) {
-		perror("mkstemp");
-		exit(2);
-	}
-	unlink(tmpl);
-	fflush(stderr);
-	c->saved = dup(2);
-	dup2(c->fd, 2);
-}
-
-/* Restore stderr; returns what was written (malloc'd, NUL-terminated). */
-static SK_UNUSED_FN char *capture_end(struct capture *c)
-{
-	off_t len;
-	char *buf;
-	ssize_t got = 0, r;
-
-	fflush(stderr);
-	dup2(c->saved, 2);
-	close(c->saved);
-	len = lseek(c->fd, 0, SEEK_END);
-	buf = calloc(1, (size_t)len + 1);
-	if (!buf)
-		abort();
-	lseek(c->fd, 0, SEEK_SET);
-	while (got < len &&
-	       (r = read(c->fd, buf + got, (size_t)(len - got))) > 0)
-		got += r;
-	close(c->fd);
-	fputs(buf, stderr); /* keep it in the test log */
-	return buf;
-}
-
 /*
  * Run this program again with --child=mode (fork + exec, so that the child
  * starts single-threaded, also under the sanitizers) and stderr on a pipe;
@@ -258,39 +124,12 @@ static SK_UNUSED_FN char *capture_end(struct capture *c)
  */
 static int run_child(const char *mode, char *out, size_t len)
 {
-	char flag[64], sink[256];
-	int p[2], st = 0;
-	size_t got = 0;
-	ssize_t r;
-	pid_t pid;
+	char flag[64];
+	char *argv[] = { "test_rcu_cb", flag, NULL };
+	int st;
 
 	snprintf(flag, sizeof(flag), "--child=%s", mode);
-	if (pipe(p) != 0) {
-		perror("pipe");
-		exit(2);
-	}
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0) {
-		perror("fork");
-		exit(2);
-	}
-	if (pid == 0) {
-		close(p[0]);
-		dup2(p[1], 2);
-		close(p[1]);
-		execl("/proc/self/exe", "test_rcu_cb", flag, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	while (got + 1 < len && (r = read(p[0], out + got, len - 1 - got)) > 0)
-		got += (size_t)r;
-	out[got] = '\0';
-	while (read(p[0], sink, sizeof(sink)) > 0)
-		;
-	close(p[0]);
-	waitpid(pid, &st, 0);
+	st = sk_test_exec_self(argv, environ, out, len);
 	fprintf(stderr, "child stderr: %s", out);
 	return st;
 }
@@ -320,7 +159,7 @@ static void call_rcu_rejects_invalid_arguments(void)
 
 	memset(&h, 0, sizeof(h));
 	sk_rcu_barrier();
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	SK_CHECK_EQ(sk_call_rcu(NULL, cb_count_never), -EINVAL);
 	SK_CHECK_EQ(sk_call_rcu(&h, NULL), -EINVAL);
 	SK_CHECK_EQ(sk_call_rcu(NULL, NULL), -EINVAL);
@@ -328,7 +167,7 @@ static void call_rcu_rejects_invalid_arguments(void)
 	SK_CHECK_EQ(SK_FREE_RCU(b, rcu), -EINVAL);
 	SK_CHECK_EQ(sk_rcu_get_stats(NULL), -EINVAL);
 	sk_rcu_barrier();
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(s1.cb_queued, s0.cb_queued);
 	SK_CHECK_EQ(s1.cb_invoked, s0.cb_invoked);
 	SK_CHECK_EQ(LOAD(cb_never), 0);
@@ -351,7 +190,7 @@ static void gobj_free(struct sk_rcu_head *h)
 	STORE(OF(h, struct gobj, rcu)->freed, 1);
 }
 
-static void read_freed_inside(struct holder *h)
+static void read_freed_inside(struct sk_test_holder *h)
 {
 	struct gobj *o = h->arg;
 
@@ -369,16 +208,16 @@ static void read_freed_inside(struct holder *h)
 static int reader_sees_callback_early(const struct cb_ops *ops, int qsbr)
 {
 	static struct gobj o;
-	struct holder h = { .inside = read_freed_inside, .arg = &o };
+	struct sk_test_holder h;
 	unsigned long c0;
 
 	memset(&o, 0, sizeof(o));
-	holder_start(&h, qsbr);
-	c0 = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+	sk_test_holder_start(&h, qsbr, read_freed_inside, &o);
+	c0 = sk_test_gp_ctr();
 	SK_CHECK_EQ(ops->call(&o.rcu, gobj_free), 0);
-	wait_gp_started(c0, &o.freed);
+	sk_test_wait_gp_started(c0, &o.freed);
 	usleep(20000);
-	holder_release(&h);
+	sk_test_holder_release(&h);
 	ops->barrier();
 	SK_CHECK_EQ(LOAD(o.freed), 1);
 	return LOAD(o.seen_inside);
@@ -415,9 +254,9 @@ static void callback_queued_inside_section_waits_for_it(void)
 	for (i = 0; i < 4; i++) {
 		memset(&o, 0, sizeof(o));
 		sk_rcu_read_lock();
-		c0 = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+		c0 = sk_test_gp_ctr();
 		SK_CHECK_EQ(sk_call_rcu(&o.rcu, gobj_free), 0);
-		wait_gp_started(c0, &o.freed);
+		sk_test_wait_gp_started(c0, &o.freed);
 		usleep(10000);
 		SK_CHECK_EQ(LOAD(o.freed), 0);
 		sk_rcu_read_unlock();
@@ -457,7 +296,7 @@ static void fifo_cb(struct sk_rcu_head *h)
 	unsigned expect = LOAD(fifo.next[n->prod]);
 
 	INC(n->runs);
-	n->cb_tid = gettid_();
+	n->cb_tid = sk_test_gettid();
 	if (n->payload != payload_of(n->seq))
 		INC(fifo.payload_err);
 	if (n->seq != expect)
@@ -468,7 +307,7 @@ static void fifo_cb(struct sk_rcu_head *h)
 static void *fifo_producer(void *arg)
 {
 	unsigned p = (unsigned)(uintptr_t)arg, i;
-	long tid = gettid_();
+	long tid = sk_test_gettid();
 
 	for (i = 0; i < fifo.n; i++) {
 		struct fnode *n = &fifo.nodes[(size_t)p * fifo.n + i];
@@ -509,9 +348,9 @@ static struct fifo_result run_fifo(const struct cb_ops *ops, unsigned n)
 	if (!fifo.nodes)
 		abort();
 	for (p = 0; p < FIFO_PRODUCERS; p++)
-		start(&t[p], fifo_producer, (void *)(uintptr_t)p);
+		sk_test_thread_start(&t[p], fifo_producer, (void *)(uintptr_t)p);
 	for (p = 0; p < FIFO_PRODUCERS; p++)
-		join(t[p]);
+		sk_test_thread_join(t[p]);
 	ops->barrier();
 	for (i = 0; i < total; i++) {
 		struct fnode *x = &fifo.nodes[i];
@@ -545,9 +384,9 @@ static void every_callback_runs_once_in_producer_order(void)
 	struct fifo_result r;
 
 	sk_rcu_barrier();
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	r = run_fifo(&real_ops, n);
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(r.call_err, 0);
 	SK_CHECK_EQ(r.not_once, 0);
 	SK_CHECK_EQ(r.order_err, 0);
@@ -586,11 +425,11 @@ static void one_grace_period_serves_a_batch(void)
 
 	SK_CHECK(h != NULL);
 	sk_rcu_barrier();
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	for (i = 0; i < n; i++)
 		SK_CHECK_EQ(sk_call_rcu(&h[i], batch_cb), 0);
 	sk_rcu_barrier();
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(LOAD(batch_ran), n);
 	SK_CHECK_EQ(s1.cb_invoked - s0.cb_invoked, n);
 	fprintf(stderr, "%lu callbacks in %lu batches (%lu grace periods)\n", n,
@@ -735,7 +574,7 @@ static void *bar_barrier_thread(void *arg)
 static unsigned long barrier_sees(const struct cb_ops *ops, unsigned long m)
 {
 	pthread_t t[BAR_PRODUCERS], b;
-	struct holder h = { 0 };
+	struct sk_test_holder h;
 	unsigned p;
 
 	memset(&bar, 0, sizeof(bar));
@@ -744,20 +583,21 @@ static unsigned long barrier_sees(const struct cb_ops *ops, unsigned long m)
 	bar.nodes = calloc(BAR_PRODUCERS * m, sizeof(*bar.nodes));
 	if (!bar.nodes)
 		abort();
-	holder_start(&h, 0);
+	sk_test_holder_start(&h, 0, NULL, NULL);
 	for (p = 0; p < BAR_PRODUCERS; p++)
-		start(&t[p], bar_producer, (void *)(uintptr_t)p);
-	join(t[0]);
-	join(t[1]); /* two producers have exited before the barrier */
+		sk_test_thread_start(&t[p], bar_producer, (void *)(uintptr_t)p);
+	sk_test_thread_join(t[0]);
+	/* Two producers have exited before the barrier. */
+	sk_test_thread_join(t[1]);
 	while (LOAD(bar.queued) < BAR_PRODUCERS)
 		sched_yield();
-	start(&b, bar_barrier_thread, NULL);
+	sk_test_thread_start(&b, bar_barrier_thread, NULL);
 	usleep(20000);
-	holder_release(&h);
-	join(b);
+	sk_test_holder_release(&h);
+	sk_test_thread_join(b);
 	STORE(bar.go, 1);
-	join(t[2]);
-	join(t[3]);
+	sk_test_thread_join(t[2]);
+	sk_test_thread_join(t[3]);
 	sk_rcu_barrier(); /* clean up after a broken barrier */
 	SK_CHECK_EQ(LOAD(bar.call_err), 0);
 	for (p = 0; p < BAR_PRODUCERS; p++)
@@ -821,9 +661,9 @@ static void concurrent_barriers_each_see_their_callbacks(void)
 	cbar.k = 50;
 	cbar.err = cbar.call_err = 0;
 	for (i = 0; i < 3; i++)
-		start(&t[i], cbar_thread, NULL);
+		sk_test_thread_start(&t[i], cbar_thread, NULL);
 	for (i = 0; i < 3; i++)
-		join(t[i]);
+		sk_test_thread_join(t[i]);
 	SK_CHECK_EQ(LOAD(cbar.err), 0);
 	SK_CHECK_EQ(LOAD(cbar.call_err), 0);
 }
@@ -839,10 +679,10 @@ static void barrier_with_nothing_pending_runs_no_grace_period(void)
 	int i;
 
 	sk_rcu_barrier();
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	for (i = 0; i < 1000; i++)
 		sk_rcu_barrier();
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(s1.grace_periods, s0.grace_periods);
 	SK_CHECK_EQ(s1.cb_batches, s0.cb_batches);
 	SK_CHECK_EQ(s1.cb_invoked, s0.cb_invoked);
@@ -882,7 +722,7 @@ static void free_rcu_round(unsigned long n, int leak, long *remaining,
 
 	SK_CHECK(o != NULL);
 	sk_rcu_barrier();
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	b0 = heap_in_use();
 	for (i = 0; i < n; i++) {
 		o[i] = malloc(sizeof(**o));
@@ -896,7 +736,7 @@ static void free_rcu_round(unsigned long n, int leak, long *remaining,
 			    0);
 	sk_rcu_barrier();
 	b2 = heap_in_use();
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(s1.cb_invoked - s0.cb_invoked, n);
 	if (leak)
 		for (i = 0; i < n; i++)
@@ -949,11 +789,11 @@ static void free_rcu_with_head_at_offset_zero(void)
 	int err;
 
 	sk_rcu_barrier();
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	err = SK_FREE_RCU(z, rcu);
 	SK_CHECK_EQ(err, 0);
 	sk_rcu_barrier();
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(s1.cb_invoked - s0.cb_invoked, 1);
 	if (err)
 		free(z); /* refused: still ours */
@@ -978,25 +818,24 @@ static void dq_cb(struct sk_rcu_head *h)
 static void double_queue_returns_ebusy_and_runs_once(void)
 {
 	static struct sk_rcu_head h;
-	struct capture c;
+	struct sk_test_capture c;
 	struct sk_rcu_stats s0, s1;
-	char *err;
+	char err[1024];
 	int r1, r2;
 
 	sk_rcu_barrier();
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	sk_rcu_read_lock(); /* the callback cannot run before we leave */
 	r1 = sk_call_rcu(&h, dq_cb);
-	capture_begin(&c);
+	sk_test_capture_begin(&c);
 	r2 = sk_call_rcu(&h, dq_cb);
-	err = capture_end(&c);
+	sk_test_capture_end(&c, err, sizeof(err));
 	sk_rcu_read_unlock();
 	SK_CHECK_EQ(r1, 0);
 	SK_CHECK_EQ(r2, -EBUSY);
 	SK_CHECK_STR_CONTAINS(err, "already queued");
-	free(err);
 	sk_rcu_barrier();
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(LOAD(dq_runs), 1);
 	SK_CHECK_EQ(s1.cb_queued - s0.cb_queued, 1);
 	SK_CHECK_EQ(s1.cb_invoked - s0.cb_invoked, 1);
@@ -1035,12 +874,10 @@ static void child_barrier_in_callback(void)
 
 static void check_aborted(int st, const char *out, const char *what)
 {
-	SK_CHECK(WIFSIGNALED(st));
-	if (WIFSIGNALED(st))
-		SK_CHECK_EQ(WTERMSIG(st), SIGABRT);
-	else
+	if (!WIFSIGNALED(st))
 		fprintf(stderr, "%s: child exited with status %d\n", what,
 			WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	SK_CHECK_ABORTED(st);
 	SK_CHECK_STR_CONTAINS(out, "sk_rcu_barrier()");
 	SK_CHECK_STR_CONTAINS(out, "scalekit: thread ");
 }
@@ -1114,13 +951,13 @@ static void flood_makes_progress_in_bounded_memory(void)
 	int i;
 
 	sk_rcu_barrier();
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	for (i = 0; i < 2; i++)
-		start(&t[i], flood_thread, (void *)(uintptr_t)n);
+		sk_test_thread_start(&t[i], flood_thread, (void *)(uintptr_t)n);
 	for (i = 0; i < 2; i++)
-		join(t[i]);
+		sk_test_thread_join(t[i]);
 	sk_rcu_barrier();
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	getrusage(RUSAGE_SELF, &ru);
 	fprintf(stderr,
 		"flood: 2 x %lu callbacks, %lu batches, peak RSS %ld MiB, "

@@ -29,22 +29,7 @@
 
 #include "scalekit/rcu.h"
 #include "sk_test.h"
-
-/* SK_RUN, plus the wall time each test took (for the log only). */
-static double t_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-#define RUN(fn)                                                   \
-	do {                                                      \
-		double t0_ = t_now();                             \
-		SK_RUN(fn);                                       \
-		fprintf(stderr, "    (%.2f s)\n", t_now() - t0_); \
-	} while (0)
+#include "sk_test_util.h"
 
 /*
  * A child that neither dies nor exits within this many seconds is killed
@@ -55,69 +40,6 @@ static double t_now(void)
  */
 #define CHILD_HANG_GUARD_S 120
 
-struct child {
-	int status; /* from waitpid() */
-	pid_t pid;
-	char err[8192]; /* what the child wrote to stderr */
-};
-
-/* Run fn in a child with stderr captured. */
-static void run_child(void (*fn)(void), struct child *c)
-{
-	int pfd[2];
-	size_t got = 0;
-	ssize_t n;
-
-	memset(c, 0, sizeof(*c));
-	if (pipe(pfd) != 0) {
-		perror("pipe");
-		exit(2);
-	}
-	fflush(NULL);
-	c->pid = fork();
-	if (c->pid < 0) {
-		perror("fork");
-		exit(2);
-	}
-	if (c->pid == 0) {
-		struct rlimit no_core = { 0, 0 };
-
-		/* Intended aborts leave no core files behind. */
-		setrlimit(RLIMIT_CORE, &no_core);
-		dup2(pfd[1], STDERR_FILENO);
-		close(pfd[0]);
-		close(pfd[1]);
-		alarm(CHILD_HANG_GUARD_S);
-		fn();
-		exit(0);
-	}
-	close(pfd[1]);
-	while ((n = read(pfd[0], c->err + got, sizeof(c->err) - 1 - got)) > 0 ||
-	       (n < 0 && errno == EINTR))
-		if (n > 0)
-			got += (size_t)n;
-	close(pfd[0]);
-	while (waitpid(c->pid, &c->status, 0) < 0 && errno == EINTR)
-		;
-	c->err[got] = '\0';
-	fprintf(stderr, "  child %d: %s %d; stderr: %s%s", (int)c->pid,
-		WIFSIGNALED(c->status) ? "signal" : "exit",
-		WIFSIGNALED(c->status) ? WTERMSIG(c->status)
-				       : WEXITSTATUS(c->status),
-		got ? "\n    " : "(empty)\n", c->err);
-}
-
-static int count_substr(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	while ((hay = strstr(hay, needle)) != NULL) {
-		n++;
-		hay += strlen(needle);
-	}
-	return n;
-}
-
 /*
  * Run fn in a child and check it died by SIGABRT printing exactly one
  * library message that contains every string of needles (NULL-ended).
@@ -127,16 +49,16 @@ static int count_substr(const char *hay, const char *needle)
 static void expect_death(void (*fn)(void), int main_thread,
 			 const char *const *needles)
 {
-	struct child c;
+	struct sk_test_child c;
 	char tid[64];
 
-	run_child(fn, &c);
+	sk_test_fork_child(fn, CHILD_HANG_GUARD_S, 0, &c);
 	if (!WIFSIGNALED(c.status) || WTERMSIG(c.status) != SIGABRT)
 		SK_T_FAIL("child %d did not die by SIGABRT (status %#x)",
 			  (int)c.pid, c.status);
 	for (; *needles; needles++)
 		SK_CHECK_STR_CONTAINS(c.err, *needles);
-	SK_CHECK_EQ(count_substr(c.err, "scalekit: "), 1);
+	SK_CHECK_EQ(sk_test_count_substr(c.err, "scalekit: "), 1);
 	if (main_thread) {
 		snprintf(tid, sizeof(tid), "scalekit: thread %d: ", (int)c.pid);
 		SK_CHECK_STR_CONTAINS(c.err, tid);
@@ -414,12 +336,11 @@ static void do_correct_usage(void)
 
 static void negative_control_correct_usage_exits_zero(void)
 {
-	struct child c;
+	struct sk_test_child c;
 
-	run_child(do_correct_usage, &c);
-	SK_CHECK(WIFEXITED(c.status));
-	SK_CHECK_EQ(WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1, 0);
-	SK_CHECK_EQ(count_substr(c.err, "scalekit: "), 0);
+	sk_test_fork_child(do_correct_usage, CHILD_HANG_GUARD_S, 0, &c);
+	SK_CHECK_EXIT_0(c.status);
+	SK_CHECK_EQ(sk_test_count_substr(c.err, "scalekit: "), 0);
 }
 
 /* The harness's own twin: a child that aborts silently is not a pass. */
@@ -430,25 +351,25 @@ static void do_silent_abort(void)
 
 static void harness_rejects_silent_abort(void)
 {
-	struct child c;
+	struct sk_test_child c;
 
-	run_child(do_silent_abort, &c);
+	sk_test_fork_child(do_silent_abort, CHILD_HANG_GUARD_S, 0, &c);
 	SK_CHECK(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGABRT);
-	SK_CHECK_EQ(count_substr(c.err, "scalekit: "), 0);
+	SK_CHECK_EQ(sk_test_count_substr(c.err, "scalekit: "), 0);
 	SK_CHECK(strstr(c.err, "read-side critical section") == NULL);
 }
 
 int main(void)
 {
 	sk_test_seed_init();
-	RUN(negative_control_correct_usage_exits_zero);
-	RUN(harness_rejects_silent_abort);
-	RUN(synchronize_inside_read_section_aborts);
-	RUN(unbalanced_read_unlock_aborts);
-	RUN(thread_exit_inside_read_section_aborts);
-	RUN(quiescent_state_on_non_qsbr_thread_aborts);
-	RUN(offline_by_non_online_thread_aborts);
-	RUN(unregister_inside_read_section_aborts);
-	RUN(online_inside_read_section_aborts);
+	SK_RUN_TIMED(negative_control_correct_usage_exits_zero);
+	SK_RUN_TIMED(harness_rejects_silent_abort);
+	SK_RUN_TIMED(synchronize_inside_read_section_aborts);
+	SK_RUN_TIMED(unbalanced_read_unlock_aborts);
+	SK_RUN_TIMED(thread_exit_inside_read_section_aborts);
+	SK_RUN_TIMED(quiescent_state_on_non_qsbr_thread_aborts);
+	SK_RUN_TIMED(offline_by_non_online_thread_aborts);
+	SK_RUN_TIMED(unregister_inside_read_section_aborts);
+	SK_RUN_TIMED(online_inside_read_section_aborts);
 	return sk_test_report();
 }

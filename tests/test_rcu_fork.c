@@ -39,6 +39,7 @@
 
 #include "scalekit/rcu.h"
 #include "sk_test.h"
+#include "sk_test_rcu.h"
 
 /*
  * TSan does not support new threads in the child of a multi-threaded fork
@@ -58,54 +59,6 @@ const char *__tsan_default_options(void)
 #define CHILD_THREADS 1
 #endif
 
-#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
-#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
-#define INC(x) __atomic_fetch_add(&(x), 1, __ATOMIC_ACQ_REL)
-#define OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-
-static void start(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	if (pthread_create(t, NULL, fn, arg) != 0) {
-		perror("pthread_create");
-		exit(2);
-	}
-}
-
-static struct sk_rcu_stats stats(void)
-{
-	struct sk_rcu_stats s;
-
-	memset(&s, 0, sizeof(s));
-	SK_CHECK_EQ(sk_rcu_get_stats(&s), 0);
-	return s;
-}
-
-static unsigned long gp_ctr(void)
-{
-	return sk_atomic_load_acquire(&sk_rcu__gp.ctr);
-}
-
-static void wait_gp_started(unsigned long c0)
-{
-	while (gp_ctr() == c0)
-		sched_yield();
-}
-
-/* fork() or die; in the child, returns 0. */
-static pid_t fork_or_die(void)
-{
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0) {
-		perror("fork");
-		exit(2);
-	}
-	return pid;
-}
-
 /* End a child: exit status 0 when none of its checks failed. */
 static void child_exit(void)
 {
@@ -122,49 +75,7 @@ static void check_child_ok(pid_t pid, const char *what)
 		fprintf(stderr, "%s: child %s %d\n", what,
 			WIFSIGNALED(st) ? "killed by signal" : "exit status",
 			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-	SK_CHECK(WIFEXITED(st));
-	SK_CHECK_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
-}
-
-/* A reader holding one section (general or QSBR online) until released. */
-struct holder {
-	pthread_t t;
-	int qsbr;
-	int in, go, left;
-};
-
-static void *holder_main(void *arg)
-{
-	struct holder *h = arg;
-
-	if (h->qsbr)
-		sk_rcu_thread_online();
-	else
-		sk_rcu_read_lock();
-	STORE(h->in, 1);
-	while (!LOAD(h->go))
-		sched_yield();
-	STORE(h->left, 1);
-	if (h->qsbr)
-		sk_rcu_thread_offline();
-	else
-		sk_rcu_read_unlock();
-	return NULL;
-}
-
-static void holder_start(struct holder *h, int qsbr)
-{
-	memset(h, 0, sizeof(*h));
-	h->qsbr = qsbr;
-	start(&h->t, holder_main, h);
-	while (!LOAD(h->in))
-		sched_yield();
-}
-
-static void holder_release(struct holder *h)
-{
-	STORE(h->go, 1);
-	pthread_join(h->t, NULL);
+	SK_CHECK_EXIT_0(st);
 }
 
 /* Reader threads that keep entering and leaving sections. */
@@ -253,7 +164,7 @@ static void *register_and_exit(void *arg)
 /* The child of fork_with_readers_and_callbacks_in_flight. */
 static void child_after_busy_fork(unsigned nparent)
 {
-	struct sk_rcu_stats s = stats();
+	struct sk_rcu_stats s = sk_test_rcu_stats();
 	pid_t me = getpid();
 	unsigned long c;
 	unsigned i, nchild = 200;
@@ -280,9 +191,9 @@ static void child_after_busy_fork(unsigned nparent)
 		sched_yield();
 
 	/* A new thread registers and leaves the registry again. */
-	start(&t, register_and_exit, NULL);
+	sk_test_thread_start(&t, register_and_exit, NULL);
 	pthread_join(t, NULL);
-	SK_CHECK_LE(stats().readers, 1);
+	SK_CHECK_LE(sk_test_rcu_stats().readers, 1);
 
 	/* Callbacks work: the worker restarts on demand. */
 	for (i = nparent; i < nparent + nchild; i++) {
@@ -325,7 +236,7 @@ static void fork_with_readers_and_callbacks_in_flight(void)
 	unsigned nparent = 2000, range1[2] = { 0, 600 },
 		 range2[2] = { 600, 1000 }, range3[2] = { 1000, 2000 };
 	pthread_t rd[3], p1, p2;
-	struct holder blocker;
+	struct sk_test_holder blocker;
 	unsigned long c0;
 	pid_t pid;
 	unsigned i;
@@ -336,26 +247,27 @@ static void fork_with_readers_and_callbacks_in_flight(void)
 		memset(objs, 0, sizeof(objs));
 		STORE(spin_stop, 0);
 		for (i = 0; i < 3; i++)
-			start(&rd[i], spin_reader, (void *)(uintptr_t)(i == 2));
-		holder_start(&blocker, round == 1);
-		c0 = gp_ctr();
-		start(&p1, queue_range, range1);
+			sk_test_thread_start(&rd[i], spin_reader,
+					     (void *)(uintptr_t)(i == 2));
+		sk_test_holder_start(&blocker, round == 1, NULL, NULL);
+		c0 = sk_test_gp_ctr();
+		sk_test_thread_start(&p1, queue_range, range1);
 		queue_range(range2);
 		pthread_join(p1, NULL);
 		/* The worker takes these and waits for the blocker... */
-		wait_gp_started(c0);
+		sk_test_wait_gp_started(c0, NULL);
 		/* ...and these stay queued behind them. */
-		start(&p2, queue_range, range3);
+		sk_test_thread_start(&p2, queue_range, range3);
 		pthread_join(p2, NULL);
 
-		pid = fork_or_die();
+		pid = sk_test_fork();
 		if (pid == 0)
 			child_after_busy_fork(nparent);
 		check_child_ok(pid, "fork with callbacks in flight");
 
 		for (i = 0; i < nparent; i++)
 			SK_CHECK_EQ(LOAD(recs[i].runs), 0);
-		holder_release(&blocker);
+		sk_test_holder_release(&blocker);
 		sk_rcu_barrier();
 		for (i = 0; i < nparent; i++) {
 			SK_CHECK_EQ(LOAD(recs[i].runs), 1);
@@ -372,7 +284,7 @@ static void fork_with_readers_and_callbacks_in_flight(void)
 struct syncer {
 	pthread_t t;
 	int expedited;
-	struct holder *reader;
+	struct sk_test_holder *reader;
 	int returned, early;
 };
 
@@ -432,23 +344,23 @@ static void fork_while_synchronize_waits(void)
 	int expedited;
 
 	for (expedited = 0; expedited < 2; expedited++) {
-		struct holder r;
+		struct sk_test_holder r;
 		struct syncer s = { .expedited = expedited, .reader = &r };
 		unsigned long c0;
 		pid_t pid;
 
-		holder_start(&r, 0);
-		c0 = gp_ctr();
-		start(&s.t, syncer_main, &s);
-		wait_gp_started(c0);
+		sk_test_holder_start(&r, 0, NULL, NULL);
+		c0 = sk_test_gp_ctr();
+		sk_test_thread_start(&s.t, syncer_main, &s);
+		sk_test_wait_gp_started(c0, NULL);
 		usleep(10000); /* normal: asleep on the futex by now */
-		pid = fork_or_die();
+		pid = sk_test_fork();
 		if (pid == 0)
 			child_after_fork_in_gp();
 		check_child_ok(pid, expedited ? "fork in expedited gp"
 					      : "fork in gp");
 		SK_CHECK_EQ(LOAD(s.returned), 0);
-		holder_release(&r);
+		sk_test_holder_release(&r);
 		pthread_join(s.t, NULL);
 		SK_CHECK_EQ(LOAD(s.early), 0);
 	}
@@ -533,11 +445,11 @@ static void fork_while_worker_runs_callbacks(void)
 	for (i = 0; i < RING; i++)
 		ring_free[i] = 1;
 	STORE(flood_stop, 0);
-	start(&t, flooder, NULL);
+	sk_test_thread_start(&t, flooder, NULL);
 	usleep(50000);
 	for (i = 0; i < n; i++) {
 		int st = 0;
-		pid_t pid = fork_or_die();
+		pid_t pid = sk_test_fork();
 
 		if (pid == 0)
 			child_after_fork_in_batch();
@@ -605,17 +517,17 @@ static void fork_from_reader_while_barrier_waits(void)
 			sk_rcu_thread_online();
 		else
 			sk_rcu_read_lock();
-		c0 = gp_ctr();
-		start(&t, fb_barrier_thread, NULL);
+		c0 = sk_test_gp_ctr();
+		sk_test_thread_start(&t, fb_barrier_thread, NULL);
 		while (!LOAD(fb_queued))
 			sched_yield();
 		/* The callback's grace period waits for us... */
-		wait_gp_started(c0);
+		sk_test_wait_gp_started(c0, NULL);
 		/* ...and the barrier for the callback, by now. */
 		usleep(20000);
 		fprintf(stderr, "forking from inside a %s section...\n",
 			qsbr ? "QSBR" : "read");
-		pid = fork_or_die();
+		pid = sk_test_fork();
 		if (pid == 0)
 			_exit(0);
 		check_child_ok(pid, "fork from reader during barrier");

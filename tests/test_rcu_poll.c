@@ -39,10 +39,7 @@
 
 #include "scalekit/rcu.h"
 #include "sk_test.h"
-
-#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
-#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
-#define INC(x) __atomic_fetch_add(&(x), 1, __ATOMIC_ACQ_REL)
+#include "sk_test_rcu.h"
 
 /* Cookie order: a is not older than b. */
 static int cookie_ge(unsigned long a, unsigned long b)
@@ -50,92 +47,12 @@ static int cookie_ge(unsigned long a, unsigned long b)
 	return (long)(a - b) >= 0;
 }
 
-static struct sk_rcu_stats stats(void)
-{
-	struct sk_rcu_stats s;
-
-	memset(&s, 0, sizeof(s));
-	SK_CHECK_EQ(sk_rcu_get_stats(&s), 0);
-	return s;
-}
-
-static void start(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	if (pthread_create(t, NULL, fn, arg) != 0) {
-		perror("pthread_create");
-		exit(2);
-	}
-}
-
-static unsigned long gp_ctr(void)
-{
-	return sk_atomic_load_acquire(&sk_rcu__gp.ctr);
-}
-
-/*
- * Wait until a grace period has started since the counter read c0, or
- * (when or_flag is given) until *or_flag is set: a broken library that
- * returns early starts none, and must fail the test, not hang it.
- */
-static void wait_gp_started_or(unsigned long c0, int *or_flag)
-{
-	while (gp_ctr() == c0 && !(or_flag && LOAD(*or_flag)))
-		sched_yield();
-}
-
-static void wait_gp_started(unsigned long c0)
-{
-	wait_gp_started_or(c0, NULL);
-}
-
-/* A reader holding one section (general or QSBR online) until released. */
-struct holder {
-	pthread_t t;
-	int qsbr;
-	int in, go, left;
-};
-
-static void *holder_main(void *arg)
-{
-	struct holder *h = arg;
-
-	if (h->qsbr)
-		sk_rcu_thread_online();
-	else
-		sk_rcu_read_lock();
-	STORE(h->in, 1);
-	while (!LOAD(h->go))
-		sched_yield();
-	/* Set before leaving: whoever sees left == 0 saw us inside. */
-	STORE(h->left, 1);
-	if (h->qsbr)
-		sk_rcu_thread_offline();
-	else
-		sk_rcu_read_unlock();
-	return NULL;
-}
-
-static void holder_start(struct holder *h, int qsbr)
-{
-	memset(h, 0, sizeof(*h));
-	h->qsbr = qsbr;
-	start(&h->t, holder_main, h);
-	while (!LOAD(h->in))
-		sched_yield();
-}
-
-static void holder_release(struct holder *h)
-{
-	STORE(h->go, 1);
-	pthread_join(h->t, NULL);
-}
-
 /* A thread that calls one waiting function and records its return. */
 struct waiter {
 	pthread_t t;
 	void (*wait)(unsigned long cookie);
 	unsigned long cookie;
-	struct holder *reader; /* must have left when wait returns */
+	struct sk_test_holder *reader; /* must have left when wait returns */
 	int returned, early;
 };
 
@@ -151,13 +68,13 @@ static void *waiter_main(void *arg)
 }
 
 static void waiter_start(struct waiter *w, void (*fn)(unsigned long),
-			 unsigned long cookie, struct holder *reader)
+			 unsigned long cookie, struct sk_test_holder *reader)
 {
 	memset(w, 0, sizeof(*w));
 	w->wait = fn;
 	w->cookie = cookie;
 	w->reader = reader;
-	start(&w->t, waiter_main, w);
+	sk_test_thread_start(&w->t, waiter_main, w);
 }
 
 static void do_sync(unsigned long c)
@@ -196,24 +113,24 @@ static void cookie_not_completed_while_preexisting_reader_holds(void)
 	int qsbr;
 
 	for (qsbr = 0; qsbr < 2; qsbr++) {
-		struct holder r;
+		struct sk_test_holder r;
 		struct waiter s;
 		unsigned long c, c0;
 		int i, early = 0;
 
-		holder_start(&r, qsbr);
+		sk_test_holder_start(&r, qsbr, NULL, NULL);
 		c = sk_get_state_synchronize_rcu();
 		for (i = 0; i < 1000; i++)
 			early += sk_poll_state_synchronize_rcu(c);
-		c0 = gp_ctr();
+		c0 = sk_test_gp_ctr();
 		waiter_start(&s, do_sync, 0, &r);
-		wait_gp_started_or(c0, &s.returned);
+		sk_test_wait_gp_started(c0, &s.returned);
 		usleep(20000);
 		for (i = 0; i < 1000; i++)
 			early += sk_poll_state_synchronize_rcu(c);
 		SK_CHECK_EQ(early, 0);
 		SK_CHECK_EQ(LOAD(s.returned), 0);
-		holder_release(&r);
+		sk_test_holder_release(&r);
 		pthread_join(s.t, NULL);
 		SK_CHECK_EQ(LOAD(s.early), 0);
 		SK_CHECK_EQ(sk_poll_state_synchronize_rcu(c), 1);
@@ -233,27 +150,27 @@ static void cookie_skips_grace_period_in_flight(void)
 	int qsbr;
 
 	for (qsbr = 0; qsbr < 2; qsbr++) {
-		struct holder b, r;
+		struct sk_test_holder b, r;
 		struct waiter s;
 		unsigned long stale, c, c0;
 
-		holder_start(&b, 0);
+		sk_test_holder_start(&b, 0, NULL, NULL);
 		stale = sk_get_state_synchronize_rcu();
-		c0 = gp_ctr();
+		c0 = sk_test_gp_ctr();
 		waiter_start(&s, do_sync, 0, &b);
 		/* G is in flight, blocked on b. */
-		wait_gp_started_or(c0, &s.returned);
-		holder_start(&r, qsbr);
+		sk_test_wait_gp_started(c0, &s.returned);
+		sk_test_holder_start(&r, qsbr, NULL, NULL);
 		c = sk_get_state_synchronize_rcu();
 		SK_CHECK(cookie_ge(c, stale) && c != stale);
-		holder_release(&b);
+		sk_test_holder_release(&b);
 		pthread_join(s.t, NULL); /* G has completed */
 		SK_CHECK_EQ(LOAD(s.early), 0);
 		SK_CHECK_EQ(sk_poll_state_synchronize_rcu(c), 0);
 		/* Twin: the stale cookie would wrongly say "R is done". */
 		SK_CHECK_EQ(sk_poll_state_synchronize_rcu(stale), 1);
 		SK_CHECK_EQ(LOAD(r.left), 0);
-		holder_release(&r);
+		sk_test_holder_release(&r);
 		sk_synchronize_rcu();
 		SK_CHECK_EQ(sk_poll_state_synchronize_rcu(c), 1);
 	}
@@ -285,12 +202,12 @@ static void *start_poll_thread(void *arg)
 static void start_poll_completes_without_synchronize(void)
 {
 	struct sk_rcu_stats s0, s1;
-	struct holder r;
+	struct sk_test_holder r;
 	pthread_t t[3];
 	unsigned long c, c0;
 	int i, early = 0;
 
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	c = sk_start_poll_synchronize_rcu();
 	spin_until_done(c);
 
@@ -300,24 +217,25 @@ static void start_poll_completes_without_synchronize(void)
 	sk_rcu_read_unlock();
 	spin_until_done(c);
 
-	holder_start(&r, 0);
-	c0 = gp_ctr();
+	sk_test_holder_start(&r, 0, NULL, NULL);
+	c0 = sk_test_gp_ctr();
 	c = sk_start_poll_synchronize_rcu();
-	wait_gp_started(c0); /* the worker runs the grace period... */
+	/* The worker runs the grace period... */
+	sk_test_wait_gp_started(c0, NULL);
 	usleep(20000);
 	for (i = 0; i < 1000; i++)
 		early += sk_poll_state_synchronize_rcu(c); /* ...not past r */
 	SK_CHECK_EQ(early, 0);
-	holder_release(&r);
+	sk_test_holder_release(&r);
 	spin_until_done(c);
 
 	sp_err = 0;
 	for (i = 0; i < 3; i++)
-		start(&t[i], start_poll_thread,
-		      (void *)(uintptr_t)(300 / sk_test_slow()));
+		sk_test_thread_start(&t[i], start_poll_thread,
+				     (void *)(uintptr_t)(300 / sk_test_slow()));
 	for (i = 0; i < 3; i++)
 		pthread_join(t[i], NULL);
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(LOAD(sp_err), 0);
 	SK_CHECK_EQ(s1.sync_calls, s0.sync_calls);
 	SK_CHECK_GT(s1.grace_periods - s0.grace_periods, 2);
@@ -332,23 +250,23 @@ static void start_poll_completes_without_synchronize(void)
 static void completed_cookie_always_polls_done(void)
 {
 	struct sk_rcu_stats s0, s1;
-	struct holder r;
+	struct sk_test_holder r;
 	struct waiter s;
 	unsigned long c0;
 
 	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(SK_RCU_COOKIE_COMPLETED), 1);
-	holder_start(&r, 0);
+	sk_test_holder_start(&r, 0, NULL, NULL);
 	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(SK_RCU_COOKIE_COMPLETED), 1);
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	sk_cond_synchronize_rcu(SK_RCU_COOKIE_COMPLETED);
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(s1.grace_periods, s0.grace_periods);
-	c0 = gp_ctr();
+	c0 = sk_test_gp_ctr();
 	waiter_start(&s, do_sync, 0, &r);
-	wait_gp_started_or(c0, &s.returned);
+	sk_test_wait_gp_started(c0, &s.returned);
 	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(SK_RCU_COOKIE_COMPLETED), 1);
 	sk_cond_synchronize_rcu(SK_RCU_COOKIE_COMPLETED);
-	holder_release(&r);
+	sk_test_holder_release(&r);
 	pthread_join(s.t, NULL);
 	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(SK_RCU_COOKIE_COMPLETED), 1);
 }
@@ -416,7 +334,8 @@ static void cookies_are_monotonic(void)
 	memset(&mono, 0, sizeof(mono));
 	mono.iters = 2000 / sk_test_slow();
 	for (k = 0; k < 3; k++)
-		start(&t[k], mono_thread, (void *)(uintptr_t)(k == 2));
+		sk_test_thread_start(&t[k], mono_thread,
+				     (void *)(uintptr_t)(k == 2));
 	for (k = 0; k < 3; k++)
 		pthread_join(t[k], NULL);
 	SK_CHECK_EQ(LOAD(mono.order_err), 0);
@@ -515,8 +434,8 @@ static unsigned long count_early(unsigned long (*cookie)(void),
 	es.cookie = cookie;
 	es.iters = iters;
 	es.seed = sk_t_seed;
-	start(&rd, early_reader, NULL);
-	start(&drv, gp_driver, NULL);
+	sk_test_thread_start(&rd, early_reader, NULL);
+	sk_test_thread_start(&drv, gp_driver, NULL);
 	for (i = 1; i <= iters; i++) {
 		unsigned long c;
 		unsigned spins = 0;
@@ -588,10 +507,10 @@ static void cond_synchronize_on_completed_cookie_is_free(void)
 
 	sk_synchronize_rcu();
 	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(c), 1);
-	s0 = stats();
+	s0 = sk_test_rcu_stats();
 	for (i = 0; i < 1000; i++)
 		sk_cond_synchronize_rcu(c);
-	s1 = stats();
+	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(s1.grace_periods, s0.grace_periods);
 	SK_CHECK_EQ(s1.sync_calls, s0.sync_calls);
 	SK_CHECK_EQ(s1.gp_sleeps, s0.gp_sleeps);
@@ -604,17 +523,17 @@ static void cond_synchronize_on_completed_cookie_is_free(void)
  */
 static void check_waits_for_reader(void (*fn)(unsigned long), int qsbr)
 {
-	struct holder r;
+	struct sk_test_holder r;
 	struct waiter w;
 	unsigned long c0;
 
-	holder_start(&r, qsbr);
-	c0 = gp_ctr();
+	sk_test_holder_start(&r, qsbr, NULL, NULL);
+	c0 = sk_test_gp_ctr();
 	waiter_start(&w, fn, sk_get_state_synchronize_rcu(), &r);
-	wait_gp_started_or(c0, &w.returned);
+	sk_test_wait_gp_started(c0, &w.returned);
 	usleep(20000);
 	SK_CHECK_EQ(LOAD(w.returned), 0);
-	holder_release(&r);
+	sk_test_holder_release(&r);
 	pthread_join(w.t, NULL);
 	SK_CHECK_EQ(LOAD(w.early), 0);
 	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(w.cookie), 1);
@@ -634,23 +553,23 @@ static void cond_synchronize_waits_for_preexisting_reader(void)
  */
 static void expedited_waits_for_preexisting_reader(void)
 {
-	struct holder r;
+	struct sk_test_holder r;
 	struct waiter n, e;
 	unsigned long c0;
 
 	check_waits_for_reader(do_sync_expedited, 0);
 	check_waits_for_reader(do_sync_expedited, 1);
 
-	holder_start(&r, 0);
-	c0 = gp_ctr();
+	sk_test_holder_start(&r, 0, NULL, NULL);
+	c0 = sk_test_gp_ctr();
 	waiter_start(&n, do_sync, 0, &r);
-	wait_gp_started_or(c0, &n.returned);
+	sk_test_wait_gp_started(c0, &n.returned);
 	usleep(10000); /* the normal grace period sleeps on r */
 	waiter_start(&e, do_sync_expedited, 0, &r);
 	usleep(20000);
 	SK_CHECK_EQ(LOAD(n.returned), 0);
 	SK_CHECK_EQ(LOAD(e.returned), 0);
-	holder_release(&r);
+	sk_test_holder_release(&r);
 	pthread_join(n.t, NULL);
 	pthread_join(e.t, NULL);
 	SK_CHECK_EQ(LOAD(n.early), 0);
@@ -790,10 +709,11 @@ static unsigned long run_pv(int broken, int nupdaters, unsigned long iters)
 		abort();
 	pv.ptr->val = PV_MAGIC;
 	for (i = 0; i < 2; i++)
-		start(&rd[i], pv_reader, NULL);
+		sk_test_thread_start(&rd[i], pv_reader, NULL);
 	for (i = 0; i < nupdaters; i++)
-		start(&up[i], broken ? pv_broken_updater : pv_updater,
-		      (void *)(uintptr_t)i);
+		sk_test_thread_start(&up[i],
+				     broken ? pv_broken_updater : pv_updater,
+				     (void *)(uintptr_t)i);
 	for (i = 0; i < nupdaters; i++)
 		pthread_join(up[i], NULL);
 	STORE(pv.stop, 1);
@@ -862,8 +782,8 @@ static void online_qsbr_threads_can_wait(void)
 
 	qs_err = 0;
 	for (i = 0; i < 2; i++)
-		start(&t[i], qsbr_waiter,
-		      (void *)(uintptr_t)(300 / sk_test_slow()));
+		sk_test_thread_start(&t[i], qsbr_waiter,
+				     (void *)(uintptr_t)(300 / sk_test_slow()));
 	for (i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	SK_CHECK_EQ(LOAD(qs_err), 0);

@@ -34,16 +34,7 @@
 
 #include "scalekit/rcu.h"
 #include "sk_test.h"
-
-#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
-#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
-
-extern char **environ;
-
-static long gettid_(void)
-{
-	return syscall(SYS_gettid);
-}
+#include "sk_test_util.h"
 
 static long now_ms(void)
 {
@@ -51,14 +42,6 @@ static long now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
 }
 
 /* ---- child side ---------------------------------------------------------- */
@@ -78,10 +61,10 @@ static void *sleeper_main(void *arg)
 
 	pthread_setname_np(pthread_self(), s->name);
 	sk_rcu_register_thread();
-	fprintf(stderr, "%s tid=%ld\n", s->name, gettid_());
+	fprintf(stderr, "%s tid=%ld\n", s->name, sk_test_gettid());
 	if (s->outside) {
 		STORE(s->in, 1);
-		sleep_ms(s->hold_ms);
+		sk_test_sleep_ms(s->hold_ms);
 		sk_rcu_read_lock();
 		sk_rcu_read_unlock();
 		return NULL;
@@ -91,7 +74,7 @@ static void *sleeper_main(void *arg)
 	else
 		sk_rcu_read_lock();
 	STORE(s->in, 1);
-	sleep_ms(s->hold_ms);
+	sk_test_sleep_ms(s->hold_ms);
 	if (s->qsbr) {
 		sk_rcu_quiescent_state();
 		sk_rcu_thread_offline();
@@ -171,10 +154,8 @@ static int run_child(const char *mode, const char *value, char *out, size_t len)
 {
 	char flag[64], var[128];
 	char *argv[3], **envp;
-	size_t n = 0, i, got = 0;
-	int p[2], st = 0;
-	ssize_t r;
-	pid_t pid;
+	size_t n = 0, i;
+	int st;
 
 	for (i = 0; environ[i]; i++)
 		;
@@ -193,50 +174,11 @@ static int run_child(const char *mode, const char *value, char *out, size_t len)
 	argv[0] = "test_rcu_stall";
 	argv[1] = flag;
 	argv[2] = NULL;
-
-	if (pipe(p) != 0)
-		abort();
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0)
-		abort();
-	if (pid == 0) {
-		close(p[0]);
-		dup2(p[1], 2);
-		close(p[1]);
-		execve("/proc/self/exe", argv, envp);
-		_exit(127);
-	}
-	close(p[1]);
-	while (got + 1 < len && (r = read(p[0], out + got, len - 1 - got)) > 0)
-		got += (size_t)r;
-	out[got] = '\0';
-	while (read(p[0], var, sizeof(var)) > 0)
-		;
-	close(p[0]);
-	waitpid(pid, &st, 0);
+	st = sk_test_exec_self(argv, envp, out, len);
 	free(envp);
 	fprintf(stderr, "[child %s, SCALEKIT_RCU_STALL_MS=%s]\n%s", mode,
 		value ? value : "(unset)", out);
 	return st;
-}
-
-static void check_exit_0(int st)
-{
-	SK_CHECK(WIFEXITED(st));
-	SK_CHECK_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
-}
-
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	while ((hay = strstr(hay, needle))) {
-		n++;
-		hay += strlen(needle);
-	}
-	return n;
 }
 
 /* The number after "key" in s, or -1. */
@@ -265,12 +207,12 @@ static void check_stall_reports(const char *out, const char *name,
 	sync_ms = value_after(out, "sync-ms=");
 	SK_CHECK_GT(tid, 0);
 	SK_CHECK_GT(sync_ms, 0);
-	reports = count_of(out, "RCU stall");
+	reports = sk_test_count_substr(out, "RCU stall");
 	SK_CHECK_GT(reports, 0);
 	SK_CHECK_STR_CONTAINS(out, "SCALEKIT_RCU_STALL_MS=200");
 	snprintf(who, sizeof(who), "thread %ld (\"%s\")", tid, name);
 	SK_CHECK_STR_CONTAINS(out, who);
-	SK_CHECK_EQ(count_of(out, who), reports);
+	SK_CHECK_EQ(sk_test_count_substr(out, who), reports);
 	SK_CHECK_STR_CONTAINS(out, kind);
 	waited = value_after(out, "has waited ");
 	SK_CHECK_LE(200, waited); /* never before the threshold */
@@ -298,7 +240,7 @@ static void stalled_reader_is_reported_with_backoff(void)
 	static char out[1 << 16];
 	int st = run_child("stall-reader", "200", out, sizeof(out));
 
-	check_exit_0(st);
+	SK_CHECK_EXIT_0(st);
 	check_stall_reports(out, "sleepy-reader",
 			    "inside a read-side critical section");
 	SK_CHECK_STR_CONTAINS(out, "child done");
@@ -310,7 +252,7 @@ static void stalled_qsbr_thread_is_reported(void)
 	static char out[1 << 16];
 	int st = run_child("stall-qsbr", "200", out, sizeof(out));
 
-	check_exit_0(st);
+	SK_CHECK_EXIT_0(st);
 	check_stall_reports(out, "qsbr-sleeper", "QSBR");
 	SK_CHECK_STR_CONTAINS(out, "child done");
 }
@@ -328,11 +270,11 @@ static void readers_below_threshold_are_not_reported(void)
 	int st = run_child("quiet", "200", out, sizeof(out));
 	long sync_ms = value_after(out, "sync-ms=");
 
-	check_exit_0(st);
+	SK_CHECK_EXIT_0(st);
 	SK_CHECK(strstr(out, "\"outside-sleeper\"") == NULL);
 	SK_CHECK_GT(sync_ms, 0);
 	if (sync_ms < 200)
-		SK_CHECK_EQ(count_of(out, "RCU stall"), 0);
+		SK_CHECK_EQ(sk_test_count_substr(out, "RCU stall"), 0);
 	SK_CHECK_STR_CONTAINS(out, "child done");
 }
 
@@ -352,18 +294,18 @@ static void bad_stall_env_warns_and_uses_default(void)
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		st = run_child("plain", bad[i], out, sizeof(out));
-		check_exit_0(st);
+		SK_CHECK_EXIT_0(st);
 		SK_CHECK_STR_CONTAINS(out, "SCALEKIT_RCU_STALL_MS");
 		SK_CHECK_STR_CONTAINS(out, "warning");
 		SK_CHECK_STR_CONTAINS(out, bad[i]);
 		SK_CHECK_STR_CONTAINS(out, "default");
-		SK_CHECK_EQ(count_of(out, "RCU stall"), 0);
+		SK_CHECK_EQ(sk_test_count_substr(out, "RCU stall"), 0);
 		SK_CHECK_STR_CONTAINS(out, "child done");
 	}
 	st = run_child("plain", NULL, out, sizeof(out));
-	check_exit_0(st);
+	SK_CHECK_EXIT_0(st);
 	SK_CHECK(strstr(out, "SCALEKIT_RCU_STALL_MS") == NULL);
-	SK_CHECK_EQ(count_of(out, "RCU stall"), 0);
+	SK_CHECK_EQ(sk_test_count_substr(out, "RCU stall"), 0);
 }
 
 int main(int argc, char **argv)

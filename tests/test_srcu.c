@@ -50,46 +50,12 @@
 #pragma GCC diagnostic pop
 
 #include "sk_test.h"
+#include "sk_test_util.h"
 
 static unsigned int slow; /* sk_test_slow(): 1, or 8 under sanitizers */
 static uint64_t seed;
 
 /* ---- helpers ------------------------------------------------------------- */
-
-static void start_thread_attr(pthread_t *t, const pthread_attr_t *attr,
-			      void *(*fn)(void *), void *arg)
-{
-	int rc = pthread_create(t, attr, fn, arg);
-
-	if (rc != 0) {
-		fprintf(stderr, "pthread_create: %s\n", strerror(rc));
-		exit(2);
-	}
-}
-
-static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	start_thread_attr(t, NULL, fn, arg);
-}
-
-static void join(pthread_t t)
-{
-	pthread_join(t, NULL);
-}
-
-static void sleep_us(unsigned long us)
-{
-	struct timespec ts = { (time_t)(us / 1000000),
-			       (long)(us % 1000000) * 1000L };
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static void sleep_ms(unsigned int ms)
-{
-	sleep_us(ms * 1000UL);
-}
 
 static int flag_get(int *f)
 {
@@ -105,7 +71,7 @@ static void flag_set(int *f)
 static void flag_wait(int *f)
 {
 	while (!flag_get(f))
-		sleep_us(100);
+		sk_test_sleep_us(100);
 }
 
 static struct sk_srcu *domain_new(void)
@@ -203,14 +169,14 @@ static void holder_start(struct holder *h, struct sk_srcu *d, int *watch)
 	h->d = d;
 	h->watch = watch;
 	gate_init(&h->release);
-	start_thread(&h->tid, holder_main, h);
+	sk_test_thread_start(&h->tid, holder_main, h);
 	flag_wait(&h->in);
 }
 
 static void holder_finish(struct holder *h)
 {
 	gate_open(&h->release);
-	join(h->tid);
+	sk_test_thread_join(h->tid);
 }
 
 /* A thread that runs one synchronize variant on d and records its return. */
@@ -240,41 +206,8 @@ static void syncer_start(struct syncer *s, struct sk_srcu *d, int expedited)
 	memset(s, 0, sizeof(*s));
 	s->d = d;
 	s->expedited = expedited;
-	start_thread(&s->tid, syncer_main, s);
+	sk_test_thread_start(&s->tid, syncer_main, s);
 	flag_wait(&s->ready);
-}
-
-/* Capture what the library prints on stderr during a call. */
-struct capture {
-	FILE *f;
-	int saved;
-};
-
-static void capture_begin(struct capture *c)
-{
-	fflush(stderr);
-	c->f = tmpfile();
-	c->saved = dup(2);
-	if (!c->f || c->saved < 0) {
-		fprintf(stderr, "cannot capture stderr\n");
-		exit(2);
-	}
-	dup2(fileno(c->f), 2);
-}
-
-static const char *capture_end(struct capture *c, char *buf, size_t n)
-{
-	size_t k;
-
-	fflush(stderr);
-	dup2(c->saved, 2);
-	close(c->saved);
-	rewind(c->f);
-	k = fread(buf, 1, n - 1, c->f);
-	buf[k] = '\0';
-	fclose(c->f);
-	fprintf(stderr, "  (captured) %s", k ? buf : "(nothing)\n");
-	return buf;
 }
 
 /* A callback that counts its runs. */
@@ -305,7 +238,7 @@ static void barrier_settle(struct sk_srcu *d, struct counted *c)
 {
 	sk_srcu_barrier(d);
 	while (!__atomic_load_n(&c->runs, __ATOMIC_ACQUIRE))
-		sleep_us(100);
+		sk_test_sleep_us(100);
 }
 
 /*
@@ -368,7 +301,7 @@ static void cleanup_with_reader_is_ebusy_and_domain_stays_usable(void)
 {
 	struct sk_srcu *d = domain_new();
 	struct counted c = { .runs = 0 };
-	struct capture cap;
+	struct sk_test_capture cap;
 	struct holder h;
 	struct syncer s;
 	char msg[1024];
@@ -377,9 +310,9 @@ static void cleanup_with_reader_is_ebusy_and_domain_stays_usable(void)
 	int idx, rc;
 
 	holder_start(&h, d, NULL);
-	capture_begin(&cap);
+	sk_test_capture_begin(&cap);
 	rc = sk_srcu_cleanup(d);
-	capture_end(&cap, msg, sizeof(msg));
+	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
 	SK_CHECK_STR_CONTAINS(msg, "sk_srcu_cleanup()");
 	SK_CHECK_STR_CONTAINS(msg, "readers");
@@ -391,10 +324,10 @@ static void cleanup_with_reader_is_ebusy_and_domain_stays_usable(void)
 	SK_CHECK(!sk_srcu_read_lock_held(d));
 	syncer_start(&s, d, 0);
 	SK_CHECK_EQ(sk_call_srcu(d, &c.rh, counted_cb), 0);
-	sleep_ms(20);
+	sk_test_sleep_ms(20);
 	SK_CHECK_EQ(flag_get(&s.done), 0); /* still waits for the holder */
 	holder_finish(&h);
-	join(s.tid);
+	sk_test_thread_join(s.tid);
 	SK_CHECK_EQ(flag_get(&s.done), 1);
 	barrier_settle(d, &c);
 	SK_CHECK_EQ(__atomic_load_n(&c.runs, __ATOMIC_ACQUIRE), 1);
@@ -403,11 +336,11 @@ static void cleanup_with_reader_is_ebusy_and_domain_stays_usable(void)
 
 	/* Same with a section whose locker exited: it ends on this thread. */
 	SK_CHECK_EQ(sk_srcu_init(d), 0);
-	start_thread(&t, lock_and_exit, d);
+	sk_test_thread_start(&t, lock_and_exit, d);
 	pthread_join(t, &ret);
-	capture_begin(&cap);
+	sk_test_capture_begin(&cap);
 	rc = sk_srcu_cleanup(d);
-	capture_end(&cap, msg, sizeof(msg));
+	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
 	sk_srcu_read_unlock(d, (int)(intptr_t)ret);
 	sk_synchronize_srcu(d);
@@ -419,7 +352,7 @@ static void cleanup_with_pending_callback_or_poll_is_ebusy(void)
 	struct sk_srcu *d = domain_new();
 	struct counted c = { .runs = 0 };
 	unsigned long cookie, lost = 0;
-	struct capture cap;
+	struct sk_test_capture cap;
 	struct holder h;
 	char msg[1024];
 	int rc;
@@ -427,9 +360,9 @@ static void cleanup_with_pending_callback_or_poll_is_ebusy(void)
 	/* A pre-existing reader keeps the callback pending. */
 	holder_start(&h, d, NULL);
 	SK_CHECK_EQ(sk_call_srcu(d, &c.rh, counted_cb), 0);
-	capture_begin(&cap);
+	sk_test_capture_begin(&cap);
 	rc = sk_srcu_cleanup(d);
-	capture_end(&cap, msg, sizeof(msg));
+	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
 	SK_CHECK_STR_CONTAINS(msg, "callbacks pending");
 	SK_CHECK_EQ(__atomic_load_n(&c.runs, __ATOMIC_ACQUIRE), 0);
@@ -440,9 +373,9 @@ static void cleanup_with_pending_callback_or_poll_is_ebusy(void)
 	/* And a polled grace period. */
 	holder_start(&h, d, NULL);
 	cookie = sk_start_poll_synchronize_srcu(d);
-	capture_begin(&cap);
+	sk_test_capture_begin(&cap);
 	rc = sk_srcu_cleanup(d);
-	capture_end(&cap, msg, sizeof(msg));
+	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
 	SK_CHECK_STR_CONTAINS(msg, "polled");
 	holder_finish(&h);
@@ -531,7 +464,7 @@ static void nesting_and_held_tracking(void)
 	idx[1] = sk_srcu_read_lock(d);
 	SK_CHECK(sk_srcu_read_lock_held(d));
 	SK_CHECK(!sk_srcu_read_lock_held(e)); /* another domain */
-	start_thread(&t, held_elsewhere, d);  /* another thread */
+	sk_test_thread_start(&t, held_elsewhere, d);  /* another thread */
 	pthread_join(t, &ret);
 	SK_CHECK_EQ((intptr_t)ret, 0);
 	sk_srcu_read_unlock(d, idx[1]);
@@ -552,14 +485,14 @@ static void nesting_and_held_tracking(void)
 	memset(&na, 0, sizeof(na));
 	na.d = d;
 	gate_init(&na.release);
-	start_thread(&t, nested_reader, &na);
+	sk_test_thread_start(&t, nested_reader, &na);
 	flag_wait(&na.inner_done);
 	syncer_start(&s, d, 0);
-	sleep_ms(20);
+	sk_test_sleep_ms(20);
 	SK_CHECK_EQ(flag_get(&s.done), 0);
 	gate_open(&na.release);
-	join(t);
-	join(s.tid);
+	sk_test_thread_join(t);
+	sk_test_thread_join(s.tid);
 	SK_CHECK_EQ(flag_get(&s.done), 1);
 	domain_free(d);
 	domain_free(e);
@@ -607,7 +540,7 @@ static void dereference_reads_the_published_object(void)
 	/* Message passing: a dereferenced object is seen initialized. */
 	mp_stop = 0;
 	mp_reading = 0;
-	start_thread(&t, mp_publisher, (void *)(uintptr_t)n);
+	sk_test_thread_start(&t, mp_publisher, (void *)(uintptr_t)n);
 	flag_set(&mp_reading);
 	while (!flag_get(&mp_stop)) {
 		idx = sk_srcu_read_lock(d);
@@ -651,16 +584,16 @@ static void call_srcu_twice_on_a_queued_head_is_ebusy(void)
 {
 	struct sk_srcu *d = domain_new();
 	struct counted c = { .runs = 0 };
-	struct capture cap;
+	struct sk_test_capture cap;
 	struct holder h;
 	char msg[1024];
 	int rc;
 
 	holder_start(&h, d, NULL); /* keeps the first request pending */
 	SK_CHECK_EQ(sk_call_srcu(d, &c.rh, counted_cb), 0);
-	capture_begin(&cap);
+	sk_test_capture_begin(&cap);
 	rc = sk_call_srcu(d, &c.rh, counted_cb);
-	capture_end(&cap, msg, sizeof(msg));
+	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
 	SK_CHECK_STR_CONTAINS(msg, "sk_call_srcu()");
 	SK_CHECK_STR_CONTAINS(msg, "already queued");
@@ -671,7 +604,7 @@ static void call_srcu_twice_on_a_queued_head_is_ebusy(void)
 	SK_CHECK_EQ(sk_call_srcu(d, &c.rh, counted_cb), 0);
 	sk_srcu_barrier(d);
 	while (__atomic_load_n(&c.runs, __ATOMIC_ACQUIRE) < 2)
-		sleep_us(100);
+		sk_test_sleep_us(100);
 	SK_CHECK_EQ(__atomic_load_n(&c.runs, __ATOMIC_ACQUIRE), 2);
 	domain_free(d);
 }
@@ -719,18 +652,18 @@ static void get_state_cookie_waits_for_preexisting_reader(void)
 	c1 = sk_get_state_synchronize_srcu(d);
 	SK_CHECK_EQ(sk_poll_state_synchronize_srcu(d, c1), 0);
 	syncer_start(&s, d, 0); /* drives a grace period, which blocks */
-	sleep_ms(50);
+	sk_test_sleep_ms(50);
 	SK_CHECK_EQ(sk_poll_state_synchronize_srcu(d, c1), 0);
 	SK_CHECK_EQ(flag_get(&s.done), 0);
 	holder_finish(&h);
-	join(s.tid);
+	sk_test_thread_join(s.tid);
 	SK_CHECK_EQ(sk_poll_state_synchronize_srcu(d, c1), 1);
 
 	/* get_state starts nothing: with no caller the cookie stays open. */
 	c2 = sk_get_state_synchronize_srcu(d);
 	SK_CHECK(c2 != SK_RCU_COOKIE_COMPLETED);
 	SK_CHECK_GT(c2, c1); /* monotonic */
-	sleep_ms(20);
+	sk_test_sleep_ms(20);
 	SK_CHECK_EQ(sk_poll_state_synchronize_srcu(d, c2), 0);
 	sk_synchronize_srcu_expedited(d);
 	SK_CHECK_EQ(sk_poll_state_synchronize_srcu(d, c2), 1);
@@ -749,7 +682,7 @@ static void start_poll_completes_without_a_synchronize_caller(void)
 
 	holder_start(&h, d, NULL);
 	c = sk_start_poll_synchronize_srcu(d);
-	sleep_ms(50);
+	sk_test_sleep_ms(50);
 	SK_CHECK_EQ(sk_poll_state_synchronize_srcu(d, c), 0);
 	holder_finish(&h);
 	poll_wait(d, c, &lost);
@@ -834,7 +767,7 @@ static void *sleeping_reader(void *arg)
 	int idx = sk_srcu_read_lock(s->d);
 
 	flag_set(&s->entered);
-	sleep_ms(s->ms);
+	sk_test_sleep_ms(s->ms);
 	flag_set(&s->leaving);
 	sk_srcu_read_unlock(s->d, idx);
 	return NULL;
@@ -866,7 +799,7 @@ static void *handoff_unlocker(void *arg)
 		pthread_cond_wait(&s->box.c, &s->box.m);
 	idx = s->box.idx;
 	pthread_mutex_unlock(&s->box.m);
-	sleep_ms(s->ms);
+	sk_test_sleep_ms(s->ms);
 	flag_set(&s->leaving);
 	sk_srcu_read_unlock(s->d, idx);
 	return NULL;
@@ -924,12 +857,12 @@ static void grace_period_waits_for_sleeping_reader(void)
 			pthread_mutex_init(&s.box.m, NULL);
 			pthread_cond_init(&s.box.c, NULL);
 			if (handoff) {
-				start_thread(&s.b, handoff_unlocker, &s);
-				start_thread(&s.a, handoff_locker, &s);
+				sk_test_thread_start(&s.b, handoff_unlocker, &s);
+				sk_test_thread_start(&s.a, handoff_locker, &s);
 				/* A exits with the section open; B ends it. */
-				join(s.a);
+				sk_test_thread_join(s.a);
 			} else {
-				start_thread(&s.a, sleeping_reader, &s);
+				sk_test_thread_start(&s.a, sleeping_reader, &s);
 			}
 			flag_wait(&s.entered);
 			seen = wait_gp_and_sample(s.d, (enum wait_kind)k,
@@ -941,7 +874,7 @@ static void grace_period_waits_for_sleeping_reader(void)
 					wait_names[k],
 					handoff ? "hand-off" : "sleeping");
 			SK_CHECK_EQ(seen, 1);
-			join(handoff ? s.b : s.a);
+			sk_test_thread_join(handoff ? s.b : s.a);
 			domain_free(s.d);
 		}
 	}
@@ -967,7 +900,7 @@ static void *overlapping_reader(void *arg)
 		int idx = sk_srcu_read_lock(o->d);
 
 		if ((sk_test_rand(&rng) & 15) == 0)
-			sleep_us(50);
+			sk_test_sleep_us(50);
 		else
 			sk_stress_spin(&rng, 500);
 		sk_srcu_read_unlock(o->d, idx);
@@ -984,9 +917,9 @@ static void grace_periods_end_under_continuous_readers(void)
 	int k;
 
 	for (k = 0; k < 3; k++)
-		start_thread(&t[k], overlapping_reader, &o);
+		sk_test_thread_start(&t[k], overlapping_reader, &o);
 	while (__atomic_load_n(&o.sections, __ATOMIC_RELAXED) < 100)
-		sleep_us(100); /* the readers are running */
+		sk_test_sleep_us(100); /* the readers are running */
 	before = __atomic_load_n(&o.sections, __ATOMIC_RELAXED);
 	for (i = 0; i < n; i++) {
 		if (i & 1)
@@ -996,7 +929,7 @@ static void grace_periods_end_under_continuous_readers(void)
 	}
 	flag_set(&o.stop);
 	for (k = 0; k < 3; k++)
-		join(t[k]);
+		sk_test_thread_join(t[k]);
 	fprintf(stderr, "  %lu grace periods during %lu sections\n", n,
 		__atomic_load_n(&o.sections, __ATOMIC_RELAXED) - before);
 	domain_free(o.d);
@@ -1155,7 +1088,7 @@ static void ss_read(struct ss_thread *me, int sleeper)
 {
 	struct ss_run *run = me->run;
 	struct sk_stress_thread *t = &me->t;
-	uint64_t r = sk_stress_rand(&t->rng);
+	uint64_t r = sk_test_rand(&t->rng);
 	struct sk_stress_obj *p, *q;
 	int idx, idx2, k;
 
@@ -1171,7 +1104,7 @@ static void ss_read(struct ss_thread *me, int sleeper)
 		sk_stress_check(t, q, 0);
 	}
 	if (sleeper && ((r >> 3) & 3) == 0) {
-		sleep_us(1 + (r >> 16) % run->cfg->sleep_us);
+		sk_test_sleep_us(1 + (r >> 16) % run->cfg->sleep_us);
 		sk_stress_check(t, p, 0);
 	}
 	for (k = 0; k < 3; k++) {
@@ -1193,8 +1126,8 @@ static void *ss_reader(void *arg)
 	while (!ss_stopped(me->run)) {
 		ss_read(me, me->kind);
 		sk_stress_spin(&me->t.rng, 500);
-		if (me->kind && (sk_stress_rand(&me->t.rng) & 15) == 0)
-			sleep_us(20);
+		if (me->kind && (sk_test_rand(&me->t.rng) & 15) == 0)
+			sk_test_sleep_us(20);
 	}
 	return NULL;
 }
@@ -1219,7 +1152,7 @@ static void *ss_locker(void *arg)
 
 	while (!ss_stopped(me->run)) {
 		ss_lock_and_hand_off(me);
-		if ((sk_stress_rand(&me->t.rng) & 3) == 0)
+		if ((sk_test_rand(&me->t.rng) & 3) == 0)
 			ss_read(me, 0);
 		sk_stress_spin(&me->t.rng, 500);
 	}
@@ -1233,11 +1166,11 @@ static void *ss_unlocker(void *arg)
 	struct ho_item it;
 
 	while (ho_pop(me->q, &it)) {
-		uint64_t r = sk_stress_rand(&me->t.rng);
+		uint64_t r = sk_test_rand(&me->t.rng);
 
 		sk_stress_check(&me->t, it.p, 0);
 		if ((r & 3) == 0) {
-			sleep_us(1 + (r >> 8) % run->cfg->sleep_us);
+			sk_test_sleep_us(1 + (r >> 8) % run->cfg->sleep_us);
 			sk_stress_check(&me->t, it.p, 0);
 		}
 		sk_srcu_read_unlock(run->d, it.idx);
@@ -1266,9 +1199,9 @@ static void *ss_spawner(void *arg)
 		e.run = me->run;
 		e.q = me->q;
 		e.t.s = me->t.s;
-		e.t.rng = sk_stress_rand(&me->t.rng) | 1;
-		start_thread_attr(&e.tid, &attr, ss_ephemeral, &e);
-		join(e.tid);
+		e.t.rng = sk_test_rand(&me->t.rng) | 1;
+		sk_test_thread_start_attr(&e.tid, &attr, ss_ephemeral, &e);
+		sk_test_thread_join(e.tid);
 		me->t.reads += e.t.reads;
 		me->t.checks += e.t.checks;
 		me->t.violations += e.t.violations;
@@ -1290,7 +1223,7 @@ static void *ss_first_touch(void *arg)
 	idx = sk_srcu_read_lock(run->d);
 	p = sk_srcu_dereference(run->s.gp, run->d);
 	sk_stress_check(&me->t, p, 1);
-	sleep_us(500 + sk_stress_rand(&me->t.rng) % 1500);
+	sk_test_sleep_us(500 + sk_test_rand(&me->t.rng) % 1500);
 	sk_stress_check(&me->t, p, 0);
 	sk_srcu_read_unlock(run->d, idx);
 	me->t.reads++;
@@ -1389,7 +1322,7 @@ static void emu_drain(struct sk_srcu *d, int bit)
 		sk_fence_heavy();
 		if (emu_sum(d, bit, 0) == unlocks)
 			return;
-		sleep_us(20);
+		sk_test_sleep_us(20);
 	}
 }
 
@@ -1424,7 +1357,7 @@ static int ss_pick(struct ss_thread *me)
 
 	for (k = 0; k < 32; k++)
 		n += (mask >> k) & 1;
-	pick = (unsigned int)(sk_stress_rand(&me->t.rng) % n);
+	pick = (unsigned int)(sk_test_rand(&me->t.rng) % n);
 	for (k = 0; k < 32; k++)
 		if (((mask >> k) & 1) && pick-- == 0)
 			return (int)k;
@@ -1504,8 +1437,8 @@ static void *ss_updater(void *arg)
 		}
 		me->t.updates++;
 		if (cfg->pace_us)
-			sleep_us(cfg->pace_us);
-		else if ((sk_stress_rand(&me->t.rng) & 31) == 0)
+			sk_test_sleep_us(cfg->pace_us);
+		else if ((sk_test_rand(&me->t.rng) & 31) == 0)
 			sched_yield();
 		/* A broken run stops at the first detection. */
 		if (cfg->broken && (i & 15) == 0 && ss_detected(run))
@@ -1519,7 +1452,7 @@ static void *ss_syncer(void *arg)
 	struct ss_thread *me = arg;
 
 	while (!flag_get(&me->run->updaters_done)) {
-		if (sk_stress_rand(&me->t.rng) & 1)
+		if (sk_test_rand(&me->t.rng) & 1)
 			sk_synchronize_srcu(me->run->d);
 		else
 			sk_synchronize_srcu_expedited(me->run->d);
@@ -1544,7 +1477,7 @@ enum ss_role { R_READER, R_UNLOCKER, R_LOCKER, R_TOUCH, R_UPDATER, R_SYNCER };
 static void ss_start(struct ss_thread *t, int role, void *(*fn)(void *))
 {
 	t->role = role;
-	start_thread(&t->tid, fn, t);
+	sk_test_thread_start(&t->tid, fn, t);
 }
 
 static void ss_join_role(struct ss_thread *t, unsigned int nt, int role)
@@ -1553,7 +1486,7 @@ static void ss_join_role(struct ss_thread *t, unsigned int nt, int role)
 
 	for (i = 0; i < nt; i++)
 		if (t[i].role == role)
-			join(t[i].tid);
+			sk_test_thread_join(t[i].tid);
 }
 
 /* Run one stress; returns the result (violations, reads...). */
@@ -1599,7 +1532,7 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 		t[i].run = run;
 		t[i].t.s = &run->s;
 		t[i].t.rng = (seed + 1) * 0x9e3779b97f4a7c15ull + i * 7919 + 1;
-		sk_stress_rand(&t[i].t.rng);
+		sk_test_rand(&t[i].t.rng);
 	}
 	for (i = 0; i < cfg->readers + cfg->sleepers; i++, k++) {
 		t[k].kind = i >= cfg->readers; /* sleeper */
@@ -1627,7 +1560,7 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 			pthread_mutex_unlock(&run->s.lock);
 			if (seq >= 3)
 				break;
-			sleep_us(100);
+			sk_test_sleep_us(100);
 		}
 		pthread_barrier_wait(&run->touch);
 	}
@@ -1660,7 +1593,7 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	sk_srcu_barrier(run->d);
 	while (__atomic_load_n(&run->cb_run, __ATOMIC_ACQUIRE) !=
 	       __atomic_load_n(&run->cb_queued, __ATOMIC_RELAXED))
-		sleep_us(100);
+		sk_test_sleep_us(100);
 	SK_CHECK_EQ(sk_srcu_cleanup(run->d), 0);
 	free(run->d);
 
@@ -1863,7 +1796,7 @@ static void blocked_domain_delays_no_other_domain(void)
 	SK_CHECK_EQ(sk_poll_state_synchronize_srcu(a, cookie_a), 0);
 
 	holder_finish(&h);
-	join(sa.tid);
+	sk_test_thread_join(sa.tid);
 	SK_CHECK_EQ(flag_get(&sa.done), 1);
 	barrier_settle(a, &ca);
 	SK_CHECK_EQ(__atomic_load_n(&ca.runs, __ATOMIC_ACQUIRE), 1);
@@ -1878,7 +1811,7 @@ static long idle_cpu_us(unsigned int ms)
 {
 	long c0 = cpu_us();
 
-	sleep_ms(ms);
+	sk_test_sleep_ms(ms);
 	return cpu_us() - c0;
 }
 
@@ -1901,7 +1834,7 @@ static void blocked_domain_with_pending_work_costs_no_cpu(void)
 	holder_start(&h, a, NULL);
 	SK_CHECK_EQ(sk_call_srcu(a, &c1.rh, counted_cb), 0);
 	cookie = sk_start_poll_synchronize_srcu(a);
-	sleep_ms(20); /* let the worker reach its sleep */
+	sk_test_sleep_ms(20); /* let the worker reach its sleep */
 	used = idle_cpu_us(200);
 	fprintf(stderr,
 		"  reader blocked, callback + poll pending: %ld us "
@@ -1911,9 +1844,9 @@ static void blocked_domain_with_pending_work_costs_no_cpu(void)
 
 	/* A synchronize caller asleep on the reader, then a new callback. */
 	syncer_start(&s, a, 0);
-	sleep_ms(20);
+	sk_test_sleep_ms(20);
 	SK_CHECK_EQ(sk_call_srcu(a, &c2.rh, counted_cb), 0);
-	sleep_ms(20);
+	sk_test_sleep_ms(20);
 	used = idle_cpu_us(200);
 	fprintf(stderr,
 		"  ... + synchronize caller asleep + callback queued "
@@ -1922,7 +1855,7 @@ static void blocked_domain_with_pending_work_costs_no_cpu(void)
 	SK_CHECK_LE(used, 50000);
 
 	holder_finish(&h);
-	join(s.tid);
+	sk_test_thread_join(s.tid);
 	barrier_settle(a, &c1);
 	barrier_settle(a, &c2);
 	poll_wait(a, cookie, &lost);
@@ -1956,7 +1889,7 @@ static void many_domains_work_and_cost_nothing_idle(void)
 	poll_wait(d[N / 2], cookie, &lost);
 	for (i = 0; i < N; i += 20)
 		barrier_settle(d[i], &c[i]);
-	sleep_ms(20);
+	sk_test_sleep_ms(20);
 	used = idle_cpu_us(200);
 	fprintf(stderr, "  %d idle domains: %ld us CPU in 200 ms\n", N, used);
 	SK_CHECK_LE(used, 50000);
@@ -2007,7 +1940,7 @@ static void gen_section(struct gen_dom *g, int r, uint64_t *rng,
 
 	SK_WRITE_ONCE(g->rec[r].v, 2 * gen + 1);
 	if (sleep_us_max && (x & 3) == 0)
-		sleep_us(1 + (x >> 8) % sleep_us_max);
+		sk_test_sleep_us(1 + (x >> 8) % sleep_us_max);
 	else
 		sk_stress_spin(rng, 300);
 	SK_WRITE_ONCE(g->rec[r].v, 0UL);
@@ -2019,7 +1952,7 @@ static void gen_section(struct gen_dom *g, int r, uint64_t *rng,
 static void gen_wait_readers(struct gen_dom *g, unsigned long n)
 {
 	while (__atomic_load_n(&g->sections, __ATOMIC_RELAXED) < n)
-		sleep_us(100);
+		sk_test_sleep_us(100);
 }
 
 /* Start of an update: the generation the grace period must cover. */
@@ -2101,19 +2034,19 @@ static unsigned long gen_run_syncers(int broken, unsigned int nsync)
 	gate_init(&run.go);
 	for (i = 0; i < GEN_READERS; i++) {
 		rd[i] = (struct gen_thread){ &run, (int)i, 0 };
-		start_thread(&rd[i].tid, gen_reader, &rd[i]);
+		sk_test_thread_start(&rd[i].tid, gen_reader, &rd[i]);
 	}
 	for (i = 0; i < nsync; i++) {
 		sy[i] = (struct gen_thread){ &run, (int)i, 0 };
-		start_thread(&sy[i].tid, gen_syncer, &sy[i]);
+		sk_test_thread_start(&sy[i].tid, gen_syncer, &sy[i]);
 	}
 	gen_wait_readers(&run.g, 4 * GEN_READERS);
 	gate_open(&run.go);
 	for (i = 0; i < nsync; i++)
-		join(sy[i].tid);
+		sk_test_thread_join(sy[i].tid);
 	flag_set(&run.stop);
 	for (i = 0; i < GEN_READERS; i++)
-		join(rd[i].tid);
+		sk_test_thread_join(rd[i].tid);
 	v = run.g.violations;
 	fprintf(stderr,
 		"  %s: %u callers, %lu calls, %lu checks, %lu "
@@ -2155,12 +2088,12 @@ static void concurrent_synchronize_callers_share_grace_periods(void)
 	holder_start(&h, d, NULL);
 	for (i = 0; i < N; i++)
 		syncer_start(&s[i], d, i & 1);
-	sleep_ms(50); /* let them all take their cookie and block */
+	sk_test_sleep_ms(50); /* let them all take their cookie and block */
 	for (i = 0; i < N; i++)
 		SK_CHECK_EQ(flag_get(&s[i].done), 0);
 	holder_finish(&h);
 	for (i = 0; i < N; i++)
-		join(s[i].tid);
+		sk_test_thread_join(s[i].tid);
 	after = sk_get_state_synchronize_srcu(d);
 	fprintf(stderr, "  %d concurrent callers: %lu grace periods\n", N,
 		after - before);
@@ -2182,7 +2115,7 @@ static void call_srcu_waits_for_preexisting_reader(void)
 	idx = sk_srcu_read_lock(d);   /* queued from inside a section */
 	SK_CHECK_EQ(sk_call_srcu(d, &c.rh, counted_cb), 0);
 	sk_srcu_read_unlock(d, idx);
-	sleep_ms(50);
+	sk_test_sleep_ms(50);
 	SK_CHECK_EQ(__atomic_load_n(&c.runs, __ATOMIC_ACQUIRE), 0);
 	holder_finish(&h);
 	SK_CHECK_EQ(h.watched, 0); /* not run while the reader was inside */
@@ -2229,7 +2162,7 @@ static void callbacks_run_in_fifo_order_exactly_once(void)
 	}
 	sk_srcu_barrier(d);
 	while (__atomic_load_n(&fifo_pos, __ATOMIC_ACQUIRE) < n)
-		sleep_us(100);
+		sk_test_sleep_us(100);
 	sk_srcu_barrier(d);
 	for (i = 0; i < n; i++) {
 		if (__atomic_load_n(&fifo_order[i], __ATOMIC_RELAXED) != i)
@@ -2257,7 +2190,7 @@ static void slow_cb_fn(struct sk_rcu_head *h)
 	struct slow_cb *s = (struct slow_cb *)h;
 
 	flag_set(&s->started);
-	sleep_ms(s->ms);
+	sk_test_sleep_ms(s->ms);
 	flag_set(&s->done);
 }
 
@@ -2281,7 +2214,7 @@ static void barrier_waits_for_callbacks_queued_before(void)
 	SK_CHECK_EQ(done, 50);
 	for (i = 0; i < 50; i++)
 		while (!flag_get(&s[i].done))
-			sleep_us(100);
+			sk_test_sleep_us(100);
 	domain_free(d);
 }
 
@@ -2337,7 +2270,7 @@ static void callback_may_requeue_itself(void)
 	     i++)
 		sk_srcu_barrier(d);
 	while (__atomic_load_n(&r.runs, __ATOMIC_ACQUIRE) < r.limit)
-		sleep_us(100);
+		sk_test_sleep_us(100);
 	sk_srcu_barrier(d);
 	SK_CHECK_EQ(__atomic_load_n(&r.runs, __ATOMIC_ACQUIRE), r.limit);
 	SK_CHECK_EQ(__atomic_load_n(&r.err, __ATOMIC_ACQUIRE), 0);
@@ -2434,7 +2367,7 @@ static void *md_queuer(void *arg)
 		if (inside)
 			sk_srcu_read_unlock(c->g->d, idx);
 		if (md->broken)
-			sleep_us(20); /* let the readers overlap */
+			sk_test_sleep_us(20); /* let the readers overlap */
 		else if (((x >> 12) & 63) == 0)
 			sched_yield();
 	}
@@ -2460,23 +2393,23 @@ static unsigned long md_run_once(int broken)
 	}
 	for (i = 0; i < GEN_READERS; i++) {
 		rd[i].i = i;
-		start_thread(&rd[i].tid, md_reader, &rd[i]);
+		sk_test_thread_start(&rd[i].tid, md_reader, &rd[i]);
 	}
 	for (j = 0; j < MD_DOMS; j++)
 		gen_wait_readers(&md->g[j], 4);
 	for (i = 0; i < MD_THREADS; i++) {
 		q[i].i = i;
-		start_thread(&q[i].tid, md_queuer, &q[i]);
+		sk_test_thread_start(&q[i].tid, md_queuer, &q[i]);
 	}
 	for (i = 0; i < MD_THREADS; i++)
-		join(q[i].tid);
+		sk_test_thread_join(q[i].tid);
 	for (j = 0; j < MD_DOMS; j++)
 		sk_srcu_barrier(md->g[j].d);
 	while (__atomic_load_n(&md->run_count, __ATOMIC_ACQUIRE) < total)
-		sleep_us(100);
+		sk_test_sleep_us(100);
 	flag_set(&md->stop);
 	for (i = 0; i < GEN_READERS; i++)
-		join(rd[i].tid);
+		sk_test_thread_join(rd[i].tid);
 	for (i = 0; i < MD_THREADS; i++)
 		for (k = 0; k < md->per_thread; k++)
 			if (__atomic_load_n(&md->cbs[i][k].runs,
@@ -2511,22 +2444,11 @@ static void callbacks_from_many_threads_and_domains(void)
 /* Only the tests whose name contains argv[1] (all without an argument). */
 static const char *only;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* SK_RUN, and the time taken (for the log only). */
-#define RUN(fn)                                                         \
-	do {                                                            \
-		if (!only || strstr(#fn, only)) {                       \
-			double t0_ = now_s();                           \
-			SK_RUN(fn);                                     \
-			fprintf(stderr, "    %.2f s\n", now_s() - t0_); \
-		}                                                       \
+/* SK_RUN_TIMED, for the tests selected by argv[1]. */
+#define RUN(fn)                                         \
+	do {                                            \
+		if (!only || strstr(#fn, only))         \
+			SK_RUN_TIMED(fn);               \
 	} while (0)
 
 int main(int argc, char **argv)

@@ -24,6 +24,7 @@
 
 #include "scalekit/srcu.h"
 #include "sk_test.h"
+#include "sk_test_util.h"
 
 /* Exit status of a child whose misuse call returned instead of aborting. */
 #define CHILD_RETURNED 3
@@ -31,96 +32,21 @@
 static struct sk_srcu dom_a = SK_SRCU_INITIALIZER(dom_a);
 static struct sk_srcu dom_b = SK_SRCU_INITIALIZER(dom_b);
 
-static void sleep_ms(unsigned int ms)
+/* Run fn in a child (see sk_test_fork_child()); it ends by _exit(0). */
+static struct sk_test_child run_child(void (*fn)(void))
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct sk_test_child c;
 
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
+	sk_test_fork_child(fn, 0, 1, &c);
+	return c;
 }
 
-static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	if (pthread_create(t, NULL, fn, arg) != 0) {
-		fprintf(stderr, "pthread_create failed\n");
-		_exit(2);
-	}
-}
-
-/* How a child ended and what it wrote on stderr. */
-struct outcome {
-	int status;
-	char err[4096];
-};
-
-static struct outcome run_child(void (*fn)(void))
-{
-	struct outcome o;
-	size_t len = 0;
-	ssize_t n;
-	int p[2];
-	pid_t pid;
-
-	memset(&o, 0, sizeof(o));
-	if (pipe(p) != 0) {
-		perror("pipe");
-		exit(2);
-	}
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0) {
-		perror("fork");
-		exit(2);
-	}
-	if (pid == 0) {
-		struct rlimit no_core = { 0, 0 };
-
-		setrlimit(RLIMIT_CORE, &no_core);
-		close(p[0]);
-		dup2(p[1], 2);
-		close(p[1]);
-		fn();
-		fflush(stderr);
-		_exit(0);
-	}
-	close(p[1]);
-	while (len < sizeof(o.err) - 1 &&
-	       (n = read(p[0], o.err + len, sizeof(o.err) - 1 - len)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		len += (size_t)n;
-	}
-	o.err[len] = '\0';
-	close(p[0]);
-	while (waitpid(pid, &o.status, 0) < 0 && errno == EINTR)
-		;
-	fprintf(stderr, "  child: %s %d; stderr: %s",
-		WIFSIGNALED(o.status) ? "signal" : "exit",
-		WIFSIGNALED(o.status) ? WTERMSIG(o.status)
-				      : WEXITSTATUS(o.status),
-		len ? o.err : "(nothing)\n");
-	return o;
-}
-
-static void check_aborted(const struct outcome *o)
+static void check_aborted(const struct sk_test_child *o)
 {
 	if (WIFEXITED(o->status) && WEXITSTATUS(o->status) == CHILD_RETURNED)
 		fprintf(stderr, "  the misuse was not detected: the call "
 				"returned\n");
-	SK_CHECK(WIFSIGNALED(o->status));
-	if (WIFSIGNALED(o->status))
-		SK_CHECK_EQ(WTERMSIG(o->status), SIGABRT);
-}
-
-static void check_exited_0(const struct outcome *o)
-{
-	SK_CHECK(WIFEXITED(o->status));
-	if (WIFEXITED(o->status))
-		SK_CHECK_EQ(WEXITSTATUS(o->status), 0);
+	SK_CHECK_ABORTED(o->status);
 }
 
 /* ---- children ------------------------------------------------------------ */
@@ -203,9 +129,9 @@ static void child_remote_unlock_twice(void)
 	pthread_t t;
 
 	handoff_idx = sk_srcu_read_lock(&dom_a);
-	start_thread(&t, unlock_handed_off, NULL);
+	sk_test_thread_start(&t, unlock_handed_off, NULL);
 	pthread_join(t, NULL);
-	start_thread(&t, unlock_handed_off, NULL);
+	sk_test_thread_start(&t, unlock_handed_off, NULL);
 	pthread_join(t, NULL);
 	_exit(CHILD_RETURNED);
 }
@@ -216,7 +142,7 @@ static void child_remote_then_locker_unlock(void)
 	pthread_t t;
 
 	handoff_idx = sk_srcu_read_lock(&dom_a);
-	start_thread(&t, unlock_handed_off, NULL);
+	sk_test_thread_start(&t, unlock_handed_off, NULL);
 	pthread_join(t, NULL);
 	sk_srcu_read_unlock(&dom_a, handoff_idx);
 	_exit(CHILD_RETURNED);
@@ -305,7 +231,7 @@ static void *x_lock_and_exit(void *arg)
 static void *b_unlock_later(void *arg)
 {
 	(void)arg;
-	sleep_ms(100);
+	sk_test_sleep_ms(100);
 	sk_srcu_read_unlock(&dom_a, recycled_idx);
 	return NULL;
 }
@@ -324,10 +250,10 @@ static void child_synchronize_with_recycled_index(void)
 {
 	pthread_t x, b, y;
 
-	start_thread(&x, x_lock_and_exit, NULL);
+	sk_test_thread_start(&x, x_lock_and_exit, NULL);
 	pthread_join(x, NULL);
-	start_thread(&b, b_unlock_later, NULL);
-	start_thread(&y, y_read_b_then_synchronize_a, NULL);
+	sk_test_thread_start(&b, b_unlock_later, NULL);
+	sk_test_thread_start(&y, y_read_b_then_synchronize_a, NULL);
 	pthread_join(y, NULL);
 	pthread_join(b, NULL);
 	_exit(0);
@@ -337,7 +263,7 @@ static void child_synchronize_with_recycled_index(void)
 
 static void synchronize_inside_own_section_aborts(void)
 {
-	struct outcome o = run_child(child_synchronize_in_own_section);
+	struct sk_test_child o = run_child(child_synchronize_in_own_section);
 
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "sk_synchronize_srcu()");
@@ -351,7 +277,7 @@ static void synchronize_inside_own_section_aborts(void)
 
 static void expedited_inside_own_section_aborts(void)
 {
-	struct outcome o = run_child(child_expedited_in_own_section);
+	struct sk_test_child o = run_child(child_expedited_in_own_section);
 
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "sk_synchronize_srcu_expedited()");
@@ -360,15 +286,16 @@ static void expedited_inside_own_section_aborts(void)
 
 static void synchronize_inside_other_domain_section_is_allowed(void)
 {
-	struct outcome o = run_child(child_synchronize_in_other_domain_section);
+	struct sk_test_child o =
+		run_child(child_synchronize_in_other_domain_section);
 
-	check_exited_0(&o);
+	SK_CHECK_EXIT_0(o.status);
 	SK_CHECK_EQ(o.err[0], '\0');
 }
 
 static void barrier_inside_own_section_aborts(void)
 {
-	struct outcome o = run_child(child_barrier_in_own_section);
+	struct sk_test_child o = run_child(child_barrier_in_own_section);
 
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_barrier()");
@@ -377,7 +304,7 @@ static void barrier_inside_own_section_aborts(void)
 
 static void unbalanced_unlock_aborts(void)
 {
-	struct outcome o = run_child(child_unlock_twice);
+	struct sk_test_child o = run_child(child_unlock_twice);
 
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
@@ -395,7 +322,7 @@ static void unbalanced_unlock_aborts(void)
  */
 static void handed_off_section_ended_again_by_locker_aborts(void)
 {
-	struct outcome o = run_child(child_remote_then_locker_unlock);
+	struct sk_test_child o = run_child(child_remote_then_locker_unlock);
 
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
@@ -403,7 +330,7 @@ static void handed_off_section_ended_again_by_locker_aborts(void)
 
 static void bogus_idx_aborts(void)
 {
-	struct outcome o = run_child(child_bogus_idx);
+	struct sk_test_child o = run_child(child_bogus_idx);
 
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
@@ -422,7 +349,7 @@ static void bogus_idx_aborts(void)
  */
 static void bogus_idx_zero_aborts(void)
 {
-	struct outcome o = run_child(child_bogus_idx_zero);
+	struct sk_test_child o = run_child(child_bogus_idx_zero);
 
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
@@ -435,7 +362,7 @@ static void bogus_idx_zero_aborts(void)
  */
 static void idx_of_another_domain_aborts(void)
 {
-	struct outcome o = run_child(child_idx_of_other_domain_used);
+	struct sk_test_child o = run_child(child_idx_of_other_domain_used);
 
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
@@ -447,7 +374,7 @@ static void idx_of_another_domain_aborts(void)
 
 static void barrier_inside_srcu_callback_aborts(void)
 {
-	struct outcome o = run_child(child_barrier_in_callback);
+	struct sk_test_child o = run_child(child_barrier_in_callback);
 
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_barrier()");
@@ -463,9 +390,10 @@ static void barrier_inside_srcu_callback_aborts(void)
  */
 static void synchronize_by_thread_with_recycled_index_is_allowed(void)
 {
-	struct outcome o = run_child(child_synchronize_with_recycled_index);
+	struct sk_test_child o =
+		run_child(child_synchronize_with_recycled_index);
 
-	check_exited_0(&o);
+	SK_CHECK_EXIT_0(o.status);
 	SK_CHECK_EQ(o.err[0], '\0');
 }
 
