@@ -53,7 +53,7 @@ bench:
 	$(BUILD)/tools/scalekit bench --csv results/bench.csv $(BENCH_ARGS)
 
 torture: build
-	cd $(BUILD) && $(CTEST) --output-on-failure -L torture-long --timeout 7200
+	cd $(BUILD) && SK_TORTURE_LONG=1 $(CTEST) --output-on-failure -L torture-long --timeout 7200
 
 install: build
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)

@@ -6,7 +6,8 @@
  * primitives, driven by one ops struct per implementation.  The harness
  * (harness.c) owns threads, timing, warm-up, repetitions and statistics;
  * a scenario (read.c: read and srcu-read; sync.c: sync, expedited and
- * srcu-sync; poll.c; callbacks.c) decides what to measure and which
+ * srcu-sync; poll.c; callbacks.c; hash.c: hash-lookup, hash-resize and
+ * hash-update) decides what to measure and which
  * implementations it compares; an adapter (peer_*.c) knows one library
  * and nothing else.  Adding a peer means one adapter file, one line in
  * the registry in harness.c and its name in the scenario tables.
@@ -147,6 +148,13 @@ extern const struct sk_bench_rcu_ops sk_bench_urcu_bp_ops;
 extern const struct sk_bench_rcu_ops sk_bench_ck_epoch_ops;
 extern const struct sk_bench_rcu_ops sk_bench_pthread_rwlock_ops;
 extern const struct sk_bench_rcu_ops sk_bench_pthread_mutex_ops;
+/*
+ * Hash-table adapters (hash.c): read_section(n) is n lookups, each in its
+ * own read section; the hash-* scenarios only.
+ */
+extern const struct sk_bench_rcu_ops sk_bench_rhash_ops;
+extern const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops;
+extern const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops;
 
 /* Every adapter, NULL-terminated, in the order --help lists them. */
 extern const struct sk_bench_rcu_ops *const sk_bench_rcu_all[];
@@ -276,6 +284,15 @@ int sk_bench_srcu_sync_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res);
 int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res);
+int sk_bench_hash_lookup_run(const struct sk_bench_config *cfg,
+			     struct sk_bench_results *res);
+int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
+			     struct sk_bench_results *res);
+int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
+			     struct sk_bench_results *res);
+/* list.c: 1,000-entry list traversals, RCU vs pthread rwlock. */
+int sk_bench_list_run(const struct sk_bench_config *cfg,
+		      struct sk_bench_results *res);
 
 /*
  * Grace-period latency rows (sync.c), shared by the scenarios that time a

@@ -32,6 +32,9 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_ck_epoch_ops,
 	&sk_bench_pthread_rwlock_ops,
 	&sk_bench_pthread_mutex_ops,
+	&sk_bench_rhash_ops,
+	&sk_bench_rhash_resizing_ops,
+	&sk_bench_urcu_lfht_ops,
 	NULL,
 };
 
@@ -54,6 +57,21 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  "sk_synchronize_srcu latency p50/p99, 0 and 1 busy "
 	  "reader",
 	  sk_bench_srcu_sync_run },
+	{ "hash-lookup",
+	  "sk_rhash vs cds_lfht lookups/s, 2^16 and 2^20 keys, 1..N "
+	  "threads",
+	  sk_bench_hash_lookup_run },
+	{ "hash-resize",
+	  "sk_rhash lookups/s while another thread resizes, vs "
+	  "steady",
+	  sk_bench_hash_resize_run },
+	{ "hash-update",
+	  "sk_rhash vs cds_lfht insert+remove/s, 1..N threads",
+	  sk_bench_hash_update_run },
+	{ "list",
+	  "1,000-entry list traversals/s, RCU vs pthread rwlock, 1..N "
+	  "threads",
+	  sk_bench_list_run },
 	/*
 	 * Last: it starts every library's callback thread and leaves the
 	 * heap larger; no other scenario should run after that.

@@ -33,12 +33,27 @@
  *
  * Updaters hold the stripe lock of their bucket; a resize holds every
  * stripe lock, so no update interleaves with it.  Stripe s guards the
- * buckets b with (b & (nstripes - 1)) == s of the current table.
+ * buckets b with (b & (nstripes - 1)) == s of the current table.  Holding
+ * any stripe lock therefore pins ht->tbl and its array: a resize replaces
+ * and frees arrays only while it holds all of them.  Without a stripe lock
+ * an updater reads the array only inside a read section (lock_bucket()),
+ * because a resize frees a replaced array one grace period after it
+ * unpublished it, and a grace period waits only for read sections.
+ *
+ * A resize waits for grace periods while it holds the stripe locks, so an
+ * updater inside a read section must never block on a stripe lock that a
+ * resize holds or is taking (the resize would wait for the updater's
+ * section, the updater for the resize): such an updater only try-locks,
+ * and returns -EDEADLK when a resize runs (ht->resizing).
+ *
+ * ThreadSanitizer's deadlock detector handles at most 64 mutexes held by
+ * one thread, and lock_all() holds them all: TSan builds use 32 stripes.
  */
 #define _GNU_SOURCE
 #include "scalekit/rhash.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,10 +61,25 @@
 #include "scalekit/list.h" /* checker hooks, SK__PUBLISH */
 #include "internal/util.h"
 
+#ifdef SK_TSAN
+#define RHASH_MAX_STRIPES 32UL /* lock_all() under TSan's 64-lock limit */
+#else
 #define RHASH_MAX_STRIPES 256UL
+#endif
 
-/* A stripe looks at the load factor once per this many of its updates. */
-#define RHASH_CHECK_EVERY 32u
+/*
+ * Counting.  A stripe keeps the count changes of its updates in delta and
+ * adds them to ht->count once they reach a batch of
+ * size >> RHASH_BATCH_SHIFT / nstripes (at least 1), then checks the load
+ * factor.  The unflushed deltas of all stripes stay below 1/16 of the
+ * bucket count: automatic resizes come at most that late, and the common
+ * case costs an add and a compare on the stripe's own cache line.
+ */
+#define RHASH_BATCH_SHIFT 4
+
+/* Lookup fast paths (ht->mode). */
+#define RHASH_MODE_GENERIC 0 /* hashfn / cmpfn / key_len as given */
+#define RHASH_MODE_U64	   1 /* 8-byte keys, sk_rhash_hash(), no cmpfn */
 
 int sk_rhash__test_skip_unzip_gp;
 
@@ -59,10 +89,11 @@ struct sk_rhash_table {
 	struct sk_rhash_node *buckets[]; /* chain heads (RCU) */
 };
 
+/* One cache line per stripe: updaters of different stripes share nothing. */
 struct sk_rhash_stripe {
-	pthread_mutex_t lock;
-	unsigned long count; /* objects in this stripe's buckets */
-	unsigned int ops;    /* updates since the last load-factor check */
+	pthread_mutex_t lock; /* guards the stripe's buckets and delta */
+	long delta; /* count changes not yet added to ht->count (guarded by lock;
+		       read without it by sk_rhash_count()) */
 } __attribute__((aligned(SK_CACHELINE)));
 
 /* ---- hashing ---------------------------------------------------------------- */
@@ -75,6 +106,15 @@ static inline uint64_t mix64(uint64_t x)
 	x *= 0xc4ceb9fe1a85ec53ULL;
 	x ^= x >> 33;
 	return x;
+}
+
+/* sk_rhash_hash() of an 8-byte key, inlined for the lookup fast path. */
+static inline unsigned long hash_u64(uint64_t w, unsigned long seed)
+{
+	uint64_t h = seed ^ (8 * 0x9e3779b97f4a7c15ULL);
+
+	h = mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
+	return (unsigned long)mix64(h);
 }
 
 unsigned long sk_rhash_hash(const void *key, size_t len, unsigned long seed)
@@ -106,8 +146,18 @@ static inline const void *key_of(struct sk_rhash *ht, const void *obj)
 	return (const char *)obj + ht->p.key_offset;
 }
 
+static inline uint64_t load_u64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
 static inline unsigned long hash_key(struct sk_rhash *ht, const void *key)
 {
+	if (SK_LIKELY(ht->mode == RHASH_MODE_U64))
+		return hash_u64(load_u64(key), ht->p.seed);
 	return ht->p.hashfn(key, ht->p.key_len, ht->p.seed);
 }
 
@@ -179,6 +229,8 @@ int sk_rhash_init(struct sk_rhash *ht, const struct sk_rhash_params *params)
 		p.grow_above_pct = 100;
 	memset(ht, 0, sizeof(*ht));
 	ht->p = p;
+	if (p.key_len == 8 && p.hashfn == sk_rhash_hash && !p.cmpfn)
+		ht->mode = RHASH_MODE_U64;
 	ht->nstripes = RHASH_MAX_STRIPES;
 	ht->stripes = p.alloc(ht->nstripes * sizeof(*ht->stripes));
 	if (!ht->stripes)
@@ -190,7 +242,7 @@ int sk_rhash_init(struct sk_rhash *ht, const struct sk_rhash_params *params)
 	}
 	for (i = 0; i < ht->nstripes; i++) {
 		pthread_mutex_init(&ht->stripes[i].lock, NULL);
-		ht->stripes[i].count = 0;
+		ht->stripes[i].delta = 0;
 	}
 	pthread_mutex_init(&ht->resize_lock, NULL);
 	return 0;
@@ -224,7 +276,9 @@ void sk_rhash_destroy(struct sk_rhash *ht,
 
 /* ---- lookups ---------------------------------------------------------------- */
 
-void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
+/* Any key: hashfn, cmpfn or key_len as given.  Out of line: see below. */
+static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
+						      const void *key)
 {
 	unsigned long h = hash_key(ht, key);
 	struct sk_rhash_table *t = sk_rcu_dereference(ht->tbl);
@@ -234,6 +288,36 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	     n = sk_rcu_dereference(n->next)) {
 		if (n->hash == h && key_matches(ht, key, obj_of(ht, n)))
 			return obj_of(ht, n);
+	}
+	return NULL;
+}
+
+/*
+ * The fast path of 8-byte keys with the default hash: the hash inlined,
+ * keys compared as words, no indirect call and, with the generic path out
+ * of line, no registers to save.
+ */
+void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
+{
+	struct sk_rhash_table *t;
+	struct sk_rhash_node *n;
+	size_t ho, ko;
+	unsigned long h;
+	uint64_t k;
+
+	if (SK_UNLIKELY(ht->mode != RHASH_MODE_U64))
+		return lookup_generic(ht, key);
+	k = load_u64(key);
+	ho = ht->p.head_offset;
+	ko = ht->p.key_offset;
+	h = hash_u64(k, ht->p.seed);
+	t = sk_rcu_dereference(ht->tbl);
+	for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
+	     n = sk_rcu_dereference(n->next)) {
+		const char *obj = (const char *)n - ho;
+
+		if (n->hash == h && load_u64(obj + ko) == k)
+			return (void *)obj;
 	}
 	return NULL;
 }
@@ -269,49 +353,124 @@ void *sk_rhash_iter_next(struct sk_rhash_iter *it)
 
 unsigned long sk_rhash_count(struct sk_rhash *ht)
 {
-	unsigned long i, sum = 0;
+	long sum = sk_atomic_load_relaxed(&ht->count);
+	unsigned long i;
 
 	for (i = 0; i < ht->nstripes; i++)
-		sum += sk_atomic_load_relaxed(&ht->stripes[i].count);
-	return sum;
+		sum += sk_atomic_load_relaxed(&ht->stripes[i].delta);
+	/* Unsynchronized sums may dip below zero while updates run. */
+	return sum > 0 ? (unsigned long)sum : 0;
 }
 
 unsigned long sk_rhash_buckets(struct sk_rhash *ht)
 {
-	return sk_rcu_dereference(ht->tbl)->size;
+	unsigned long size;
+
+	/* A resize may free the array once no read section holds it. */
+	sk_rcu_read_lock();
+	size = sk_rcu_dereference(ht->tbl)->size;
+	sk_rcu_read_unlock();
+	return size;
 }
 
 /* ---- updates ---------------------------------------------------------------- */
 
-/*
- * Lock the stripe of hash h in the current table and return the table.
- * A resize holds every stripe lock, so the table cannot change while we
- * hold one; recheck after locking.
- */
-static struct sk_rhash_table *lock_bucket(struct sk_rhash *ht, unsigned long h,
-					  struct sk_rhash_stripe **sp)
+static inline struct sk_rhash_stripe *stripe_of(struct sk_rhash *ht,
+						unsigned long mask,
+						unsigned long h)
 {
-	for (;;) {
-		struct sk_rhash_table *t = sk_atomic_load_acquire(&ht->tbl);
-		struct sk_rhash_stripe *s =
-			&ht->stripes[(h & t->mask) & (ht->nstripes - 1)];
+	return &ht->stripes[(h & mask) & (ht->nstripes - 1)];
+}
 
-		pthread_mutex_lock(&s->lock);
-		if (sk_atomic_load_relaxed(&ht->tbl) == t) {
+/*
+ * Lock the stripe of hash h in the current table; *tp receives the table,
+ * which stays current (and allocated) until the stripe is unlocked.
+ * Returns 0; -EDEADLK when the caller is inside a read section and a
+ * resize runs; -ENOMEM when the thread could not be registered for its
+ * read sections (nothing locked then).
+ */
+static int lock_bucket(struct sk_rhash *ht, unsigned long h,
+		       struct sk_rhash_table **tp, struct sk_rhash_stripe **sp)
+{
+	int in_section = sk_rcu_read_ongoing();
+	struct sk_rhash_table *t;
+	struct sk_rhash_stripe *s;
+
+	/*
+	 * Register here rather than in sk_rcu_read_lock(), which aborts when
+	 * it runs out of memory: an update returns the error instead.
+	 */
+	if (SK_UNLIKELY(!sk_atomic_load_relaxed(&sk_rcu__ctr)) &&
+	    sk_rcu_register_thread())
+		return -ENOMEM;
+	for (;;) {
+		/*
+		 * The array may be freed by a resize as soon as no read
+		 * section holds it: read its mask inside one.  The stripes
+		 * are never freed, so s stays usable after the section.
+		 */
+		sk_rcu_read_lock();
+		t = sk_rcu_dereference(ht->tbl);
+		s = stripe_of(ht, t->mask, h);
+		sk_rcu_read_unlock();
+		if (!in_section) {
+			/*
+			 * Outside any read section: blocking on a resize is
+			 * fine, the resize's grace periods do not wait for us.
+			 */
+			pthread_mutex_lock(&s->lock);
+		} else {
+			while (pthread_mutex_trylock(&s->lock) != 0) {
+				/*
+				 * The resize would wait for our section and
+				 * we for its stripe locks.  Relaxed: a flag
+				 * seen late only means one more try.
+				 */
+				if (sk_atomic_load_relaxed(&ht->resizing))
+					return -EDEADLK;
+				sched_yield();
+			}
+		}
+		/*
+		 * With a stripe held no resize runs: ht->tbl and its array
+		 * stay.  Compare stripes, not table pointers: a new array
+		 * may have the freed one's address (ABA).
+		 */
+		t = sk_atomic_load_relaxed(&ht->tbl);
+		if (stripe_of(ht, t->mask, h) == s) {
+			*tp = t;
 			*sp = s;
-			return t;
+			return 0;
 		}
 		pthread_mutex_unlock(&s->lock);
 	}
 }
 
-static void maybe_resize(struct sk_rhash *ht, int grow);
+static void maybe_resize(struct sk_rhash *ht, unsigned long size, long count,
+			 int grow);
 
-/* Count an update of stripe s (locked); nonzero when the load is due a check. */
-static inline int count_update(struct sk_rhash_stripe *s, long delta)
+/*
+ * Count an update of stripe s (locked) of a table of size buckets.  Returns
+ * nonzero when a batch was flushed: *count then holds ht->count after the
+ * flush.
+ */
+static inline int count_update(struct sk_rhash *ht, struct sk_rhash_stripe *s,
+			       unsigned long size, long d, long *count)
 {
-	sk_atomic_store_relaxed(&s->count, s->count + (unsigned long)delta);
-	return ++s->ops % RHASH_CHECK_EVERY == 0;
+	unsigned long batch = (size >> RHASH_BATCH_SHIFT) / ht->nstripes;
+	long v = s->delta + d;
+
+	if ((unsigned long)(v < 0 ? -v : v) < (batch ? batch : 1)) {
+		sk_atomic_store_relaxed(&s->delta, v);
+		return 0;
+	}
+	/*
+	 * Relaxed: the count is a statistic; the resize decision is
+	 * rechecked under resize_lock.
+	 */
+	*count = sk_atomic_fetch_add_relaxed(&ht->count, v) + v;
+	sk_atomic_store_relaxed(&s->delta, 0L);
+	return 1;
 }
 
 static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
@@ -320,15 +479,18 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 	struct sk_rhash_table *t;
 	struct sk_rhash_stripe *s;
 	struct sk_rhash_node **head, *n;
-	unsigned long h;
-	int check;
+	unsigned long h, size;
+	long count = 0;
+	int check, err;
 
 	if (!ht || !node)
 		return -EINVAL;
 	obj = obj_of(ht, node);
 	key = key_of(ht, obj);
 	h = hash_key(ht, key);
-	t = lock_bucket(ht, h, &s);
+	err = lock_bucket(ht, h, &t, &s);
+	if (err)
+		return err;
 	head = &t->buckets[h & t->mask];
 	if (unique) {
 		for (n = *head; n; n = n->next) {
@@ -338,15 +500,16 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 			}
 		}
 	}
+	size = t->size;
 	/* [priv] node is not reachable yet. */
 	node->hash = h;
 	node->next = *head;
 	/* [pub] node's fields and object, then the pointer to node. */
 	SK__PUBLISH(*head, node);
-	check = count_update(s, 1);
+	check = count_update(ht, s, size, 1, &count);
 	pthread_mutex_unlock(&s->lock);
 	if (check)
-		maybe_resize(ht, 1);
+		maybe_resize(ht, size, count, 1);
 	return 0;
 }
 
@@ -377,22 +540,27 @@ int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 	struct sk_rhash_table *t;
 	struct sk_rhash_stripe *s;
 	struct sk_rhash_node **pp;
-	int check;
+	unsigned long size;
+	long count = 0;
+	int check, err;
 
 	if (!ht || !node)
 		return -EINVAL;
-	t = lock_bucket(ht, node->hash, &s);
+	err = lock_bucket(ht, node->hash, &t, &s);
+	if (err)
+		return err;
 	pp = find_link(t, node);
 	if (!pp) {
 		pthread_mutex_unlock(&s->lock);
 		return -ENOENT;
 	}
+	size = t->size;
 	/* [one] readers either still see node or skip it; node->next stays. */
 	SK__PUBLISH(*pp, node->next);
-	check = count_update(s, -1);
+	check = count_update(ht, s, size, -1, &count);
 	pthread_mutex_unlock(&s->lock);
 	if (check)
-		maybe_resize(ht, 0);
+		maybe_resize(ht, size, count, 0);
 	return 0;
 }
 
@@ -403,6 +571,7 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	struct sk_rhash_stripe *s;
 	struct sk_rhash_node **pp;
 	unsigned long h;
+	int err;
 
 	if (!ht || !old_node || !new_node)
 		return -EINVAL;
@@ -411,7 +580,9 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	    !key_matches(ht, key_of(ht, obj_of(ht, new_node)),
 			 obj_of(ht, old_node)))
 		return -EINVAL;
-	t = lock_bucket(ht, h, &s);
+	err = lock_bucket(ht, h, &t, &s);
+	if (err)
+		return err;
 	pp = find_link(t, old_node);
 	if (!pp) {
 		pthread_mutex_unlock(&s->lock);
@@ -563,16 +734,24 @@ static int grow(struct sk_rhash *ht)
 	return 0;
 }
 
+/* Resize to nbuckets.  resize_lock held.  Returns 0 or -ENOMEM. */
 static int resize_locked(struct sk_rhash *ht, unsigned long nbuckets)
 {
 	int err = 0;
 
+	/*
+	 * Before the first stripe lock: updaters inside read sections must
+	 * not wait for the stripes from now on (see lock_bucket()).
+	 * Relaxed: they re-read it while they retry.
+	 */
+	sk_atomic_store_relaxed(&ht->resizing, 1);
 	lock_all(ht);
 	while (!err && ht->tbl->size > nbuckets)
 		err = shrink(ht);
 	while (!err && ht->tbl->size < nbuckets)
 		err = grow(ht);
 	unlock_all(ht);
+	sk_atomic_store_relaxed(&ht->resizing, 0);
 	if (!err)
 		ht->resizes++;
 	return err;
@@ -594,31 +773,38 @@ int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
 }
 
 /*
- * Automatic resizing.  A stripe checks the load factor once every
- * RHASH_CHECK_EVERY of its updates (count_update()) and then sums all
- * stripes, so the common case costs an increment and a compare.
+ * Automatic resizing, after an update that flushed its stripe's batch
+ * (count_update()): size is the bucket count the update saw under its
+ * stripe lock, count the flushed total.  Called with no lock held.
  */
-static void maybe_resize(struct sk_rhash *ht, int grow_check)
+static void maybe_resize(struct sk_rhash *ht, unsigned long size, long count,
+			 int grow_check)
 {
-	unsigned long size, limit, count, want = 0;
+	unsigned long limit, want = 0;
 	unsigned int pct;
 
 	if (!ht->p.automatic_resize || sk_rcu_read_ongoing())
 		return;
-	size = sk_atomic_load_acquire(&ht->tbl)->size;
 	pct = grow_check ? ht->p.grow_above_pct : ht->p.shrink_below_pct;
 	if (grow_check ? size >= ht->p.max_buckets
 		       : size <= ht->p.min_buckets || !pct)
 		return;
 	limit = size / 100 * pct + size % 100 * pct / 100;
-	count = sk_rhash_count(ht);
-	if (grow_check && count > limit)
+	if (grow_check && count > 0 && (unsigned long)count > limit)
 		want = size * 2;
-	else if (!grow_check && count < limit)
+	else if (!grow_check && (count < 0 || (unsigned long)count < limit))
 		want = size / 2;
-	if (!want || pthread_mutex_trylock(&ht->resize_lock) != 0)
+	/*
+	 * Skip the resize lock when a resize already changed the size
+	 * (sk_rhash_buckets() reads the array inside a read section).
+	 */
+	if (!want || sk_rhash_buckets(ht) != size ||
+	    pthread_mutex_trylock(&ht->resize_lock) != 0)
 		return;
-	/* Recheck under the resize lock: another resize may have run. */
+	/*
+	 * Recheck under the resize lock: another resize may have run.  Only
+	 * resizes change ht->tbl and they hold resize_lock: tbl is stable.
+	 */
 	if (ht->tbl->size == size)
 		(void)resize_locked(ht, want); /* -ENOMEM: retried later */
 	pthread_mutex_unlock(&ht->resize_lock);

@@ -63,14 +63,24 @@ function(sk_bench_cli_test name rc args)
 endfunction()
 
 # Smoke test: every scenario (no name given), every peer that was built,
-# one short repetition (about 10 s on 2 CPUs, mostly sync's 1000 idle
+# one short repetition (about 12 s on 2 CPUs, mostly sync's 1000 idle
 # threads and liburcu's 10 ms call_rcu batching); the CSV goes to a
 # directory that does not exist yet.  Label bench: sanitizer runs exclude
 # it.
 set(sk_bench_csv ${CMAKE_CURRENT_BINARY_DIR}/bench-smoke/out/bench.csv)
 sk_bench_cli_test(bench_smoke 0
   "bench|--quick|--reps|1|--csv|${sk_bench_csv}"
-  STDOUT "read / general.*sync / idle p50.*expedited p50.*poll / cost.*poll / latency p50.*srcu-read.*srcu-sync p50.*callbacks / end to end.*callbacks / barrier.*notes.*targets.*expedited.*srcu-read.*srcu-sync.*callbacks, 2 threads"
+  STDOUT "read / general.*sync / idle p50.*expedited p50.*poll / cost.*poll / latency p50.*srcu-read.*srcu-sync p50.*hash-lookup: millions.*hash-resize: millions.*hash-update: millions.*list: full traversals.*callbacks / end to end.*callbacks / barrier.*notes.*targets.*expedited.*srcu-read.*srcu-sync.*callbacks, 2 threads"
+  LABELS bench TIMEOUT 120)
+
+# The hash-table scenarios alone, quick (about 3 s): every table, the
+# resize ratio column and every target line (SKIP when liburcu-cds is
+# missing); the CSV holds their figures and ratios.  A lookup that misses
+# a present key, also while the table resizes, aborts the run.
+set(sk_bench_hash_csv ${CMAKE_CURRENT_BINARY_DIR}/bench-hash/bench.csv)
+sk_bench_cli_test(bench_hash 0
+  "bench|hash-lookup|hash-resize|hash-update|--quick|--reps|1|--csv|${sk_bench_hash_csv}"
+  STDOUT "hash-lookup: millions of lookups.*hash-lookup +2\\^16 keys +1 .*hash-lookup +2\\^20 keys +2 .*hash-resize: millions.*resizing/rhash.*hash-resize +2\\^16 keys +1 .*hash-update: millions.*hash-update +2\\^16 keys +2 .*targets.*hash-lookup 2\\^16 keys, 1 thread: Mops/s rhash / urcu-lfht.*hash-lookup 2\\^20 keys, 2 threads.*hash-resize 2\\^16 keys, 1 thread: Mops/s rhash-resizing / rhash.*hash-update 2\\^16 keys, 2 threads: Mops/s rhash / urcu-lfht"
   LABELS bench TIMEOUT 120)
 
 # The command line: exact exit status 2 and a message naming the problem.
@@ -88,7 +98,7 @@ sk_bench_cli_test(bench_usage_reps_zero 2 "bench|--reps|0"
 sk_bench_cli_test(bench_usage_missing_value 2 "bench|--reps"
   STDERR "option --reps needs a value")
 sk_bench_cli_test(bench_usage_unknown_scenario 2 "bench|nosuch"
-  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, expedited, poll, srcu-read, srcu-sync, callbacks\\)")
+  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, expedited, poll, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, list, callbacks\\)")
 sk_bench_cli_test(bench_usage_unknown_flag 2 "bench|--nosuch"
   STDERR "unknown option '--nosuch'")
 sk_bench_cli_test(tool_usage_unknown_command 2 "nosuch"
@@ -97,7 +107,7 @@ sk_bench_cli_test(tool_usage_no_command 2 ""
   STDERR "usage: scalekit <command>")
 sk_bench_cli_test(tool_help 0 "--help" STDOUT "bench")
 sk_bench_cli_test(bench_help 0 "bench|--help"
-  STDOUT "usage: scalekit bench.*expedited.*poll.*srcu-read.*srcu-sync.*callbacks.*--threads N.*--reps R.*--csv FILE.*--quick.*scalekit-exp.*scalekit-poll.*scalekit-free.*scalekit-srcu")
+  STDOUT "usage: scalekit bench.*expedited.*poll.*srcu-read.*srcu-sync.*hash-lookup.*hash-resize.*hash-update.*list.*callbacks.*--threads N.*--reps R.*--csv FILE.*--quick.*scalekit-exp.*scalekit-poll.*scalekit-free.*scalekit-srcu")
 # A CSV path that cannot be written fails before anything is measured.
 sk_bench_cli_test(bench_csv_unwritable 1
   "bench|read|--quick|--csv|/dev/null/bench.csv"

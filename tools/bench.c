@@ -44,20 +44,22 @@ static void usage(FILE *f)
 		"\n"
 		"Scenarios (default: all):\n");
 	for (i = 0; sk_bench_scenarios[i].name; i++)
-		fprintf(f, "  %-10s %s\n", sk_bench_scenarios[i].name,
+		fprintf(f, "  %-11s %s\n", sk_bench_scenarios[i].name,
 			sk_bench_scenarios[i].summary);
 	fprintf(f,
 		"\n"
 		"Options:\n"
 		"  --threads N  largest number of reader threads (1..%d, "
 		"default %d):\n"
-		"               read, srcu-read and callbacks run 1, 2, 4, ... N "
-		"threads,\n"
+		"               read, srcu-read, callbacks, hash-lookup and "
+		"hash-update run\n"
+		"               1, 2, 4, ... N threads,\n"
 		"               sync 0, 1, 2, 4, ... N readers (sync's idle "
 		"variant always\n"
 		"               uses 1 and %d idle threads; expedited, poll and "
 		"srcu-sync\n"
-		"               always 0 and 1 reader)\n"
+		"               always 0 and 1 reader, hash-resize 1 reader "
+		"and a resizer)\n"
 		"  --reps R     timed repetitions per figure (1..%d, default "
 		"%d); figures are\n"
 		"               median [min..max] over them\n"
@@ -218,7 +220,7 @@ int sk_tool_bench(int argc, char **argv)
 			if (strcmp(arg, sk_bench_scenarios[s].name) == 0)
 				break;
 		if (s == nscen) {
-			char names[128] = "";
+			char names[256] = "";
 
 			for (s = 0; s < nscen; s++)
 				snprintf(names + strlen(names),

@@ -27,6 +27,8 @@ struct sk_tool_cmd {
 static const struct sk_tool_cmd sk_tool_cmds[] = {
 	{ "bench", "compare scalekit with pthreads, liburcu and ck in one run",
 	  sk_tool_bench },
+	{ "torture", "torture-test RCU, SRCU, lists and the hash table",
+	  sk_tool_torture },
 };
 
 #define SK_TOOL_NCMDS ((int)(sizeof(sk_tool_cmds) / sizeof(sk_tool_cmds[0])))

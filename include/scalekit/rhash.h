@@ -10,6 +10,8 @@
  * relativistic algorithm (USENIX ATC 2011): shrinking splices chains
  * together, growing "unzips" chains with a grace period between passes.
  * Resizes serialize with each other and with updates, not with lookups.
+ * Updaters run outside read sections (see sk_rhash_insert(): inside one,
+ * an update that meets a running resize returns -EDEADLK).
  *
  * Reclamation: a removed object may be freed only after a grace period
  * (sk_synchronize_rcu(), sk_call_rcu(), SK_FREE_RCU()).
@@ -67,14 +69,28 @@ struct sk_rhash_params {
 struct sk_rhash_table;
 struct sk_rhash_stripe;
 
-/* A table.  All fields are private. */
+/*
+ * A table.  All fields are private.  Fields written by different threads
+ * live on different cache lines: lookups read only the first group.
+ */
 struct sk_rhash {
+	/*
+	 * Read-mostly.  Guarded by: set by init; tbl changes only in
+	 * resizes.  A lookup reads tbl, mode and the first six fields of p:
+	 * one cache line when the table is cache-line aligned.
+	 */
 	struct sk_rhash_table *tbl;	 /* RCU-protected bucket array */
+	unsigned int mode;		 /* lookup fast path chosen by init */
 	struct sk_rhash_params p;	 /* parameters as validated */
 	struct sk_rhash_stripe *stripes; /* per-bucket-group locks + counts */
 	unsigned long nstripes;		 /* power of two */
-	pthread_mutex_t resize_lock;	 /* one resize at a time */
-	unsigned long resizes;		 /* completed resizes (stat) */
+	/* Written by updaters, one atomic add per batch of a stripe. */
+	long count __attribute__((aligned(SK_CACHELINE))); /* flushed part */
+	/* Guarded by resize_lock (resizing: also read without it). */
+	pthread_mutex_t resize_lock
+		__attribute__((aligned(SK_CACHELINE))); /* one resize at a time */
+	unsigned long resizes;	/* completed resizes (stat) */
+	int resizing;		/* a resize holds or takes the stripe locks */
 };
 
 /*
@@ -118,11 +134,20 @@ SK_API void *sk_rhash_lookup(struct sk_rhash *ht, const void *key);
  * sk_rhash_insert() - add the object of node (duplicates allowed).
  * sk_rhash_insert_unique() - add it unless an object with the same key is
  * present.
- * Context: any thread; takes the bucket's lock (blocks while a resize
- * runs).  When automatic resizing is on and the call is made outside a
- * read section, it may grow the table, waiting for grace periods.
+ * Context: any thread (registered with RCU on its first update, as by
+ * sk_rcu_read_lock()); takes the bucket's lock (blocks while a resize
+ * runs).  Updaters belong outside read sections: a resize holds every
+ * bucket lock while it waits for grace periods, so an updater inside a
+ * read section (or on an online QSBR thread) cannot wait for it.  Such a
+ * call does not block on a running resize: it returns -EDEADLK instead and
+ * changes nothing (leave the section and retry).  Outside read sections it
+ * never returns -EDEADLK.  When automatic resizing is on and the call is
+ * made outside a read section, it may resize the table, waiting for grace
+ * periods.
  * Ordering: the object's initialization happens before lookups find it.
- * Returns: 0; -EINVAL (NULL); -EEXIST (unique, key present: not added).
+ * Returns: 0; -EINVAL (NULL); -EEXIST (unique, key present: not added);
+ * -EDEADLK (inside a read section while a resize runs: not added);
+ * -ENOMEM (the thread's first update could not register it with RCU).
  * An automatic grow that fails for lack of memory leaves the table as it
  * was and is retried on a later update; the insert itself succeeds.
  */
@@ -134,7 +159,8 @@ SK_API int sk_rhash_insert_unique(struct sk_rhash *ht,
  * sk_rhash_remove() - unlink the object of node.  Readers on it may go on.
  * Context: as sk_rhash_insert().  Reclamation: free the object only after
  * a grace period.
- * Returns: 0; -EINVAL (NULL); -ENOENT (not in the table).
+ * Returns: 0; -EINVAL (NULL); -ENOENT (not in the table); -EDEADLK (inside
+ * a read section while a resize runs: not removed); -ENOMEM (as insert).
  */
 SK_API int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node);
 
@@ -143,7 +169,9 @@ SK_API int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node);
  * must have equal keys.  Lookups see the old or the new object, never
  * neither.  Context: as sk_rhash_insert().  Reclamation: free the old
  * object after a grace period.
- * Returns: 0; -EINVAL (NULL or keys differ); -ENOENT (old not present).
+ * Returns: 0; -EINVAL (NULL or keys differ); -ENOENT (old not present);
+ * -EDEADLK (inside a read section while a resize runs: not replaced);
+ * -ENOMEM (as insert).
  */
 SK_API int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 			    struct sk_rhash_node *new_node);
@@ -151,8 +179,9 @@ SK_API int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 /*
  * sk_rhash_resize() - resize to nbuckets (a power of two) by repeated
  * halving or doubling.
- * Context: outside any read section (waits for grace periods).  Blocks
- * updaters while it runs, never lookups.
+ * Context: outside any read section (waits for grace periods; inside one
+ * it prints a message and aborts).  Blocks updaters while it runs, never
+ * lookups.
  * Returns: 0; -EINVAL (not a power of two, or 0); -ENOMEM (the table is
  * left as it was before the step that failed: a valid table with all
  * objects).
@@ -161,9 +190,9 @@ SK_API int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets);
 
 /*
  * sk_rhash_count() - number of objects; approximate while updates run
- * (per-lock counters summed without locks).
+ * (batched per-lock counters summed without locks), exact when none runs.
  * sk_rhash_buckets() - current number of buckets.
- * Context: any.  Never blocks.
+ * Context: any thread, inside or outside a read section.  Never blocks.
  */
 SK_API unsigned long sk_rhash_count(struct sk_rhash *ht);
 SK_API unsigned long sk_rhash_buckets(struct sk_rhash *ht);

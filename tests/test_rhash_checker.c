@@ -1,0 +1,951 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rhash_checker.c - the relativistic hash table under the Triplett
+ * checker (tests/rcu_checker.h).  Linked with scalekit_checker, the library
+ * built with SK_RCU_CHECKER=1 (tests/checker.cmake), so every publication
+ * and grace period inside src/rhash.c calls the checker.
+ *
+ * The reader model is sk_rhash_lookup() and sk_rhash_iter_next() step by
+ * step: a lookup loads ht->tbl, then the bucket head, then next pointers;
+ * an iteration walks bucket after bucket of the array it started with and
+ * returns the nodes whose hash belongs to the bucket.  Readers that
+ * started in an old array keep their positions there until the grace
+ * period that precedes its free; the test's allocator quarantines every
+ * freed block, so a reader loading from a freed array or reaching a freed
+ * object is reported.
+ *
+ * What is proven:
+ *   - every grow and shrink between 1..64 buckets (all power-of-two pairs,
+ *     explicit sk_rhash_resize(), automatic resizing off), for key sets of
+ *     0..100 keys: identity hashes inserted so that every chain alternates
+ *     buckets on every node at every level (the worst case for unzipping),
+ *     identity hashes in random order, and random keys with the default
+ *     hash under several seeds: every lookup of every key succeeds and
+ *     every iteration returns every key, in every intermediate state and
+ *     for every reader paused across writes not separated by a grace
+ *     period; nothing reaches freed memory; afterwards the chains are
+ *     clean, the table holds every key once, and no block leaks;
+ *   - inserts, removes (freed after a grace period) and replaces at every
+ *     position of every bucket of 1-, 2- and 8-bucket tables;
+ *   - the broken variant sk_rhash__test_skip_unzip_gp = 1 (no grace period
+ *     between unzip passes) MUST be caught: for every grow of an
+ *     alternating key set of 3 keys or more, the checker reports a lookup
+ *     or iteration paused in the bypassed run that loses the rest of its
+ *     bucket;
+ *   - the automatic resize check (maybe_resize(), after an update) must not
+ *     read a bucket array that a concurrent resize has freed: the updater
+ *     is stopped right after loading ht->tbl there (the checker hook arms
+ *     a PROT_NONE trap on the array from inside its insert) while another
+ *     resize completes.
+ * The table's bucket array is private (src/rhash.c): the test mirrors its
+ * layout (size, mask, buckets[]) and checks the mirror after init.
+ */
+#define _GNU_SOURCE
+#include "scalekit/rhash.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rcu_checker.h"
+#include "sk_test.h"
+
+/* Mirror of struct sk_rhash_table (src/rhash.c). */
+struct chk_tbl {
+	unsigned long size;
+	unsigned long mask;
+	struct sk_rhash_node *buckets[];
+};
+
+#define MAX_OBJS 512
+#define MAX_IDS	 SK_CHK_MAX_KEYS
+
+struct obj {
+	struct sk_rhash_node node;
+	uint64_t key;  /* the table's key (8 bytes) */
+	int id;	       /* checker key id */
+	int freed;     /* freed by the test after a grace period */
+};
+
+static struct obj objs[MAX_OBJS];
+static int nobjs;
+static uint64_t keyval[MAX_IDS]; /* key of each id */
+static struct sk_rhash ht;
+static struct sk_chk chk;
+
+/* ---- allocator: every block recorded, freed blocks quarantined -------- */
+
+#define MAX_BLOCKS 4096
+
+static struct blk {
+	char *p;
+	size_t size;
+	int freed;
+} blocks[MAX_BLOCKS];
+static int nblocks;
+
+static void *q_alloc(size_t size)
+{
+	char *p;
+
+	if (nblocks == MAX_BLOCKS)
+		return NULL;
+	p = (char *)malloc(size);
+	if (!p)
+		return NULL;
+	blocks[nblocks].p = p;
+	blocks[nblocks].size = size;
+	blocks[nblocks].freed = 0;
+	nblocks++;
+	return p;
+}
+
+static void q_free(void *p)
+{
+	int i;
+
+	for (i = nblocks - 1; i >= 0; i--) {
+		if (blocks[i].p == p && !blocks[i].freed) {
+			blocks[i].freed = 1;
+			memset(p, 0xa5, blocks[i].size); /* poison */
+			return;
+		}
+	}
+	SK_T_FAIL("free of %p, which is no live block", p);
+}
+
+static int live_blocks(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < nblocks; i++)
+		n += !blocks[i].freed;
+	return n;
+}
+
+/* Release the quarantine (every block must be freed by then). */
+static void q_release_all(void)
+{
+	int i;
+
+	for (i = 0; i < nblocks; i++)
+		free(blocks[i].p);
+	nblocks = 0;
+}
+
+static const struct blk *block_of(const void *addr)
+{
+	int i;
+
+	for (i = 0; i < nblocks; i++)
+		if ((const char *)addr >= blocks[i].p &&
+		    (const char *)addr < blocks[i].p + blocks[i].size)
+			return &blocks[i];
+	return NULL;
+}
+
+/* ---- keys and objects ------------------------------------------------- */
+
+static int identity_hash_on;
+
+static unsigned long identity_hash(const void *key, size_t len,
+				   unsigned long seed)
+{
+	(void)len;
+	(void)seed;
+	return (unsigned long)*(const uint64_t *)key;
+}
+
+static unsigned long hash_of(uint64_t key)
+{
+	return identity_hash_on ? (unsigned long)key
+				: sk_rhash_hash(&key, 8, ht.p.seed);
+}
+
+static struct obj *obj_new(int id)
+{
+	struct obj *o = &objs[nobjs++];
+
+	memset(o, 0, sizeof(*o));
+	o->id = id;
+	o->key = keyval[id];
+	return o;
+}
+
+static void obj_free(struct obj *o)
+{
+	o->freed = 1;
+	o->node.next = (struct sk_rhash_node *)0xdead0000beefUL;
+	o->node.hash = 0xdeadbeefUL;
+}
+
+static struct obj *obj_of(const void *p)
+{
+	const char *b = (const char *)objs;
+	size_t d;
+
+	if ((const char *)p < b || (const char *)p >= b + sizeof(objs))
+		return NULL;
+	d = (size_t)((const char *)p - b);
+	if (d % sizeof(struct obj) != offsetof(struct obj, node))
+		return NULL;
+	return &objs[d / sizeof(struct obj)];
+}
+
+static struct chk_tbl *cur_tbl(void)
+{
+	return (struct chk_tbl *)sk_rcu_dereference(ht.tbl);
+}
+
+/* ---- reader model ----------------------------------------------------- */
+
+static void rh_start(void *arg, const struct sk_chk_kind *k,
+		     struct sk_chk_reader *r)
+{
+	struct chk_tbl *t = cur_tbl();
+
+	(void)arg;
+	if (k->key == SK_CHK_ITER) {
+		r->ctx = t;
+		r->aux = 0;
+		r->slot = &t->buckets[0];
+	} else {
+		r->slot = &t->buckets[hash_of(keyval[k->key]) & t->mask];
+	}
+}
+
+static int rh_load(void *arg, const struct sk_chk_kind *k,
+		   struct sk_chk_reader *r, const void **node)
+{
+	struct sk_rhash_node *n =
+		sk_rcu_dereference(*(struct sk_rhash_node **)r->slot);
+	const struct chk_tbl *t = (const struct chk_tbl *)r->ctx;
+
+	(void)arg;
+	if (n) {
+		*node = n;
+		return SK_CHK_NODE;
+	}
+	if (k->key != SK_CHK_ITER || r->aux + 1 >= t->size)
+		return SK_CHK_END;
+	r->aux++;
+	r->slot = &t->buckets[r->aux];
+	return SK_CHK_MOVED;
+}
+
+static int rh_enter(void *arg, const struct sk_chk_kind *k,
+		    struct sk_chk_reader *r, const void *node)
+{
+	struct obj *o = obj_of(node);
+	const struct chk_tbl *t = (const struct chk_tbl *)r->ctx;
+
+	(void)arg;
+	if (!o)
+		return SK_CHK_BAD;
+	r->slot = &o->node.next;
+	if (k->key == SK_CHK_ITER)
+		return (o->node.hash & t->mask) == r->aux ? o->id : -1;
+	/* sk_rhash_lookup(): hash, then key. */
+	if (o->node.hash == hash_of(keyval[k->key]) && o->key == keyval[k->key])
+		return k->key;
+	return -1;
+}
+
+static int rh_freed(void *arg, const void *addr)
+{
+	struct obj *o;
+	const struct blk *b;
+
+	(void)arg;
+	if ((const char *)addr >= (const char *)objs &&
+	    (const char *)addr < (const char *)objs + sizeof(objs)) {
+		o = &objs[((const char *)addr - (const char *)objs) /
+			  sizeof(struct obj)];
+		return o->freed;
+	}
+	b = block_of(addr);
+	return b && b->freed;
+}
+
+/* Buckets of the array at t, from its block (its header may be poisoned). */
+static unsigned long tbl_size(const void *t)
+{
+	const struct blk *b = block_of(t);
+
+	if (!b)
+		return 0;
+	return (unsigned long)((b->size - offsetof(struct chk_tbl, buckets)) /
+			       sizeof(void *));
+}
+
+static void rh_describe(void *arg, const struct sk_chk_reader *r, char *buf,
+			size_t len)
+{
+	const struct blk *b = block_of(r->slot);
+	struct obj *o = obj_of((const char *)r->slot -
+			       offsetof(struct sk_rhash_node, next));
+	size_t n;
+
+	(void)arg;
+	if (o)
+		snprintf(buf, len, "&%sobject(key id %d)->next",
+			 o->freed ? "freed " : "", o->id);
+	else if (b)
+		snprintf(buf, len, "&%sbuckets[%ld] of the %lu-bucket array",
+			 b->freed ? "freed " : "",
+			 (long)(((const char *)r->slot - b->p -
+				 (long)offsetof(struct chk_tbl, buckets)) /
+				(long)sizeof(void *)),
+			 tbl_size(b->p));
+	else
+		snprintf(buf, len, "%p", r->slot);
+	n = strlen(buf);
+	if (r->ctx && n + 48 < len)
+		snprintf(buf + n, len - n, " (iterating bucket %lu of %lu)",
+			 r->aux, tbl_size(r->ctx));
+}
+
+static const char *rh_root_name(void *arg, const void *root)
+{
+	(void)arg;
+	return root == &ht ? "the table" : NULL;
+}
+
+static const struct sk_chk_ops rh_ops = {
+	.start = rh_start,
+	.load = rh_load,
+	.enter = rh_enter,
+	.freed = rh_freed,
+	.describe = rh_describe,
+	.root_name = rh_root_name,
+};
+
+/* ---- table set-up and final checks ------------------------------------ */
+
+static void table_init(unsigned long buckets, int identity)
+{
+	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+
+	p.head_offset = offsetof(struct obj, node);
+	p.key_offset = offsetof(struct obj, key);
+	p.key_len = 8;
+	p.hashfn = identity ? identity_hash : NULL;
+	p.seed = 0x5eed;
+	p.initial_buckets = buckets;
+	p.min_buckets = 1;
+	p.max_buckets = 1UL << 20;
+	p.automatic_resize = 0;
+	p.alloc = q_alloc;
+	p.free = q_free;
+	identity_hash_on = identity;
+	nobjs = 0;
+	SK_CHECK_EQ(sk_rhash_init(&ht, &p), 0);
+	SK_CHECK_EQ(cur_tbl()->size, buckets);
+	SK_CHECK_EQ(cur_tbl()->mask, buckets - 1);
+}
+
+static void table_destroy(void)
+{
+	sk_rhash_destroy(&ht, NULL, NULL);
+	SK_CHECK_EQ(live_blocks(), 0);
+	q_release_all();
+}
+
+/*
+ * After a completed operation: every chain holds only its bucket's nodes,
+ * each id of present[] is found once by lookup and iteration, count right.
+ */
+static void check_table(const uint64_t *present, const char *label)
+{
+	struct chk_tbl *t = cur_tbl();
+	int seen[MAX_IDS] = { 0 }, id, n = 0, bad = 0;
+	unsigned long b;
+	struct sk_rhash_iter it;
+	struct obj *o;
+
+	for (b = 0; b < t->size; b++) {
+		struct sk_rhash_node *x;
+
+		for (x = t->buckets[b]; x; x = x->next)
+			if ((x->hash & t->mask) != b)
+				bad++;
+	}
+	if (bad)
+		SK_T_FAIL("%s: %d nodes in foreign chains after the operation",
+			  label, bad);
+	sk_rcu_read_lock();
+	sk_rhash_iter_start(&ht, &it);
+	while ((o = (struct obj *)sk_rhash_iter_next(&it)) != NULL) {
+		if (o->freed || o->id < 0 || o->id >= MAX_IDS) {
+			bad++;
+			break;
+		}
+		seen[o->id]++;
+		n++;
+	}
+	for (id = 0; id < MAX_IDS; id++) {
+		int want = sk_chk_bit(present, id);
+
+		if (seen[id] != want) {
+			SK_T_FAIL("%s: iteration returns key id %d %d times, "
+				  "want %d",
+				  label, id, seen[id], want);
+			break;
+		}
+		if (want) {
+			o = (struct obj *)sk_rhash_lookup(&ht, &keyval[id]);
+			if (!o || o->id != id) {
+				SK_T_FAIL("%s: lookup of key id %d fails",
+					  label, id);
+				break;
+			}
+		}
+	}
+	sk_rcu_read_unlock();
+	SK_CHECK_EQ(bad, 0);
+	SK_CHECK_EQ(sk_rhash_count(&ht), n);
+}
+
+/* Readers: a lookup of every id in [0, nids), one iteration. */
+static void add_readers(int nids, const uint64_t *stable)
+{
+	int id;
+
+	sk_chk_clear_kinds(&chk);
+	for (id = 0; id < nids; id++)
+		sk_chk_add_lookup(&chk, &ht, id, sk_chk_bit(stable, id));
+	sk_chk_add_iter(&chk, &ht, stable, 0);
+}
+
+/* ---- key sets ------------------------------------------------------------ */
+
+enum { KS_ALTERNATE, KS_IDENTITY_SHUFFLED, KS_RANDOM, KS_KINDS };
+
+static const char *const ks_names[] = { "alternating", "identity-shuffled",
+					"random" };
+
+/*
+ * Fill keyval[0..n) and the insertion order.  KS_ALTERNATE: key i hashes
+ * to i and keys are inserted in descending order, so every chain lists its
+ * keys ascending: consecutive nodes differ in the lowest bit not yet used,
+ * at every table size.
+ */
+static void make_keys(int kind, int n, uint64_t *rng, int *order)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		keyval[i] = kind == KS_RANDOM ? sk_test_rand(rng) : (uint64_t)i;
+		order[i] = kind == KS_ALTERNATE ? n - 1 - i : i;
+	}
+	if (kind == KS_IDENTITY_SHUFFLED) {
+		for (i = n - 1; i > 0; i--) {
+			int j = (int)(sk_test_rand(rng) % (uint64_t)(i + 1));
+			int x = order[i];
+
+			order[i] = order[j];
+			order[j] = x;
+		}
+	}
+}
+
+static void fill(int n, const int *order, uint64_t *present)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct obj *o = obj_new(order[i]);
+
+		SK_CHECK_EQ(sk_rhash_insert(&ht, &o->node), 0);
+		sk_chk_bit_set(present, order[i]);
+	}
+}
+
+/* ---- resizes ------------------------------------------------------------- */
+
+static const int key_counts[] = { 0, 1, 2, 3, 5, 8, 17, 33, 100 };
+#define NCOUNTS (int)(sizeof(key_counts) / sizeof(key_counts[0]))
+
+/* One checked resize from -> to; returns the violations. */
+static unsigned long resize_case(unsigned long from, unsigned long to,
+				 int kind, int n, uint64_t seed, int expect_ok)
+{
+	uint64_t present[SK_CHK_WORDS] = { 0 }, rng = seed;
+	int order[MAX_IDS];
+	char label[160];
+	unsigned long v;
+
+	make_keys(kind, n, &rng, order);
+	table_init(from, kind != KS_RANDOM);
+	fill(n, order, present);
+	snprintf(label, sizeof(label),
+		 "resize %lu -> %lu, %d %s keys (seed %llu)%s", from, to, n,
+		 ks_names[kind], (unsigned long long)seed,
+		 sk_rhash__test_skip_unzip_gp ? " WITHOUT unzip grace periods"
+					      : "");
+	add_readers(n, present);
+	sk_chk_begin(&chk, label);
+	SK_CHECK_EQ(sk_rhash_resize(&ht, to), 0);
+	v = sk_chk_end(&chk);
+	if (v && expect_ok)
+		SK_T_FAIL("%s: %lu violation(s): %s", label, v, chk.first);
+	SK_CHECK_EQ(sk_rhash_buckets(&ht), to);
+	if (expect_ok)
+		check_table(present, label);
+	/* Stripes and the current array are all that stays allocated. */
+	SK_CHECK_EQ(live_blocks(), 2);
+	table_destroy();
+	return v;
+}
+
+static int nseeds(void)
+{
+	return sk_test_slow() > 1 ? 1 : 3;
+}
+
+/*
+ * Under sanitizers (sk_test_slow() > 1) the single-threaded checker is the
+ * cost: one seed, no shuffled identity sets, and the sets of 33 and 100
+ * keys only on the pairs that span 1..64 buckets.
+ */
+static int case_wanted(unsigned long from, unsigned long to, int kind, int n)
+{
+	int extreme = (from == 1 || to == 1) && (from == 64 || to == 64);
+
+	if (sk_test_slow() == 1)
+		return 1;
+	if (kind == KS_IDENTITY_SHUFFLED)
+		return 0;
+	return n <= 17 || extreme;
+}
+
+/* All seeds of one (from, to, kind, count) case. */
+static int resize_cases(unsigned long from, unsigned long to, int kind, int n)
+{
+	int s, seeds = kind == KS_ALTERNATE ? 1 : nseeds();
+
+	if (!case_wanted(from, to, kind, n))
+		return 0;
+	for (s = 0; s < seeds; s++)
+		resize_case(from, to, kind, n,
+			    sk_t_seed + (uint64_t)s * 7919 + 1, 1);
+	return seeds;
+}
+
+static void every_grow_and_shrink_between_1_and_64_buckets(void)
+{
+	unsigned long from, to;
+	int c, kind, cases = 0;
+
+	for (from = 1; from <= 64; from *= 2)
+		for (to = 1; to <= 64; to *= 2)
+			for (c = 0; from != to && c < NCOUNTS; c++)
+				for (kind = 0; kind < KS_KINDS; kind++)
+					cases += resize_cases(from, to, kind,
+							      key_counts[c]);
+	fprintf(stderr, "  %d resizes checked\n", cases);
+}
+
+/*
+ * No grace period between unzip passes MUST be caught: for every grow of
+ * an alternating set of 3 keys or more (some chain then has three runs).
+ */
+static void grow_without_unzip_grace_periods_is_caught(void)
+{
+	unsigned long from, to;
+	int c, runs = 0, missed = 0, rnd_runs = 0, rnd_caught = 0;
+
+	sk_rhash__test_skip_unzip_gp = 1;
+	chk.print_limit = chk.printed + 1; /* show which reader, which state */
+	chk.stop_on_violation = 1;	   /* the first one is enough */
+	for (from = 1; from <= 32; from *= 2)
+		for (to = from * 2; to <= 64; to *= 2)
+			for (c = 0; c < NCOUNTS; c++) {
+				int n = key_counts[c];
+				unsigned long v;
+
+				if (n < 3 || (unsigned long)n < 3 * from)
+					continue; /* no chain with 3 runs */
+				v = resize_case(from, to, KS_ALTERNATE, n,
+						0, 0);
+				runs++;
+				if (!v) {
+					missed++;
+					fprintf(stderr,
+						"  NOT caught: grow %lu -> %lu, %d "
+						"keys\n",
+						from, to, n);
+				}
+				v = resize_case(from, to, KS_RANDOM, n,
+						sk_t_seed + 17, 0);
+				rnd_runs++;
+				rnd_caught += v != 0;
+			}
+	sk_rhash__test_skip_unzip_gp = 0;
+	chk.print_limit = chk.printed + 20;
+	chk.stop_on_violation = 0;
+	fprintf(stderr,
+		"  caught in %d of %d alternating grows, %d of %d random "
+		"ones\n",
+		runs - missed, runs, rnd_caught, rnd_runs);
+	SK_CHECK_GT(runs, 0);
+	SK_CHECK_EQ(missed, 0);
+}
+
+/* ---- updates --------------------------------------------------------------- */
+
+/* The updater's own grace period before it frees what it removed. */
+static void gp_then_free_later(void)
+{
+	sk_synchronize_rcu();
+	sk_rcu_checker_hook(SK_RCU_CHECK_GP);
+}
+
+enum { U_INSERT, U_REMOVE, U_REPLACE };
+
+static const char *const u_names[] = { "insert", "remove", "replace" };
+
+/*
+ * In a table of `buckets` buckets holding the alternating set of n keys,
+ * one update of key id `id` (insert: a new id, n, whose key is chosen to
+ * land in bucket id % buckets).
+ */
+static void update_case(unsigned long buckets, int n, int op, int id)
+{
+	uint64_t present[SK_CHK_WORDS] = { 0 }, stable[SK_CHK_WORDS], rng = 1;
+	int order[MAX_IDS], i;
+	struct obj *victim = NULL, *o;
+	char label[128];
+
+	make_keys(KS_ALTERNATE, n, &rng, order);
+	table_init(buckets, 1);
+	fill(n, order, present);
+	if (op != U_INSERT)
+		for (i = 0; i < nobjs; i++)
+			if (objs[i].id == id)
+				victim = &objs[i];
+	memcpy(stable, present, sizeof(stable));
+	if (op == U_REMOVE)
+		stable[id / 64] &= ~(1ull << (id % 64));
+	if (op == U_INSERT) {
+		/* Lands in bucket id % buckets, after the others' keys. */
+		keyval[n] = (uint64_t)(id % (int)buckets) + 1024 * buckets;
+	}
+	snprintf(label, sizeof(label), "%s of key id %d in %lu buckets, %d keys",
+		 u_names[op], op == U_INSERT ? n : id, buckets, n);
+	add_readers(n + 1, stable);
+	sk_chk_begin(&chk, label);
+	switch (op) {
+	case U_INSERT:
+		o = obj_new(n);
+		SK_CHECK_EQ(sk_rhash_insert(&ht, &o->node), 0);
+		sk_chk_bit_set(present, n);
+		break;
+	case U_REMOVE:
+		SK_CHECK_EQ(sk_rhash_remove(&ht, &victim->node), 0);
+		gp_then_free_later();
+		obj_free(victim);
+		present[id / 64] &= ~(1ull << (id % 64));
+		break;
+	case U_REPLACE:
+		o = obj_new(id);
+		SK_CHECK_EQ(sk_rhash_replace(&ht, &victim->node, &o->node), 0);
+		gp_then_free_later();
+		obj_free(victim);
+		break;
+	}
+	if (sk_chk_end(&chk))
+		SK_T_FAIL("%s: %lu violation(s): %s", label, chk.op_violations,
+			  chk.first);
+	check_table(present, label);
+	table_destroy();
+}
+
+static void insert_remove_replace_at_every_position(void)
+{
+	static const unsigned long sizes[] = { 1, 2, 8 };
+	static const int counts[] = { 0, 1, 3, 8, 17 };
+	int s, c, id, cases = 0;
+
+	for (s = 0; s < 3; s++)
+		for (c = 0; c < 5; c++) {
+			int n = counts[c];
+
+			for (id = 0; id < (n > (int)sizes[s] ? n : (int)sizes[s]);
+			     id++, cases++)
+				update_case(sizes[s], n, U_INSERT, id);
+			for (id = 0; id < n; id++, cases += 2) {
+				update_case(sizes[s], n, U_REMOVE, id);
+				update_case(sizes[s], n, U_REPLACE, id);
+			}
+		}
+	fprintf(stderr, "  %d updates checked\n", cases);
+}
+
+/* The checker itself must see the grace periods rhash waits for. */
+static void resize_reports_its_grace_periods(void)
+{
+	uint64_t present[SK_CHK_WORDS] = { 0 }, rng = 1;
+	int order[MAX_IDS];
+	unsigned long gps;
+
+	make_keys(KS_ALTERNATE, 8, &rng, order);
+	table_init(1, 1);
+	fill(8, order, present);
+	add_readers(8, present);
+	gps = chk.st.gp_events;
+	sk_chk_begin(&chk, "grow 1 -> 2, 8 keys");
+	SK_CHECK_EQ(sk_rhash_resize(&ht, 2), 0);
+	SK_CHECK_EQ(sk_chk_end(&chk), 0);
+	/* One before the unzip, one between each of the 8 passes. */
+	SK_CHECK_EQ(chk.st.gp_events - gps, 8);
+	check_table(present, "grow 1 -> 2");
+	table_destroy();
+}
+
+/* ---- maybe_resize() and a concurrently freed array ---------------------- */
+
+#ifdef __SANITIZE_THREAD__
+/*
+ * A resize holds all 256 stripe mutexes at once (lock_all() in
+ * src/rhash.c), and TSan's deadlock detector aborts beyond 64 held locks.
+ * This turns off the lock-order detector only; races are still reported.
+ */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "detect_deadlocks=0";
+}
+#endif
+#ifdef __SANITIZE_ADDRESS__
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allow_user_segv_handler=1";
+}
+#endif
+
+/*
+ * Table memory in private mappings; freed ones become PROT_NONE.  While
+ * "armed", the current array is PROT_NONE too and the first thread to touch
+ * it stops in the SIGSEGV handler until released.  A touch of a freed
+ * mapping is a use after free: counted, then the mapping is made readable
+ * again so that the thread goes on with the old contents.
+ */
+#define MAX_MAPS 64
+
+static struct map {
+	char *p;
+	size_t len;
+	int freed;
+} maps[MAX_MAPS];
+static int nmaps, armed = -1, paused, release_victim, uaf_faults, t0_map;
+static int paused_in_section, victim_done;
+static __thread int i_am_victim;
+static int arm_in_hook;
+
+static void *map_alloc(size_t size)
+{
+	size_t len = (size + 4095) & ~(size_t)4095;
+	void *p;
+
+	if (nmaps == MAX_MAPS)
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	maps[nmaps].p = (char *)p;
+	maps[nmaps].len = len;
+	maps[nmaps].freed = 0;
+	__atomic_fetch_add(&nmaps, 1, __ATOMIC_RELEASE);
+	return p;
+}
+
+static void map_free(void *p)
+{
+	int i;
+
+	for (i = 0; i < nmaps; i++)
+		if (maps[i].p == p && !maps[i].freed) {
+			__atomic_store_n(&maps[i].freed, 1, __ATOMIC_RELEASE);
+			mprotect(p, maps[i].len, PROT_NONE);
+			return;
+		}
+	abort();
+}
+
+static void segv_handler(int sig, siginfo_t *si, void *uc)
+{
+	char *a = (char *)si->si_addr;
+	int i, n = __atomic_load_n(&nmaps, __ATOMIC_ACQUIRE), e = errno;
+
+	(void)uc;
+	for (i = 0; i < n; i++)
+		if (a >= maps[i].p && a < maps[i].p + maps[i].len)
+			break;
+	if (i == n) {
+		signal(sig, SIG_DFL); /* a real crash */
+		return;
+	}
+	if (__atomic_load_n(&maps[i].freed, __ATOMIC_ACQUIRE)) {
+		__atomic_fetch_add(&uaf_faults, 1, __ATOMIC_RELAXED);
+	} else if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i) {
+		__atomic_store_n(&armed, -1, __ATOMIC_RELAXED);
+		__atomic_store_n(&paused_in_section, sk_rcu_read_ongoing(),
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&paused, 1, __ATOMIC_RELEASE);
+		while (!__atomic_load_n(&release_victim, __ATOMIC_ACQUIRE))
+			sched_yield();
+		errno = e;
+		return; /* the access is retried */
+	}
+	mprotect(maps[i].p, maps[i].len, PROT_READ | PROT_WRITE);
+	errno = e;
+}
+
+/* Checker hook: the victim's insert has published its node. */
+static void arm_hook(int ev)
+{
+	if (ev != SK_RCU_CHECK_PUBLISH || !i_am_victim ||
+	    !__atomic_load_n(&arm_in_hook, __ATOMIC_RELAXED))
+		return;
+	arm_in_hook = 0;
+	__atomic_store_n(&armed, t0_map, __ATOMIC_RELEASE);
+	mprotect(maps[t0_map].p, maps[t0_map].len, PROT_NONE);
+}
+
+static struct obj victim_obj;
+
+static void *victim_insert(void *arg)
+{
+	(void)arg;
+	i_am_victim = 1;
+	if (sk_rhash_insert(&ht, &victim_obj.node))
+		abort();
+	__atomic_store_n(&victim_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * The insert that makes a grow due runs maybe_resize(), which loaded
+ * ht->tbl and read ->size outside any read section.  The victim stops at that touch;
+ * outside a read section a resize then completes and frees the array, and
+ * the victim reads it.  Inside a read section (a fixed library) the victim
+ * is released first; one that never touches the array passes too.
+ */
+static void *resize_to_4(void *arg)
+{
+	(void)arg;
+	if (sk_rhash_resize(&ht, 4))
+		abort();
+	return NULL;
+}
+
+static void maybe_resize_never_reads_a_freed_bucket_array(void)
+{
+	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+	struct sigaction sa, old;
+	pthread_t tv, tr;
+	int i, stopped, in_section;
+
+	p.head_offset = offsetof(struct obj, node);
+	p.key_offset = offsetof(struct obj, key);
+	p.key_len = 8;
+	p.initial_buckets = 1;
+	p.min_buckets = 1;
+	p.automatic_resize = 1;
+	/*
+	 * 31 objects fit in the one bucket: the victim's insert, the 32nd,
+	 * is the first to make a grow due, however often the library looks
+	 * at the load factor.
+	 */
+	p.grow_above_pct = 3100;
+	p.alloc = map_alloc;
+	p.free = map_free;
+	identity_hash_on = 0;
+	nobjs = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = segv_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &old);
+	SK_CHECK_EQ(sk_rhash_init(&ht, &p), 0);
+	for (i = 0; i < 31; i++) {
+		struct obj *o;
+
+		keyval[i] = (uint64_t)i;
+		o = obj_new(i);
+		SK_CHECK_EQ(sk_rhash_insert(&ht, &o->node), 0);
+	}
+	SK_CHECK_EQ(sk_rhash_buckets(&ht), 1);
+	for (t0_map = 0; t0_map < nmaps; t0_map++)
+		if (maps[t0_map].p == (char *)ht.tbl)
+			break;
+	SK_CHECK(t0_map < nmaps);
+	memset(&victim_obj, 0, sizeof(victim_obj));
+	victim_obj.key = 1000;
+	arm_in_hook = 1;
+	sk_rcu_checker_hook = arm_hook;
+	pthread_create(&tv, NULL, victim_insert, NULL);
+	while (!(stopped = __atomic_load_n(&paused, __ATOMIC_ACQUIRE)) &&
+	       !__atomic_load_n(&victim_done, __ATOMIC_ACQUIRE))
+		sched_yield();
+	__atomic_store_n(&armed, -1, __ATOMIC_RELEASE);
+	/* The victim is in maybe_resize(), holding a pointer to the array. */
+	mprotect(maps[t0_map].p, maps[t0_map].len, PROT_READ | PROT_WRITE);
+	in_section = stopped &&
+		     __atomic_load_n(&paused_in_section, __ATOMIC_RELAXED);
+	pthread_create(&tr, NULL, resize_to_4, NULL);
+	if (in_section) {
+		usleep(50000);
+		SK_CHECK(!__atomic_load_n(&maps[t0_map].freed, __ATOMIC_ACQUIRE));
+		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
+		pthread_join(tv, NULL);
+		pthread_join(tr, NULL);
+	} else {
+		pthread_join(tr, NULL);
+		SK_CHECK(maps[t0_map].freed);
+		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
+		pthread_join(tv, NULL);
+	}
+	sk_rcu_checker_hook = NULL;
+	sigaction(SIGSEGV, &old, NULL);
+	fprintf(stderr, "  maybe_resize: %s; %d read(s) of the freed bucket "
+		"array%s\n",
+		!stopped     ? "never touched the array"
+		: in_section ? "touched the array inside a read section"
+			     : "touched the array OUTSIDE a read section",
+		uaf_faults, uaf_faults ? " (use after free)" : "");
+	SK_CHECK_EQ(uaf_faults, 0);
+	SK_CHECK_EQ(sk_rhash_count(&ht), 32);
+	sk_rhash_destroy(&ht, NULL, NULL);
+	for (i = 0; i < nmaps; i++)
+		munmap(maps[i].p, maps[i].len);
+	nmaps = 0;
+}
+
+int main(void)
+{
+	sk_test_seed_init();
+	sk_chk_init(&chk, &rh_ops, NULL);
+	SK_RUN(resize_reports_its_grace_periods);
+	SK_RUN(every_grow_and_shrink_between_1_and_64_buckets);
+	SK_RUN(insert_remove_replace_at_every_position);
+	sk_chk_print_stats(&chk, "rhash (correct table)");
+	memset(&chk.st, 0, sizeof(chk.st));
+	chk.violations = 0;
+	SK_RUN(grow_without_unzip_grace_periods_is_caught);
+	sk_chk_print_stats(&chk, "rhash (broken twin)");
+	SK_RUN(maybe_resize_never_reads_a_freed_bucket_array);
+	sk_chk_destroy(&chk);
+	return sk_test_report();
+}

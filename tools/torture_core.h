@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools/torture_core.h - what the parts of `scalekit torture` share.
+ *
+ * Two axes, as in the kernel's rcutorture:
+ *  - struct sk_tort_ops: one per synchronization primitive (RCU with
+ *    general readers, QSBR readers, both mixed, SRCU, ...): how a reader
+ *    enters and leaves a section, how an updater waits for a grace period
+ *    (synchronous, expedited, callback, polled cookie, conditional).  A new
+ *    primitive plugs in with one ops structure and one line in the mode
+ *    table of torture.c; the harness and the scenarios do not change.
+ *    Every ops gets a "busted" twin for free (sk_tort_make_busted()): the
+ *    same readers, grace periods that do not wait.
+ *  - struct sk_tort_scenario: what the readers and updaters do with it:
+ *    the pipe test (torture_pipe.c), an RCU list (torture_list.c), the
+ *    resizable hash table (torture_rhash.c).
+ *
+ * torture.c owns the rest: the command line, the threads, stutter, churn,
+ * fork, the callback flood, the monitor (progress lines, forward progress,
+ * memory bound) and the final report.
+ */
+#ifndef SK_TORTURE_CORE_H
+#define SK_TORTURE_CORE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "scalekit/rcu.h"
+
+/* Stages of an element after its removal (RCU_TORTURE_PIPE_LEN). */
+#define SK_TORT_PIPE_LEN 10
+/* Histogram buckets: 0 .. SK_TORT_PIPE_LEN (the last one means ">="). */
+#define SK_TORT_HIST (SK_TORT_PIPE_LEN + 1)
+/* Deepest --nesting: far below the reader word's nesting field. */
+#define SK_TORT_MAX_NEST 1000
+
+/* Values of live and freed objects, shared by the scenarios. */
+#define SK_TORT_MAGIC 0x70e7ce11a11feUL	    /* live */
+#define SK_TORT_POISON 0x6b6b6b6b6b6b6b6bUL /* freed (poisoned first) */
+
+/* The grace-period primitives an updater may pick (--gp). */
+enum sk_tort_gp {
+	SK_TORT_GP_SYNC, /* synchronize */
+	SK_TORT_GP_EXP,	 /* synchronize_expedited */
+	SK_TORT_GP_CB,	 /* call (callback after a grace period) */
+	SK_TORT_GP_POLL, /* start_poll + poll until done */
+	SK_TORT_GP_COND, /* get_state + cond_synchronize */
+	SK_TORT_GP_NR
+};
+
+extern const char *const sk_tort_gp_names[SK_TORT_GP_NR];
+
+/* Per-thread PRNG (splitmix64): every random choice comes from one. */
+struct sk_tort_rng {
+	uint64_t s;
+};
+
+static inline uint64_t sk_tort_rand(struct sk_tort_rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n); 0 when n is 0. */
+static inline unsigned long sk_tort_below(struct sk_tort_rng *r,
+					  unsigned long n)
+{
+	return n ? (unsigned long)(sk_tort_rand(r) % n) : 0;
+}
+
+/* 1 with probability 1/n. */
+static inline int sk_tort_one_in(struct sk_tort_rng *r, unsigned long n)
+{
+	return sk_tort_below(r, n) == 0;
+}
+
+/* Grace-period counters of a primitive, for the report and the monitor. */
+struct sk_tort_gp_stats {
+	unsigned long gps;	  /* grace periods completed */
+	unsigned long cb_queued;  /* callbacks accepted by the library */
+	unsigned long cb_invoked; /* callbacks the library ran */
+	int have_cb;		  /* the library counts callbacks itself */
+};
+
+/*
+ * One synchronization primitive (rcutorture's struct rcu_torture_ops).
+ * Function pointers that a primitive lacks are NULL; the harness refuses
+ * --gp types whose functions are missing.  Reader functions run on reader
+ * threads, update functions on updater (and callback) threads.
+ */
+struct sk_tort_ops {
+	const char *name;
+	const char *desc;
+	int busted;	 /* grace periods do not wait: the run must FAIL */
+	int can_sleep;	 /* readers may block inside a section */
+	int can_handoff; /* a section may end on another thread */
+	int global_rcu;	 /* grace periods are the global RCU domain's
+			    (SK_FREE_RCU and sk_rhash may be used) */
+
+	/* Set up / tear down the primitive (a domain...).  0 or -errno. */
+	int (*init)(void);
+	void (*cleanup)(void);
+
+	/*
+	 * Reader threads: reader_start() returns 1 when the thread is a QSBR
+	 * reader (it holds what it reads until quiescent()), 0 otherwise;
+	 * kind_hint is the reader's number (mixed: the parity picks the kind).
+	 * reader_pause()/resume() bracket a stutter pause or a long sleep
+	 * outside sections; reader_stop() runs before the thread exits.
+	 */
+	int (*reader_start)(unsigned long kind_hint);
+	void (*reader_pause)(void);
+	void (*reader_resume)(void);
+	void (*reader_stop)(void);
+	int (*readlock)(void);	     /* outermost: returns an index */
+	void (*readunlock)(int idx); /* may run on another thread if
+					     can_handoff */
+	int (*readlock_nest)(void);  /* nested inside readlock() */
+	void (*readunlock_nest)(int idx);
+	void (*quiescent)(void); /* QSBR: between sections */
+	/* Delay inside a section (spin, yield, sleep when allowed). */
+	void (*read_delay)(struct sk_tort_rng *rng, int sleep_ok);
+	/* Load an RCU-protected pointer inside a section. */
+	void *(*deref)(void *const *pp);
+
+	/* Updaters. */
+	void (*updater_start)(void);	 /* e.g. QSBR updaters go online */
+	void (*updater_quiescent)(void); /* between updates / poll tries */
+	void (*updater_stop)(void);
+	void (*sync)(void);
+	void (*exp_sync)(void);
+	int (*call)(struct sk_rcu_head *head,
+		    void (*fn)(struct sk_rcu_head *head));
+	void (*cb_barrier)(void);
+	unsigned long (*get_gp_state)(void);
+	unsigned long (*start_gp_poll)(void);
+	int (*poll_gp_state)(unsigned long cookie);
+	void (*cond_sync)(unsigned long cookie);
+
+	/* A counter that advances with grace periods (Reader Batch). */
+	unsigned long (*gp_seq)(void);
+	void (*stats)(struct sk_tort_gp_stats *st);
+};
+
+/* The primitives (torture_ops.c). */
+extern const struct sk_tort_ops sk_tort_rcu_ops;
+extern const struct sk_tort_ops sk_tort_qsbr_ops;
+extern const struct sk_tort_ops sk_tort_mixed_ops;
+extern const struct sk_tort_ops sk_tort_srcu_ops;
+
+/*
+ * sk_tort_make_busted() - out = real with grace periods that do not wait
+ * (sync is a full barrier, callbacks run at once, cookies complete at
+ * once).  Readers are those of real.
+ */
+void sk_tort_make_busted(const struct sk_tort_ops *real,
+			 struct sk_tort_ops *out);
+
+/* Does ops implement grace-period type g? */
+int sk_tort_ops_has_gp(const struct sk_tort_ops *ops, int g);
+
+/* The command line, as parsed. */
+struct sk_tort_config {
+	const char *mode;
+	unsigned long duration_s;
+	unsigned long readers;
+	unsigned long updaters;
+	uint64_t seed;
+	unsigned int gp_mask; /* bit g: SK_TORT_GP_* allowed */
+	unsigned long nesting;
+	int sleep, churn, fork, flood, stutter, busted;
+	double fault_rate; /* rhash: fraction of failing allocations */
+	unsigned long rss_limit_mib;
+	unsigned long stall_s; /* no grace period for this long: FAIL */
+	int is_child;	       /* the --fork child run */
+};
+
+enum sk_tort_role {
+	SK_TORT_READER,
+	SK_TORT_UPDATER,
+	SK_TORT_EXTRA, /* scenario helper (hand-off, resizer) */
+	SK_TORT_FLOOD,
+	SK_TORT_CHURN, /* spawns short-lived readers one after another */
+};
+
+/*
+ * Counters of a thread: written by the owner with relaxed atomics, read
+ * by the monitor.  Short-lived churn readers write into their spawner's.
+ */
+struct sk_tort_stats {
+	unsigned long reads;	/* read sections (or lookups) checked */
+	unsigned long updates;	/* updates completed */
+	unsigned long errors;	/* failed checks */
+	unsigned long max_pipe; /* largest pipe count seen at a section end */
+	unsigned long pipe[SK_TORT_HIST];     /* Reader Pipe */
+	unsigned long batch[SK_TORT_HIST];    /* Reader Batch */
+	unsigned long gp_used[SK_TORT_GP_NR]; /* updates per --gp type */
+	unsigned long cb_queued;	      /* callbacks this thread queued */
+	unsigned long x[6];		      /* scenario-defined */
+} __attribute__((aligned(SK_CACHELINE)));
+
+struct sk_tort;
+
+struct sk_tort_thread {
+	struct sk_tort *T;
+	pthread_t tid;
+	enum sk_tort_role role;
+	unsigned long index; /* among the threads of its role */
+	struct sk_tort_rng rng;
+	int qsbr;		  /* reader holds references until quiescent */
+	int started;		  /* pthread_create succeeded */
+	unsigned long max_iters;  /* churn readers: sections, then exit */
+	void *priv;		  /* scenario state of the thread */
+	struct sk_tort_stats *st; /* &own, or the spawner's */
+	struct sk_tort_stats own;
+};
+
+/*
+ * A scenario: what readers and updaters do.  Functions may be NULL.
+ * read_one() runs one read-side section with its checks; for QSBR readers
+ * (t->qsbr) it may keep references until before_qs(), which re-checks
+ * them just before the thread announces a quiescent state.
+ */
+struct sk_tort_scenario {
+	const char *name;
+	int needs_global_rcu; /* uses sk_rhash & co: RCU-domain ops only */
+	int plain_updaters;   /* updaters never QSBR-online (they block on
+				 locks that a grace-period waiter holds) */
+	int (*setup)(struct sk_tort *T); /* 0 or -1 (message printed) */
+	int (*thread_init)(struct sk_tort_thread *t);
+	void (*thread_fini)(struct sk_tort_thread *t);
+	void (*read_one)(struct sk_tort_thread *t);
+	void (*before_qs)(struct sk_tort_thread *t);
+	void (*update_one)(struct sk_tort_thread *t);
+	/* Updater after stop: complete what is in flight (polled frees). */
+	void (*update_drain)(struct sk_tort_thread *t);
+	/* Helper threads and their step (called until stop, then drain). */
+	unsigned int (*nextra)(struct sk_tort *T);
+	void (*extra_one)(struct sk_tort_thread *t);
+	void (*extra_drain)(struct sk_tort_thread *t);
+	/* After every thread is joined: drain, verify, free. */
+	void (*finish)(struct sk_tort *T);
+	/* Scenario lines of the final report. */
+	void (*report)(struct sk_tort *T, FILE *f);
+	/* Free the scenario state (after the report). */
+	void (*destroy)(struct sk_tort *T);
+	/* Progress line extras ("resizes 12"). */
+	void (*progress)(struct sk_tort *T, char *buf, size_t len);
+};
+
+extern const struct sk_tort_scenario sk_tort_pipe_scenario;
+extern const struct sk_tort_scenario sk_tort_list_scenario;
+extern const struct sk_tort_scenario sk_tort_rhash_scenario;
+
+/* One run. */
+struct sk_tort {
+	const struct sk_tort_config *cfg;
+	const struct sk_tort_ops *ops;
+	const struct sk_tort_scenario *scen;
+	const char *prefix; /* "" or "fork child: " on messages */
+
+	int stop __attribute__((aligned(SK_CACHELINE))); /* atomic */
+	int paused;					 /* atomic: stutter */
+
+	struct sk_tort_thread *threads;
+	unsigned long nthreads;
+	void *priv; /* scenario state */
+
+	/* Updated by callbacks on library threads (relaxed atomics). */
+	unsigned long cb_invoked __attribute__((aligned(SK_CACHELINE)));
+	unsigned long cb_pending;  /* scenario callbacks not yet finished */
+	unsigned long cb_requeued; /* callbacks queued from callbacks */
+	unsigned long wcount[SK_TORT_HIST]; /* Free-Block Circulation */
+
+	/* Errors outside the threads' counters (monitor, finish). */
+	pthread_mutex_t err_lock;
+	unsigned long global_errors;
+	unsigned long printed; /* error messages printed so far */
+	unsigned long suppressed;
+};
+
+/* Relaxed counters for one writer. */
+static inline void sk_tort_inc(unsigned long *c)
+{
+	sk_atomic_store_relaxed(c, sk_atomic_load_relaxed(c) + 1);
+}
+
+static inline void sk_tort_add(unsigned long *c, unsigned long n)
+{
+	sk_atomic_store_relaxed(c, sk_atomic_load_relaxed(c) + n);
+}
+
+static inline void sk_tort_max(unsigned long *c, unsigned long v)
+{
+	if (v > sk_atomic_load_relaxed(c))
+		sk_atomic_store_relaxed(c, v);
+}
+
+/*
+ * A scenario callback is done with its object.  Release: the monitor
+ * that sees cb_pending reach 0 (acquire) sees everything the callback did.
+ */
+static inline void sk_tort_cb_done(struct sk_tort *T)
+{
+	__atomic_fetch_sub(&T->cb_pending, 1UL, __ATOMIC_RELEASE);
+}
+
+/* The thread running harness code (NULL on library threads). */
+extern __thread struct sk_tort_thread *sk_tort_self;
+
+/* Has the run been told to stop? */
+static inline int sk_tort_stopping(struct sk_tort *T)
+{
+	return sk_atomic_load_acquire(&T->stop);
+}
+
+/*
+ * sk_tort_error() - count a failed check of thread t (NULL: a global
+ * error) and print the first few messages on stderr.
+ */
+void sk_tort_error(struct sk_tort *T, struct sk_tort_thread *t, const char *fmt,
+		   ...) __attribute__((format(printf, 3, 4)));
+
+/* Updaters and helpers: wait while the run is paused (--stutter). */
+void sk_tort_stutter_wait(struct sk_tort_thread *t);
+
+/* A --gp type picked at random among the allowed ones. */
+int sk_tort_pick_gp(struct sk_tort_thread *t);
+
+/* Spin for up to max pause instructions. */
+void sk_tort_spin(struct sk_tort_rng *rng, unsigned long max);
+
+/*
+ * Loads and stores of object fields that readers check.  With a working
+ * primitive they are plain (volatile) accesses, so that TSan verifies that
+ * the grace period orders the readers' loads before the poisoning stores;
+ * with a busted one the races are the point, and relaxed atomics keep
+ * TSan quiet about them.
+ */
+#define SK_TORT_LOAD(T, x) \
+	((T)->ops->busted ? SK_READ_ONCE(x) : *(volatile __typeof__(x) *)&(x))
+#define SK_TORT_STORE(T, x, v)                                 \
+	do {                                                   \
+		if ((T)->ops->busted)                          \
+			SK_WRITE_ONCE(x, v);                   \
+		else                                           \
+			*(volatile __typeof__(x) *)&(x) = (v); \
+	} while (0)
+
+/*
+ * Object recycling.  With a working primitive, a retired (poisoned)
+ * object is free()d, so that ASan reports any later access.  With a busted
+ * one, readers do access retired objects; they stay in a FIFO quarantine
+ * of their thread and are reused from there (type-stable memory, as the
+ * kernel's SLAB_TYPESAFE_BY_RCU), never returned to malloc before the end
+ * of the run, so the run stays memory-safe while readers see the poison.
+ */
+struct sk_tort_pool {
+	size_t size; /* object size */
+	int reuse;   /* busted: quarantine and reuse */
+	void **ring; /* quarantine FIFO */
+	unsigned long cap, head, len;
+	unsigned long allocated, freed; /* for the leak check */
+};
+
+void sk_tort_pool_init(struct sk_tort_pool *p, size_t size, int reuse);
+void *sk_tort_pool_alloc(struct sk_tort_pool *p); /* zeroed; NULL: ENOMEM */
+void sk_tort_pool_retire(struct sk_tort_pool *p, void *obj);
+void sk_tort_pool_destroy(struct sk_tort_pool *p);
+
+/* Monotonic time in ns. */
+uint64_t sk_tort_now_ns(void);
+
+/* Sum of every thread's counters (for the report). */
+void sk_tort_sum_stats(struct sk_tort *T, struct sk_tort_stats *sum);
+
+/* Print "Name: a b c ..." for a histogram of SK_TORT_HIST buckets. */
+void sk_tort_print_hist(FILE *f, const char *name, const unsigned long *h);
+
+#endif /* SK_TORTURE_CORE_H */

@@ -1,0 +1,746 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `scalekit torture rhash`: the relativistic resizable hash table under
+ * lookups, iterations, updates and continuous resizing.
+ *
+ * Keys 0 .. RH_STABLE-1 are stable: inserted before the threads start,
+ * never touched until the end.  A lookup of a stable key must find it,
+ * whatever resize runs meanwhile; a full iteration (one read section) must
+ * end and return every stable key.  Each updater owns RH_VOL volatile keys
+ * and keeps a model of them (which object holds each key): it inserts,
+ * removes, replaces, tries duplicate inserts (which must fail with
+ * -EEXIST) and checks its own keys by lookup; removed objects are freed
+ * after a grace period picked by --gp, poisoned just before.  A resizer
+ * thread resizes the table continuously to random sizes, and the table
+ * also resizes itself on its load factor.
+ *
+ * --fault-rate P makes the table's allocations (params.alloc) fail with
+ * probability P: resizes then fail with -ENOMEM half-way, and nothing may
+ * be lost.  At the end the table must equal the model: every key found,
+ * an iteration returns each object exactly once, sk_rhash_count() agrees.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scalekit/list.h" /* sk_container_of */
+#include "scalekit/rhash.h"
+#include "torture_core.h"
+
+#define RH_STABLE 256
+#define RH_VOL 256 /* volatile keys per updater */
+#define RH_HOLD 8
+#define RH_MAX_BUCKETS_LOG 11
+/*
+ * Now and then the resizer goes to 2^14..2^16 buckets: arrays of 128 KiB
+ * and more come from mmap() and go back to the kernel when freed, so an
+ * access to a freed array faults even without a sanitizer.
+ */
+#define RH_BIG_LOG 14
+#define RH_BIG_LOGS 3
+struct rh_obj {
+	struct sk_rhash_node node;
+	unsigned long key;
+	unsigned long magic;
+	unsigned long gen;
+	unsigned long check; /* rh_check(key, gen) */
+	struct sk_rcu_head rh;
+	struct sk_tort *T;
+	struct sk_tort_pool *pool;
+	struct rh_obj *next_pending;
+	unsigned long cookie;
+};
+
+struct rh_state {
+	struct sk_rhash ht;
+	unsigned long nkeys;		  /* stable + volatile keys */
+	struct rh_obj *stable[RH_STABLE]; /* never change */
+	struct sk_tort_pool pool0;
+	int faults_on;			     /* atomic */
+	uint64_t fault_below;		     /* rand < this: fail */
+	unsigned long allocs, faults;	     /* atomic */
+	unsigned long resizes, resize_nomem; /* resizer only */
+};
+
+struct rh_updater {
+	struct sk_tort_pool pool;
+	unsigned long base;	      /* first key it owns */
+	struct rh_obj *model[RH_VOL]; /* object of each key, or NULL */
+	struct rh_obj *pending;	      /* polled frees */
+};
+
+struct rh_reader {
+	struct rh_obj *held[RH_HOLD];
+	unsigned int nheld;
+};
+
+/* x[] counters. */
+enum {
+	RX_LOOKUPS,
+	RX_ITERS,
+	RX_ITER_OBJS,
+	RX_INSERTS,
+	RX_REMOVES,
+	RX_REPLACES
+};
+
+/* The table's allocator has no context argument: the run's state. */
+static struct rh_state *rh_cur;
+static __thread struct sk_tort_rng rh_fallback_rng;
+
+static inline unsigned long rh_check(unsigned long key, unsigned long gen)
+{
+	return (key * 0xc2b2ae3d27d4eb4fUL) ^ (gen << 17) ^ 0xa5a5;
+}
+
+static void *rh_alloc(size_t size)
+{
+	struct rh_state *S = rh_cur;
+
+	if (S && sk_atomic_load_relaxed(&S->faults_on)) {
+		struct sk_tort_rng *r = sk_tort_self ? &sk_tort_self->rng
+						     : &rh_fallback_rng;
+
+		if (sk_tort_rand(r) < S->fault_below) {
+			sk_atomic_fetch_add_relaxed(&S->faults, 1UL);
+			return NULL;
+		}
+	}
+	if (S)
+		sk_atomic_fetch_add_relaxed(&S->allocs, 1UL);
+	return malloc(size);
+}
+
+static struct rh_obj *new_obj(struct sk_tort *T, struct sk_tort_pool *pool,
+			      unsigned long key, unsigned long gen)
+{
+	struct rh_obj *o = sk_tort_pool_alloc(pool);
+
+	if (!o)
+		return NULL;
+	o->T = T;
+	o->pool = pool;
+	o->next_pending = NULL;
+	SK_TORT_STORE(T, o->key, key);
+	SK_TORT_STORE(T, o->gen, gen);
+	SK_TORT_STORE(T, o->check, rh_check(key, gen));
+	SK_TORT_STORE(T, o->magic, SK_TORT_MAGIC);
+	return o;
+}
+
+static void poison_retire(struct sk_tort *T, struct rh_obj *o)
+{
+	SK_TORT_STORE(T, o->magic, SK_TORT_POISON);
+	SK_TORT_STORE(T, o->check, SK_TORT_POISON);
+	sk_tort_pool_retire(o->pool, o);
+}
+
+static int rh_setup(struct sk_tort *T)
+{
+	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+	struct rh_state *S = calloc(1, sizeof(*S));
+	unsigned long k;
+	int err;
+
+	if (!S)
+		return -1;
+	p.head_offset = offsetof(struct rh_obj, node);
+	p.key_offset = offsetof(struct rh_obj, key);
+	p.key_len = sizeof(unsigned long);
+	p.seed = (unsigned long)T->cfg->seed;
+	p.initial_buckets = 16;
+	p.min_buckets = 1;
+	p.max_buckets = 1UL << (RH_BIG_LOG + RH_BIG_LOGS);
+	p.alloc = rh_alloc;
+	p.free = free;
+	rh_cur = S;
+	rh_fallback_rng.s = T->cfg->seed ^ 0xfa17fa17fa17fa17ULL;
+	/* 2^64 * P, saturated. */
+	S->fault_below = T->cfg->fault_rate >= 1.0
+				 ? UINT64_MAX
+				 : (uint64_t)(T->cfg->fault_rate *
+					      18446744073709551616.0);
+	err = sk_rhash_init(&S->ht, &p);
+	if (err) {
+		fprintf(stderr, "scalekit torture: sk_rhash_init: %d\n", err);
+		free(S);
+		return -1;
+	}
+	S->nkeys = RH_STABLE + T->cfg->updaters * RH_VOL;
+	sk_tort_pool_init(&S->pool0, sizeof(struct rh_obj), T->ops->busted);
+	for (k = 0; k < RH_STABLE; k++) {
+		struct rh_obj *o = new_obj(T, &S->pool0, k, 0);
+
+		if (!o || sk_rhash_insert_unique(&S->ht, &o->node) != 0) {
+			fprintf(stderr, "scalekit torture: cannot fill the "
+					"table\n");
+			return -1;
+		}
+		S->stable[k] = o;
+	}
+	T->priv = S;
+	/* Faults from now on: the threads start. */
+	sk_atomic_store_relaxed(&S->faults_on, T->cfg->fault_rate > 0);
+	return 0;
+}
+
+static int rh_thread_init(struct sk_tort_thread *t)
+{
+	if (t->role == SK_TORT_UPDATER) {
+		struct rh_updater *u = calloc(1, sizeof(*u));
+
+		if (!u)
+			return -1;
+		sk_tort_pool_init(&u->pool, sizeof(struct rh_obj),
+				  t->T->ops->busted);
+		u->base = RH_STABLE + t->index * RH_VOL;
+		t->priv = u;
+	} else if (t->role == SK_TORT_READER) {
+		t->priv = calloc(1, sizeof(struct rh_reader));
+		if (!t->priv)
+			return -1;
+	}
+	return 0;
+}
+
+static void rh_thread_fini(struct sk_tort_thread *t)
+{
+	if (t->role == SK_TORT_READER) {
+		free(t->priv);
+		t->priv = NULL;
+	}
+}
+
+/* ---- readers ------------------------------------------------------------- */
+
+static int obj_ok(struct sk_tort_thread *t, struct rh_obj *o,
+		  unsigned long want_key, const char *when)
+{
+	struct sk_tort *T = t->T;
+	unsigned long magic = SK_TORT_LOAD(T, o->magic), key, gen, check;
+
+	if (magic != SK_TORT_MAGIC) {
+		sk_tort_error(T, t, "object %p %s: magic %#lx%s", (void *)o,
+			      when, magic,
+			      magic == SK_TORT_POISON
+				      ? " (poisoned: freed while a reader "
+					"could reach it)"
+				      : "");
+		return 0;
+	}
+	key = SK_TORT_LOAD(T, o->key);
+	gen = SK_TORT_LOAD(T, o->gen);
+	check = SK_TORT_LOAD(T, o->check);
+	if (check != rh_check(key, gen)) {
+		sk_tort_error(T, t, "object %p %s: corrupted (key %lu)",
+			      (void *)o, when, key);
+		return 0;
+	}
+	if (want_key != ~0UL && key != want_key) {
+		sk_tort_error(T, t, "object %p %s: key %lu, looked up %lu",
+			      (void *)o, when, key, want_key);
+		return 0;
+	}
+	return 1;
+}
+
+static void hold(struct sk_tort_thread *t, struct rh_obj *o)
+{
+	struct rh_reader *r = t->priv;
+
+	if (t->qsbr && r->nheld < RH_HOLD)
+		r->held[r->nheld++] = o;
+}
+
+static void rh_iterate(struct sk_tort_thread *t, struct rh_state *S)
+{
+	unsigned long seen[RH_STABLE / 64] = { 0 };
+	unsigned long steps = 0, limit = 4 * S->nkeys + 64, k, missing = 0;
+	struct sk_rhash_iter it;
+	struct rh_obj *o;
+
+	sk_rhash_iter_start(&S->ht, &it);
+	while ((o = sk_rhash_iter_next(&it)) != NULL) {
+		unsigned long key;
+
+		if (++steps > limit) {
+			sk_tort_error(t->T, t,
+				      "iteration returned more than %lu "
+				      "objects (%lu keys exist): it does not "
+				      "end",
+				      limit, S->nkeys);
+			return;
+		}
+		if (!obj_ok(t, o, ~0UL, "returned by an iteration"))
+			return;
+		key = SK_TORT_LOAD(t->T, o->key);
+		if (key >= S->nkeys) {
+			sk_tort_error(t->T, t, "iteration: unknown key %lu",
+				      key);
+			return;
+		}
+		if (key < RH_STABLE)
+			seen[key / 64] |= 1UL << (key % 64);
+		if (steps == 8)
+			hold(t, o);
+	}
+	for (k = 0; k < RH_STABLE; k++)
+		if (!(seen[k / 64] & (1UL << (k % 64))))
+			missing++;
+	if (missing)
+		sk_tort_error(t->T, t,
+			      "iteration missed %lu of the %d stable keys "
+			      "(%lu objects returned)",
+			      missing, RH_STABLE, steps);
+	sk_tort_inc(&t->st->x[RX_ITERS]);
+	sk_tort_add(&t->st->x[RX_ITER_OBJS], steps);
+}
+
+static void rh_read_one(struct sk_tort_thread *t)
+{
+	struct sk_tort *T = t->T;
+	const struct sk_tort_ops *ops = T->ops;
+	struct rh_state *S = T->priv;
+	int nidx[SK_TORT_MAX_NEST];
+	struct rh_obj *found[8];
+	unsigned long fkey[8];
+	unsigned long depth, k, n, i, nf = 0, key;
+	struct rh_obj *o;
+	int idx;
+
+	idx = ops->readlock();
+	depth = sk_tort_below(&t->rng, T->cfg->nesting + 1);
+	for (k = 0; k < depth; k++)
+		nidx[k] = ops->readlock_nest();
+	n = 1 + sk_tort_below(&t->rng, 8);
+	for (i = 0; i < n; i++) {
+		int stable = sk_tort_one_in(&t->rng, 2);
+
+		key = stable ? sk_tort_below(&t->rng, RH_STABLE)
+			     : RH_STABLE + sk_tort_below(&t->rng,
+							 S->nkeys - RH_STABLE);
+		o = sk_rhash_lookup(&S->ht, &key);
+		if (!o) {
+			if (stable)
+				sk_tort_error(T, t,
+					      "stable key %lu not found (%lu "
+					      "buckets)",
+					      key, sk_rhash_buckets(&S->ht));
+		} else if (obj_ok(t, o, key, "found by a lookup")) {
+			found[nf] = o;
+			fkey[nf++] = key;
+			hold(t, o);
+		}
+	}
+	sk_tort_add(&t->st->x[RX_LOOKUPS], n);
+	if (sk_tort_one_in(&t->rng, 32))
+		rh_iterate(t, S);
+	/*
+	 * What the section found must stay intact until it ends, however
+	 * long it lasts: a grace period that ended meanwhile lets an
+	 * updater poison it.
+	 */
+	ops->read_delay(&t->rng, T->cfg->sleep);
+	for (i = 0; i < nf; i++)
+		obj_ok(t, found[i], fkey[i], "at the end of the section");
+	while (k-- > 0)
+		ops->readunlock_nest(nidx[k]);
+	ops->readunlock(idx);
+	sk_tort_inc(&t->st->reads);
+}
+
+static void rh_before_qs(struct sk_tort_thread *t)
+{
+	struct rh_reader *r = t->priv;
+	unsigned int i;
+
+	for (i = 0; i < r->nheld; i++)
+		obj_ok(t, r->held[i], ~0UL, "held until a quiescent state");
+	r->nheld = 0;
+}
+
+/* ---- updaters ------------------------------------------------------------ */
+
+static void rh_free_cb(struct sk_rcu_head *h)
+{
+	struct rh_obj *o = sk_container_of(h, struct rh_obj, rh);
+	struct sk_tort *T = o->T;
+
+	poison_retire(T, o);
+	sk_atomic_fetch_add_relaxed(&T->cb_invoked, 1UL);
+	sk_tort_cb_done(T);
+}
+
+static void reap_pending(struct sk_tort *T, struct rh_updater *u)
+{
+	struct rh_obj **pp = &u->pending, *o;
+
+	while ((o = *pp) != NULL) {
+		if (T->ops->poll_gp_state(o->cookie)) {
+			*pp = o->next_pending;
+			poison_retire(T, o);
+		} else {
+			pp = &o->next_pending;
+		}
+	}
+}
+
+static void rh_retire(struct sk_tort_thread *t, struct rh_obj *old)
+{
+	struct sk_tort *T = t->T;
+	const struct sk_tort_ops *ops = T->ops;
+	struct rh_updater *u = t->priv;
+	int g = sk_tort_pick_gp(t), err;
+
+	sk_tort_inc(&t->st->gp_used[g]);
+	switch (g) {
+	case SK_TORT_GP_CB:
+		sk_tort_inc(&t->st->cb_queued);
+		sk_atomic_fetch_add_relaxed(&T->cb_pending, 1UL);
+		err = ops->call(&old->rh, rh_free_cb);
+		if (err) {
+			sk_tort_cb_done(T);
+			sk_tort_error(T, t, "call returned %d", err);
+			ops->sync();
+			poison_retire(T, old);
+		}
+		break;
+	case SK_TORT_GP_POLL:
+		old->cookie = ops->start_gp_poll();
+		old->next_pending = u->pending;
+		u->pending = old;
+		break;
+	case SK_TORT_GP_COND:
+		old->cookie = ops->get_gp_state();
+		ops->cond_sync(old->cookie);
+		poison_retire(T, old);
+		break;
+	case SK_TORT_GP_EXP:
+		ops->exp_sync();
+		poison_retire(T, old);
+		break;
+	default:
+		ops->sync();
+		poison_retire(T, old);
+		break;
+	}
+}
+
+static void rh_update_one(struct sk_tort_thread *t)
+{
+	struct sk_tort *T = t->T;
+	struct rh_state *S = T->priv;
+	struct rh_updater *u = t->priv;
+	unsigned long i = sk_tort_below(&t->rng, RH_VOL), key = u->base + i;
+	struct rh_obj *e = u->model[i], *n, *o;
+	int r;
+
+	if (u->pending)
+		reap_pending(T, u);
+	if (sk_tort_one_in(&t->rng, 64)) {
+		/* A stable key is present: a unique insert must fail. */
+		unsigned long sk = sk_tort_below(&t->rng, RH_STABLE);
+
+		n = new_obj(T, &u->pool, sk, 1);
+		if (n) {
+			r = sk_rhash_insert_unique(&S->ht, &n->node);
+			if (r != -EEXIST)
+				sk_tort_error(T, t,
+					      "insert_unique of stable key "
+					      "%lu returned %d, not -EEXIST",
+					      sk, r);
+			if (r == 0) {
+				/* Undo, so that the final check holds. */
+				sk_rhash_remove(&S->ht, &n->node);
+				rh_retire(t, n);
+			} else {
+				sk_tort_pool_retire(&u->pool, n);
+			}
+		}
+	}
+	if (!e) {
+		n = new_obj(T, &u->pool, key, sk_tort_rand(&t->rng) >> 8);
+		if (!n)
+			goto nomem;
+		r = sk_tort_one_in(&t->rng, 2)
+			    ? sk_rhash_insert_unique(&S->ht, &n->node)
+			    : sk_rhash_insert(&S->ht, &n->node);
+		if (r) {
+			sk_tort_error(T, t,
+				      "insert of absent key %lu returned %d",
+				      key, r);
+			sk_tort_pool_retire(&u->pool, n);
+		} else {
+			u->model[i] = n;
+			sk_tort_inc(&t->st->x[RX_INSERTS]);
+		}
+	} else {
+		switch (sk_tort_below(&t->rng, 4)) {
+		case 0:
+			r = sk_rhash_remove(&S->ht, &e->node);
+			if (r) {
+				sk_tort_error(T, t,
+					      "remove of key %lu returned %d",
+					      key, r);
+				break;
+			}
+			u->model[i] = NULL;
+			rh_retire(t, e);
+			sk_tort_inc(&t->st->x[RX_REMOVES]);
+			break;
+		case 1:
+			n = new_obj(T, &u->pool, key,
+				    sk_tort_rand(&t->rng) >> 8);
+			if (!n)
+				goto nomem;
+			r = sk_rhash_replace(&S->ht, &e->node, &n->node);
+			if (r) {
+				sk_tort_error(T, t,
+					      "replace of key %lu returned %d",
+					      key, r);
+				sk_tort_pool_retire(&u->pool, n);
+				break;
+			}
+			u->model[i] = n;
+			rh_retire(t, e);
+			sk_tort_inc(&t->st->x[RX_REPLACES]);
+			break;
+		case 2:
+			n = new_obj(T, &u->pool, key, 7);
+			if (!n)
+				goto nomem;
+			r = sk_rhash_insert_unique(&S->ht, &n->node);
+			if (r != -EEXIST)
+				sk_tort_error(T, t,
+					      "insert_unique of present key "
+					      "%lu returned %d, not -EEXIST",
+					      key, r);
+			if (r == 0) {
+				sk_rhash_remove(&S->ht, &n->node);
+				rh_retire(t, n);
+			} else {
+				sk_tort_pool_retire(&u->pool, n);
+			}
+			break;
+		default:
+			/* Only this thread changes the key: exact answer. */
+			sk_rcu_read_lock();
+			o = sk_rhash_lookup(&S->ht, &key);
+			if (o != e)
+				sk_tort_error(T, t,
+					      "lookup of own key %lu found %p, "
+					      "the model says %p",
+					      key, (void *)o, (void *)e);
+			sk_rcu_read_unlock();
+			break;
+		}
+	}
+	sk_tort_inc(&t->st->updates);
+	return;
+nomem:
+	sk_tort_error(T, t, "out of memory");
+	usleep(1000);
+}
+
+static void rh_update_drain(struct sk_tort_thread *t)
+{
+	struct rh_updater *u = t->priv;
+
+	while (u->pending) {
+		reap_pending(t->T, u);
+		if (u->pending)
+			usleep(100);
+	}
+}
+
+/* ---- resizer ------------------------------------------------------------- */
+
+static unsigned int rh_nextra(struct sk_tort *T)
+{
+	(void)T;
+	return 1;
+}
+
+static void rh_extra_one(struct sk_tort_thread *t)
+{
+	struct sk_tort *T = t->T;
+	struct rh_state *S = T->priv;
+	unsigned long n = 1UL << sk_tort_below(&t->rng, RH_MAX_BUCKETS_LOG + 1);
+	unsigned long b;
+	int r;
+
+	if (sk_tort_one_in(&t->rng, 8))
+		n = 1UL << (RH_BIG_LOG + sk_tort_below(&t->rng, RH_BIG_LOGS));
+	r = sk_rhash_resize(&S->ht, n);
+	if (r == 0) {
+		sk_tort_inc(&S->resizes);
+	} else if (r == -ENOMEM && T->cfg->fault_rate > 0) {
+		sk_tort_inc(&S->resize_nomem);
+	} else {
+		sk_tort_error(T, t, "sk_rhash_resize(%lu) returned %d", n, r);
+	}
+	/* The table array may be freed by an automatic resize. */
+	sk_rcu_read_lock();
+	b = sk_rhash_buckets(&S->ht);
+	sk_rcu_read_unlock();
+	if (!b || (b & (b - 1)))
+		sk_tort_error(T, t, "%lu buckets: not a power of two", b);
+	if (sk_tort_one_in(&t->rng, 2))
+		usleep((useconds_t)sk_tort_below(&t->rng, 500));
+}
+
+/* ---- end of the run ------------------------------------------------------ */
+
+static void free_obj(void *obj, void *arg)
+{
+	poison_retire(arg, obj);
+}
+
+static void rh_finish(struct sk_tort *T)
+{
+	struct rh_state *S = T->priv;
+	unsigned long *seen, expect = RH_STABLE, n = 0, i, k, c;
+	unsigned long allocated, freed;
+	struct sk_rhash_iter it;
+	struct rh_obj *o;
+
+	sk_atomic_store_relaxed(&S->faults_on, 0);
+	seen = calloc(S->nkeys, sizeof(*seen));
+	sk_rcu_read_lock();
+	for (k = 0; k < RH_STABLE; k++)
+		if (sk_rhash_lookup(&S->ht, &k) != S->stable[k])
+			sk_tort_error(T, NULL,
+				      "final table: stable key %lu "
+				      "lost",
+				      k);
+	for (i = 0; i < T->nthreads; i++) {
+		struct sk_tort_thread *t = &T->threads[i];
+		struct rh_updater *u = t->priv;
+
+		if (t->role != SK_TORT_UPDATER || !u)
+			continue;
+		for (k = 0; k < RH_VOL; k++) {
+			unsigned long key = u->base + k;
+
+			o = sk_rhash_lookup(&S->ht, &key);
+			if (o != u->model[k])
+				sk_tort_error(T, NULL,
+					      "final table: key %lu is %p, the "
+					      "model says %p",
+					      key, (void *)o,
+					      (void *)u->model[k]);
+			if (u->model[k])
+				expect++;
+		}
+	}
+	sk_rhash_iter_start(&S->ht, &it);
+	while ((o = sk_rhash_iter_next(&it)) != NULL && n <= 2 * S->nkeys) {
+		n++;
+		if (o->key >= S->nkeys || o->magic != SK_TORT_MAGIC) {
+			sk_tort_error(T, NULL, "final table: bad object %p",
+				      (void *)o);
+		} else if (seen && seen[o->key]++) {
+			sk_tort_error(T, NULL,
+				      "final iteration: key %lu returned "
+				      "twice",
+				      o->key);
+		}
+	}
+	sk_rcu_read_unlock();
+	if (n != expect)
+		sk_tort_error(T, NULL,
+			      "final iteration returned %lu objects, the "
+			      "model has %lu",
+			      n, expect);
+	c = sk_rhash_count(&S->ht);
+	if (c != expect)
+		sk_tort_error(T, NULL,
+			      "sk_rhash_count() is %lu, the model has %lu", c,
+			      expect);
+	free(seen);
+	sk_rhash_destroy(&S->ht, free_obj, T);
+	allocated = sk_atomic_load_relaxed(&S->pool0.allocated);
+	freed = sk_atomic_load_relaxed(&S->pool0.freed);
+	for (i = 0; i < T->nthreads; i++) {
+		struct sk_tort_thread *t = &T->threads[i];
+		struct rh_updater *u = t->priv;
+
+		if (t->role != SK_TORT_UPDATER || !u)
+			continue;
+		allocated += sk_atomic_load_relaxed(&u->pool.allocated);
+		freed += sk_atomic_load_relaxed(&u->pool.freed);
+	}
+	if (allocated != freed)
+		sk_tort_error(T, NULL, "%lu objects allocated, %lu freed",
+			      allocated, freed);
+	for (i = 0; i < T->nthreads; i++) {
+		struct sk_tort_thread *t = &T->threads[i];
+		struct rh_updater *u = t->priv;
+
+		if (t->role != SK_TORT_UPDATER || !u)
+			continue;
+		sk_tort_pool_destroy(&u->pool);
+		free(u);
+		t->priv = NULL;
+	}
+	sk_tort_pool_destroy(&S->pool0);
+	/* Kept for the report: */
+	S->nkeys = expect;
+}
+
+static void rh_report(struct sk_tort *T, FILE *f)
+{
+	struct rh_state *S = T->priv;
+	struct sk_tort_stats sum;
+
+	sk_tort_sum_stats(T, &sum);
+	fprintf(f,
+		"%srhash: %lu lookups, %lu iterations (%.1f objects each); "
+		"%lu inserts, %lu removes, %lu replaces; %lu resizes (%lu "
+		"failed for lack of memory); %lu of %lu table allocations "
+		"failed on purpose; %lu keys at the end, %d stable\n",
+		T->prefix, sum.x[RX_LOOKUPS], sum.x[RX_ITERS],
+		sum.x[RX_ITERS] ? (double)sum.x[RX_ITER_OBJS] / sum.x[RX_ITERS]
+				: 0.0,
+		sum.x[RX_INSERTS], sum.x[RX_REMOVES], sum.x[RX_REPLACES],
+		S->resizes, S->resize_nomem, S->faults, S->faults + S->allocs,
+		S->nkeys, RH_STABLE);
+}
+
+static void rh_progress(struct sk_tort *T, char *buf, size_t len)
+{
+	struct rh_state *S = T->priv;
+
+	snprintf(buf, len, "%lu buckets, %lu resizes, %lu faults",
+		 sk_rhash_buckets(&S->ht), sk_atomic_load_relaxed(&S->resizes),
+		 sk_atomic_load_relaxed(&S->faults));
+}
+
+static void rh_destroy(struct sk_tort *T)
+{
+	rh_cur = NULL;
+	free(T->priv);
+	T->priv = NULL;
+}
+
+const struct sk_tort_scenario sk_tort_rhash_scenario = {
+	.name = "sk_rhash",
+	.needs_global_rcu = 1,
+	.plain_updaters = 1,
+	.setup = rh_setup,
+	.thread_init = rh_thread_init,
+	.thread_fini = rh_thread_fini,
+	.read_one = rh_read_one,
+	.before_qs = rh_before_qs,
+	.update_one = rh_update_one,
+	.update_drain = rh_update_drain,
+	.nextra = rh_nextra,
+	.extra_one = rh_extra_one,
+	.extra_drain = NULL,
+	.finish = rh_finish,
+	.report = rh_report,
+	.progress = rh_progress,
+	.destroy = rh_destroy,
+};
