@@ -713,18 +713,6 @@ static void resize_reports_its_grace_periods(void)
 
 /* ---- maybe_resize() and a concurrently freed array ---------------------- */
 
-#ifdef __SANITIZE_THREAD__
-/*
- * A resize holds all 256 stripe mutexes at once (lock_all() in
- * src/rhash.c), and TSan's deadlock detector aborts beyond 64 held locks.
- * This turns off the lock-order detector only; races are still reported.
- */
-const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
-{
-	return "detect_deadlocks=0";
-}
-#endif
 #ifdef __SANITIZE_ADDRESS__
 const char *__asan_default_options(void);
 const char *__asan_default_options(void)
