@@ -3,12 +3,12 @@
  * Adapter: scalekit's RCU, both reader kinds of its single domain.
  *
  *  scalekit            general readers: sk_rcu_read_lock()/unlock().
- *  scalekit-qsbr       online QSBR threads that still bracket each section
- *                      with sk_rcu_read_lock()/unlock() and announce
- *                      sk_rcu_quiescent_state() every SK_BENCH_QS_PERIOD
- *                      sections: the honest loop of a QSBR user whose code
- *                      is shared with general readers.
- *  scalekit-qsbr-bare  the same without read_lock/unlock: the floor.
+ *  scalekit-qsbr       online QSBR threads that bracket each section with
+ *                      sk_rcu_qsbr_read_lock()/unlock() (the QSBR flavor's
+ *                      read lock: empty unless SK_DEBUG, like urcu-qsbr's)
+ *                      and announce sk_rcu_quiescent_state() every
+ *                      SK_BENCH_QS_PERIOD sections.
+ *  scalekit-qsbr-bare  the same without any read_lock/unlock: the floor.
  *
  * All three share sk_synchronize_rcu(): one domain, one grace period.
  * The general readers also serve:
@@ -157,9 +157,9 @@ static void sk_qsbr_thread_exit(void)
 
 static void sk_qsbr_read_section(long n)
 {
-	SK_BENCH_QSBR_LOOP(n, sk_rcu_read_lock(),
+	SK_BENCH_QSBR_LOOP(n, sk_rcu_qsbr_read_lock(),
 			   sk_rcu_dereference(sk_bench_gp),
-			   sk_rcu_read_unlock(), sk_rcu_quiescent_state());
+			   sk_rcu_qsbr_read_unlock(), sk_rcu_quiescent_state());
 }
 
 static void sk_qsbr_bare_read_section(long n)
@@ -218,7 +218,7 @@ const struct sk_bench_rcu_ops sk_bench_scalekit_srcu_ops = {
 
 const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_ops = {
 	.name = "scalekit-qsbr",
-	.desc = "online QSBR thread: read_lock/unlock + quiescent state "
+	.desc = "online QSBR thread: qsbr_read_lock/unlock + quiescent state "
 		"every 1024",
 	.thread_init = sk_qsbr_thread_init,
 	.thread_offline = sk_rcu_thread_offline,

@@ -262,13 +262,17 @@ static inline void sk_stress_qsbr_loop(struct sk_stress_thread *t,
 	sk_rcu_thread_online();
 	while (!sk_atomic_load_acquire(&t->s->stop) && n < max) {
 		uint64_t r = sk_test_rand(&t->rng);
-		struct sk_stress_obj *p = sk_rcu_dereference(t->s->gp);
+		struct sk_stress_obj *p;
 
+		/* The QSBR flavor's section markers (empty unless SK_DEBUG). */
+		sk_rcu_qsbr_read_lock();
+		p = sk_rcu_dereference(t->s->gp);
 		sk_stress_check(t, p, 1);
 		held[nheld++] = p;
 		sk_stress_spin(&t->rng, cfg->spin_in);
 		for (i = 0; i < nheld; i++)
 			sk_stress_check(t, held[i], 0);
+		sk_rcu_qsbr_read_unlock();
 		t->reads++;
 		if (++n % every == 0 || nheld == SK_STRESS_HOLD_MAX) {
 			nheld = 0;

@@ -334,6 +334,13 @@ static void *qsbr_unit_fn(void *arg)
 	/* Still online: quiescent_state is allowed (it aborts otherwise). */
 	SK_CHECK(sk_rcu_read_ongoing());
 	sk_rcu_quiescent_state();
+	/* The QSBR flavor's markers nest and balance (SK_DEBUG: counted). */
+	sk_rcu_qsbr_read_lock();
+	sk_rcu_qsbr_read_lock();
+	SK_CHECK(sk_rcu_read_ongoing());
+	sk_rcu_qsbr_read_unlock();
+	sk_rcu_qsbr_read_unlock();
+	sk_rcu_quiescent_state();
 	/* Offline: no longer a reader, but may use read_lock. */
 	sk_rcu_thread_offline();
 	SK_CHECK_EQ(sk_rcu_read_ongoing(), 0);

@@ -202,6 +202,16 @@ static void do_qs_in_section_of_online_qsbr(void)
 	sk_rcu_quiescent_state();
 }
 
+#if SK_DEBUG
+/* SK_DEBUG: the QSBR flavor's read lock counts nesting like read_lock. */
+static void do_qs_in_qsbr_read_lock(void)
+{
+	sk_rcu_thread_online();
+	sk_rcu_qsbr_read_lock();
+	sk_rcu_quiescent_state();
+}
+#endif
+
 static void quiescent_state_on_non_qsbr_thread_aborts(void)
 {
 	const char *const *msg = NEEDLES("sk_rcu_quiescent_state()",
@@ -214,6 +224,11 @@ static void quiescent_state_on_non_qsbr_thread_aborts(void)
 	expect_death(do_qs_in_section_of_online_qsbr, 1,
 		     NEEDLES("sk_rcu_quiescent_state()",
 			     "read-side critical section"));
+#if SK_DEBUG
+	expect_death(do_qs_in_qsbr_read_lock, 1,
+		     NEEDLES("sk_rcu_quiescent_state()",
+			     "read-side critical section"));
+#endif
 }
 
 static void do_offline_unregistered(void)

@@ -218,9 +218,45 @@ SK_API extern int sk__fence_sys;
  * Context: any thread, any context; never blocks.
  * Ordering: pairs with sk_fence_heavy() as if both were sk_smp_mb().
  */
+static inline int sk__fence_sys_get(void)
+{
+#if defined(__x86_64__) && !defined(SK_TSAN)
+	const int *p;
+	int v;
+
+	/*
+	 * Neither volatile nor a memory operand: to the compiler this is a
+	 * constant, which it loads once per function (or loop) instead of
+	 * after every compiler barrier.  Sound because the value only goes
+	 * from 0 to 1, once, in the library constructor, and 0 (a real
+	 * fence) is always safe.  Through the GOT, so that it links into
+	 * executables and shared objects alike.
+	 */
+	__asm__("movq sk__fence_sys@GOTPCREL(%%rip), %0\n\t"
+		"movl (%0), %1"
+		: "=r"(p), "=r"(v));
+	return v;
+#else
+	return __atomic_load_n(&sk__fence_sys, __ATOMIC_RELAXED);
+#endif
+}
+
 static inline void sk_fence_light(void)
 {
-	if (SK_LIKELY(__atomic_load_n(&sk__fence_sys, __ATOMIC_RELAXED)))
+	if (SK_LIKELY(sk__fence_sys_get()))
+		sk_barrier();
+	else
+		sk_smp_mb();
+}
+
+/*
+ * sk__fence_light_sys(sys) - sk_fence_light() with sys read beforehand by
+ * sk__fence_sys_get() (fast paths read it once, where it is unconditional,
+ * so that a loop around them loads it once).
+ */
+static inline void sk__fence_light_sys(int sys)
+{
+	if (SK_LIKELY(sys))
 		sk_barrier();
 	else
 		sk_smp_mb();

@@ -143,13 +143,14 @@ static inline void sk_rcu_read_unlock(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 	unsigned long n = v & SK_RCU_NEST_MASK;
+	int sys = sk__fence_sys_get();
 
 	if (SK_LIKELY(n == 1)) {
 		/*
 		 * U1: orders the section's loads before the store; pairs
 		 * with G2 after the reader scan.
 		 */
-		sk_fence_light();
+		sk__fence_light_sys(sys);
 		SK_TSAN_RELEASE(&sk_rcu__ctr);
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
 		/*
@@ -157,7 +158,7 @@ static inline void sk_rcu_read_unlock(void)
 		 * buffering); pairs with the heavy fence G3 after the waiter
 		 * sets futex.
 		 */
-		sk_fence_light();
+		sk__fence_light_sys(sys);
 		if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
 			sk_rcu__wake_gp();
 	} else if (SK_UNLIKELY(n == 0 || n == SK_RCU_QSBR_NEST)) {
@@ -216,6 +217,27 @@ SK_API int sk_rcu_register_thread(void);
  * Returns: 0, or -EINVAL if the thread was not registered.
  */
 SK_API int sk_rcu_unregister_thread(void);
+
+/*
+ * sk_rcu_qsbr_read_lock() / sk_rcu_qsbr_read_unlock() - mark a read-side
+ * critical section of an online QSBR thread (sk_rcu_thread_online()).
+ * Such a thread is inside one long read section whenever it is online, so
+ * these cost nothing: they compile to nothing unless the code that uses
+ * them is compiled with SK_DEBUG >= 1, where they are sk_rcu_read_lock()
+ * and sk_rcu_read_unlock() (nesting counted: sk_rcu_quiescent_state() or
+ * sk_rcu_thread_offline() inside the section is then reported).  They are
+ * the QSBR flavor's read lock, as liburcu's urcu-qsbr has one; a thread
+ * that is not an online QSBR thread must use sk_rcu_read_lock().
+ * Context: an online QSBR thread.  Never blocks.  Ordering: none needed
+ * (the thread's quiescent states carry it).
+ */
+#if defined(SK_DEBUG) && SK_DEBUG >= 1
+#define sk_rcu_qsbr_read_lock()	  sk_rcu_read_lock()
+#define sk_rcu_qsbr_read_unlock() sk_rcu_read_unlock()
+#else
+#define sk_rcu_qsbr_read_lock()	  ((void)0)
+#define sk_rcu_qsbr_read_unlock() ((void)0)
+#endif
 
 /*
  * sk_rcu_quiescent_state() - a QSBR thread announces that it holds no

@@ -209,9 +209,10 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
 	unsigned int w = SK_SRCU__WAY(d);
+	int sys = sk__fence_sys_get();
 
 	/* C: the section before the unlock count; pairs with D. */
-	sk_fence_light();
+	sk__fence_light_sys(sys);
 	SK_TSAN_RELEASE(d);
 	if (SK_LIKELY(sk_srcu__tls.ent[w].gen == SK_READ_ONCE(d->gen) &&
 		      (unsigned int)idx >> 1 == sk_srcu__tls.me)) {
@@ -232,7 +233,7 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 		sk_srcu__read_unlock_slow(d, idx);
 	}
 	/* C2: unlock count before the waiters load; pairs with heavy W. */
-	sk_fence_light();
+	sk__fence_light_sys(sys);
 	if (SK_UNLIKELY(sk_atomic_load_relaxed(&d->waiters)))
 		sk_srcu__wake(d);
 }
