@@ -102,6 +102,7 @@ SK_API __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
 static inline void sk_rcu_read_lock(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+	int sys = sk__fence_sys_get(); /* first: a loop loads it once */
 
 	if (SK_LIKELY(!(v & SK_RCU_NEST_MASK))) {
 		if (SK_UNLIKELY(!v))
@@ -116,7 +117,7 @@ static inline void sk_rcu_read_lock(void)
 		 * L2: orders the store before the section's loads; pairs
 		 * with the heavy fence G1 issued before the reader scan.
 		 */
-		sk_fence_light();
+		sk__fence_light_sys(sys);
 	} else {
 		/*
 		 * Nested: the low 14 bits of the depth wrap to 0 exactly when
@@ -143,7 +144,7 @@ static inline void sk_rcu_read_unlock(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 	unsigned long n = v & SK_RCU_NEST_MASK;
-	int sys = sk__fence_sys_get();
+	int sys = sk__fence_sys_get(); /* first: a loop loads it once */
 
 	if (SK_LIKELY(n == 1)) {
 		/*

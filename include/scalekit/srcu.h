@@ -177,6 +177,7 @@ SK_API int sk_srcu_cleanup(struct sk_srcu *d);
 static inline int sk_srcu_read_lock(struct sk_srcu *d)
 {
 	unsigned int w = SK_SRCU__WAY(d);
+	int sys = sk__fence_sys_get(); /* first: a loop loads it once */
 	struct sk_srcu_slot *s;
 	unsigned long *c;
 	int bit;
@@ -192,7 +193,7 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	c = &s->lock[bit];
 	sk_atomic_store_relaxed(c, sk_atomic_load_relaxed(c) + 1);
 	/* B: lock count before the section; pairs with heavy fence D. */
-	sk_fence_light();
+	sk__fence_light_sys(sys);
 	return (int)(sk_srcu__tls.me << 1) | bit;
 }
 
