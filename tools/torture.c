@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -402,6 +403,32 @@ static void name_thread(struct sk_tort_thread *t)
 	pthread_setname_np(pthread_self(), name);
 }
 
+/*
+ * Start of a reader or updater thread (named unless a churn reader):
+ * 0, or -1 when its scenario state cannot be set up (error counted).
+ */
+static int scen_thread_enter(struct sk_tort_thread *t, int named)
+{
+	struct sk_tort *T = t->T;
+
+	sk_tort_self = t;
+	if (named)
+		name_thread(t);
+	if (T->scen->thread_init && T->scen->thread_init(t) != 0) {
+		sk_tort_error(T, t, "out of memory at thread start");
+		return -1;
+	}
+	return 0;
+}
+
+/* End of a reader or updater thread: its scenario state goes. */
+static void scen_thread_exit(struct sk_tort_thread *t)
+{
+	if (t->T->scen->thread_fini)
+		t->T->scen->thread_fini(t);
+	sk_tort_self = NULL;
+}
+
 static void *reader_main(void *arg)
 {
 	struct sk_tort_thread *t = arg;
@@ -410,13 +437,8 @@ static void *reader_main(void *arg)
 	const struct sk_tort_scenario *scen = T->scen;
 	unsigned long n;
 
-	sk_tort_self = t;
-	if (!t->max_iters)
-		name_thread(t);
-	if (scen->thread_init && scen->thread_init(t) != 0) {
-		sk_tort_error(T, t, "out of memory at thread start");
+	if (scen_thread_enter(t, !t->max_iters) != 0)
 		return NULL;
-	}
 	t->qsbr = ops->reader_start ? ops->reader_start(t->index) : 0;
 	for (n = 0; !sk_tort_stopping(T) && (!t->max_iters || n < t->max_iters);
 	     n++) {
@@ -451,9 +473,7 @@ static void *reader_main(void *arg)
 		scen->before_qs(t);
 	if (ops->reader_stop)
 		ops->reader_stop();
-	if (scen->thread_fini)
-		scen->thread_fini(t);
-	sk_tort_self = NULL;
+	scen_thread_exit(t);
 	return NULL;
 }
 
@@ -465,12 +485,8 @@ static void *updater_main(void *arg)
 	const struct sk_tort_scenario *scen = T->scen;
 	int qsbr = !scen->plain_updaters;
 
-	sk_tort_self = t;
-	name_thread(t);
-	if (scen->thread_init && scen->thread_init(t) != 0) {
-		sk_tort_error(T, t, "out of memory at thread start");
+	if (scen_thread_enter(t, 1) != 0)
 		return NULL;
-	}
 	if (qsbr && ops->updater_start)
 		ops->updater_start();
 	while (!sk_tort_stopping(T)) {
@@ -488,9 +504,7 @@ static void *updater_main(void *arg)
 		scen->update_drain(t);
 	if (qsbr && ops->updater_stop)
 		ops->updater_stop();
-	if (scen->thread_fini)
-		scen->thread_fini(t);
-	sk_tort_self = NULL;
+	scen_thread_exit(t);
 	return NULL;
 }
 
@@ -1194,6 +1208,80 @@ static uint64_t default_seed(void)
 	return sk_tort_rand(&r) % 1000000000ULL;
 }
 
+/* Options without a value: each sets one int flag of the config. */
+static const struct tort_flag_opt {
+	const char *name;
+	size_t off; /* of the int in struct sk_tort_config */
+} tort_flag_opts[] = {
+	{ "--sleep", offsetof(struct sk_tort_config, sleep) },
+	{ "--churn", offsetof(struct sk_tort_config, churn) },
+	{ "--fork", offsetof(struct sk_tort_config, fork) },
+	{ "--flood", offsetof(struct sk_tort_config, flood) },
+	{ "--stutter", offsetof(struct sk_tort_config, stutter) },
+	{ "--busted", offsetof(struct sk_tort_config, busted) },
+};
+
+/* Options with a whole number from min to max, in the order tried. */
+static const struct tort_num_opt {
+	const char *name;
+	unsigned long min, max;
+	size_t off; /* of the unsigned long in struct sk_tort_config */
+} tort_num_opts[] = {
+	{ "--duration", 1, TORT_MAX_DURATION,
+	  offsetof(struct sk_tort_config, duration_s) },
+	{ "--readers", 1, TORT_MAX_READERS,
+	  offsetof(struct sk_tort_config, readers) },
+	{ "--updaters", 1, TORT_MAX_UPDATERS,
+	  offsetof(struct sk_tort_config, updaters) },
+	{ "--nesting", 0, SK_TORT_MAX_NEST,
+	  offsetof(struct sk_tort_config, nesting) },
+	{ "--rss-limit", 16, 1UL << 24,
+	  offsetof(struct sk_tort_config, rss_limit_mib) },
+	{ "--stall", 1, 3600, offsetof(struct sk_tort_config, stall_s) },
+};
+
+#define TORT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Is a a flag option?  If so, set its flag in cfg. */
+static int parse_flag_opt(struct sk_tort_config *cfg, const char *a)
+{
+	size_t k;
+
+	for (k = 0; k < TORT_ARRAY_LEN(tort_flag_opts); k++) {
+		if (strcmp(a, tort_flag_opts[k].name) == 0) {
+			*(int *)((char *)cfg + tort_flag_opts[k].off) = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Does argv[*i] set a number option?  1: set in cfg, 0: not one,
+ * -1: bad or missing value (message printed).
+ */
+static int parse_num_opt(struct sk_tort_config *cfg, int argc, char **argv,
+			 int *i)
+{
+	const char *val;
+	size_t k;
+	int r;
+
+	for (k = 0; k < TORT_ARRAY_LEN(tort_num_opts); k++) {
+		const struct tort_num_opt *o = &tort_num_opts[k];
+
+		r = sk_tool_option_value(CMD, argc, argv, i, o->name, &val);
+		if (r == 0)
+			continue;
+		if (r < 0 ||
+		    parse_ulong(o->name, val, o->min, o->max,
+				(unsigned long *)((char *)cfg + o->off)))
+			return -1;
+		return 1;
+	}
+	return 0;
+}
+
 /* Does argv[i] set the value option name?  r < 0: its value is missing. */
 #define TRY(name) \
 	(r = sk_tool_option_value(CMD, argc, argv, &i, name, &val)) != 0
@@ -1220,59 +1308,14 @@ int sk_tool_torture(int argc, char **argv)
 			usage(stdout);
 			return SK_TOOL_EXIT_OK;
 		}
-		if (strcmp(a, "--sleep") == 0) {
-			cfg.sleep = 1;
+		if (parse_flag_opt(&cfg, a))
 			continue;
-		}
-		if (strcmp(a, "--churn") == 0) {
-			cfg.churn = 1;
+		r = parse_num_opt(&cfg, argc, argv, &i);
+		if (r < 0)
+			return SK_TOOL_EXIT_USAGE;
+		if (r > 0)
 			continue;
-		}
-		if (strcmp(a, "--fork") == 0) {
-			cfg.fork = 1;
-			continue;
-		}
-		if (strcmp(a, "--flood") == 0) {
-			cfg.flood = 1;
-			continue;
-		}
-		if (strcmp(a, "--stutter") == 0) {
-			cfg.stutter = 1;
-			continue;
-		}
-		if (strcmp(a, "--busted") == 0) {
-			cfg.busted = 1;
-			continue;
-		}
-		if (TRY("--duration")) {
-			if (r < 0 ||
-			    parse_ulong("--duration", val, 1, TORT_MAX_DURATION,
-					&cfg.duration_s))
-				return SK_TOOL_EXIT_USAGE;
-		} else if (TRY("--readers")) {
-			if (r < 0 ||
-			    parse_ulong("--readers", val, 1, TORT_MAX_READERS,
-					&cfg.readers))
-				return SK_TOOL_EXIT_USAGE;
-		} else if (TRY("--updaters")) {
-			if (r < 0 ||
-			    parse_ulong("--updaters", val, 1, TORT_MAX_UPDATERS,
-					&cfg.updaters))
-				return SK_TOOL_EXIT_USAGE;
-		} else if (TRY("--nesting")) {
-			if (r < 0 ||
-			    parse_ulong("--nesting", val, 0, SK_TORT_MAX_NEST,
-					&cfg.nesting))
-				return SK_TOOL_EXIT_USAGE;
-		} else if (TRY("--rss-limit")) {
-			if (r < 0 || parse_ulong("--rss-limit", val, 16,
-						 1UL << 24, &cfg.rss_limit_mib))
-				return SK_TOOL_EXIT_USAGE;
-		} else if (TRY("--stall")) {
-			if (r < 0 ||
-			    parse_ulong("--stall", val, 1, 3600, &cfg.stall_s))
-				return SK_TOOL_EXIT_USAGE;
-		} else if (TRY("--seed")) {
+		if (TRY("--seed")) {
 			if (r < 0)
 				return SK_TOOL_EXIT_USAGE;
 			if (parse_seed(val, &cfg.seed) != 0)

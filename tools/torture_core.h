@@ -17,7 +17,9 @@
  *
  * torture.c owns the rest: the command line, the threads, stutter, churn,
  * fork, the callback flood, the monitor (progress lines, forward progress,
- * memory bound) and the final report.
+ * memory bound) and the final report.  torture_util.c holds what the
+ * scenarios share (per-thread state, pools' leak check, nested sections,
+ * grace-period waits, objects freed after a grace period).
  */
 #ifndef SK_TORTURE_CORE_H
 #define SK_TORTURE_CORE_H
@@ -204,6 +206,7 @@ struct sk_tort_stats {
 } __attribute__((aligned(SK_CACHELINE)));
 
 struct sk_tort;
+struct sk_tort_obj;
 
 struct sk_tort_thread {
 	struct sk_tort *T;
@@ -250,6 +253,8 @@ struct sk_tort_scenario {
 	void (*destroy)(struct sk_tort *T);
 	/* Progress line extras ("resizes 12"). */
 	void (*progress)(struct sk_tort *T, char *buf, size_t len);
+	/* Poison o and give it back to its pool (struct sk_tort_obj users). */
+	void (*obj_free)(struct sk_tort *T, struct sk_tort_obj *o);
 };
 
 extern const struct sk_tort_scenario sk_tort_pipe_scenario;
@@ -380,5 +385,85 @@ void sk_tort_sum_stats(struct sk_tort *T, struct sk_tort_stats *sum);
 
 /* Print "Name: a b c ..." for a histogram of SK_TORT_HIST buckets. */
 void sk_tort_print_hist(FILE *f, const char *name, const unsigned long *h);
+
+/* ---- helpers of the scenarios (torture_util.c) --------------------------- */
+
+/*
+ * Scenario state of a thread: an updater's (updater_size bytes, beginning
+ * with its struct sk_tort_pool of elem_size objects) or a reader's
+ * (reader_size bytes, zeroed).  0, or -1 when out of memory.
+ */
+int sk_tort_thread_priv_init(struct sk_tort_thread *t, size_t updater_size,
+			     size_t elem_size, size_t reader_size);
+
+/* Free a reader's state (updaters' stays for sk_tort_pools_destroy()). */
+void sk_tort_thread_priv_fini(struct sk_tort_thread *t);
+
+/* Objects allocated and freed by pool0 and every updater's pool. */
+void sk_tort_pools_count(struct sk_tort *T, const struct sk_tort_pool *pool0,
+			 unsigned long *allocated, unsigned long *freed);
+
+/* Destroy every updater's pool and state, then pool0. */
+void sk_tort_pools_destroy(struct sk_tort *T, struct sk_tort_pool *pool0);
+
+/*
+ * Enter 0 .. --nesting nested sections (their indexes in nidx; with spin,
+ * a short spin after one in four); returns how many, for
+ * sk_tort_nest_unlock().
+ */
+unsigned long sk_tort_nest_lock(struct sk_tort_thread *t, int *nidx, int spin);
+
+/* Leave the depth nested sections of sk_tort_nest_lock(), innermost first. */
+void sk_tort_nest_unlock(struct sk_tort_thread *t, const int *nidx,
+			 unsigned long depth);
+
+/*
+ * Wait for a grace period of --gp type g (the callback type waits as sync);
+ * cond waits up to cond_delay_us first, one time in two (0: never).
+ */
+void sk_tort_wait_gp(struct sk_tort_thread *t, int g,
+		     unsigned long cond_delay_us);
+
+/*
+ * The head of an object an updater frees after a grace period (list and
+ * rhash): the first member, so the pool frees the object through it.
+ */
+struct sk_tort_obj {
+	struct sk_rcu_head rh;		  /* callback frees */
+	struct sk_tort *T;		  /* for the callback */
+	struct sk_tort_pool *pool;	  /* where it goes when freed */
+	struct sk_tort_obj *next_pending; /* updater's polled frees */
+	unsigned long cookie;		  /* their grace period */
+};
+
+/* The head of a list or rhash updater's state (its first member). */
+struct sk_tort_updater {
+	struct sk_tort_pool pool;    /* its objects */
+	struct sk_tort_obj *pending; /* waiting for a polled grace period */
+};
+
+/* A zeroed object of pool with its head set; NULL when out of memory. */
+void *sk_tort_obj_alloc(struct sk_tort *T, struct sk_tort_pool *pool);
+
+/*
+ * Free o (unlinked by updater t) after a grace period of --gp type g:
+ * a callback, a polled cookie (pending until sk_tort_reap_pending()), or
+ * a wait as sk_tort_wait_gp(); then T->scen->obj_free().
+ */
+void sk_tort_obj_retire(struct sk_tort_thread *t, struct sk_tort_obj *o, int g,
+			unsigned long cond_delay_us);
+
+/* Free the pending objects of u whose polled grace period is over. */
+void sk_tort_reap_pending(struct sk_tort *T, struct sk_tort_updater *u);
+
+/* update_drain() of list and rhash: wait until no object is pending. */
+void sk_tort_update_drain(struct sk_tort_thread *t);
+
+/*
+ * Is magic that of a live object?  If not, counts an error naming the
+ * object (what, obj, when) and returns 0 (list and rhash wording).
+ */
+int sk_tort_magic_ok(struct sk_tort_thread *t, const char *what,
+		     const void *obj, const char *when, unsigned long magic);
 
 #endif /* SK_TORTURE_CORE_H */

@@ -18,7 +18,6 @@
  * model.
  */
 #define _GNU_SOURCE
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,12 +31,8 @@
 #define LIST_HOLD 8
 
 struct list_elem {
+	struct sk_tort_obj o; /* first: freed after a grace period */
 	struct sk_list_head link;
-	struct sk_rcu_head rh;
-	struct sk_tort *T;
-	struct sk_tort_pool *pool;	/* where it goes when freed */
-	struct list_elem *next_pending; /* updater's polled frees */
-	unsigned long cookie;		/* their grace period */
 	unsigned long key;
 	unsigned long magic;
 	unsigned long gen;
@@ -51,11 +46,6 @@ struct list_state {
 	unsigned long present;		    /* guarded by lock */
 	unsigned long gen;		    /* guarded by lock */
 	struct sk_tort_pool pool0;	    /* initial elements */
-};
-
-struct list_updater {
-	struct sk_tort_pool pool;
-	struct list_elem *pending; /* waiting for a polled grace period */
 };
 
 struct list_reader {
@@ -79,13 +69,10 @@ static inline unsigned long list_check(unsigned long key, unsigned long gen)
 static struct list_elem *new_elem(struct sk_tort *T, struct sk_tort_pool *pool,
 				  unsigned long key, unsigned long gen)
 {
-	struct list_elem *e = sk_tort_pool_alloc(pool);
+	struct list_elem *e = sk_tort_obj_alloc(T, pool);
 
 	if (!e)
 		return NULL;
-	e->T = T;
-	e->pool = pool;
-	e->next_pending = NULL;
 	SK_TORT_STORE(T, e->key, key);
 	SK_TORT_STORE(T, e->gen, gen);
 	SK_TORT_STORE(T, e->check, list_check(key, gen));
@@ -93,13 +80,15 @@ static struct list_elem *new_elem(struct sk_tort *T, struct sk_tort_pool *pool,
 	return e;
 }
 
-static void poison_retire(struct sk_tort *T, struct list_elem *e)
+static void poison_retire(struct sk_tort *T, struct sk_tort_obj *o)
 {
+	struct list_elem *e = (struct list_elem *)o;
+
 	SK_TORT_STORE(T, e->magic, SK_TORT_POISON);
 	SK_TORT_STORE(T, e->key, SK_TORT_POISON);
 	SK_TORT_STORE(T, e->check, SK_TORT_POISON);
 	/* The links stay: a reader standing on e walks on (see list.h). */
-	sk_tort_pool_retire(e->pool, e);
+	sk_tort_pool_retire(o->pool, e);
 }
 
 static int list_setup(struct sk_tort *T)
@@ -131,28 +120,9 @@ static int list_setup(struct sk_tort *T)
 
 static int list_thread_init(struct sk_tort_thread *t)
 {
-	if (t->role == SK_TORT_UPDATER) {
-		struct list_updater *u = calloc(1, sizeof(*u));
-
-		if (!u)
-			return -1;
-		sk_tort_pool_init(&u->pool, sizeof(struct list_elem),
-				  t->T->ops->busted);
-		t->priv = u;
-	} else if (t->role == SK_TORT_READER) {
-		t->priv = calloc(1, sizeof(struct list_reader));
-		if (!t->priv)
-			return -1;
-	}
-	return 0;
-}
-
-static void list_thread_fini(struct sk_tort_thread *t)
-{
-	if (t->role == SK_TORT_READER) {
-		free(t->priv);
-		t->priv = NULL;
-	}
+	return sk_tort_thread_priv_init(t, sizeof(struct sk_tort_updater),
+					sizeof(struct list_elem),
+					sizeof(struct list_reader));
 }
 
 /* ---- readers ------------------------------------------------------------- */
@@ -161,17 +131,10 @@ static int elem_ok(struct sk_tort_thread *t, struct list_elem *e,
 		   const char *when)
 {
 	struct sk_tort *T = t->T;
-	unsigned long magic = SK_TORT_LOAD(T, e->magic), key, check, gen;
+	unsigned long key, check, gen;
 
-	if (magic != SK_TORT_MAGIC) {
-		sk_tort_error(T, t, "element %p %s: magic %#lx%s", (void *)e,
-			      when, magic,
-			      magic == SK_TORT_POISON
-				      ? " (poisoned: freed while a reader "
-					"could reach it)"
-				      : "");
+	if (!sk_tort_magic_ok(t, "element", e, when, SK_TORT_LOAD(T, e->magic)))
 		return 0;
-	}
 	key = SK_TORT_LOAD(T, e->key);
 	gen = SK_TORT_LOAD(T, e->gen);
 	check = SK_TORT_LOAD(T, e->check);
@@ -191,15 +154,13 @@ static void list_read_one(struct sk_tort_thread *t)
 	struct list_reader *r = t->priv;
 	int nidx[SK_TORT_MAX_NEST];
 	struct list_elem *seen[8];
-	unsigned long depth, k, steps = 0, stable = 0, delay_at, nseen = 0, i;
+	unsigned long depth, steps = 0, stable = 0, delay_at, nseen = 0, i;
 	long prev = -1;
 	struct list_elem *e;
 	int idx, bad = 0;
 
 	idx = ops->readlock();
-	depth = sk_tort_below(&t->rng, T->cfg->nesting + 1);
-	for (k = 0; k < depth; k++)
-		nidx[k] = ops->readlock_nest();
+	depth = sk_tort_nest_lock(t, nidx, 0);
 	delay_at = sk_tort_below(&t->rng, LIST_KEYS / 2);
 	sk_list_for_each_entry_rcu (e, &S->head, link) {
 		unsigned long key;
@@ -247,8 +208,7 @@ static void list_read_one(struct sk_tort_thread *t)
 		ops->read_delay(&t->rng, T->cfg->sleep);
 	for (i = 0; i < nseen; i++)
 		elem_ok(t, seen[i], "at the end of the walk's section");
-	while (k-- > 0)
-		ops->readunlock_nest(nidx[k]);
+	sk_tort_nest_unlock(t, nidx, depth);
 	ops->readunlock(idx);
 	sk_tort_add(&t->st->x[LX_ELEMS_SEEN], steps);
 	sk_tort_inc(&t->st->reads);
@@ -266,92 +226,36 @@ static void list_before_qs(struct sk_tort_thread *t)
 
 /* ---- updaters ------------------------------------------------------------ */
 
-static void list_free_cb(struct sk_rcu_head *h)
-{
-	struct list_elem *e = sk_container_of(h, struct list_elem, rh);
-	struct sk_tort *T = e->T;
-
-	poison_retire(T, e);
-	sk_atomic_fetch_add_relaxed(&T->cb_invoked, 1UL);
-	sk_tort_cb_done(T);
-}
-
-/* Free the pending elements whose polled grace period is over. */
-static void reap_pending(struct sk_tort *T, struct list_updater *u)
-{
-	struct list_elem **pp = &u->pending, *e;
-
-	while ((e = *pp) != NULL) {
-		if (T->ops->poll_gp_state(e->cookie)) {
-			*pp = e->next_pending;
-			poison_retire(T, e);
-		} else {
-			pp = &e->next_pending;
-		}
-	}
-}
-
-/* Free old (unlinked by this updater) after the grace period g. */
+/* Free old (unlinked by this updater) after a grace period. */
 static void list_retire(struct sk_tort_thread *t, struct list_elem *old)
 {
 	struct sk_tort *T = t->T;
-	const struct sk_tort_ops *ops = T->ops;
-	struct list_updater *u = t->priv;
+	struct sk_tort_updater *u = t->priv;
 	int g = sk_tort_pick_gp(t), err;
 
-	old->pool = &u->pool;
-	sk_tort_inc(&t->st->gp_used[g]);
-	switch (g) {
-	case SK_TORT_GP_CB:
+	old->o.pool = &u->pool;
+	if (g == SK_TORT_GP_CB && T->ops->global_rcu &&
+	    sk_tort_one_in(&t->rng, 2)) {
+		/* Plain free() after a grace period: no poison. */
+		sk_tort_inc(&t->st->gp_used[g]);
 		sk_tort_inc(&t->st->cb_queued);
-		if (ops->global_rcu && sk_tort_one_in(&t->rng, 2)) {
-			/* Plain free() after a grace period: no poison. */
-			sk_atomic_fetch_add_relaxed(&u->pool.freed, 1UL);
-			sk_tort_inc(&t->st->x[LX_FREE_RCU]);
-			err = SK_FREE_RCU(old, rh);
-			if (err)
-				sk_tort_error(T, t, "SK_FREE_RCU: %d", err);
-			break;
-		}
-		sk_atomic_fetch_add_relaxed(&T->cb_pending, 1UL);
-		err = ops->call(&old->rh, list_free_cb);
-		if (err) {
-			sk_tort_cb_done(T);
-			sk_tort_error(T, t, "call returned %d", err);
-			ops->sync();
-			poison_retire(T, old);
-		}
-		break;
-	case SK_TORT_GP_POLL:
-		old->cookie = ops->start_gp_poll();
-		old->next_pending = u->pending;
-		u->pending = old;
-		break;
-	case SK_TORT_GP_COND:
-		old->cookie = ops->get_gp_state();
-		if (sk_tort_one_in(&t->rng, 2))
-			usleep((useconds_t)sk_tort_below(&t->rng, 100));
-		ops->cond_sync(old->cookie);
-		poison_retire(T, old);
-		break;
-	case SK_TORT_GP_EXP:
-		ops->exp_sync();
-		poison_retire(T, old);
-		break;
-	default:
-		ops->sync();
-		poison_retire(T, old);
-		break;
+		sk_atomic_fetch_add_relaxed(&u->pool.freed, 1UL);
+		sk_tort_inc(&t->st->x[LX_FREE_RCU]);
+		err = SK_FREE_RCU(&old->o, rh);
+		if (err)
+			sk_tort_error(T, t, "SK_FREE_RCU: %d", err);
+	} else {
+		sk_tort_obj_retire(t, &old->o, g, 100);
 	}
 	if (u->pending)
-		reap_pending(T, u);
+		sk_tort_reap_pending(T, u);
 }
 
 static void list_update_one(struct sk_tort_thread *t)
 {
 	struct sk_tort *T = t->T;
 	struct list_state *S = T->priv;
-	struct list_updater *u = t->priv;
+	struct sk_tort_updater *u = t->priv;
 	unsigned long key = sk_tort_below(&t->rng, LIST_KEYS);
 	struct list_elem *e, *n = NULL, *old = NULL, *pos;
 	struct sk_list_head *at;
@@ -400,23 +304,8 @@ static void list_update_one(struct sk_tort_thread *t)
 	if (old)
 		list_retire(t, old);
 	else if (u->pending)
-		reap_pending(T, u);
+		sk_tort_reap_pending(T, u);
 	sk_tort_inc(&t->st->updates);
-}
-
-static void list_update_drain(struct sk_tort_thread *t)
-{
-	struct sk_tort *T = t->T;
-	struct list_updater *u = t->priv;
-
-	while (u->pending) {
-		reap_pending(T, u);
-		if (u->pending) {
-			if (T->ops->updater_quiescent)
-				T->ops->updater_quiescent();
-			usleep(100);
-		}
-	}
 }
 
 /* ---- end of the run ------------------------------------------------------ */
@@ -424,7 +313,7 @@ static void list_update_drain(struct sk_tort_thread *t)
 static void list_finish(struct sk_tort *T)
 {
 	struct list_state *S = T->priv;
-	unsigned long n = 0, i, allocated, freed;
+	unsigned long n = 0, allocated, freed;
 	long prev = -1;
 	struct list_elem *e, *tmp;
 
@@ -453,33 +342,13 @@ static void list_finish(struct sk_tort *T)
 			      S->present);
 	/* Free the list (its elements go back to the pools they came from). */
 	sk_list_for_each_entry_safe (e, tmp, &S->head, link)
-		poison_retire(T, e);
+		poison_retire(T, &e->o);
 	sk_list_init(&S->head);
-	allocated = sk_atomic_load_relaxed(&S->pool0.allocated);
-	freed = sk_atomic_load_relaxed(&S->pool0.freed);
-	for (i = 0; i < T->nthreads; i++) {
-		struct sk_tort_thread *t = &T->threads[i];
-		struct list_updater *u = t->priv;
-
-		if (t->role != SK_TORT_UPDATER || !u)
-			continue;
-		allocated += sk_atomic_load_relaxed(&u->pool.allocated);
-		freed += sk_atomic_load_relaxed(&u->pool.freed);
-	}
+	sk_tort_pools_count(T, &S->pool0, &allocated, &freed);
 	if (allocated != freed)
 		sk_tort_error(T, NULL, "%lu elements allocated, %lu freed",
 			      allocated, freed);
-	for (i = 0; i < T->nthreads; i++) {
-		struct sk_tort_thread *t = &T->threads[i];
-		struct list_updater *u = t->priv;
-
-		if (t->role != SK_TORT_UPDATER || !u)
-			continue;
-		sk_tort_pool_destroy(&u->pool);
-		free(u);
-		t->priv = NULL;
-	}
-	sk_tort_pool_destroy(&S->pool0);
+	sk_tort_pools_destroy(T, &S->pool0);
 }
 
 static void list_report(struct sk_tort *T, FILE *f)
@@ -511,12 +380,13 @@ const struct sk_tort_scenario sk_tort_list_scenario = {
 	.name = "sk_list",
 	.setup = list_setup,
 	.thread_init = list_thread_init,
-	.thread_fini = list_thread_fini,
+	.thread_fini = sk_tort_thread_priv_fini,
 	.read_one = list_read_one,
 	.before_qs = list_before_qs,
 	.update_one = list_update_one,
-	.update_drain = list_update_drain,
+	.update_drain = sk_tort_update_drain,
 	.finish = list_finish,
 	.report = list_report,
 	.destroy = list_destroy,
+	.obj_free = poison_retire,
 };

@@ -221,21 +221,21 @@ static void qsbr_updater_stop(void)
 	qsbr_updater = 0;
 }
 
+/* Readers of qsbr and mixed: QSBR ones if reader_start() made them so. */
+#define QSBR_READER_OPS                                             \
+	.reader_pause = qsbr_reader_pause,                          \
+	.reader_resume = qsbr_reader_resume, .readlock = qsbr_lock, \
+	.readunlock = qsbr_unlock, .readlock_nest = rcu_lock,       \
+	.readunlock_nest = rcu_unlock, .quiescent = qsbr_quiescent, \
+	.read_delay = read_delay, .deref = deref_rcu
+
 const struct sk_tort_ops sk_tort_qsbr_ops = {
 	.name = "qsbr",
 	.desc = "RCU, QSBR readers (online, sk_rcu_quiescent_state)",
 	.global_rcu = 1,
 	.reader_start = qsbr_reader_start,
-	.reader_pause = qsbr_reader_pause,
-	.reader_resume = qsbr_reader_resume,
 	.reader_stop = qsbr_reader_stop,
-	.readlock = qsbr_lock,
-	.readunlock = qsbr_unlock,
-	.readlock_nest = rcu_lock,
-	.readunlock_nest = rcu_unlock,
-	.quiescent = qsbr_quiescent,
-	.read_delay = read_delay,
-	.deref = deref_rcu,
+	QSBR_READER_OPS,
 	.updater_start = qsbr_updater_start,
 	.updater_quiescent = qsbr_updater_quiescent,
 	.updater_stop = qsbr_updater_stop,
@@ -262,16 +262,8 @@ const struct sk_tort_ops sk_tort_mixed_ops = {
 	.desc = "RCU, half general and half QSBR readers",
 	.global_rcu = 1,
 	.reader_start = mixed_reader_start,
-	.reader_pause = qsbr_reader_pause,
-	.reader_resume = qsbr_reader_resume,
 	.reader_stop = mixed_reader_stop,
-	.readlock = qsbr_lock,
-	.readunlock = qsbr_unlock,
-	.readlock_nest = rcu_lock,
-	.readunlock_nest = rcu_unlock,
-	.quiescent = qsbr_quiescent,
-	.read_delay = read_delay,
-	.deref = deref_rcu,
+	QSBR_READER_OPS,
 	RCU_UPDATE_OPS,
 };
 

@@ -23,7 +23,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,7 +66,7 @@ struct pipe_state {
 
 /* Updater's state; kept until finish() (its pool holds elements). */
 struct pipe_updater {
-	struct sk_tort_pool pool;
+	struct sk_tort_pool pool;  /* first (sk_tort_thread_priv_init()) */
 	struct pipe_elem *removed; /* removed, aged by its grace periods */
 };
 
@@ -114,29 +113,9 @@ static int pipe_setup(struct sk_tort *T)
 
 static int pipe_thread_init(struct sk_tort_thread *t)
 {
-	if (t->role == SK_TORT_UPDATER) {
-		struct pipe_updater *u = calloc(1, sizeof(*u));
-
-		if (!u)
-			return -1;
-		sk_tort_pool_init(&u->pool, sizeof(struct pipe_elem),
-				  t->T->ops->busted);
-		t->priv = u;
-	} else if (t->role == SK_TORT_READER) {
-		t->priv = calloc(1, sizeof(struct pipe_reader));
-		if (!t->priv)
-			return -1;
-	}
-	return 0;
-}
-
-static void pipe_thread_fini(struct sk_tort_thread *t)
-{
-	/* Updaters' state stays for finish(). */
-	if (t->role == SK_TORT_READER) {
-		free(t->priv);
-		t->priv = NULL;
-	}
+	return sk_tort_thread_priv_init(t, sizeof(struct pipe_updater),
+					sizeof(struct pipe_elem),
+					sizeof(struct pipe_reader));
 }
 
 /* ---- checks -------------------------------------------------------------- */
@@ -260,7 +239,7 @@ static void pipe_read_one(struct sk_tort_thread *t)
 	struct pipe_state *S = T->priv;
 	struct pipe_reader *r = t->priv;
 	int nidx[SK_TORT_MAX_NEST];
-	unsigned long pipe0, pipe1, seq0, batch, depth, k;
+	unsigned long pipe0, pipe1, seq0, batch, depth;
 	struct pipe_elem *p;
 	int idx, live;
 
@@ -274,15 +253,9 @@ static void pipe_read_one(struct sk_tort_thread *t)
 	pipe0 = sk_atomic_load_relaxed(&p->pipe);
 	seq0 = ops->gp_seq();
 	live = check_elem(t, p, "at the start of a section");
-	depth = sk_tort_below(&t->rng, T->cfg->nesting + 1);
-	for (k = 0; k < depth; k++) {
-		nidx[k] = ops->readlock_nest();
-		if (sk_tort_one_in(&t->rng, 4))
-			sk_tort_spin(&t->rng, 20);
-	}
+	depth = sk_tort_nest_lock(t, nidx, 1);
 	ops->read_delay(&t->rng, T->cfg->sleep);
-	while (k-- > 0)
-		ops->readunlock_nest(nidx[k]);
+	sk_tort_nest_unlock(t, nidx, depth);
 	pipe1 = sk_atomic_load_relaxed(&p->pipe);
 	if (live)
 		live = check_elem(t, p, "at the end of a section");
@@ -398,7 +371,7 @@ static void pipe_update_one(struct sk_tort_thread *t)
 	struct pipe_state *S = T->priv;
 	struct pipe_updater *u = t->priv;
 	struct pipe_elem *e, *old;
-	unsigned long cookie, seq;
+	unsigned long seq;
 	unsigned int i;
 	int g, err;
 
@@ -431,57 +404,22 @@ static void pipe_update_one(struct sk_tort_thread *t)
 
 	g = sk_tort_pick_gp(t);
 	sk_tort_inc(&t->st->gp_used[g]);
-	switch (g) {
-	case SK_TORT_GP_CB:
+	if (g == SK_TORT_GP_CB) {
 		sk_atomic_fetch_add_relaxed(&T->cb_pending, 1UL);
 		sk_tort_inc(&t->st->cb_queued);
 		err = ops->call(&old->rh, pipe_cb);
-		if (!err)
-			break;
-		sk_tort_cb_done(T);
-		sk_tort_error(T, t, "call returned %d", err);
-		/* Age it synchronously instead. */
-		old->next_removed = u->removed;
-		u->removed = old;
-		ops->sync();
-		age_removed(T, u);
-		break;
-	case SK_TORT_GP_POLL:
-		cookie = ops->start_gp_poll();
-		old->next_removed = u->removed;
-		u->removed = old;
-		while (!ops->poll_gp_state(cookie)) {
-			if (ops->updater_quiescent)
-				ops->updater_quiescent();
-			if (sk_tort_one_in(&t->rng, 2))
-				sched_yield();
-			else
-				usleep((useconds_t)sk_tort_below(&t->rng, 50));
+		if (err) {
+			sk_tort_cb_done(T);
+			sk_tort_error(T, t, "call returned %d", err);
+			/* Age it synchronously instead. */
+			g = SK_TORT_GP_SYNC;
 		}
-		age_removed(T, u);
-		break;
-	case SK_TORT_GP_COND:
-		cookie = ops->get_gp_state();
+	}
+	if (g != SK_TORT_GP_CB) {
 		old->next_removed = u->removed;
 		u->removed = old;
-		/* Sometimes let a grace period go by before asking. */
-		if (sk_tort_one_in(&t->rng, 2))
-			usleep((useconds_t)sk_tort_below(&t->rng, 200));
-		ops->cond_sync(cookie);
+		sk_tort_wait_gp(t, g, 200);
 		age_removed(T, u);
-		break;
-	case SK_TORT_GP_EXP:
-		old->next_removed = u->removed;
-		u->removed = old;
-		ops->exp_sync();
-		age_removed(T, u);
-		break;
-	default:
-		old->next_removed = u->removed;
-		u->removed = old;
-		ops->sync();
-		age_removed(T, u);
-		break;
 	}
 	sk_tort_inc(&t->st->updates);
 }
@@ -497,8 +435,6 @@ static void pipe_finish(struct sk_tort *T)
 	/* Every reader is gone: the removed elements may go at once. */
 	if (T->ops->sync)
 		T->ops->sync();
-	allocated = sk_atomic_load_relaxed(&S->pool0.allocated);
-	freed = 0;
 	for (i = 0; i < T->nthreads; i++) {
 		struct sk_tort_thread *t = &T->threads[i];
 		struct pipe_updater *u = t->priv;
@@ -514,32 +450,13 @@ static void pipe_finish(struct sk_tort *T)
 	S->current = NULL;
 	if (e)
 		retire(T, e); /* to the pool it came from */
-	freed += sk_atomic_load_relaxed(&S->pool0.freed);
-	for (i = 0; i < T->nthreads; i++) {
-		struct sk_tort_thread *t = &T->threads[i];
-		struct pipe_updater *u = t->priv;
-
-		if (t->role != SK_TORT_UPDATER || !u)
-			continue;
-		allocated += sk_atomic_load_relaxed(&u->pool.allocated);
-		freed += sk_atomic_load_relaxed(&u->pool.freed);
-	}
+	sk_tort_pools_count(T, &S->pool0, &allocated, &freed);
 	if (allocated != freed)
 		sk_tort_error(T, NULL,
 			      "%lu elements allocated, %lu freed: %ld lost "
 			      "(a callback never ran?)",
 			      allocated, freed, (long)(allocated - freed));
-	for (i = 0; i < T->nthreads; i++) {
-		struct sk_tort_thread *t = &T->threads[i];
-		struct pipe_updater *u = t->priv;
-
-		if (t->role != SK_TORT_UPDATER || !u)
-			continue;
-		sk_tort_pool_destroy(&u->pool);
-		free(u);
-		t->priv = NULL;
-	}
-	sk_tort_pool_destroy(&S->pool0);
+	sk_tort_pools_destroy(T, &S->pool0);
 }
 
 static void pipe_report(struct sk_tort *T, FILE *f)
@@ -580,7 +497,7 @@ const struct sk_tort_scenario sk_tort_pipe_scenario = {
 	.name = "pipe test",
 	.setup = pipe_setup,
 	.thread_init = pipe_thread_init,
-	.thread_fini = pipe_thread_fini,
+	.thread_fini = sk_tort_thread_priv_fini,
 	.read_one = pipe_read_one,
 	.before_qs = pipe_before_qs,
 	.update_one = pipe_update_one,

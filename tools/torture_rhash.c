@@ -41,16 +41,12 @@
 #define RH_BIG_LOG 14
 #define RH_BIG_LOGS 3
 struct rh_obj {
+	struct sk_tort_obj o; /* first: freed after a grace period */
 	struct sk_rhash_node node;
 	unsigned long key;
 	unsigned long magic;
 	unsigned long gen;
 	unsigned long check; /* rh_check(key, gen) */
-	struct sk_rcu_head rh;
-	struct sk_tort *T;
-	struct sk_tort_pool *pool;
-	struct rh_obj *next_pending;
-	unsigned long cookie;
 };
 
 struct rh_state {
@@ -65,10 +61,9 @@ struct rh_state {
 };
 
 struct rh_updater {
-	struct sk_tort_pool pool;
+	struct sk_tort_updater up;    /* first: pool, polled frees */
 	unsigned long base;	      /* first key it owns */
 	struct rh_obj *model[RH_VOL]; /* object of each key, or NULL */
-	struct rh_obj *pending;	      /* polled frees */
 };
 
 struct rh_reader {
@@ -116,13 +111,10 @@ static void *rh_alloc(size_t size)
 static struct rh_obj *new_obj(struct sk_tort *T, struct sk_tort_pool *pool,
 			      unsigned long key, unsigned long gen)
 {
-	struct rh_obj *o = sk_tort_pool_alloc(pool);
+	struct rh_obj *o = sk_tort_obj_alloc(T, pool);
 
 	if (!o)
 		return NULL;
-	o->T = T;
-	o->pool = pool;
-	o->next_pending = NULL;
 	SK_TORT_STORE(T, o->key, key);
 	SK_TORT_STORE(T, o->gen, gen);
 	SK_TORT_STORE(T, o->check, rh_check(key, gen));
@@ -130,11 +122,13 @@ static struct rh_obj *new_obj(struct sk_tort *T, struct sk_tort_pool *pool,
 	return o;
 }
 
-static void poison_retire(struct sk_tort *T, struct rh_obj *o)
+static void poison_retire(struct sk_tort *T, struct sk_tort_obj *head)
 {
+	struct rh_obj *o = (struct rh_obj *)head;
+
 	SK_TORT_STORE(T, o->magic, SK_TORT_POISON);
 	SK_TORT_STORE(T, o->check, SK_TORT_POISON);
-	sk_tort_pool_retire(o->pool, o);
+	sk_tort_pool_retire(head->pool, o);
 }
 
 static int rh_setup(struct sk_tort *T)
@@ -188,29 +182,17 @@ static int rh_setup(struct sk_tort *T)
 
 static int rh_thread_init(struct sk_tort_thread *t)
 {
-	if (t->role == SK_TORT_UPDATER) {
-		struct rh_updater *u = calloc(1, sizeof(*u));
+	struct rh_updater *u;
 
-		if (!u)
-			return -1;
-		sk_tort_pool_init(&u->pool, sizeof(struct rh_obj),
-				  t->T->ops->busted);
+	if (sk_tort_thread_priv_init(t, sizeof(struct rh_updater),
+				     sizeof(struct rh_obj),
+				     sizeof(struct rh_reader)) != 0)
+		return -1;
+	if (t->role == SK_TORT_UPDATER) {
+		u = t->priv;
 		u->base = RH_STABLE + t->index * RH_VOL;
-		t->priv = u;
-	} else if (t->role == SK_TORT_READER) {
-		t->priv = calloc(1, sizeof(struct rh_reader));
-		if (!t->priv)
-			return -1;
 	}
 	return 0;
-}
-
-static void rh_thread_fini(struct sk_tort_thread *t)
-{
-	if (t->role == SK_TORT_READER) {
-		free(t->priv);
-		t->priv = NULL;
-	}
 }
 
 /* ---- readers ------------------------------------------------------------- */
@@ -219,17 +201,10 @@ static int obj_ok(struct sk_tort_thread *t, struct rh_obj *o,
 		  unsigned long want_key, const char *when)
 {
 	struct sk_tort *T = t->T;
-	unsigned long magic = SK_TORT_LOAD(T, o->magic), key, gen, check;
+	unsigned long key, gen, check;
 
-	if (magic != SK_TORT_MAGIC) {
-		sk_tort_error(T, t, "object %p %s: magic %#lx%s", (void *)o,
-			      when, magic,
-			      magic == SK_TORT_POISON
-				      ? " (poisoned: freed while a reader "
-					"could reach it)"
-				      : "");
+	if (!sk_tort_magic_ok(t, "object", o, when, SK_TORT_LOAD(T, o->magic)))
 		return 0;
-	}
 	key = SK_TORT_LOAD(T, o->key);
 	gen = SK_TORT_LOAD(T, o->gen);
 	check = SK_TORT_LOAD(T, o->check);
@@ -306,14 +281,12 @@ static void rh_read_one(struct sk_tort_thread *t)
 	int nidx[SK_TORT_MAX_NEST];
 	struct rh_obj *found[8];
 	unsigned long fkey[8];
-	unsigned long depth, k, n, i, nf = 0, key;
+	unsigned long depth, n, i, nf = 0, key;
 	struct rh_obj *o;
 	int idx;
 
 	idx = ops->readlock();
-	depth = sk_tort_below(&t->rng, T->cfg->nesting + 1);
-	for (k = 0; k < depth; k++)
-		nidx[k] = ops->readlock_nest();
+	depth = sk_tort_nest_lock(t, nidx, 0);
 	n = 1 + sk_tort_below(&t->rng, 8);
 	for (i = 0; i < n; i++) {
 		int stable = sk_tort_one_in(&t->rng, 2);
@@ -345,8 +318,7 @@ static void rh_read_one(struct sk_tort_thread *t)
 	ops->read_delay(&t->rng, T->cfg->sleep);
 	for (i = 0; i < nf; i++)
 		obj_ok(t, found[i], fkey[i], "at the end of the section");
-	while (k-- > 0)
-		ops->readunlock_nest(nidx[k]);
+	sk_tort_nest_unlock(t, nidx, depth);
 	ops->readunlock(idx);
 	sk_tort_inc(&t->st->reads);
 }
@@ -363,68 +335,34 @@ static void rh_before_qs(struct sk_tort_thread *t)
 
 /* ---- updaters ------------------------------------------------------------ */
 
-static void rh_free_cb(struct sk_rcu_head *h)
-{
-	struct rh_obj *o = sk_container_of(h, struct rh_obj, rh);
-	struct sk_tort *T = o->T;
-
-	poison_retire(T, o);
-	sk_atomic_fetch_add_relaxed(&T->cb_invoked, 1UL);
-	sk_tort_cb_done(T);
-}
-
-static void reap_pending(struct sk_tort *T, struct rh_updater *u)
-{
-	struct rh_obj **pp = &u->pending, *o;
-
-	while ((o = *pp) != NULL) {
-		if (T->ops->poll_gp_state(o->cookie)) {
-			*pp = o->next_pending;
-			poison_retire(T, o);
-		} else {
-			pp = &o->next_pending;
-		}
-	}
-}
-
+/* Free old (unlinked by this updater) after a grace period. */
 static void rh_retire(struct sk_tort_thread *t, struct rh_obj *old)
 {
-	struct sk_tort *T = t->T;
-	const struct sk_tort_ops *ops = T->ops;
-	struct rh_updater *u = t->priv;
-	int g = sk_tort_pick_gp(t), err;
+	sk_tort_obj_retire(t, &old->o, sk_tort_pick_gp(t), 0);
+}
 
-	sk_tort_inc(&t->st->gp_used[g]);
-	switch (g) {
-	case SK_TORT_GP_CB:
-		sk_tort_inc(&t->st->cb_queued);
-		sk_atomic_fetch_add_relaxed(&T->cb_pending, 1UL);
-		err = ops->call(&old->rh, rh_free_cb);
-		if (err) {
-			sk_tort_cb_done(T);
-			sk_tort_error(T, t, "call returned %d", err);
-			ops->sync();
-			poison_retire(T, old);
-		}
-		break;
-	case SK_TORT_GP_POLL:
-		old->cookie = ops->start_gp_poll();
-		old->next_pending = u->pending;
-		u->pending = old;
-		break;
-	case SK_TORT_GP_COND:
-		old->cookie = ops->get_gp_state();
-		ops->cond_sync(old->cookie);
-		poison_retire(T, old);
-		break;
-	case SK_TORT_GP_EXP:
-		ops->exp_sync();
-		poison_retire(T, old);
-		break;
-	default:
-		ops->sync();
-		poison_retire(T, old);
-		break;
+/*
+ * Insert n, whose key (a which key) is present: insert_unique must fail
+ * with -EEXIST.  n is freed either way.
+ */
+static void rh_insert_dup(struct sk_tort_thread *t, struct rh_obj *n,
+			  unsigned long key, const char *which)
+{
+	struct rh_state *S = t->T->priv;
+	struct rh_updater *u = t->priv;
+	int r = sk_rhash_insert_unique(&S->ht, &n->node);
+
+	if (r != -EEXIST)
+		sk_tort_error(t->T, t,
+			      "insert_unique of %s key %lu returned %d, not "
+			      "-EEXIST",
+			      which, key, r);
+	if (r == 0) {
+		/* Undo, so that the final check holds. */
+		sk_rhash_remove(&S->ht, &n->node);
+		rh_retire(t, n);
+	} else {
+		sk_tort_pool_retire(&u->up.pool, n);
 	}
 }
 
@@ -437,31 +375,18 @@ static void rh_update_one(struct sk_tort_thread *t)
 	struct rh_obj *e = u->model[i], *n, *o;
 	int r;
 
-	if (u->pending)
-		reap_pending(T, u);
+	if (u->up.pending)
+		sk_tort_reap_pending(T, &u->up);
 	if (sk_tort_one_in(&t->rng, 64)) {
 		/* A stable key is present: a unique insert must fail. */
 		unsigned long sk = sk_tort_below(&t->rng, RH_STABLE);
 
-		n = new_obj(T, &u->pool, sk, 1);
-		if (n) {
-			r = sk_rhash_insert_unique(&S->ht, &n->node);
-			if (r != -EEXIST)
-				sk_tort_error(T, t,
-					      "insert_unique of stable key "
-					      "%lu returned %d, not -EEXIST",
-					      sk, r);
-			if (r == 0) {
-				/* Undo, so that the final check holds. */
-				sk_rhash_remove(&S->ht, &n->node);
-				rh_retire(t, n);
-			} else {
-				sk_tort_pool_retire(&u->pool, n);
-			}
-		}
+		n = new_obj(T, &u->up.pool, sk, 1);
+		if (n)
+			rh_insert_dup(t, n, sk, "stable");
 	}
 	if (!e) {
-		n = new_obj(T, &u->pool, key, sk_tort_rand(&t->rng) >> 8);
+		n = new_obj(T, &u->up.pool, key, sk_tort_rand(&t->rng) >> 8);
 		if (!n)
 			goto nomem;
 		r = sk_tort_one_in(&t->rng, 2)
@@ -471,7 +396,7 @@ static void rh_update_one(struct sk_tort_thread *t)
 			sk_tort_error(T, t,
 				      "insert of absent key %lu returned %d",
 				      key, r);
-			sk_tort_pool_retire(&u->pool, n);
+			sk_tort_pool_retire(&u->up.pool, n);
 		} else {
 			u->model[i] = n;
 			sk_tort_inc(&t->st->x[RX_INSERTS]);
@@ -491,7 +416,7 @@ static void rh_update_one(struct sk_tort_thread *t)
 			sk_tort_inc(&t->st->x[RX_REMOVES]);
 			break;
 		case 1:
-			n = new_obj(T, &u->pool, key,
+			n = new_obj(T, &u->up.pool, key,
 				    sk_tort_rand(&t->rng) >> 8);
 			if (!n)
 				goto nomem;
@@ -500,7 +425,7 @@ static void rh_update_one(struct sk_tort_thread *t)
 				sk_tort_error(T, t,
 					      "replace of key %lu returned %d",
 					      key, r);
-				sk_tort_pool_retire(&u->pool, n);
+				sk_tort_pool_retire(&u->up.pool, n);
 				break;
 			}
 			u->model[i] = n;
@@ -508,21 +433,10 @@ static void rh_update_one(struct sk_tort_thread *t)
 			sk_tort_inc(&t->st->x[RX_REPLACES]);
 			break;
 		case 2:
-			n = new_obj(T, &u->pool, key, 7);
+			n = new_obj(T, &u->up.pool, key, 7);
 			if (!n)
 				goto nomem;
-			r = sk_rhash_insert_unique(&S->ht, &n->node);
-			if (r != -EEXIST)
-				sk_tort_error(T, t,
-					      "insert_unique of present key "
-					      "%lu returned %d, not -EEXIST",
-					      key, r);
-			if (r == 0) {
-				sk_rhash_remove(&S->ht, &n->node);
-				rh_retire(t, n);
-			} else {
-				sk_tort_pool_retire(&u->pool, n);
-			}
+			rh_insert_dup(t, n, key, "present");
 			break;
 		default:
 			/* Only this thread changes the key: exact answer. */
@@ -542,17 +456,6 @@ static void rh_update_one(struct sk_tort_thread *t)
 nomem:
 	sk_tort_error(T, t, "out of memory");
 	usleep(1000);
-}
-
-static void rh_update_drain(struct sk_tort_thread *t)
-{
-	struct rh_updater *u = t->priv;
-
-	while (u->pending) {
-		reap_pending(t->T, u);
-		if (u->pending)
-			usleep(100);
-	}
 }
 
 /* ---- resizer ------------------------------------------------------------- */
@@ -661,31 +564,11 @@ static void rh_finish(struct sk_tort *T)
 			      expect);
 	free(seen);
 	sk_rhash_destroy(&S->ht, free_obj, T);
-	allocated = sk_atomic_load_relaxed(&S->pool0.allocated);
-	freed = sk_atomic_load_relaxed(&S->pool0.freed);
-	for (i = 0; i < T->nthreads; i++) {
-		struct sk_tort_thread *t = &T->threads[i];
-		struct rh_updater *u = t->priv;
-
-		if (t->role != SK_TORT_UPDATER || !u)
-			continue;
-		allocated += sk_atomic_load_relaxed(&u->pool.allocated);
-		freed += sk_atomic_load_relaxed(&u->pool.freed);
-	}
+	sk_tort_pools_count(T, &S->pool0, &allocated, &freed);
 	if (allocated != freed)
 		sk_tort_error(T, NULL, "%lu objects allocated, %lu freed",
 			      allocated, freed);
-	for (i = 0; i < T->nthreads; i++) {
-		struct sk_tort_thread *t = &T->threads[i];
-		struct rh_updater *u = t->priv;
-
-		if (t->role != SK_TORT_UPDATER || !u)
-			continue;
-		sk_tort_pool_destroy(&u->pool);
-		free(u);
-		t->priv = NULL;
-	}
-	sk_tort_pool_destroy(&S->pool0);
+	sk_tort_pools_destroy(T, &S->pool0);
 	/* Kept for the report: */
 	S->nkeys = expect;
 }
@@ -731,11 +614,11 @@ const struct sk_tort_scenario sk_tort_rhash_scenario = {
 	.plain_updaters = 1,
 	.setup = rh_setup,
 	.thread_init = rh_thread_init,
-	.thread_fini = rh_thread_fini,
+	.thread_fini = sk_tort_thread_priv_fini,
 	.read_one = rh_read_one,
 	.before_qs = rh_before_qs,
 	.update_one = rh_update_one,
-	.update_drain = rh_update_drain,
+	.update_drain = sk_tort_update_drain,
 	.nextra = rh_nextra,
 	.extra_one = rh_extra_one,
 	.extra_drain = NULL,
@@ -743,4 +626,5 @@ const struct sk_tort_scenario sk_tort_rhash_scenario = {
 	.report = rh_report,
 	.progress = rh_progress,
 	.destroy = rh_destroy,
+	.obj_free = poison_retire,
 };
