@@ -666,14 +666,8 @@ static void resize_inside_read_section_dies(void)
  * after free: counted, then the mapping is made readable again so that
  * the victim runs on (reading the old contents, as it would with glibc).
  */
-#define MAX_MAPS 64
+#include "sk_test_maps.h"
 
-static struct map {
-	char *p;
-	size_t len;
-	int freed;
-} maps[MAX_MAPS];
-static int nmaps;
 static int armed = -1;		/* map whose next touch pauses the toucher */
 static int paused, release_victim; /* handshake with the handler */
 static int paused_in_section;	/* the victim was inside a read section */
@@ -681,47 +675,13 @@ static int victim_done;
 static int uaf_faults;		/* touches of freed mappings */
 static int unexpected_faults;
 
-static void *map_alloc(size_t size)
-{
-	size_t len = (size + 4095) & ~(size_t)4095;
-	void *p;
-
-	if (nmaps == MAX_MAPS)
-		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		 -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	maps[nmaps].p = (char *)p;
-	maps[nmaps].len = len;
-	maps[nmaps].freed = 0;
-	__atomic_fetch_add(&nmaps, 1, __ATOMIC_RELEASE);
-	return p;
-}
-
-static void map_free(void *p)
-{
-	int i;
-
-	for (i = 0; i < nmaps; i++)
-		if (maps[i].p == p && !maps[i].freed) {
-			__atomic_store_n(&maps[i].freed, 1, __ATOMIC_RELEASE);
-			mprotect(p, maps[i].len, PROT_NONE);
-			return;
-		}
-	abort();
-}
-
 static void segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	char *a = (char *)si->si_addr;
-	int i, n = __atomic_load_n(&nmaps, __ATOMIC_ACQUIRE), e = errno;
+	int i = map_find(a), e = errno;
 
 	(void)uc;
-	for (i = 0; i < n; i++)
-		if (a >= maps[i].p && a < maps[i].p + maps[i].len)
-			break;
-	if (i == n) {
+	if (i < 0) {
 		signal(sig, SIG_DFL); /* a real crash: let it happen */
 		return;
 	}
