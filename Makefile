@@ -51,6 +51,7 @@ bench:
 	$(call configure,$(BUILD),-DCMAKE_BUILD_TYPE=RelWithDebInfo)
 	@mkdir -p results
 	$(BUILD)/tools/scalekit bench --csv results/bench.csv $(BENCH_ARGS)
+	@scripts/plot.sh results/bench.csv results
 
 torture: build
 	cd $(BUILD) && SK_TORTURE_LONG=1 $(CTEST) --output-on-failure -L torture-long --timeout 7200
