@@ -14,25 +14,9 @@
 #   SK_STDOUT    a regular expression stdout must match (optional)
 
 if(CMAKE_SCRIPT_MODE_FILE)
+  include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_cli_check.cmake)
   string(REPLACE "|" ";" args "${SK_ARGS}")
-  execute_process(COMMAND ${SK_CMD} ${args}
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  set(fail "")
-  if(NOT "${rc}" STREQUAL "${SK_RC}")
-    string(APPEND fail "exit status ${rc}, expected ${SK_RC}\n")
-  endif()
-  if(DEFINED SK_STDERR AND NOT err MATCHES "${SK_STDERR}")
-    string(APPEND fail "stderr does not match '${SK_STDERR}'\n")
-  endif()
-  if(DEFINED SK_STDOUT AND NOT out MATCHES "${SK_STDOUT}")
-    string(APPEND fail "stdout does not match '${SK_STDOUT}'\n")
-  endif()
-  list(JOIN args " " shown)
-  if(fail)
-    message(FATAL_ERROR "${SK_CMD} ${shown}:\n${fail}"
-      "--- stdout:\n${out}\n--- stderr:\n${err}")
-  endif()
-  message(STATUS "${SK_CMD} ${shown}: exit status ${rc} as expected")
+  sk_cli_check("${args}" OFF)
   return()
 endif()
 
