@@ -83,6 +83,7 @@ static void *list_reader(void *arg)
 	while (!__atomic_load_n(t->go, __ATOMIC_ACQUIRE))
 		;
 	t0 = sk_bench_now_ns();
+	/* Relaxed: stop only ends the loop; join orders the results. */
 	while (!__atomic_load_n(t->stop, __ATOMIC_RELAXED)) {
 		int i;
 
@@ -134,6 +135,7 @@ static double run_readers(enum list_impl impl, int nthreads, uint64_t run_ns,
 	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
 	if (!*err)
 		sk_bench_sleep_ns(run_ns);
+	/* Relaxed: pairs with nothing, pthread_join() orders the results. */
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < created; i++) {
 		pthread_join(t[i].tid, NULL);

@@ -623,8 +623,10 @@ void sk__rcu_wait(unsigned long target, int expedited)
 	}
 	while (!sk__rcu_done(target)) {
 		if (pthread_mutex_trylock(&rcu.gp_lock) == 0) {
+			/* seq_cst: read by W2 after waiters and done_seq. */
 			__atomic_store_n(&rcu.leading, 1, __ATOMIC_SEQ_CST);
 			lead(target, expedited);
+			/* seq_cst: cleared before W1's bump (pairs with W2). */
 			__atomic_store_n(&rcu.leading, 0, __ATOMIC_SEQ_CST);
 			pthread_mutex_unlock(&rcu.gp_lock);
 			/*
