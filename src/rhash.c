@@ -108,16 +108,9 @@ static inline uint64_t mix64(uint64_t x)
 	return x;
 }
 
-/* sk_rhash_hash() of an 8-byte key, inlined for the lookup fast path. */
-static inline unsigned long hash_u64(uint64_t w, unsigned long seed)
-{
-	uint64_t h = seed ^ (8 * 0x9e3779b97f4a7c15ULL);
-
-	h = mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
-	return (unsigned long)mix64(h);
-}
-
-unsigned long sk_rhash_hash(const void *key, size_t len, unsigned long seed)
+/* sk_rhash_hash(), inlined where len is a constant. */
+static inline unsigned long hash_bytes(const void *key, size_t len,
+				       unsigned long seed)
 {
 	const unsigned char *p = key;
 	uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ULL), w;
@@ -134,6 +127,17 @@ unsigned long sk_rhash_hash(const void *key, size_t len, unsigned long seed)
 		h = mix64(h ^ w);
 	}
 	return (unsigned long)mix64(h);
+}
+
+/* sk_rhash_hash() of an 8-byte key already loaded (lookup fast path). */
+static inline unsigned long hash_u64(uint64_t w, unsigned long seed)
+{
+	return hash_bytes(&w, sizeof(w), seed);
+}
+
+unsigned long sk_rhash_hash(const void *key, size_t len, unsigned long seed)
+{
+	return hash_bytes(key, len, seed);
 }
 
 static inline void *obj_of(struct sk_rhash *ht, struct sk_rhash_node *n)
