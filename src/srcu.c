@@ -36,12 +36,11 @@
  *   B (reader, light, after lock[i]++)  - pairs with D: if the lock sum
  *       missed the increment, the section's loads come after D and see
  *       every update made before the grace period started.
- *   C (reader, light, before unlock++)  - pairs with D: a counted unlock
- *       means the section's accesses are done (and its lock is counted,
- *       as the lock sum is read after D).
- *   C2 (reader, light) / W (updater, heavy after waiters = 1) - store
- *       buffering: either the updater sees the unlock, or the reader sees
- *       waiters and wakes it.
+ *   C (reader, unlock[i] stored with release; remote ends a seq_cst
+ *       RMW) - pairs with D: a counted unlock means the section's
+ *       accesses are done (and its lock is counted, as the lock sum is
+ *       read after D).  No fence: nothing after the unlock needs
+ *       ordering, as readers never wake updaters (they poll).
  *   N (reader, nchunks raised before the release CAS that publishes a
  *       chunk) - pairs with the acquire of dir[k] by every user of the
  *       chunk and with the scans' acquire of nchunks after D: a lock
@@ -67,9 +66,19 @@
  *
  * The worker thread runs callbacks and polled grace periods for every
  * domain without blocking on any one of them: it advances each domain's
- * state machine as far as the readers allow and moves on; the readers of
- * a domain it waits for wake it through d->waiters, and a thread that
- * held a domain's gp_mutex while the worker wanted it kicks it after.
+ * state machine as far as the readers allow and moves on.  Readers never
+ * wake anyone (their fast paths would pay a fence and a load for it):
+ * updaters and the worker waiting for readers poll, with naps that double
+ * from SRCU_NAP_MIN_NS to SRCU_NAP_MAX_NS, so a grace period ends at most
+ * about as late again after the last reader left as it had already
+ * waited (capped at SRCU_NAP_MAX_NS).  A thread that held a domain's
+ * gp_mutex while the worker wanted it kicks the worker after.
+ *
+ * Unbalanced unlocks: the unlock fast path compares the ends of the
+ * locker's sections (its own and those others ended for it) with its
+ * starts; as a second line, the heavy check of a grace period aborts on
+ * more ends than starts on an index, which correct use cannot show after
+ * D.
  */
 #define _GNU_SOURCE
 #include "scalekit/srcu.h"
@@ -99,8 +108,13 @@
 /* Drain checks (each cheap; a heavy fence only to confirm) before
  * sleeping or yielding. */
 #define SRCU_SPIN_CHECKS 8
-/* Yields of an expedited worker drain before it falls back to waiters. */
+/* Yields of an expedited worker drain before it comes back later. */
 #define SRCU_NONBLOCK_YIELDS 16
+/* Yields of sk_synchronize_srcu_expedited() before it naps as well. */
+#define SRCU_EXPEDITE_YIELDS 256
+/* Naps while readers hold a grace period: doubling between these. */
+#define SRCU_NAP_MIN_NS 20000ULL
+#define SRCU_NAP_MAX_NS 1000000ULL
 
 /* Backlog (callbacks of a domain) beyond which the worker expedites. */
 #define SRCU_CB_BACKLOG_EXPEDITE 10000UL
@@ -410,6 +424,15 @@ static void __attribute__((noreturn)) die_unbalanced(struct sk_srcu *d,
 		(void *)d, idx);
 }
 
+static void __attribute__((noreturn)) die_unbalanced_gp(struct sk_srcu *d,
+							int bit)
+{
+	sk__die("unbalanced sk_srcu_read_unlock() on domain %p, found by a "
+		"grace period: index %d was ended more often than it was "
+		"entered",
+		(void *)d, bit);
+}
+
 static void __attribute__((noreturn)) die_bogus(struct sk_srcu *d, int idx)
 {
 	sk__die("sk_srcu_read_unlock(): index %d was not returned by "
@@ -449,7 +472,8 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 		if (u + sk_atomic_load_relaxed(&s->remote[bit]) >=
 		    sk_atomic_load_relaxed(&s->lock[bit]))
 			die_unbalanced(d, idx);
-		sk_atomic_store_relaxed(&s->unlock[bit], u + 1);
+		/* C: release, as in the fast path; pairs with D. */
+		sk_atomic_store_release(&s->unlock[bit], u + 1);
 		sk_srcu__tls.ent[SK_SRCU__WAY(d)].slot = s;
 		sk_srcu__tls.ent[SK_SRCU__WAY(d)].gen = domain_gen(d);
 		return;
@@ -551,6 +575,13 @@ static int drained_mask(struct sk_srcu *d, int heavy)
 	sums(d, 0, l);
 	if (heavy && u[0] == l[0] && u[1] == l[1])
 		SK_TSAN_ACQUIRE(d); /* readers' accesses before (D + C) */
+	/*
+	 * After D every counted end has its start counted (C/D; a hand-off
+	 * orders the start before the remote end): more ends than starts is
+	 * an unbalanced unlock (one that slipped past the unlock's check).
+	 */
+	if (heavy && ((long)(u[0] - l[0]) > 0 || (long)(u[1] - l[1]) > 0))
+		die_unbalanced_gp(d, (long)(u[0] - l[0]) > 0 ? 0 : 1);
 	return (u[0] == l[0]) | (u[1] == l[1]) << 1;
 }
 
@@ -655,34 +686,48 @@ static int gp_first_check(struct sk_srcu *d)
 	return mask;
 }
 
-/* Wait until index bit is drained.  Returns 0 only for nonblocking modes. */
+static void nap(uint64_t ns)
+{
+	struct timespec ts = { 0, (long)ns };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Wait until index bit is drained: check (spinning, then yielding when
+ * expedited), then nap with doubling naps.  Returns 0 only for the
+ * nonblocking modes, which give up instead of napping (the worker comes
+ * back later).
+ */
 static int drain(struct sk_srcu *d, int bit, int mode)
 {
+	uint64_t ns = SRCU_NAP_MIN_NS;
 	int tries;
 
 	for (tries = 0;; tries++) {
-		if (tries ? readers_gone_retry(d, bit) : readers_gone(d, bit))
+		/*
+		 * Estimate first, even on the first try: right after a flip
+		 * a busy reader is often inside a section of the old index,
+		 * and the heavy fence is worth paying only once it left.
+		 */
+		if (readers_gone_retry(d, bit))
 			return 1;
 		if (tries < SRCU_SPIN_CHECKS) {
 			sk_cpu_relax();
 			continue;
 		}
-		if (mode == DRAIN_EXPEDITE ||
+		if ((mode == DRAIN_EXPEDITE &&
+		     tries < SRCU_SPIN_CHECKS + SRCU_EXPEDITE_YIELDS) ||
 		    (mode == DRAIN_NONBLOCK_EXP &&
 		     tries < SRCU_SPIN_CHECKS + SRCU_NONBLOCK_YIELDS)) {
 			sched_yield();
 			continue;
 		}
-		sk_atomic_xchg(&d->waiters, 1);
-		/* W: waiters = 1 before the sums; pairs with C2. */
-		sk_fence_heavy();
-		if (readers_gone(d, bit)) {
-			sk_atomic_store_relaxed(&d->waiters, 0);
-			return 1;
-		}
 		if (mode == DRAIN_NONBLOCK || mode == DRAIN_NONBLOCK_EXP)
-			return 0; /* waiters stays set: a reader pokes the worker */
-		sk__futex_wait(&d->waiters, 1);
+			return 0;
+		nap(ns);
+		if (ns < SRCU_NAP_MAX_NS)
+			ns *= 2;
 	}
 }
 
@@ -832,14 +877,6 @@ static void worker_kick(void)
 		sk__futex_wake(&srcu.poke, 1);
 }
 
-void sk_srcu__wake(struct sk_srcu *d)
-{
-	if (sk_atomic_xchg(&d->waiters, 0)) {
-		sk__futex_wake(&d->waiters, 0x7fffffff);
-		worker_poke();
-	}
-}
-
 static int poll_pending(struct sk_srcu *d)
 {
 	return !gp_done(d, sk_atomic_load_acquire(&d->poll_req));
@@ -854,8 +891,8 @@ static int work_visible(struct sk_srcu *d)
 		return 1;
 	if (!d->b_first && !poll_pending(d))
 		return 0;
-	/* Blocked on readers: visible once one of them cleared waiters. */
-	return !__atomic_load_n(&d->waiters, __ATOMIC_SEQ_CST);
+	/* Blocked on readers: the worker's next timed check. */
+	return !d->blocked;
 }
 
 static void barrier_cb(struct sk_rcu_head *h)
@@ -892,10 +929,12 @@ static int process(struct sk_srcu *d)
 	if (!gp_done(d, req) && (!want || (long)(req - want) > 0))
 		want = req;
 	backlog = sk_atomic_load_relaxed(&d->cb_queued) - d->cb_invoked;
-	if (want)
-		advance(d, want,
-			backlog > SRCU_CB_BACKLOG_EXPEDITE ? DRAIN_NONBLOCK_EXP
-							   : DRAIN_NONBLOCK);
+	/* Blocked: readers hold want; the worker checks again after a nap. */
+	d->blocked = want &&
+		     !advance(d, want,
+			      backlog > SRCU_CB_BACKLOG_EXPEDITE
+				      ? DRAIN_NONBLOCK_EXP
+				      : DRAIN_NONBLOCK);
 	if (d->b_first && gp_done(d, d->b_gp)) {
 		first = d->b_first;
 		last = d->b_last;
@@ -924,21 +963,30 @@ static int process(struct sk_srcu *d)
 	return WORK_PROGRESS;
 }
 
-static int any_work_visible(void)
+/* Work the worker can do now; *blocked: some domain waits for readers. */
+static int any_work_visible(int *blocked)
 {
 	struct sk__link *l;
 	int vis = 0;
 
+	*blocked = 0;
 	pthread_mutex_lock(&srcu.lock);
-	for (l = srcu.work.next; l != &srcu.work && !vis; l = l->next)
-		vis = work_visible(SK_CONTAINER_OF(l, struct sk_srcu,
-						   work_link));
+	for (l = srcu.work.next; l != &srcu.work && !vis; l = l->next) {
+		struct sk_srcu *d = SK_CONTAINER_OF(l, struct sk_srcu,
+						    work_link);
+
+		vis = work_visible(d);
+		*blocked |= d->blocked;
+	}
 	pthread_mutex_unlock(&srcu.lock);
 	return vis;
 }
 
 static void *worker_main(void *arg)
 {
+	uint64_t ns = SRCU_NAP_MIN_NS;
+	int blocked;
+
 	(void)arg;
 	in_srcu_worker = 1;
 	pthread_setname_np(pthread_self(), "sk-srcu-cb");
@@ -980,13 +1028,23 @@ static void *worker_main(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&srcu.lock);
-		if (progress)
+		if (progress) {
+			ns = SRCU_NAP_MIN_NS;
 			continue;
+		}
 		/* W1: announce the sleep before re-checking; pairs with the
 		 * producers' full barrier before worker_poke(). */
 		sk_atomic_xchg(&srcu.sleeping, 1);
-		if (!any_work_visible())
-			sk__futex_wait(&srcu.poke, seq);
+		if (!any_work_visible(&blocked)) {
+			if (!blocked) {
+				sk__futex_wait(&srcu.poke, seq);
+			} else {
+				/* Readers hold a domain: look again later. */
+				sk__futex_wait_ns(&srcu.poke, seq, ns);
+				if (ns < SRCU_NAP_MAX_NS)
+					ns *= 2;
+			}
+		}
 		sk_atomic_store_relaxed(&srcu.sleeping, 0);
 	}
 	return NULL;

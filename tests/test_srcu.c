@@ -1764,7 +1764,8 @@ static void blocked_domain_delays_no_other_domain(void)
 	struct syncer sa;
 	int i, idx;
 
-	/* A: a reader blocked on a condition variable, then waiters. */
+	/* A: a reader blocked on a condition variable; an updater, a callback
+	 * and a polled grace period wait for it. */
 	holder_start(&h, a, NULL);
 	syncer_start(&sa, a, 0);
 	SK_CHECK_EQ(sk_call_srcu(a, &ca.rh, counted_cb), 0);

@@ -116,6 +116,13 @@ static void child_unlock_twice(void)
 
 static int handoff_idx;
 
+static void *synchronize_a(void *arg)
+{
+	(void)arg;
+	sk_synchronize_srcu(&dom_a);
+	return NULL;
+}
+
 static void *unlock_handed_off(void *arg)
 {
 	(void)arg;
@@ -136,15 +143,24 @@ static void child_remote_unlock_twice(void)
 	_exit(CHILD_RETURNED);
 }
 
-/* Ended by another thread, then once more by the locker itself. */
+/*
+ * Ended by another thread, then once more by the locker itself, which then
+ * enters another section: a grace period must not end under it (the
+ * second unlock aborts).
+ */
 static void child_remote_then_locker_unlock(void)
 {
 	pthread_t t;
+	int idx;
 
 	handoff_idx = sk_srcu_read_lock(&dom_a);
 	sk_test_thread_start(&t, unlock_handed_off, NULL);
 	pthread_join(t, NULL);
 	sk_srcu_read_unlock(&dom_a, handoff_idx);
+	idx = sk_srcu_read_lock(&dom_a);
+	sk_test_thread_start(&t, synchronize_a, NULL);
+	pthread_join(t, NULL);
+	sk_srcu_read_unlock(&dom_a, idx);
 	_exit(CHILD_RETURNED);
 }
 
@@ -397,6 +413,32 @@ static void synchronize_by_thread_with_recycled_index_is_allowed(void)
 	SK_CHECK_EQ(o.err[0], '\0');
 }
 
+/*
+ * Counts that no unlock check could see (here: an extra end written into
+ * the thread's own slot through the ABI, as a stray write would): the
+ * grace period's check must refuse to end on them.
+ */
+static void child_excess_end_seen_by_grace_period(void)
+{
+	int idx = sk_srcu_read_lock(&dom_a);
+	struct sk_srcu_slot *s = sk_srcu__tls.ent[SK_SRCU__WAY(&dom_a)].slot;
+
+	sk_srcu_read_unlock(&dom_a, idx);
+	s->unlock[idx & 1] += 2;
+	sk_synchronize_srcu(&dom_a);
+	_exit(CHILD_RETURNED);
+}
+
+static void grace_period_finds_excess_ends(void)
+{
+	struct sk_test_child o =
+		run_child(child_excess_end_seen_by_grace_period);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
+	SK_CHECK_STR_CONTAINS(o.err, "found by a grace period");
+}
+
 int main(void)
 {
 	sk_test_seed_init();
@@ -406,6 +448,7 @@ int main(void)
 	SK_RUN(barrier_inside_own_section_aborts);
 	SK_RUN(unbalanced_unlock_aborts);
 	SK_RUN(handed_off_section_ended_again_by_locker_aborts);
+	SK_RUN(grace_period_finds_excess_ends);
 	SK_RUN(bogus_idx_aborts);
 	SK_RUN(bogus_idx_zero_aborts);
 	SK_RUN(idx_of_another_domain_aborts);

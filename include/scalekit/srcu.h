@@ -66,7 +66,6 @@ struct sk_srcu {
 				      (unique per domain lifetime; 0 until
 				      the first reader) */
 	struct sk_srcu_slot **dir; /* ABI: chunks of slots by thread index */
-	int waiters;		   /* ABI: nonzero while an updater waits */
 	unsigned int nchunks;	   /* dir entries that may be set (raised
 				      before a chunk is published) */
 	unsigned long nlive;	   /* threads with a slot, alive (atomic) */
@@ -100,6 +99,7 @@ struct sk_srcu {
 	int cb_running;			/* a batch is being invoked */
 	int in_work;			/* on the worker's list */
 	int busy_skip;			/* gp_mutex was busy: wait for a kick */
+	int blocked;			/* readers hold its grace period */
 	struct sk__link work_link;	/* worker's list, under its lock */
 	pthread_mutex_t barrier_mutex;	/* one sk_srcu_barrier() at a time */
 	struct sk_rcu_head barrier_head;
@@ -141,7 +141,6 @@ SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
 /* Slow paths of the inline functions; not for direct use. */
 SK_API int sk_srcu__read_lock_slow(struct sk_srcu *d);
 SK_API void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx);
-SK_API void sk_srcu__wake(struct sk_srcu *d);
 
 /*
  * sk_srcu_init() - initialize a domain (or re-initialize one that
@@ -199,22 +198,22 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 
 /*
  * sk_srcu_read_unlock() - leave the section that returned idx.
- * Context: any thread (also another than the locker).  Never blocks; may
- * issue one futex wake when an updater waits.  An unbalanced or bogus
+ * Context: any thread (also another than the locker).  Never blocks and
+ * never enters the kernel: an updater waiting for this section notices
+ * the unlock by polling (readers wake no one).  An unbalanced or bogus
  * idx prints a message and aborts.
+ * Wait-free: the slot-cache check, a load and a release store of this
+ * thread's counter, two more loads for the balance check; no fence.
  * Ordering: the section's accesses are ordered before the unlock as seen
- * by the grace period (light fence C, paired with its heavy fence D).
+ * by the grace period (release C, paired with its heavy fence D).
  * Reclamation: objects reached in the section may be freed by an updater
  * once this returns and a grace period of d ends.
  */
 static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
 	unsigned int w = SK_SRCU__WAY(d);
-	int sys = sk__fence_sys_get();
 
-	/* C: the section before the unlock count; pairs with D. */
-	sk__fence_light_sys(sys);
-	SK_TSAN_RELEASE(d);
+	SK_TSAN_RELEASE(d); /* C below, for TSan: pairs with D's acquire */
 	if (SK_LIKELY(sk_srcu__tls.ent[w].gen == SK_READ_ONCE(d->gen) &&
 		      (unsigned int)idx >> 1 == sk_srcu__tls.me)) {
 		struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
@@ -228,15 +227,15 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 		if (SK_UNLIKELY(n + sk_atomic_load_relaxed(&s->remote[bit]) >=
 				sk_atomic_load_relaxed(&s->lock[bit])))
 			sk_srcu__read_unlock_slow(d, idx);
-		else
-			sk_atomic_store_relaxed(&s->unlock[bit], n + 1);
+		else /* C: release: the section before the unlock count;
+			pairs with the sums' heavy fence D (a counted unlock
+			means the section is over).  A release, not a fence:
+			nothing after the unlock needs ordering (store-load),
+			so no membarrier pairing and on x86 a plain store. */
+			sk_atomic_store_release(&s->unlock[bit], n + 1);
 	} else {
 		sk_srcu__read_unlock_slow(d, idx);
 	}
-	/* C2: unlock count before the waiters load; pairs with heavy W. */
-	sk__fence_light_sys(sys);
-	if (SK_UNLIKELY(sk_atomic_load_relaxed(&d->waiters)))
-		sk_srcu__wake(d);
 }
 
 /*
@@ -258,7 +257,8 @@ SK_API int sk_srcu_read_lock_held(struct sk_srcu *d);
  * before the call has ended.
  * Context: any thread outside a read section of d (inside one it would
  * deadlock: message and abort); sections of other domains are fine.
- * Blocks: spins briefly, then sleeps on a futex until the readers leave.
+ * Blocks: spins briefly, then sleeps in naps that double from 20 us to
+ * 1 ms until the readers leave (readers wake no one).
  * Concurrent callers share grace periods.
  * Ordering: full barrier on entry and exit.
  * Reclamation: objects unlinked before the call may be freed after it.
