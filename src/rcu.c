@@ -29,6 +29,20 @@
  *                              with U2/Q2 (store buffering), so a reader
  *                              that leaves after the re-check sees -1 and
  *                              wakes the leader.
+ *   H0/H1/H2 (expedited)     - G1 by handshake instead of membarrier(2):
+ *                              the leader publishes a request number
+ *                              (H0, release, after R1) and sets futex;
+ *                              each reader that sees futex at its next
+ *                              unlock or quiescent state reads the number
+ *                              (acquire), runs a full barrier (H1) and
+ *                              answers that number (release); the
+ *                              leader's acquire of every
+ *                              acknowledgement (H2) then stands for G1:
+ *                              the reader's earlier ctr stores are
+ *                              visible, and its later sections load the
+ *                              advanced counter.  Readers that do not
+ *                              answer within SK_RCU_HANDSHAKE_NS (idle
+ *                              ones never do) get the real G1.
  * In the fallback without membarrier(2), light fences are full fences and
  * the heavy fence is sk_smp_mb(), which pair the same way.
  *
@@ -66,10 +80,23 @@
 /* Most blocking readers a grace period tracks without rescanning all. */
 #define SK_RCU_PEND_MAX 128
 
+/*
+ * Expedited handshake: how long the leader waits for every reader's
+ * acknowledgement before it falls back to membarrier(2), and how many
+ * expedited grace periods skip the handshake after one that fell back
+ * (idle registered threads never answer, so keep trying only now and
+ * then).  futex holds SK_RCU_FUTEX_ACK while a handshake runs.
+ */
+#define SK_RCU_HANDSHAKE_NS 5000
+#define SK_RCU_HANDSHAKE_BACKOFF 15
+#define SK_RCU_FUTEX_ACK 1
+
 struct sk_rcu__gp_state sk_rcu__gp = {
 	.ctr = (1UL << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1, .futex = 0
 };
 __thread unsigned long sk_rcu__ctr __attribute__((tls_model("initial-exec")));
+/* Last handshake (rcu.exp_seq) this thread acknowledged. */
+static __thread unsigned long rcu_ack __attribute__((tls_model("initial-exec")));
 
 /*
  * Registry slot of a reader thread: where its reader word lives.  Slots
@@ -80,6 +107,7 @@ __thread unsigned long sk_rcu__ctr __attribute__((tls_model("initial-exec")));
  */
 struct rcu_slot {
 	unsigned long *ctrp; /* &sk_rcu__ctr of the owner, NULL when free */
+	unsigned long *ackp; /* &rcu_ack of the owner */
 	long tid;	     /* kernel thread id of the owner */
 };
 
@@ -106,6 +134,10 @@ static struct {
 	unsigned long sync_calls; /* atomic counter, any thread */
 	unsigned long gp_sleeps;  /* written by the leader */
 	unsigned long expedite;	  /* expedited callers waiting (atomic) */
+	unsigned long exp_seq;	  /* handshakes started (readers: relaxed) */
+	unsigned int exp_skip;	  /* expedited GPs left without handshake */
+	unsigned long exp_handshakes; /* G1 done by handshake (stat) */
+	unsigned long exp_fallbacks;  /* expedited G1 by membarrier (stat) */
 
 	/* Written by the leader (release), read by any caller (acquire). */
 	unsigned long completed __attribute__((aligned(SK_CACHELINE)));
@@ -173,6 +205,7 @@ static struct rcu_slot *slot_alloc(void)
 	i = __builtin_ctzll(~ch->used);
 	ch->used |= (uint64_t)1 << i;
 	ch->slots[i].ctrp = &sk_rcu__ctr;
+	ch->slots[i].ackp = &rcu_ack;
 	ch->slots[i].tid = sk__gettid();
 	rcu.nreaders++;
 	return &ch->slots[i];
@@ -351,13 +384,48 @@ void sk_rcu__qs_misuse(void)
 		"online QSBR reader (call sk_rcu_thread_online() first)");
 }
 
-void sk_rcu__wake_gp(void)
+/* Wake a leader sleeping on readers (futex == -1). */
+static void wake_leader(void)
 {
 	int expected = -1;
 
 	/* Only the first waker pays for the system call. */
 	if (sk_atomic_cmpxchg(&sk_rcu__gp.futex, &expected, 0))
 		sk__futex_wake(&sk_rcu__gp.futex, 1);
+}
+
+/* A reader answers an expedited handshake (see H1 above). */
+static void ack_handshake(void)
+{
+	unsigned long e;
+
+	if (!sk_atomic_load_relaxed(&sk_rcu__ctr))
+		return; /* not registered: no grace period waits for us */
+	/*
+	 * Acquire: pairs with H0, so the counter advance of handshake e is
+	 * visible from here on.  Answer only a number read before the
+	 * barrier: a later one's advance might not be visible to our next
+	 * sections.
+	 */
+	e = sk_atomic_load_acquire(&rcu.exp_seq);
+	if (sk_atomic_load_relaxed(&rcu_ack) == e)
+		return; /* answered e already, with a barrier after reading it */
+	/*
+	 * H1: full barrier between reading the request and answering it:
+	 * our ctr stores before it are visible to the leader once it reads
+	 * the answer (H2), and our later sections load the advanced counter.
+	 */
+	sk_smp_mb();
+	/* Release: pairs with the leader's acquire (H2). */
+	sk_atomic_store_release(&rcu_ack, e);
+}
+
+void sk_rcu__wake_gp(void)
+{
+	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex) == SK_RCU_FUTEX_ACK)
+		ack_handshake();
+	else
+		wake_leader();
 }
 
 /* Does reader word v belong to a section that began before sequence c? */
@@ -578,6 +646,68 @@ unsigned long sk__rcu_snap(void)
 	return (sk_atomic_load_acquire(&sk_rcu__gp.ctr) >> SK_RCU_SEQ_SHIFT) + 1;
 }
 
+/*
+ * Has every registered reader but the caller answered handshake e?
+ * Registry read lock held.
+ */
+static int all_acked(unsigned long e)
+{
+	struct rcu_chunk *ch;
+
+	for (ch = &first_chunk; ch; ch = ch->next) {
+		uint64_t used = ch->used;
+
+		while (used) {
+			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
+
+			used &= used - 1;
+			/* H2: acquire; pairs with the reader's release. */
+			if (s->ackp != &rcu_ack &&
+			    sk_atomic_load_acquire(s->ackp) != e)
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * G1 of an expedited grace period by handshake (H0/H1/H2 above): 1 when
+ * every other registered reader answered within SK_RCU_HANDSHAKE_NS, 0
+ * when the caller must issue the heavy fence.  Busy readers answer within
+ * about a microsecond, where membarrier(2) costs an IPI round trip.
+ * Caller holds gp_lock, after R1.
+ */
+static int exp_handshake(void)
+{
+	unsigned long e = rcu.exp_seq + 1;
+	uint64_t deadline;
+	int all;
+
+	if (rcu.exp_skip) {
+		rcu.exp_skip--;
+		sk_atomic_fetch_add_relaxed(&rcu.exp_fallbacks, 1UL);
+		return 0;
+	}
+	/* H0: release: R1 before the request number; pairs with the
+	 * readers' acquire of exp_seq. */
+	sk_atomic_store_release(&rcu.exp_seq, e);
+	/* Readers take their slow path and answer (after exp_seq). */
+	sk_atomic_store_release(&sk_rcu__gp.futex, SK_RCU_FUTEX_ACK);
+	deadline = sk__now_ns() + SK_RCU_HANDSHAKE_NS;
+	pthread_rwlock_rdlock(&rcu.registry_lock);
+	while (!(all = all_acked(e)) && sk__now_ns() < deadline)
+		sk_cpu_relax();
+	pthread_rwlock_unlock(&rcu.registry_lock);
+	sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
+	if (all) {
+		sk_atomic_fetch_add_relaxed(&rcu.exp_handshakes, 1UL);
+		return 1;
+	}
+	rcu.exp_skip = SK_RCU_HANDSHAKE_BACKOFF;
+	sk_atomic_fetch_add_relaxed(&rcu.exp_fallbacks, 1UL);
+	return 0;
+}
+
 /* Run grace periods until target completed.  Caller holds gp_lock. */
 static void lead(unsigned long target, int expedited)
 {
@@ -596,8 +726,14 @@ static void lead(unsigned long target, int expedited)
 		 */
 		sk_smp_mb();
 	} else {
-		/* G1: advance before reading reader words; pairs with L2/Q2. */
-		sk_fence_heavy();
+		if ((expedited || sk_atomic_load_relaxed(&rcu.expedite)) &&
+		    exp_handshake())
+			/* After H2: the leader's own later loads, locally. */
+			sk_smp_mb();
+		else
+			/* G1: advance before reading reader words; pairs
+			 * with L2/Q2. */
+			sk_fence_heavy();
 		wait_for_readers(c, expedited);
 		/* G2: readers' section accesses done before completion; pairs with U1/Q1. */
 		gp_fence_after_scan();
@@ -619,7 +755,7 @@ void sk__rcu_wait(unsigned long target, int expedited)
 	if (expedited) {
 		/* A sleeping leader switches to polling for us. */
 		sk_atomic_fetch_add(&rcu.expedite, 1UL);
-		sk_rcu__wake_gp();
+		wake_leader();
 	}
 	while (!sk__rcu_done(target)) {
 		if (pthread_mutex_trylock(&rcu.gp_lock) == 0) {
@@ -772,6 +908,7 @@ static void atfork_child(void)
 	}
 	sk_rcu__gp.futex = 0;
 	rcu.expedite = 0;
+	rcu.exp_skip = 0;
 	sk__rcu_cb_atfork_child();
 }
 
@@ -782,6 +919,8 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	st->grace_periods = sk_atomic_load_acquire(&rcu.completed) - 1;
 	st->sync_calls = sk_atomic_load_relaxed(&rcu.sync_calls);
 	st->gp_sleeps = sk_atomic_load_relaxed(&rcu.gp_sleeps);
+	st->exp_handshakes = sk_atomic_load_relaxed(&rcu.exp_handshakes);
+	st->exp_fallbacks = sk_atomic_load_relaxed(&rcu.exp_fallbacks);
 	pthread_rwlock_rdlock(&rcu.registry_lock);
 	st->readers = rcu.nreaders;
 	pthread_rwlock_unlock(&rcu.registry_lock);

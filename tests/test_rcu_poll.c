@@ -741,6 +741,91 @@ static void expedited_and_normal_updaters_protect_readers(void)
 	SK_CHECK_GT(run_pv(1, 1, 0), 0);
 }
 
+/* ---- expedited handshake --------------------------------------------------- */
+
+static int idle_in, idle_go;
+
+/* Registered, then idle outside any section until told to go. */
+static void *idle_registered(void *arg)
+{
+	(void)arg;
+	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	STORE(idle_in, 1);
+	while (!LOAD(idle_go))
+		usleep(1000);
+	return NULL;
+}
+
+/* Replace pv.ptr, wait with the expedited grace period, poison, free. */
+static void exp_replace(void)
+{
+	struct pobj *old = pv_replace();
+
+	sk_synchronize_rcu_expedited();
+	__atomic_store_n(&old->val, PV_POISON, __ATOMIC_RELAXED);
+	free(old);
+}
+
+/*
+ * With one busy reader besides the caller, expedited grace periods take
+ * their first barrier by handshake (the reader answers at its next
+ * unlock); with an idle registered thread, which never answers, every one
+ * of them falls back to membarrier(2).  The reader never sees a poisoned
+ * object either way.  The handshake needs the reader on a CPU during the
+ * few microseconds it waits, so the first phase retries (up to 10 s) until
+ * one succeeded.
+ */
+static void expedited_handshake_then_fallback(void)
+{
+	struct sk_rcu_stats s0, s1, s2;
+	double deadline = sk_test_now() + 10.0;
+	pthread_t rd, idle;
+	int i;
+
+	memset(&pv, 0, sizeof(pv));
+	pv.ptr = malloc(sizeof(*pv.ptr));
+	if (!pv.ptr)
+		abort();
+	pv.ptr->val = PV_MAGIC;
+	sk_test_thread_start(&rd, pv_reader, NULL);
+	while (LOAD(pv.reads) < 2048)
+		sched_yield();
+
+	SK_CHECK_EQ(sk_rcu_get_stats(&s0), 0);
+	do {
+		for (i = 0; i < 100; i++)
+			exp_replace();
+		SK_CHECK_EQ(sk_rcu_get_stats(&s1), 0);
+	} while (s1.exp_handshakes == s0.exp_handshakes &&
+		 sk_test_now() < deadline);
+	SK_CHECK_GT(s1.exp_handshakes - s0.exp_handshakes, 0);
+
+	STORE(idle_in, 0);
+	STORE(idle_go, 0);
+	sk_test_thread_start(&idle, idle_registered, NULL);
+	while (!LOAD(idle_in))
+		sched_yield();
+	for (i = 0; i < 50; i++)
+		exp_replace();
+	SK_CHECK_EQ(sk_rcu_get_stats(&s2), 0);
+	SK_CHECK_EQ(s2.exp_handshakes - s1.exp_handshakes, 0);
+	SK_CHECK_EQ(s2.exp_fallbacks - s1.exp_fallbacks, 50);
+
+	STORE(idle_go, 1);
+	pthread_join(idle, NULL);
+	STORE(pv.stop, 1);
+	pthread_join(rd, NULL);
+	sk_synchronize_rcu();
+	free(pv.ptr);
+	fprintf(stderr, "handshakes %lu, fallbacks %lu (then %lu with an "
+			"idle reader), %lu reads, %lu bad\n",
+		s1.exp_handshakes - s0.exp_handshakes,
+		s1.exp_fallbacks - s0.exp_fallbacks,
+		s2.exp_fallbacks - s1.exp_fallbacks, LOAD(pv.reads),
+		LOAD(pv.bad));
+	SK_CHECK_EQ(LOAD(pv.bad), 0);
+}
+
 static unsigned long qs_err;
 
 static void *qsbr_waiter(void *arg)
@@ -802,6 +887,7 @@ int main(void)
 	SK_RUN(cond_synchronize_waits_for_preexisting_reader);
 	SK_RUN(expedited_waits_for_preexisting_reader);
 	SK_RUN(expedited_and_normal_updaters_protect_readers);
+	SK_RUN(expedited_handshake_then_fallback);
 	SK_RUN(online_qsbr_threads_can_wait);
 	return sk_test_report();
 }

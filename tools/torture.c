@@ -1048,6 +1048,13 @@ static int tort_run(const struct sk_tort_config *cfg,
 		fprintf(out, "; library: %lu queued, %lu invoked",
 			gs_end.cb_queued - gs0.cb_queued,
 			gs_end.cb_invoked - gs0.cb_invoked);
+	if (gs_end.have_cb &&
+	    gs_end.exp_handshakes + gs_end.exp_fallbacks !=
+		    gs0.exp_handshakes + gs0.exp_fallbacks)
+		fprintf(out, "; expedited first barriers: %lu handshakes, %lu "
+			     "membarriers",
+			gs_end.exp_handshakes - gs0.exp_handshakes,
+			gs_end.exp_fallbacks - gs0.exp_fallbacks);
 	fprintf(out, "\n%supdates by grace-period type:", prefix);
 	for (i = 0; i < SK_TORT_GP_NR; i++)
 		if (cfg->gp_mask & (1u << i))

@@ -85,6 +85,7 @@ struct sk_tort_gp_stats {
 	unsigned long gps;	  /* grace periods completed */
 	unsigned long cb_queued;  /* callbacks accepted by the library */
 	unsigned long cb_invoked; /* callbacks the library ran */
+	unsigned long exp_handshakes, exp_fallbacks; /* expedited G1 kinds */
 	int have_cb;		  /* the library counts callbacks itself */
 };
 

@@ -105,6 +105,8 @@ static void rcu_stats(struct sk_tort_gp_stats *st)
 	st->gps = s.grace_periods;
 	st->cb_queued = s.cb_queued;
 	st->cb_invoked = s.cb_invoked;
+	st->exp_handshakes = s.exp_handshakes;
+	st->exp_fallbacks = s.exp_fallbacks;
 	st->have_cb = 1;
 }
 

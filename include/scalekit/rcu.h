@@ -67,12 +67,15 @@ struct sk__wfq {
 
 /*
  * Grace-period state read by the fast paths.  Guarded by: ctr is written
- * only by the grace-period leader; futex by the leader (to -1) and by
- * readers that wake it (to 0).  Alone on its cache line, read-mostly.
+ * only by the grace-period leader; futex by the leader (to -1 when it
+ * sleeps on readers, to 1 while an expedited grace period asks readers
+ * for a handshake, back to 0) and by readers that wake it (-1 to 0).
+ * Readers take their slow path on any nonzero value.  Alone on its cache
+ * line, read-mostly.
  */
 struct sk_rcu__gp_state {
 	unsigned long ctr; /* ABI: (sequence << 16) | SK_RCU_REG | 1 */
-	int futex;	   /* ABI: -1 while a grace period sleeps on readers */
+	int futex;	   /* ABI: nonzero: readers call sk_rcu__wake_gp() */
 } __attribute__((aligned(SK_CACHELINE)));
 
 SK_API extern struct sk_rcu__gp_state sk_rcu__gp;
@@ -314,9 +317,14 @@ SK_API void sk_synchronize_rcu(void);
 
 /*
  * sk_synchronize_rcu_expedited() - like sk_synchronize_rcu(), with the
- * lowest latency at a higher CPU cost: the caller polls the readers and
- * yields the CPU instead of sleeping, and a normal grace period already in
- * progress switches to polling too.
+ * lowest latency at a higher CPU cost: instead of membarrier(2) the
+ * caller first asks the other registered threads for a barrier at their
+ * next unlock or quiescent state and waits up to 5 us for every answer
+ * (falling back to membarrier(2) when one is missing; see docs/rcu.md);
+ * then it polls the readers and yields the CPU instead of sleeping, and a
+ * normal grace period already in progress switches to polling too.
+ * Readers pay for it only while a request is open: one slow-path call and
+ * a full fence per thread.
  * Context: as sk_synchronize_rcu().  Blocks (busy).
  * Ordering: as sk_synchronize_rcu().
  * Reclamation: objects unlinked before the call may be freed after it.
@@ -426,6 +434,12 @@ struct sk_rcu_stats {
 	unsigned long cb_invoked;    /* callbacks that have run */
 	unsigned long cb_batches;    /* grace periods run by the worker */
 	unsigned long cb_peak_backlog; /* most callbacks pending at once */
+	unsigned long exp_handshakes; /* expedited grace periods whose first
+					 barrier was a handshake with the
+					 readers (no membarrier) */
+	unsigned long exp_fallbacks;  /* expedited grace periods that used
+					 membarrier(2) (a reader did not
+					 answer, or backing off) */
 };
 
 /*
