@@ -348,8 +348,24 @@ static struct sk_srcu_slot *my_slot(struct sk_srcu *d)
 }
 
 /*
+ * Cache s as the calling thread's slot in d (life gen) for the fast paths,
+ * which then pair their compiler barriers with membarrier(2): so only when
+ * the fence mode is membarrier.  Without it nothing is cached and every
+ * section takes the slow paths, whose light fences are full fences.
+ */
+static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s,
+		       unsigned long gen)
+{
+	if (!sk__fence_sys_get())
+		return;
+	sk_srcu__tls.ent[SK_SRCU__WAY(d)].slot = s;
+	sk_srcu__tls.ent[SK_SRCU__WAY(d)].gen = gen;
+}
+
+/*
  * The calling thread's slot in d, taking it (and an index) if needed, and
- * cached in sk_srcu__tls.  NULL when no index or memory is left.
+ * cached in sk_srcu__tls (see cache_slot()).  NULL when no index or memory
+ * is left.
  */
 static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 {
@@ -393,8 +409,7 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 		/* P: binds++ before our first section; pairs with Z. */
 		sk_smp_mb();
 	}
-	sk_srcu__tls.ent[SK_SRCU__WAY(d)].slot = s;
-	sk_srcu__tls.ent[SK_SRCU__WAY(d)].gen = gen;
+	cache_slot(d, s, gen);
 	return s;
 }
 
@@ -474,8 +489,7 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 			die_unbalanced(d, idx);
 		/* C: release, as in the fast path; pairs with D. */
 		sk_atomic_store_release(&s->unlock[bit], u + 1);
-		sk_srcu__tls.ent[SK_SRCU__WAY(d)].slot = s;
-		sk_srcu__tls.ent[SK_SRCU__WAY(d)].gen = domain_gen(d);
+		cache_slot(d, s, domain_gen(d));
 		return;
 	}
 	/* Another thread's section: count it in its remote[] (C: RMW). */

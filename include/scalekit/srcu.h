@@ -163,8 +163,8 @@ SK_API int sk_srcu_cleanup(struct sk_srcu *d);
  * sk_srcu_read_lock() - enter a read-side critical section of d.
  * Context: any thread; no registration.  Nestable, may sleep inside.
  * Wait-free: a look-up in this thread's slot cache, a load and a store of
- * this thread's counter and a compiler barrier (a full fence where
- * membarrier(2) is missing); the first use by a thread or in a domain
+ * this thread's counter and a compiler barrier (where membarrier(2) is
+ * missing, a call and a full fence); the first use by a thread or in a domain
  * allocates its counters (never fails: threads beyond the limit or out of
  * memory share atomic counters).
  * Ordering: the section's accesses are ordered after the lock as seen by
@@ -176,7 +176,6 @@ SK_API int sk_srcu_cleanup(struct sk_srcu *d);
 static inline int sk_srcu_read_lock(struct sk_srcu *d)
 {
 	unsigned int w = SK_SRCU__WAY(d);
-	int sys = sk__fence_sys_get(); /* first: a loop loads it once */
 	struct sk_srcu_slot *s;
 	unsigned long *c;
 	int bit;
@@ -184,6 +183,8 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	/*
 	 * d->gen changes when the domain's slots are freed, so a hit means
 	 * the cached slot is live (the thread's own write: no ordering).
+	 * The library caches slots only when the fence mode is membarrier
+	 * (2): without it every section takes the slow path.
 	 */
 	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen)))
 		return sk_srcu__read_lock_slow(d);
@@ -191,8 +192,11 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	bit = (int)(SK_READ_ONCE(d->idx) & 1);
 	c = &s->lock[bit];
 	sk_atomic_store_relaxed(c, sk_atomic_load_relaxed(c) + 1);
-	/* B: lock count before the section; pairs with heavy fence D. */
-	sk__fence_light_sys(sys);
+	/*
+	 * B: lock count before the section; pairs with the heavy fence D
+	 * (membarrier(2), which a cache hit implies): a compiler barrier.
+	 */
+	sk_barrier();
 	return (int)(sk_srcu__tls.me << 1) | bit;
 }
 
