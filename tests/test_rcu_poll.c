@@ -756,6 +756,31 @@ static void *idle_registered(void *arg)
 	return NULL;
 }
 
+/* As pv_reader(), as an online QSBR thread (answers at its QS). */
+static void *pv_qsbr_reader(void *arg)
+{
+	unsigned long reads = 0, k;
+
+	(void)arg;
+	SK_CHECK_EQ(sk_rcu_thread_online(), 0);
+	while (!LOAD(pv.stop)) {
+		struct pobj *p = sk_rcu_dereference(pv.ptr);
+		unsigned long v1, v2;
+
+		v1 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		for (k = 0; k < 50; k++)
+			sk_cpu_relax();
+		v2 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		if (v1 != PV_MAGIC || v2 != PV_MAGIC)
+			INC(pv.bad);
+		sk_rcu_quiescent_state();
+		if (++reads % 1024 == 0)
+			__atomic_fetch_add(&pv.reads, 1024, __ATOMIC_RELAXED);
+	}
+	sk_rcu_thread_offline();
+	return NULL;
+}
+
 /* Replace pv.ptr, wait with the expedited grace period, poison, free. */
 static void exp_replace(void)
 {
@@ -772,13 +797,14 @@ static void exp_replace(void)
  * unlock); with an idle registered thread, which never answers, every one
  * of them falls back to membarrier(2).  The reader never sees a poisoned
  * object either way.  The handshake needs the reader on a CPU during the
- * few microseconds it waits, so the first phase retries (up to 10 s) until
- * one succeeded.
+ * few microseconds it waits, so the first phase retries (up to 30 s; CTest
+ * runs this program alone) until one succeeded.  Run with a general and
+ * with a QSBR reader (which answers at its quiescent states).
  */
-static void expedited_handshake_then_fallback(void)
+static void handshake_then_fallback(void *(*reader)(void *), const char *kind)
 {
 	struct sk_rcu_stats s0, s1, s2;
-	double deadline = sk_test_now() + 10.0;
+	double deadline = sk_test_now() + 30.0;
 	pthread_t rd, idle;
 	int i;
 
@@ -787,7 +813,7 @@ static void expedited_handshake_then_fallback(void)
 	if (!pv.ptr)
 		abort();
 	pv.ptr->val = PV_MAGIC;
-	sk_test_thread_start(&rd, pv_reader, NULL);
+	sk_test_thread_start(&rd, reader, NULL);
 	while (LOAD(pv.reads) < 2048)
 		sched_yield();
 
@@ -817,13 +843,19 @@ static void expedited_handshake_then_fallback(void)
 	pthread_join(rd, NULL);
 	sk_synchronize_rcu();
 	free(pv.ptr);
-	fprintf(stderr, "handshakes %lu, fallbacks %lu (then %lu with an "
-			"idle reader), %lu reads, %lu bad\n",
-		s1.exp_handshakes - s0.exp_handshakes,
+	fprintf(stderr, "%s reader: handshakes %lu, fallbacks %lu (then %lu "
+			"with an idle reader), %lu reads, %lu bad\n",
+		kind, s1.exp_handshakes - s0.exp_handshakes,
 		s1.exp_fallbacks - s0.exp_fallbacks,
 		s2.exp_fallbacks - s1.exp_fallbacks, LOAD(pv.reads),
 		LOAD(pv.bad));
 	SK_CHECK_EQ(LOAD(pv.bad), 0);
+}
+
+static void expedited_handshake_then_fallback(void)
+{
+	handshake_then_fallback(pv_reader, "general");
+	handshake_then_fallback(pv_qsbr_reader, "QSBR");
 }
 
 static unsigned long qs_err;
