@@ -191,6 +191,10 @@ static void run_batch(struct cbq *q)
 
 	for (; h; h = next) {
 		next = sk__wfq_next(h, last);
+		/* The next head is likely a cache miss (another CPU wrote
+		 * it): start loading it while h's callback runs. */
+		if (next)
+			__builtin_prefetch(next, 1);
 		if (h->func_ == barrier_cb) {
 			/* Release: the barrier's caller sees the runs before. */
 			sk_atomic_store_release(&q->invoked, n);
