@@ -160,7 +160,9 @@ static inline void sk_rcu_read_unlock(void)
 		/*
 		 * U2: orders the store before the futex load (store
 		 * buffering); pairs with the heavy fence G3 after the waiter
-		 * sets futex.
+		 * sets futex.  A nonzero futex is also how an expedited
+		 * grace period asks for a handshake (H0); the slow path
+		 * answers it with a full barrier (H1).
 		 */
 		sk__fence_light_sys(sys);
 		if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
@@ -270,7 +272,8 @@ static inline void sk_rcu_quiescent_state(void)
 	SK_TSAN_RELEASE(&sk_rcu__ctr);
 	sk_atomic_store_relaxed(&sk_rcu__ctr,
 				(gp & ~SK_RCU_NEST_MASK) | SK_RCU_QSBR_NEST);
-	/* Q2: announcement before the futex load and later loads; pairs with G1/G3. */
+	/* Q2: announcement before the futex load and later loads; pairs with
+	 * G1/G3 (a futex of 1 asks for the expedited handshake, H0/H1). */
 	sk_fence_light();
 	if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
 		sk_rcu__wake_gp();
