@@ -424,14 +424,20 @@ static int lock_bucket(struct sk_rhash *ht, unsigned long h,
 			 */
 			pthread_mutex_lock(&s->lock);
 		} else {
-			while (pthread_mutex_trylock(&s->lock) != 0) {
-				/*
-				 * The resize would wait for our section and
-				 * we for its stripe locks.  Relaxed: a flag
-				 * seen late only means one more try.
-				 */
+			/*
+			 * The resize would wait for our section and we for
+			 * its stripe locks: while one runs, give up, also
+			 * when it has not taken our stripe yet (so that the
+			 * answer does not depend on how far it got).
+			 * Relaxed: a flag seen late only means one more try,
+			 * or a stripe taken before the resize takes it,
+			 * which it then waits for (no cycle).
+			 */
+			for (;;) {
 				if (sk_atomic_load_relaxed(&ht->resizing))
 					return -EDEADLK;
+				if (pthread_mutex_trylock(&s->lock) == 0)
+					break;
 				sched_yield();
 			}
 		}
