@@ -204,10 +204,13 @@ static void run_batch(struct cbq *q)
 		 * prefetch never faults, so a wrong guess costs nothing.
 		 */
 		if (next) {
-			long stride = (char *)next - (char *)h;
+			/* In integers: the guess may lie outside any
+			 * object, where pointer arithmetic is undefined. */
+			uintptr_t stride = (uintptr_t)next - (uintptr_t)h;
 
 			__builtin_prefetch(next, 1);
-			__builtin_prefetch((char *)next + 8 * stride, 1);
+			__builtin_prefetch(
+				(const void *)((uintptr_t)next + 8 * stride), 1);
 		}
 		if (h->func_ == barrier_cb) {
 			/* Release: the barrier's caller sees the runs before. */

@@ -131,6 +131,15 @@ sk_torture_test(torture_rcu_churn_fork_stutter 0
 sk_torture_test(torture_rcu_flood 0 "torture|rcu|--flood|--duration|@DUR@|--seed|8"
   DURATION 10 SLOW_DURATION 3 STDOUT "peak RSS: .*${sk_ok_ds}")
 
+# Expedited grace periods only, one reader and one updater: most of them
+# try the readers' handshake, and some must get it (alone on the machine:
+# the reader must run while the updater waits).
+sk_torture_test(torture_rcu_exp_handshake 0
+  "torture|rcu|--gp|exp|--readers|1|--updaters|1|--duration|@DUR@|--seed|14"
+  DURATION 10 SLOW_DURATION 3
+  STDOUT "Reader Pipe: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\n.*expedited first barriers: [1-9][0-9]* handshakes.*max pipe count: [01]  errors: 0\nSUCCESS\n$")
+set_tests_properties(torture_rcu_exp_handshake PROPERTIES RUN_SERIAL TRUE)
+
 sk_torture_test(torture_srcu 0 "torture|srcu|--duration|@DUR@|--seed|9"
   DURATION 10 SLOW_DURATION 3 STDOUT "${sk_ok_ds}")
 sk_torture_test(torture_srcu_flood 0 "torture|srcu|--flood|--duration|@DUR@|--seed|10"
