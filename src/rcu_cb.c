@@ -56,12 +56,15 @@
 #define CB_LAZY_MAX 4096UL
 
 /*
- * Own backlog beyond which a producer yields the CPU to the worker.  Small
- * on purpose: a producer that keeps close to the worker finds the objects
- * the worker freed still in cache (2^12 ran the callbacks bench about
- * twice as fast as 2^18, which let the backlog outgrow the caches).
+ * Producers yield the CPU to the worker: beyond CB_THROTTLE callbacks of
+ * their own pending, always (forward progress and bounded memory under a
+ * flood); beyond CB_THROTTLE_BUSY, while the worker is running callbacks,
+ * which is when our CPU time helps it: a producer that keeps close to a
+ * busy worker finds the objects it freed still in cache.  While the worker
+ * waits for a grace period, yielding would not make it any sooner.
  */
-#define CB_THROTTLE (1UL << 12)
+#define CB_THROTTLE (1UL << 18)
+#define CB_THROTTLE_BUSY 4096UL
 
 /* cb.sleeping states. */
 enum { CB_AWAKE, CB_IDLE, CB_LAZY };
@@ -106,6 +109,7 @@ static struct {
 
 	int sleeping __attribute__((aligned(SK_CACHELINE))); /* futex, CB_* */
 	int urgent;		/* cut the lazy wait short */
+	int invoking;		/* the worker runs callbacks (relaxed) */
 	unsigned long poll_req; /* highest cookie sk_start_poll asked for */
 
 	/* Statistics (worker writes, anyone reads). */
@@ -321,8 +325,10 @@ static void *worker_main(void *arg)
 		sk__rcu_wait(target, backlog > CB_BACKLOG_EXPEDITE);
 		sk_atomic_fetch_add_relaxed(&cb.batches, 1UL);
 
+		sk_atomic_store_relaxed(&cb.invoking, 1);
 		for (q = todo; q; q = q->b_next)
 			run_batch(q);
+		sk_atomic_store_relaxed(&cb.invoking, 0);
 		pthread_mutex_lock(&cb.lock);
 		for (q = todo; q; q = q->b_next)
 			q->busy = 0;
@@ -395,9 +401,11 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 	worker_wake(backlog > CB_LAZY_MAX);
 	/*
 	 * Forward progress under a flood: a producer far ahead of the worker
-	 * gives up its CPU once per call (bounded work, no waiting on anyone).
+	 * gives up its CPU once per call (bounded work, no waiting on anyone);
+	 * see CB_THROTTLE_BUSY for the lower threshold.
 	 */
-	if (SK_UNLIKELY(backlog > CB_THROTTLE))
+	if (SK_UNLIKELY(backlog > CB_THROTTLE_BUSY) &&
+	    (backlog > CB_THROTTLE || sk_atomic_load_relaxed(&cb.invoking)))
 		sched_yield();
 	return 0;
 }

@@ -393,8 +393,9 @@ SK_API void sk_cond_synchronize_rcu(unsigned long cookie);
  * sk_rcu_barrier(), and may call sk_call_rcu().
  * Context: any thread, also inside a read section and inside a callback.
  * Wait-free: one atomic exchange on a per-thread queue; a thread with
- * more than 4096 of its callbacks pending also yields the CPU (once per
- * call, so that a flood cannot outrun the worker).
+ * many of its callbacks pending also yields the CPU once per call (more
+ * than 2^18, or more than 4096 while the worker is running callbacks), so
+ * that a flood cannot outrun the worker.
  * Ordering: the caller's accesses before the call happen before fn runs;
  * fn runs after every read section that began before the call has ended.
  * Reclamation: fn may free the object containing head.
