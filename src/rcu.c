@@ -411,9 +411,13 @@ static void ack_handshake(void)
 	if (sk_atomic_load_relaxed(&rcu_ack) == e)
 		return; /* answered e already, with a barrier after reading it */
 	/*
-	 * H1: full barrier between reading the request and answering it:
-	 * our ctr stores before it are visible to the leader once it reads
-	 * the answer (H2), and our later sections load the advanced counter.
+	 * H1: full barrier between reading the request and answering it,
+	 * the reader's half of what membarrier(2)'s interrupt would do.  The
+	 * acquire above and the release below already give the handshake
+	 * what it needs (our ctr stores before the answer, our later
+	 * sections after the request, which ordered the counter advance);
+	 * the barrier makes the answer mean all that the interrupt means, at
+	 * the cost of one fence per thread and request.
 	 */
 	sk_smp_mb();
 	/* Release: pairs with the leader's acquire (H2). */
