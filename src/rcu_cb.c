@@ -109,7 +109,8 @@ static struct {
 
 	int sleeping __attribute__((aligned(SK_CACHELINE))); /* futex, CB_* */
 	int urgent;		/* cut the lazy wait short */
-	int invoking;		/* the worker runs callbacks (relaxed) */
+	int invoking;		/* the worker runs callbacks (relaxed: a
+				   hint for producers, orders nothing) */
 	unsigned long poll_req; /* highest cookie sk_start_poll asked for */
 
 	/* Statistics (worker writes, anyone reads). */

@@ -229,14 +229,19 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 		 * (here or elsewhere): unbalanced; the slow path reports it.
 		 */
 		if (SK_UNLIKELY(n + sk_atomic_load_relaxed(&s->remote[bit]) >=
-				sk_atomic_load_relaxed(&s->lock[bit])))
+				sk_atomic_load_relaxed(&s->lock[bit]))) {
 			sk_srcu__read_unlock_slow(d, idx);
-		else /* C: release: the section before the unlock count;
-			pairs with the sums' heavy fence D (a counted unlock
-			means the section is over).  A release, not a fence:
-			nothing after the unlock needs ordering (store-load),
-			so no membarrier pairing and on x86 a plain store. */
+		} else {
+			/*
+			 * C: release: the section before the unlock count;
+			 * pairs with the sums' heavy fence D (a counted
+			 * unlock means the section is over).  A release, not
+			 * a fence: nothing after the unlock needs ordering
+			 * (store-load), so no membarrier pairing, and on x86
+			 * a plain store.
+			 */
 			sk_atomic_store_release(&s->unlock[bit], n + 1);
+		}
 	} else {
 		sk_srcu__read_unlock_slow(d, idx);
 	}
