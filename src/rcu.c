@@ -2,15 +2,30 @@
 /*
  * RCU: the registry of reader threads and the grace-period machinery.
  *
- * Algorithm.  A global counter sk_rcu__gp.ctr (starting at 1) numbers the
- * grace periods.  A reader entering its outermost section copies the
- * counter into its own ctr; leaving, it stores 0.  A QSBR thread keeps a
- * copy of the counter while online and refreshes it at each quiescent
- * state.  A grace period advances the counter to c and waits until every
- * registered reader either has ctr == 0 (outside a section) or ctr >= c (it
- * entered, or announced a quiescent state, after the advance).  Counters
- * are 64 bits and never wrap in practice, so one pass suffices (no phase
- * flipping as with 32-bit counters).
+ * Algorithm.  A global phase counter, in the upper bits of sk_rcu__gp.ctr,
+ * numbers the scans of the registry.  A reader entering its outermost
+ * section copies the word into its own ctr; leaving, it stores depth 0.  A
+ * QSBR thread keeps a copy while online and refreshes it at each quiescent
+ * state.  A scan advances the phase to p and waits until every registered
+ * reader either is outside a section or carries phase p (it entered, or
+ * announced a quiescent state, after the advance).  Phases are compared
+ * for equality only, so they may wrap.
+ *
+ * Narrow words.  A reader may load sk_rcu__gp.ctr, be preempted, and store
+ * the value much later.  If the phase advanced a multiple of 2^SEQ_BITS
+ * times meanwhile, the stale copy equals the current phase and one scan
+ * would skip a reader that needs waiting for.  With 48 phase bits (64-bit
+ * unsigned long) that takes 2^48 scans during one preemption between two
+ * adjacent instructions, and one scan per grace period suffices.  With 16
+ * bits (32-bit targets) a grace period scans twice, advancing the phase
+ * before each: a reader word seen by the first scan and unchanged at the
+ * second cannot equal both phases, so it is waited for by one of them; a
+ * word stored after the first scan read the old value was stored after G1
+ * took effect on its thread, so that section sees every earlier unlink.
+ *
+ * Cookies.  Grace periods are numbered apart from the phase, by gp_seq
+ * (started) and completed, in full unsigned long width; comparisons are
+ * modular (see sk__rcu_done()).
  *
  * Barrier pairs (names used in the comments below and in rcu.h):
  *   S1 (caller, sk_smp_mb)   - caller's unlinks before its counter snapshot.
@@ -94,9 +109,27 @@
 struct sk_rcu__gp_state sk_rcu__gp = {
 	.ctr = (1UL << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1, .futex = 0
 };
+
+/* Scans per grace period: two where the phase wraps within reach. */
+#define SK_RCU_SCANS (SK_RCU_SEQ_BITS < 40 ? 2 : 1)
+#ifdef SK_TEST_HOOKS
+static int rcu_test_scans; /* nonzero: scans per grace period (tests) */
+#define gp_scans()                                                      \
+	(sk_atomic_load_relaxed(&rcu_test_scans) ?                      \
+		 sk_atomic_load_relaxed(&rcu_test_scans) : SK_RCU_SCANS)
+#else
+#define gp_scans() SK_RCU_SCANS
+#endif
+
+/*
+ * A cookie ahead of the completed count by more than this names a grace
+ * period that completed 2^(bits-1) or more grace periods ago (it wrapped
+ * around): it reads as completed.  A valid cookie is at most 2 ahead.
+ */
+#define SK_RCU_COOKIE_AHEAD 1024UL
 __thread unsigned long sk_rcu__ctr __attribute__((tls_model("initial-exec")));
 /* Last handshake (rcu.exp_seq) this thread acknowledged. */
-static __thread unsigned long rcu_ack __attribute__((tls_model("initial-exec")));
+static __thread uint64_t rcu_ack __attribute__((tls_model("initial-exec")));
 
 /*
  * Registry slot of a reader thread: where its reader word lives.  Slots
@@ -107,7 +140,7 @@ static __thread unsigned long rcu_ack __attribute__((tls_model("initial-exec")))
  */
 struct rcu_slot {
 	unsigned long *ctrp; /* &sk_rcu__ctr of the owner, NULL when free */
-	unsigned long *ackp; /* &rcu_ack of the owner */
+	uint64_t *ackp;	     /* &rcu_ack of the owner */
 	long tid;	     /* kernel thread id of the owner */
 };
 
@@ -134,12 +167,21 @@ static struct {
 	unsigned long sync_calls; /* atomic counter, any thread */
 	unsigned long gp_sleeps;  /* written by the leader */
 	unsigned long expedite;	  /* expedited callers waiting (atomic) */
-	unsigned long exp_seq;	  /* handshakes started (readers: relaxed) */
+	uint64_t exp_seq;	  /* handshakes started (never wraps) */
 	unsigned int exp_skip;	  /* expedited GPs left without handshake */
 	unsigned long exp_handshakes; /* G1 done by handshake (stat) */
 	unsigned long exp_fallbacks;  /* expedited G1 by membarrier (stat) */
 
-	/* Written by the leader (release), read by any caller (acquire). */
+	/*
+	 * Grace-period numbers, full width, modular: gp_seq is the last one
+	 * started, completed the last one completed (gp_seq or gp_seq - 1).
+	 * Written by the leader (release), read by any caller (acquire).
+	 * gp_seq never takes the value ULONG_MAX, so a cookie (gp_seq + 1)
+	 * is never SK_RCU_COOKIE_COMPLETED.  ngps counts grace periods run
+	 * (leader writes, stats read relaxed).
+	 */
+	unsigned long gp_seq;
+	unsigned long ngps;
 	unsigned long completed __attribute__((aligned(SK_CACHELINE)));
 	/*
 	 * Callers that wait for a leader's grace period sleep on done_seq,
@@ -156,6 +198,7 @@ static struct {
 	.registry_lock = PTHREAD_RWLOCK_INITIALIZER,
 	.last_chunk = &first_chunk,
 	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
+	.gp_seq = 1,
 	.completed = 1,
 	.key_once = PTHREAD_ONCE_INIT,
 };
@@ -397,7 +440,7 @@ static void wake_leader(void)
 /* A reader answers an expedited handshake (see H1 above). */
 static void ack_handshake(void)
 {
-	unsigned long e;
+	uint64_t e;
 
 	if (!sk_atomic_load_relaxed(&sk_rcu__ctr))
 		return; /* not registered: no grace period waits for us */
@@ -432,10 +475,13 @@ void sk_rcu__wake_gp(void)
 		wake_leader();
 }
 
-/* Does reader word v belong to a section that began before sequence c? */
+/*
+ * Does reader word v belong to a section that began before the scan whose
+ * counter word is c (its phase differs; see "Narrow words")?
+ */
 static inline int blocks_gp(unsigned long v, unsigned long c)
 {
-	return nest_of(v) && (long)((v >> SK_RCU_SEQ_SHIFT) - c) < 0;
+	return nest_of(v) && ((v ^ c) >> SK_RCU_SEQ_SHIFT);
 }
 
 /* Read slot s's reader word (0 when free).  Read lock held. */
@@ -455,29 +501,49 @@ static inline void slot_passed(struct rcu_slot *s)
 }
 
 /*
+ * Readers that the first scan of a two-scan grace period found inside a
+ * section of the current phase: the only ones the second scan must check
+ * (see "Narrow words").  More than SK_RCU_PEND_MAX: check all.  Guarded by
+ * gp_lock.
+ */
+static struct {
+	struct rcu_slot *s[SK_RCU_PEND_MAX];
+	unsigned long n;
+} suspects;
+
+/*
  * Scan every owned slot; store the first cap that block grace period c in
- * pend.  Returns how many block (possibly more than cap).
+ * pend.  Returns how many block (possibly more than cap).  With collect,
+ * also record the suspects.
  */
 static unsigned long scan_all(unsigned long c, struct rcu_slot **pend,
-			      unsigned long cap)
+			      unsigned long cap, int collect)
 {
 	struct rcu_chunk *ch;
 	unsigned long n = 0;
 
+	if (collect)
+		suspects.n = 0;
 	pthread_rwlock_rdlock(&rcu.registry_lock);
 	for (ch = &first_chunk; ch; ch = ch->next) {
 		uint64_t used = ch->used;
 
 		while (used) {
 			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
+			unsigned long v = slot_word(s);
 
 			used &= used - 1;
-			if (blocks_gp(slot_word(s), c)) {
+			if (blocks_gp(v, c)) {
 				if (n < cap)
 					pend[n] = s;
 				n++;
-			} else {
-				slot_passed(s);
+				continue;
+			}
+			slot_passed(s);
+			if (collect && nest_of(v)) {
+				if (suspects.n < SK_RCU_PEND_MAX)
+					suspects.s[suspects.n] = s;
+				suspects.n++;
 			}
 		}
 	}
@@ -505,7 +571,7 @@ static unsigned long rescan(unsigned long c, struct rcu_slot **pend,
 static unsigned long scan(unsigned long c, struct rcu_slot **pend,
 			  unsigned long n)
 {
-	return n > SK_RCU_PEND_MAX ? scan_all(c, pend, SK_RCU_PEND_MAX)
+	return n > SK_RCU_PEND_MAX ? scan_all(c, pend, SK_RCU_PEND_MAX, 0)
 				   : rescan(c, pend, n);
 }
 
@@ -527,7 +593,7 @@ static void thread_name(long tid, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
-/* Stall watchdog: name every reader that still holds grace period c. */
+/* Stall watchdog: name every reader that still holds the scan of c. */
 static void report_stall(struct rcu_slot **pend, unsigned long n,
 			 unsigned long c, uint64_t waited_ns)
 {
@@ -537,7 +603,7 @@ static void report_stall(struct rcu_slot **pend, unsigned long n,
 	fprintf(stderr,
 		"scalekit: RCU stall: grace period %lu has waited %lu ms "
 		"(SCALEKIT_RCU_STALL_MS=%lu) for %lu reader(s):\n",
-		c, ms, sk__rcu_stall_ms, n);
+		rcu.ngps + 1, ms, sk__rcu_stall_ms, n);
 	pthread_rwlock_rdlock(&rcu.registry_lock);
 	for (i = 0; i < n && i < SK_RCU_PEND_MAX; i++) {
 		unsigned long v = slot_word(pend[i]);
@@ -559,24 +625,33 @@ static void report_stall(struct rcu_slot **pend, unsigned long n,
 }
 
 /*
- * Wait until no registered reader blocks grace period c.  New readers
- * cannot block c (they snapshot the advanced counter), so only the slots
- * found blocking by the first scan are polled again.
+ * Wait until no registered reader blocks the scan whose counter word is c.
+ * New readers cannot block it (they snapshot the advanced counter), so
+ * only the slots found blocking by the first pass are polled again.  The
+ * first pass of scan 0 looks at every slot (and records the suspects when
+ * a second scan follows); scan 1 looks at the suspects only.
  *
  * A normal grace period spins briefly, then sleeps on the futex; an
  * expedited one (or any while an expedited caller waits) keeps polling and
  * yields the CPU instead of sleeping.
  */
-static void wait_for_readers(unsigned long c, int expedited)
+static void wait_for_readers(unsigned long c, int expedited, int scan_no,
+			     int scans)
 {
 	struct rcu_slot *pend[SK_RCU_PEND_MAX];
 	uint64_t start = 0, now, next_report = 0, interval = 0;
 	unsigned int spins = 0, limit;
-	unsigned long n;
+	unsigned long n = suspects.n;
 
 	expedited = expedited || sk_atomic_load_relaxed(&rcu.expedite);
 	limit = expedited ? SK_RCU_SPIN_EXPEDITED : SK_RCU_SPIN_NORMAL;
-	for (n = scan_all(c, pend, SK_RCU_PEND_MAX); n; n = scan(c, pend, n)) {
+	if (scan_no == 0)
+		n = scan_all(c, pend, SK_RCU_PEND_MAX, scans > 1);
+	else if (n <= SK_RCU_PEND_MAX)
+		n = rescan(c, memcpy(pend, suspects.s, n * sizeof(*pend)), n);
+	else
+		n = scan_all(c, pend, SK_RCU_PEND_MAX, 0);
+	for (; n; n = scan(c, pend, n)) {
 		if (spins++ < limit) {
 			sk_cpu_relax();
 			continue;
@@ -638,23 +713,36 @@ static int no_other_readers(void)
 	return n == 0 || (n == 1 && sk_atomic_load_relaxed(&sk_rcu__ctr));
 }
 
+/*
+ * Modular: target is done when completed has reached it, and also when it
+ * is far ahead of completed: valid cookies are at most 2 ahead (gp_seq + 1
+ * with gp_seq <= completed + 1), so such a cookie is one that wrapped, taken
+ * 2^(bits-1) or more grace periods ago.  Only a cookie taken a multiple of
+ * 2^bits grace periods ago, give or take SK_RCU_COOKIE_AHEAD, reads as not
+ * done (for at most SK_RCU_COOKIE_AHEAD more grace periods).
+ */
 int sk__rcu_done(unsigned long target)
 {
-	return (long)(sk_atomic_load_acquire(&rcu.completed) - target) >= 0;
+	/* Acquire: pairs with the release of completed after G2. */
+	unsigned long c = sk_atomic_load_acquire(&rcu.completed);
+
+	return target == SK_RCU_COOKIE_COMPLETED || (long)(c - target) >= 0 ||
+	       target - c > SK_RCU_COOKIE_AHEAD;
 }
 
 unsigned long sk__rcu_snap(void)
 {
 	/* S1: the caller's unlinks before the snapshot; pairs with G1. */
 	sk_smp_mb();
-	return (sk_atomic_load_acquire(&sk_rcu__gp.ctr) >> SK_RCU_SEQ_SHIFT) + 1;
+	/* Acquire: pairs with the release R0 that starts a grace period. */
+	return sk_atomic_load_acquire(&rcu.gp_seq) + 1;
 }
 
 /*
  * Has every registered reader but the caller answered handshake e?
  * Registry read lock held.
  */
-static int all_acked(unsigned long e)
+static int all_acked(uint64_t e)
 {
 	struct rcu_chunk *ch;
 
@@ -683,8 +771,7 @@ static int all_acked(unsigned long e)
  */
 static int exp_handshake(void)
 {
-	unsigned long e = rcu.exp_seq + 1;
-	uint64_t deadline;
+	uint64_t e = rcu.exp_seq + 1, deadline;
 	int all;
 
 	if (rcu.exp_skip) {
@@ -712,37 +799,72 @@ static int exp_handshake(void)
 	return 0;
 }
 
+/*
+ * Advance the phase (R1) and return the new counter word.  Caller holds
+ * gp_lock.  The phase may wrap (see "Narrow words").
+ */
+static unsigned long advance_phase(void)
+{
+	unsigned long w = sk_rcu__gp.ctr + (1UL << SK_RCU_SEQ_SHIFT);
+
+	/* R1: advance the counter; pairs with L1 in sk_rcu_read_lock(). */
+	sk_atomic_store_release(&sk_rcu__gp.ctr, w);
+	return w;
+}
+
+/* G1: the phase advance before reading reader words; pairs with L2/Q2. */
+static void gp_fence_before_scan(int expedited)
+{
+	if ((expedited || sk_atomic_load_relaxed(&rcu.expedite)) &&
+	    exp_handshake())
+		/* After H2: the leader's own later loads, locally. */
+		sk_smp_mb();
+	else
+		sk_fence_heavy();
+}
+
+/* The grace-period number after s; skips ULONG_MAX (see rcu.gp_seq). */
+static inline unsigned long gp_next(unsigned long s)
+{
+	return s + 1 == ULONG_MAX ? 0 : s + 1;
+}
+
 /* Run grace periods until target completed.  Caller holds gp_lock. */
 static void lead(unsigned long target, int expedited)
 {
-	unsigned long c;
+	unsigned long c, w;
+	int i, scans = gp_scans();
 
 	if (sk__rcu_done(target))
 		return;
-	c = (sk_rcu__gp.ctr >> SK_RCU_SEQ_SHIFT) + 1;
-	/* R1: advance the counter; pairs with L1 in sk_rcu_read_lock(). */
-	sk_atomic_store_release(&sk_rcu__gp.ctr,
-				(c << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1);
-	if (no_other_readers()) {
-		/*
-		 * A thread registering from now on takes the registry lock
-		 * after us, so its sections see our updates.
-		 */
-		sk_smp_mb();
-	} else {
-		if ((expedited || sk_atomic_load_relaxed(&rcu.expedite)) &&
-		    exp_handshake())
-			/* After H2: the leader's own later loads, locally. */
-			sk_smp_mb();
-		else
-			/* G1: advance before reading reader words; pairs
-			 * with L2/Q2. */
-			sk_fence_heavy();
-		wait_for_readers(c, expedited);
+	c = gp_next(rcu.gp_seq);
+	/* R0: release; pairs with the acquire in sk__rcu_snap(). */
+	sk_atomic_store_release(&rcu.gp_seq, c);
+	w = advance_phase();
+	/*
+	 * Full barrier: R0/R1 before the registry's reader count is read
+	 * (store buffering with a registering thread, whose slot store and
+	 * later L1 load of the counter are ordered by the registry lock): a
+	 * thread counted out here loads the advanced counter, and the
+	 * updates of every caller that snapshot before R0 are visible to it.
+	 */
+	sk_smp_mb();
+	if (!no_other_readers()) {
+		gp_fence_before_scan(expedited);
+		for (i = 0; i < scans; i++) {
+			if (i) {
+				w = advance_phase();
+				/* R1 before the second scan's loads. */
+				sk_smp_mb();
+			}
+			wait_for_readers(w, expedited, i, scans);
+		}
 		/* G2: readers' section accesses done before completion; pairs with U1/Q1. */
 		gp_fence_after_scan();
 	}
+	/* Release: pairs with the acquire in sk__rcu_done(). */
 	sk_atomic_store_release(&rcu.completed, c);
+	sk_atomic_store_relaxed(&rcu.ngps, rcu.ngps + 1);
 }
 
 /*
@@ -920,7 +1042,7 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 {
 	if (!st)
 		return -EINVAL;
-	st->grace_periods = sk_atomic_load_acquire(&rcu.completed) - 1;
+	st->grace_periods = sk_atomic_load_relaxed(&rcu.ngps);
 	st->sync_calls = sk_atomic_load_relaxed(&rcu.sync_calls);
 	st->gp_sleeps = sk_atomic_load_relaxed(&rcu.gp_sleeps);
 	st->exp_handshakes = sk_atomic_load_relaxed(&rcu.exp_handshakes);
@@ -930,3 +1052,31 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	pthread_rwlock_unlock(&rcu.registry_lock);
 	return sk__rcu_cb_stats(st);
 }
+
+#ifdef SK_TEST_HOOKS
+/*
+ * Test hooks (the scalekit_hooks test library only, never the installed
+ * one): start the grace-period numbers at gp and the phase at phase, so a
+ * test crosses the wrap-around points within a few grace periods; and force
+ * the scans per grace period (0: the build's SK_RCU_SCANS).  Call with no
+ * grace period, callback or polled request in flight.
+ */
+int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase)
+{
+	if (gp == ULONG_MAX)
+		return -EINVAL; /* gp_seq never takes that value */
+	pthread_mutex_lock(&rcu.gp_lock);
+	rcu.gp_seq = gp;
+	sk_atomic_store_relaxed(&rcu.ngps, 0UL);
+	sk_atomic_store_release(&rcu.completed, gp);
+	sk_atomic_store_release(&sk_rcu__gp.ctr,
+				(phase << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1);
+	pthread_mutex_unlock(&rcu.gp_lock);
+	return 0;
+}
+
+void sk__rcu_test_set_scans(int n)
+{
+	sk_atomic_store_relaxed(&rcu_test_scans, n);
+}
+#endif

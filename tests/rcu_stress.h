@@ -47,8 +47,8 @@
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 
-#define SK_STRESS_MAGIC 0x5ca1ab1e0b1ec7edUL  /* a live object */
-#define SK_STRESS_POISON 0x6b6b6b6b6b6b6b6bUL /* after its grace period */
+#define SK_STRESS_MAGIC ((unsigned long)0x5ca1ab1e0b1ec7edULL)  /* a live object */
+#define SK_STRESS_POISON ((unsigned long)0x6b6b6b6b6b6b6b6bULL) /* after its grace period */
 #define SK_STRESS_PAYLOAD 14		      /* object = 2 cache lines */
 #define SK_STRESS_HOLD_MAX 64		      /* QSBR references held */
 
@@ -114,7 +114,9 @@ struct sk_stress_thread {
 
 static inline unsigned long sk_stress_payload(unsigned long seq, unsigned i)
 {
-	return (seq * 0x9e3779b97f4a7c15UL) ^ ((unsigned long)i << 56) ^ i;
+	/* The index in the top byte, whatever the width of unsigned long. */
+	return (seq * (unsigned long)0x9e3779b97f4a7c15ULL) ^
+	       ((unsigned long)i << (8 * sizeof(unsigned long) - 8)) ^ i;
 }
 
 /* Loads and stores on objects: plain when checked by TSan, else atomic. */

@@ -53,7 +53,7 @@
 #include "scalekit/rcu.h"
 #include "scalekit/rhash.h"
 
-#define SK_RHS_POISON	0x6b6b6b6b6b6b6b6bUL /* a freed object */
+#define SK_RHS_POISON	((unsigned long)0x6b6b6b6b6b6b6b6bULL) /* a freed object */
 #define SK_RHS_PAYLOAD	4
 #define SK_RHS_MAX_UPD	16
 

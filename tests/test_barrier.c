@@ -375,8 +375,8 @@ enum mp_kind {
 	MP_FLAG_FIRST, /* BROKEN: flag before data on the writing side */
 };
 
-#define MP_K1 0x9e3779b97f4a7c15UL
-#define MP_K2 0x5555aaaa5555aaaaUL
+#define MP_K1 ((unsigned long)0x9e3779b97f4a7c15ULL)
+#define MP_K2 ((unsigned long)0x5555aaaa5555aaaaULL)
 
 struct mp {
 	enum mp_kind kind;

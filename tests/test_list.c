@@ -50,7 +50,7 @@ struct item {
 	struct item *qnext; /* quarantine (broken twin) */
 };
 
-#define POISON 0x6b6b6b6b6b6b6b6bUL
+#define POISON ((unsigned long)0x6b6b6b6b6b6b6b6bULL)
 
 static void item_init(struct item *it, int key)
 {

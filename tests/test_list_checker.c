@@ -33,7 +33,7 @@
 
 #define POOL	 64
 #define MAX_LEN	 8
-#define POISON_P ((void *)0xdead00000000beefUL)
+#define POISON_P ((void *)((unsigned long)0xdead00000000beefULL))
 
 struct ent {
 	int key;			/* key id, 0..SK_CHK_MAX_KEYS-1 */

@@ -578,8 +578,8 @@ static void expedited_waits_for_preexisting_reader(void)
 
 /* ---- updaters of every kind protect readers ------------------------------- */
 
-#define PV_MAGIC 0x600d600d600d600dUL
-#define PV_POISON 0xdeaddeaddeaddeadUL
+#define PV_MAGIC ((unsigned long)0x600d600d600d600dULL)
+#define PV_POISON ((unsigned long)0xdeaddeaddeaddeadULL)
 
 struct pobj {
 	unsigned long val;

@@ -183,7 +183,7 @@ static struct obj *obj_new(int id)
 static void obj_free(struct obj *o)
 {
 	o->freed = 1;
-	o->node.next = (struct sk_rhash_node *)0xdead0000beefUL;
+	o->node.next = (struct sk_rhash_node *)((unsigned long)0xdead0000beefULL);
 	o->node.hash = 0xdeadbeefUL;
 }
 

@@ -56,14 +56,21 @@ struct sk__wfq {
  *   bits 0..14   nesting depth of read sections (SK_RCU_QSBR_NEST while
  *                an online QSBR thread is outside sk_rcu_read_lock());
  *   bit 15       SK_RCU_REG: the thread is registered;
- *   bits 16..63  grace-period sequence seen when the outermost section
- *                began (or at the last quiescent state).
- * 0 means "not registered".  A 48-bit sequence does not wrap in practice.
+ *   the rest     SK_RCU_SEQ_BITS low bits of the scan-phase counter seen
+ *                when the outermost section began (or at the last
+ *                quiescent state): 48 bits where unsigned long has 64, 16
+ *                where it has 32.
+ * 0 means "not registered".  The phase bits are only ever compared for
+ * equality with the current phase, so they may wrap; grace-period cookies
+ * are kept apart, in full unsigned long width (see sk_get_state_
+ * synchronize_rcu()).  Where the phase has fewer than 32 bits, every grace
+ * period scans twice (docs/rcu.md, "Narrow words").
  */
 #define SK_RCU_NEST_MASK 0x7fffUL
 #define SK_RCU_QSBR_NEST 0x4000UL
 #define SK_RCU_REG	 0x8000UL
 #define SK_RCU_SEQ_SHIFT 16
+#define SK_RCU_SEQ_BITS	 (8 * (int)sizeof(unsigned long) - SK_RCU_SEQ_SHIFT)
 
 /*
  * Grace-period state read by the fast paths.  Guarded by: ctr is written
@@ -74,7 +81,7 @@ struct sk__wfq {
  * line, read-mostly.
  */
 struct sk_rcu__gp_state {
-	unsigned long ctr; /* ABI: (sequence << 16) | SK_RCU_REG | 1 */
+	unsigned long ctr; /* ABI: (phase << 16) | SK_RCU_REG | 1 */
 	int futex;	   /* ABI: nonzero: readers call sk_rcu__wake_gp() */
 } __attribute__((aligned(SK_CACHELINE)));
 
@@ -335,9 +342,13 @@ SK_API void sk_synchronize_rcu(void);
 SK_API void sk_synchronize_rcu_expedited(void);
 
 /*
- * Polled grace periods.  A cookie names a grace period; it is a 64-bit
- * counter that does not wrap in practice.  SK_RCU_COOKIE_COMPLETED always
- * reads as completed.
+ * Polled grace periods.  A cookie names a grace period; cookies have the
+ * width of unsigned long and are compared modulo 2^width, so they may wrap
+ * (32-bit targets): a cookie of any age reads as completed, except one
+ * taken a multiple of 2^width grace periods ago (give or take 1024), which
+ * reads as not completed for at most 1024 more grace periods.
+ * SK_RCU_COOKIE_COMPLETED always reads as completed; no cookie returned by
+ * the functions below equals it.
  */
 #define SK_RCU_COOKIE_COMPLETED 0UL
 

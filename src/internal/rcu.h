@@ -39,4 +39,10 @@ void sk__rcu_cb_atfork_child(void);
 /* Stall threshold in ms (SCALEKIT_RCU_STALL_MS, read once). */
 extern unsigned long sk__rcu_stall_ms;
 
+#ifdef SK_TEST_HOOKS
+/* Test hooks of the scalekit_hooks library (src/rcu.c). */
+int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase);
+void sk__rcu_test_set_scans(int n);
+#endif
+
 #endif

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RCU counters at their wrap-around points (issue 11, item 1).
+ *
+ * The reader word keeps SK_RCU_SEQ_BITS bits of the scan phase: 16 on a
+ * 32-bit target, 48 on a 64-bit one; grace-period cookies are full
+ * unsigned long.  Linked against scalekit_hooks (the library built with
+ * SK_TEST_HOOKS), so a test can start the counters just below a wrap:
+ *  - cookies_across_wrap: cookies, polls and completion across the phase
+ *    wrap and the unsigned long wrap, one grace period at a time;
+ *  - readers_protected_across_wrap: readers that check for freed
+ *    (poisoned) objects while an updater runs grace periods across both
+ *    wrap points, and then across 2^16 + 2^14 grace periods from wherever
+ *    the counters are (the natural way to reach the 16-bit wrap: the code
+ *    before the fix stopped waiting for readers there on 32-bit targets);
+ *  - stale_phase_reader_waited: a reader word stored from a stale load
+ *    that equals the phase of the coming scan (what a reader preempted for
+ *    2^16 scans between its load and its store does on 32-bit) must still
+ *    be waited for; with one scan per grace period (the broken twin, forced
+ *    through the hook) it is not, and the test must see that.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "scalekit/rcu.h"
+#include "sk_test.h"
+#include "sk_test_rcu.h"
+
+int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase);
+void sk__rcu_test_set_scans(int n);
+
+#define PHASE_MASK (ULONG_MAX >> SK_RCU_SEQ_SHIFT)
+
+/* Start both counters n grace periods below their wrap points. */
+static void start_below_wrap(unsigned long n)
+{
+	/* Two phases per grace period at most: 2n phases below the wrap. */
+	SK_CHECK_EQ(sk__rcu_test_set_seq(ULONG_MAX - 1 - n, PHASE_MASK - 2 * n),
+		    0);
+}
+
+static void cookies_across_wrap(void)
+{
+	unsigned long old[64], c;
+	int i, j, n = 0;
+
+	start_below_wrap(40);
+	SK_CHECK_EQ(sk__rcu_test_set_seq(ULONG_MAX, 0), -EINVAL);
+	SK_CHECK(sk_poll_state_synchronize_rcu(SK_RCU_COOKIE_COMPLETED));
+	for (i = 0; i < 120; i++) {
+		c = sk_get_state_synchronize_rcu();
+		SK_CHECK_NE(c, SK_RCU_COOKIE_COMPLETED);
+		/* Single-threaded, no callbacks: nothing ran it yet. */
+		SK_CHECK_EQ(sk_poll_state_synchronize_rcu(c), 0);
+		if (i % 2)
+			sk_synchronize_rcu();
+		else
+			sk_cond_synchronize_rcu(c);
+		SK_CHECK_EQ(sk_poll_state_synchronize_rcu(c), 1);
+		old[n++ % 64] = c;
+		for (j = 0; j < 64 && j < n; j++)
+			SK_CHECK_EQ(sk_poll_state_synchronize_rcu(old[j]), 1);
+	}
+	SK_CHECK_EQ(sk_test_rcu_stats().grace_periods, 120);
+}
+
+/*
+ * Readers check that the object they reach is not poisoned; the updater
+ * replaces it, waits for a grace period, poisons and frees the old one.
+ */
+struct obj {
+	unsigned long magic;
+};
+#define MAGIC 0x5ca1ab1eUL
+#define POISON 0xdeadUL
+
+#define QUARANTINE 1024
+static struct obj *shared, *quarantine[QUARANTINE];
+static int stop, errors;
+static unsigned long reads;
+
+static void *reader(void *arg)
+{
+	unsigned long n = 0;
+
+	(void)arg;
+	sk_rcu_register_thread();
+	while (!LOAD(stop)) {
+		struct obj *o;
+
+		sk_rcu_read_lock();
+		o = sk_rcu_dereference(shared);
+		/* Reread a few times: a freed object gets poisoned meanwhile. */
+		for (int k = 0; k < 32; k++)
+			if (__atomic_load_n(&o->magic, __ATOMIC_RELAXED) !=
+			    MAGIC)
+				INC(errors);
+		sk_rcu_read_unlock();
+		n++;
+	}
+	__atomic_fetch_add(&reads, n, __ATOMIC_RELAXED);
+	sk_rcu_unregister_thread();
+	return NULL;
+}
+
+static struct obj *obj_new(void)
+{
+	struct obj *o = malloc(sizeof(*o));
+
+	if (!o)
+		abort();
+	o->magic = MAGIC;
+	return o;
+}
+
+/* Replace the shared object gps times; return the errors readers saw. */
+static int run_updates(unsigned long gps, int nreaders)
+{
+	pthread_t t[4];
+	int i;
+
+	STORE(stop, 0);
+	STORE(errors, 0);
+	for (i = 0; i < nreaders; i++)
+		sk_test_thread_start(&t[i], reader, NULL);
+	for (unsigned long g = 0; g < gps && !LOAD(errors); g++) {
+		struct obj *old = shared;
+
+		sk_rcu_assign_pointer(shared, obj_new());
+		if (g % 3 == 2)
+			sk_synchronize_rcu_expedited();
+		else
+			sk_synchronize_rcu();
+		__atomic_store_n(&old->magic, POISON, __ATOMIC_RELAXED);
+		/* Quarantine: a poisoned object stays poisoned a while. */
+		free(quarantine[g % QUARANTINE]);
+		quarantine[g % QUARANTINE] = old;
+	}
+	for (i = 0; i < QUARANTINE; i++) {
+		free(quarantine[i]);
+		quarantine[i] = NULL;
+	}
+	STORE(stop, 1);
+	for (i = 0; i < nreaders; i++)
+		sk_test_thread_join(t[i]);
+	return LOAD(errors);
+}
+
+static int held_run(int scans, int stale);
+
+static void readers_protected_across_wrap(void)
+{
+	unsigned long natural = (1UL << 16) + (1UL << 14);
+
+	shared = obj_new();
+	start_below_wrap(2000);
+	SK_CHECK_EQ(run_updates(4000, 2), 0);
+	/* No hook from here on: 2^16 + 2^14 grace periods from where we are. */
+	SK_CHECK_EQ(run_updates(natural / sk_test_slow(), 1), 0);
+	SK_CHECK_GT(LOAD(reads), 0);
+	/* And a grace period still waits for a reader that holds on. */
+	SK_CHECK_EQ(held_run(0, 0), 0);
+	free(shared);
+}
+
+struct stale {
+	int stale; /* store a stale word instead of sk_rcu_read_lock() */
+	int held, release;
+};
+
+/*
+ * Store a reader word whose phase is the one the next scan will use, with
+ * nesting 1, as a reader that loaded the counter 2^SEQ_BITS phases ago
+ * would, then hold it until released.
+ */
+static void *stale_reader(void *arg)
+{
+	struct stale *s = arg;
+	unsigned long next;
+
+	sk_rcu_register_thread();
+	if (s->stale) {
+		next = sk_test_gp_ctr() + (1UL << SK_RCU_SEQ_SHIFT);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, next);
+		sk_smp_mb(); /* the store before the flag (test's own pairing) */
+	} else {
+		sk_rcu_read_lock();
+	}
+	STORE(s->held, 1);
+	while (!LOAD(s->release))
+		sched_yield();
+	sk_rcu_read_unlock(); /* nesting 1: leaves the section */
+	sk_rcu_unregister_thread();
+	return NULL;
+}
+
+static int sync_done;
+
+static void *syncer(void *arg)
+{
+	(void)arg;
+	sk_synchronize_rcu();
+	STORE(sync_done, 1);
+	return NULL;
+}
+
+/*
+ * Run one synchronize against a reader that holds a section (with a stale
+ * word when stale); return 1 when it returned while the reader held it.
+ */
+static int held_run(int scans, int stale)
+{
+	struct stale s = { .stale = stale };
+	pthread_t r, u;
+	int early = 0, i;
+
+	sk__rcu_test_set_scans(scans);
+	STORE(sync_done, 0);
+	sk_test_thread_start(&r, stale_reader, &s);
+	while (!LOAD(s.held))
+		sched_yield();
+	sk_test_thread_start(&u, syncer, NULL);
+	/* Give a broken grace period every chance to return early. */
+	for (i = 0; i < 200 && !early; i++) {
+		sk_test_sleep_ms(1);
+		early = LOAD(sync_done);
+	}
+	STORE(s.release, 1);
+	sk_test_thread_join(r);
+	sk_test_thread_join(u);
+	sk__rcu_test_set_scans(0);
+	return early;
+}
+
+static void stale_phase_reader_waited(void)
+{
+	/* Two scans per grace period: the stale word is waited for. */
+	SK_CHECK_EQ(held_run(2, 1), 0);
+	/* Broken twin, one scan: it must return while the reader holds. */
+	SK_CHECK_EQ(held_run(1, 1), 1);
+	if (SK_RCU_SEQ_BITS < 40)
+		SK_CHECK_EQ(held_run(0, 1), 0); /* the build's own choice */
+}
+
+int main(void)
+{
+	sk_test_seed_init();
+	fprintf(stderr, "phase bits %d\n", SK_RCU_SEQ_BITS);
+	SK_RUN_TIMED(cookies_across_wrap);
+	SK_RUN_TIMED(readers_protected_across_wrap);
+	SK_RUN_TIMED(stale_phase_reader_waited);
+	return sk_test_report();
+}
