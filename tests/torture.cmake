@@ -25,6 +25,40 @@
 #   SK_STDOUT     a regular expression stdout must match (optional)
 #   SK_STDERR     a regular expression stderr must match (optional)
 #   SK_LONG       1: a torture-long test (skips itself, see above)
+#   SK_CHECK      a check of the report's figures after the run (optional):
+#                 rhash_update_kinds  the rhash update kinds add up to the
+#                                     updates, and short-lived reader
+#                                     threads ran (each figure counts what
+#                                     its name says, nothing else)
+
+# SK_CHECK rhash_update_kinds, on the SK_CLI_OUT of a successful run.
+function(sk_tort_check_update_kinds)
+  set(re "rhash: [^\n]*; ([0-9]+) inserts, ([0-9]+) removes, ([0-9]+) replaces, ([0-9]+) duplicate inserts, ([0-9]+) own-key lookups;")
+  if(NOT SK_CLI_OUT MATCHES "${re}")
+    sk_cli_fail("no rhash line with the update kinds\n")
+  endif()
+  math(EXPR kinds "${CMAKE_MATCH_1} + ${CMAKE_MATCH_2} + ${CMAKE_MATCH_3} + ${CMAKE_MATCH_4} + ${CMAKE_MATCH_5}")
+  set(replaces ${CMAKE_MATCH_3})
+  if(NOT SK_CLI_OUT MATCHES "\nreads: [0-9]+ [^\n]* updates: ([0-9]+) ")
+    sk_cli_fail("no updates figure\n")
+  endif()
+  set(updates ${CMAKE_MATCH_1})
+  if(NOT SK_CLI_OUT MATCHES "\nshort-lived reader threads: ([0-9]+)\n")
+    sk_cli_fail("no short-lived reader threads figure\n")
+  endif()
+  set(churned ${CMAKE_MATCH_1})
+  if(NOT kinds EQUAL updates)
+    string(CONCAT why "the update kinds add up to ${kinds}, but updates is "
+      "${updates}: a figure counts something else (replaces ${replaces}, "
+      "short-lived reader threads ${churned})\n")
+    sk_cli_fail("${why}")
+  endif()
+  if(churned EQUAL 0)
+    sk_cli_fail("no short-lived reader thread ran\n")
+  endif()
+  message("update kinds add up to the ${updates} updates; ${replaces} "
+    "replaces, ${churned} short-lived reader threads")
+endfunction()
 
 if(CMAKE_SCRIPT_MODE_FILE)
   if(SK_LONG AND NOT "$ENV{SK_TORTURE_LONG}" STREQUAL "1")
@@ -44,6 +78,11 @@ if(CMAKE_SCRIPT_MODE_FILE)
   string(REPLACE "|" ";" args "${args}")
   include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_cli_check.cmake)
   sk_cli_check("${args}" ON)
+  if(SK_CHECK STREQUAL "rhash_update_kinds")
+    sk_tort_check_update_kinds()
+  elseif(DEFINED SK_CHECK)
+    message(FATAL_ERROR "unknown SK_CHECK '${SK_CHECK}'")
+  endif()
   return()
 endif()
 
@@ -61,11 +100,15 @@ set(sk_tort_busted_env
   "ASAN_OPTIONS=detect_leaks=0")
 
 # sk_torture_test(NAME RC ARGS [DURATION s] [SLOW_DURATION s] [STDOUT re]
-#                 [STDERR re] [LABELS ...] [TIMEOUT s] [ENV ...] [LONG])
+#                 [STDERR re] [CHECK name] [LABELS ...] [TIMEOUT s] [ENV ...]
+#                 [LONG])
 function(sk_torture_test name rc args)
-  cmake_parse_arguments(T "LONG" "DURATION;SLOW_DURATION;STDOUT;STDERR;TIMEOUT"
-    "LABELS;ENV" ${ARGN})
+  cmake_parse_arguments(T "LONG"
+    "DURATION;SLOW_DURATION;STDOUT;STDERR;CHECK;TIMEOUT" "LABELS;ENV" ${ARGN})
   set(defs -DSK_CMD=$<TARGET_FILE:scalekit_tool> "-DSK_ARGS=${args}" -DSK_RC=${rc})
+  if(DEFINED T_CHECK)
+    list(APPEND defs -DSK_CHECK=${T_CHECK})
+  endif()
   if(DEFINED T_DURATION)
     list(APPEND defs -DSK_DURATION=${T_DURATION})
   endif()
@@ -127,6 +170,14 @@ sk_torture_test(torture_rcu_churn_fork_stutter 0
   DURATION 10 SLOW_DURATION 4
   STDOUT "Reader Pipe: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\n.*short-lived reader threads: [1-9].*max pipe count: [01]  errors: 0\nSUCCESS\n$"
   STDERR "fork child [0-9]+: SUCCESS|--fork: not run under ThreadSanitizer")
+# rhash with --churn: the harness counts its short-lived readers apart
+# from the scenario's figures (they once shared a slot, and replaces read
+# as replaces plus short-lived readers): the update kinds must add up to
+# the updates exactly.
+sk_torture_test(torture_rhash_churn_figures 0
+  "torture|rhash|--churn|--duration|@DUR@|--seed|15"
+  DURATION 2 SLOW_DURATION 2 STDOUT "${sk_ok_ds}" CHECK rhash_update_kinds
+  ENV "${sk_tort_tsan}")
 # Forward progress under a callback flood: bounded memory, grace periods.
 sk_torture_test(torture_rcu_flood 0 "torture|rcu|--flood|--duration|@DUR@|--seed|8"
   DURATION 10 SLOW_DURATION 3 STDOUT "peak RSS: .*${sk_ok_ds}")

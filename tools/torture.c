@@ -287,6 +287,7 @@ void sk_tort_sum_stats(struct sk_tort *T, struct sk_tort_stats *sum)
 		sum->updates += sk_atomic_load_relaxed(&s->updates);
 		sum->errors += sk_atomic_load_relaxed(&s->errors);
 		sum->cb_queued += sk_atomic_load_relaxed(&s->cb_queued);
+		sum->churned += sk_atomic_load_relaxed(&s->churned);
 		if (sk_atomic_load_relaxed(&s->max_pipe) > sum->max_pipe)
 			sum->max_pipe = sk_atomic_load_relaxed(&s->max_pipe);
 		for (k = 0; k < SK_TORT_HIST; k++) {
@@ -296,7 +297,7 @@ void sk_tort_sum_stats(struct sk_tort *T, struct sk_tort_stats *sum)
 		for (k = 0; k < SK_TORT_GP_NR; k++)
 			sum->gp_used[k] +=
 				sk_atomic_load_relaxed(&s->gp_used[k]);
-		for (k = 0; k < 6; k++)
+		for (k = 0; k < SK_TORT_NX; k++)
 			sum->x[k] += sk_atomic_load_relaxed(&s->x[k]);
 	}
 }
@@ -613,7 +614,7 @@ static void *churn_main(void *arg)
 		}
 		pthread_join(c->tid, NULL);
 		free(c);
-		sk_tort_inc(&t->st->x[5]);
+		sk_tort_inc(&t->st->churned);
 	}
 	pthread_attr_destroy(&attr);
 	sk_tort_self = NULL;
@@ -1063,7 +1064,7 @@ static int tort_run(const struct sk_tort_config *cfg,
 	fprintf(out, "\n");
 	if (cfg->churn)
 		fprintf(out, "%sshort-lived reader threads: %lu\n", prefix,
-			sum.x[5]);
+			sum.churned);
 	errors = sum.errors + T->global_errors;
 	fprintf(out, "%speak RSS: %lu MiB (bound %lu MiB)\n", prefix,
 		peak_rss / 1024, cfg->rss_limit_mib);

@@ -191,6 +191,17 @@ enum sk_tort_role {
 };
 
 /*
+ * Slots of struct sk_tort_stats.x: they belong to the scenario alone.
+ * Each scenario names its slots with an enum whose last member counts
+ * them and checks that count with SK_TORT_X_FITS(); the harness never
+ * writes x[], its own figures are fields of their own.  So two figures
+ * cannot share a slot.
+ */
+#define SK_TORT_NX 8
+#define SK_TORT_X_FITS(nr) \
+	_Static_assert((nr) <= SK_TORT_NX, "too many scenario counters")
+
+/*
  * Counters of a thread: written by the owner with relaxed atomics, read
  * by the monitor.  Short-lived churn readers write into their spawner's.
  */
@@ -203,7 +214,8 @@ struct sk_tort_stats {
 	unsigned long batch[SK_TORT_HIST];    /* Reader Batch */
 	unsigned long gp_used[SK_TORT_GP_NR]; /* updates per --gp type */
 	unsigned long cb_queued;	      /* callbacks this thread queued */
-	unsigned long x[6];		      /* scenario-defined */
+	unsigned long churned;		      /* --churn: readers joined */
+	unsigned long x[SK_TORT_NX];	      /* the scenario's (see above) */
 } __attribute__((aligned(SK_CACHELINE)));
 
 struct sk_tort;

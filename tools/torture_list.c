@@ -54,7 +54,8 @@ struct list_reader {
 };
 
 /* x[] counters. */
-enum { LX_INSERTS, LX_REMOVES, LX_REPLACES, LX_ELEMS_SEEN, LX_FREE_RCU };
+enum { LX_INSERTS, LX_REMOVES, LX_REPLACES, LX_ELEMS_SEEN, LX_FREE_RCU, LX_NR };
+SK_TORT_X_FITS(LX_NR);
 
 static inline int is_stable(unsigned long key)
 {

@@ -78,7 +78,8 @@ struct pipe_reader {
 };
 
 /* x[] counters of struct sk_tort_stats. */
-enum { PX_HANDOFFS, PX_HELD_CHECKS };
+enum { PX_HANDOFFS, PX_HELD_CHECKS, PX_NR };
+SK_TORT_X_FITS(PX_NR);
 
 static inline unsigned long pipe_payload(unsigned long seq, unsigned int i)
 {

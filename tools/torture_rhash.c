@@ -71,15 +71,22 @@ struct rh_reader {
 	unsigned int nheld;
 };
 
-/* x[] counters. */
+/*
+ * x[] counters.  Each update of a run without errors is exactly one of
+ * RX_INSERTS .. RX_OWN_LOOKUPS, so their sum is the number of updates.
+ */
 enum {
 	RX_LOOKUPS,
 	RX_ITERS,
 	RX_ITER_OBJS,
 	RX_INSERTS,
 	RX_REMOVES,
-	RX_REPLACES
+	RX_REPLACES,
+	RX_DUP_INSERTS, /* of a present volatile key, refused */
+	RX_OWN_LOOKUPS,
+	RX_NR
 };
+SK_TORT_X_FITS(RX_NR);
 
 /* The table's allocator has no context argument: the run's state. */
 static struct rh_state *rh_cur;
@@ -437,6 +444,7 @@ static void rh_update_one(struct sk_tort_thread *t)
 			if (!n)
 				goto nomem;
 			rh_insert_dup(t, n, key, "present");
+			sk_tort_inc(&t->st->x[RX_DUP_INSERTS]);
 			break;
 		default:
 			/* Only this thread changes the key: exact answer. */
@@ -448,6 +456,7 @@ static void rh_update_one(struct sk_tort_thread *t)
 					      "the model says %p",
 					      key, (void *)o, (void *)e);
 			sk_rcu_read_unlock();
+			sk_tort_inc(&t->st->x[RX_OWN_LOOKUPS]);
 			break;
 		}
 	}
@@ -581,15 +590,17 @@ static void rh_report(struct sk_tort *T, FILE *f)
 	sk_tort_sum_stats(T, &sum);
 	fprintf(f,
 		"%srhash: %lu lookups, %lu iterations (%.1f objects each); "
-		"%lu inserts, %lu removes, %lu replaces; %lu resizes (%lu "
+		"%lu inserts, %lu removes, %lu replaces, %lu duplicate "
+		"inserts, %lu own-key lookups; %lu resizes (%lu "
 		"failed for lack of memory); %lu of %lu table allocations "
 		"failed on purpose; %lu keys at the end, %d stable\n",
 		T->prefix, sum.x[RX_LOOKUPS], sum.x[RX_ITERS],
 		sum.x[RX_ITERS] ? (double)sum.x[RX_ITER_OBJS] / sum.x[RX_ITERS]
 				: 0.0,
 		sum.x[RX_INSERTS], sum.x[RX_REMOVES], sum.x[RX_REPLACES],
-		S->resizes, S->resize_nomem, S->faults, S->faults + S->allocs,
-		S->nkeys, RH_STABLE);
+		sum.x[RX_DUP_INSERTS], sum.x[RX_OWN_LOOKUPS], S->resizes,
+		S->resize_nomem, S->faults, S->faults + S->allocs, S->nkeys,
+		RH_STABLE);
 }
 
 static void rh_progress(struct sk_tort *T, char *buf, size_t len)
