@@ -25,6 +25,133 @@
 #   SK_STDOUT     a regular expression stdout must match (optional)
 #   SK_STDERR     a regular expression stderr must match (optional)
 #   SK_LONG       1: a torture-long test (skips itself, see above)
+#   SK_CHECK      a check of the report's figures after the run (optional):
+#                 rhash_update_kinds  the rhash update kinds add up to the
+#                                     updates, and short-lived reader
+#                                     threads ran (each figure counts what
+#                                     its name says, nothing else)
+#                 setup_faults        allocation failures injected into
+#                                     the setup (see SK_FAULTS)
+#   SK_FAULTS     setup_faults: "sweep" (the 1st .. 8th setup allocation,
+#                 then the 16th, 32nd, ... until the setup has no more,
+#                 then its last two), or a ;-list of which ones fail (each
+#                 run sets SCALEKIT_TORTURE_FAIL_ALLOC)
+#   SK_WRAP       a command to run SK_CMD under, separated by "|" (valgrind)
+
+# SK_CHECK rhash_update_kinds, on the SK_CLI_OUT of a successful run.
+function(sk_tort_check_update_kinds)
+  set(re "rhash: [^\n]*; ([0-9]+) inserts, ([0-9]+) removes, ([0-9]+) replaces, ([0-9]+) duplicate inserts, ([0-9]+) own-key lookups;")
+  if(NOT SK_CLI_OUT MATCHES "${re}")
+    sk_cli_fail("no rhash line with the update kinds\n")
+  endif()
+  math(EXPR kinds "${CMAKE_MATCH_1} + ${CMAKE_MATCH_2} + ${CMAKE_MATCH_3} + ${CMAKE_MATCH_4} + ${CMAKE_MATCH_5}")
+  set(replaces ${CMAKE_MATCH_3})
+  if(NOT SK_CLI_OUT MATCHES "\nreads: [0-9]+ [^\n]* updates: ([0-9]+) ")
+    sk_cli_fail("no updates figure\n")
+  endif()
+  set(updates ${CMAKE_MATCH_1})
+  if(NOT SK_CLI_OUT MATCHES "\nshort-lived reader threads: ([0-9]+)\n")
+    sk_cli_fail("no short-lived reader threads figure\n")
+  endif()
+  set(churned ${CMAKE_MATCH_1})
+  if(NOT kinds EQUAL updates)
+    string(CONCAT why "the update kinds add up to ${kinds}, but updates is "
+      "${updates}: a figure counts something else (replaces ${replaces}, "
+      "short-lived reader threads ${churned})\n")
+    sk_cli_fail("${why}")
+  endif()
+  if(churned EQUAL 0)
+    sk_cli_fail("no short-lived reader thread ran\n")
+  endif()
+  message("update kinds add up to the ${updates} updates; ${replaces} "
+    "replaces, ${churned} short-lived reader threads")
+endfunction()
+
+# One run whose setup allocation n fails: it must fail cleanly (exit
+# status 1, the message, FAILURE, no leak or sanitizer report, the
+# primitive cleaned up), or succeed when the setup could do without it.
+# Sets sk_fault_total in the caller to the setup's allocation count when
+# the run says n is beyond them, to "" otherwise.
+function(sk_tort_fault_run args n)
+  set(ENV{SCALEKIT_TORTURE_FAIL_ALLOC} ${n})
+  sk_cli_run("${args}")
+  unset(ENV{SCALEKIT_TORTURE_FAIL_ALLOC})
+  set(total "")
+  set(tag "SCALEKIT_TORTURE_FAIL_ALLOC=${n}: ")
+  string(CONCAT bad "internal error|LeakSanitizer|AddressSanitizer|"
+    "ThreadSanitizer|runtime error|definitely lost|indirectly lost|"
+    "possibly lost|still reachable")
+  if(SK_CLI_ERR MATCHES "${bad}")
+    sk_cli_fail("setup allocation ${n} failed: stderr matches '${bad}'\n")
+  elseif(SK_CLI_ERR MATCHES "${tag}the setup made only ([0-9]+) allocations")
+    set(total ${CMAKE_MATCH_1})
+    if(NOT SK_CLI_RC STREQUAL "0" OR NOT SK_CLI_OUT MATCHES "\nSUCCESS\n$")
+      sk_cli_fail("no allocation failed (the setup made ${total}), yet no "
+        "SUCCESS with status 0\n")
+    endif()
+  elseif(NOT SK_CLI_ERR MATCHES "${tag}this setup allocation fails on purpose\n")
+    sk_cli_fail("no word of the failure of setup allocation ${n}\n")
+  elseif(SK_CLI_RC STREQUAL "1")
+    string(CONCAT re "on purpose\n.*(out of memory for [0-9]+ threads|"
+      "cannot initialize: |cannot set up: )")
+    if(NOT SK_CLI_ERR MATCHES "${re}" OR NOT SK_CLI_OUT MATCHES "\nFAILURE\n$")
+      sk_cli_fail("setup allocation ${n} failed: no message naming what "
+        "could not be set up, or no FAILURE\n")
+    endif()
+  elseif(NOT SK_CLI_RC STREQUAL "0" OR NOT SK_CLI_OUT MATCHES "\nSUCCESS\n$")
+    sk_cli_fail("setup allocation ${n} failed: exit status ${SK_CLI_RC}, "
+      "expected 1 (setup failed) or 0 and SUCCESS (done without it)\n")
+  endif()
+  set(sk_fault_total "${total}" PARENT_SCOPE)
+endfunction()
+
+# SK_CHECK setup_faults: the runs SK_FAULTS asks for.
+function(sk_tort_fault_sweep args)
+  set(tried "")
+  set(total "")
+  if(SK_FAULTS STREQUAL "sweep")
+    set(n 1)
+    while(total STREQUAL "")
+      sk_tort_fault_run("${args}" ${n})
+      set(total "${sk_fault_total}")
+      if(total STREQUAL "")
+        list(APPEND tried ${n})
+      endif()
+      if(n LESS 8)
+        math(EXPR n "${n} + 1")
+      else()
+        math(EXPR n "${n} * 2")
+      endif()
+      if(n GREATER 1000000)
+        message(FATAL_ERROR "setup_faults: no end to the setup's allocations")
+      endif()
+    endwhile()
+    # The last allocations: everything else is set up by then.
+    math(EXPR before_last "${total} - 1")
+    foreach(n ${before_last} ${total})
+      list(FIND tried ${n} at)
+      if(n GREATER 0 AND at EQUAL -1)
+        sk_tort_fault_run("${args}" ${n})
+        if(NOT sk_fault_total STREQUAL "")
+          sk_cli_fail("the setup made ${sk_fault_total} allocations, not ${total}\n")
+        endif()
+        list(APPEND tried ${n})
+      endif()
+    endforeach()
+  else()
+    foreach(n ${SK_FAULTS})
+      sk_tort_fault_run("${args}" ${n})
+      list(APPEND tried ${n})
+    endforeach()
+  endif()
+  list(JOIN tried " " shown)
+  list(JOIN args " " cmd)
+  if(NOT total STREQUAL "")
+    set(total " (of ${total} setup allocations)")
+  endif()
+  message("${SK_CMD} ${cmd}: setup allocations failed on purpose, one run "
+    "each: ${shown}${total}; every run ended cleanly")
+endfunction()
 
 if(CMAKE_SCRIPT_MODE_FILE)
   if(SK_LONG AND NOT "$ENV{SK_TORTURE_LONG}" STREQUAL "1")
@@ -42,8 +169,18 @@ if(CMAKE_SCRIPT_MODE_FILE)
   endif()
   string(REPLACE "@DUR@" "${dur}" args "${SK_ARGS}")
   string(REPLACE "|" ";" args "${args}")
+  string(REPLACE "|" ";" SK_WRAP "${SK_WRAP}")
   include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_cli_check.cmake)
+  if(SK_CHECK STREQUAL "setup_faults")
+    sk_tort_fault_sweep("${args}")
+    return()
+  endif()
   sk_cli_check("${args}" ON)
+  if(SK_CHECK STREQUAL "rhash_update_kinds")
+    sk_tort_check_update_kinds()
+  elseif(DEFINED SK_CHECK)
+    message(FATAL_ERROR "unknown SK_CHECK '${SK_CHECK}'")
+  endif()
   return()
 endif()
 
@@ -61,11 +198,24 @@ set(sk_tort_busted_env
   "ASAN_OPTIONS=detect_leaks=0")
 
 # sk_torture_test(NAME RC ARGS [DURATION s] [SLOW_DURATION s] [STDOUT re]
-#                 [STDERR re] [LABELS ...] [TIMEOUT s] [ENV ...] [LONG])
+#                 [STDERR re] [CHECK name] [FAULTS list] [WRAP cmd...]
+#                 [LABELS ...] [TIMEOUT s] [ENV ...] [LONG])
 function(sk_torture_test name rc args)
-  cmake_parse_arguments(T "LONG" "DURATION;SLOW_DURATION;STDOUT;STDERR;TIMEOUT"
-    "LABELS;ENV" ${ARGN})
+  cmake_parse_arguments(T "LONG"
+    "DURATION;SLOW_DURATION;STDOUT;STDERR;CHECK;TIMEOUT"
+    "LABELS;ENV;FAULTS;WRAP" ${ARGN})
   set(defs -DSK_CMD=$<TARGET_FILE:scalekit_tool> "-DSK_ARGS=${args}" -DSK_RC=${rc})
+  if(DEFINED T_CHECK)
+    list(APPEND defs -DSK_CHECK=${T_CHECK})
+  endif()
+  if(DEFINED T_FAULTS)
+    list(JOIN T_FAULTS "\;" faults)
+    list(APPEND defs "-DSK_FAULTS=${faults}")
+  endif()
+  if(DEFINED T_WRAP)
+    list(JOIN T_WRAP "|" wrap)
+    list(APPEND defs "-DSK_WRAP=${wrap}")
+  endif()
   if(DEFINED T_DURATION)
     list(APPEND defs -DSK_DURATION=${T_DURATION})
   endif()
@@ -127,6 +277,14 @@ sk_torture_test(torture_rcu_churn_fork_stutter 0
   DURATION 10 SLOW_DURATION 4
   STDOUT "Reader Pipe: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\n.*short-lived reader threads: [1-9].*max pipe count: [01]  errors: 0\nSUCCESS\n$"
   STDERR "fork child [0-9]+: SUCCESS|--fork: not run under ThreadSanitizer")
+# rhash with --churn: the harness counts its short-lived readers apart
+# from the scenario's figures (they once shared a slot, and replaces read
+# as replaces plus short-lived readers): the update kinds must add up to
+# the updates exactly.
+sk_torture_test(torture_rhash_churn_figures 0
+  "torture|rhash|--churn|--duration|@DUR@|--seed|15"
+  DURATION 2 SLOW_DURATION 2 STDOUT "${sk_ok_ds}" CHECK rhash_update_kinds
+  ENV "${sk_tort_tsan}")
 # Forward progress under a callback flood: bounded memory, grace periods.
 sk_torture_test(torture_rcu_flood 0 "torture|rcu|--flood|--duration|@DUR@|--seed|8"
   DURATION 10 SLOW_DURATION 3 STDOUT "peak RSS: .*${sk_ok_ds}")
@@ -144,6 +302,40 @@ sk_torture_test(torture_srcu 0 "torture|srcu|--duration|@DUR@|--seed|9"
   DURATION 10 SLOW_DURATION 3 STDOUT "${sk_ok_ds}")
 sk_torture_test(torture_srcu_flood 0 "torture|srcu|--flood|--duration|@DUR@|--seed|10"
   DURATION 10 SLOW_DURATION 3 STDOUT "peak RSS: .*${sk_ok_ds}")
+
+# ---- a failed setup releases everything ------------------------------------
+# SCALEKIT_TORTURE_FAIL_ALLOC=N fails the Nth allocation of the setup (the
+# thread array, the primitive, the scenario's initial objects): the run
+# must exit 1 with a message and FAILURE, the primitive cleaned up exactly
+# once (else "internal error") and, in the ASan build, nothing leaked.
+foreach(m rcu srcu list rhash)
+  sk_torture_test(torture_setup_faults_${m} 0
+    "torture|${m}|--readers|2|--updaters|2|--duration|1|--seed|16"
+    CHECK setup_faults FAULTS sweep TIMEOUT 120)
+endforeach()
+# The same under memcheck (no sanitizer here): a few of those runs, each
+# failing at another step (the thread array, the primitive, the state, an
+# initial object, one half-way through the initial objects).  A failed
+# setup must leave no block behind, not even one still reachable (rhash
+# keeps its state in a global, which hides it from a leak check), so
+# every point must be below the setup's allocation count (a run that
+# does start keeps the library's blocks).
+find_program(SK_TORT_VALGRIND valgrind)
+if(SK_TORT_VALGRIND AND NOT SK_SANITIZE)
+  foreach(m_faults "rcu:1,2,3" "srcu:1,2,3,4" "list:1,2,3,100"
+      "rhash:1,2,5,100")
+    string(REPLACE ":" ";" mf "${m_faults}")
+    list(GET mf 0 m)
+    list(GET mf 1 faults)
+    string(REPLACE "," ";" faults "${faults}")
+    sk_torture_test(torture_setup_faults_${m}_memcheck 0
+      "torture|${m}|--readers|2|--updaters|2|--duration|1|--seed|16"
+      CHECK setup_faults FAULTS ${faults}
+      WRAP ${SK_TORT_VALGRIND} -q --leak-check=full --show-leak-kinds=all
+        --errors-for-leak-kinds=all --error-exitcode=99
+      LABELS nosan TIMEOUT 300)
+  endforeach()
+endif()
 
 # ---- --busted: the detector must see grace periods that do not wait --------
 sk_torture_test(torture_busted_rcu 1 "torture|rcu|--busted|--duration|@DUR@|--seed|11"

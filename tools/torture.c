@@ -11,6 +11,7 @@
 #include "tool.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
@@ -287,6 +288,7 @@ void sk_tort_sum_stats(struct sk_tort *T, struct sk_tort_stats *sum)
 		sum->updates += sk_atomic_load_relaxed(&s->updates);
 		sum->errors += sk_atomic_load_relaxed(&s->errors);
 		sum->cb_queued += sk_atomic_load_relaxed(&s->cb_queued);
+		sum->churned += sk_atomic_load_relaxed(&s->churned);
 		if (sk_atomic_load_relaxed(&s->max_pipe) > sum->max_pipe)
 			sum->max_pipe = sk_atomic_load_relaxed(&s->max_pipe);
 		for (k = 0; k < SK_TORT_HIST; k++) {
@@ -296,7 +298,7 @@ void sk_tort_sum_stats(struct sk_tort *T, struct sk_tort_stats *sum)
 		for (k = 0; k < SK_TORT_GP_NR; k++)
 			sum->gp_used[k] +=
 				sk_atomic_load_relaxed(&s->gp_used[k]);
-		for (k = 0; k < 6; k++)
+		for (k = 0; k < SK_TORT_NX; k++)
 			sum->x[k] += sk_atomic_load_relaxed(&s->x[k]);
 	}
 }
@@ -309,6 +311,61 @@ void sk_tort_print_hist(FILE *f, const char *name, const unsigned long *h)
 	for (k = 0; k < SK_TORT_HIST; k++)
 		fprintf(f, " %lu", h[k]);
 	fprintf(f, "\n");
+}
+
+/* ---- allocation failures on purpose (SCALEKIT_TORTURE_FAIL_ALLOC) ------- */
+
+/*
+ * Written only by the main thread, before the run's threads start (their
+ * pthread_create() orders the writes before their reads).
+ */
+static struct {
+	unsigned long fail_at; /* this setup allocation fails; 0: none */
+	unsigned long count;   /* setup allocations so far */
+	int armed;	       /* the top-level run's setup is running */
+} tort_fault;
+
+int sk_tort_setup_fault(void)
+{
+	if (!tort_fault.armed || ++tort_fault.count != tort_fault.fail_at)
+		return 0;
+	fprintf(stderr,
+		"scalekit torture: SCALEKIT_TORTURE_FAIL_ALLOC=%lu: this "
+		"setup allocation fails on purpose\n",
+		tort_fault.fail_at);
+	return 1;
+}
+
+void *sk_tort_calloc(size_t n, size_t size)
+{
+	return sk_tort_setup_fault() ? NULL : calloc(n, size);
+}
+
+/* Arm (the top-level run's setup begins) or disarm (it is over). */
+static void tort_fault_arm(const struct sk_tort_config *cfg, int on)
+{
+	if (!tort_fault.fail_at || cfg->is_child)
+		return;
+	tort_fault.armed = on;
+	if (!on && tort_fault.count < tort_fault.fail_at)
+		fprintf(stderr,
+			"scalekit torture: SCALEKIT_TORTURE_FAIL_ALLOC=%lu: "
+			"the setup made only %lu allocations; none failed\n",
+			tort_fault.fail_at, tort_fault.count);
+}
+
+/* Read SCALEKIT_TORTURE_FAIL_ALLOC: 0, or -1 when it is not a number. */
+static int tort_fault_from_env(void)
+{
+	const char *v = getenv("SCALEKIT_TORTURE_FAIL_ALLOC");
+	long n;
+
+	if (!v)
+		return 0;
+	if (sk_tool_parse_long(v, 1, LONG_MAX, &n) != 0)
+		return -1;
+	tort_fault.fail_at = (unsigned long)n;
+	return 0;
 }
 
 /* ---- object pools (see torture_core.h) ----------------------------------- */
@@ -337,7 +394,7 @@ void *sk_tort_pool_alloc(struct sk_tort_pool *p)
 		p->head = (p->head + 1) % p->cap;
 		p->len--;
 	} else {
-		obj = calloc(1, p->size);
+		obj = sk_tort_calloc(1, p->size);
 		if (!obj)
 			return NULL;
 	}
@@ -613,7 +670,7 @@ static void *churn_main(void *arg)
 		}
 		pthread_join(c->tid, NULL);
 		free(c);
-		sk_tort_inc(&t->st->x[5]);
+		sk_tort_inc(&t->st->churned);
 	}
 	pthread_attr_destroy(&attr);
 	sk_tort_self = NULL;
@@ -681,9 +738,9 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
-static int tort_run(const struct sk_tort_config *cfg,
-		    const struct tort_mode *mode,
-		    const struct sk_tort_ops *ops_in, const char *prefix);
+static int tort_run_checked(const struct sk_tort_config *cfg,
+			    const struct tort_mode *mode,
+			    const struct sk_tort_ops *ops, const char *prefix);
 
 /* --fork: the child's whole life. */
 static void fork_child(const struct sk_tort_config *cfg,
@@ -701,7 +758,7 @@ static void fork_child(const struct sk_tort_config *cfg,
 		c.readers = 4;
 	if (c.updaters > 2)
 		c.updaters = 2;
-	rc = tort_run(&c, mode, ops, "fork child: ");
+	rc = tort_run_checked(&c, mode, ops, "fork child: ");
 	fflush(stderr);
 	_exit(rc);
 }
@@ -743,6 +800,109 @@ static void print_progress(struct sk_tort *T, const char *name, double elapsed,
 		extra[0] ? ", " : "", extra);
 }
 
+/* ---- setup --------------------------------------------------------------- */
+
+/* Primitives initialized and not cleaned up yet (see tort_run_checked()). */
+static long tort_ops_live;
+
+static int tort_ops_init(struct sk_tort *T)
+{
+	int err = T->ops->init ? T->ops->init() : 0;
+
+	if (!err)
+		tort_ops_live++;
+	return err;
+}
+
+static void tort_ops_cleanup(struct sk_tort *T)
+{
+	if (T->ops->cleanup)
+		T->ops->cleanup();
+	tort_ops_live--;
+}
+
+/* The role, number and generator of each thread of T->threads. */
+static void tort_init_threads(struct sk_tort *T, unsigned long nextra)
+{
+	const struct sk_tort_config *cfg = T->cfg;
+	unsigned long i;
+
+	for (i = 0; i < T->nthreads; i++) {
+		struct sk_tort_thread *t = &T->threads[i];
+		unsigned long k = i;
+
+		t->T = T;
+		t->st = &t->own;
+		if (k < cfg->readers) {
+			t->role = SK_TORT_READER;
+		} else if ((k -= cfg->readers) < cfg->updaters) {
+			t->role = SK_TORT_UPDATER;
+		} else if ((k -= cfg->updaters) < nextra) {
+			t->role = SK_TORT_EXTRA;
+		} else if ((k -= nextra) < (cfg->flood ? 1u : 0u)) {
+			t->role = SK_TORT_FLOOD;
+		} else {
+			k -= cfg->flood ? 1 : 0;
+			t->role = SK_TORT_CHURN;
+		}
+		t->index = k;
+		seed_rng(&t->rng, cfg->seed, t->role, k);
+	}
+}
+
+/*
+ * Set up a run: the thread array, the primitive, the scenario.  0, or -1
+ * after a message on stderr, with everything set up so far released.
+ */
+static int tort_setup(struct sk_tort *T)
+{
+	const struct sk_tort_config *cfg = T->cfg;
+	const char *prefix = T->prefix;
+	unsigned long nextra;
+	int err;
+
+	tort_fault_arm(cfg, 1);
+	nextra = T->scen->nextra ? T->scen->nextra(T) : 0;
+	T->nthreads = cfg->readers + cfg->updaters + nextra +
+		      (cfg->flood ? 1 : 0) +
+		      (cfg->churn ? TORT_CHURN_SPAWNERS : 0);
+	T->threads = sk_tort_calloc(T->nthreads, sizeof(*T->threads));
+	if (!T->threads) {
+		fprintf(stderr,
+			"scalekit torture: %sout of memory for %lu threads\n",
+			prefix, T->nthreads);
+		goto fail;
+	}
+	err = tort_ops_init(T);
+	if (err) {
+		fprintf(stderr,
+			"scalekit torture: %s%s: cannot initialize: %s\n",
+			prefix, T->ops->name, strerror(-err));
+		goto free_threads;
+	}
+	err = T->scen->setup ? T->scen->setup(T) : 0;
+	if (err) {
+		fprintf(stderr, "scalekit torture: %s%s: cannot set up: %s\n",
+			prefix, T->scen->name, strerror(-err));
+		goto cleanup_ops;
+	}
+	tort_init_threads(T, nextra);
+	tort_fault_arm(cfg, 0);
+	return 0;
+
+cleanup_ops:
+	tort_ops_cleanup(T);
+free_threads:
+	free(T->threads);
+	T->threads = NULL;
+fail:
+	T->nthreads = 0;
+	tort_fault_arm(cfg, 0);
+	return -1;
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
 static int tort_run(const struct sk_tort_config *cfg,
 		    const struct tort_mode *mode,
 		    const struct sk_tort_ops *ops_in, const char *prefix)
@@ -752,7 +912,7 @@ static int tort_run(const struct sk_tort_config *cfg,
 	const struct sk_tort_ops *ops = ops_in;
 	const struct sk_tort_scenario *scen = mode->scen;
 	FILE *out = cfg->is_child ? stderr : stdout;
-	unsigned long nextra, i, nthreads, peak_rss = 0, rss_over = 0;
+	unsigned long i, nthreads, peak_rss = 0, rss_over = 0;
 	unsigned long child_errors = 0;
 	struct sk_tort_stats sum, prev_sum;
 	struct sk_tort_gp_stats gs0, gs, gs_end;
@@ -800,48 +960,13 @@ static int tort_run(const struct sk_tort_config *cfg,
 		(unsigned long long)cfg->seed, (unsigned long long)cfg->seed);
 	fflush(out);
 
-	if (ops->init && ops->init() != 0) {
-		fprintf(stderr, "scalekit torture: %s%s: cannot initialize\n",
-			prefix, ops->name);
+	if (tort_setup(T) != 0) {
+		fprintf(out, "%sFAILURE\n", prefix);
+		fflush(out);
+		pthread_mutex_destroy(&T->err_lock);
 		return SK_TOOL_EXIT_FAIL;
 	}
-	if (scen->setup && scen->setup(T) != 0) {
-		if (ops->cleanup)
-			ops->cleanup();
-		return SK_TOOL_EXIT_FAIL;
-	}
-
-	nextra = scen->nextra ? scen->nextra(T) : 0;
-	nthreads = cfg->readers + cfg->updaters + nextra +
-		   (cfg->flood ? 1 : 0) +
-		   (cfg->churn ? TORT_CHURN_SPAWNERS : 0);
-	T->threads = calloc(nthreads, sizeof(*T->threads));
-	if (!T->threads) {
-		fprintf(stderr, "scalekit torture: out of memory\n");
-		return SK_TOOL_EXIT_FAIL;
-	}
-	T->nthreads = nthreads;
-	for (i = 0; i < nthreads; i++) {
-		struct sk_tort_thread *t = &T->threads[i];
-		unsigned long k = i;
-
-		t->T = T;
-		t->st = &t->own;
-		if (k < cfg->readers) {
-			t->role = SK_TORT_READER;
-		} else if ((k -= cfg->readers) < cfg->updaters) {
-			t->role = SK_TORT_UPDATER;
-		} else if ((k -= cfg->updaters) < nextra) {
-			t->role = SK_TORT_EXTRA;
-		} else if ((k -= nextra) < (cfg->flood ? 1u : 0u)) {
-			t->role = SK_TORT_FLOOD;
-		} else {
-			k -= cfg->flood ? 1 : 0;
-			t->role = SK_TORT_CHURN;
-		}
-		t->index = k;
-		seed_rng(&t->rng, cfg->seed, t->role, k);
-	}
+	nthreads = T->nthreads;
 
 	ops->stats(&gs0);
 	start = sk_tort_now_ns();
@@ -1016,8 +1141,7 @@ static int tort_run(const struct sk_tort_config *cfg,
 	if (ops->cb_barrier)
 		ops->cb_barrier();
 	ops->stats(&gs_end);
-	if (ops->cleanup)
-		ops->cleanup();
+	tort_ops_cleanup(T);
 	pthread_mutex_lock(&wd.lock);
 	wd.done = 1;
 	pthread_cond_signal(&wd.cv);
@@ -1063,7 +1187,7 @@ static int tort_run(const struct sk_tort_config *cfg,
 	fprintf(out, "\n");
 	if (cfg->churn)
 		fprintf(out, "%sshort-lived reader threads: %lu\n", prefix,
-			sum.x[5]);
+			sum.churned);
 	errors = sum.errors + T->global_errors;
 	fprintf(out, "%speak RSS: %lu MiB (bound %lu MiB)\n", prefix,
 		peak_rss / 1024, cfg->rss_limit_mib);
@@ -1082,6 +1206,28 @@ static int tort_run(const struct sk_tort_config *cfg,
 		scen->destroy(T);
 	free(T->threads);
 	pthread_mutex_destroy(&T->err_lock);
+	return rc;
+}
+
+/*
+ * tort_run(), then a check that the run cleaned up, exactly once, the
+ * primitive it initialized: on every path, a failed setup included.
+ */
+static int tort_run_checked(const struct sk_tort_config *cfg,
+			    const struct tort_mode *mode,
+			    const struct sk_tort_ops *ops, const char *prefix)
+{
+	long live = tort_ops_live;
+	int rc = tort_run(cfg, mode, ops, prefix);
+
+	if (tort_ops_live != live) {
+		fprintf(stderr,
+			"scalekit torture: %sinternal error: %s: the run "
+			"made %ld init() calls without their cleanup() (a "
+			"negative count: cleanup() without init())\n",
+			prefix, ops->name, tort_ops_live - live);
+		rc = SK_TOOL_EXIT_FAIL;
+	}
 	return rc;
 }
 
@@ -1419,7 +1565,13 @@ int sk_tool_torture(int argc, char **argv)
 	if (!have_seed)
 		cfg.seed = default_seed();
 	cfg.mode = mode->name;
-	return tort_run(&cfg, mode, ops, "");
+	if (tort_fault_from_env() != 0)
+		return sk_tool_usage_error(
+			CMD,
+			"SCALEKIT_TORTURE_FAIL_ALLOC wants a whole number "
+			"from 1, not '%s'",
+			getenv("SCALEKIT_TORTURE_FAIL_ALLOC"));
+	return tort_run_checked(&cfg, mode, ops, "");
 }
 
 #undef TRY

@@ -191,6 +191,17 @@ enum sk_tort_role {
 };
 
 /*
+ * Slots of struct sk_tort_stats.x: they belong to the scenario alone.
+ * Each scenario names its slots with an enum whose last member counts
+ * them and checks that count with SK_TORT_X_FITS(); the harness never
+ * writes x[], its own figures are fields of their own.  So two figures
+ * cannot share a slot.
+ */
+#define SK_TORT_NX 8
+#define SK_TORT_X_FITS(nr) \
+	_Static_assert((nr) <= SK_TORT_NX, "too many scenario counters")
+
+/*
  * Counters of a thread: written by the owner with relaxed atomics, read
  * by the monitor.  Short-lived churn readers write into their spawner's.
  */
@@ -203,7 +214,8 @@ struct sk_tort_stats {
 	unsigned long batch[SK_TORT_HIST];    /* Reader Batch */
 	unsigned long gp_used[SK_TORT_GP_NR]; /* updates per --gp type */
 	unsigned long cb_queued;	      /* callbacks this thread queued */
-	unsigned long x[6];		      /* scenario-defined */
+	unsigned long churned;		      /* --churn: readers joined */
+	unsigned long x[SK_TORT_NX];	      /* the scenario's (see above) */
 } __attribute__((aligned(SK_CACHELINE)));
 
 struct sk_tort;
@@ -234,7 +246,11 @@ struct sk_tort_scenario {
 	int needs_global_rcu; /* uses sk_rhash & co: RCU-domain ops only */
 	int plain_updaters;   /* updaters never QSBR-online (they block on
 				 locks that a grace-period waiter holds) */
-	int (*setup)(struct sk_tort *T); /* 0 or -1 (message printed) */
+	/*
+	 * Before the threads start: 0, or -errno after releasing all it
+	 * set up (the harness prints the message).
+	 */
+	int (*setup)(struct sk_tort *T);
 	int (*thread_init)(struct sk_tort_thread *t);
 	void (*thread_fini)(struct sk_tort_thread *t);
 	void (*read_one)(struct sk_tort_thread *t);
@@ -242,7 +258,10 @@ struct sk_tort_scenario {
 	void (*update_one)(struct sk_tort_thread *t);
 	/* Updater after stop: complete what is in flight (polled frees). */
 	void (*update_drain)(struct sk_tort_thread *t);
-	/* Helper threads and their step (called until stop, then drain). */
+	/*
+	 * Helper threads and their step (called until stop, then drain).
+	 * nextra() runs before setup(): it may look at T->cfg and T->ops.
+	 */
 	unsigned int (*nextra)(struct sk_tort *T);
 	void (*extra_one)(struct sk_tort_thread *t);
 	void (*extra_drain)(struct sk_tort_thread *t);
@@ -372,6 +391,20 @@ struct sk_tort_pool {
 	unsigned long cap, head, len;
 	unsigned long allocated, freed; /* for the leak check */
 };
+
+/*
+ * Allocation failures on purpose, for the tests: with the environment
+ * variable SCALEKIT_TORTURE_FAIL_ALLOC=N (read once, at the start of the
+ * command), the Nth allocation of the top-level run's setup fails (the
+ * thread array, the primitive's init(), the scenario's setup(); not the
+ * fork child's).  Setup is single-threaded; sk_tort_setup_fault() returns
+ * 1 for that allocation and 0 for every other one, and always 0 once the
+ * setup is over.  Every allocation of the setup asks it first.
+ */
+int sk_tort_setup_fault(void);
+
+/* calloc(), failing when sk_tort_setup_fault() says so. */
+void *sk_tort_calloc(size_t n, size_t size);
 
 void sk_tort_pool_init(struct sk_tort_pool *p, size_t size, int reuse);
 void *sk_tort_pool_alloc(struct sk_tort_pool *p); /* zeroed; NULL: ENOMEM */

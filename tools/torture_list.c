@@ -18,6 +18,7 @@
  * model.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,7 +55,8 @@ struct list_reader {
 };
 
 /* x[] counters. */
-enum { LX_INSERTS, LX_REMOVES, LX_REPLACES, LX_ELEMS_SEEN, LX_FREE_RCU };
+enum { LX_INSERTS, LX_REMOVES, LX_REPLACES, LX_ELEMS_SEEN, LX_FREE_RCU, LX_NR };
+SK_TORT_X_FITS(LX_NR);
 
 static inline int is_stable(unsigned long key)
 {
@@ -91,13 +93,25 @@ static void poison_retire(struct sk_tort *T, struct sk_tort_obj *o)
 	sk_tort_pool_retire(o->pool, e);
 }
 
+/* Undo a list_setup() that failed half-way: no thread has started. */
+static void list_setup_undo(struct sk_tort *T, struct list_state *S)
+{
+	struct list_elem *e, *tmp;
+
+	sk_list_for_each_entry_safe (e, tmp, &S->head, link)
+		poison_retire(T, &e->o);
+	sk_tort_pool_destroy(&S->pool0);
+	pthread_mutex_destroy(&S->lock);
+	free(S);
+}
+
 static int list_setup(struct sk_tort *T)
 {
-	struct list_state *S = calloc(1, sizeof(*S));
+	struct list_state *S = sk_tort_calloc(1, sizeof(*S));
 	unsigned long k;
 
 	if (!S)
-		return -1;
+		return -ENOMEM;
 	sk_list_init(&S->head);
 	pthread_mutex_init(&S->lock, NULL);
 	sk_tort_pool_init(&S->pool0, sizeof(struct list_elem), T->ops->busted);
@@ -108,8 +122,10 @@ static int list_setup(struct sk_tort *T)
 		if (!is_stable(k) && k % 2)
 			continue;
 		e = new_elem(T, &S->pool0, k, 0);
-		if (!e)
-			return -1;
+		if (!e) {
+			list_setup_undo(T, S);
+			return -ENOMEM;
+		}
 		sk_list_add_tail_rcu(&e->link, &S->head);
 		S->model[k] = e;
 		S->present++;

@@ -276,9 +276,13 @@ static struct sk_srcu *tort_srcu;
 
 static int srcu_init(void)
 {
-	/* struct sk_srcu is cache-line aligned: malloc() is not enough. */
-	struct sk_srcu *d = aligned_alloc(SK_CACHELINE, sizeof(*d));
+	struct sk_srcu *d;
 	int err;
+
+	if (sk_tort_setup_fault())
+		return -ENOMEM;
+	/* struct sk_srcu is cache-line aligned: malloc() is not enough. */
+	d = aligned_alloc(SK_CACHELINE, sizeof(*d));
 
 	if (!d)
 		return -ENOMEM;

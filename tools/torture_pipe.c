@@ -78,7 +78,8 @@ struct pipe_reader {
 };
 
 /* x[] counters of struct sk_tort_stats. */
-enum { PX_HANDOFFS, PX_HELD_CHECKS };
+enum { PX_HANDOFFS, PX_HELD_CHECKS, PX_NR };
+SK_TORT_X_FITS(PX_NR);
 
 static inline unsigned long pipe_payload(unsigned long seq, unsigned int i)
 {
@@ -87,18 +88,19 @@ static inline unsigned long pipe_payload(unsigned long seq, unsigned int i)
 
 static int pipe_setup(struct sk_tort *T)
 {
-	struct pipe_state *S = calloc(1, sizeof(*S));
+	struct pipe_state *S = sk_tort_calloc(1, sizeof(*S));
 	struct pipe_elem *e;
 	unsigned int i;
 
 	if (!S)
-		return -1;
+		return -ENOMEM;
 	pthread_mutex_init(&S->ho_lock, NULL);
 	sk_tort_pool_init(&S->pool0, sizeof(struct pipe_elem), T->ops->busted);
 	e = sk_tort_pool_alloc(&S->pool0);
 	if (!e) {
+		pthread_mutex_destroy(&S->ho_lock);
 		free(S);
-		return -1;
+		return -ENOMEM;
 	}
 	e->T = T;
 	e->pool = &S->pool0;

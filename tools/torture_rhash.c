@@ -71,15 +71,22 @@ struct rh_reader {
 	unsigned int nheld;
 };
 
-/* x[] counters. */
+/*
+ * x[] counters.  Each update of a run without errors is exactly one of
+ * RX_INSERTS .. RX_OWN_LOOKUPS, so their sum is the number of updates.
+ */
 enum {
 	RX_LOOKUPS,
 	RX_ITERS,
 	RX_ITER_OBJS,
 	RX_INSERTS,
 	RX_REMOVES,
-	RX_REPLACES
+	RX_REPLACES,
+	RX_DUP_INSERTS, /* of a present volatile key, refused */
+	RX_OWN_LOOKUPS,
+	RX_NR
 };
+SK_TORT_X_FITS(RX_NR);
 
 /* The table's allocator has no context argument: the run's state. */
 static struct rh_state *rh_cur;
@@ -94,6 +101,8 @@ static void *rh_alloc(size_t size)
 {
 	struct rh_state *S = rh_cur;
 
+	if (sk_tort_setup_fault())
+		return NULL;
 	if (S && sk_atomic_load_relaxed(&S->faults_on)) {
 		struct sk_tort_rng *r = sk_tort_self ? &sk_tort_self->rng
 						     : &rh_fallback_rng;
@@ -131,15 +140,20 @@ static void poison_retire(struct sk_tort *T, struct sk_tort_obj *head)
 	sk_tort_pool_retire(head->pool, o);
 }
 
+static void free_obj(void *obj, void *arg)
+{
+	poison_retire(arg, obj);
+}
+
 static int rh_setup(struct sk_tort *T)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
-	struct rh_state *S = calloc(1, sizeof(*S));
+	struct rh_state *S = sk_tort_calloc(1, sizeof(*S));
 	unsigned long k;
 	int err;
 
 	if (!S)
-		return -1;
+		return -ENOMEM;
 	p.head_offset = offsetof(struct rh_obj, node);
 	p.key_offset = offsetof(struct rh_obj, key);
 	p.key_len = sizeof(unsigned long);
@@ -157,20 +171,18 @@ static int rh_setup(struct sk_tort *T)
 				 : (uint64_t)(T->cfg->fault_rate *
 					      18446744073709551616.0);
 	err = sk_rhash_init(&S->ht, &p);
-	if (err) {
-		fprintf(stderr, "scalekit torture: sk_rhash_init: %d\n", err);
-		free(S);
-		return -1;
-	}
+	if (err)
+		goto free_state;
 	S->nkeys = RH_STABLE + T->cfg->updaters * RH_VOL;
 	sk_tort_pool_init(&S->pool0, sizeof(struct rh_obj), T->ops->busted);
 	for (k = 0; k < RH_STABLE; k++) {
 		struct rh_obj *o = new_obj(T, &S->pool0, k, 0);
 
-		if (!o || sk_rhash_insert_unique(&S->ht, &o->node) != 0) {
-			fprintf(stderr, "scalekit torture: cannot fill the "
-					"table\n");
-			return -1;
+		err = o ? sk_rhash_insert_unique(&S->ht, &o->node) : -ENOMEM;
+		if (err) {
+			if (o)
+				poison_retire(T, &o->o);
+			goto destroy_table;
 		}
 		S->stable[k] = o;
 	}
@@ -178,6 +190,15 @@ static int rh_setup(struct sk_tort *T)
 	/* Faults from now on: the threads start. */
 	sk_atomic_store_relaxed(&S->faults_on, T->cfg->fault_rate > 0);
 	return 0;
+
+destroy_table:
+	/* No thread has started: the objects go back to pool0 at once. */
+	sk_rhash_destroy(&S->ht, free_obj, T);
+	sk_tort_pool_destroy(&S->pool0);
+free_state:
+	rh_cur = NULL;
+	free(S);
+	return err;
 }
 
 static int rh_thread_init(struct sk_tort_thread *t)
@@ -437,6 +458,7 @@ static void rh_update_one(struct sk_tort_thread *t)
 			if (!n)
 				goto nomem;
 			rh_insert_dup(t, n, key, "present");
+			sk_tort_inc(&t->st->x[RX_DUP_INSERTS]);
 			break;
 		default:
 			/* Only this thread changes the key: exact answer. */
@@ -448,6 +470,7 @@ static void rh_update_one(struct sk_tort_thread *t)
 					      "the model says %p",
 					      key, (void *)o, (void *)e);
 			sk_rcu_read_unlock();
+			sk_tort_inc(&t->st->x[RX_OWN_LOOKUPS]);
 			break;
 		}
 	}
@@ -495,11 +518,6 @@ static void rh_extra_one(struct sk_tort_thread *t)
 }
 
 /* ---- end of the run ------------------------------------------------------ */
-
-static void free_obj(void *obj, void *arg)
-{
-	poison_retire(arg, obj);
-}
 
 static void rh_finish(struct sk_tort *T)
 {
@@ -581,15 +599,17 @@ static void rh_report(struct sk_tort *T, FILE *f)
 	sk_tort_sum_stats(T, &sum);
 	fprintf(f,
 		"%srhash: %lu lookups, %lu iterations (%.1f objects each); "
-		"%lu inserts, %lu removes, %lu replaces; %lu resizes (%lu "
+		"%lu inserts, %lu removes, %lu replaces, %lu duplicate "
+		"inserts, %lu own-key lookups; %lu resizes (%lu "
 		"failed for lack of memory); %lu of %lu table allocations "
 		"failed on purpose; %lu keys at the end, %d stable\n",
 		T->prefix, sum.x[RX_LOOKUPS], sum.x[RX_ITERS],
 		sum.x[RX_ITERS] ? (double)sum.x[RX_ITER_OBJS] / sum.x[RX_ITERS]
 				: 0.0,
 		sum.x[RX_INSERTS], sum.x[RX_REMOVES], sum.x[RX_REPLACES],
-		S->resizes, S->resize_nomem, S->faults, S->faults + S->allocs,
-		S->nkeys, RH_STABLE);
+		sum.x[RX_DUP_INSERTS], sum.x[RX_OWN_LOOKUPS], S->resizes,
+		S->resize_nomem, S->faults, S->faults + S->allocs, S->nkeys,
+		RH_STABLE);
 }
 
 static void rh_progress(struct sk_tort *T, char *buf, size_t len)
