@@ -1266,7 +1266,12 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 		unbind_all(d);
 		pthread_mutex_unlock(&srcu.lock);
 	}
-	pthread_mutex_unlock(&d->gp_mutex);
+	/*
+	 * Refused: the domain stays in use, and the worker may have skipped
+	 * it while we held gp_mutex; gp_unlock() kicks it (released: d is
+	 * unlisted, no kick).
+	 */
+	gp_unlock(d);
 	if (why) {
 		fprintf(stderr,
 			"scalekit: thread %ld: sk_srcu_cleanup() on domain %p "

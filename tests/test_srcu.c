@@ -384,6 +384,72 @@ static void cleanup_with_pending_callback_or_poll_is_ebusy(void)
 	domain_free(d);
 }
 
+/* Seconds after which a wait that a working library ends is a hang. */
+#define HANG_S 20
+
+/*
+ * Poll cookie until it completes; 0 when it has not after HANG_S seconds
+ * (a hang: a working worker completes it in milliseconds).
+ */
+static int poll_until_or_hang(struct sk_srcu *d, unsigned long cookie)
+{
+	double end = sk_test_now() + HANG_S;
+
+	while (!sk_poll_state_synchronize_srcu(d, cookie)) {
+		if (sk_test_now() > end)
+			return 0;
+		sk_test_sleep_us(50);
+	}
+	return 1;
+}
+
+/*
+ * A refused sk_srcu_cleanup() holds the domain's grace-period mutex for a
+ * moment; a worker that tries the domain then skips it and waits for the
+ * holder's kick.  Library bug seen here: the refusal released the mutex
+ * without the kick, the worker slept with no timeout and a program that
+ * only polls waited forever (about once per 70 refusals).  The race needs
+ * the worker to arrive during the refusal: many rounds, each polled to
+ * completion; a hang is reported and then ended by a synchronize.
+ */
+static void refused_cleanup_keeps_polled_gp_going(void)
+{
+	unsigned long i, refused = 0, hung = 0, rounds = 10000 / slow;
+	struct sk_srcu *d = domain_new();
+	struct sk_test_capture cap;
+	char msg[256];
+
+	/* The refusals' messages go to a file (one line each). */
+	sk_test_capture_begin(&cap);
+	for (i = 0; i < rounds && !hung; i++) {
+		unsigned long cookie = sk_start_poll_synchronize_srcu(d);
+
+		if (sk_srcu_cleanup(d) == 0) {
+			/* The grace period was already over: released. */
+			SK_CHECK_EQ(sk_srcu_init(d), 0);
+			continue;
+		}
+		refused++;
+		if (!poll_until_or_hang(d, cookie))
+			hung = i + 1;
+	}
+	sk_test_capture_end(&cap, msg, sizeof(msg));
+	fprintf(stderr, "%s  %lu rounds, %lu cleanups refused\n",
+		*msg && msg[strlen(msg) - 1] != '\n' ? "...\n" : "", i,
+		refused);
+	if (hung) {
+		fprintf(stderr,
+			"  hang: round %lu: the polled grace period of a "
+			"domain whose sk_srcu_cleanup() was refused did not "
+			"complete in %d s\n",
+			hung, HANG_S);
+		sk_synchronize_srcu(d); /* completes it: the test goes on */
+	}
+	SK_CHECK_EQ(hung, 0);
+	SK_CHECK_GT(refused, 0);
+	domain_free(d);
+}
+
 static struct sk_srcu static_dom = SK_SRCU_INITIALIZER(static_dom);
 
 static struct {
@@ -2463,6 +2529,7 @@ int main(int argc, char **argv)
 	RUN(cleanup_of_idle_domain_returns_0_and_init_reuses);
 	RUN(cleanup_with_reader_is_ebusy_and_domain_stays_usable);
 	RUN(cleanup_with_pending_callback_or_poll_is_ebusy);
+	RUN(refused_cleanup_keeps_polled_gp_going);
 	RUN(static_initializer_gives_a_working_domain);
 	RUN(nesting_and_held_tracking);
 	RUN(dereference_reads_the_published_object);
