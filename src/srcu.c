@@ -1230,6 +1230,31 @@ static void unbind_all(struct sk_srcu *d)
 	}
 }
 
+/*
+ * Why d cannot be released now (NULL: it can).  gp_mutex held; the
+ * worker has finished the batch of d it was running, if any.
+ */
+static const char *cleanup_refusal(struct sk_srcu *d)
+{
+	if (!sk__wfq_empty(&d->cbq) || d->b_first ||
+	    sk_atomic_load_acquire(&d->cb_running))
+		return "callbacks pending (call sk_srcu_barrier() first)";
+	if (poll_pending(d))
+		return "a polled grace period pending";
+	if (drained_mask(d, 1) != 3)
+		return "readers inside a read-side critical section";
+	return NULL;
+}
+
+static int cleanup_refused(struct sk_srcu *d, const char *why)
+{
+	fprintf(stderr,
+		"scalekit: thread %ld: sk_srcu_cleanup() on domain %p refused: "
+		"%s; the domain is unchanged\n",
+		sk__gettid(), (void *)d, why);
+	return -EBUSY;
+}
+
 int sk_srcu_cleanup(struct sk_srcu *d)
 {
 	const char *why = NULL;
@@ -1237,6 +1262,14 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 
 	if (!d)
 		return -EINVAL;
+	/*
+	 * From a callback of d (the worker's own read of srcu.current): its
+	 * batch is pending, and waiting for the worker to leave d below
+	 * would wait for ourselves, stopping every domain's callbacks.
+	 */
+	if (in_srcu_worker && srcu.current == d)
+		return cleanup_refused(
+			d, "called from one of its callbacks (callbacks pending)");
 	pthread_mutex_lock(&d->gp_mutex);
 	/*
 	 * Let the worker finish with d first: a batch it detached may still
@@ -1247,13 +1280,7 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 	while (srcu.current == d)
 		pthread_cond_wait(&srcu.idle_cv, &srcu.lock);
 	pthread_mutex_unlock(&srcu.lock);
-	if (!sk__wfq_empty(&d->cbq) || d->b_first ||
-	    sk_atomic_load_acquire(&d->cb_running))
-		why = "callbacks pending (call sk_srcu_barrier() first)";
-	else if (poll_pending(d))
-		why = "a polled grace period pending";
-	else if (drained_mask(d, 1) != 3)
-		why = "readers inside a read-side critical section";
+	why = cleanup_refusal(d);
 	if (!why) {
 		/* Wait until the worker is done with d, then unlist it. */
 		pthread_mutex_lock(&srcu.lock);
@@ -1272,13 +1299,8 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 	 * unlisted, no kick).
 	 */
 	gp_unlock(d);
-	if (why) {
-		fprintf(stderr,
-			"scalekit: thread %ld: sk_srcu_cleanup() on domain %p "
-			"refused: %s; the domain is unchanged\n",
-			sk__gettid(), (void *)d, why);
-		return -EBUSY;
-	}
+	if (why)
+		return cleanup_refused(d, why);
 	/* Every thread's slot cache misses from now on. */
 	sk_atomic_store_relaxed(
 		&d->gen, __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED));

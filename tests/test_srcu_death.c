@@ -275,6 +275,82 @@ static void child_synchronize_with_recycled_index(void)
 	_exit(0);
 }
 
+/* Seconds after which a wait that a working library ends is a hang. */
+#define HANG_S 20
+
+static struct sk_rcu_head cleanup_head, other_head;
+static int cleanup_rc = 1, other_ran;
+
+static void cleanup_own_domain_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+	STORE(cleanup_rc, sk_srcu_cleanup(&dom_a));
+}
+
+static struct sk_srcu dom_c = SK_SRCU_INITIALIZER(dom_c);
+
+/* Runs, and releases an idle domain (c) from the worker: 1, or 2. */
+static void other_domain_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+	STORE(other_ran, sk_srcu_cleanup(&dom_c) == 0 ? 1 : 2);
+}
+
+/* Wait until *f differs from v; 0 after HANG_S seconds (a hang). */
+static int wait_change(int *f, int v)
+{
+	double end = sk_test_now() + HANG_S;
+
+	while (LOAD(*f) == v) {
+		if (sk_test_now() > end)
+			return 0;
+		sk_test_sleep_ms(1);
+	}
+	return 1;
+}
+
+/*
+ * A callback of a calls sk_srcu_cleanup(a): -EBUSY (its own batch is
+ * pending), and the worker goes on: a callback of b runs (and releases
+ * domain c, which is allowed), a stays usable and can be released once
+ * idle.
+ */
+static void child_cleanup_in_own_callback(void)
+{
+	sk_srcu_read_unlock(&dom_c, sk_srcu_read_lock(&dom_c));
+	if (sk_call_srcu(&dom_a, &cleanup_head, cleanup_own_domain_cb) != 0 ||
+	    sk_call_srcu(&dom_b, &other_head, other_domain_cb) != 0)
+		_exit(5);
+	if (!wait_change(&other_ran, 0)) {
+		fprintf(stderr, "hang: a callback of another domain did not "
+				"run in %d s (the SRCU worker is stuck)\n",
+			HANG_S);
+		_exit(6);
+	}
+	if (!wait_change(&cleanup_rc, 1)) {
+		fprintf(stderr, "hang: sk_srcu_cleanup() in a callback of its "
+				"domain did not return in %d s\n",
+			HANG_S);
+		_exit(6);
+	}
+	if (LOAD(other_ran) != 1) {
+		fprintf(stderr, "sk_srcu_cleanup() of an idle domain in a "
+				"callback of another one failed\n");
+		_exit(7);
+	}
+	if (LOAD(cleanup_rc) != -EBUSY) {
+		fprintf(stderr, "sk_srcu_cleanup() in a callback of its "
+				"domain returned %d\n",
+			LOAD(cleanup_rc));
+		_exit(7);
+	}
+	sk_synchronize_srcu(&dom_a);
+	sk_srcu_barrier(&dom_a);
+	if (sk_srcu_cleanup(&dom_a) != 0 || sk_srcu_cleanup(&dom_b) != 0)
+		_exit(8);
+	_exit(0);
+}
+
 /* ---- tests --------------------------------------------------------------- */
 
 static void synchronize_inside_own_section_aborts(void)
@@ -398,6 +474,21 @@ static void barrier_inside_srcu_callback_aborts(void)
 }
 
 /*
+ * Library bug seen here: sk_srcu_cleanup(a) from a callback of a waited
+ * for the worker to leave a, i.e. for itself: the worker hung, and with
+ * it every SRCU domain of the process (b's callback never ran).
+ */
+static void cleanup_in_own_callback_is_ebusy(void)
+{
+	struct sk_test_child o;
+
+	sk_test_fork_child(child_cleanup_in_own_callback, 3 * HANG_S, 1, &o);
+	SK_CHECK_EXIT_0(o.status);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_cleanup()");
+	SK_CHECK_STR_CONTAINS(o.err, "from one of its callbacks");
+}
+
+/*
  * Library bug (or at least an undocumented consequence of the documented
  * index-recycling limit): the thread that reuses the index of an exited
  * locker whose section is still open elsewhere counts as a reader of the
@@ -453,6 +544,7 @@ int main(void)
 	SK_RUN(bogus_idx_zero_aborts);
 	SK_RUN(idx_of_another_domain_aborts);
 	SK_RUN(barrier_inside_srcu_callback_aborts);
+	SK_RUN(cleanup_in_own_callback_is_ebusy);
 	SK_RUN(synchronize_by_thread_with_recycled_index_is_allowed);
 	return sk_test_report();
 }

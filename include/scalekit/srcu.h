@@ -152,10 +152,12 @@ SK_API int sk_srcu_init(struct sk_srcu *d);
 
 /*
  * sk_srcu_cleanup() - release the memory of a domain.
- * Context: any thread, outside read sections of d.  May block briefly.
+ * Context: any thread, outside read sections of d, also an SRCU callback.
+ * May block briefly.
  * Returns: 0; -EINVAL when d is NULL; -EBUSY (message on stderr, domain
  * left intact and usable) when a reader is inside a section of d or
- * callbacks or a polled grace period are pending.
+ * callbacks or a polled grace period are pending, which includes a call
+ * from a callback of d.
  */
 SK_API int sk_srcu_cleanup(struct sk_srcu *d);
 
