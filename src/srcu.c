@@ -53,6 +53,13 @@
  *       nlive in gp_idle(): an exited thread's counts are all visible.
  *   S1 (caller, sk_smp_mb before the cookie) and E/F (full barriers around
  *       the flip) order the updates, the scans and the flip.
+ *   W1, I (worker, full fences after its seq_cst stores of sleeping and
+ *       in_work) - store buffering with the producers' seq_cst RMW that
+ *       publishes work followed by their seq_cst load of sleeping or
+ *       in_work; G (gp_mutex holder, full fence after the unlock) pairs
+ *       with I.  Explicit fences: in C11 a seq_cst RMW orders no later
+ *       non-seq_cst load, so the RMW alone is not enough on weakly
+ *       ordered CPUs (ARMv8.0 without LSE, POWER).
  *
  * Why a reader that picked up a stale idx cannot end a grace period early:
  * it increments lock[i'] for an index being drained.  If the drain's lock
@@ -822,9 +829,12 @@ static void gp_unlock(struct sk_srcu *d)
 {
 	pthread_mutex_unlock(&d->gp_mutex);
 	/*
-	 * A worker whose trylock failed left d listed (in_work == 1) and
-	 * waits for this kick; seq_cst orders the load after the unlock.
+	 * G: the unlock before the load of in_work (store buffering; the
+	 * unlock is only a release, which orders no later load); pairs with
+	 * I in process(): either its trylock sees the mutex free, or we see
+	 * the in_work it stored before trying and kick it.
 	 */
+	sk_smp_mb();
 	if (__atomic_load_n(&d->in_work, __ATOMIC_SEQ_CST))
 		worker_kick();
 }
@@ -869,7 +879,11 @@ int sk_poll_state_synchronize_srcu(struct sk_srcu *d, unsigned long cookie)
 
 /* ---- worker ---------------------------------------------------------------- */
 
-/* Work was published (after a full barrier): wake the worker if asleep. */
+/*
+ * Work was published by a seq_cst RMW (queue tail, poll_req): wake the
+ * worker if asleep.  The seq_cst load after that RMW pairs with W1 (both
+ * in the single total order of seq_cst operations and fences).
+ */
 static void worker_poke(void)
 {
 	if (__atomic_load_n(&srcu.sleeping, __ATOMIC_SEQ_CST)) {
@@ -882,7 +896,8 @@ static void worker_poke(void)
  * A domain's gp_mutex was released: the worker may have skipped it (and
  * work_visible() hides it until now).  The unconditional increment makes
  * the worker's futex wait, whose value it read before trying the mutex,
- * return at once if it has not slept yet.
+ * return at once if it has not slept yet.  The seq_cst RMW then seq_cst
+ * load pair with W1 as in worker_poke().
  */
 static void worker_kick(void)
 {
@@ -929,6 +944,16 @@ static int process(struct sk_srcu *d)
 	 * work: work announced later makes the unlisting CAS fail.
 	 */
 	sk_atomic_xchg(&d->in_work, 1);
+	/*
+	 * I: in_work stored before the loads of the work and the trylock's
+	 * load of the mutex (store buffering: in C11 a seq_cst RMW does not
+	 * order later non-seq_cst loads).  Pairs with the producers' seq_cst
+	 * RMW that publishes the work (queue tail, poll_req) followed by
+	 * their seq_cst load of in_work in mark_work(): either we see the
+	 * work or they see in_work == 1 and announce again; and with G in
+	 * gp_unlock().
+	 */
+	sk_smp_mb();
 	if (pthread_mutex_trylock(&d->gp_mutex) != 0) {
 		/* Its holder kicks us on release (gp_unlock()). */
 		d->busy_skip = 1;
@@ -1046,9 +1071,17 @@ static void *worker_main(void *arg)
 			ns = SRCU_NAP_MIN_NS;
 			continue;
 		}
-		/* W1: announce the sleep before re-checking; pairs with the
-		 * producers' full barrier before worker_poke(). */
+		/*
+		 * W1: announce the sleep before the re-check loads the work
+		 * (store buffering; the fence because in C11 a seq_cst RMW
+		 * does not order later non-seq_cst loads).  Pairs with the
+		 * producers' seq_cst RMW that publishes the work followed by
+		 * their seq_cst load of sleeping in worker_poke(), and with
+		 * worker_kick()'s increment of poke, which the futex wait
+		 * reads after W1: either we see the work or they wake us.
+		 */
 		sk_atomic_xchg(&srcu.sleeping, 1);
+		sk_smp_mb();
 		if (!any_work_visible(&blocked)) {
 			if (!blocked) {
 				sk__futex_wait(&srcu.poke, seq);
@@ -1095,9 +1128,9 @@ static int worker_ensure(void)
 static void mark_work(struct sk_srcu *d)
 {
 	/*
-	 * seq_cst: the work published before the load; an announcement
-	 * still unconsumed (2) covers ours, as process() consumes it before
-	 * looking at the work.
+	 * seq_cst, after the seq_cst RMW that published the work: pairs with
+	 * I in process().  An announcement still unconsumed (2) covers ours,
+	 * as process() consumes it before looking at the work.
 	 */
 	if (__atomic_load_n(&d->in_work, __ATOMIC_SEQ_CST) != 2 &&
 	    sk_atomic_xchg(&d->in_work, 2) == 0) {
