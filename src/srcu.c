@@ -3,9 +3,10 @@
  * SRCU: sleepable RCU domains.
  *
  * Counters.  Every thread that reads gets a small index (thread index,
- * shared by all domains, recycled when the thread exits) and an
- * incarnation number (new each time an index is handed out).  In each
- * domain the index owns one slot: lock[2] and unlock[2], written only by
+ * shared by all domains, recycled when the thread exits).  In each domain
+ * the index owns one slot, which the thread takes (binds) on its first
+ * section there, with a binding incarnation from one process-wide 15-bit
+ * counter (new for every binding): lock[2] and unlock[2], written only by
  * the owner with a plain load and store, and remote[2], to which other
  * threads add (atomic) when they end one of its sections.  A reader
  * increments lock[i] where i is the low bit of d->idx; the unlock
@@ -13,9 +14,11 @@
  * so a recycled slot simply keeps counting.  Threads without a slot
  * (index space exhausted, out of memory) use d->shared with atomic adds.
  *
- * The idx a section returns is (incarnation << 16 | index << 1 | i), so an
- * unlock tells the owner's own sections from those of an exited thread
- * that had the same index; 0 and 1 name the shared counters.  Each thread
+ * The idx a section returns is (binding incarnation << 16 | index << 1 |
+ * i), kept in the slot as its key, so an unlock tells the owner's own
+ * sections from those of an exited thread that had the same index, and
+ * from an idx the same thread got from another domain (whose slot has
+ * another incarnation); 0 and 1 name the shared counters.  Each thread
  * caches its slot per domain in sk_srcu__tls (keyed by d->gen, which
  * changes whenever the domain's slots are freed), so the fast paths never
  * walk d->dir.
@@ -104,13 +107,19 @@
 
 #define SRCU_MAX_THREADS (SK_SRCU_MAX_CHUNKS * SK_SRCU_CHUNK_SLOTS)
 
-/* idx layout: incarnation (15 bits) << 16 | thread index << 1 | i. */
+/* idx layout: binding incarnation (15 bits) << 16 | thread index << 1 | i. */
 #define SRCU_T_BITS   15
 #define SRCU_T_MASK   ((1u << SRCU_T_BITS) - 1)
 #define SRCU_INC_MAX  0x7fffu
-/* slot->tag: owner incarnation << 48 | its sections ended elsewhere. */
+/* slot->tag: binding incarnation << 48 | count (see slot_take()). */
 #define SRCU_TAG_SHIFT 48
 #define SRCU_TAG_COUNT ((1UL << SRCU_TAG_SHIFT) - 1)
+
+/* Tag w with its count incremented, in the count's modulus. */
+static inline unsigned long tag_count_add(unsigned long w)
+{
+	return (w & ~SRCU_TAG_COUNT) | ((w + 1) & SRCU_TAG_COUNT);
+}
 
 /* Drain checks (each cheap; a heavy fence only to confirm) before
  * sleeping or yielding. */
@@ -143,7 +152,6 @@ _Static_assert(SK_SRCU__WAYS == 8, "TLS initializer has 8 ways");
 /* A thread with an index: the domains where it took its slot. */
 struct srcu_thr {
 	unsigned int t;		/* thread index, 1-based (0: none) */
-	unsigned int inc;	/* incarnation, 1..SRCU_INC_MAX */
 	unsigned int n, cap;	/* bind[] entries used, allocated */
 	struct sk_srcu **bind;	/* domains whose slot t it owns */
 };
@@ -158,7 +166,7 @@ static struct {
 	pthread_mutex_t lock; /* indexes, bindings, work list, worker start */
 	uint64_t used[SRCU_MAX_THREADS / 64]; /* thread indexes taken */
 	struct srcu_thr *thr[SRCU_MAX_THREADS]; /* owner of each index */
-	unsigned int next_inc;			/* last incarnation given */
+	unsigned int next_inc;	/* last binding incarnation given */
 	pthread_key_t key;			/* frees the index at exit */
 	pthread_once_t once;
 	struct sk__link work;	  /* domains with work (d->work_link) */
@@ -186,7 +194,6 @@ static void tls_forget(void)
 		sk_srcu__tls.ent[w].gen = ~0UL;
 		sk_srcu__tls.ent[w].slot = NULL;
 	}
-	sk_srcu__tls.me = 0;
 }
 
 /* Give up thread r's slots and index.  srcu.lock held. */
@@ -247,17 +254,12 @@ static unsigned int tidx_get(void)
 		}
 	}
 	if (t) {
-		if (++srcu.next_inc > SRCU_INC_MAX)
-			srcu.next_inc = 1;
 		my_thr.t = t;
-		my_thr.inc = srcu.next_inc;
 		srcu.thr[t - 1] = &my_thr;
 	}
 	pthread_mutex_unlock(&srcu.lock);
-	if (t) {
+	if (t)
 		pthread_setspecific(srcu.key, (void *)(uintptr_t)t);
-		sk_srcu__tls.me = my_thr.inc << SRCU_T_BITS | t;
-	}
 	return t;
 }
 
@@ -343,15 +345,43 @@ static unsigned long slot_locks(struct sk_srcu_slot *s)
 	       sk_atomic_load_relaxed(&s->lock[1]);
 }
 
-/* The calling thread's slot in d if it took it (this incarnation). */
+/*
+ * The calling thread's slot in d if it took it.  A slot's tag is nonzero
+ * exactly while the current holder of its thread index has it bound
+ * (zeroed when a holder exits, under srcu.lock, before the index is
+ * given again), so for our own index a nonzero tag means ours.
+ */
 static struct sk_srcu_slot *my_slot(struct sk_srcu *d)
 {
 	struct sk_srcu_slot *s = slot_find(d, my_thr.t);
 
-	if (!s || sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT !=
-			  my_thr.inc)
+	if (!s || !(sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT))
 		return NULL;
 	return s;
+}
+
+/*
+ * Bind slot s (thread index t) to the calling thread: a new binding
+ * incarnation, the key its sections return, and the tag.  The count part
+ * of the tag starts at the slot's open count (locks - own unlocks), so
+ * that sections left open by earlier owners of the index are not ours
+ * (sk_srcu_read_lock_held()); their counts are visible here through
+ * srcu.lock, taken by their owner's exit.  srcu.lock held.
+ */
+static void slot_take(struct sk_srcu_slot *s, unsigned int t)
+{
+	unsigned long open;
+	unsigned int inc;
+
+	if (++srcu.next_inc > SRCU_INC_MAX)
+		srcu.next_inc = 1;
+	inc = srcu.next_inc;
+	open = slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
+	       sk_atomic_load_relaxed(&s->unlock[1]);
+	s->key = (unsigned long)inc << (SRCU_T_BITS + 1) |
+		 (unsigned long)t << 1;
+	sk_atomic_xchg(&s->tag, (unsigned long)inc << SRCU_TAG_SHIFT |
+					(open & SRCU_TAG_COUNT));
 }
 
 /*
@@ -385,7 +415,7 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 	s = slot_get(d, r->t);
 	if (!s)
 		return NULL;
-	if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT != r->inc) {
+	if (!(sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT)) {
 		pthread_mutex_lock(&srcu.lock);
 		if (r->n == r->cap) {
 			unsigned int cap = r->cap ? 2 * r->cap : 8;
@@ -400,16 +430,7 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 			r->cap = cap;
 		}
 		r->bind[r->n++] = d;
-		/*
-		 * Sections open from earlier owners of the index are not
-		 * ours (sk_srcu_read_lock_held()); they are visible here
-		 * through srcu.lock, taken by their owner's exit.
-		 */
-		s->base = slot_locks(s) -
-			  sk_atomic_load_relaxed(&s->unlock[0]) -
-			  sk_atomic_load_relaxed(&s->unlock[1]);
-		sk_atomic_xchg(&s->tag, (unsigned long)r->inc
-						<< SRCU_TAG_SHIFT);
+		slot_take(s, r->t);
 		sk_atomic_fetch_add(&d->nlive, 1UL);
 		sk_atomic_fetch_add(&d->binds, 1UL);
 		pthread_mutex_unlock(&srcu.lock);
@@ -435,7 +456,7 @@ int sk_srcu__read_lock_slow(struct sk_srcu *d)
 				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
 	/* B: lock count before the section; pairs with D. */
 	sk_fence_light();
-	return (int)(sk_srcu__tls.me << 1) | bit;
+	return (int)s->key | bit;
 }
 
 static void __attribute__((noreturn)) die_unbalanced(struct sk_srcu *d,
@@ -462,12 +483,88 @@ static void __attribute__((noreturn)) die_bogus(struct sk_srcu *d, int idx)
 		idx, (void *)d);
 }
 
+static void __attribute__((noreturn)) die_foreign(struct sk_srcu *d, int idx)
+{
+	sk__die("sk_srcu_read_unlock(): index %d was returned by "
+		"sk_srcu_read_lock() on another domain than %p",
+		idx, (void *)d);
+}
+
+/*
+ * (t, inc) is a live binding of thread index t in a domain other than d:
+ * an idx of that domain.  Its holder's bindings all have distinct
+ * incarnations (one process-wide counter, unless it wrapped meanwhile),
+ * and an earlier holder of t, whose section in d may legitimately still
+ * be open, had its incarnations before the holder's.
+ */
+static int foreign_idx(struct sk_srcu *d, unsigned int t, unsigned int inc)
+{
+	struct srcu_thr *r;
+	unsigned int i;
+	int found = 0;
+
+	pthread_mutex_lock(&srcu.lock);
+	r = srcu.thr[t - 1];
+	for (i = 0; r && i < r->n && !found; i++) {
+		struct sk_srcu_slot *o = slot_find(r->bind[i], t);
+
+		found = r->bind[i] != d && o &&
+			sk_atomic_load_relaxed(&o->tag) >> SRCU_TAG_SHIFT ==
+				inc;
+	}
+	pthread_mutex_unlock(&srcu.lock);
+	return found;
+}
+
+/* Our own section of d, ended on the slow path (a cache miss). */
+static void own_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx)
+{
+	int bit = idx & 1;
+	unsigned long u = sk_atomic_load_relaxed(&s->unlock[bit]);
+
+	if ((long)(u + sk_atomic_load_relaxed(&s->remote[bit]) -
+		   sk_atomic_load_relaxed(&s->lock[bit])) >= 0)
+		die_unbalanced(d, idx);
+	/* C: release, as in the fast path; pairs with D. */
+	sk_atomic_store_release(&s->unlock[bit], u + 1);
+	cache_slot(d, s, domain_gen(d));
+}
+
+/*
+ * Another thread's section (or one of an earlier holder of index t): count
+ * it in the slot's remote[] (C: a seq_cst RMW), and in its live owner's
+ * tag count when the binding incarnation is the owner's (live).
+ */
+static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s,
+			  int idx, int live)
+{
+	int bit = idx & 1;
+	unsigned long r = sk_atomic_fetch_add(&s->remote[bit], 1UL) + 1;
+	unsigned long u, w = sk_atomic_load_relaxed(&s->tag);
+
+	while (live && w >> SRCU_TAG_SHIFT == (unsigned int)idx >> 16 &&
+	       !sk_atomic_cmpxchg(&s->tag, &w, tag_count_add(w)))
+		;
+	u = sk_atomic_load_relaxed(&s->unlock[bit]);
+	if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0) {
+		/*
+		 * Confirm before dying: the owner's lock store may be
+		 * reordered after its unlock store as seen from here; after
+		 * the heavy fence every lock preceding a counted unlock is
+		 * visible (as C/D).
+		 */
+		sk_fence_heavy();
+		if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0)
+			die_unbalanced(d, idx);
+	}
+}
+
 void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 {
 	unsigned int tag = (unsigned int)idx >> 1, t, inc;
 	int bit = idx & 1;
-	unsigned long u, r, w;
 	struct sk_srcu_slot *s;
+	unsigned long u;
 
 	if (idx < 0)
 		die_bogus(d, idx);
@@ -475,7 +572,8 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 		/* Shared counters.  C: the RMW is a full barrier. */
 		u = sk_atomic_fetch_add(&d->shared.unlock[bit], 1UL) + 1;
 		/* Every lock before a counted unlock is visible (RMW chain). */
-		if (u > sk_atomic_load_acquire(&d->shared.lock[bit]))
+		if ((long)(u - sk_atomic_load_acquire(&d->shared.lock[bit])) >
+		    0)
 			die_bogus(d, idx);
 		return;
 	}
@@ -486,57 +584,39 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 	s = slot_find(d, t);
 	if (!s)
 		die_bogus(d, idx);
-	if (tag == sk_srcu__tls.me) {
-		/* Our own section (cache miss, or unbalanced). */
-		if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT != inc)
-			die_bogus(d, idx); /* we never read d */
-		u = sk_atomic_load_relaxed(&s->unlock[bit]);
-		if (u + sk_atomic_load_relaxed(&s->remote[bit]) >=
-		    sk_atomic_load_relaxed(&s->lock[bit]))
-			die_unbalanced(d, idx);
-		/* C: release, as in the fast path; pairs with D. */
-		sk_atomic_store_release(&s->unlock[bit], u + 1);
-		cache_slot(d, s, domain_gen(d));
+	if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT == inc) {
+		/* The slot's live binding made it: its owner's section. */
+		if (t == my_thr.t)
+			own_unlock(d, s, idx); /* cache miss, or unbalanced */
+		else
+			remote_unlock(d, s, idx, 1);
 		return;
 	}
-	/* Another thread's section: count it in its remote[] (C: RMW). */
-	r = sk_atomic_fetch_add(&s->remote[bit], 1UL) + 1;
-	/* Its owner's count of sections ended elsewhere, if still alive. */
-	w = sk_atomic_load_relaxed(&s->tag);
-	while ((w >> SRCU_TAG_SHIFT & SRCU_INC_MAX) == inc &&
-	       !sk_atomic_cmpxchg(&s->tag, &w, w + 1))
-		;
-	u = sk_atomic_load_relaxed(&s->unlock[bit]);
-	if (u + r > sk_atomic_load_relaxed(&s->lock[bit])) {
-		/*
-		 * Confirm before dying: the owner's lock store may be
-		 * reordered after its unlock store as seen from here; after
-		 * the heavy fence every lock preceding a counted unlock is
-		 * visible (as C/D).
-		 */
-		sk_fence_heavy();
-		if (u + r > sk_atomic_load_relaxed(&s->lock[bit]))
-			die_unbalanced(d, idx);
-	}
+	if (foreign_idx(d, t, inc))
+		die_foreign(d, idx);
+	remote_unlock(d, s, idx, 0); /* an earlier holder's section */
 }
 
 int sk_srcu_read_lock_held(struct sk_srcu *d)
 {
 	struct sk_srcu_slot *s;
-	unsigned long w;
-	long held;
+	unsigned long open;
 
 	if (!d)
 		return 0;
 	s = my_slot(d);
 	if (!s)
 		return 0;
-	/* Ours: entered, minus ended here, minus ended elsewhere. */
-	w = sk_atomic_load_relaxed(&s->tag);
-	held = (long)(slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
-		      sk_atomic_load_relaxed(&s->unlock[1]) - s->base -
-		      (w & SRCU_TAG_COUNT));
-	return held > 0;
+	/*
+	 * Ours: entered, minus ended here, minus (in the tag's count) the
+	 * open count when we took the slot and those ended elsewhere; in the
+	 * count's modulus, read as signed.
+	 */
+	open = (slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
+		sk_atomic_load_relaxed(&s->unlock[1]) -
+		sk_atomic_load_relaxed(&s->tag)) &
+	       SRCU_TAG_COUNT;
+	return open != 0 && open <= SRCU_TAG_COUNT >> 1;
 }
 
 /* ---- grace periods ------------------------------------------------------- */

@@ -212,6 +212,45 @@ static void child_idx_of_other_domain_used(void)
 	_exit(CHILD_RETURNED);
 }
 
+/*
+ * An idx of domain a ended on domain b while the thread has a section of
+ * b open on the same index bit (fresh domains: both bits 0), which must
+ * not be ended in its place.
+ */
+static void child_idx_of_other_domain_over_open_section(void)
+{
+	int ib = sk_srcu_read_lock(&dom_b);
+	int ia = sk_srcu_read_lock(&dom_a);
+
+	if ((ia ^ ib) & 1)
+		_exit(4);
+	sk_srcu_read_unlock(&dom_b, ia);
+	_exit(CHILD_RETURNED);
+}
+
+static int foreign_idx;
+
+static void *unlock_foreign_on_b(void *arg)
+{
+	(void)arg;
+	sk_srcu_read_unlock(&dom_b, foreign_idx);
+	return NULL;
+}
+
+/* The same, ended by another thread (a hand-off to the wrong domain). */
+static void child_idx_of_other_domain_handed_off(void)
+{
+	int ib = sk_srcu_read_lock(&dom_b);
+	pthread_t t;
+
+	foreign_idx = sk_srcu_read_lock(&dom_a);
+	if ((foreign_idx ^ ib) & 1)
+		_exit(4);
+	sk_test_thread_start(&t, unlock_foreign_on_b, NULL);
+	pthread_join(t, NULL);
+	_exit(CHILD_RETURNED);
+}
+
 static struct sk_rcu_head barrier_head;
 
 static void barrier_from_callback(struct sk_rcu_head *h)
@@ -464,6 +503,27 @@ static void idx_of_another_domain_aborts(void)
 	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
 }
 
+/*
+ * Library bug seen here: with a section of b open on the same index bit,
+ * the thread's own idx of a ended b's section (the fast path compared
+ * only the thread's identity), silently: b's grace periods then no longer
+ * waited for it.
+ */
+static void idx_of_another_domain_over_open_section_aborts(void)
+{
+	struct sk_test_child o =
+		run_child(child_idx_of_other_domain_over_open_section);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+	SK_CHECK_STR_CONTAINS(o.err, "another domain");
+
+	o = run_child(child_idx_of_other_domain_handed_off);
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+	SK_CHECK_STR_CONTAINS(o.err, "another domain");
+}
+
 static void barrier_inside_srcu_callback_aborts(void)
 {
 	struct sk_test_child o = run_child(child_barrier_in_callback);
@@ -543,6 +603,7 @@ int main(void)
 	SK_RUN(bogus_idx_aborts);
 	SK_RUN(bogus_idx_zero_aborts);
 	SK_RUN(idx_of_another_domain_aborts);
+	SK_RUN(idx_of_another_domain_over_open_section_aborts);
 	SK_RUN(barrier_inside_srcu_callback_aborts);
 	SK_RUN(cleanup_in_own_callback_is_ebusy);
 	SK_RUN(synchronize_by_thread_with_recycled_index_is_allowed);

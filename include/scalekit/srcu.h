@@ -36,16 +36,21 @@ extern "C" {
  * lock[] and unlock[] are written only by the thread that owns the index
  * (ABI: the inline fast paths touch them); remote[] counts sections of
  * that thread ended by other threads (atomic add).  A grace period sums
- * lock[i] and unlock[i] + remote[i] over all slots.
+ * lock[i] and unlock[i] + remote[i] over all slots.  key is what the
+ * owner's sections in this domain return, less the index bit: binding
+ * incarnation << 16 | thread index << 1, where the binding incarnation is
+ * new each time a thread takes a slot (so a thread's keys in two domains
+ * differ, and an idx of one domain ended on another is told apart).
  */
 struct sk_srcu_slot {
 	unsigned long lock[2];	 /* ABI: sections entered, per index */
 	unsigned long unlock[2]; /* ABI: own sections ended by the owner */
 	unsigned long remote[2]; /* ABI: own sections ended elsewhere */
-	unsigned long tag;	 /* private: owner incarnation << 32 | its
-				    sections ended elsewhere (atomic) */
-	unsigned long base;	 /* private: lock - unlock sums when the
-				    owner took the slot (owner only) */
+	unsigned long key;	 /* ABI: idx of the owner's sections without
+				    the index bit (owner only) */
+	unsigned long tag;	 /* private: binding incarnation << 48 | open
+				    count at binding + own sections ended
+				    elsewhere (atomic); 0: no live owner */
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
@@ -118,10 +123,7 @@ struct sk_srcu {
 /*
  * Per-thread cache of slots (ABI): a small direct-mapped table keyed by
  * the domain's address (the way) and d->gen (the tag), so the fast paths
- * reach the thread's slot without walking d->dir.  me is the value of
- * idx >> 1 for this thread's own sections (thread index, and its
- * incarnation so that a recycled index is told apart); 0 before the
- * first section.
+ * reach the thread's slot without walking d->dir.
  */
 #define SK_SRCU__WAYS 8
 #define SK_SRCU__WAY(d) \
@@ -132,7 +134,6 @@ struct sk_srcu__tls {
 		unsigned long gen;	   /* d->gen cached here; ~0: empty */
 		struct sk_srcu_slot *slot; /* this thread's slot in d */
 	} ent[SK_SRCU__WAYS];
-	unsigned int me; /* idx >> 1 of own sections; 0: none yet */
 };
 
 SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
@@ -199,17 +200,22 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	 * (membarrier(2), which a cache hit implies): a compiler barrier.
 	 */
 	sk_barrier();
-	return (int)(sk_srcu__tls.me << 1) | bit;
+	return (int)s->key | bit;
 }
 
 /*
  * sk_srcu_read_unlock() - leave the section that returned idx.
  * Context: any thread (also another than the locker).  Never blocks and
  * never enters the kernel: an updater waiting for this section notices
- * the unlock by polling (readers wake no one).  An unbalanced or bogus
- * idx prints a message and aborts.
- * Wait-free: the slot-cache check, a load and a release store of this
- * thread's counter, two more loads for the balance check; no fence.
+ * the unlock by polling (readers wake no one).  An unbalanced end prints
+ * a message and aborts; so does an idx that no lock of d returned
+ * (garbage, or an idx of another domain while the thread that took it is
+ * alive, also when it has a section of d open on the same index bit),
+ * except the cases listed in docs/srcu.md (Misuse: the locker exited, a
+ * binding incarnation reused, 0 or 1 while a shared section is open),
+ * where it ends an open section of d instead.
+ * Wait-free: the slot-cache and key checks, a load and a release store of
+ * this thread's counter, two more loads for the balance check; no fence.
  * Ordering: the section's accesses are ordered before the unlock as seen
  * by the grace period (release C, paired with its heavy fence D).
  * Reclamation: objects reached in the section may be freed by an updater
@@ -218,35 +224,38 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
 	unsigned int w = SK_SRCU__WAY(d);
+	struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
+	int bit = idx & 1;
+	unsigned long n;
 
 	SK_TSAN_RELEASE(d); /* C below, for TSan: pairs with D's acquire */
-	if (SK_LIKELY(sk_srcu__tls.ent[w].gen == SK_READ_ONCE(d->gen) &&
-		      (unsigned int)idx >> 1 == sk_srcu__tls.me)) {
-		struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
-		int bit = idx & 1;
-		unsigned long n = sk_atomic_load_relaxed(&s->unlock[bit]);
-
-		/*
-		 * Every section of this slot on this index already ended
-		 * (here or elsewhere): unbalanced; the slow path reports it.
-		 */
-		if (SK_UNLIKELY(n + sk_atomic_load_relaxed(&s->remote[bit]) >=
-				sk_atomic_load_relaxed(&s->lock[bit]))) {
-			sk_srcu__read_unlock_slow(d, idx);
-		} else {
-			/*
-			 * C: release: the section before the unlock count;
-			 * pairs with the sums' heavy fence D (a counted
-			 * unlock means the section is over).  A release, not
-			 * a fence: nothing after the unlock needs ordering
-			 * (store-load), so no membarrier pairing, and on x86
-			 * a plain store.
-			 */
-			sk_atomic_store_release(&s->unlock[bit], n + 1);
-		}
-	} else {
+	/*
+	 * A cache miss, or not this thread's section of d (another thread's,
+	 * another domain's or a bogus idx): the slow path.
+	 */
+	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen) ||
+			((unsigned long)(unsigned int)idx & ~1UL) != s->key)) {
 		sk_srcu__read_unlock_slow(d, idx);
+		return;
 	}
+	n = sk_atomic_load_relaxed(&s->unlock[bit]);
+	/*
+	 * Every section of this slot on this index already ended (here or
+	 * elsewhere): unbalanced; the slow path reports it.  A difference,
+	 * so that it holds when the counters wrap.
+	 */
+	if (SK_UNLIKELY((long)(n + sk_atomic_load_relaxed(&s->remote[bit]) -
+			       sk_atomic_load_relaxed(&s->lock[bit])) >= 0)) {
+		sk_srcu__read_unlock_slow(d, idx);
+		return;
+	}
+	/*
+	 * C: release: the section before the unlock count; pairs with the
+	 * sums' heavy fence D (a counted unlock means the section is over).
+	 * A release, not a fence: nothing after the unlock needs ordering
+	 * (store-load), so no membarrier pairing, and on x86 a plain store.
+	 */
+	sk_atomic_store_release(&s->unlock[bit], n + 1);
 }
 
 /*
