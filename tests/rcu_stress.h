@@ -47,8 +47,9 @@
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 
-#define SK_STRESS_MAGIC 0x5ca1ab1e0b1ec7edUL  /* a live object */
-#define SK_STRESS_POISON 0x6b6b6b6b6b6b6b6bUL /* after its grace period */
+/* Truncated to unsigned long (32 bits on ILP32 targets). */
+#define SK_STRESS_MAGIC ((unsigned long)0x5ca1ab1e0b1ec7edULL) /* live */
+#define SK_STRESS_POISON ((unsigned long)0x6b6b6b6b6b6b6b6bULL) /* freed */
 #define SK_STRESS_PAYLOAD 14		      /* object = 2 cache lines */
 #define SK_STRESS_HOLD_MAX 64		      /* QSBR references held */
 
@@ -114,7 +115,8 @@ struct sk_stress_thread {
 
 static inline unsigned long sk_stress_payload(unsigned long seq, unsigned i)
 {
-	return (seq * 0x9e3779b97f4a7c15UL) ^ ((unsigned long)i << 56) ^ i;
+	return (seq * (unsigned long)0x9e3779b97f4a7c15ULL) ^
+	       ((unsigned long)i << (sizeof(unsigned long) * 8 - 8)) ^ i;
 }
 
 /* Loads and stores on objects: plain when checked by TSan, else atomic. */
