@@ -84,6 +84,38 @@
  * waited (capped at SRCU_NAP_MAX_NS).  A thread that held a domain's
  * gp_mutex while the worker wanted it kicks the worker after.
  *
+ * Counters on 32-bit (ILP32) targets, where unsigned long has 32 bits;
+ * every counter either compares correctly when it wraps or is 64-bit:
+ *   lock[], unlock[], remote[] (per slot, and shared): unsigned long, on
+ *       the read fast path.  Only sums compared for equality and
+ *       differences read as signed (balance checks, drained_mask()): exact
+ *       modulo 2^N while fewer than 2^(N-1) sections are open at once.
+ *   idle snapshot (idle_shared[], idle_owner_locks): equality of lock
+ *       counts alone would be fooled by 2^N sections between two grace
+ *       periods with one still open; gp_idle() also requires the ends
+ *       equal, read before the starts (shared_idle(), owner_idle()).
+ *   tag: incarnation in the top 16 bits, count below (16 bits on ILP32):
+ *       incremented inside its field (tag_count_add()), read modulo
+ *       2^SRCU_TAG_SHIFT as signed (sk_srcu_read_lock_held(): exact while
+ *       a thread has fewer than 2^15 sections of a domain open on ILP32).
+ *   binding incarnations, 15 bits on every target: wrap by design; a
+ *       reused one only blurs diagnostics (held tracking, unbalance and
+ *       foreign-idx detection), never the grace-period sums.
+ *   gen, gen_next: 64-bit (a reused gen would let a stale slot cache hit
+ *       freed memory); on the fast path an 8-byte atomic load on ILP32.
+ *   gp_started, gp_completed, poll_req, b_gp: 64-bit grace-period numbers,
+ *       never wrap; cookies are their truncation to unsigned long, compared
+ *       by difference (cookie_done()); the numbers skip those that
+ *       truncate to SK_RCU_COOKIE_COMPLETED.  On ILP32 a cookie kept
+ *       across 2^31 grace periods reads as not completed.
+ *   binds: 64-bit (the idle snapshot compares it for equality).
+ *   nlive, nchunks, thread indexes: bounded by SRCU_MAX_THREADS.
+ *   cb_queued, cb_invoked: only their difference (the backlog) is used,
+ *       read as signed.
+ *   idx: only its low bit is used.  stats_gps: a statistic, may wrap.
+ *   srcu.poke: a futex value compared for equality within one worker
+ *       round; 2^32 pokes in one round are not possible.
+ *
  * Unbalanced unlocks: the unlock fast path compares the ends of the
  * locker's sections (its own and those others ended for it) with its
  * starts; as a second line, the heavy check of a grace period aborts on
@@ -111,9 +143,13 @@
 #define SRCU_T_BITS   15
 #define SRCU_T_MASK   ((1u << SRCU_T_BITS) - 1)
 #define SRCU_INC_MAX  0x7fffu
-/* slot->tag: binding incarnation << 48 | count (see slot_take()). */
-#define SRCU_TAG_SHIFT 48
+/*
+ * slot->tag: binding incarnation in the top 16 bits | count (see
+ * slot_take()): 48 bits of count on LP64, 16 on ILP32.
+ */
+#define SRCU_TAG_SHIFT (__SIZEOF_LONG__ * 8 - 16)
 #define SRCU_TAG_COUNT ((1UL << SRCU_TAG_SHIFT) - 1)
+_Static_assert(SRCU_INC_MAX < 1UL << 16, "incarnation fits the tag");
 
 /* Tag w with its count incremented, in the count's modulus. */
 static inline unsigned long tag_count_add(unsigned long w)
@@ -141,7 +177,7 @@ enum { DRAIN_NONBLOCK, DRAIN_NONBLOCK_EXP, DRAIN_SLEEP, DRAIN_EXPEDITE };
 enum { WORK_IDLE, WORK_PENDING, WORK_PROGRESS };
 
 /* Every way empty: ~0 is never a domain's gen. */
-#define TLS_EMPTY { ~0UL, NULL }
+#define TLS_EMPTY { ~(uint64_t)0, NULL }
 __thread struct sk_srcu__tls sk_srcu__tls
 	__attribute__((tls_model("initial-exec"))) = {
 		.ent = { TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY,
@@ -159,8 +195,8 @@ struct srcu_thr {
 static __thread struct srcu_thr my_thr;
 static __thread int in_srcu_worker;
 
-/* Source of d->gen values (atomic; never 0 nor ~0). */
-static unsigned long gen_next;
+/* Source of d->gen values (atomic; 64-bit: never 0 nor ~0, never reused). */
+static sk_srcu__u64 gen_next;
 
 static struct {
 	pthread_mutex_t lock; /* indexes, bindings, work list, worker start */
@@ -191,7 +227,7 @@ static void tls_forget(void)
 	unsigned int w;
 
 	for (w = 0; w < SK_SRCU__WAYS; w++) {
-		sk_srcu__tls.ent[w].gen = ~0UL;
+		sk_srcu__tls.ent[w].gen = ~(uint64_t)0;
 		sk_srcu__tls.ent[w].slot = NULL;
 	}
 }
@@ -265,14 +301,20 @@ static unsigned int tidx_get(void)
 
 /* ---- slots ---------------------------------------------------------------- */
 
-/* d->gen, assigned on first use for a statically initialized domain. */
-static unsigned long domain_gen(struct sk_srcu *d)
+/* A new d->gen value. */
+static uint64_t gen_new(void)
 {
-	unsigned long g = sk_atomic_load_acquire(&d->gen), ng;
+	return __atomic_add_fetch(&gen_next, 1, __ATOMIC_RELAXED);
+}
+
+/* d->gen, assigned on first use for a statically initialized domain. */
+static uint64_t domain_gen(struct sk_srcu *d)
+{
+	uint64_t g = sk_atomic_load_acquire(&d->gen), ng;
 
 	if (SK_LIKELY(g != 0))
 		return g;
-	ng = __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED);
+	ng = gen_new();
 	if (sk_atomic_cmpxchg(&d->gen, &g, ng))
 		return ng;
 	return g; /* another thread assigned it */
@@ -391,7 +433,7 @@ static void slot_take(struct sk_srcu_slot *s, unsigned int t)
  * section takes the slow paths, whose light fences are full fences.
  */
 static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s,
-		       unsigned long gen)
+		       uint64_t gen)
 {
 	if (!sk__fence_sys_get())
 		return;
@@ -406,7 +448,7 @@ static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s,
  */
 static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 {
-	unsigned long gen = domain_gen(d);
+	uint64_t gen = domain_gen(d);
 	struct srcu_thr *r = &my_thr;
 	struct sk_srcu_slot *s;
 
@@ -432,7 +474,7 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 		r->bind[r->n++] = d;
 		slot_take(s, r->t);
 		sk_atomic_fetch_add(&d->nlive, 1UL);
-		sk_atomic_fetch_add(&d->binds, 1UL);
+		sk_atomic_fetch_add(&d->binds, (uint64_t)1);
 		pthread_mutex_unlock(&srcu.lock);
 		/* P: binds++ before our first section; pairs with Z. */
 		sk_smp_mb();
@@ -704,7 +746,8 @@ static int readers_gone_retry(struct sk_srcu *d, int bit)
 
 /* What gp_idle() compares with the snapshot of the last idle check. */
 struct idle_view {
-	unsigned long nlive, binds, shared[2];
+	unsigned long nlive, shared[2];
+	uint64_t binds;
 	struct sk_srcu_slot *me; /* caller's slot in d, if it took one */
 };
 
@@ -725,15 +768,60 @@ static int only_caller_lives(const struct idle_view *v)
 }
 
 /*
+ * The shared counters still at the snapshot, where every shared section
+ * had ended (lock[i] = unlock[i] = idle_shared[i]): the ends first
+ * (acquire: the sections they count are over), then the starts.  Equal
+ * starts alone would not do once the counters wrap (2^N more sections,
+ * one of them open, restore the lock count); with the ends read first,
+ * both equal means no section was open then nor started since (fewer than
+ * 2^N between two loads).
+ */
+static int shared_idle(struct sk_srcu *d)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (sk_atomic_load_acquire(&d->shared.unlock[i]) !=
+		    d->idle_shared[i])
+			return 0;
+	for (i = 0; i < 2; i++)
+		if (sk_atomic_load_acquire(&d->shared.lock[i]) !=
+		    d->idle_shared[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * The snapshot's owner (the caller, or a thread since exited: its starts
+ * and own ends are visible, program order or X) neither started nor ended
+ * a section since, and all of them ended: starts and ends still equal to
+ * its lock sum then (remote ends with acquire).  Both, for the reason of
+ * shared_idle().
+ */
+static int owner_idle(struct sk_srcu *d)
+{
+	struct sk_srcu_slot *s = d->idle_owner;
+
+	if (!s)
+		return 1;
+	return slot_locks(s) == d->idle_owner_locks &&
+	       sk_atomic_load_relaxed(&s->unlock[0]) +
+			       sk_atomic_load_relaxed(&s->unlock[1]) +
+			       sk_atomic_load_acquire(&s->remote[0]) +
+			       sk_atomic_load_acquire(&s->remote[1]) ==
+		       d->idle_owner_locks;
+}
+
+/*
  * Z: a domain with no live reader thread but the caller (outside any
- * section) and no section started since it was last found without
+ * section) and no section open or started since it was last found without
  * readers: nothing to wait for, no heavy fence.  A new section needs a new
- * thread slot (binds), a shared counter (shared.lock) or the one thread
- * that lived then (idle_owner; the caller, or since exited): all
- * unchanged.  Sections that begin after these loads see the caller's
- * updates: the caller issued a full barrier before them (the gp start), a
- * binding thread one after binds++ (P), a shared reader an RMW and a full
- * barrier.  gp_mutex held.
+ * thread slot (binds, 64-bit: exact), a shared counter or the one thread
+ * that lived then (idle_owner; the caller, or since exited): unchanged.
+ * Sections that begin after these loads see the caller's updates: the
+ * caller issued a full barrier before them (the gp start), a binding
+ * thread one after binds++ (P), a shared reader an RMW and a full barrier.
+ * gp_mutex held.
  */
 static int gp_idle(struct sk_srcu *d)
 {
@@ -742,12 +830,9 @@ static int gp_idle(struct sk_srcu *d)
 	if (!d->idle_valid)
 		return 0;
 	idle_view(d, &v);
-	if (v.binds != d->idle_binds || v.shared[0] != d->idle_shared[0] ||
-	    v.shared[1] != d->idle_shared[1] || !only_caller_lives(&v) ||
-	    (v.me && v.me != d->idle_owner))
-		return 0;
-	/* The owner's counts: visible (its own, or X if it exited). */
-	if (d->idle_owner && slot_locks(d->idle_owner) != d->idle_owner_locks)
+	if (v.binds != d->idle_binds || !only_caller_lives(&v) ||
+	    (v.me && v.me != d->idle_owner) || !shared_idle(d) ||
+	    !owner_idle(d))
 		return 0;
 	SK_TSAN_ACQUIRE(d);
 	return 1;
@@ -832,16 +917,44 @@ static int drain(struct sk_srcu *d, int bit, int mode)
 	}
 }
 
-static int gp_done(struct sk_srcu *d, unsigned long target)
+/*
+ * Grace-period numbers are 64-bit, also on 32-bit targets, and never wrap.
+ * A cookie is a number truncated to unsigned long; the sequence steps over
+ * the numbers whose truncation is SK_RCU_COOKIE_COMPLETED.
+ */
+static uint64_t gp_next(uint64_t n)
 {
-	return (long)(sk_atomic_load_acquire(&d->gp_completed) - target) >= 0;
+	return (unsigned long)(n + 1) == SK_RCU_COOKIE_COMPLETED ? n + 2
+								 : n + 1;
 }
 
-static unsigned long gp_snap(struct sk_srcu *d)
+/* Grace period number target has completed (acquire: pairs with
+ * gp_complete()'s release). */
+static int gp_done(struct sk_srcu *d, uint64_t target)
+{
+	return sk_atomic_load_acquire(&d->gp_completed) >= target;
+}
+
+/*
+ * The same for a cookie: compared by difference with the truncated count,
+ * so that it holds across the wrap of unsigned long.  A cookie is never
+ * more than 2 ahead of the completed count; one that fell more than
+ * LONG_MAX grace periods behind reads as not completed (false negative).
+ */
+static int cookie_done(struct sk_srcu *d, unsigned long cookie)
+{
+	unsigned long c = (unsigned long)sk_atomic_load_acquire(
+		&d->gp_completed);
+
+	return cookie == SK_RCU_COOKIE_COMPLETED || (long)(c - cookie) >= 0;
+}
+
+/* Number of a grace period that starts after the call. */
+static uint64_t gp_snap(struct sk_srcu *d)
 {
 	/* S1: the caller's updates before the snapshot. */
 	sk_smp_mb();
-	return sk_atomic_load_acquire(&d->gp_started) + 1;
+	return gp_next(sk_atomic_load_acquire(&d->gp_started));
 }
 
 static void gp_flip(struct sk_srcu *d)
@@ -866,14 +979,14 @@ static void gp_complete(struct sk_srcu *d)
  * Advance d's grace periods until target has completed.  gp_mutex held.
  * Returns 1 when done, 0 when mode is nonblocking and readers remain.
  */
-static int advance(struct sk_srcu *d, unsigned long target, int mode)
+static int advance(struct sk_srcu *d, uint64_t target, int mode)
 {
 	while (!gp_done(d, target)) {
 		if (d->gp_phase == 0) {
 			int mask;
 
 			sk_atomic_store_relaxed(&d->gp_started,
-						d->gp_started + 1);
+						gp_next(d->gp_started));
 			d->gp_phase = 1;
 			/* Orders the start (and updates) before the checks. */
 			sk_smp_mb();
@@ -921,7 +1034,7 @@ static void gp_unlock(struct sk_srcu *d)
 
 static void synchronize(struct sk_srcu *d, int mode, const char *fn)
 {
-	unsigned long target;
+	uint64_t target;
 
 	if (sk_srcu_read_lock_held(d))
 		sk__die("%s called inside a read-side critical section of the "
@@ -945,16 +1058,39 @@ void sk_synchronize_srcu_expedited(struct sk_srcu *d)
 
 unsigned long sk_get_state_synchronize_srcu(struct sk_srcu *d)
 {
-	return gp_snap(d);
+	return (unsigned long)gp_snap(d);
 }
 
 int sk_poll_state_synchronize_srcu(struct sk_srcu *d, unsigned long cookie)
 {
-	if (!gp_done(d, cookie))
+	if (!cookie_done(d, cookie))
 		return 0;
 	/* Later frees after the observed completion. */
 	sk_smp_mb();
 	return 1;
+}
+
+/*
+ * Test hooks (hidden; declared by the tests only, never in a header):
+ * number d's grace periods from seq on (d idle: no grace period, callback
+ * or poll pending), and take the next domain gens after next, so that a
+ * test can run across the 2^16 and 2^32 boundaries.
+ */
+void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
+void sk__srcu_test_set_gen_next(uint64_t next);
+
+void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq)
+{
+	pthread_mutex_lock(&d->gp_mutex);
+	sk_atomic_store_relaxed(&d->gp_started, seq);
+	sk_atomic_store_relaxed(&d->poll_req, seq);
+	sk_atomic_store_release(&d->gp_completed, seq);
+	gp_unlock(d);
+}
+
+void sk__srcu_test_set_gen_next(uint64_t next)
+{
+	__atomic_store_n(&gen_next, next, __ATOMIC_RELAXED);
 }
 
 /* ---- worker ---------------------------------------------------------------- */
@@ -1016,7 +1152,8 @@ static void barrier_cb(struct sk_rcu_head *h)
 static int process(struct sk_srcu *d)
 {
 	struct sk_rcu_head *first = NULL, *last = NULL, *h, *next;
-	unsigned long want = 0, req, backlog, n = 0;
+	uint64_t want = 0, req;
+	unsigned long backlog, n = 0;
 	int pending;
 
 	/*
@@ -1045,13 +1182,14 @@ static int process(struct sk_srcu *d)
 	if (d->b_first)
 		want = d->b_gp;
 	req = sk_atomic_load_acquire(&d->poll_req);
-	if (!gp_done(d, req) && (!want || (long)(req - want) > 0))
+	if (!gp_done(d, req) && (!want || req > want))
 		want = req;
+	/* Modular difference, signed: exact across the counters' wrap. */
 	backlog = sk_atomic_load_relaxed(&d->cb_queued) - d->cb_invoked;
 	/* Blocked: readers hold want; the worker checks again after a nap. */
 	d->blocked = want &&
 		     !advance(d, want,
-			      backlog > SRCU_CB_BACKLOG_EXPEDITE
+			      (long)backlog > (long)SRCU_CB_BACKLOG_EXPEDITE
 				      ? DRAIN_NONBLOCK_EXP
 				      : DRAIN_NONBLOCK);
 	if (d->b_first && gp_done(d, d->b_gp)) {
@@ -1251,15 +1389,14 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 
 unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d)
 {
-	unsigned long cookie = gp_snap(d);
-	unsigned long cur = sk_atomic_load_relaxed(&d->poll_req);
+	uint64_t want = gp_snap(d);
+	uint64_t cur = sk_atomic_load_relaxed(&d->poll_req);
 
-	while ((long)(cookie - cur) > 0 &&
-	       !sk_atomic_cmpxchg(&d->poll_req, &cur, cookie))
+	while (want > cur && !sk_atomic_cmpxchg(&d->poll_req, &cur, want))
 		;
 	if (worker_ensure() == 0)
 		mark_work(d);
-	return cookie;
+	return (unsigned long)want;
 }
 
 void sk_srcu_barrier(struct sk_srcu *d)
@@ -1312,7 +1449,7 @@ int sk_srcu_init(struct sk_srcu *d)
 	sk__wfq_init(&d->cbq);
 	sk__link_init(&d->work_link);
 	/* A new key: slot caches of an earlier life at this address miss. */
-	d->gen = __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED);
+	d->gen = gen_new();
 	return 0;
 }
 
@@ -1415,8 +1552,7 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 	if (why)
 		return cleanup_refused(d, why);
 	/* Every thread's slot cache misses from now on. */
-	sk_atomic_store_relaxed(
-		&d->gen, __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED));
+	sk_atomic_store_relaxed(&d->gen, gen_new());
 	for (k = 0; d->dir && k < SK_SRCU_MAX_CHUNKS; k++)
 		free(d->dir[k]);
 	free(d->dir);

@@ -19,6 +19,7 @@
 #define SCALEKIT_SRCU_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "scalekit/barrier.h"
 #include "scalekit/rcu.h"
@@ -30,6 +31,13 @@ extern "C" {
 /* Threads with their own counters: per chunk, and chunks per domain. */
 #define SK_SRCU_CHUNK_SLOTS 64
 #define SK_SRCU_MAX_CHUNKS  256
+
+/*
+ * A 64-bit field also on 32-bit targets (counters that must not wrap),
+ * aligned to 8 so that its atomic accesses are single-copy atomic there
+ * (i386 aligns uint64_t members to 4 only).
+ */
+typedef uint64_t sk_srcu__u64 __attribute__((aligned(8)));
 
 /*
  * One thread index's counters in one domain, on its own cache line.
@@ -48,9 +56,10 @@ struct sk_srcu_slot {
 	unsigned long remote[2]; /* ABI: own sections ended elsewhere */
 	unsigned long key;	 /* ABI: idx of the owner's sections without
 				    the index bit (owner only) */
-	unsigned long tag;	 /* private: binding incarnation << 48 | open
-				    count at binding + own sections ended
-				    elsewhere (atomic); 0: no live owner */
+	unsigned long tag;	 /* private: binding incarnation << (bits of
+				    unsigned long - 16) | open count at
+				    binding + own sections ended elsewhere
+				    (atomic); 0: no live owner */
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
@@ -67,14 +76,14 @@ struct sk_srcu_slot {
 struct sk_srcu {
 	/* Read side, read-mostly. */
 	unsigned long idx;	   /* ABI: low bit = index of new readers */
-	unsigned long gen;	   /* ABI: key of the readers' slot caches
+	sk_srcu__u64 gen;	   /* ABI: key of the readers' slot caches
 				      (unique per domain lifetime; 0 until
 				      the first reader) */
 	struct sk_srcu_slot **dir; /* ABI: chunks of slots by thread index */
 	unsigned int nchunks;	   /* dir entries that may be set (raised
 				      before a chunk is published) */
 	unsigned long nlive;	   /* threads with a slot, alive (atomic) */
-	unsigned long binds;	   /* slots ever taken by a thread (atomic) */
+	sk_srcu__u64 binds;	   /* slots ever taken by a thread (atomic) */
 
 	/* Readers without a slot of their own (atomic; private). */
 	struct sk_srcu_slot shared;
@@ -84,11 +93,11 @@ struct sk_srcu {
 	int gp_phase;		  /* 0 idle, 1 draining old readers, 2 flipped */
 	int idle_valid;		  /* the idle_* snapshot describes an idle
 				     domain */
-	unsigned long gp_started; /* grace periods started */
-	unsigned long gp_completed; /* grace periods completed (release) */
-	unsigned long poll_req;	  /* highest cookie asked by start_poll */
-	unsigned long idle_binds; /* binds when last found idle */
-	unsigned long idle_shared[2]; /* shared.lock[] then */
+	sk_srcu__u64 gp_started;  /* number of the last grace period started */
+	sk_srcu__u64 gp_completed; /* ... and completed (release) */
+	sk_srcu__u64 poll_req;	  /* highest number asked by start_poll */
+	sk_srcu__u64 idle_binds;  /* binds when last found idle */
+	unsigned long idle_shared[2]; /* shared.lock[] (= unlock[]) then */
 	struct sk_srcu_slot *idle_owner; /* the one live thread's slot then */
 	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then */
 	unsigned long stats_gps;  /* grace periods completed (stat) */
@@ -100,7 +109,7 @@ struct sk_srcu {
 	/* Callbacks: the worker (private). */
 	unsigned long cb_invoked __attribute__((aligned(SK_CACHELINE)));
 	struct sk_rcu_head *b_first, *b_last; /* batch waiting for gp b_gp */
-	unsigned long b_gp;
+	sk_srcu__u64 b_gp;
 	int cb_running;			/* a batch is being invoked */
 	int in_work;			/* on the worker's list */
 	int busy_skip;			/* gp_mutex was busy: wait for a kick */
@@ -131,7 +140,7 @@ struct sk_srcu {
 
 struct sk_srcu__tls {
 	struct {
-		unsigned long gen;	   /* d->gen cached here; ~0: empty */
+		sk_srcu__u64 gen;	   /* d->gen cached here; ~0: empty */
 		struct sk_srcu_slot *slot; /* this thread's slot in d */
 	} ent[SK_SRCU__WAYS];
 };
@@ -314,8 +323,12 @@ SK_API int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 SK_API void sk_srcu_barrier(struct sk_srcu *d);
 
 /*
- * Polled grace periods of d: cookies as for RCU (64-bit, monotonic;
- * SK_RCU_COOKIE_COMPLETED always reads as completed).
+ * Polled grace periods of d: a cookie is the domain's 64-bit grace-period
+ * number truncated to unsigned long and compared by difference, so it
+ * stays right when unsigned long wraps; no cookie equals
+ * SK_RCU_COOKIE_COMPLETED, which always reads as completed.  Where
+ * unsigned long has 32 bits, a cookie kept across 2^31 grace periods of d
+ * reads as not completed (never the reverse).
  * sk_get_state_synchronize_srcu(): cookie of a grace period that starts
  * after the call; never blocks.  sk_start_poll_synchronize_srcu(): the
  * same, and makes sure it starts (the worker drives it); never blocks.
