@@ -99,7 +99,8 @@ struct sk_srcu {
 	sk_srcu__u64 idle_binds;  /* binds when last found idle */
 	unsigned long idle_shared[2]; /* shared.lock[] (= unlock[]) then */
 	struct sk_srcu_slot *idle_owner; /* the one live thread's slot then */
-	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then */
+	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then (and
+					    its ends: all had ended) */
 	unsigned long stats_gps;  /* grace periods completed (stat) */
 
 	/* Callbacks: producers (private). */
@@ -175,10 +176,10 @@ SK_API int sk_srcu_cleanup(struct sk_srcu *d);
  * sk_srcu_read_lock() - enter a read-side critical section of d.
  * Context: any thread; no registration.  Nestable, may sleep inside.
  * Wait-free: a look-up in this thread's slot cache, a load and a store of
- * this thread's counter and a compiler barrier (where membarrier(2) is
- * missing, a call and a full fence); the first use by a thread or in a domain
- * allocates its counters (never fails: threads beyond the limit or out of
- * memory share atomic counters).
+ * this thread's counter, a load of its key and a compiler barrier (where
+ * membarrier(2) is missing, a call and a full fence); the first use by a
+ * thread or in a domain allocates its counters (never fails: threads
+ * beyond the limit or out of memory share atomic counters).
  * Ordering: the section's accesses are ordered after the lock as seen by
  * the grace period (light fence B, paired with its heavy fence D).
  * Reclamation: objects reached inside the section stay valid until the
