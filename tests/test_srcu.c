@@ -413,8 +413,10 @@ static void rc_cb_fn(struct sk_rcu_head *h)
  * One round: the callback above runs; sk_srcu_cleanup() called meanwhile
  * waits (holding the domain's grace-period mutex) for the worker to leave
  * the domain, and, the callback having started a polled grace period, is
- * refused just as the worker comes back to drive it.  Returns 0 when that
- * grace period did not complete in HANG_S seconds (a hang), else 1.
+ * refused just as the worker comes back to drive it (unless the test
+ * thread came too late: then the domain is released and initialized
+ * again).  Returns 0 when that grace period did not complete in HANG_S
+ * seconds (a hang), else 1.
  */
 static int rc_round(struct sk_srcu *d, unsigned long *refused)
 {
@@ -424,7 +426,10 @@ static int rc_round(struct sk_srcu *d, unsigned long *refused)
 	SK_CHECK_EQ(sk_call_srcu(d, &c.rh, rc_cb_fn), 0);
 	flag_wait(&c.in);
 	if (sk_srcu_cleanup(d) == 0) {
-		SK_T_FAIL("%s", "cleanup during a callback succeeded");
+		/* Called too late (a loaded machine): all was over. */
+		flag_wait(&c.polled);
+		SK_CHECK(sk_poll_state_synchronize_srcu(d, c.cookie));
+		SK_CHECK_EQ(sk_srcu_init(d), 0);
 		return 1;
 	}
 	(*refused)++;
@@ -473,7 +478,7 @@ static void refused_cleanup_keeps_polled_gp_going(void)
 		sk_synchronize_srcu(d); /* completes it: the test goes on */
 	}
 	SK_CHECK_EQ(hung, 0);
-	SK_CHECK_EQ(refused, r);
+	SK_CHECK_GT(refused, 0);
 	domain_free(d);
 }
 
