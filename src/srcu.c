@@ -3,9 +3,10 @@
  * SRCU: sleepable RCU domains.
  *
  * Counters.  Every thread that reads gets a small index (thread index,
- * shared by all domains, recycled when the thread exits) and an
- * incarnation number (new each time an index is handed out).  In each
- * domain the index owns one slot: lock[2] and unlock[2], written only by
+ * shared by all domains, recycled when the thread exits).  In each domain
+ * the index owns one slot, which the thread takes (binds) on its first
+ * section there, with a binding incarnation from one process-wide 15-bit
+ * counter (new for every binding): lock[2] and unlock[2], written only by
  * the owner with a plain load and store, and remote[2], to which other
  * threads add (atomic) when they end one of its sections.  A reader
  * increments lock[i] where i is the low bit of d->idx; the unlock
@@ -13,9 +14,11 @@
  * so a recycled slot simply keeps counting.  Threads without a slot
  * (index space exhausted, out of memory) use d->shared with atomic adds.
  *
- * The idx a section returns is (incarnation << 16 | index << 1 | i), so an
- * unlock tells the owner's own sections from those of an exited thread
- * that had the same index; 0 and 1 name the shared counters.  Each thread
+ * The idx a section returns is (binding incarnation << 16 | index << 1 |
+ * i), kept in the slot as its key, so an unlock tells the owner's own
+ * sections from those of an exited thread that had the same index, and
+ * from an idx the same thread got from another domain (whose slot has
+ * another incarnation); 0 and 1 name the shared counters.  Each thread
  * caches its slot per domain in sk_srcu__tls (keyed by d->gen, which
  * changes whenever the domain's slots are freed), so the fast paths never
  * walk d->dir.
@@ -53,6 +56,13 @@
  *       nlive in gp_idle(): an exited thread's counts are all visible.
  *   S1 (caller, sk_smp_mb before the cookie) and E/F (full barriers around
  *       the flip) order the updates, the scans and the flip.
+ *   W1, I (worker, full fences after its seq_cst stores of sleeping and
+ *       in_work) - store buffering with the producers' seq_cst RMW that
+ *       publishes work followed by their seq_cst load of sleeping or
+ *       in_work; G (gp_mutex holder, full fence after the unlock) pairs
+ *       with I.  Explicit fences: in C11 a seq_cst RMW orders no later
+ *       non-seq_cst load, so the RMW alone is not enough on weakly
+ *       ordered CPUs (ARMv8.0 without LSE, POWER).
  *
  * Why a reader that picked up a stale idx cannot end a grace period early:
  * it increments lock[i'] for an index being drained.  If the drain's lock
@@ -73,6 +83,38 @@
  * about as late again after the last reader left as it had already
  * waited (capped at SRCU_NAP_MAX_NS).  A thread that held a domain's
  * gp_mutex while the worker wanted it kicks the worker after.
+ *
+ * Counters on 32-bit (ILP32) targets, where unsigned long has 32 bits;
+ * every counter either compares correctly when it wraps or is 64-bit:
+ *   lock[], unlock[], remote[] (per slot, and shared): unsigned long, on
+ *       the read fast path.  Only sums compared for equality and
+ *       differences read as signed (balance checks, drained_mask()): exact
+ *       modulo 2^N while fewer than 2^(N-1) sections are open at once.
+ *   idle snapshot (idle_shared[], idle_owner_locks): equality of lock
+ *       counts alone would be fooled by 2^N sections between two grace
+ *       periods with one still open; gp_idle() also requires the ends
+ *       equal, read before the starts (shared_idle(), owner_idle()).
+ *   tag: incarnation in the top 16 bits, count below (16 bits on ILP32):
+ *       incremented inside its field (tag_count_add()), read modulo
+ *       2^SRCU_TAG_SHIFT as signed (sk_srcu_read_lock_held(): exact while
+ *       a thread has fewer than 2^15 sections of a domain open on ILP32).
+ *   binding incarnations, 15 bits on every target: wrap by design; a
+ *       reused one only blurs diagnostics (held tracking, unbalance and
+ *       foreign-idx detection), never the grace-period sums.
+ *   gen, gen_next: 64-bit (a reused gen would let a stale slot cache hit
+ *       freed memory); on the fast path an 8-byte atomic load on ILP32.
+ *   gp_started, gp_completed, poll_req, b_gp: 64-bit grace-period numbers,
+ *       never wrap; cookies are their truncation to unsigned long, compared
+ *       by difference (cookie_done()); the numbers skip those that
+ *       truncate to SK_RCU_COOKIE_COMPLETED.  On ILP32 a cookie kept
+ *       across 2^31 grace periods reads as not completed.
+ *   binds: 64-bit (the idle snapshot compares it for equality).
+ *   nlive, nchunks, thread indexes: bounded by SRCU_MAX_THREADS.
+ *   cb_queued, cb_invoked: only their difference (the backlog) is used,
+ *       read as signed.
+ *   idx: only its low bit is used.  stats_gps: a statistic, may wrap.
+ *   srcu.poke: a futex value compared for equality within one worker
+ *       round; 2^32 pokes in one round are not possible.
  *
  * Unbalanced unlocks: the unlock fast path compares the ends of the
  * locker's sections (its own and those others ended for it) with its
@@ -97,13 +139,23 @@
 
 #define SRCU_MAX_THREADS (SK_SRCU_MAX_CHUNKS * SK_SRCU_CHUNK_SLOTS)
 
-/* idx layout: incarnation (15 bits) << 16 | thread index << 1 | i. */
+/* idx layout: binding incarnation (15 bits) << 16 | thread index << 1 | i. */
 #define SRCU_T_BITS   15
 #define SRCU_T_MASK   ((1u << SRCU_T_BITS) - 1)
 #define SRCU_INC_MAX  0x7fffu
-/* slot->tag: owner incarnation << 48 | its sections ended elsewhere. */
-#define SRCU_TAG_SHIFT 48
+/*
+ * slot->tag: binding incarnation in the top 16 bits | count (see
+ * slot_take()): 48 bits of count on LP64, 16 on ILP32.
+ */
+#define SRCU_TAG_SHIFT (__SIZEOF_LONG__ * 8 - 16)
 #define SRCU_TAG_COUNT ((1UL << SRCU_TAG_SHIFT) - 1)
+_Static_assert(SRCU_INC_MAX < 1UL << 16, "incarnation fits the tag");
+
+/* Tag w with its count incremented, in the count's modulus. */
+static inline unsigned long tag_count_add(unsigned long w)
+{
+	return (w & ~SRCU_TAG_COUNT) | ((w + 1) & SRCU_TAG_COUNT);
+}
 
 /* Drain checks (each cheap; a heavy fence only to confirm) before
  * sleeping or yielding. */
@@ -125,7 +177,7 @@ enum { DRAIN_NONBLOCK, DRAIN_NONBLOCK_EXP, DRAIN_SLEEP, DRAIN_EXPEDITE };
 enum { WORK_IDLE, WORK_PENDING, WORK_PROGRESS };
 
 /* Every way empty: ~0 is never a domain's gen. */
-#define TLS_EMPTY { ~0UL, NULL }
+#define TLS_EMPTY { ~(uint64_t)0, NULL }
 __thread struct sk_srcu__tls sk_srcu__tls
 	__attribute__((tls_model("initial-exec"))) = {
 		.ent = { TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY,
@@ -136,7 +188,6 @@ _Static_assert(SK_SRCU__WAYS == 8, "TLS initializer has 8 ways");
 /* A thread with an index: the domains where it took its slot. */
 struct srcu_thr {
 	unsigned int t;		/* thread index, 1-based (0: none) */
-	unsigned int inc;	/* incarnation, 1..SRCU_INC_MAX */
 	unsigned int n, cap;	/* bind[] entries used, allocated */
 	struct sk_srcu **bind;	/* domains whose slot t it owns */
 };
@@ -144,14 +195,14 @@ struct srcu_thr {
 static __thread struct srcu_thr my_thr;
 static __thread int in_srcu_worker;
 
-/* Source of d->gen values (atomic; never 0 nor ~0). */
-static unsigned long gen_next;
+/* Source of d->gen values (atomic; 64-bit: never 0 nor ~0, never reused). */
+static sk_srcu__u64 gen_next;
 
 static struct {
 	pthread_mutex_t lock; /* indexes, bindings, work list, worker start */
 	uint64_t used[SRCU_MAX_THREADS / 64]; /* thread indexes taken */
 	struct srcu_thr *thr[SRCU_MAX_THREADS]; /* owner of each index */
-	unsigned int next_inc;			/* last incarnation given */
+	unsigned int next_inc;	/* last binding incarnation given */
 	pthread_key_t key;			/* frees the index at exit */
 	pthread_once_t once;
 	struct sk__link work;	  /* domains with work (d->work_link) */
@@ -176,10 +227,9 @@ static void tls_forget(void)
 	unsigned int w;
 
 	for (w = 0; w < SK_SRCU__WAYS; w++) {
-		sk_srcu__tls.ent[w].gen = ~0UL;
+		sk_srcu__tls.ent[w].gen = ~(uint64_t)0;
 		sk_srcu__tls.ent[w].slot = NULL;
 	}
-	sk_srcu__tls.me = 0;
 }
 
 /* Give up thread r's slots and index.  srcu.lock held. */
@@ -240,30 +290,31 @@ static unsigned int tidx_get(void)
 		}
 	}
 	if (t) {
-		if (++srcu.next_inc > SRCU_INC_MAX)
-			srcu.next_inc = 1;
 		my_thr.t = t;
-		my_thr.inc = srcu.next_inc;
 		srcu.thr[t - 1] = &my_thr;
 	}
 	pthread_mutex_unlock(&srcu.lock);
-	if (t) {
+	if (t)
 		pthread_setspecific(srcu.key, (void *)(uintptr_t)t);
-		sk_srcu__tls.me = my_thr.inc << SRCU_T_BITS | t;
-	}
 	return t;
 }
 
 /* ---- slots ---------------------------------------------------------------- */
 
-/* d->gen, assigned on first use for a statically initialized domain. */
-static unsigned long domain_gen(struct sk_srcu *d)
+/* A new d->gen value. */
+static uint64_t gen_new(void)
 {
-	unsigned long g = sk_atomic_load_acquire(&d->gen), ng;
+	return __atomic_add_fetch(&gen_next, 1, __ATOMIC_RELAXED);
+}
+
+/* d->gen, assigned on first use for a statically initialized domain. */
+static uint64_t domain_gen(struct sk_srcu *d)
+{
+	uint64_t g = sk_atomic_load_acquire(&d->gen), ng;
 
 	if (SK_LIKELY(g != 0))
 		return g;
-	ng = __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED);
+	ng = gen_new();
 	if (sk_atomic_cmpxchg(&d->gen, &g, ng))
 		return ng;
 	return g; /* another thread assigned it */
@@ -336,15 +387,43 @@ static unsigned long slot_locks(struct sk_srcu_slot *s)
 	       sk_atomic_load_relaxed(&s->lock[1]);
 }
 
-/* The calling thread's slot in d if it took it (this incarnation). */
+/*
+ * The calling thread's slot in d if it took it.  A slot's tag is nonzero
+ * exactly while the current holder of its thread index has it bound
+ * (zeroed when a holder exits, under srcu.lock, before the index is
+ * given again), so for our own index a nonzero tag means ours.
+ */
 static struct sk_srcu_slot *my_slot(struct sk_srcu *d)
 {
 	struct sk_srcu_slot *s = slot_find(d, my_thr.t);
 
-	if (!s || sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT !=
-			  my_thr.inc)
+	if (!s || !(sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT))
 		return NULL;
 	return s;
+}
+
+/*
+ * Bind slot s (thread index t) to the calling thread: a new binding
+ * incarnation, the key its sections return, and the tag.  The count part
+ * of the tag starts at the slot's open count (locks - own unlocks), so
+ * that sections left open by earlier owners of the index are not ours
+ * (sk_srcu_read_lock_held()); their counts are visible here through
+ * srcu.lock, taken by their owner's exit.  srcu.lock held.
+ */
+static void slot_take(struct sk_srcu_slot *s, unsigned int t)
+{
+	unsigned long open;
+	unsigned int inc;
+
+	if (++srcu.next_inc > SRCU_INC_MAX)
+		srcu.next_inc = 1;
+	inc = srcu.next_inc;
+	open = slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
+	       sk_atomic_load_relaxed(&s->unlock[1]);
+	s->key = (unsigned long)inc << (SRCU_T_BITS + 1) |
+		 (unsigned long)t << 1;
+	sk_atomic_xchg(&s->tag, (unsigned long)inc << SRCU_TAG_SHIFT |
+					(open & SRCU_TAG_COUNT));
 }
 
 /*
@@ -354,7 +433,7 @@ static struct sk_srcu_slot *my_slot(struct sk_srcu *d)
  * section takes the slow paths, whose light fences are full fences.
  */
 static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s,
-		       unsigned long gen)
+		       uint64_t gen)
 {
 	if (!sk__fence_sys_get())
 		return;
@@ -369,7 +448,7 @@ static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s,
  */
 static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 {
-	unsigned long gen = domain_gen(d);
+	uint64_t gen = domain_gen(d);
 	struct srcu_thr *r = &my_thr;
 	struct sk_srcu_slot *s;
 
@@ -378,7 +457,7 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 	s = slot_get(d, r->t);
 	if (!s)
 		return NULL;
-	if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT != r->inc) {
+	if (!(sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT)) {
 		pthread_mutex_lock(&srcu.lock);
 		if (r->n == r->cap) {
 			unsigned int cap = r->cap ? 2 * r->cap : 8;
@@ -393,18 +472,9 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 			r->cap = cap;
 		}
 		r->bind[r->n++] = d;
-		/*
-		 * Sections open from earlier owners of the index are not
-		 * ours (sk_srcu_read_lock_held()); they are visible here
-		 * through srcu.lock, taken by their owner's exit.
-		 */
-		s->base = slot_locks(s) -
-			  sk_atomic_load_relaxed(&s->unlock[0]) -
-			  sk_atomic_load_relaxed(&s->unlock[1]);
-		sk_atomic_xchg(&s->tag, (unsigned long)r->inc
-						<< SRCU_TAG_SHIFT);
+		slot_take(s, r->t);
 		sk_atomic_fetch_add(&d->nlive, 1UL);
-		sk_atomic_fetch_add(&d->binds, 1UL);
+		sk_atomic_fetch_add(&d->binds, (uint64_t)1);
 		pthread_mutex_unlock(&srcu.lock);
 		/* P: binds++ before our first section; pairs with Z. */
 		sk_smp_mb();
@@ -428,7 +498,7 @@ int sk_srcu__read_lock_slow(struct sk_srcu *d)
 				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
 	/* B: lock count before the section; pairs with D. */
 	sk_fence_light();
-	return (int)(sk_srcu__tls.me << 1) | bit;
+	return (int)s->key | bit;
 }
 
 static void __attribute__((noreturn)) die_unbalanced(struct sk_srcu *d,
@@ -455,12 +525,88 @@ static void __attribute__((noreturn)) die_bogus(struct sk_srcu *d, int idx)
 		idx, (void *)d);
 }
 
+static void __attribute__((noreturn)) die_foreign(struct sk_srcu *d, int idx)
+{
+	sk__die("sk_srcu_read_unlock(): index %d was returned by "
+		"sk_srcu_read_lock() on another domain than %p",
+		idx, (void *)d);
+}
+
+/*
+ * (t, inc) is a live binding of thread index t in a domain other than d:
+ * an idx of that domain.  Its holder's bindings all have distinct
+ * incarnations (one process-wide counter, unless it wrapped meanwhile),
+ * and an earlier holder of t, whose section in d may legitimately still
+ * be open, had its incarnations before the holder's.
+ */
+static int foreign_idx(struct sk_srcu *d, unsigned int t, unsigned int inc)
+{
+	struct srcu_thr *r;
+	unsigned int i;
+	int found = 0;
+
+	pthread_mutex_lock(&srcu.lock);
+	r = srcu.thr[t - 1];
+	for (i = 0; r && i < r->n && !found; i++) {
+		struct sk_srcu_slot *o = slot_find(r->bind[i], t);
+
+		found = r->bind[i] != d && o &&
+			sk_atomic_load_relaxed(&o->tag) >> SRCU_TAG_SHIFT ==
+				inc;
+	}
+	pthread_mutex_unlock(&srcu.lock);
+	return found;
+}
+
+/* Our own section of d, ended on the slow path (a cache miss). */
+static void own_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx)
+{
+	int bit = idx & 1;
+	unsigned long u = sk_atomic_load_relaxed(&s->unlock[bit]);
+
+	if ((long)(u + sk_atomic_load_relaxed(&s->remote[bit]) -
+		   sk_atomic_load_relaxed(&s->lock[bit])) >= 0)
+		die_unbalanced(d, idx);
+	/* C: release, as in the fast path; pairs with D. */
+	sk_atomic_store_release(&s->unlock[bit], u + 1);
+	cache_slot(d, s, domain_gen(d));
+}
+
+/*
+ * Another thread's section (or one of an earlier holder of index t): count
+ * it in the slot's remote[] (C: a seq_cst RMW), and in its live owner's
+ * tag count when the binding incarnation is the owner's (live).
+ */
+static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s,
+			  int idx, int live)
+{
+	int bit = idx & 1;
+	unsigned long r = sk_atomic_fetch_add(&s->remote[bit], 1UL) + 1;
+	unsigned long u, w = sk_atomic_load_relaxed(&s->tag);
+
+	while (live && w >> SRCU_TAG_SHIFT == (unsigned int)idx >> 16 &&
+	       !sk_atomic_cmpxchg(&s->tag, &w, tag_count_add(w)))
+		;
+	u = sk_atomic_load_relaxed(&s->unlock[bit]);
+	if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0) {
+		/*
+		 * Confirm before dying: the owner's lock store may be
+		 * reordered after its unlock store as seen from here; after
+		 * the heavy fence every lock preceding a counted unlock is
+		 * visible (as C/D).
+		 */
+		sk_fence_heavy();
+		if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0)
+			die_unbalanced(d, idx);
+	}
+}
+
 void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 {
 	unsigned int tag = (unsigned int)idx >> 1, t, inc;
 	int bit = idx & 1;
-	unsigned long u, r, w;
 	struct sk_srcu_slot *s;
+	unsigned long u;
 
 	if (idx < 0)
 		die_bogus(d, idx);
@@ -468,7 +614,8 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 		/* Shared counters.  C: the RMW is a full barrier. */
 		u = sk_atomic_fetch_add(&d->shared.unlock[bit], 1UL) + 1;
 		/* Every lock before a counted unlock is visible (RMW chain). */
-		if (u > sk_atomic_load_acquire(&d->shared.lock[bit]))
+		if ((long)(u - sk_atomic_load_acquire(&d->shared.lock[bit])) >
+		    0)
 			die_bogus(d, idx);
 		return;
 	}
@@ -479,57 +626,39 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 	s = slot_find(d, t);
 	if (!s)
 		die_bogus(d, idx);
-	if (tag == sk_srcu__tls.me) {
-		/* Our own section (cache miss, or unbalanced). */
-		if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT != inc)
-			die_bogus(d, idx); /* we never read d */
-		u = sk_atomic_load_relaxed(&s->unlock[bit]);
-		if (u + sk_atomic_load_relaxed(&s->remote[bit]) >=
-		    sk_atomic_load_relaxed(&s->lock[bit]))
-			die_unbalanced(d, idx);
-		/* C: release, as in the fast path; pairs with D. */
-		sk_atomic_store_release(&s->unlock[bit], u + 1);
-		cache_slot(d, s, domain_gen(d));
+	if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT == inc) {
+		/* The slot's live binding made it: its owner's section. */
+		if (t == my_thr.t)
+			own_unlock(d, s, idx); /* cache miss, or unbalanced */
+		else
+			remote_unlock(d, s, idx, 1);
 		return;
 	}
-	/* Another thread's section: count it in its remote[] (C: RMW). */
-	r = sk_atomic_fetch_add(&s->remote[bit], 1UL) + 1;
-	/* Its owner's count of sections ended elsewhere, if still alive. */
-	w = sk_atomic_load_relaxed(&s->tag);
-	while ((w >> SRCU_TAG_SHIFT & SRCU_INC_MAX) == inc &&
-	       !sk_atomic_cmpxchg(&s->tag, &w, w + 1))
-		;
-	u = sk_atomic_load_relaxed(&s->unlock[bit]);
-	if (u + r > sk_atomic_load_relaxed(&s->lock[bit])) {
-		/*
-		 * Confirm before dying: the owner's lock store may be
-		 * reordered after its unlock store as seen from here; after
-		 * the heavy fence every lock preceding a counted unlock is
-		 * visible (as C/D).
-		 */
-		sk_fence_heavy();
-		if (u + r > sk_atomic_load_relaxed(&s->lock[bit]))
-			die_unbalanced(d, idx);
-	}
+	if (foreign_idx(d, t, inc))
+		die_foreign(d, idx);
+	remote_unlock(d, s, idx, 0); /* an earlier holder's section */
 }
 
 int sk_srcu_read_lock_held(struct sk_srcu *d)
 {
 	struct sk_srcu_slot *s;
-	unsigned long w;
-	long held;
+	unsigned long open;
 
 	if (!d)
 		return 0;
 	s = my_slot(d);
 	if (!s)
 		return 0;
-	/* Ours: entered, minus ended here, minus ended elsewhere. */
-	w = sk_atomic_load_relaxed(&s->tag);
-	held = (long)(slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
-		      sk_atomic_load_relaxed(&s->unlock[1]) - s->base -
-		      (w & SRCU_TAG_COUNT));
-	return held > 0;
+	/*
+	 * Ours: entered, minus ended here, minus (in the tag's count) the
+	 * open count when we took the slot and those ended elsewhere; in the
+	 * count's modulus, read as signed.
+	 */
+	open = (slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
+		sk_atomic_load_relaxed(&s->unlock[1]) -
+		sk_atomic_load_relaxed(&s->tag)) &
+	       SRCU_TAG_COUNT;
+	return open != 0 && open <= SRCU_TAG_COUNT >> 1;
 }
 
 /* ---- grace periods ------------------------------------------------------- */
@@ -617,7 +746,8 @@ static int readers_gone_retry(struct sk_srcu *d, int bit)
 
 /* What gp_idle() compares with the snapshot of the last idle check. */
 struct idle_view {
-	unsigned long nlive, binds, shared[2];
+	unsigned long nlive, shared[2];
+	uint64_t binds;
 	struct sk_srcu_slot *me; /* caller's slot in d, if it took one */
 };
 
@@ -638,15 +768,60 @@ static int only_caller_lives(const struct idle_view *v)
 }
 
 /*
+ * The shared counters still at the snapshot, where every shared section
+ * had ended (lock[i] = unlock[i] = idle_shared[i]): the ends first
+ * (acquire: the sections they count are over), then the starts.  Equal
+ * starts alone would not do once the counters wrap (2^N more sections,
+ * one of them open, restore the lock count); with the ends read first,
+ * both equal means no section was open then nor started since (fewer than
+ * 2^N between two loads).
+ */
+static int shared_idle(struct sk_srcu *d)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (sk_atomic_load_acquire(&d->shared.unlock[i]) !=
+		    d->idle_shared[i])
+			return 0;
+	for (i = 0; i < 2; i++)
+		if (sk_atomic_load_acquire(&d->shared.lock[i]) !=
+		    d->idle_shared[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * The snapshot's owner (the caller, or a thread since exited: its starts
+ * and own ends are visible, program order or X) neither started nor ended
+ * a section since, and all of them ended: starts and ends still equal to
+ * its lock sum then (remote ends with acquire).  Both, for the reason of
+ * shared_idle().
+ */
+static int owner_idle(struct sk_srcu *d)
+{
+	struct sk_srcu_slot *s = d->idle_owner;
+
+	if (!s)
+		return 1;
+	return slot_locks(s) == d->idle_owner_locks &&
+	       sk_atomic_load_relaxed(&s->unlock[0]) +
+			       sk_atomic_load_relaxed(&s->unlock[1]) +
+			       sk_atomic_load_acquire(&s->remote[0]) +
+			       sk_atomic_load_acquire(&s->remote[1]) ==
+		       d->idle_owner_locks;
+}
+
+/*
  * Z: a domain with no live reader thread but the caller (outside any
- * section) and no section started since it was last found without
+ * section) and no section open or started since it was last found without
  * readers: nothing to wait for, no heavy fence.  A new section needs a new
- * thread slot (binds), a shared counter (shared.lock) or the one thread
- * that lived then (idle_owner; the caller, or since exited): all
- * unchanged.  Sections that begin after these loads see the caller's
- * updates: the caller issued a full barrier before them (the gp start), a
- * binding thread one after binds++ (P), a shared reader an RMW and a full
- * barrier.  gp_mutex held.
+ * thread slot (binds, 64-bit: exact), a shared counter or the one thread
+ * that lived then (idle_owner; the caller, or since exited): unchanged.
+ * Sections that begin after these loads see the caller's updates: the
+ * caller issued a full barrier before them (the gp start), a binding
+ * thread one after binds++ (P), a shared reader an RMW and a full barrier.
+ * gp_mutex held.
  */
 static int gp_idle(struct sk_srcu *d)
 {
@@ -655,12 +830,9 @@ static int gp_idle(struct sk_srcu *d)
 	if (!d->idle_valid)
 		return 0;
 	idle_view(d, &v);
-	if (v.binds != d->idle_binds || v.shared[0] != d->idle_shared[0] ||
-	    v.shared[1] != d->idle_shared[1] || !only_caller_lives(&v) ||
-	    (v.me && v.me != d->idle_owner))
-		return 0;
-	/* The owner's counts: visible (its own, or X if it exited). */
-	if (d->idle_owner && slot_locks(d->idle_owner) != d->idle_owner_locks)
+	if (v.binds != d->idle_binds || !only_caller_lives(&v) ||
+	    (v.me && v.me != d->idle_owner) || !shared_idle(d) ||
+	    !owner_idle(d))
 		return 0;
 	SK_TSAN_ACQUIRE(d);
 	return 1;
@@ -745,16 +917,44 @@ static int drain(struct sk_srcu *d, int bit, int mode)
 	}
 }
 
-static int gp_done(struct sk_srcu *d, unsigned long target)
+/*
+ * Grace-period numbers are 64-bit, also on 32-bit targets, and never wrap.
+ * A cookie is a number truncated to unsigned long; the sequence steps over
+ * the numbers whose truncation is SK_RCU_COOKIE_COMPLETED.
+ */
+static uint64_t gp_next(uint64_t n)
 {
-	return (long)(sk_atomic_load_acquire(&d->gp_completed) - target) >= 0;
+	return (unsigned long)(n + 1) == SK_RCU_COOKIE_COMPLETED ? n + 2
+								 : n + 1;
 }
 
-static unsigned long gp_snap(struct sk_srcu *d)
+/* Grace period number target has completed (acquire: pairs with
+ * gp_complete()'s release). */
+static int gp_done(struct sk_srcu *d, uint64_t target)
+{
+	return sk_atomic_load_acquire(&d->gp_completed) >= target;
+}
+
+/*
+ * The same for a cookie: compared by difference with the truncated count,
+ * so that it holds across the wrap of unsigned long.  A cookie is never
+ * more than 2 ahead of the completed count; one that fell more than
+ * LONG_MAX grace periods behind reads as not completed (false negative).
+ */
+static int cookie_done(struct sk_srcu *d, unsigned long cookie)
+{
+	unsigned long c = (unsigned long)sk_atomic_load_acquire(
+		&d->gp_completed);
+
+	return cookie == SK_RCU_COOKIE_COMPLETED || (long)(c - cookie) >= 0;
+}
+
+/* Number of a grace period that starts after the call. */
+static uint64_t gp_snap(struct sk_srcu *d)
 {
 	/* S1: the caller's updates before the snapshot. */
 	sk_smp_mb();
-	return sk_atomic_load_acquire(&d->gp_started) + 1;
+	return gp_next(sk_atomic_load_acquire(&d->gp_started));
 }
 
 static void gp_flip(struct sk_srcu *d)
@@ -779,14 +979,14 @@ static void gp_complete(struct sk_srcu *d)
  * Advance d's grace periods until target has completed.  gp_mutex held.
  * Returns 1 when done, 0 when mode is nonblocking and readers remain.
  */
-static int advance(struct sk_srcu *d, unsigned long target, int mode)
+static int advance(struct sk_srcu *d, uint64_t target, int mode)
 {
 	while (!gp_done(d, target)) {
 		if (d->gp_phase == 0) {
 			int mask;
 
 			sk_atomic_store_relaxed(&d->gp_started,
-						d->gp_started + 1);
+						gp_next(d->gp_started));
 			d->gp_phase = 1;
 			/* Orders the start (and updates) before the checks. */
 			sk_smp_mb();
@@ -822,16 +1022,19 @@ static void gp_unlock(struct sk_srcu *d)
 {
 	pthread_mutex_unlock(&d->gp_mutex);
 	/*
-	 * A worker whose trylock failed left d listed (in_work == 1) and
-	 * waits for this kick; seq_cst orders the load after the unlock.
+	 * G: the unlock before the load of in_work (store buffering; the
+	 * unlock is only a release, which orders no later load); pairs with
+	 * I in process(): either its trylock sees the mutex free, or we see
+	 * the in_work it stored before trying and kick it.
 	 */
+	sk_smp_mb();
 	if (__atomic_load_n(&d->in_work, __ATOMIC_SEQ_CST))
 		worker_kick();
 }
 
 static void synchronize(struct sk_srcu *d, int mode, const char *fn)
 {
-	unsigned long target;
+	uint64_t target;
 
 	if (sk_srcu_read_lock_held(d))
 		sk__die("%s called inside a read-side critical section of the "
@@ -855,21 +1058,51 @@ void sk_synchronize_srcu_expedited(struct sk_srcu *d)
 
 unsigned long sk_get_state_synchronize_srcu(struct sk_srcu *d)
 {
-	return gp_snap(d);
+	return (unsigned long)gp_snap(d);
 }
 
 int sk_poll_state_synchronize_srcu(struct sk_srcu *d, unsigned long cookie)
 {
-	if (!gp_done(d, cookie))
+	if (!cookie_done(d, cookie))
 		return 0;
 	/* Later frees after the observed completion. */
 	sk_smp_mb();
 	return 1;
 }
 
+#ifdef SK_TEST_HOOKS
+/*
+ * Test hooks (the scalekit_hooks test library only, see tests/hooks.cmake;
+ * declared by the tests, never in a header):
+ * number d's grace periods from seq on (d idle: no grace period, callback
+ * or poll pending), and take the next domain gens after next, so that a
+ * test can run across the 2^16 and 2^32 boundaries.
+ */
+void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
+void sk__srcu_test_set_gen_next(uint64_t next);
+
+void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq)
+{
+	pthread_mutex_lock(&d->gp_mutex);
+	sk_atomic_store_relaxed(&d->gp_started, seq);
+	sk_atomic_store_relaxed(&d->poll_req, seq);
+	sk_atomic_store_release(&d->gp_completed, seq);
+	gp_unlock(d);
+}
+
+void sk__srcu_test_set_gen_next(uint64_t next)
+{
+	__atomic_store_n(&gen_next, next, __ATOMIC_RELAXED);
+}
+#endif
+
 /* ---- worker ---------------------------------------------------------------- */
 
-/* Work was published (after a full barrier): wake the worker if asleep. */
+/*
+ * Work was published by a seq_cst RMW (queue tail, poll_req): wake the
+ * worker if asleep.  The seq_cst load after that RMW pairs with W1 (both
+ * in the single total order of seq_cst operations and fences).
+ */
 static void worker_poke(void)
 {
 	if (__atomic_load_n(&srcu.sleeping, __ATOMIC_SEQ_CST)) {
@@ -882,7 +1115,8 @@ static void worker_poke(void)
  * A domain's gp_mutex was released: the worker may have skipped it (and
  * work_visible() hides it until now).  The unconditional increment makes
  * the worker's futex wait, whose value it read before trying the mutex,
- * return at once if it has not slept yet.
+ * return at once if it has not slept yet.  The seq_cst RMW then seq_cst
+ * load pair with W1 as in worker_poke().
  */
 static void worker_kick(void)
 {
@@ -921,7 +1155,8 @@ static void barrier_cb(struct sk_rcu_head *h)
 static int process(struct sk_srcu *d)
 {
 	struct sk_rcu_head *first = NULL, *last = NULL, *h, *next;
-	unsigned long want = 0, req, backlog, n = 0;
+	uint64_t want = 0, req;
+	unsigned long backlog, n = 0;
 	int pending;
 
 	/*
@@ -929,6 +1164,16 @@ static int process(struct sk_srcu *d)
 	 * work: work announced later makes the unlisting CAS fail.
 	 */
 	sk_atomic_xchg(&d->in_work, 1);
+	/*
+	 * I: in_work stored before the loads of the work and the trylock's
+	 * load of the mutex (store buffering: in C11 a seq_cst RMW does not
+	 * order later non-seq_cst loads).  Pairs with the producers' seq_cst
+	 * RMW that publishes the work (queue tail, poll_req) followed by
+	 * their seq_cst load of in_work in mark_work(): either we see the
+	 * work or they see in_work == 1 and announce again; and with G in
+	 * gp_unlock().
+	 */
+	sk_smp_mb();
 	if (pthread_mutex_trylock(&d->gp_mutex) != 0) {
 		/* Its holder kicks us on release (gp_unlock()). */
 		d->busy_skip = 1;
@@ -940,13 +1185,14 @@ static int process(struct sk_srcu *d)
 	if (d->b_first)
 		want = d->b_gp;
 	req = sk_atomic_load_acquire(&d->poll_req);
-	if (!gp_done(d, req) && (!want || (long)(req - want) > 0))
+	if (!gp_done(d, req) && (!want || req > want))
 		want = req;
+	/* Modular difference, signed: exact across the counters' wrap. */
 	backlog = sk_atomic_load_relaxed(&d->cb_queued) - d->cb_invoked;
 	/* Blocked: readers hold want; the worker checks again after a nap. */
 	d->blocked = want &&
 		     !advance(d, want,
-			      backlog > SRCU_CB_BACKLOG_EXPEDITE
+			      (long)backlog > (long)SRCU_CB_BACKLOG_EXPEDITE
 				      ? DRAIN_NONBLOCK_EXP
 				      : DRAIN_NONBLOCK);
 	if (d->b_first && gp_done(d, d->b_gp)) {
@@ -1046,9 +1292,17 @@ static void *worker_main(void *arg)
 			ns = SRCU_NAP_MIN_NS;
 			continue;
 		}
-		/* W1: announce the sleep before re-checking; pairs with the
-		 * producers' full barrier before worker_poke(). */
+		/*
+		 * W1: announce the sleep before the re-check loads the work
+		 * (store buffering; the fence because in C11 a seq_cst RMW
+		 * does not order later non-seq_cst loads).  Pairs with the
+		 * producers' seq_cst RMW that publishes the work followed by
+		 * their seq_cst load of sleeping in worker_poke(), and with
+		 * worker_kick()'s increment of poke, which the futex wait
+		 * reads after W1: either we see the work or they wake us.
+		 */
 		sk_atomic_xchg(&srcu.sleeping, 1);
+		sk_smp_mb();
 		if (!any_work_visible(&blocked)) {
 			if (!blocked) {
 				sk__futex_wait(&srcu.poke, seq);
@@ -1095,9 +1349,9 @@ static int worker_ensure(void)
 static void mark_work(struct sk_srcu *d)
 {
 	/*
-	 * seq_cst: the work published before the load; an announcement
-	 * still unconsumed (2) covers ours, as process() consumes it before
-	 * looking at the work.
+	 * seq_cst, after the seq_cst RMW that published the work: pairs with
+	 * I in process().  An announcement still unconsumed (2) covers ours,
+	 * as process() consumes it before looking at the work.
 	 */
 	if (__atomic_load_n(&d->in_work, __ATOMIC_SEQ_CST) != 2 &&
 	    sk_atomic_xchg(&d->in_work, 2) == 0) {
@@ -1138,15 +1392,14 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 
 unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d)
 {
-	unsigned long cookie = gp_snap(d);
-	unsigned long cur = sk_atomic_load_relaxed(&d->poll_req);
+	uint64_t want = gp_snap(d);
+	uint64_t cur = sk_atomic_load_relaxed(&d->poll_req);
 
-	while ((long)(cookie - cur) > 0 &&
-	       !sk_atomic_cmpxchg(&d->poll_req, &cur, cookie))
+	while (want > cur && !sk_atomic_cmpxchg(&d->poll_req, &cur, want))
 		;
 	if (worker_ensure() == 0)
 		mark_work(d);
-	return cookie;
+	return (unsigned long)want;
 }
 
 void sk_srcu_barrier(struct sk_srcu *d)
@@ -1199,7 +1452,7 @@ int sk_srcu_init(struct sk_srcu *d)
 	sk__wfq_init(&d->cbq);
 	sk__link_init(&d->work_link);
 	/* A new key: slot caches of an earlier life at this address miss. */
-	d->gen = __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED);
+	d->gen = gen_new();
 	return 0;
 }
 
@@ -1230,6 +1483,31 @@ static void unbind_all(struct sk_srcu *d)
 	}
 }
 
+/*
+ * Why d cannot be released now (NULL: it can).  gp_mutex held; the
+ * worker has finished the batch of d it was running, if any.
+ */
+static const char *cleanup_refusal(struct sk_srcu *d)
+{
+	if (!sk__wfq_empty(&d->cbq) || d->b_first ||
+	    sk_atomic_load_acquire(&d->cb_running))
+		return "callbacks pending (call sk_srcu_barrier() first)";
+	if (poll_pending(d))
+		return "a polled grace period pending";
+	if (drained_mask(d, 1) != 3)
+		return "readers inside a read-side critical section";
+	return NULL;
+}
+
+static int cleanup_refused(struct sk_srcu *d, const char *why)
+{
+	fprintf(stderr,
+		"scalekit: thread %ld: sk_srcu_cleanup() on domain %p refused: "
+		"%s; the domain is unchanged\n",
+		sk__gettid(), (void *)d, why);
+	return -EBUSY;
+}
+
 int sk_srcu_cleanup(struct sk_srcu *d)
 {
 	const char *why = NULL;
@@ -1237,6 +1515,14 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 
 	if (!d)
 		return -EINVAL;
+	/*
+	 * From a callback of d (the worker's own read of srcu.current): its
+	 * batch is pending, and waiting for the worker to leave d below
+	 * would wait for ourselves, stopping every domain's callbacks.
+	 */
+	if (in_srcu_worker && srcu.current == d)
+		return cleanup_refused(
+			d, "called from one of its callbacks (callbacks pending)");
 	pthread_mutex_lock(&d->gp_mutex);
 	/*
 	 * Let the worker finish with d first: a batch it detached may still
@@ -1247,13 +1533,7 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 	while (srcu.current == d)
 		pthread_cond_wait(&srcu.idle_cv, &srcu.lock);
 	pthread_mutex_unlock(&srcu.lock);
-	if (!sk__wfq_empty(&d->cbq) || d->b_first ||
-	    sk_atomic_load_acquire(&d->cb_running))
-		why = "callbacks pending (call sk_srcu_barrier() first)";
-	else if (poll_pending(d))
-		why = "a polled grace period pending";
-	else if (drained_mask(d, 1) != 3)
-		why = "readers inside a read-side critical section";
+	why = cleanup_refusal(d);
 	if (!why) {
 		/* Wait until the worker is done with d, then unlist it. */
 		pthread_mutex_lock(&srcu.lock);
@@ -1266,17 +1546,16 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 		unbind_all(d);
 		pthread_mutex_unlock(&srcu.lock);
 	}
-	pthread_mutex_unlock(&d->gp_mutex);
-	if (why) {
-		fprintf(stderr,
-			"scalekit: thread %ld: sk_srcu_cleanup() on domain %p "
-			"refused: %s; the domain is unchanged\n",
-			sk__gettid(), (void *)d, why);
-		return -EBUSY;
-	}
+	/*
+	 * Refused: the domain stays in use, and the worker may have skipped
+	 * it while we held gp_mutex; gp_unlock() kicks it (released: d is
+	 * unlisted, no kick).
+	 */
+	gp_unlock(d);
+	if (why)
+		return cleanup_refused(d, why);
 	/* Every thread's slot cache misses from now on. */
-	sk_atomic_store_relaxed(
-		&d->gen, __atomic_add_fetch(&gen_next, 1UL, __ATOMIC_RELAXED));
+	sk_atomic_store_relaxed(&d->gen, gen_new());
 	for (k = 0; d->dir && k < SK_SRCU_MAX_CHUNKS; k++)
 		free(d->dir[k]);
 	free(d->dir);

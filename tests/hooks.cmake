@@ -18,7 +18,7 @@ target_include_directories(scalekit_hooks
 set_target_properties(scalekit_hooks PROPERTIES C_VISIBILITY_PRESET hidden)
 target_link_libraries(scalekit_hooks PUBLIC Threads::Threads)
 
-set(SK_HOOKS_TESTS test_rcu_wrap)
+set(SK_HOOKS_TESTS test_rcu_wrap test_srcu_wrap)
 foreach(t ${SK_HOOKS_TESTS})
   if(TARGET ${t})
     # Replace the scalekit_static link: one copy of the library only.

@@ -384,6 +384,104 @@ static void cleanup_with_pending_callback_or_poll_is_ebusy(void)
 	domain_free(d);
 }
 
+/* Seconds after which a wait that a working library ends is a hang. */
+#define HANG_S 20
+
+/*
+ * A callback that starts a polled grace period of its domain as it ends,
+ * after a pause during which the test thread calls sk_srcu_cleanup().
+ */
+struct rc_cb {
+	struct sk_rcu_head rh;
+	struct sk_srcu *d;
+	int in;		      /* running */
+	int polled;	      /* cookie set */
+	unsigned long cookie; /* its polled grace period */
+};
+
+static void rc_cb_fn(struct sk_rcu_head *h)
+{
+	struct rc_cb *c = (struct rc_cb *)((char *)h - offsetof(struct rc_cb, rh));
+
+	flag_set(&c->in);
+	sk_test_sleep_ms(2);
+	c->cookie = sk_start_poll_synchronize_srcu(c->d);
+	flag_set(&c->polled);
+}
+
+/*
+ * One round: the callback above runs; sk_srcu_cleanup() called meanwhile
+ * waits (holding the domain's grace-period mutex) for the worker to leave
+ * the domain, and, the callback having started a polled grace period, is
+ * refused just as the worker comes back to drive it (unless the test
+ * thread came too late: then the domain is released and initialized
+ * again).  Returns 0 when that grace period did not complete in HANG_S
+ * seconds (a hang), else 1.
+ */
+static int rc_round(struct sk_srcu *d, unsigned long *refused)
+{
+	struct rc_cb c = { .d = d };
+	double end;
+
+	SK_CHECK_EQ(sk_call_srcu(d, &c.rh, rc_cb_fn), 0);
+	flag_wait(&c.in);
+	if (sk_srcu_cleanup(d) == 0) {
+		/* Called too late (a loaded machine): all was over. */
+		flag_wait(&c.polled);
+		SK_CHECK(sk_poll_state_synchronize_srcu(d, c.cookie));
+		SK_CHECK_EQ(sk_srcu_init(d), 0);
+		return 1;
+	}
+	(*refused)++;
+	flag_wait(&c.polled);
+	end = sk_test_now() + HANG_S;
+	while (!sk_poll_state_synchronize_srcu(d, c.cookie)) {
+		if (sk_test_now() > end)
+			return 0;
+		sk_test_sleep_us(50);
+	}
+	sk_srcu_barrier(d); /* nothing of c left to run */
+	return 1;
+}
+
+/*
+ * A refused sk_srcu_cleanup() held the domain's grace-period mutex; a
+ * worker that tried the domain meanwhile skipped it and waits for the
+ * holder's kick.  Library bug seen here: the refusal released the mutex
+ * without the kick, the worker slept with no timeout and a program that
+ * only polls waited forever.  The race is made likely by rc_round(); a
+ * round that does not end is reported as a hang, then ended by a
+ * synchronize.
+ */
+static void refused_cleanup_keeps_polled_gp_going(void)
+{
+	unsigned long r, refused = 0, hung = 0, rounds = 200 / slow;
+	struct sk_srcu *d = domain_new();
+	struct sk_test_capture cap;
+	char msg[256];
+
+	/* The refusals' messages go to a file (one line each). */
+	sk_test_capture_begin(&cap);
+	for (r = 0; r < rounds && !hung; r++)
+		if (!rc_round(d, &refused))
+			hung = r + 1;
+	sk_test_capture_end(&cap, msg, sizeof(msg));
+	fprintf(stderr, "%s  %lu rounds, %lu cleanups refused\n",
+		*msg && msg[strlen(msg) - 1] != '\n' ? "...\n" : "", r,
+		refused);
+	if (hung) {
+		fprintf(stderr,
+			"  hang: round %lu: the polled grace period of a "
+			"domain whose sk_srcu_cleanup() was refused did not "
+			"complete in %d s\n",
+			hung, HANG_S);
+		sk_synchronize_srcu(d); /* completes it: the test goes on */
+	}
+	SK_CHECK_EQ(hung, 0);
+	SK_CHECK_GT(refused, 0);
+	domain_free(d);
+}
+
 static struct sk_srcu static_dom = SK_SRCU_INITIALIZER(static_dom);
 
 static struct {
@@ -2463,6 +2561,7 @@ int main(int argc, char **argv)
 	RUN(cleanup_of_idle_domain_returns_0_and_init_reuses);
 	RUN(cleanup_with_reader_is_ebusy_and_domain_stays_usable);
 	RUN(cleanup_with_pending_callback_or_poll_is_ebusy);
+	RUN(refused_cleanup_keeps_polled_gp_going);
 	RUN(static_initializer_gives_a_working_domain);
 	RUN(nesting_and_held_tracking);
 	RUN(dereference_reads_the_published_object);

@@ -212,6 +212,45 @@ static void child_idx_of_other_domain_used(void)
 	_exit(CHILD_RETURNED);
 }
 
+/*
+ * An idx of domain a ended on domain b while the thread has a section of
+ * b open on the same index bit (fresh domains: both bits 0), which must
+ * not be ended in its place.
+ */
+static void child_idx_of_other_domain_over_open_section(void)
+{
+	int ib = sk_srcu_read_lock(&dom_b);
+	int ia = sk_srcu_read_lock(&dom_a);
+
+	if ((ia ^ ib) & 1)
+		_exit(4);
+	sk_srcu_read_unlock(&dom_b, ia);
+	_exit(CHILD_RETURNED);
+}
+
+static int foreign_idx;
+
+static void *unlock_foreign_on_b(void *arg)
+{
+	(void)arg;
+	sk_srcu_read_unlock(&dom_b, foreign_idx);
+	return NULL;
+}
+
+/* The same, ended by another thread (a hand-off to the wrong domain). */
+static void child_idx_of_other_domain_handed_off(void)
+{
+	int ib = sk_srcu_read_lock(&dom_b);
+	pthread_t t;
+
+	foreign_idx = sk_srcu_read_lock(&dom_a);
+	if ((foreign_idx ^ ib) & 1)
+		_exit(4);
+	sk_test_thread_start(&t, unlock_foreign_on_b, NULL);
+	pthread_join(t, NULL);
+	_exit(CHILD_RETURNED);
+}
+
 static struct sk_rcu_head barrier_head;
 
 static void barrier_from_callback(struct sk_rcu_head *h)
@@ -272,6 +311,82 @@ static void child_synchronize_with_recycled_index(void)
 	sk_test_thread_start(&y, y_read_b_then_synchronize_a, NULL);
 	pthread_join(y, NULL);
 	pthread_join(b, NULL);
+	_exit(0);
+}
+
+/* Seconds after which a wait that a working library ends is a hang. */
+#define HANG_S 20
+
+static struct sk_rcu_head cleanup_head, other_head;
+static int cleanup_rc = 1, other_ran;
+
+static void cleanup_own_domain_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+	STORE(cleanup_rc, sk_srcu_cleanup(&dom_a));
+}
+
+static struct sk_srcu dom_c = SK_SRCU_INITIALIZER(dom_c);
+
+/* Runs, and releases an idle domain (c) from the worker: 1, or 2. */
+static void other_domain_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+	STORE(other_ran, sk_srcu_cleanup(&dom_c) == 0 ? 1 : 2);
+}
+
+/* Wait until *f differs from v; 0 after HANG_S seconds (a hang). */
+static int wait_change(int *f, int v)
+{
+	double end = sk_test_now() + HANG_S;
+
+	while (LOAD(*f) == v) {
+		if (sk_test_now() > end)
+			return 0;
+		sk_test_sleep_ms(1);
+	}
+	return 1;
+}
+
+/*
+ * A callback of a calls sk_srcu_cleanup(a): -EBUSY (its own batch is
+ * pending), and the worker goes on: a callback of b runs (and releases
+ * domain c, which is allowed), a stays usable and can be released once
+ * idle.
+ */
+static void child_cleanup_in_own_callback(void)
+{
+	sk_srcu_read_unlock(&dom_c, sk_srcu_read_lock(&dom_c));
+	if (sk_call_srcu(&dom_a, &cleanup_head, cleanup_own_domain_cb) != 0 ||
+	    sk_call_srcu(&dom_b, &other_head, other_domain_cb) != 0)
+		_exit(5);
+	if (!wait_change(&other_ran, 0)) {
+		fprintf(stderr, "hang: a callback of another domain did not "
+				"run in %d s (the SRCU worker is stuck)\n",
+			HANG_S);
+		_exit(6);
+	}
+	if (!wait_change(&cleanup_rc, 1)) {
+		fprintf(stderr, "hang: sk_srcu_cleanup() in a callback of its "
+				"domain did not return in %d s\n",
+			HANG_S);
+		_exit(6);
+	}
+	if (LOAD(other_ran) != 1) {
+		fprintf(stderr, "sk_srcu_cleanup() of an idle domain in a "
+				"callback of another one failed\n");
+		_exit(7);
+	}
+	if (LOAD(cleanup_rc) != -EBUSY) {
+		fprintf(stderr, "sk_srcu_cleanup() in a callback of its "
+				"domain returned %d\n",
+			LOAD(cleanup_rc));
+		_exit(7);
+	}
+	sk_synchronize_srcu(&dom_a);
+	sk_srcu_barrier(&dom_a);
+	if (sk_srcu_cleanup(&dom_a) != 0 || sk_srcu_cleanup(&dom_b) != 0)
+		_exit(8);
 	_exit(0);
 }
 
@@ -388,6 +503,27 @@ static void idx_of_another_domain_aborts(void)
 	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
 }
 
+/*
+ * Library bug seen here: with a section of b open on the same index bit,
+ * the thread's own idx of a ended b's section (the fast path compared
+ * only the thread's identity), silently: b's grace periods then no longer
+ * waited for it.
+ */
+static void idx_of_another_domain_over_open_section_aborts(void)
+{
+	struct sk_test_child o =
+		run_child(child_idx_of_other_domain_over_open_section);
+
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+	SK_CHECK_STR_CONTAINS(o.err, "another domain");
+
+	o = run_child(child_idx_of_other_domain_handed_off);
+	check_aborted(&o);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+	SK_CHECK_STR_CONTAINS(o.err, "another domain");
+}
+
 static void barrier_inside_srcu_callback_aborts(void)
 {
 	struct sk_test_child o = run_child(child_barrier_in_callback);
@@ -395,6 +531,21 @@ static void barrier_inside_srcu_callback_aborts(void)
 	check_aborted(&o);
 	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_barrier()");
 	SK_CHECK_STR_CONTAINS(o.err, "SRCU callback");
+}
+
+/*
+ * Library bug seen here: sk_srcu_cleanup(a) from a callback of a waited
+ * for the worker to leave a, i.e. for itself: the worker hung, and with
+ * it every SRCU domain of the process (b's callback never ran).
+ */
+static void cleanup_in_own_callback_is_ebusy(void)
+{
+	struct sk_test_child o;
+
+	sk_test_fork_child(child_cleanup_in_own_callback, 3 * HANG_S, 1, &o);
+	SK_CHECK_EXIT_0(o.status);
+	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_cleanup()");
+	SK_CHECK_STR_CONTAINS(o.err, "from one of its callbacks");
 }
 
 /*
@@ -452,7 +603,9 @@ int main(void)
 	SK_RUN(bogus_idx_aborts);
 	SK_RUN(bogus_idx_zero_aborts);
 	SK_RUN(idx_of_another_domain_aborts);
+	SK_RUN(idx_of_another_domain_over_open_section_aborts);
 	SK_RUN(barrier_inside_srcu_callback_aborts);
+	SK_RUN(cleanup_in_own_callback_is_ebusy);
 	SK_RUN(synchronize_by_thread_with_recycled_index_is_allowed);
 	return sk_test_report();
 }

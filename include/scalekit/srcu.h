@@ -19,6 +19,7 @@
 #define SCALEKIT_SRCU_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "scalekit/barrier.h"
 #include "scalekit/rcu.h"
@@ -32,20 +33,33 @@ extern "C" {
 #define SK_SRCU_MAX_CHUNKS  256
 
 /*
+ * A 64-bit field also on 32-bit targets (counters that must not wrap),
+ * aligned to 8 so that its atomic accesses are single-copy atomic there
+ * (i386 aligns uint64_t members to 4 only).
+ */
+typedef uint64_t sk_srcu__u64 __attribute__((aligned(8)));
+
+/*
  * One thread index's counters in one domain, on its own cache line.
  * lock[] and unlock[] are written only by the thread that owns the index
  * (ABI: the inline fast paths touch them); remote[] counts sections of
  * that thread ended by other threads (atomic add).  A grace period sums
- * lock[i] and unlock[i] + remote[i] over all slots.
+ * lock[i] and unlock[i] + remote[i] over all slots.  key is what the
+ * owner's sections in this domain return, less the index bit: binding
+ * incarnation << 16 | thread index << 1, where the binding incarnation is
+ * new each time a thread takes a slot (so a thread's keys in two domains
+ * differ, and an idx of one domain ended on another is told apart).
  */
 struct sk_srcu_slot {
 	unsigned long lock[2];	 /* ABI: sections entered, per index */
 	unsigned long unlock[2]; /* ABI: own sections ended by the owner */
 	unsigned long remote[2]; /* ABI: own sections ended elsewhere */
-	unsigned long tag;	 /* private: owner incarnation << 32 | its
-				    sections ended elsewhere (atomic) */
-	unsigned long base;	 /* private: lock - unlock sums when the
-				    owner took the slot (owner only) */
+	unsigned long key;	 /* ABI: idx of the owner's sections without
+				    the index bit (owner only) */
+	unsigned long tag;	 /* private: binding incarnation << (bits of
+				    unsigned long - 16) | open count at
+				    binding + own sections ended elsewhere
+				    (atomic); 0: no live owner */
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
@@ -62,14 +76,14 @@ struct sk_srcu_slot {
 struct sk_srcu {
 	/* Read side, read-mostly. */
 	unsigned long idx;	   /* ABI: low bit = index of new readers */
-	unsigned long gen;	   /* ABI: key of the readers' slot caches
+	sk_srcu__u64 gen;	   /* ABI: key of the readers' slot caches
 				      (unique per domain lifetime; 0 until
 				      the first reader) */
 	struct sk_srcu_slot **dir; /* ABI: chunks of slots by thread index */
 	unsigned int nchunks;	   /* dir entries that may be set (raised
 				      before a chunk is published) */
 	unsigned long nlive;	   /* threads with a slot, alive (atomic) */
-	unsigned long binds;	   /* slots ever taken by a thread (atomic) */
+	sk_srcu__u64 binds;	   /* slots ever taken by a thread (atomic) */
 
 	/* Readers without a slot of their own (atomic; private). */
 	struct sk_srcu_slot shared;
@@ -79,13 +93,14 @@ struct sk_srcu {
 	int gp_phase;		  /* 0 idle, 1 draining old readers, 2 flipped */
 	int idle_valid;		  /* the idle_* snapshot describes an idle
 				     domain */
-	unsigned long gp_started; /* grace periods started */
-	unsigned long gp_completed; /* grace periods completed (release) */
-	unsigned long poll_req;	  /* highest cookie asked by start_poll */
-	unsigned long idle_binds; /* binds when last found idle */
-	unsigned long idle_shared[2]; /* shared.lock[] then */
+	sk_srcu__u64 gp_started;  /* number of the last grace period started */
+	sk_srcu__u64 gp_completed; /* ... and completed (release) */
+	sk_srcu__u64 poll_req;	  /* highest number asked by start_poll */
+	sk_srcu__u64 idle_binds;  /* binds when last found idle */
+	unsigned long idle_shared[2]; /* shared.lock[] (= unlock[]) then */
 	struct sk_srcu_slot *idle_owner; /* the one live thread's slot then */
-	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then */
+	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then (and
+					    its ends: all had ended) */
 	unsigned long stats_gps;  /* grace periods completed (stat) */
 
 	/* Callbacks: producers (private). */
@@ -95,7 +110,7 @@ struct sk_srcu {
 	/* Callbacks: the worker (private). */
 	unsigned long cb_invoked __attribute__((aligned(SK_CACHELINE)));
 	struct sk_rcu_head *b_first, *b_last; /* batch waiting for gp b_gp */
-	unsigned long b_gp;
+	sk_srcu__u64 b_gp;
 	int cb_running;			/* a batch is being invoked */
 	int in_work;			/* on the worker's list */
 	int busy_skip;			/* gp_mutex was busy: wait for a kick */
@@ -118,10 +133,7 @@ struct sk_srcu {
 /*
  * Per-thread cache of slots (ABI): a small direct-mapped table keyed by
  * the domain's address (the way) and d->gen (the tag), so the fast paths
- * reach the thread's slot without walking d->dir.  me is the value of
- * idx >> 1 for this thread's own sections (thread index, and its
- * incarnation so that a recycled index is told apart); 0 before the
- * first section.
+ * reach the thread's slot without walking d->dir.
  */
 #define SK_SRCU__WAYS 8
 #define SK_SRCU__WAY(d) \
@@ -129,10 +141,9 @@ struct sk_srcu {
 
 struct sk_srcu__tls {
 	struct {
-		unsigned long gen;	   /* d->gen cached here; ~0: empty */
+		sk_srcu__u64 gen;	   /* d->gen cached here; ~0: empty */
 		struct sk_srcu_slot *slot; /* this thread's slot in d */
 	} ent[SK_SRCU__WAYS];
-	unsigned int me; /* idx >> 1 of own sections; 0: none yet */
 };
 
 SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
@@ -152,10 +163,12 @@ SK_API int sk_srcu_init(struct sk_srcu *d);
 
 /*
  * sk_srcu_cleanup() - release the memory of a domain.
- * Context: any thread, outside read sections of d.  May block briefly.
+ * Context: any thread, outside read sections of d, also an SRCU callback.
+ * May block briefly.
  * Returns: 0; -EINVAL when d is NULL; -EBUSY (message on stderr, domain
  * left intact and usable) when a reader is inside a section of d or
- * callbacks or a polled grace period are pending.
+ * callbacks or a polled grace period are pending, which includes a call
+ * from a callback of d.
  */
 SK_API int sk_srcu_cleanup(struct sk_srcu *d);
 
@@ -163,10 +176,10 @@ SK_API int sk_srcu_cleanup(struct sk_srcu *d);
  * sk_srcu_read_lock() - enter a read-side critical section of d.
  * Context: any thread; no registration.  Nestable, may sleep inside.
  * Wait-free: a look-up in this thread's slot cache, a load and a store of
- * this thread's counter and a compiler barrier (where membarrier(2) is
- * missing, a call and a full fence); the first use by a thread or in a domain
- * allocates its counters (never fails: threads beyond the limit or out of
- * memory share atomic counters).
+ * this thread's counter, a load of its key and a compiler barrier (where
+ * membarrier(2) is missing, a call and a full fence); the first use by a
+ * thread or in a domain allocates its counters (never fails: threads
+ * beyond the limit or out of memory share atomic counters).
  * Ordering: the section's accesses are ordered after the lock as seen by
  * the grace period (light fence B, paired with its heavy fence D).
  * Reclamation: objects reached inside the section stay valid until the
@@ -197,17 +210,22 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	 * (membarrier(2), which a cache hit implies): a compiler barrier.
 	 */
 	sk_barrier();
-	return (int)(sk_srcu__tls.me << 1) | bit;
+	return (int)s->key | bit;
 }
 
 /*
  * sk_srcu_read_unlock() - leave the section that returned idx.
  * Context: any thread (also another than the locker).  Never blocks and
  * never enters the kernel: an updater waiting for this section notices
- * the unlock by polling (readers wake no one).  An unbalanced or bogus
- * idx prints a message and aborts.
- * Wait-free: the slot-cache check, a load and a release store of this
- * thread's counter, two more loads for the balance check; no fence.
+ * the unlock by polling (readers wake no one).  An unbalanced end prints
+ * a message and aborts; so does an idx that no lock of d returned
+ * (garbage, or an idx of another domain while the thread that took it is
+ * alive, also when it has a section of d open on the same index bit),
+ * except the cases listed in docs/srcu.md (Misuse: the locker exited, a
+ * binding incarnation reused, 0 or 1 while a shared section is open),
+ * where it ends an open section of d instead.
+ * Wait-free: the slot-cache and key checks, a load and a release store of
+ * this thread's counter, two more loads for the balance check; no fence.
  * Ordering: the section's accesses are ordered before the unlock as seen
  * by the grace period (release C, paired with its heavy fence D).
  * Reclamation: objects reached in the section may be freed by an updater
@@ -216,35 +234,38 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
 	unsigned int w = SK_SRCU__WAY(d);
+	struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
+	int bit = idx & 1;
+	unsigned long n;
 
 	SK_TSAN_RELEASE(d); /* C below, for TSan: pairs with D's acquire */
-	if (SK_LIKELY(sk_srcu__tls.ent[w].gen == SK_READ_ONCE(d->gen) &&
-		      (unsigned int)idx >> 1 == sk_srcu__tls.me)) {
-		struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
-		int bit = idx & 1;
-		unsigned long n = sk_atomic_load_relaxed(&s->unlock[bit]);
-
-		/*
-		 * Every section of this slot on this index already ended
-		 * (here or elsewhere): unbalanced; the slow path reports it.
-		 */
-		if (SK_UNLIKELY(n + sk_atomic_load_relaxed(&s->remote[bit]) >=
-				sk_atomic_load_relaxed(&s->lock[bit]))) {
-			sk_srcu__read_unlock_slow(d, idx);
-		} else {
-			/*
-			 * C: release: the section before the unlock count;
-			 * pairs with the sums' heavy fence D (a counted
-			 * unlock means the section is over).  A release, not
-			 * a fence: nothing after the unlock needs ordering
-			 * (store-load), so no membarrier pairing, and on x86
-			 * a plain store.
-			 */
-			sk_atomic_store_release(&s->unlock[bit], n + 1);
-		}
-	} else {
+	/*
+	 * A cache miss, or not this thread's section of d (another thread's,
+	 * another domain's or a bogus idx): the slow path.
+	 */
+	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen) ||
+			((unsigned long)(unsigned int)idx & ~1UL) != s->key)) {
 		sk_srcu__read_unlock_slow(d, idx);
+		return;
 	}
+	n = sk_atomic_load_relaxed(&s->unlock[bit]);
+	/*
+	 * Every section of this slot on this index already ended (here or
+	 * elsewhere): unbalanced; the slow path reports it.  A difference,
+	 * so that it holds when the counters wrap.
+	 */
+	if (SK_UNLIKELY((long)(n + sk_atomic_load_relaxed(&s->remote[bit]) -
+			       sk_atomic_load_relaxed(&s->lock[bit])) >= 0)) {
+		sk_srcu__read_unlock_slow(d, idx);
+		return;
+	}
+	/*
+	 * C: release: the section before the unlock count; pairs with the
+	 * sums' heavy fence D (a counted unlock means the section is over).
+	 * A release, not a fence: nothing after the unlock needs ordering
+	 * (store-load), so no membarrier pairing, and on x86 a plain store.
+	 */
+	sk_atomic_store_release(&s->unlock[bit], n + 1);
 }
 
 /*
@@ -303,8 +324,12 @@ SK_API int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 SK_API void sk_srcu_barrier(struct sk_srcu *d);
 
 /*
- * Polled grace periods of d: cookies as for RCU (64-bit, monotonic;
- * SK_RCU_COOKIE_COMPLETED always reads as completed).
+ * Polled grace periods of d: a cookie is the domain's 64-bit grace-period
+ * number truncated to unsigned long and compared by difference, so it
+ * stays right when unsigned long wraps; no cookie equals
+ * SK_RCU_COOKIE_COMPLETED, which always reads as completed.  Where
+ * unsigned long has 32 bits, a cookie kept across 2^31 grace periods of d
+ * reads as not completed (never the reverse).
  * sk_get_state_synchronize_srcu(): cookie of a grace period that starts
  * after the call; never blocks.  sk_start_poll_synchronize_srcu(): the
  * same, and makes sure it starts (the worker drives it); never blocks.
