@@ -3,8 +3,11 @@
 # fail (FATAL_ERROR with both streams) unless its exit status is SK_RC and
 # stdout / stderr match SK_STDOUT / SK_STDERR when those are defined.
 # Used in script mode by tests/bench.cmake and tests/torture.cmake.
+# SK_EMULATOR (optional, words separated by "|"): the command SK_CMD runs
+# under, e.g. qemu-aarch64|-L|/usr/aarch64-linux-gnu in a cross build.
 function(sk_cli_check args show_output)
-  execute_process(COMMAND ${SK_CMD} ${args}
+  string(REPLACE "|" ";" emulator "${SK_EMULATOR}")
+  execute_process(COMMAND ${emulator} ${SK_CMD} ${args}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   set(fail "")
   if(NOT "${rc}" STREQUAL "${SK_RC}")

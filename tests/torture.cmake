@@ -25,6 +25,8 @@
 #   SK_STDOUT     a regular expression stdout must match (optional)
 #   SK_STDERR     a regular expression stderr must match (optional)
 #   SK_LONG       1: a torture-long test (skips itself, see above)
+#   SK_EMULATOR   the command SK_CMD runs under, words separated by "|"
+#                 (cross builds: CMAKE_CROSSCOMPILING_EMULATOR; optional)
 
 if(CMAKE_SCRIPT_MODE_FILE)
   if(SK_LONG AND NOT "$ENV{SK_TORTURE_LONG}" STREQUAL "1")
@@ -66,6 +68,10 @@ function(sk_torture_test name rc args)
   cmake_parse_arguments(T "LONG" "DURATION;SLOW_DURATION;STDOUT;STDERR;TIMEOUT"
     "LABELS;ENV" ${ARGN})
   set(defs -DSK_CMD=$<TARGET_FILE:scalekit_tool> "-DSK_ARGS=${args}" -DSK_RC=${rc})
+  if(CMAKE_CROSSCOMPILING_EMULATOR)
+    list(JOIN CMAKE_CROSSCOMPILING_EMULATOR "|" emu)
+    list(APPEND defs "-DSK_EMULATOR=${emu}")
+  endif()
   if(DEFINED T_DURATION)
     list(APPEND defs -DSK_DURATION=${T_DURATION})
   endif()
