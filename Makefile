@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: MIT
 # Thin wrapper over CMake + CTest.  The two commands that matter:
 #   make bench   the side-by-side benchmark (installs peers first when root)
-#   make check   every test, then the ASan+UBSan and TSan builds
+#   make check   every test, then the ASan+UBSan and TSan builds, then the
+#                unit tests built for aarch64 (run under qemu-user), for
+#                32-bit x86 (-m32) and with the portable barriers
+#                (SK_ARCH_GENERIC); see "Other CPUs" below
 PREFIX  ?= /usr/local
 BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
@@ -13,8 +16,12 @@ BENCH_ARGS ?=
 
 SAN_ASAN := $(BUILD)-asan
 SAN_TSAN := $(BUILD)-tsan
+X_A64    := $(BUILD)-aarch64
+X_M32    := $(BUILD)-m32
+X_GEN    := $(BUILD)-generic
 
-.PHONY: all build deps check check-main check-asan check-tsan bench install clean torture
+.PHONY: all build deps check check-main check-asan check-tsan bench install clean torture \
+	check-aarch64 check-m32 check-generic x-aarch64-run x-m32-run
 
 all: build
 
@@ -31,7 +38,7 @@ build:
 deps:
 	@if [ "$$(id -u)" = 0 ]; then scripts/deps.sh; else scripts/deps.sh --check; fi
 
-check: deps check-main check-asan check-tsan
+check: deps check-main check-asan check-tsan check-aarch64 check-m32 check-generic
 	@echo "make check: all test suites passed"
 
 check-main: build
@@ -45,6 +52,98 @@ check-tsan:
 	$(call configure,$(SAN_TSAN),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSK_SANITIZE=thread -DSK_DEBUG=1 -DSK_BUILD_TOOLS=ON)
 	cd $(SAN_TSAN) && SK_TEST_SLOW=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 		$(CTEST) --output-on-failure -j $(JOBS) -LE 'nosan|bench|torture-long' --timeout 900
+
+# ---- Other CPUs ---------------------------------------------------------------
+# The library's architecture branches and the job of `make check` that compiles
+# and runs each side (check-main, asan and tsan run the x86-64 sides):
+#
+#   include/scalekit/barrier.h (SK__ARCH_X86 / SK__ARCH_X86_64 / SK__ARCH_ARM64
+#   are set from __x86_64__, __i386__ and __aarch64__ unless SK_ARCH_GENERIC)
+#     sk_cpu_relax()            x86 pause:          check-main, check-m32
+#                               aarch64 yield:      check-aarch64
+#                               sk_barrier():       check-generic
+#     sk_smp_mb()               TSan RMW:           check-tsan
+#                               x86-64 locked add:  check-main, check-asan
+#                               C11 seq_cst fence:  check-aarch64, check-m32,
+#                                                   check-generic
+#     sk_smp_mb__{before,after}_atomic()
+#                               x86 compiler barrier: check-main, check-m32
+#                               sk_smp_mb():        check-aarch64, check-generic
+#     sk__fence_sys_get()       x86-64 asm GOT load: check-main, check-asan
+#                               relaxed atomic load: check-aarch64, check-m32,
+#                                                   check-generic, check-tsan
+#   src/rcu.c gp_fence_after_scan() (keyed on __x86_64__/__i386__ for now;
+#   once on SK__ARCH_X86, check-generic runs its heavy-fence side as well)
+#                               x86 (TSO) sk_smp_mb(): check-main, check-m32
+#                               sk_fence_heavy():   check-aarch64
+#   tests/test_barrier.c sb_expect_observed()
+#                               x86 (must observe store buffering): check-main,
+#                                                   check-m32, check-generic
+#                               others (run only):  check-aarch64
+#   The asymmetric fences' two modes (membarrier(2) or the fallback fence):
+#   every job runs test_rcu, test_srcu and test_barrier both ways (the
+#   *_no_membarrier tests); qemu-user passes membarrier(2) through to the
+#   host kernel, so under it the default runs use membarrier too.
+#
+# check-aarch64 cross-compiles with gcc-aarch64-linux-gnu
+# (cmake/toolchain-aarch64-linux-gnu.cmake) and runs the tests under
+# qemu-aarch64; check-m32 builds with gcc -m32 (cmake/toolchain-i686-m32.cmake)
+# and runs the tests natively, or under qemu-i386 where the kernel runs no
+# 32-bit programs.  Under qemu: SK_TEST_SLOW=1 (fewer iterations, short
+# torture runs) and no tests labelled noqemu; never the ones labelled nocross
+# (tests/CMakeLists.txt says why for each), bench or torture-long.  Each job
+# prints "skipped: <reason>" and passes when its compiler or emulator is
+# missing (scripts/deps.sh installs them as root).
+A64_TRIPLE  := aarch64-linux-gnu
+A64_SYSROOT := /usr/$(A64_TRIPLE)
+X_CTEST     := $(CTEST) --output-on-failure -j $(JOBS) --timeout 900
+X_EXCLUDE   := nocross|bench|torture-long
+
+# $(call x_probe,DIR,COMPILE): shell test that COMPILE (a compiler command
+# line, e.g. "gcc -m32") links an empty C program into DIR/probe.
+x_probe = { mkdir -p $(1) && printf 'int main(void) { return 0; }\n' | \
+	$(2) -x c - -o $(1)/probe >/dev/null 2>&1; }
+
+check-aarch64:
+	@if ! command -v $(A64_TRIPLE)-gcc >/dev/null 2>&1 || \
+	    ! command -v $(A64_TRIPLE)-g++ >/dev/null 2>&1; then \
+		echo "check-aarch64: skipped: $(A64_TRIPLE)-gcc or -g++ not found (as root, scripts/deps.sh installs gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"; \
+	elif ! command -v qemu-aarch64 >/dev/null 2>&1; then \
+		echo "check-aarch64: skipped: qemu-aarch64 not found (package qemu-user)"; \
+	elif ! $(call x_probe,$(X_A64),$(A64_TRIPLE)-gcc); then \
+		echo "check-aarch64: skipped: $(A64_TRIPLE)-gcc cannot link a program (package libc6-dev-arm64-cross missing?)"; \
+	elif ! qemu-aarch64 -L $(A64_SYSROOT) $(X_A64)/probe; then \
+		echo "check-aarch64: skipped: qemu-aarch64 cannot run an aarch64 program on this machine"; \
+	else \
+		$(MAKE) --no-print-directory x-aarch64-run; \
+	fi
+
+x-aarch64-run:
+	$(call configure,$(X_A64),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchain-aarch64-linux-gnu.cmake)
+	cd $(X_A64) && SK_TEST_SLOW=1 $(X_CTEST) -LE '$(X_EXCLUDE)|noqemu'
+
+# M32_EMU: empty (run natively) or the emulator x-m32-run runs the tests under.
+check-m32:
+	@if ! $(call x_probe,$(X_M32),gcc -m32) || ! $(call x_probe,$(X_M32),g++ -m32); then \
+		echo "check-m32: skipped: gcc -m32 or g++ -m32 cannot link a program (as root, scripts/deps.sh installs gcc-$$(gcc -dumpversion 2>/dev/null | cut -d. -f1)-multilib g++-$$(gcc -dumpversion 2>/dev/null | cut -d. -f1)-multilib)"; \
+	elif $(X_M32)/probe 2>/dev/null; then \
+		$(MAKE) --no-print-directory x-m32-run M32_EMU=; \
+	elif command -v qemu-i386 >/dev/null 2>&1 && qemu-i386 $(X_M32)/probe; then \
+		echo "check-m32: this kernel runs no 32-bit x86 program: the tests run under qemu-i386"; \
+		$(MAKE) --no-print-directory x-m32-run M32_EMU=$$(command -v qemu-i386); \
+	else \
+		echo "check-m32: skipped: this kernel runs no 32-bit x86 program and qemu-i386 (package qemu-user) cannot either"; \
+	fi
+
+x-m32-run:
+	$(call configure,$(X_M32),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchain-i686-m32.cmake -DCMAKE_CROSSCOMPILING_EMULATOR=$(M32_EMU))
+	cd $(X_M32) && $(if $(M32_EMU),SK_TEST_SLOW=1 $(X_CTEST) -LE '$(X_EXCLUDE)|noqemu',$(X_CTEST) -LE '$(X_EXCLUDE)')
+
+# The portable C11 barriers on this machine's CPU: the unit tests (the
+# scalekit tool is not built: nothing here runs it).
+check-generic:
+	$(call configure,$(X_GEN),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSK_ARCH_GENERIC=ON -DSK_BUILD_TOOLS=OFF)
+	cd $(X_GEN) && $(X_CTEST) -L unit
 
 bench:
 	@if [ "$$(id -u)" = 0 ]; then scripts/deps.sh --peers; else echo "bench: not root, using the peers already installed"; fi
@@ -60,6 +159,6 @@ install: build
 	$(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(SAN_ASAN) $(SAN_TSAN)
+	rm -rf $(BUILD) $(SAN_ASAN) $(SAN_TSAN) $(X_A64) $(X_M32) $(X_GEN)
 
 , := ,

@@ -2,11 +2,14 @@
 # Running SK_CMD in script mode, for tests/bench.cmake and tests/torture.cmake.
 #
 # sk_cli_run(args): run SK_CMD with the ;-list args, behind the ;-list
-# SK_WRAP when that is set (e.g. valgrind and its options); set SK_CLI_RC,
+# SK_WRAP when that is set (e.g. valgrind and its options) and under
+# SK_EMULATOR when that is set (words separated by "|", e.g.
+# qemu-aarch64|-L|/usr/aarch64-linux-gnu in a cross build); set SK_CLI_RC,
 # SK_CLI_OUT, SK_CLI_ERR and SK_CLI_SHOWN (the command line, for messages)
 # in the caller's scope.
 function(sk_cli_run args)
-  execute_process(COMMAND ${SK_WRAP} ${SK_CMD} ${args}
+  string(REPLACE "|" ";" emulator "${SK_EMULATOR}")
+  execute_process(COMMAND ${SK_WRAP} ${emulator} ${SK_CMD} ${args}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   list(JOIN args " " shown)
   set(SK_CLI_RC "${rc}" PARENT_SCOPE)

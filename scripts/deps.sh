@@ -13,7 +13,9 @@
 #
 # Exit status: 0 when everything is present (or was installed, or --check),
 # 1 when something is missing and cannot be installed (not root, no apt),
-# 2 on a usage error.
+# 2 on a usage error.  The cross-architecture packages are optional: when
+# they cannot be installed the status stays 0 and make check skips the
+# aarch64 and -m32 jobs, saying why.
 #
 # Choices:
 #  - gcc and g++ are required (CMake enables C and CXX; g++ compiles the
@@ -24,6 +26,16 @@
 #    them; they are still checked, because `make check` links with them.
 #  - libc6-dev is only recommended by gcc, so it is listed explicitly.
 #  - valgrind runs the leak checks of `make check` (tests/valgrind.cmake).
+#  - Optional, for the cross-architecture jobs of `make check` (amd64
+#    hosts only): gcc-aarch64-linux-gnu, g++-aarch64-linux-gnu and
+#    libc6-dev-arm64-cross build for aarch64, qemu-user runs the result
+#    (qemu-aarch64; also qemu-i386 for the -m32 job on kernels without
+#    32-bit support); gcc-N-multilib and g++-N-multilib (N: the major
+#    version of gcc) build with -m32.  Not gcc-multilib: Debian makes it
+#    conflict with every cross compiler, for the sake of one link,
+#    /usr/include/asm, which cmake/toolchain-i686-m32.cmake replaces.
+#    Installed with --no-remove: nothing already installed is removed
+#    to make room for them.
 #
 # A package counts as present when its command is on PATH (a tool built
 # from source is fine) or dpkg reports it installed.
@@ -74,6 +86,9 @@ peers=(
 	"gnuplot-nox cmd:gnuplot"
 )
 
+# Filled in below (the multilib names follow gcc's version).
+cross=()
+
 dpkg_installed() {
 	local status
 	# dpkg-query instead of `dpkg -s | grep`: a removed package whose
@@ -106,22 +121,79 @@ if [ "$want_peers" = 1 ]; then
 	what="build, test and benchmark peers"
 fi
 
-missing=()
-for entry in "${wanted[@]}"; do
-	read -r pkg probe <<<"$entry"
-	if ! present "$pkg" "$probe"; then
-		missing+=("$pkg")
+# missing_of ENTRY...: the packages of the entries that are not present.
+missing_of() {
+	local entry pkg probe
+	for entry in "$@"; do
+		read -r pkg probe <<<"$entry"
+		present "$pkg" "$probe" || echo "$pkg"
+	done
+}
+
+# The optional cross-architecture packages (amd64 only): the aarch64 and
+# -m32 jobs of make check skip themselves without them.
+set_cross() {
+	local major
+	cross=()
+	command -v dpkg >/dev/null 2>&1 || return 0
+	[ "$(dpkg --print-architecture)" = amd64 ] || return 0
+	cross=(
+		"gcc-aarch64-linux-gnu cmd:aarch64-linux-gnu-gcc"
+		"g++-aarch64-linux-gnu cmd:aarch64-linux-gnu-g++"
+		"libc6-dev-arm64-cross pkg"
+		"qemu-user cmd:qemu-aarch64"
+	)
+	major=$(gcc -dumpversion 2>/dev/null | cut -d. -f1) || major=
+	if [ -n "$major" ]; then
+		cross+=("gcc-$major-multilib pkg" "g++-$major-multilib pkg")
 	fi
-done
+}
+
+# install_cross: try the optional packages; a failure is reported, not fatal.
+install_cross() {
+	local miss
+	set_cross
+	mapfile -t miss < <(missing_of "${cross[@]}")
+	[ "${#miss[@]}" -eq 0 ] && return 0
+	echo "deps.sh: + apt-get install -y --no-install-recommends --no-remove ${miss[*]}"
+	if apt-get install -y -q --no-install-recommends --no-remove "${miss[@]}"; then
+		echo "deps.sh: installed ${miss[*]}"
+	else
+		echo "deps.sh: could not install ${miss[*]} (see above); make check skips the aarch64 and -m32 jobs that need them" >&2
+	fi
+}
+
+# report_cross: say which optional packages are missing (never fatal).
+report_cross() {
+	local miss
+	set_cross
+	mapfile -t miss < <(missing_of "${cross[@]}")
+	[ "${#miss[@]}" -eq 0 ] && return 0
+	echo "deps.sh: optional, for the aarch64 and -m32 jobs of make check: ${miss[*]} missing (they are skipped); as root: scripts/deps.sh"
+}
+
+mapfile -t missing < <(missing_of "${wanted[@]}")
 
 if [ "${#missing[@]}" -eq 0 ]; then
 	echo "deps.sh: all present (${#wanted[@]} packages for $what)"
+	if [ "$check_only" = 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		export DEBIAN_FRONTEND=noninteractive
+		set_cross
+		if [ -n "$(missing_of "${cross[@]}")" ]; then
+			echo "deps.sh: + apt-get update"
+			apt-get update -q
+		fi
+		install_cross
+	else
+		report_cross
+	fi
 	exit 0
 fi
 
 echo "deps.sh: missing for $what: ${missing[*]}"
 if [ "$check_only" = 1 ]; then
 	echo "deps.sh: --check: nothing installed; as root run: scripts/deps.sh$([ "$want_peers" = 1 ] && echo ' --peers')"
+	report_cross
 	exit 0
 fi
 if [ "$(id -u)" != 0 ]; then
@@ -142,13 +214,10 @@ apt-get install -y -q --no-install-recommends "${missing[@]}"
 
 # Verify: a package that installed but does not provide the probe (a
 # renamed runtime, say) should be reported now, not as a link error later.
-still=()
-for entry in "${wanted[@]}"; do
-	read -r pkg probe <<<"$entry"
-	present "$pkg" "$probe" || still+=("$pkg")
-done
+mapfile -t still < <(missing_of "${wanted[@]}")
 if [ "${#still[@]}" -ne 0 ]; then
 	echo "deps.sh: still missing after install: ${still[*]}" >&2
 	exit 1
 fi
 echo "deps.sh: installed ${missing[*]}"
+install_cross

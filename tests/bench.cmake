@@ -12,6 +12,8 @@
 #   SK_RC        the exit status expected
 #   SK_STDERR    a regular expression stderr must match (optional)
 #   SK_STDOUT    a regular expression stdout must match (optional)
+#   SK_EMULATOR  the command SK_CMD runs under, words separated by "|"
+#                (cross builds: CMAKE_CROSSCOMPILING_EMULATOR; optional)
 
 if(CMAKE_SCRIPT_MODE_FILE)
   include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_cli_check.cmake)
@@ -28,6 +30,10 @@ endif()
 function(sk_bench_cli_test name rc args)
   cmake_parse_arguments(T "" "STDERR;STDOUT;TIMEOUT" "LABELS" ${ARGN})
   set(defs -DSK_CMD=$<TARGET_FILE:scalekit_tool> "-DSK_ARGS=${args}" -DSK_RC=${rc})
+  if(CMAKE_CROSSCOMPILING_EMULATOR)
+    list(JOIN CMAKE_CROSSCOMPILING_EMULATOR "|" emu)
+    list(APPEND defs "-DSK_EMULATOR=${emu}")
+  endif()
   if(DEFINED T_STDERR)
     list(APPEND defs "-DSK_STDERR=${T_STDERR}")
   endif()

@@ -156,6 +156,43 @@ static inline void sk_test_pipe(int p[2])
 }
 
 /*
+ * Replace this process by this program again, with argv and envp; returns
+ * only when that fails.  Under a user-mode emulator (the aarch64 job of
+ * make check runs the tests under qemu-user) the kernel cannot execute the
+ * program itself, so CTest sets SK_TEST_EMULATOR to the emulator's command
+ * line, e.g. "/usr/bin/qemu-aarch64 -L /usr/aarch64-linux-gnu" (absolute
+ * path, words separated by spaces), and the program runs under it again;
+ * /proc/self/exe then names the emulated program, not the emulator.
+ */
+static inline void sk_test_execve_self(char *const argv[], char *const envp[])
+{
+	const char *emu = getenv("SK_TEST_EMULATOR");
+	static char self[4096], words[1024];
+	char *args[64], *w;
+	ssize_t n;
+	int i = 0, j;
+
+	if (!emu || !*emu || strlen(emu) >= sizeof(words)) {
+		execve("/proc/self/exe", argv, envp);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return;
+	self[n] = '\0';
+	strcpy(words, emu);
+	for (w = strtok(words, " "); w && i < 32; w = strtok(NULL, " "))
+		args[i++] = w;
+	args[i++] = "-0"; /* qemu: the program's argv[0] */
+	args[i++] = argv[0];
+	args[i++] = self;
+	for (j = 1; argv[j] && i < 63; j++)
+		args[i++] = argv[j];
+	args[i] = NULL;
+	execve(args[0], args, envp);
+}
+
+/*
  * Run this program again (/proc/self/exe) with argv and envp, stderr on a
  * pipe; fork + exec, so the child starts single-threaded, also under the
  * sanitizers.  Returns the wait status and the child's stderr in out.
@@ -172,7 +209,7 @@ static inline int sk_test_exec_self(char *const argv[], char *const envp[],
 		close(p[0]);
 		dup2(p[1], 2);
 		close(p[1]);
-		execve("/proc/self/exe", argv, envp);
+		sk_test_execve_self(argv, envp);
 		_exit(127);
 	}
 	close(p[1]);

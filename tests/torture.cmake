@@ -37,6 +37,8 @@
 #                 then its last two), or a ;-list of which ones fail (each
 #                 run sets SCALEKIT_TORTURE_FAIL_ALLOC)
 #   SK_WRAP       a command to run SK_CMD under, separated by "|" (valgrind)
+#   SK_EMULATOR   the command SK_CMD runs under, words separated by "|"
+#                 (cross builds: CMAKE_CROSSCOMPILING_EMULATOR; optional)
 
 # SK_CHECK rhash_update_kinds, on the SK_CLI_OUT of a successful run.
 function(sk_tort_check_update_kinds)
@@ -215,6 +217,10 @@ function(sk_torture_test name rc args)
   if(DEFINED T_WRAP)
     list(JOIN T_WRAP "|" wrap)
     list(APPEND defs "-DSK_WRAP=${wrap}")
+  endif()
+  if(CMAKE_CROSSCOMPILING_EMULATOR)
+    list(JOIN CMAKE_CROSSCOMPILING_EMULATOR "|" emu)
+    list(APPEND defs "-DSK_EMULATOR=${emu}")
   endif()
   if(DEFINED T_DURATION)
     list(APPEND defs -DSK_DURATION=${T_DURATION})

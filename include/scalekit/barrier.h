@@ -35,6 +35,26 @@ extern "C" {
 #define SK_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define SK_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/*
+ * The CPU the code below is written for.  SK__ARCH_X86 (x86-64 and i386):
+ * total store order, and a locked instruction is a full barrier;
+ * SK__ARCH_X86_64 in addition on x86-64; SK__ARCH_ARM64 on aarch64.
+ * Neither elsewhere: only the portable C11 path (__atomic builtins).
+ *
+ * SK_ARCH_GENERIC, when defined (CMake -DSK_ARCH_GENERIC=ON), takes the
+ * portable path on every CPU, so that its code is compiled and tested on
+ * x86 too (make check-generic).  It only selects different instructions
+ * for the same ordering: no layout or ABI changes.
+ */
+#if !defined(SK_ARCH_GENERIC) && (defined(__x86_64__) || defined(__i386__))
+#define SK__ARCH_X86 1
+#if defined(__x86_64__)
+#define SK__ARCH_X86_64 1
+#endif
+#elif !defined(SK_ARCH_GENERIC) && defined(__aarch64__)
+#define SK__ARCH_ARM64 1
+#endif
+
 /* Size of a cache line on the CPUs scalekit is tuned for. */
 #define SK_CACHELINE 64
 
@@ -101,9 +121,9 @@ void __tsan_release(void *addr);
 #define sk_barrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 /* sk_cpu_relax() - hint to the CPU inside a spin loop. */
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(SK__ARCH_X86)
 #define sk_cpu_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
+#elif defined(SK__ARCH_ARM64)
 #define sk_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
 #else
 #define sk_cpu_relax() sk_barrier()
@@ -134,7 +154,7 @@ static inline void sk_smp_mb(void)
 {
 #if defined(SK_TSAN)
 	SK__FENCE_RMW(__ATOMIC_SEQ_CST);
-#elif defined(__x86_64__)
+#elif defined(SK__ARCH_X86_64)
 	/* A locked no-op on the stack is a full barrier and cheaper than mfence. */
 	__asm__ __volatile__("lock; addl $0,-4(%%rsp)" ::: "memory", "cc");
 #else
@@ -185,7 +205,7 @@ static inline void sk_smp_mb(void)
  * On x86 every locked instruction is already a full barrier, so these only
  * stop the compiler.
  */
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(SK__ARCH_X86)
 #define sk_smp_mb__before_atomic() sk_barrier()
 #define sk_smp_mb__after_atomic()  sk_barrier()
 #else
@@ -220,7 +240,7 @@ SK_API extern int sk__fence_sys;
  */
 static inline int sk__fence_sys_get(void)
 {
-#if defined(__x86_64__) && !defined(SK_TSAN)
+#if defined(SK__ARCH_X86_64) && !defined(SK_TSAN)
 	const int *p;
 	int v;
 
