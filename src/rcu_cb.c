@@ -105,7 +105,7 @@ static struct {
 	pthread_t worker;
 	pthread_mutex_t barrier_lock; /* one sk_rcu_barrier() at a time */
 	pthread_key_t key;	      /* thread exit: orphan the queue */
-	pthread_once_t once;
+	pthread_once_t key_once;      /* creates key (see cb_init()) */
 
 	int sleeping __attribute__((aligned(SK_CACHELINE))); /* futex, CB_* */
 	int urgent;		/* cut the lazy wait short */
@@ -118,9 +118,19 @@ static struct {
 	unsigned long retired_queued, retired_invoked; /* of freed queues */
 } cb = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.queues = { &cb.queues, &cb.queues },
+	/*
+	 * The list holds the fallback queue from the start, statically:
+	 * nothing is added at run time that a fork could catch half done.
+	 * The rest of the fallback is as cbq_init(&cb.fallback, 1) leaves it.
+	 */
+	.queues = { &cb.fallback.link, &cb.fallback.link },
+	.fallback = {
+		.wfq = { .tail = &cb.fallback.wfq.head },
+		.link = { &cb.queues, &cb.queues },
+		.shared = 1,
+	},
 	.barrier_lock = PTHREAD_MUTEX_INITIALIZER,
-	.once = PTHREAD_ONCE_INIT,
+	.key_once = PTHREAD_ONCE_INIT,
 };
 
 static __thread struct cbq *my_q;
@@ -147,15 +157,22 @@ static void queue_exit(void *arg)
 	my_q = NULL;
 }
 
-static void cb_once(void)
+static void key_create(void)
 {
-	cbq_init(&cb.fallback, 1);
-	/* cb.lock: sk__rcu_cb_stats() may walk the list meanwhile. */
-	pthread_mutex_lock(&cb.lock);
-	sk__link_add_tail(&cb.fallback.link, &cb.queues);
-	pthread_mutex_unlock(&cb.lock);
 	if (pthread_key_create(&cb.key, queue_exit) != 0)
 		sk__die("pthread_key_create failed: cannot track thread exit");
+}
+
+/*
+ * The only run-time initialization (the queue list is static): at load
+ * time, before any thread can queue a callback or fork.  queue_get() runs
+ * the same once, in case another constructor queues a callback before this
+ * one ran.  A fork while the once is in progress (it cannot happen after
+ * this constructor) would make the child create the key again: harmless.
+ */
+__attribute__((constructor)) static void cb_init(void)
+{
+	pthread_once(&cb.key_once, key_create);
 }
 
 /* The calling thread's queue, created on first use. */
@@ -165,7 +182,7 @@ static struct cbq *queue_get(void)
 
 	if (SK_LIKELY(q != NULL))
 		return q;
-	pthread_once(&cb.once, cb_once);
+	pthread_once(&cb.key_once, key_create);
 	q = aligned_alloc(SK_CACHELINE, sizeof(*q));
 	if (!q)
 		return &cb.fallback;
@@ -347,7 +364,6 @@ static int worker_ensure(void)
 
 	if (SK_LIKELY(sk_atomic_load_acquire(&cb.worker_started)))
 		return 0;
-	pthread_once(&cb.once, cb_once);
 	pthread_mutex_lock(&cb.lock);
 	if (!cb.worker_started) {
 		/* The worker takes no signals meant for the application. */
@@ -447,7 +463,6 @@ void sk_rcu_barrier(void)
 		sk__die("sk_rcu_barrier() called from an RCU callback: it "
 			"would wait for itself forever");
 	was_online = sk__rcu_enter_wait("sk_rcu_barrier()");
-	pthread_once(&cb.once, cb_once);
 	pthread_mutex_lock(&cb.barrier_lock);
 	pthread_mutex_lock(&cb.lock);
 	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
@@ -542,11 +557,13 @@ void sk__rcu_cb_atfork_child(void)
 	/* Taken by this thread in the prepare handler: release it. */
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_init(&cb.barrier_lock, NULL);
+	/*
+	 * The list again as initialized: the fallback queue alone, emptied.
+	 * Depends on nothing the parent may have been doing at the fork.
+	 */
 	sk__link_init(&cb.queues);
-	if (cb.once != PTHREAD_ONCE_INIT) {
-		cbq_init(&cb.fallback, 1);
-		sk__link_add_tail(&cb.fallback.link, &cb.queues);
-	}
+	cbq_init(&cb.fallback, 1);
+	sk__link_add_tail(&cb.fallback.link, &cb.queues);
 	my_q = NULL;
 	in_worker = 0;
 	cb.worker_started = 0;
