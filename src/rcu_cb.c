@@ -396,7 +396,8 @@ static void worker_wake(int urgent)
 		sk__futex_wake(&cb.sleeping, 1);
 }
 
-static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
+static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
+		   const char *api)
 {
 	unsigned long backlog;
 	struct cbq *q;
@@ -405,7 +406,7 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 	err = worker_ensure();
 	if (err)
 		return err;
-	err = sk__cb_prepare(head, fn, "sk_call_rcu()");
+	err = sk__cb_prepare(head, fn, api);
 	if (err)
 		return err;
 	q = queue_get();
@@ -431,7 +432,7 @@ int sk_call_rcu(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 {
 	if (fn && sk__cb_is_free_fn(fn))
 		return -EINVAL;
-	return enqueue(head, fn);
+	return enqueue(head, fn, "sk_call_rcu()");
 }
 
 int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
@@ -439,7 +440,7 @@ int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
 	if (offset >= SK__CB_FREE_OFFSET_MAX)
 		return -EINVAL;
 	/* The offset travels in func_; run_batch() tells it apart. */
-	return enqueue(head, sk__cb_free_fn(offset));
+	return enqueue(head, sk__cb_free_fn(offset), "SK_FREE_RCU()");
 }
 
 static void barrier_cb(struct sk_rcu_head *h)
@@ -474,9 +475,7 @@ void sk_rcu_barrier(void)
 			continue;
 		q->barrier = &b;
 		q->bhead.func_ = barrier_cb;
-#if SK_DEBUG
-		q->bhead.state_ = sk__cb_queued_mark();
-#endif
+		q->bhead.state_ = sk__cb_queued_mark(&q->bhead);
 		sk_atomic_fetch_add(&b.count, 1UL);
 		sk__wfq_push(&q->wfq, &q->bhead);
 	}
