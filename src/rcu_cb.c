@@ -21,13 +21,32 @@
  * Barrier pairs:
  *   C1 (producer, xchg)   - the caller's accesses before sk_call_rcu()
  *                           happen before the callback (the worker's
- *                           acquire C2' of the link); also the full barrier
- *                           between publishing and reading cb.sleeping,
- *                           paired with W1 (store buffering).
+ *                           acquire C2' of the link).
  *   C2 (producer, release)- links the node; pairs with acquire C2' in the
  *                           worker's traversal.
- *   W1 (worker, xchg)     - sleeping = 1 before re-checking the queues;
- *                           pairs with C1.
+ * The worker's sleep and the kicks that end it (store buffering: each side
+ * stores, then loads what the other stored; tests/models/cb_wake.pml
+ * checks the protocol, and its broken twins, under a weak memory model):
+ *   W1 (worker, xchg)     - cb.sleeping = state, before the re-check.
+ *   W2 (worker, mb)       - full barrier: W1 before the re-check's loads
+ *                           (queues, poll_req, urgent); pairs with K2.
+ *   K1 (kicker, xchg)     - urgent = 1 (urgent kicks only), before the
+ *                           load of cb.sleeping: a worker that announces a
+ *                           lazy sleep after that load sees it.
+ *   K2 (kicker, mb)       - full barrier: the request (C1 push, the
+ *                           poll_req CAS, K1) before the load of
+ *                           cb.sleeping; pairs with W2.  Either the kicker
+ *                           sees the sleep announced and wakes the worker,
+ *                           or the worker's re-check sees the request.
+ *   K3 (worker, xchg)     - urgent = 0 before the take.  A kick whose K1
+ *                           it reads has its request (made before K1) seen
+ *                           by the take; a later K1 leaves urgent set for
+ *                           the next round.  A plain store could land after
+ *                           a K1 whose request the take missed, and the
+ *                           worker would then sleep lazily through it.
+ * A seq_cst RMW is no full barrier for a later relaxed load in C11 (nor on
+ * ARMv8.0: LDAXR/STLXR, then LDR), hence W2 and K2; on x86 the locked
+ * instruction is one, and they only stop the compiler.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -290,8 +309,10 @@ static int poll_pending(void)
 /* Sleep in state st (CB_IDLE or CB_LAZY) unless kicked meanwhile. */
 static void worker_sleep(int st, uint64_t timeout_ns)
 {
-	/* W1: announce the sleep before re-checking; pairs with C1. */
+	/* W1: announce the sleep before re-checking. */
 	sk_atomic_xchg(&cb.sleeping, st);
+	/* W2: W1 before the re-check's loads; pairs with K2. */
+	sk_smp_mb__after_atomic();
 	if (st == CB_LAZY ? !sk_atomic_load_relaxed(&cb.urgent)
 			  : queues_empty() && !poll_pending()) {
 		if (timeout_ns)
@@ -318,7 +339,8 @@ static void *worker_main(void *arg)
 		}
 		if (!sk_atomic_load_relaxed(&cb.urgent))
 			worker_sleep(CB_LAZY, CB_LAZY_NS);
-		sk_atomic_store_relaxed(&cb.urgent, 0);
+		/* K3: consume the kicks before the take (see above). */
+		sk_atomic_xchg(&cb.urgent, 0);
 
 		pthread_mutex_lock(&cb.lock);
 		for (l = cb.queues.next; l != &cb.queues; l = l->next) {
@@ -381,16 +403,34 @@ static int worker_ensure(void)
 }
 
 /*
- * Wake the worker: from an idle sleep always, from a lazy one only when
- * urgent (a barrier, a poll request, or a producer with a large backlog).
+ * Kicks of worker_wake(): an ordinary sk_call_rcu() wakes the worker from
+ * an idle sleep only; a producer with a large backlog also from a lazy
+ * sleep, as a hint (it calls again soon, and the lazy sleep ends after
+ * 1 ms anyway); a barrier or a poll request ends (or prevents) a lazy
+ * sleep for sure.
  */
-static void worker_wake(int urgent)
-{
-	int st = sk_atomic_load_relaxed(&cb.sleeping);
+enum { CB_KICK_IDLE, CB_KICK_BACKLOG, CB_KICK_URGENT };
 
-	if (urgent)
+/*
+ * Wake the worker as kick says.  The caller has just made its request
+ * with an atomic read-modify-write (the C1 push, the poll_req CAS, the
+ * barrier's count).
+ */
+static void worker_wake(int kick)
+{
+	int st;
+
+	if (kick == CB_KICK_URGENT)
+		/* K1: urgent before the load of sleeping. */
+		sk_atomic_xchg(&cb.urgent, 1);
+	else if (kick == CB_KICK_BACKLOG &&
+		 !sk_atomic_load_relaxed(&cb.urgent))
+		/* A hint, unordered: no locked instruction per call. */
 		sk_atomic_store_relaxed(&cb.urgent, 1);
-	if (st == CB_AWAKE || (st == CB_LAZY && !urgent))
+	/* K2: the request and K1 before the load; pairs with W2. */
+	sk_smp_mb__after_atomic();
+	st = sk_atomic_load_relaxed(&cb.sleeping);
+	if (st == CB_AWAKE || (st == CB_LAZY && kick == CB_KICK_IDLE))
 		return;
 	if (sk_atomic_cmpxchg(&cb.sleeping, &st, CB_AWAKE))
 		sk__futex_wake(&cb.sleeping, 1);
@@ -416,7 +456,7 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
 	else
 		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
 	backlog = q->queued - sk_atomic_load_relaxed(&q->invoked);
-	worker_wake(backlog > CB_LAZY_MAX);
+	worker_wake(backlog > CB_LAZY_MAX ? CB_KICK_BACKLOG : CB_KICK_IDLE);
 	/*
 	 * Forward progress under a flood: a producer far ahead of the worker
 	 * gives up its CPU once per call (bounded work, no waiting on anyone);
@@ -481,7 +521,7 @@ void sk_rcu_barrier(void)
 	}
 	pthread_mutex_unlock(&cb.lock);
 	if (sk_atomic_fetch_add(&b.count, -1UL) != 1) {
-		worker_wake(1);
+		worker_wake(CB_KICK_URGENT);
 		while (!sk_atomic_load_acquire(&b.done))
 			sk__futex_wait(&b.done, 0);
 	}
@@ -503,7 +543,7 @@ unsigned long sk_start_poll_synchronize_rcu(void)
 	       !sk_atomic_cmpxchg(&cb.poll_req, &cur, cookie))
 		;
 	if (worker_ensure() == 0)
-		worker_wake(1);
+		worker_wake(CB_KICK_URGENT);
 	return cookie;
 }
 
