@@ -152,6 +152,8 @@ static struct {
 	.key_once = PTHREAD_ONCE_INIT,
 };
 
+int sk__cb_on_valgrind;
+
 static __thread struct cbq *my_q;
 static __thread int in_worker;
 
@@ -183,8 +185,9 @@ static void key_create(void)
 }
 
 /*
- * The only run-time initialization (the queue list is static): at load
- * time, before any thread can queue a callback or fork.  queue_get() runs
+ * The only run-time initialization (the queue list is static; and whether
+ * valgrind runs us, see internal/cbq.h): at load time, before any thread
+ * can queue a callback or fork.  queue_get() runs
  * the same once, in case another constructor queues a callback before this
  * one ran.  A fork while the once is in progress (it cannot happen after
  * this constructor) would make the child create the key again: harmless.
@@ -192,6 +195,9 @@ static void key_create(void)
 __attribute__((constructor)) static void cb_init(void)
 {
 	pthread_once(&cb.key_once, key_create);
+#ifdef SK__CB_VALGRIND
+	sk__cb_on_valgrind = RUNNING_ON_VALGRIND;
+#endif
 }
 
 /* The calling thread's queue, created on first use. */
