@@ -682,6 +682,13 @@ static void wait_for_readers(unsigned long c, int expedited, int scan_no,
 		sk_atomic_fetch_add_relaxed(&rcu.gp_sleeps, 1UL);
 		/* Wake up for the next stall report at the latest. */
 		sk__futex_wait_ns(&sk_rcu__gp.futex, -1, next_report - now);
+		/*
+		 * Awake, however (woken, timed out, interrupted): readers that
+		 * leave now need not wake us, so they make no system call.
+		 * Relaxed: before sleeping again we set -1 and re-read the
+		 * reader words after G3, as above.
+		 */
+		sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
 	}
 }
 

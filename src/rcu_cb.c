@@ -21,13 +21,32 @@
  * Barrier pairs:
  *   C1 (producer, xchg)   - the caller's accesses before sk_call_rcu()
  *                           happen before the callback (the worker's
- *                           acquire C2' of the link); also the full barrier
- *                           between publishing and reading cb.sleeping,
- *                           paired with W1 (store buffering).
+ *                           acquire C2' of the link).
  *   C2 (producer, release)- links the node; pairs with acquire C2' in the
  *                           worker's traversal.
- *   W1 (worker, xchg)     - sleeping = 1 before re-checking the queues;
- *                           pairs with C1.
+ * The worker's sleep and the kicks that end it (store buffering: each side
+ * stores, then loads what the other stored; tests/models/cb_wake.pml
+ * checks the protocol, and its broken twins, under a weak memory model):
+ *   W1 (worker, xchg)     - cb.sleeping = state, before the re-check.
+ *   W2 (worker, mb)       - full barrier: W1 before the re-check's loads
+ *                           (queues, poll_req, urgent); pairs with K2.
+ *   K1 (kicker, xchg)     - urgent = 1 (urgent kicks only), before the
+ *                           load of cb.sleeping: a worker that announces a
+ *                           lazy sleep after that load sees it.
+ *   K2 (kicker, mb)       - full barrier: the request (C1 push, the
+ *                           poll_req CAS, K1) before the load of
+ *                           cb.sleeping; pairs with W2.  Either the kicker
+ *                           sees the sleep announced and wakes the worker,
+ *                           or the worker's re-check sees the request.
+ *   K3 (worker, xchg)     - urgent = 0 before the take.  A kick whose K1
+ *                           it reads has its request (made before K1) seen
+ *                           by the take; a later K1 leaves urgent set for
+ *                           the next round.  A plain store could land after
+ *                           a K1 whose request the take missed, and the
+ *                           worker would then sleep lazily through it.
+ * A seq_cst RMW is no full barrier for a later relaxed load in C11 (nor on
+ * ARMv8.0: LDAXR/STLXR, then LDR), hence W2 and K2; on x86 the locked
+ * instruction is one, and they only stop the compiler.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -105,7 +124,7 @@ static struct {
 	pthread_t worker;
 	pthread_mutex_t barrier_lock; /* one sk_rcu_barrier() at a time */
 	pthread_key_t key;	      /* thread exit: orphan the queue */
-	pthread_once_t once;
+	pthread_once_t key_once;      /* creates key (see cb_init()) */
 
 	int sleeping __attribute__((aligned(SK_CACHELINE))); /* futex, CB_* */
 	int urgent;		/* cut the lazy wait short */
@@ -118,10 +137,22 @@ static struct {
 	unsigned long retired_queued, retired_invoked; /* of freed queues */
 } cb = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.queues = { &cb.queues, &cb.queues },
+	/*
+	 * The list holds the fallback queue from the start, statically:
+	 * nothing is added at run time that a fork could catch half done.
+	 * The rest of the fallback is as cbq_init(&cb.fallback, 1) leaves it.
+	 */
+	.queues = { &cb.fallback.link, &cb.fallback.link },
+	.fallback = {
+		.wfq = { .tail = &cb.fallback.wfq.head },
+		.link = { &cb.queues, &cb.queues },
+		.shared = 1,
+	},
 	.barrier_lock = PTHREAD_MUTEX_INITIALIZER,
-	.once = PTHREAD_ONCE_INIT,
+	.key_once = PTHREAD_ONCE_INIT,
 };
+
+int sk__cb_on_valgrind;
 
 static __thread struct cbq *my_q;
 static __thread int in_worker;
@@ -147,15 +178,26 @@ static void queue_exit(void *arg)
 	my_q = NULL;
 }
 
-static void cb_once(void)
+static void key_create(void)
 {
-	cbq_init(&cb.fallback, 1);
-	/* cb.lock: sk__rcu_cb_stats() may walk the list meanwhile. */
-	pthread_mutex_lock(&cb.lock);
-	sk__link_add_tail(&cb.fallback.link, &cb.queues);
-	pthread_mutex_unlock(&cb.lock);
 	if (pthread_key_create(&cb.key, queue_exit) != 0)
 		sk__die("pthread_key_create failed: cannot track thread exit");
+}
+
+/*
+ * The only run-time initialization (the queue list is static; and whether
+ * valgrind runs us, see internal/cbq.h): at load time, before any thread
+ * can queue a callback or fork.  queue_get() runs
+ * the same once, in case another constructor queues a callback before this
+ * one ran.  A fork while the once is in progress (it cannot happen after
+ * this constructor) would make the child create the key again: harmless.
+ */
+__attribute__((constructor)) static void cb_init(void)
+{
+	pthread_once(&cb.key_once, key_create);
+#ifdef SK__CB_VALGRIND
+	sk__cb_on_valgrind = RUNNING_ON_VALGRIND;
+#endif
 }
 
 /* The calling thread's queue, created on first use. */
@@ -165,7 +207,7 @@ static struct cbq *queue_get(void)
 
 	if (SK_LIKELY(q != NULL))
 		return q;
-	pthread_once(&cb.once, cb_once);
+	pthread_once(&cb.key_once, key_create);
 	q = aligned_alloc(SK_CACHELINE, sizeof(*q));
 	if (!q)
 		return &cb.fallback;
@@ -273,8 +315,10 @@ static int poll_pending(void)
 /* Sleep in state st (CB_IDLE or CB_LAZY) unless kicked meanwhile. */
 static void worker_sleep(int st, uint64_t timeout_ns)
 {
-	/* W1: announce the sleep before re-checking; pairs with C1. */
+	/* W1: announce the sleep before re-checking. */
 	sk_atomic_xchg(&cb.sleeping, st);
+	/* W2: W1 before the re-check's loads; pairs with K2. */
+	sk_smp_mb__after_atomic();
 	if (st == CB_LAZY ? !sk_atomic_load_relaxed(&cb.urgent)
 			  : queues_empty() && !poll_pending()) {
 		if (timeout_ns)
@@ -301,7 +345,8 @@ static void *worker_main(void *arg)
 		}
 		if (!sk_atomic_load_relaxed(&cb.urgent))
 			worker_sleep(CB_LAZY, CB_LAZY_NS);
-		sk_atomic_store_relaxed(&cb.urgent, 0);
+		/* K3: consume the kicks before the take (see above). */
+		sk_atomic_xchg(&cb.urgent, 0);
 
 		pthread_mutex_lock(&cb.lock);
 		for (l = cb.queues.next; l != &cb.queues; l = l->next) {
@@ -347,7 +392,6 @@ static int worker_ensure(void)
 
 	if (SK_LIKELY(sk_atomic_load_acquire(&cb.worker_started)))
 		return 0;
-	pthread_once(&cb.once, cb_once);
 	pthread_mutex_lock(&cb.lock);
 	if (!cb.worker_started) {
 		/* The worker takes no signals meant for the application. */
@@ -365,22 +409,41 @@ static int worker_ensure(void)
 }
 
 /*
- * Wake the worker: from an idle sleep always, from a lazy one only when
- * urgent (a barrier, a poll request, or a producer with a large backlog).
+ * Kicks of worker_wake(): an ordinary sk_call_rcu() wakes the worker from
+ * an idle sleep only; a producer with a large backlog also from a lazy
+ * sleep, as a hint (it calls again soon, and the lazy sleep ends after
+ * 1 ms anyway); a barrier or a poll request ends (or prevents) a lazy
+ * sleep for sure.
  */
-static void worker_wake(int urgent)
-{
-	int st = sk_atomic_load_relaxed(&cb.sleeping);
+enum { CB_KICK_IDLE, CB_KICK_BACKLOG, CB_KICK_URGENT };
 
-	if (urgent)
+/*
+ * Wake the worker as kick says.  The caller has just made its request
+ * with an atomic read-modify-write (the C1 push, the poll_req CAS, the
+ * barrier's count).
+ */
+static void worker_wake(int kick)
+{
+	int st;
+
+	if (kick == CB_KICK_URGENT)
+		/* K1: urgent before the load of sleeping. */
+		sk_atomic_xchg(&cb.urgent, 1);
+	else if (kick == CB_KICK_BACKLOG &&
+		 !sk_atomic_load_relaxed(&cb.urgent))
+		/* A hint, unordered: no locked instruction per call. */
 		sk_atomic_store_relaxed(&cb.urgent, 1);
-	if (st == CB_AWAKE || (st == CB_LAZY && !urgent))
+	/* K2: the request and K1 before the load; pairs with W2. */
+	sk_smp_mb__after_atomic();
+	st = sk_atomic_load_relaxed(&cb.sleeping);
+	if (st == CB_AWAKE || (st == CB_LAZY && kick == CB_KICK_IDLE))
 		return;
 	if (sk_atomic_cmpxchg(&cb.sleeping, &st, CB_AWAKE))
 		sk__futex_wake(&cb.sleeping, 1);
 }
 
-static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
+static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
+		   const char *api)
 {
 	unsigned long backlog;
 	struct cbq *q;
@@ -389,7 +452,7 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 	err = worker_ensure();
 	if (err)
 		return err;
-	err = sk__cb_prepare(head, fn, "sk_call_rcu()");
+	err = sk__cb_prepare(head, fn, api);
 	if (err)
 		return err;
 	q = queue_get();
@@ -399,7 +462,7 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 	else
 		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
 	backlog = q->queued - sk_atomic_load_relaxed(&q->invoked);
-	worker_wake(backlog > CB_LAZY_MAX);
+	worker_wake(backlog > CB_LAZY_MAX ? CB_KICK_BACKLOG : CB_KICK_IDLE);
 	/*
 	 * Forward progress under a flood: a producer far ahead of the worker
 	 * gives up its CPU once per call (bounded work, no waiting on anyone);
@@ -415,7 +478,7 @@ int sk_call_rcu(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 {
 	if (fn && sk__cb_is_free_fn(fn))
 		return -EINVAL;
-	return enqueue(head, fn);
+	return enqueue(head, fn, "sk_call_rcu()");
 }
 
 int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
@@ -423,7 +486,7 @@ int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
 	if (offset >= SK__CB_FREE_OFFSET_MAX)
 		return -EINVAL;
 	/* The offset travels in func_; run_batch() tells it apart. */
-	return enqueue(head, sk__cb_free_fn(offset));
+	return enqueue(head, sk__cb_free_fn(offset), "SK_FREE_RCU()");
 }
 
 static void barrier_cb(struct sk_rcu_head *h)
@@ -447,7 +510,6 @@ void sk_rcu_barrier(void)
 		sk__die("sk_rcu_barrier() called from an RCU callback: it "
 			"would wait for itself forever");
 	was_online = sk__rcu_enter_wait("sk_rcu_barrier()");
-	pthread_once(&cb.once, cb_once);
 	pthread_mutex_lock(&cb.barrier_lock);
 	pthread_mutex_lock(&cb.lock);
 	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
@@ -459,15 +521,13 @@ void sk_rcu_barrier(void)
 			continue;
 		q->barrier = &b;
 		q->bhead.func_ = barrier_cb;
-#if SK_DEBUG
-		q->bhead.state_ = sk__cb_queued_mark();
-#endif
+		q->bhead.state_ = sk__cb_queued_mark(&q->bhead);
 		sk_atomic_fetch_add(&b.count, 1UL);
 		sk__wfq_push(&q->wfq, &q->bhead);
 	}
 	pthread_mutex_unlock(&cb.lock);
 	if (sk_atomic_fetch_add(&b.count, -1UL) != 1) {
-		worker_wake(1);
+		worker_wake(CB_KICK_URGENT);
 		while (!sk_atomic_load_acquire(&b.done))
 			sk__futex_wait(&b.done, 0);
 	}
@@ -489,7 +549,7 @@ unsigned long sk_start_poll_synchronize_rcu(void)
 	       !sk_atomic_cmpxchg(&cb.poll_req, &cur, cookie))
 		;
 	if (worker_ensure() == 0)
-		worker_wake(1);
+		worker_wake(CB_KICK_URGENT);
 	return cookie;
 }
 
@@ -542,11 +602,13 @@ void sk__rcu_cb_atfork_child(void)
 	/* Taken by this thread in the prepare handler: release it. */
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_init(&cb.barrier_lock, NULL);
+	/*
+	 * The list again as initialized: the fallback queue alone, emptied.
+	 * Depends on nothing the parent may have been doing at the fork.
+	 */
 	sk__link_init(&cb.queues);
-	if (cb.once != PTHREAD_ONCE_INIT) {
-		cbq_init(&cb.fallback, 1);
-		sk__link_add_tail(&cb.fallback.link, &cb.queues);
-	}
+	cbq_init(&cb.fallback, 1);
+	sk__link_add_tail(&cb.fallback.link, &cb.queues);
 	my_q = NULL;
 	in_worker = 0;
 	cb.worker_started = 0;

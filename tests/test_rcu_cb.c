@@ -19,8 +19,11 @@
  *     with nothing pending it starts no grace period;
  *   - SK_FREE_RCU() frees (malloc statistics; a leaking twin MUST be
  *     caught), also with the head at offset 0;
- *   - -EINVAL and -EBUSY ("already queued") are returned as documented and
- *     the callback then runs once;
+ *   - -EINVAL and -EBUSY ("already queued", every build) are returned as
+ *     documented and the callback then runs once; a head queued twice
+ *     loses no other callback (counts agree), SK_FREE_RCU() twice frees
+ *     once; a copy of a queued head is not taken for it; the report is one
+ *     message naming the call and the thread, and no abort;
  *   - sk_rcu_barrier() inside a read section or a callback aborts with a
  *     message (death tests: this program run again as a child);
  *   - a flood of callbacks from two threads makes forward progress within
@@ -800,7 +803,6 @@ static void free_rcu_with_head_at_offset_zero(void)
 }
 
 /* ---- double queueing -------------------------------------------------- */
-#if SK_DEBUG
 
 static int dq_runs;
 static void dq_cb(struct sk_rcu_head *h)
@@ -810,10 +812,10 @@ static void dq_cb(struct sk_rcu_head *h)
 }
 
 /*
- * SK_DEBUG builds (the sanitizer builds of `make check`): queueing a head
- * that is queued and has not run returns -EBUSY and prints a message containing "already queued"; the callback runs once.
- * The head is held in the queue by our own read section meanwhile.  Once
- * it has run, it may be queued again.
+ * Every build: queueing a head that is queued and has not run returns
+ * -EBUSY and prints a message naming the call ("already queued"); the
+ * callback runs once.  The head is held in the queue by our own read
+ * section meanwhile.  Once it has run, it may be queued again.
  */
 static void double_queue_returns_ebusy_and_runs_once(void)
 {
@@ -824,6 +826,7 @@ static void double_queue_returns_ebusy_and_runs_once(void)
 	int r1, r2;
 
 	sk_rcu_barrier();
+	STORE(dq_runs, 0);
 	s0 = sk_test_rcu_stats();
 	sk_rcu_read_lock(); /* the callback cannot run before we leave */
 	r1 = sk_call_rcu(&h, dq_cb);
@@ -833,6 +836,7 @@ static void double_queue_returns_ebusy_and_runs_once(void)
 	sk_rcu_read_unlock();
 	SK_CHECK_EQ(r1, 0);
 	SK_CHECK_EQ(r2, -EBUSY);
+	SK_CHECK_STR_CONTAINS(err, "sk_call_rcu()");
 	SK_CHECK_STR_CONTAINS(err, "already queued");
 	sk_rcu_barrier();
 	s1 = sk_test_rcu_stats();
@@ -845,7 +849,139 @@ static void double_queue_returns_ebusy_and_runs_once(void)
 	sk_rcu_barrier();
 	SK_CHECK_EQ(LOAD(dq_runs), 2);
 }
-#endif /* SK_DEBUG */
+
+struct dq_obj {
+	struct sk_rcu_head rcu;
+	int runs;
+};
+
+static void dq_obj_cb(struct sk_rcu_head *h)
+{
+	INC(OF(h, struct dq_obj, rcu)->runs);
+}
+
+/*
+ * Queueing a head a second time loses no other callback: with a, h, b, h
+ * (refused), c queued by one thread, a, h, b and c each run once and the
+ * queued and invoked counts agree.  (Without the check, the second push
+ * of h cut b off the queue: b never ran and the counts never matched
+ * again.)  The same for SK_FREE_RCU() of one object twice: the second is
+ * refused, naming SK_FREE_RCU() (without the check: a double free).
+ */
+static void double_queue_loses_no_other_callback(void)
+{
+	static struct dq_obj o[4]; /* a, h, b, c */
+	static const int order[] = { 0, 1, 2, 1, 3 };
+	struct dq_obj *f = calloc(1, sizeof(*f));
+	struct sk_test_capture cap;
+	struct sk_rcu_stats s0, s1;
+	char err[2048];
+	int r[5], rf1, rf2, i;
+
+	SK_CHECK(f != NULL);
+	sk_rcu_barrier();
+	memset(o, 0, sizeof(o));
+	s0 = sk_test_rcu_stats();
+	sk_rcu_read_lock(); /* nothing runs before we leave */
+	sk_test_capture_begin(&cap);
+	for (i = 0; i < 5; i++)
+		r[i] = sk_call_rcu(&o[order[i]].rcu, dq_obj_cb);
+	rf1 = SK_FREE_RCU(f, rcu);
+	rf2 = SK_FREE_RCU(f, rcu);
+	sk_test_capture_end(&cap, err, sizeof(err));
+	sk_rcu_read_unlock();
+	sk_rcu_barrier();
+	s1 = sk_test_rcu_stats();
+	SK_CHECK_EQ(r[0], 0);
+	SK_CHECK_EQ(r[1], 0);
+	SK_CHECK_EQ(r[2], 0);
+	SK_CHECK_EQ(r[3], -EBUSY);
+	SK_CHECK_EQ(r[4], 0);
+	SK_CHECK_EQ(rf1, 0);
+	SK_CHECK_EQ(rf2, -EBUSY);
+	for (i = 0; i < 4; i++)
+		SK_CHECK_EQ(LOAD(o[i].runs), 1);
+	SK_CHECK_EQ(sk_test_count_substr(err, "already queued"), 2);
+	SK_CHECK_STR_CONTAINS(err, "SK_FREE_RCU()");
+	SK_CHECK_EQ(s1.cb_queued - s0.cb_queued, 5);
+	SK_CHECK_EQ(s1.cb_invoked - s0.cb_invoked, 5);
+	SK_CHECK_EQ(s1.cb_queued, s1.cb_invoked);
+}
+
+/*
+ * The check recognises only the head it marked: a copy of a queued head
+ * (a struct assignment, e.g. of an object read under RCU) and a head
+ * whose memory holds leftovers are queued normally.
+ */
+static void copy_of_queued_head_is_not_queued(void)
+{
+	static struct dq_obj a, copy, junk;
+	struct sk_test_capture cap;
+	char err[1024];
+	int r1, r2, r3;
+
+	sk_rcu_barrier();
+	memset(&a, 0, sizeof(a));
+	memset(&junk, 0xa5, sizeof(junk));
+	junk.runs = 0;
+	sk_rcu_read_lock();
+	sk_test_capture_begin(&cap);
+	r1 = sk_call_rcu(&a.rcu, dq_obj_cb);
+	copy = a; /* the copy carries a's queued state word */
+	r2 = sk_call_rcu(&copy.rcu, dq_obj_cb);
+	r3 = sk_call_rcu(&junk.rcu, dq_obj_cb);
+	sk_test_capture_end(&cap, err, sizeof(err));
+	sk_rcu_read_unlock();
+	SK_CHECK_EQ(r1, 0);
+	SK_CHECK_EQ(r2, 0);
+	SK_CHECK_EQ(r3, 0);
+	SK_CHECK_EQ(sk_test_count_substr(err, "scalekit: "), 0);
+	sk_rcu_barrier();
+	SK_CHECK_EQ(LOAD(a.runs), 1);
+	SK_CHECK_EQ(LOAD(copy.runs), 1);
+	SK_CHECK_EQ(LOAD(junk.runs), 1);
+}
+
+/* The child of double_queue_is_reported_once_naming_call_and_thread. */
+static void child_double_queue(void)
+{
+	static struct sk_rcu_head h;
+
+	fprintf(stderr, "pid %d\n", (int)getpid());
+	sk_rcu_read_lock();
+	if (sk_call_rcu(&h, dq_cb) != 0)
+		_exit(3);
+	if (sk_call_rcu(&h, dq_cb) != -EBUSY)
+		_exit(4);
+	sk_rcu_read_unlock();
+	sk_rcu_barrier();
+	_exit(LOAD(dq_runs) == 1 ? 0 : 5);
+}
+
+/*
+ * The report of a double sk_call_rcu() (every build; in a child process,
+ * as the death tests): the program goes on (exit 0: the report is not an
+ * abort, the second request is dropped and -EBUSY returned), and stderr
+ * holds exactly one library message, naming sk_call_rcu(), the head and
+ * the calling thread.
+ */
+static void double_queue_is_reported_once_naming_call_and_thread(void)
+{
+	char out[4096], want[96];
+	int st = run_child("double-queue", out, sizeof(out));
+	const char *p = strstr(out, "pid ");
+
+	SK_CHECK_EXIT_0(st);
+	SK_CHECK_EQ(sk_test_count_substr(out, "scalekit: "), 1);
+	/* Named: the call and the calling thread (the child's main thread,
+	 * whose tid is its pid). */
+	snprintf(want, sizeof(want),
+		 "scalekit: thread %ld: sk_call_rcu() on rcu_head 0x",
+		 p ? strtol(p + 4, NULL, 10) : -1L);
+	SK_CHECK_STR_CONTAINS(out, want);
+	SK_CHECK_STR_CONTAINS(out, "already queued");
+	SK_CHECK_STR_CONTAINS(out, "dropped");
+}
 
 /* ---- death tests ---------------------------------------------------------- */
 
@@ -977,6 +1113,8 @@ int main(int argc, char **argv)
 		child_barrier_in_section();
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "--child=double-queue"))
+		child_double_queue();
 	if (argc == 2 && !strcmp(argv[1], "--child=barrier-in-callback")) {
 		child_barrier_in_callback();
 		return 0;
@@ -993,9 +1131,10 @@ int main(int argc, char **argv)
 	SK_RUN(barrier_with_nothing_pending_runs_no_grace_period);
 	SK_RUN(free_rcu_frees_the_object);
 	SK_RUN(free_rcu_with_head_at_offset_zero);
-#if SK_DEBUG
 	SK_RUN(double_queue_returns_ebusy_and_runs_once);
-#endif
+	SK_RUN(double_queue_loses_no_other_callback);
+	SK_RUN(copy_of_queued_head_is_not_queued);
+	SK_RUN(double_queue_is_reported_once_naming_call_and_thread);
 	SK_RUN(barrier_inside_read_section_aborts);
 	SK_RUN(barrier_inside_callback_aborts);
 	SK_RUN(flood_makes_progress_in_bounded_memory);

@@ -18,6 +18,11 @@
  *   - forked while the worker is running a batch of callbacks that reuse
  *     (overwrite) their objects, as freeing callbacks do: the child does
  *     not touch them and works normally;
+ *   - forked while another thread makes the process's first
+ *     sk_call_rcu() (the callback machinery initializing itself): the
+ *     child's sk_rcu_barrier(), callbacks and statistics work (300
+ *     attempts, each in a fresh process; the child hanging is caught by
+ *     alarm());
  *   - forked by a thread whose own read section holds up a grace period
  *     that an sk_rcu_barrier() in another thread waits for: fork returns
  *     (the last test; a deadlock runs into the CTest timeout).
@@ -471,6 +476,154 @@ static void fork_while_worker_runs_callbacks(void)
 	SK_CHECK_EQ(bad, 0);
 }
 
+/* ---- fork during the process's first sk_call_rcu() ------------------------ */
+
+/*
+ * A grandchild that neither exits nor dies within this many seconds is
+ * killed by SIGALRM: a hang guard (it does microseconds of work), not a
+ * time bound.
+ */
+#define FC_HANG_S 10
+
+struct fc_state {
+	int ready, go; /* the first caller spins on go once ready */
+};
+
+static struct sk_rcu_head fc_head;
+
+static void fc_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+}
+
+/* The thread that makes the process's first sk_call_rcu(). */
+static void *fc_first_caller(void *arg)
+{
+	struct fc_state *s = arg;
+
+	STORE(s->ready, 1);
+	while (!LOAD(s->go))
+		sk_cpu_relax();
+	if (sk_call_rcu(&fc_head, fc_cb) != 0)
+		abort();
+	return NULL;
+}
+
+/*
+ * The grandchild: the callback machinery must work.  sk_rcu_barrier()
+ * first: before the fix it walked a queue list linked to itself, forever
+ * (holding the queue lock); then a callback and a barrier (which start the
+ * worker; not under TSan, see CHILD_THREADS), then the statistics.
+ */
+static void fc_grandchild(void)
+{
+	static struct sk_rcu_head h;
+	struct sk_rcu_stats st;
+
+	alarm(FC_HANG_S);
+	sk_rcu_barrier();
+	if (CHILD_THREADS) {
+		if (sk_call_rcu(&h, child_cb) != 0)
+			_exit(3);
+		sk_rcu_barrier();
+		if (LOAD(child_ran) != 1)
+			_exit(4);
+	}
+	if (sk_rcu_get_stats(&st) != 0 || st.cb_queued != st.cb_invoked)
+		_exit(5);
+	_exit(0);
+}
+
+/*
+ * One attempt, in a process that has not used callbacks yet: a thread
+ * makes the first sk_call_rcu() while this thread forks, delay spins
+ * after releasing it.  Exits with the grandchild's fate: 0 fine, 1 hung
+ * (SIGALRM), 2 anything else.
+ */
+static void fc_attempt(unsigned delay)
+{
+	struct fc_state s = { 0, 0 };
+	pthread_t t;
+	unsigned i;
+	pid_t pid;
+	int st;
+
+	sk_test_thread_start(&t, fc_first_caller, &s);
+	while (!LOAD(s.ready))
+		sk_cpu_relax();
+	STORE(s.go, 1);
+	for (i = 0; i < delay; i++)
+		sk_cpu_relax();
+	pid = fork();
+	if (pid == 0)
+		fc_grandchild();
+	st = sk_test_wait(pid);
+	pthread_join(t, NULL);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		_exit(0);
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+		_exit(1);
+	fprintf(stderr, "grandchild: %s %d\n",
+		WIFSIGNALED(st) ? "signal" : "exit status",
+		WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	_exit(2);
+}
+
+/*
+ * The child process (--child=first-call-fork, started by exec, so nothing
+ * has used callbacks in it): n attempts, each in a fresh fork of it; the
+ * fork delay sweeps 0..FC_DELAYS-1 times FC_DELAY_STEP spins, across the
+ * window in which the first call initializes the callback machinery.
+ * Stops at the first failure.  Exit status: 0 when every attempt passed.
+ */
+#define FC_DELAYS 64
+#define FC_DELAY_STEP 8
+
+static int fc_child(unsigned n)
+{
+	unsigned i, fails = 0, hung = 0;
+
+	for (i = 0; i < n && !fails; i++) {
+		pid_t pid = sk_test_fork();
+		int st;
+
+		if (pid == 0)
+			fc_attempt((i % FC_DELAYS) * FC_DELAY_STEP);
+		st = sk_test_wait(pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			fails++;
+			hung += WIFEXITED(st) && WEXITSTATUS(st) == 1;
+		}
+	}
+	fprintf(stderr, "first-call-fork: %u attempts, %u failed%s\n", i,
+		fails, hung ? " (grandchild hung: killed by SIGALRM)" : "");
+	return fails ? 1 : 0;
+}
+
+/*
+ * fork() while another thread makes the process's first sk_call_rcu(),
+ * that is, while the callback machinery initializes itself: in the child,
+ * sk_rcu_barrier(), sk_call_rcu() and the statistics work.  Before the
+ * fix the child's queue list was linked to itself (the child handler and
+ * a re-run of the interrupted one-time initialization both added the
+ * static queue) and sk_rcu_barrier() spun forever.  Each attempt needs a
+ * process whose callbacks are untouched: this program runs again as a
+ * child, which forks one such process per attempt.
+ */
+static void fork_during_first_call_rcu_leaves_child_usable(void)
+{
+	char flag[64], out[4096];
+	char *argv[] = { "test_rcu_fork", flag, NULL };
+	/* Under TSan, each fork of a multi-threaded process takes ~1 s. */
+	unsigned n = CHILD_THREADS ? 300 / sk_test_slow() : 8;
+	int st;
+
+	snprintf(flag, sizeof(flag), "--child=first-call-fork=%u", n);
+	st = sk_test_exec_self(argv, environ, out, sizeof(out));
+	fprintf(stderr, "child: %s", out);
+	SK_CHECK_EXIT_0(st);
+}
+
 /* ---- fork from a reader while a barrier waits -------------------------------- */
 
 static struct sk_rcu_head fb_head;
@@ -541,8 +694,10 @@ static void fork_from_reader_while_barrier_waits(void)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 2 && !strncmp(argv[1], "--child=first-call-fork=", 24))
+		return fc_child((unsigned)strtoul(argv[1] + 24, NULL, 10));
 	sk_test_seed_init();
 	recs = mmap(NULL, NREC * sizeof(*recs), PROT_READ | PROT_WRITE,
 		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -553,6 +708,7 @@ int main(void)
 	SK_RUN(fork_with_readers_and_callbacks_in_flight);
 	SK_RUN(fork_while_synchronize_waits);
 	SK_RUN(fork_while_worker_runs_callbacks);
+	SK_RUN(fork_during_first_call_rcu_leaves_child_usable);
 	SK_RUN(fork_from_reader_while_barrier_waits);
 	munmap(recs, NREC * sizeof(*recs));
 	return sk_test_report();

@@ -410,12 +410,16 @@ SK_API void sk_cond_synchronize_rcu(unsigned long cookie);
  * Ordering: the caller's accesses before the call happen before fn runs;
  * fn runs after every read section that began before the call has ended.
  * Reclamation: fn may free the object containing head.
- * Returns: 0; -EINVAL (nothing queued) when head or fn is NULL;
- * in builds with SK_DEBUG >= 1 (the library's debug option), -EBUSY
- * (nothing queued, message on stderr) when head is already queued and has
- * not run yet.  Release builds do not check (queueing a queued head there
- * corrupts the queue, as in the kernel) and never read head before
- * writing it, so head needs no initialisation.
+ * Returns: 0; -EINVAL (nothing queued) when head or fn is NULL; -EBUSY
+ * when head is already queued and its callback has not started yet: a
+ * message naming the call and the thread goes to stderr and the second
+ * request is dropped, never queued (fn does not run for it, so what it
+ * was to free stays allocated); the first stays queued.  Checked in every
+ * build, from a mark that sk_call_rcu() writes into head and that
+ * includes head's address: head needs no initialisation before its first
+ * sk_call_rcu(), and a copy of a queued head is not taken for it.  Two
+ * calls on one head in different threads that the program does not order
+ * (a data race) may both pass the check; the queue is then corrupt.
  */
 SK_API int sk_call_rcu(struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *head));
