@@ -310,7 +310,7 @@ int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 	long n = cfg->quick ? CB_PER_THREAD_QUICK : CB_PER_THREAD;
 	int counts[MAX_COUNTS], ncounts, c, i, j, rep, njobs = 0, err;
 	struct cb_job jobs[MAX_COUNTS * SK_BENCH_MAX_IMPL], *jb = NULL;
-	struct cb_rows rows;
+	struct cb_rows rows = { 0 };
 	struct cb_result r;
 	double rss_before = ru_maxrss_mb();
 	int warm_sk_done = 0;

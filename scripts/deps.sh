@@ -26,6 +26,7 @@
 #    them; they are still checked, because `make check` links with them.
 #  - libc6-dev is only recommended by gcc, so it is listed explicitly.
 #  - valgrind runs the leak checks of `make check` (tests/valgrind.cmake).
+#  - spin checks the Promela models of tests/models/ (CTest model_*).
 #  - Optional, for the cross-architecture jobs of `make check` (amd64
 #    hosts only): gcc-aarch64-linux-gnu, g++-aarch64-linux-gnu and
 #    libc6-dev-arm64-cross build for aarch64, qemu-user runs the result
@@ -79,6 +80,7 @@ required=(
 	"libubsan1 lib:libubsan.so"
 	"libtsan2 lib:libtsan.so"
 	"valgrind cmd:valgrind"
+	"spin cmd:spin"
 )
 peers=(
 	"liburcu-dev pkg"

@@ -597,30 +597,41 @@ static void thread_name(long tid, char *buf, size_t len)
 static void report_stall(struct rcu_slot **pend, unsigned long n,
 			 unsigned long c, uint64_t waited_ns)
 {
-	unsigned long i, ms = (unsigned long)(waited_ns / 1000000u);
+	unsigned long i, k = 0, ms = (unsigned long)(waited_ns / 1000000u);
+	unsigned long words[SK_RCU_PEND_MAX];
+	long tids[SK_RCU_PEND_MAX];
 	char name[32];
 
-	fprintf(stderr,
-		"scalekit: RCU stall: grace period %lu has waited %lu ms "
-		"(SCALEKIT_RCU_STALL_MS=%lu) for %lu reader(s):\n",
-		rcu.ngps + 1, ms, sk__rcu_stall_ms, n);
+	/* The readers that still block, read once: header and lines agree. */
 	pthread_rwlock_rdlock(&rcu.registry_lock);
 	for (i = 0; i < n && i < SK_RCU_PEND_MAX; i++) {
 		unsigned long v = slot_word(pend[i]);
 
-		if (!blocks_gp(v, c))
-			continue;
-		thread_name(pend[i]->tid, name, sizeof(name));
+		if (blocks_gp(v, c)) {
+			words[k] = v;
+			tids[k++] = pend[i]->tid;
+		}
+	}
+	pthread_rwlock_unlock(&rcu.registry_lock);
+	if (!k)
+		return; /* all left since the last scan: nothing to report */
+	fprintf(stderr,
+		"scalekit: RCU stall: grace period %lu has waited %lu ms "
+		"(SCALEKIT_RCU_STALL_MS=%lu) for %lu reader(s)%s:\n",
+		rcu.ngps + 1, ms, sk__rcu_stall_ms,
+		n > SK_RCU_PEND_MAX ? n : k,
+		n > SK_RCU_PEND_MAX ? " (the first ones listed)" : "");
+	for (i = 0; i < k; i++) {
+		thread_name(tids[i], name, sizeof(name));
 		fprintf(stderr,
 			"scalekit:   thread %ld (\"%s\"), %s for at least %lu "
 			"ms\n",
-			pend[i]->tid, name,
-			nest_of(v) >= SK_RCU_QSBR_NEST
+			tids[i], name,
+			nest_of(words[i]) >= SK_RCU_QSBR_NEST
 				? "QSBR online without a quiescent state"
 				: "inside a read-side critical section",
 			ms);
 	}
-	pthread_rwlock_unlock(&rcu.registry_lock);
 	fflush(stderr);
 }
 
@@ -702,7 +713,7 @@ static void wait_for_readers(unsigned long c, int expedited, int scan_no,
  */
 static inline void gp_fence_after_scan(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(SK__ARCH_X86)
 	sk_smp_mb();
 #else
 	sk_fence_heavy();

@@ -156,6 +156,28 @@ static inline void sk_test_pipe(int p[2])
 }
 
 /*
+ * Nonzero (after printing why) when this test runs under qemu-i386 and
+ * creates a thread while another thread is inside a signal handler: qemu's
+ * user-mode i386 target keeps one process-wide GDT, so the handler's
+ * sigreturn reloads %gs with the TLS base of the newest thread (a ten-line
+ * program shows it), and the interrupted thread then reads another
+ * thread's thread-local variables.  Tests that do that skip themselves
+ * there; they run natively and under qemu-aarch64.
+ */
+static inline int sk_test_qemu_i386_tls_bug(const char *test)
+{
+	const char *emu = getenv("SK_TEST_EMULATOR");
+
+	if (!emu || !strstr(emu, "qemu-i386"))
+		return 0;
+	fprintf(stderr,
+		"  %s: skipped under qemu-i386 (a thread created during a "
+		"signal handler resets the handler thread's TLS base there)\n",
+		test);
+	return 1;
+}
+
+/*
  * Replace this process by this program again, with argv and envp; returns
  * only when that fails.  Under a user-mode emulator (the aarch64 job of
  * make check runs the tests under qemu-user) the kernel cannot execute the

@@ -268,7 +268,7 @@ static int list_keys(int h, int *out)
 	sk_list_for_each_entry(e, &heads[h], list) {
 		if (n >= POOL)
 			return -1;
-		SK_CHECK_EQ(e->list.next->prev, &e->list);
+		SK_CHECK_EQ((uintptr_t)e->list.next->prev, (uintptr_t)&e->list);
 		out[n++] = e->key;
 	}
 	return n;

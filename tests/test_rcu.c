@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -1142,7 +1143,11 @@ static void many_registered_threads(void)
 		m->s.gp->payload[k] = sk_stress_payload(1, (unsigned)k);
 
 	pthread_attr_init(&attr);
-	SK_CHECK_EQ(pthread_attr_setstacksize(&attr, 64 * 1024), 0);
+	/* 64 KiB, or the platform's minimum (128 KiB on aarch64). */
+	SK_CHECK_EQ(pthread_attr_setstacksize(&attr, 64 * 1024 < PTHREAD_STACK_MIN
+							     ? PTHREAD_STACK_MIN
+							     : 64 * 1024),
+		    0);
 	for (i = 0; i < n; i++) {
 		args[i].m = m;
 		args[i].idx = i;

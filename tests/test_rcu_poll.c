@@ -737,8 +737,14 @@ static unsigned long run_pv(int broken, int nupdaters, unsigned long iters)
  */
 static void expedited_and_normal_updaters_protect_readers(void)
 {
+	unsigned long bad = 0;
+	int tries;
+
 	SK_CHECK_EQ(run_pv(0, 4, 2500 / sk_test_slow()), 0);
-	SK_CHECK_GT(run_pv(1, 1, 0), 0);
+	/* The broken twin: a loaded machine may hide it once; retry. */
+	for (tries = 0; tries < 20 && !bad; tries++)
+		bad = run_pv(1, 1, 0);
+	SK_CHECK_GT(bad, 0);
 }
 
 /* ---- expedited handshake --------------------------------------------------- */

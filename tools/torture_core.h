@@ -38,8 +38,8 @@
 #define SK_TORT_MAX_NEST 1000
 
 /* Values of live and freed objects, shared by the scenarios. */
-#define SK_TORT_MAGIC 0x70e7ce11a11feUL	    /* live */
-#define SK_TORT_POISON 0x6b6b6b6b6b6b6b6bUL /* freed (poisoned first) */
+#define SK_TORT_MAGIC ((unsigned long)0x70e7ce11a11feULL)	    /* live */
+#define SK_TORT_POISON ((unsigned long)0x6b6b6b6b6b6b6b6bULL) /* freed (poisoned first) */
 
 /* The grace-period primitives an updater may pick (--gp). */
 enum sk_tort_gp {

@@ -65,7 +65,7 @@ static inline int is_stable(unsigned long key)
 
 static inline unsigned long list_check(unsigned long key, unsigned long gen)
 {
-	return (key * 0x9e3779b97f4a7c15UL) ^ (gen << 20) ^ 0x5a5a;
+	return (key * ((unsigned long)0x9e3779b97f4a7c15ULL)) ^ (gen << 20) ^ 0x5a5a;
 }
 
 static struct list_elem *new_elem(struct sk_tort *T, struct sk_tort_pool *pool,

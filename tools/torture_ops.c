@@ -93,7 +93,12 @@ static void rcu_unlock(int idx)
 
 static unsigned long rcu_gp_seq(void)
 {
-	/* ABI field: (sequence << SK_RCU_SEQ_SHIFT) | flags. */
+	/*
+	 * ABI field: (phase << SK_RCU_SEQ_SHIFT) | flags.  The phase counts
+	 * scans (two per grace period on 32-bit targets) and has
+	 * SK_RCU_SEQ_BITS bits: the batch histogram is in scans there, and a
+	 * section across the 16-bit wrap lands in its last bucket.
+	 */
 	return sk_atomic_load_relaxed(&sk_rcu__gp.ctr) >> SK_RCU_SEQ_SHIFT;
 }
 

@@ -83,7 +83,9 @@ SK_TORT_X_FITS(PX_NR);
 
 static inline unsigned long pipe_payload(unsigned long seq, unsigned int i)
 {
-	return (seq * 0x9e3779b97f4a7c15UL) ^ ((unsigned long)i << 56) ^ i;
+	/* The index in the top byte, whatever the width of unsigned long. */
+	return (seq * (unsigned long)0x9e3779b97f4a7c15ULL) ^
+	       ((unsigned long)i << (8 * sizeof(unsigned long) - 8)) ^ i;
 }
 
 static int pipe_setup(struct sk_tort *T)

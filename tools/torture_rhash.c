@@ -94,7 +94,7 @@ static __thread struct sk_tort_rng rh_fallback_rng;
 
 static inline unsigned long rh_check(unsigned long key, unsigned long gen)
 {
-	return (key * 0xc2b2ae3d27d4eb4fUL) ^ (gen << 17) ^ 0xa5a5;
+	return (key * ((unsigned long)0xc2b2ae3d27d4eb4fULL)) ^ (gen << 17) ^ 0xa5a5;
 }
 
 static void *rh_alloc(size_t size)
