@@ -10,20 +10,8 @@ if(CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
-add_library(scalekit_checker STATIC EXCLUDE_FROM_ALL ${SK_SOURCES})
-target_compile_definitions(scalekit_checker PRIVATE SK_RCU_CHECKER=1)
-target_include_directories(scalekit_checker
-  PUBLIC  ${PROJECT_SOURCE_DIR}/include
-  PRIVATE ${PROJECT_SOURCE_DIR}/src)
-set_target_properties(scalekit_checker PROPERTIES C_VISIBILITY_PRESET hidden)
-target_link_libraries(scalekit_checker PUBLIC Threads::Threads)
-
-if(TARGET test_rhash_checker)
-  # Replace (not add to) the scalekit_static link of tests/CMakeLists.txt:
-  # two copies of the library in one program would not do.
-  set_property(TARGET test_rhash_checker PROPERTY LINK_LIBRARIES
-    scalekit_checker)
-endif()
+include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
+sk_lib_variant(scalekit_checker SK_RCU_CHECKER test_rhash_checker)
 
 # The exhaustive checker runs take a while under the sanitizers.
 foreach(t test_list_checker test_rhash_checker)

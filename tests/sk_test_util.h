@@ -239,6 +239,43 @@ static inline int sk_test_exec_self(char *const argv[], char *const envp[],
 	return sk_test_wait(pid);
 }
 
+/*
+ * Run this program again (sk_test_exec_self()) as "prog --child=mode",
+ * with the environment variable name set to value (removed when value is
+ * NULL); returns the wait status and the child's stderr in out.
+ */
+static inline int sk_test_run_child(const char *prog, const char *mode,
+				    const char *name, const char *value,
+				    char *out, size_t len)
+{
+	extern char **environ;
+	char flag[64], var[128];
+	char *argv[3], **envp;
+	size_t n = 0, i, nl = strlen(name);
+	int st;
+
+	for (i = 0; environ[i]; i++)
+		;
+	envp = calloc(i + 2, sizeof(*envp));
+	if (!envp)
+		abort();
+	for (i = 0; environ[i]; i++)
+		if (strncmp(environ[i], name, nl) != 0 || environ[i][nl] != '=')
+			envp[n++] = environ[i];
+	if (value) {
+		snprintf(var, sizeof(var), "%s=%s", name, value);
+		envp[n++] = var;
+	}
+	envp[n] = NULL;
+	snprintf(flag, sizeof(flag), "--child=%s", mode);
+	argv[0] = (char *)prog;
+	argv[1] = flag;
+	argv[2] = NULL;
+	st = sk_test_exec_self(argv, envp, out, len);
+	free(envp);
+	return st;
+}
+
 /* How a forked child ended and what it wrote on stderr. */
 struct sk_test_child {
 	pid_t pid;

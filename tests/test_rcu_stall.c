@@ -152,30 +152,9 @@ static int child_main(const char *mode)
  */
 static int run_child(const char *mode, const char *value, char *out, size_t len)
 {
-	char flag[64], var[128];
-	char *argv[3], **envp;
-	size_t n = 0, i;
-	int st;
+	int st = sk_test_run_child("test_rcu_stall", mode,
+				   "SCALEKIT_RCU_STALL_MS", value, out, len);
 
-	for (i = 0; environ[i]; i++)
-		;
-	envp = calloc(i + 2, sizeof(*envp));
-	if (!envp)
-		abort();
-	for (i = 0; environ[i]; i++)
-		if (strncmp(environ[i], "SCALEKIT_RCU_STALL_MS=", 22) != 0)
-			envp[n++] = environ[i];
-	if (value) {
-		snprintf(var, sizeof(var), "SCALEKIT_RCU_STALL_MS=%s", value);
-		envp[n++] = var;
-	}
-	envp[n] = NULL;
-	snprintf(flag, sizeof(flag), "--child=%s", mode);
-	argv[0] = "test_rcu_stall";
-	argv[1] = flag;
-	argv[2] = NULL;
-	st = sk_test_exec_self(argv, envp, out, len);
-	free(envp);
 	fprintf(stderr, "[child %s, SCALEKIT_RCU_STALL_MS=%s]\n%s", mode,
 		value ? value : "(unset)", out);
 	return st;

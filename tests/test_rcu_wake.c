@@ -212,28 +212,9 @@ static int child_after_timeout(void)
 static int run_child(const char *mode, const char *stall_ms, char *out,
 		     size_t len)
 {
-	char flag[64], var[64];
-	char *argv[] = { "test_rcu_wake", flag, NULL };
-	char **envp;
-	size_t n = 0, i;
-	int st;
+	int st = sk_test_run_child("test_rcu_wake", mode,
+				   "SCALEKIT_RCU_STALL_MS", stall_ms, out, len);
 
-	for (i = 0; environ[i]; i++)
-		;
-	envp = calloc(i + 2, sizeof(*envp));
-	if (!envp)
-		abort();
-	for (i = 0; environ[i]; i++)
-		if (strncmp(environ[i], "SCALEKIT_RCU_STALL_MS=", 22) != 0)
-			envp[n++] = environ[i];
-	if (stall_ms) {
-		snprintf(var, sizeof(var), "SCALEKIT_RCU_STALL_MS=%s", stall_ms);
-		envp[n++] = var;
-	}
-	envp[n] = NULL;
-	snprintf(flag, sizeof(flag), "--child=%s", mode);
-	st = sk_test_exec_self(argv, envp, out, len);
-	free(envp);
 	fprintf(stderr, "[child %s] %s", mode, out);
 	return st;
 }

@@ -309,9 +309,10 @@ SK_API void sk_synchronize_srcu_expedited(struct sk_srcu *d);
  * A producer far ahead of the worker (2^18 callbacks of d pending) yields
  * the CPU once per call; beyond 10000 the worker expedites d's grace
  * periods.
- * Returns: 0, -EINVAL (NULL argument), -EBUSY (SK_DEBUG builds: head
- * already queued, message on stderr) or -EAGAIN (the worker thread could
- * not start).
+ * Returns: 0, -EINVAL (NULL argument), -EBUSY (head already queued and
+ * not yet run, in every build: one message on stderr, the second request
+ * is dropped; as for sk_call_rcu(), two racing calls on one head are not
+ * caught) or -EAGAIN (the worker thread could not start).
  */
 SK_API int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 			void (*fn)(struct sk_rcu_head *head));
