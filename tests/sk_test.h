@@ -98,6 +98,16 @@ static inline double sk_test_now(void)
 		fprintf(stderr, "    (%.2f s)\n", sk_test_now() - sk_t0_); \
 	} while (0)
 
+/* Only the tests whose name contains this (argv[1]; NULL: all of them). */
+static const char *sk_t_only __attribute__((unused));
+
+/* SK_RUN_TIMED, for the tests selected by sk_t_only. */
+#define SK_RUN_SELECTED(fn)                                     \
+	do {                                                    \
+		if (!sk_t_only || strstr(#fn, sk_t_only))       \
+			SK_RUN_TIMED(fn);                       \
+	} while (0)
+
 /* Print the closing line CTest logs show and return the exit status. */
 static inline int sk_test_report(void)
 {

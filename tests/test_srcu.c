@@ -2540,19 +2540,11 @@ static void callbacks_from_many_threads_and_domains(void)
 	SK_CHECK_GT(md_run_once(1), 0); /* the checker MUST catch it */
 }
 
-/* Only the tests whose name contains argv[1] (all without an argument). */
-static const char *only;
-
-/* SK_RUN_TIMED, for the tests selected by argv[1]. */
-#define RUN(fn)                                         \
-	do {                                            \
-		if (!only || strstr(#fn, only))         \
-			SK_RUN_TIMED(fn);               \
-	} while (0)
+#define RUN(fn) SK_RUN_SELECTED(fn)
 
 int main(int argc, char **argv)
 {
-	only = argc > 1 ? argv[1] : NULL;
+	sk_t_only = argc > 1 ? argv[1] : NULL;
 	seed = sk_test_seed_init();
 	slow = sk_test_slow();
 

@@ -447,18 +447,11 @@ static void on_alarm(int sig)
 	_exit(1);
 }
 
-/* Only the tests whose name contains argv[1] (all without an argument). */
-static const char *only;
-
-#define RUN(fn)                                         \
-	do {                                            \
-		if (!only || strstr(#fn, only))         \
-			SK_RUN_TIMED(fn);               \
-	} while (0)
+#define RUN(fn) SK_RUN_SELECTED(fn)
 
 int main(int argc, char **argv)
 {
-	only = argc > 1 ? argv[1] : NULL;
+	sk_t_only = argc > 1 ? argv[1] : NULL;
 	signal(SIGALRM, on_alarm);
 	alarm(10 * HANG_S);
 	sk_test_seed_init();
