@@ -423,16 +423,22 @@ static void *mp_writer(void *arg)
 			sk_smp_store_release(&m->flag, (unsigned int)r);
 			break;
 		case MP_FLAG_FIRST: {
-			int i;
+			double until;
 
 			SK_WRITE_ONCE(m->flag, (unsigned int)r);
 			sk_smp_wmb();
 			/*
-			 * Widen the window a spinning reader can hit, so that a
-			 * loaded machine or a sanitizer build still shows the
-			 * bug in a few thousand rounds.
+			 * Wake a reader that went to sleep on the flag now, not
+			 * after the data, and widen the window it can hit by
+			 * wall time (not by a count of sk_cpu_relax(), which is
+			 * only a compiler barrier in the generic build), so
+			 * that a loaded machine, a sanitizer build or the
+			 * generic build still shows the bug in a few thousand
+			 * rounds.
 			 */
-			for (i = 0; i < 2000; i++)
+			ww_wake(&m->flag, &m->flag_sleepers);
+			until = sk_test_now() + 20e-6;
+			while (sk_test_now() < until)
 				sk_cpu_relax();
 			SK_WRITE_ONCE(m->a, r);
 			SK_WRITE_ONCE(m->b, r * MP_K1);
