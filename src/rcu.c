@@ -43,7 +43,13 @@
  *   G3 (leader, heavy)       - futex = -1 before re-reading ctrs; pairs
  *                              with U2/Q2 (store buffering), so a reader
  *                              that leaves after the re-check sees -1 and
- *                              wakes the leader.
+ *                              wakes the leader.  Also before re-reading
+ *                              the expedite count; pairs with E1.
+ *   E1 (expedited caller,    - expedite count raised before futex is read
+ *       full)                  to wake a sleeping leader: the leader sees
+ *                              the count after G3 and polls instead of
+ *                              sleeping, or the caller sees -1 and wakes
+ *                              it.
  *   H0/H1/H2 (expedited)     - G1 by handshake instead of membarrier(2):
  *                              the leader publishes a request number
  *                              (H0, release, after R1) and sets futex;
@@ -119,6 +125,18 @@ static int rcu_test_scans; /* nonzero: scans per grace period (tests) */
 		 sk_atomic_load_relaxed(&rcu_test_scans) : SK_RCU_SCANS)
 #else
 #define gp_scans() SK_RCU_SCANS
+#endif
+
+#ifdef SK_TEST_HOOKS
+static void (*rcu_test_hook)(int where); /* see sk__rcu_test_set_hook() */
+#define test_hook(where)                                                \
+	do {                                                            \
+		void (*fn_)(int) = sk_atomic_load_acquire(&rcu_test_hook); \
+		if (fn_)                                                \
+			fn_(where);                                     \
+	} while (0)
+#else
+#define test_hook(where) do { } while (0)
 #endif
 
 /*
@@ -682,9 +700,19 @@ static void wait_for_readers(unsigned long c, int expedited, int scan_no,
 			sched_yield();
 			continue;
 		}
+		test_hook(SK__RCU_HOOK_BEFORE_SLEEP);
 		sk_atomic_store_relaxed(&sk_rcu__gp.futex, -1);
-		/* G3: futex = -1 before re-reading ctrs; pairs with U2/Q2. */
+		/*
+		 * G3: futex = -1 before re-reading ctrs (pairs with U2/Q2)
+		 * and the expedite count (pairs with E1): a request made
+		 * after the check above is seen here, or its caller sees
+		 * -1 and wakes us.
+		 */
 		sk_fence_heavy();
+		if (sk_atomic_load_relaxed(&rcu.expedite)) {
+			sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
+			continue; /* poll for the expedited caller */
+		}
 		n = scan(c, pend, n);
 		if (!n) {
 			sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
@@ -899,7 +927,13 @@ void sk__rcu_wait(unsigned long target, int expedited)
 	if (expedited) {
 		/* A sleeping leader switches to polling for us. */
 		sk_atomic_fetch_add(&rcu.expedite, 1UL);
+		/*
+		 * E1: the count before wake_leader() reads futex; pairs with
+		 * G3 (store buffering with a leader going to sleep).
+		 */
+		sk_smp_mb__after_atomic();
 		wake_leader();
+		test_hook(SK__RCU_HOOK_EXPEDITE_ASKED);
 	}
 	while (!sk__rcu_done(target)) {
 		if (pthread_mutex_trylock(&rcu.gp_lock) == 0) {
@@ -1096,5 +1130,16 @@ int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase)
 void sk__rcu_test_set_scans(int n)
 {
 	sk_atomic_store_relaxed(&rcu_test_scans, n);
+}
+
+/*
+ * Call fn(where) at the points named SK__RCU_HOOK_* (NULL: none), in the
+ * thread that reaches them: a leader about to sleep on readers (holding
+ * gp_lock), an expedited caller that has just asked for haste.  Release:
+ * fn sees what the test wrote before.
+ */
+void sk__rcu_test_set_hook(void (*fn)(int where))
+{
+	sk_atomic_store_release(&rcu_test_hook, fn);
 }
 #endif

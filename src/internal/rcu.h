@@ -43,6 +43,8 @@ extern unsigned long sk__rcu_stall_ms;
 /* Test hooks of the scalekit_hooks library (src/rcu.c). */
 int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase);
 void sk__rcu_test_set_scans(int n);
+enum { SK__RCU_HOOK_BEFORE_SLEEP = 1, SK__RCU_HOOK_EXPEDITE_ASKED = 2 };
+void sk__rcu_test_set_hook(void (*fn)(int where));
 #endif
 
 #endif
