@@ -1090,6 +1090,12 @@ static void atfork_child(void)
 	sk__rcu_cb_atfork_child();
 }
 
+unsigned long sk__rcu_gp_count(void)
+{
+	/* Relaxed: a statistic, orders nothing. */
+	return sk_atomic_load_relaxed(&rcu.ngps);
+}
+
 int sk_rcu_get_stats(struct sk_rcu_stats *st)
 {
 	if (!st)

@@ -17,7 +17,10 @@
  *    that equals the phase of the coming scan (what a reader preempted for
  *    2^16 scans between its load and its store does on 32-bit) must still
  *    be waited for; with one scan per grace period (the broken twin, forced
- *    through the hook) it is not, and the test must see that.
+ *    through the hook) it is not, and the test must see that;
+ *  - gp_count_counts_grace_periods: the torture tool's grace-period count
+ *    advances once per grace period with one or two scans (the phase it
+ *    used before advances once per scan: twice as fast on 32-bit).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +35,7 @@
 
 int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase);
 void sk__rcu_test_set_scans(int n);
+unsigned long sk__rcu_gp_count(void);
 
 #define PHASE_MASK (ULONG_MAX >> SK_RCU_SEQ_SHIFT)
 
@@ -246,6 +250,51 @@ static void stale_phase_reader_waited(void)
 		SK_CHECK_EQ(held_run(0, 1), 0); /* the build's own choice */
 }
 
+static int idle_in, idle_release;
+
+/* A registered reader outside any section: makes grace periods scan. */
+static void *idle_reader(void *arg)
+{
+	(void)arg;
+	sk_rcu_register_thread();
+	STORE(idle_in, 1);
+	while (!LOAD(idle_release))
+		sched_yield();
+	sk_rcu_unregister_thread();
+	return NULL;
+}
+
+/*
+ * sk__rcu_gp_count() (the torture tool's Reader Batch counter) advances by
+ * one per grace period however many scans each runs; the reader word's
+ * phase, which that counter was before (the twin), advances per scan.
+ */
+static void gp_count_counts_grace_periods(void)
+{
+	unsigned long n0, p0, gps = 10, i;
+	pthread_t t;
+	int scans;
+
+	sk_test_thread_start(&t, idle_reader, NULL);
+	while (!LOAD(idle_in))
+		sched_yield();
+	for (scans = 1; scans <= 2; scans++) {
+		sk__rcu_test_set_scans(scans);
+		n0 = sk__rcu_gp_count();
+		p0 = sk_test_gp_ctr() >> SK_RCU_SEQ_SHIFT;
+		for (i = 0; i < gps; i++)
+			sk_synchronize_rcu();
+		SK_CHECK_EQ(sk__rcu_gp_count() - n0, gps);
+		/* The twin: right with one scan only. */
+		SK_CHECK_EQ(((sk_test_gp_ctr() >> SK_RCU_SEQ_SHIFT) - p0) &
+				    PHASE_MASK,
+			    gps * (unsigned long)scans);
+	}
+	sk__rcu_test_set_scans(0);
+	STORE(idle_release, 1);
+	sk_test_thread_join(t);
+}
+
 int main(void)
 {
 	sk_test_seed_init();
@@ -253,5 +302,6 @@ int main(void)
 	SK_RUN_TIMED(cookies_across_wrap);
 	SK_RUN_TIMED(readers_protected_across_wrap);
 	SK_RUN_TIMED(stale_phase_reader_waited);
+	SK_RUN_TIMED(gp_count_counts_grace_periods);
 	return sk_test_report();
 }

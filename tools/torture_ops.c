@@ -91,15 +91,18 @@ static void rcu_unlock(int idx)
 	sk_rcu_read_unlock();
 }
 
+/* Hidden in the library (src/internal/rcu.h); the tool links it statically. */
+unsigned long sk__rcu_gp_count(void);
+
 static unsigned long rcu_gp_seq(void)
 {
 	/*
-	 * ABI field: (phase << SK_RCU_SEQ_SHIFT) | flags.  The phase counts
-	 * scans (two per grace period on 32-bit targets) and has
-	 * SK_RCU_SEQ_BITS bits: the batch histogram is in scans there, and a
-	 * section across the 16-bit wrap lands in its last bucket.
+	 * Grace periods completed, full width: the batch histogram counts
+	 * grace periods on every target.  (Not the reader word's phase: it
+	 * counts scans, two per grace period on 32-bit targets, and wraps
+	 * at 16 bits there.)
 	 */
-	return sk_atomic_load_relaxed(&sk_rcu__gp.ctr) >> SK_RCU_SEQ_SHIFT;
+	return sk__rcu_gp_count();
 }
 
 static void rcu_stats(struct sk_tort_gp_stats *st)

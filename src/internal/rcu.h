@@ -27,6 +27,14 @@ void sk__rcu_wait(unsigned long target, int expedited);
  */
 int sk__rcu_enter_wait(const char *fn);
 
+/*
+ * Grace periods completed so far, in full unsigned long width (wraps
+ * modulo): differences count grace periods on every target.  A relaxed
+ * load, orders nothing; never blocks; any thread.  For the torture tool,
+ * which declares it itself (the shared library does not export it).
+ */
+unsigned long sk__rcu_gp_count(void);
+
 /* Fill the callback counters of *st (src/rcu_cb.c). */
 struct sk_rcu_stats;
 int sk__rcu_cb_stats(struct sk_rcu_stats *st);
