@@ -151,18 +151,39 @@ set_cross() {
 	fi
 }
 
+# install_entries KIND ENTRY...: apt-get install the packages of the
+# entries that are missing, then probe every entry again (a package that
+# installed but does not provide its probe, a renamed runtime say, is
+# reported now, not as a link error later).  KIND "required": returns 1
+# when something is still missing.  KIND "optional" (the cross packages):
+# installed with --no-remove, and a failure is reported, never fatal.
+install_entries() {
+	local kind=$1 miss still flags=(-y -q --no-install-recommends)
+	shift
+	mapfile -t miss < <(missing_of "$@")
+	[ "${#miss[@]}" -eq 0 ] && return 0
+	[ "$kind" = optional ] && flags+=(--no-remove)
+	echo "deps.sh: + apt-get install ${flags[*]} ${miss[*]}"
+	if apt-get install "${flags[@]}" "${miss[@]}"; then
+		mapfile -t still < <(missing_of "$@")
+		if [ "${#still[@]}" -eq 0 ]; then
+			echo "deps.sh: installed ${miss[*]}"
+			return 0
+		fi
+		echo "deps.sh: still missing after install: ${still[*]}" >&2
+	fi
+	if [ "$kind" = optional ]; then
+		echo "deps.sh: could not install ${miss[*]} (see above); make check skips the aarch64 and -m32 jobs that need them" >&2
+		return 0
+	fi
+	echo "deps.sh: could not install ${miss[*]} (see above)" >&2
+	return 1
+}
+
 # install_cross: try the optional packages; a failure is reported, not fatal.
 install_cross() {
-	local miss
 	set_cross
-	mapfile -t miss < <(missing_of "${cross[@]}")
-	[ "${#miss[@]}" -eq 0 ] && return 0
-	echo "deps.sh: + apt-get install -y --no-install-recommends --no-remove ${miss[*]}"
-	if apt-get install -y -q --no-install-recommends --no-remove "${miss[@]}"; then
-		echo "deps.sh: installed ${miss[*]}"
-	else
-		echo "deps.sh: could not install ${miss[*]} (see above); make check skips the aarch64 and -m32 jobs that need them" >&2
-	fi
+	install_entries optional "${cross[@]}"
 }
 
 # report_cross: say which optional packages are missing (never fatal).
@@ -211,15 +232,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 echo "deps.sh: + apt-get update"
 apt-get update -q
-echo "deps.sh: + apt-get install -y --no-install-recommends ${missing[*]}"
-apt-get install -y -q --no-install-recommends "${missing[@]}"
-
-# Verify: a package that installed but does not provide the probe (a
-# renamed runtime, say) should be reported now, not as a link error later.
-mapfile -t still < <(missing_of "${wanted[@]}")
-if [ "${#still[@]}" -ne 0 ]; then
-	echo "deps.sh: still missing after install: ${still[*]}" >&2
-	exit 1
-fi
-echo "deps.sh: installed ${missing[*]}"
+install_entries required "${wanted[@]}" || exit 1
 install_cross
