@@ -60,6 +60,7 @@ struct lt_run {
 	int plan[LT_MAX_PROCS][LT_MAX_PROCS]; /* [thread][k]: process */
 	unsigned int delay_max; /* pause instructions before a process */
 	unsigned long rot;
+	int batch;		/* size of the last batch */
 	double start;
 	int abort;		/* atomic: a runtime error stops the run */
 	int go;			/* atomic: T is final, threads may start */
@@ -630,9 +631,24 @@ static void plan_batch(struct lt_ctx *c)
 	int perm[LT_MAX_PROCS], i, k, n = t->nprocs;
 	unsigned long left = R->o->iterations - R->res->iterations;
 
-	R->nthis = left < LT_BATCH ? (int)left : LT_BATCH;
+	double spent = now_s() - R->start;
+
+	/* Batches grow from 16 iterations, and stay within the time left at
+	 * the rate seen so far (grace periods make some tests slow). */
+	R->batch = R->batch ? R->batch * 2 : 16;
+	if (R->batch > LT_BATCH)
+		R->batch = LT_BATCH;
+	if (R->res->iterations && spent > 0) {
+		double fit = (double)R->res->iterations / spent *
+			     (R->o->seconds - spent);
+
+		if (fit < R->batch)
+			R->batch = fit < 1 ? 1 : (int)fit;
+	}
+	R->nthis = left < (unsigned long)R->batch ? (int)left : R->batch;
+	/* At least one batch, however late the threads got going. */
 	if (sk_atomic_load_relaxed(&R->abort) ||
-	    now_s() - R->start >= R->o->seconds)
+	    (spent >= R->o->seconds && R->res->iterations))
 		R->nthis = 0;
 	/* Rotate which thread (CPU) runs which process; shuffle when a
 	 * thread runs several, so that every order gets its turn. */
@@ -743,6 +759,14 @@ static void run_batch(struct lt_ctx *c, int n)
 		for (k = 0; k < R->nplan[c->me]; k++) {
 			int pid = R->plan[c->me][k];
 
+			/* Processes sharing a thread would share its store
+			 * buffer (a reader could see a write by "another
+			 * CPU" before anyone else, breaking multicopy
+			 * atomicity on x86): a full barrier between them
+			 * makes the earlier one finished and visible, as a
+			 * process on another CPU that ran first. */
+			if (k > 0)
+				sk_smp_mb();
 			spin(rnd(c) % R->delay_max);
 			run_proc(c, pid, slot, regs + pid * LT_MAX_REGS);
 		}
