@@ -25,6 +25,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	if (lt_parse("fuzz.litmus", text, size, &t, err) == 0) {
+#ifdef LT_FUZZ_RUN
+		struct lt_opts o = { .iterations = 8, .seconds = 0.01,
+				     .threads = 2, .seed = 1 };
+		struct lt_result r;
+
+		if (lt_run(&t, &o, &r) != 0 &&
+		    strncmp(r.error, "fuzz.litmus:", 12) != 0) {
+			fprintf(stderr, "runtime error without file:line: "
+				"%s\n", r.error);
+			abort();
+		}
+		free(r.states);
+#endif
 		lt_free(&t);
 	} else if (strncmp(err, "fuzz.litmus:", 12) != 0) {
 		fprintf(stderr, "error without file:line: %s\n", err);
