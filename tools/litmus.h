@@ -14,6 +14,7 @@
 #define SK_LITMUS_H
 
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 
 #define LT_MAX_PROCS 8	/* processes per test */
@@ -162,6 +163,11 @@ struct lt_test {
  */
 int lt_parse(const char *file, const char *text, size_t len,
 	     struct lt_test *t, char err[LT_ERR]);
+
+/* lt_verror() - format "file:line: message" into out (parser and
+ * executor errors alike). */
+void lt_verror(char out[LT_ERR], const char *file, int line,
+	       const char *fmt, va_list ap);
 
 /* lt_free() - release what lt_parse() allocated in *t. */
 void lt_free(struct lt_test *t);

@@ -110,16 +110,14 @@ static void spin(unsigned int n)
 static __attribute__((format(printf, 3, 4))) void
 run_error(struct lt_run *R, int line, const char *fmt, ...)
 {
-	char msg[256];
 	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	pthread_mutex_lock(&R->err_lock);
-	if (!R->res->error[0])
-		snprintf(R->res->error, LT_ERR, "%s:%d: %s", R->t->file, line,
-			 msg);
+	if (!R->res->error[0]) {
+		va_start(ap, fmt);
+		lt_verror(R->res->error, R->t->file, line, fmt, ap);
+		va_end(ap);
+	}
 	pthread_mutex_unlock(&R->err_lock);
 	sk_atomic_store_relaxed(&R->abort, 1);
 }

@@ -42,16 +42,23 @@ struct ps {
 	jmp_buf fail;
 };
 
+void lt_verror(char out[LT_ERR], const char *file, int line,
+	       const char *fmt, va_list ap)
+{
+	char msg[256];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	snprintf(out, LT_ERR, "%s:%d: %s", file, line, msg);
+}
+
 static __attribute__((noreturn, format(printf, 3, 4))) void
 fail_at(struct ps *ps, int line, const char *fmt, ...)
 {
-	char msg[256];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	lt_verror(ps->err, ps->file, line, fmt, ap);
 	va_end(ap);
-	snprintf(ps->err, LT_ERR, "%s:%d: %s", ps->file, line, msg);
 	longjmp(ps->fail, 1);
 }
 
@@ -546,7 +553,8 @@ static int parse_primary(struct ps *ps, int depth)
 	return new_expr(ps, LT_E_REG, i, -1, -1);
 }
 
-/* Binary operators from the lowest precedence up. */
+/* Binary operators from the lowest precedence up; an operator is numbered
+ * prec * 4 + k, the numbers eval_bin() in litmus_exec.c switches on. */
 static const char *const binops[][4] = {
 	{ "||" }, { "&&" }, { "|" }, { "^" }, { "&" }, { "==", "!=" },
 	{ "<", ">", "<=", ">=" }, { "+", "-" }, { "*" },
@@ -589,11 +597,6 @@ static int parse_expr(struct ps *ps)
 	return parse_expr_prec(ps, 0, 0);
 }
 
-/* lt_eval() in litmus_exec.c numbers operators as prec * 4 + k. */
-const char *lt_binop_name(int op)
-{
-	return op / 4 < NPREC ? binops[op / 4][op % 4] : "?";
-}
 
 /* ---- operations ----------------------------------------------------- */
 
