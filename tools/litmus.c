@@ -7,6 +7,9 @@
  * is litmus_parse.c, the executor litmus_exec.c.
  */
 #define _GNU_SOURCE
+/* 32-bit builds: stat() and scandir() fail with EOVERFLOW on large inode
+ * numbers without 64-bit file offsets. */
+#define _FILE_OFFSET_BITS 64
 #include "litmus.h"
 
 #include <dirent.h>
