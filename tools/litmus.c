@@ -286,6 +286,8 @@ static void run_path(struct cli *c, const char *path)
 	struct dirent **list;
 	struct stat st;
 	char err[LT_ERR];
+	const char *sep;
+	size_t len;
 	int n, i;
 
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -299,10 +301,13 @@ static void run_path(struct cli *c, const char *path)
 		report_error(c, path, err);
 		return;
 	}
+	len = strlen(path);
+	sep = len && path[len - 1] == '/' ? "" : "/";
 	for (i = 0; i < n; i++) {
 		char *full;
 
-		if (asprintf(&full, "%s/%s", path, list[i]->d_name) >= 0) {
+		if (asprintf(&full, "%s%s%s", path, sep,
+			     list[i]->d_name) >= 0) {
 			run_file(c, full);
 			free(full);
 		}
