@@ -6,6 +6,12 @@
  * loaded (before main() for a linked program, inside dlopen() otherwise),
  * so no reader can run a light fence under one mode while an updater runs
  * the heavy fence under the other.
+ *
+ * Litmus test of the pair H/light: litmus/SB+mbs.litmus, the store
+ * buffering pattern the pair forbids, with sk_smp_mb() on both sides (the
+ * fallback mode).  Not covered: membarrier(2) itself, which the litmus
+ * format cannot write; tests/test_barrier.c runs the same pattern with
+ * sk_fence_light() against sk_fence_heavy().
  */
 #define _GNU_SOURCE
 #include "scalekit/barrier.h"

@@ -66,6 +66,24 @@
  *                              ones never do) get the real G1.
  * In the fallback without membarrier(2), light fences are full fences and
  * the heavy fence is sk_smp_mb(), which pair the same way.
+ * Litmus tests of these pairs (litmus/, run by `make check`, see
+ * docs/litmus.md; the format has no membarrier(2), so a heavy or light
+ * fence is written as smp_mb(), which checks the pairing, not the
+ * asymmetric fence itself):
+ *   S1, G1        - rcu-gp-advance-mb.litmus (and its broken twin
+ *                   rcu-gp-advance-no-mb.litmus: the barrier after the
+ *                   registry lock instead, issue 11 item 7).
+ *   R1/L1         - MP+rel+acq.litmus.
+ *   G1/L2, G3/U2  - SB+mbs.litmus.
+ *   G2/U1         - LB+rel+mb.litmus.
+ *   all of them, end to end through sk_synchronize_rcu():
+ *                   rcu-gp-before.litmus, rcu-gp-after.litmus,
+ *                   rcu-deferred-free.litmus (fail with --busted).
+ *   H0/H1/H2      - rcu-gp-before-exp.litmus runs the expedited grace
+ *                   period end to end; H0's release/acquire is
+ *                   MP+rel+acq.litmus.  Not covered: whether the
+ *                   handshake or membarrier(2) served a given iteration,
+ *                   and the handshake's timeout path.
  *
  * Batching.  Callers snapshot the counter (s), then take gp_lock.  Any grace
  * period that advanced the counter past s started after the snapshot and

@@ -47,6 +47,15 @@
  * A seq_cst RMW is no full barrier for a later relaxed load in C11 (nor on
  * ARMv8.0: LDAXR/STLXR, then LDR), hence W2 and K2; on x86 the locked
  * instruction is one, and they only stop the compiler.
+ * Litmus tests of these pairs (litmus/, see docs/litmus.md):
+ *   C2/C2'            - MP+rel+acq.litmus.
+ *   C1, W1/W2, K1/K2  - SB+xchg+mb.litmus (an exchange, then a load,
+ *                       against a store, sk_smp_mb() and a load) and
+ *                       SB+mbs.litmus.
+ *   K3                - SB+xchg+mb.litmus.  Not covered: the callback
+ *                       itself (the format has no call_rcu()); the grace
+ *                       period a callback waits for is the one of
+ *                       rcu-deferred-free.litmus.
  */
 #define _GNU_SOURCE
 #include <errno.h>

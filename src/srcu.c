@@ -63,6 +63,16 @@
  *       with I.  Explicit fences: in C11 a seq_cst RMW orders no later
  *       non-seq_cst load, so the RMW alone is not enough on weakly
  *       ordered CPUs (ARMv8.0 without LSE, POWER).
+ *   Litmus tests (litmus/, see docs/litmus.md; smp_mb() stands for the
+ *   light and heavy fences, which the format cannot write):
+ *     B/D, P/Z      - SB+mbs.litmus.
+ *     C/D           - LB+rel+mb.litmus.
+ *     N, X          - MP+rel+acq.litmus.
+ *     W1, I, G      - SB+xchg+mb.litmus.
+ *     S1, E/F and all of the above end to end through the real grace
+ *     period: srcu-gp-before.litmus, srcu-gp-after.litmus,
+ *     srcu-deferred-free.litmus (fail with --busted),
+ *     srcu-two-domains.litmus, srcu-two-domains-both.litmus.
  *
  * Why a reader that picked up a stale idx cannot end a grace period early:
  * it increments lock[i'] for an index being drained.  If the drain's lock

@@ -29,6 +29,8 @@ static const struct sk_tool_cmd sk_tool_cmds[] = {
 	  sk_tool_bench },
 	{ "torture", "torture-test RCU, SRCU, lists and the hash table",
 	  sk_tool_torture },
+	{ "litmus", "run litmus tests (LKMM C format) with scalekit's primitives",
+	  sk_tool_litmus },
 };
 
 #define SK_TOOL_NCMDS ((int)(sizeof(sk_tool_cmds) / sizeof(sk_tool_cmds[0])))

@@ -17,6 +17,7 @@
 /* The subcommands (one file each). */
 int sk_tool_bench(int argc, char **argv);
 int sk_tool_torture(int argc, char **argv);
+int sk_tool_litmus(int argc, char **argv);
 
 /*
  * sk_tool_usage_error() - print "scalekit <cmd>: <message>" and a pointer

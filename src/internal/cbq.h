@@ -12,6 +12,8 @@
  *   C2 (producer, release) - links the node after its predecessor; pairs
  *                            with the consumer's acquire C2' in
  *                            sk__wfq_next() / sk__wfq_take().
+ * Litmus tests (litmus/, see docs/litmus.md): C1 - SB+xchg+mb.litmus;
+ * C2/C2' - MP+rel+acq.litmus.
  */
 #ifndef SCALEKIT_INTERNAL_CBQ_H
 #define SCALEKIT_INTERNAL_CBQ_H

@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: MIT
+# Tests of `scalekit litmus` (see docs/litmus.md).
+#
+# Like tests/torture.cmake, this file has two modes.  Included from
+# tests/CMakeLists.txt it declares the tests.  Run as a script (cmake -P)
+# it is the checker they call: it runs the tool and verifies the exact exit
+# status and the output.
+#
+# Label "litmus".  Durations: @SECS@ in the arguments is SK_SECS, or
+# SK_SLOW_SECS when the environment has SK_TEST_SLOW (sanitizer builds and
+# the qemu-user jobs), so the whole suite stays within a few seconds there.
+#
+# Script mode variables:
+#   SK_CMD, SK_ARGS, SK_RC, SK_STDOUT, SK_STDERR, SK_EMULATOR
+#                 as in tests/torture.cmake (cmake/sk_cli_check.cmake)
+#   SK_SECS, SK_SLOW_SECS  the values of @SECS@
+#   SK_BAD_DIR    check every *.litmus file there instead: each must be
+#                 reported as an error naming the file, a line and the
+#                 text of its "// expect: <text>" first line, exit status 1,
+#                 no crash
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_cli_check.cmake)
+  if(DEFINED SK_BAD_DIR)
+    file(GLOB bad ${SK_BAD_DIR}/*.litmus)
+    list(LENGTH bad n)
+    if(n EQUAL 0)
+      message(FATAL_ERROR "no *.litmus file in ${SK_BAD_DIR}")
+    endif()
+    set(SK_RC 1)
+    foreach(f ${bad})
+      file(STRINGS ${f} first LIMIT_COUNT 1)
+      if(NOT first MATCHES "^// expect: (.+)$")
+        message(FATAL_ERROR "${f}: the first line must be // expect: <message>")
+      endif()
+      set(want "${CMAKE_MATCH_1}")
+      string(REGEX REPLACE "([][+.*()^$?|\\\\])" "\\\\\\1" want_re "${want}")
+      string(REGEX REPLACE "([][+.*()^$?|\\\\])" "\\\\\\1" f_re "${f}")
+      set(SK_STDERR "scalekit litmus: ${f_re}:[0-9]+: ${want_re}")
+      sk_cli_check("litmus;--seconds;0.05;${f}" OFF)
+    endforeach()
+    message("${n} malformed files: each reported with its message, none crashed")
+    return()
+  endif()
+  set(secs "${SK_SECS}")
+  if(NOT "$ENV{SK_TEST_SLOW}" STREQUAL "" AND NOT "$ENV{SK_TEST_SLOW}" STREQUAL "0")
+    set(secs "${SK_SLOW_SECS}")
+  endif()
+  string(REPLACE "@SECS@" "${secs}" args "${SK_ARGS}")
+  string(REPLACE "|" ";" args "${args}")
+  sk_cli_check("${args}" ON)
+  return()
+endif()
+
+if(NOT TARGET scalekit_tool)
+  return()
+endif()
+
+set(sk_lit_dir ${PROJECT_SOURCE_DIR}/litmus)
+set(sk_lit_bad ${PROJECT_SOURCE_DIR}/tests/litmus-bad)
+
+# sk_litmus_test(NAME RC ARGS [SECS s] [SLOW_SECS s] [STDOUT re] [STDERR re]
+#                [BAD_DIR dir] [LABELS ...] [ENV ...] [TIMEOUT s])
+function(sk_litmus_test name rc args)
+  cmake_parse_arguments(T "" "SECS;SLOW_SECS;STDOUT;STDERR;BAD_DIR;TIMEOUT"
+    "LABELS;ENV" ${ARGN})
+  set(defs -DSK_CMD=$<TARGET_FILE:scalekit_tool> "-DSK_ARGS=${args}" -DSK_RC=${rc})
+  if(CMAKE_CROSSCOMPILING_EMULATOR)
+    list(JOIN CMAKE_CROSSCOMPILING_EMULATOR "|" emu)
+    list(APPEND defs "-DSK_EMULATOR=${emu}")
+  endif()
+  if(NOT DEFINED T_SECS)
+    set(T_SECS 1)
+  endif()
+  if(NOT DEFINED T_SLOW_SECS)
+    set(T_SLOW_SECS ${T_SECS})
+  endif()
+  list(APPEND defs -DSK_SECS=${T_SECS} -DSK_SLOW_SECS=${T_SLOW_SECS})
+  foreach(v STDOUT STDERR BAD_DIR)
+    if(DEFINED T_${v})
+      list(APPEND defs "-DSK_${v}=${T_${v}}")
+    endif()
+  endforeach()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_COMMAND} ${defs} -P ${CMAKE_CURRENT_FUNCTION_LIST_FILE})
+  set_tests_properties(${name} PROPERTIES LABELS "litmus;${T_LABELS}"
+    TIMEOUT ${T_TIMEOUT})
+  if(T_ENV)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${T_ENV}")
+  endif()
+endfunction()
+
+# The shipped suite, briefly: no FAIL (Never outcomes unseen) and no
+# error.  "Not observed" is a warning (x86 shows no MP, LB, IRIW...).
+# This runs every file the fence legends of src/ name.
+sk_litmus_test(litmus_suite 0 "litmus|--seconds|@SECS@|${sk_lit_dir}"
+  SECS 0.25 SLOW_SECS 0.05 TIMEOUT 300
+  STDOUT "litmus: [0-9]+ tests: [0-9]+ Ok, [0-9]+ Not observed, 0 FAIL, 0 errors\n$")
+
+# The harness sees real reordering: SB without fences observed on x86
+# (labels: qemu-user does not reorder like the host; sanitizer
+# instrumentation between the store and the load drains the store
+# buffer), SB with sk_smp_mb() never (part of litmus_suite, and here
+# for longer).
+sk_litmus_test(litmus_sb_observed 0
+  "litmus|--require-observed|--seconds|@SECS@|${sk_lit_dir}/SB.litmus"
+  SECS 2 STDOUT "observed, [1-9][0-9]* of.*Verdict: Ok" LABELS "noqemu;nosan")
+sk_litmus_test(litmus_sb_mbs_never 0
+  "litmus|--seconds|@SECS@|${sk_lit_dir}/SB+mbs.litmus"
+  SECS 2 SLOW_SECS 0.3 STDOUT "not observed, 0 of.*Verdict: Ok")
+
+# --busted: grace periods that wait for nothing.  The RCU and SRCU
+# deferred-free tests must FAIL (exit status 1): proof that they run
+# through the real sk_synchronize_rcu() / sk_synchronize_srcu().
+sk_litmus_test(litmus_busted_rcu 1
+  "litmus|--busted|--seconds|@SECS@|${sk_lit_dir}/rcu-deferred-free.litmus"
+  SECS 2 STDOUT "Verdict: FAIL \\(expected Never\\).*1 FAIL" LABELS noqemu)
+sk_litmus_test(litmus_busted_srcu 1
+  "litmus|--busted|--seconds|@SECS@|${sk_lit_dir}/srcu-deferred-free.litmus"
+  SECS 2 STDOUT "Verdict: FAIL \\(expected Never\\).*1 FAIL" LABELS noqemu)
+
+# Malformed files (the fuzzer's crashers among them): a clean error each.
+sk_litmus_test(litmus_bad_files 1 "" BAD_DIR ${sk_lit_bad} TIMEOUT 120)
+# A bad file among good ones: reported, and the others still run.
+sk_litmus_test(litmus_goes_on 1
+  "litmus|--seconds|0.05|${sk_lit_bad}/unsupported-after-unlock-lock.litmus|${sk_lit_dir}/CoWW.litmus"
+  STDOUT "Test CoWW .*1 Ok, 0 Not observed, 0 FAIL, 1 errors"
+  STDERR "unsupported-after-unlock-lock.litmus:[0-9]+: unsupported: smp_mb__after_unlock_lock")
+sk_litmus_test(litmus_json 0
+  "litmus|--json|--seconds|0.05|${sk_lit_dir}/CoWW.litmus"
+  STDOUT "^\\[\n  {\"file\": \"[^\"]*CoWW.litmus\", \"name\": \"CoWW\", \"expected\": \"Never\".*\"verdict\": \"Ok\".*}\n\\]\n$")
+
+# The command line.
+sk_litmus_test(litmus_usage_no_file 2 "litmus" STDERR "no FILE or DIR given")
+sk_litmus_test(litmus_usage_seconds 2 "litmus|--seconds|abc|x.litmus"
+  STDERR "--seconds wants a number above 0")
+sk_litmus_test(litmus_usage_unknown 2 "litmus|--nosuch|x.litmus"
+  STDERR "unknown option '--nosuch'")
+sk_litmus_test(litmus_missing_file 1 "litmus|/nonexistent.litmus"
+  STDERR "/nonexistent.litmus: No such file")
+sk_litmus_test(litmus_help 0 "litmus|--help" STDOUT "usage: scalekit litmus")

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `scalekit litmus`: run litmus tests in the C format of the Linux-kernel
+ * memory model on this machine, with scalekit's primitives (see
+ * docs/litmus.md).  This file holds the command line, the walk over files
+ * and directories, the verdict and the report (text or JSON); the parser
+ * is litmus_parse.c, the executor litmus_exec.c.
+ */
+#define _GNU_SOURCE
+/* 32-bit builds: stat() and scandir() fail with EOVERFLOW on large inode
+ * numbers without 64-bit file offsets. */
+#define _FILE_OFFSET_BITS 64
+#include "litmus.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tool.h"
+
+#define LT_MAX_FILE (1L << 20)
+
+enum verdict { V_OK, V_NOT_OBSERVED, V_FAIL, V_ERROR };
+
+static const char *const verdict_name[] = { "Ok", "Not observed", "FAIL",
+					    "error" };
+static const char *const expect_name[] = { "none", "Never", "Sometimes",
+					   "Always" };
+
+struct cli {
+	struct lt_opts o;
+	int json;
+	int require_observed; /* "Not observed" counts as a failure */
+	int parse_only;
+	int ntests, count[4];
+	int first_json;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: scalekit litmus [options] FILE|DIR...\n"
+		"\n"
+		"Run litmus tests (the C format of the Linux-kernel memory "
+		"model) with\nscalekit's primitives; a directory means its "
+		"*.litmus files.\n"
+		"\n"
+		"Options:\n"
+		"  --iterations N  at most N iterations per test "
+		"(default 2000000)\n"
+		"  --seconds S     at most S seconds per test (default 5; "
+		"decimals allowed)\n"
+		"  --threads N     threads per test (default: processes, at "
+		"most the CPUs)\n"
+		"  --seed N        seed of the random delays (default 1)\n"
+		"  --busted        grace periods that wait for nothing: RCU "
+		"and SRCU\n"
+		"                  tests whose result is Never must FAIL\n"
+		"  --require-observed\n"
+		"                  a Sometimes outcome not seen fails the run\n"
+		"  --parse-only    parse, report errors, run nothing\n"
+		"  --json          one JSON array of results on stdout\n"
+		"  -h, --help      show this help\n"
+		"\n"
+		"Verdicts: Ok (Never and not seen, Sometimes and seen, Always "
+		"and always\nseen), Not observed (Sometimes, not seen: a "
+		"warning), FAIL (a Never\noutcome seen, or an Always outcome "
+		"missed).  Exit status 1 on any FAIL\nor error, 2 on a bad "
+		"command line.\n");
+}
+
+/* ---- verdict and report ------------------------------------------------ */
+
+static enum lt_expect expected(const struct lt_test *t)
+{
+	if (t->expect != LT_EXPECT_NONE)
+		return t->expect;
+	return t->quant == LT_NOT_EXISTS ? LT_NEVER :
+	       t->quant == LT_FORALL	 ? LT_ALWAYS : LT_SOMETIMES;
+}
+
+static enum verdict judge(const struct lt_test *t, const struct lt_result *r)
+{
+	switch (expected(t)) {
+	case LT_NEVER:
+		return r->positive ? V_FAIL : V_OK;
+	case LT_ALWAYS:
+		return r->positive < r->iterations ? V_FAIL : V_OK;
+	default:
+		return r->positive ? V_OK : V_NOT_OBSERVED;
+	}
+}
+
+static void print_value(FILE *f, const struct lt_test *t, long v)
+{
+	if (LT_IS_PTR(v))
+		fprintf(f, "%s", t->loc[v - LT_PTR_TAG].name);
+	else
+		fprintf(f, "%ld", v);
+}
+
+static void print_obs(FILE *f, const struct lt_test *t, int j)
+{
+	const struct lt_obs *o = &t->obs[j];
+
+	if (o->proc >= 0)
+		fprintf(f, "%d:%s", o->proc, t->proc[o->proc].reg[o->idx]);
+	else
+		fprintf(f, "%s", t->loc[o->idx].name);
+}
+
+static void report_text(const struct lt_test *t, const struct lt_result *r,
+			enum verdict v)
+{
+	static const char *const quant[] = { "exists", "~exists", "forall" };
+	int s, j;
+
+	printf("Test %s (%s): %d processes on %d threads, %lu iterations "
+	       "in %.2f s\n", t->name, t->file, t->nprocs, r->threads,
+	       r->iterations, r->elapsed);
+	printf("Histogram (%d states)\n", r->nstates);
+	for (s = 0; s < r->nstates; s++) {
+		printf("%12lu %s> ", r->states[s].count,
+		       r->states[s].match ? "*" : ":");
+		for (j = 0; j < t->nobs; j++) {
+			print_obs(stdout, t, j);
+			putchar('=');
+			print_value(stdout, t, r->states[s].val[j]);
+			printf(";%s", j + 1 < t->nobs ? " " : "");
+		}
+		putchar('\n');
+	}
+	if (r->other_count)
+		printf("%12lu    (other states, beyond the table)\n",
+		       r->other_count);
+	printf("Condition %s %s: %s, %lu of %lu\n", quant[t->quant],
+	       t->clause, r->positive ? "observed" : "not observed",
+	       r->positive, r->iterations);
+	printf("Verdict: %s (expected %s)\n\n", verdict_name[v],
+	       expect_name[expected(t)]);
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void json_begin(struct cli *c, const char *file)
+{
+	printf("%s\n  {\"file\": ", c->first_json ? "" : ",");
+	c->first_json = 0;
+	json_str(file);
+}
+
+static void report_json(struct cli *c, const struct lt_test *t,
+			const struct lt_result *r, enum verdict v)
+{
+	int s, j;
+
+	json_begin(c, t->file);
+	printf(", \"name\": ");
+	json_str(t->name);
+	printf(", \"expected\": \"%s\", \"condition\": ",
+	       expect_name[expected(t)]);
+	json_str(t->clause);
+	printf(", \"iterations\": %lu, \"seconds\": %.3f, \"threads\": %d, "
+	       "\"positive\": %lu, \"observed\": %s, \"verdict\": \"%s\", "
+	       "\"states\": [", r->iterations, r->elapsed, r->threads,
+	       r->positive, r->positive ? "true" : "false", verdict_name[v]);
+	for (s = 0; s < r->nstates; s++) {
+		printf("%s{\"count\": %lu, \"match\": %s, \"values\": {",
+		       s ? ", " : "", r->states[s].count,
+		       r->states[s].match ? "true" : "false");
+		for (j = 0; j < t->nobs; j++) {
+			printf("%s\"", j ? ", " : "");
+			print_obs(stdout, t, j);
+			printf("\": ");
+			if (LT_IS_PTR(r->states[s].val[j]))
+				json_str(t->loc[r->states[s].val[j] -
+						LT_PTR_TAG].name);
+			else
+				printf("%ld", r->states[s].val[j]);
+		}
+		printf("}}");
+	}
+	printf("], \"other_states\": %lu}", r->other_count);
+}
+
+/* A file that could not be parsed or run: the message, and go on. */
+static void report_error(struct cli *c, const char *file, const char *msg)
+{
+	c->count[V_ERROR]++;
+	fprintf(stderr, "scalekit litmus: %s\n", msg);
+	if (!c->json)
+		return;
+	json_begin(c, file);
+	printf(", \"error\": ");
+	json_str(msg);
+	putchar('}');
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static char *read_file(const char *path, size_t *len, char err[LT_ERR])
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	if (!f) {
+		snprintf(err, LT_ERR, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	buf = malloc(LT_MAX_FILE + 1);
+	*len = buf ? fread(buf, 1, LT_MAX_FILE + 1, f) : 0;
+	if (!buf || ferror(f) || *len > LT_MAX_FILE) {
+		snprintf(err, LT_ERR, "%s: %s", path,
+			 !buf ? "out of memory" : ferror(f) ?
+			 "read error" : "larger than 1 MiB");
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static void run_file(struct cli *c, const char *path)
+{
+	struct lt_test t;
+	struct lt_result r;
+	char err[LT_ERR];
+	enum verdict v;
+	size_t len;
+	char *text = read_file(path, &len, err);
+
+	c->ntests++;
+	if (!text || lt_parse(path, text, len, &t, err) != 0) {
+		free(text);
+		report_error(c, path, err);
+		return;
+	}
+	free(text);
+	if (c->parse_only) {
+		c->count[V_OK]++;
+		lt_free(&t);
+		return;
+	}
+	if (lt_run(&t, &c->o, &r) != 0) {
+		report_error(c, path, r.error);
+	} else {
+		v = judge(&t, &r);
+		c->count[v]++;
+		if (c->json)
+			report_json(c, &t, &r, v);
+		else
+			report_text(&t, &r, v);
+	}
+	fflush(stdout);
+	free(r.states);
+	lt_free(&t);
+}
+
+static int is_litmus(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return n > 7 && strcmp(d->d_name + n - 7, ".litmus") == 0;
+}
+
+static void run_path(struct cli *c, const char *path)
+{
+	struct dirent **list;
+	struct stat st;
+	char err[LT_ERR];
+	const char *sep;
+	size_t len;
+	int n, i;
+
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		run_file(c, path);
+		return;
+	}
+	n = scandir(path, &list, is_litmus, alphasort);
+	if (n < 0) {
+		c->ntests++;
+		snprintf(err, LT_ERR, "%s: %s", path, strerror(errno));
+		report_error(c, path, err);
+		return;
+	}
+	len = strlen(path);
+	sep = len && path[len - 1] == '/' ? "" : "/";
+	for (i = 0; i < n; i++) {
+		char *full;
+
+		if (asprintf(&full, "%s%s%s", path, sep,
+			     list[i]->d_name) >= 0) {
+			run_file(c, full);
+			free(full);
+		}
+		free(list[i]);
+	}
+	free(list);
+}
+
+/* ---- command line ------------------------------------------------------ */
+
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > 86400)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* A whole-number option: 1 taken (*out set), 0 not this option, -1 bad
+ * (message printed). */
+static int long_option(int argc, char **argv, int *i, const char *name,
+		       long min, long max, long *out)
+{
+	const char *v;
+	int r = sk_tool_option_value("litmus", argc, argv, i, name, &v);
+
+	if (r <= 0)
+		return r;
+	if (sk_tool_parse_long(v, min, max, out) == 0)
+		return 1;
+	sk_tool_usage_error("litmus", "%s wants a whole number from %ld to "
+			    "%ld, not '%s'", name, min, max, v);
+	return -1;
+}
+
+/* Returns 1 when argv[*i] was an option taken, 0 when it is not one,
+ * -1 on a bad value (message printed). */
+static int take_option(struct cli *c, int argc, char **argv, int *i)
+{
+	const char *v;
+	long n;
+	int r;
+
+	if ((r = long_option(argc, argv, i, "--iterations", 1,
+			     LONG_MAX, &n)) != 0) {
+		c->o.iterations = (unsigned long)n;
+	} else if ((r = long_option(argc, argv, i, "--threads", 1,
+				    LT_MAX_PROCS, &n)) != 0) {
+		c->o.threads = (int)n;
+	} else if ((r = long_option(argc, argv, i, "--seed", 0, 0x7fffffffL,
+				    &n)) != 0) {
+		c->o.seed = (unsigned long)n;
+	} else if ((r = sk_tool_option_value("litmus", argc, argv, i,
+					     "--seconds", &v)) != 0) {
+		if (r > 0 && parse_seconds(v, &c->o.seconds) != 0) {
+			sk_tool_usage_error("litmus", "--seconds wants a "
+					    "number above 0, up to 86400, not "
+					    "'%s'", v);
+			r = -1;
+		}
+	} else if (strcmp(argv[*i], "--busted") == 0) {
+		c->o.busted = 1;
+	} else if (strcmp(argv[*i], "--json") == 0) {
+		c->json = 1;
+	} else if (strcmp(argv[*i], "--require-observed") == 0) {
+		c->require_observed = 1;
+	} else if (strcmp(argv[*i], "--parse-only") == 0) {
+		c->parse_only = 1;
+	} else {
+		return 0;
+	}
+	return r < 0 ? -1 : 1;
+}
+
+int sk_tool_litmus(int argc, char **argv)
+{
+	struct cli c = { .o = { .iterations = 2000000, .seconds = 5,
+				.seed = 1 }, .first_json = 1 };
+	int i, npaths = 0, r;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return SK_TOOL_EXIT_OK;
+		}
+		if (argv[i][0] != '-') {
+			npaths++;
+			continue;
+		}
+		if ((r = take_option(&c, argc, argv, &i)) < 0)
+			return SK_TOOL_EXIT_USAGE;
+		if (r == 0)
+			return sk_tool_usage_error("litmus", "unknown option "
+						   "'%s'", argv[i]);
+	}
+	if (npaths == 0)
+		return sk_tool_usage_error("litmus", "no FILE or DIR given");
+	if (c.json)
+		printf("[");
+	for (i = 1; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			/* Skip an option and its separate value. */
+			if (!strchr(argv[i], '=') &&
+			    (!strcmp(argv[i], "--iterations") ||
+			     !strcmp(argv[i], "--seconds") ||
+			     !strcmp(argv[i], "--threads") ||
+			     !strcmp(argv[i], "--seed")))
+				i++;
+			continue;
+		}
+		run_path(&c, argv[i]);
+	}
+	if (c.json)
+		printf("\n]\n");
+	fprintf(c.json ? stderr : stdout,
+		"litmus: %d tests: %d Ok, %d Not observed, %d FAIL, %d "
+		"errors%s\n", c.ntests, c.count[V_OK], c.count[V_NOT_OBSERVED],
+		c.count[V_FAIL], c.count[V_ERROR],
+		c.o.busted ? " (--busted: grace periods did not wait)" : "");
+	if (c.count[V_FAIL] || c.count[V_ERROR] ||
+	    (c.require_observed && c.count[V_NOT_OBSERVED]))
+		return SK_TOOL_EXIT_FAIL;
+	return SK_TOOL_EXIT_OK;
+}
