@@ -74,7 +74,8 @@
  *                   rcu-gp-advance-no-mb.litmus: the barrier after the
  *                   registry lock instead, issue 11 item 7).
  *   R1/L1         - MP+rel+acq.litmus.
- *   G1/L2, G3/U2  - SB+mbs.litmus.
+ *   G1/L2, G3/U2, G3/E1
+ *                 - SB+mbs.litmus.
  *   G2/U1         - LB+rel+mb.litmus.
  *   all of them, end to end through sk_synchronize_rcu():
  *                   rcu-gp-before.litmus, rcu-gp-after.litmus,
