@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+#include "sk_test.h"
+int main(void) { return sk_test_report(); }
