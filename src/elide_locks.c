@@ -196,6 +196,12 @@ int sk_elided_mutex_trylock(struct sk_elided_mutex *m)
 	return sk__mutex_trylock_real(&m->word);
 }
 
+static int mutex_exit(struct sk_elided_mutex *m)
+{
+	return sk__elide_exit(SK__ELIDE_MUTEX, &m->word, &m->policy,
+			      __atomic_load_n(&m->stats, __ATOMIC_RELAXED));
+}
+
 void sk_elided_mutex__unlock_slow(int *word)
 {
 	struct sk_elided_mutex *m =
@@ -203,12 +209,14 @@ void sk_elided_mutex__unlock_slow(int *word)
 	unsigned int v = __atomic_load_n((unsigned int *)word,
 					 __ATOMIC_RELAXED);
 
+	/* A simulated section's mark first: a busted one may share LOCKED. */
+	if ((v & M_SIM) && mutex_exit(m))
+		return;
 	if (v & M_LOCKED) { /* held for real, with waiters or tickets */
 		sk__mutex_unlock_real(word, M_LOCKED);
 		return;
 	}
-	if (sk__elide_exit(SK__ELIDE_MUTEX, word, &m->policy,
-			   __atomic_load_n(&m->stats, __ATOMIC_RELAXED)))
+	if (mutex_exit(m))
 		return;
 	sk__die("sk_elided_mutex_unlock(%p): the mutex is not locked",
 		(void *)m);
@@ -291,9 +299,21 @@ void sk_elided_spinlock__unlock_slow(unsigned int *word)
 	struct sk_elided_spinlock *l =
 		SK_CONTAINER_OF(word, struct sk_elided_spinlock, word);
 
+	unsigned int w;
+
 	if (sk__elide_exit(SK__ELIDE_SPIN, word, &l->policy,
 			   __atomic_load_n(&l->stats, __ATOMIC_RELAXED)))
 		return;
+	w = load_relaxed(word);
+	if (!SPIN_FREE(w & ~SK_ELIDED_SPIN_SIM)) {
+		/* Held for real beside a (busted) simulated section. */
+		__atomic_fetch_add(word, (w & SK_ELIDED_SPIN_OWNER_MASK) ==
+						 SK_ELIDED_SPIN_OWNER_MASK
+						 ? 0u - SK_ELIDED_SPIN_OWNER_MASK
+						 : 1u,
+				   __ATOMIC_RELEASE); /* SU1 */
+		return;
+	}
 	sk__die("sk_elided_spinlock_unlock(%p): the lock is not locked",
 		(void *)l);
 }
@@ -426,7 +446,7 @@ void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
 	if (sk__elide_exit(SK__ELIDE_RW_WRITE, rw, &rw->policy,
 			   rw_stats(rw)))
 		return;
-	if (load_relaxed(&rw->word) != RW_WRITER)
+	if (!(load_relaxed(&rw->word) & RW_WRITER))
 		sk__die("sk_elided_rwlock_write_unlock(%p): not write-locked",
 			(void *)rw);
 	/* W2: release; pairs with R1 of the next readers. */
@@ -437,7 +457,9 @@ void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
 void sk__rw_unclaim_sim(unsigned int *word)
 {
 	/* Release; pairs with R1/W1 of whoever waited for the sim writer. */
-	__atomic_fetch_and(word, ~RW_SIM, __ATOMIC_RELEASE);
+	if ((__atomic_fetch_and(word, ~RW_SIM, __ATOMIC_RELEASE) & ~RW_SIM) ==
+	    RW_WRITER)
+		sk__futex_wake((int *)word, 1); /* a writer drains (busted) */
 }
 
 /* ---- what an elided section of each kind needs from the lock word -------- */

@@ -17,8 +17,9 @@
  *    section runs on (still exclusive: a busy nested lock is then taken
  *    for real) and the abort is reported when the outermost section
  *    ends, in place of the commit.
- *  - sk__elide_sim_busted(1) makes sections claim nothing: the broken
- *    twin of "the lock word is read inside the transaction".
+ *  - sk__elide_sim_busted(1) makes sections mark the lock without
+ *    looking whether it is free (readers mark nothing): the broken twin
+ *    of "the lock word is read inside the transaction".
  */
 #ifdef SK_ELIDE_SIM
 #define _GNU_SOURCE
@@ -111,10 +112,29 @@ unsigned int sk__sim_take_doom(void)
 	return d;
 }
 
+/* The busted twin: mark without looking whether the lock is free. */
+static int sim_mark_blind(int kind, void *lock)
+{
+	if (kind == SK__ELIDE_RW_READ)
+		return 1;
+	if (kind == SK__ELIDE_RW_WRITE)
+		lock = &((struct sk_elided_rwlock *)lock)->word;
+	/* Relaxed: the twin is meant to break the ordering. */
+	__atomic_fetch_or((unsigned int *)lock,
+			  kind == SK__ELIDE_SPIN	   ? SK_ELIDED_SPIN_SIM
+			  : kind == SK__ELIDE_MUTEX ? SK_ELIDED_MUTEX_SIM
+						   : 2u,
+			  __ATOMIC_RELAXED);
+	return 1;
+}
+
 /* Mark the lock as held by this simulated section if it is free. */
 static int sim_mark(int kind, void *lock)
 {
 	unsigned int *w = lock, v;
+
+	if (__atomic_load_n(&sim_busted, __ATOMIC_RELAXED))
+		return sim_mark_blind(kind, lock);
 
 	switch (kind) {
 	case SK__ELIDE_MUTEX:
@@ -166,8 +186,7 @@ int sk__sim_claim(int kind, void *lock)
 		sk__sim_doom(SK__TX_NESTED); /* hardware: nesting too deep */
 		return 0;
 	}
-	if (!__atomic_load_n(&sim_busted, __ATOMIC_RELAXED) &&
-	    !sim_mark(kind, lock))
+	if (!sim_mark(kind, lock))
 		return 0;
 	sim.locks[sim.depth++] = lock;
 	return 1;
@@ -186,7 +205,8 @@ int sk__sim_release(int kind, void *lock)
 	for (; i < sim.depth - 1; i++)
 		sim.locks[i] = sim.locks[i + 1];
 	sim.depth--;
-	if (!__atomic_load_n(&sim_busted, __ATOMIC_RELAXED))
+	if (kind != SK__ELIDE_RW_READ ||
+	    !__atomic_load_n(&sim_busted, __ATOMIC_RELAXED))
 		sim_unmark(kind, lock);
 	return 1;
 }
