@@ -454,6 +454,7 @@ void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
 	sk__mutex_unlock_real(&rw->wlock, M_LOCKED);
 }
 
+#ifdef SK_ELIDE_SIM
 void sk__rw_unclaim_sim(unsigned int *word)
 {
 	/* Release; pairs with R1/W1 of whoever waited for the sim writer. */
@@ -461,6 +462,7 @@ void sk__rw_unclaim_sim(unsigned int *word)
 	    RW_WRITER)
 		sk__futex_wake((int *)word, 1); /* a writer drains (busted) */
 }
+#endif
 
 /* ---- what an elided section of each kind needs from the lock word -------- */
 

@@ -250,6 +250,36 @@ static void fallback_counts_nothing(void)
 
 /* ---- threads ------------------------------------------------------------------ */
 
+static void *lock_once(void *arg)
+{
+	struct sk_elided_mutex *m = arg;
+
+	sk_elided_mutex_lock(m);
+	sk_elided_mutex_unlock(m);
+	return NULL;
+}
+
+/*
+ * Locked while the process had one thread (the glibc single-thread fast
+ * path), then contended by the first second thread: it must wait.
+ */
+static void mutex_held_across_first_thread(void)
+{
+	struct sk_elided_mutex m = SK_ELIDED_MUTEX_INITIALIZER;
+	pthread_t t;
+
+	elide_deadline("mutex_held_across_first_thread", 60);
+	sk_elided_mutex_lock(&m);
+	sk_test_thread_start(&t, lock_once, &m);
+	while (!(__atomic_load_n(&m.word, __ATOMIC_RELAXED) &
+		 SK_ELIDED_MUTEX_WAITERS))
+		sched_yield(); /* the thread spins, then sleeps on the word */
+	sk_elided_mutex_unlock(&m);
+	sk_test_thread_join(t);
+	SK_CHECK_EQ(m.word, 0);
+	alarm(0);
+}
+
 static unsigned long stress_iters(void)
 {
 	return 10000 / sk_test_slow();
@@ -371,6 +401,7 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		sk_t_only = argv[1];
 	sk_test_seed_init();
+	SK_RUN_SELECTED(mutex_held_across_first_thread); /* first thread */
 	SK_RUN_SELECTED(dispatch_matches_cpuid_and_probe);
 	SK_RUN_SELECTED(policy_on_without_rtm_never_sigills);
 	SK_RUN_SELECTED(policy_api_rejects_unknown_values);

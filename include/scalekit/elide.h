@@ -63,6 +63,21 @@
 
 #include "scalekit/barrier.h"
 
+/*
+ * glibc 2.32+ says whether the process has ever had a second thread; like
+ * its own mutexes, the elided mutex then skips the locked instructions.
+ */
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define SK__ELIDE_SINGLE_THREADED() \
+	__atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED)
+#endif
+#endif
+#ifndef SK__ELIDE_SINGLE_THREADED
+#define SK__ELIDE_SINGLE_THREADED() 0
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -274,6 +289,16 @@ static inline void sk_elided_mutex_lock(struct sk_elided_mutex *m)
 {
 	int z = 0;
 
+	/*
+	 * L0: the only thread: no other thread to order against (a thread
+	 * created later starts after pthread_create(), which orders).
+	 */
+	if (SK__ELIDE_SINGLE_THREADED() &&
+	    __atomic_load_n(&m->word, __ATOMIC_RELAXED) == 0) {
+		__atomic_store_n(&m->word, SK_ELIDED_MUTEX_LOCKED,
+				 __ATOMIC_RELAXED);
+		return;
+	}
 	/* L1: acquire on success; pairs with the release in unlock (U1). */
 	if (!__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED) &&
 	    __atomic_compare_exchange_n(&m->word, &z, SK_ELIDED_MUTEX_LOCKED,
@@ -305,6 +330,12 @@ static inline void sk_elided_mutex_unlock(struct sk_elided_mutex *m)
 {
 	int l = SK_ELIDED_MUTEX_LOCKED;
 
+	if (SK__ELIDE_SINGLE_THREADED() &&
+	    __atomic_load_n(&m->word, __ATOMIC_RELAXED) == l) {
+		/* U0: the only thread, as L0; release for the compiler. */
+		__atomic_store_n(&m->word, 0, __ATOMIC_RELEASE);
+		return;
+	}
 	/*
 	 * U1: release; pairs with L1.  The plain load first keeps the CAS
 	 * (which writes even when it fails) out of elided sections, where

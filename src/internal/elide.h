@@ -98,7 +98,6 @@ void sk__mutex_unlock_real(int *word, unsigned int held);
 void sk__spin_lock_real(unsigned int *word);
 int sk__rw_read_trylock_real(unsigned int *word);
 void sk__rw_read_unlock_real(unsigned int *word);
-void sk__rw_unclaim_sim(unsigned int *word);
 
 #ifdef SK_ELIDE_SIM
 /* The simulated backend (src/elide_sim.c); test-only hooks. */
@@ -107,6 +106,7 @@ int sk__sim_depth(void);
 int sk__sim_claim(int kind, void *lock);
 int sk__sim_release(int kind, void *lock);
 void sk__sim_doom(unsigned int status);
+void sk__rw_unclaim_sim(unsigned int *word);
 unsigned int sk__sim_take_doom(void);
 void sk__elide_sim_inject(unsigned int status);
 void sk__elide_sim_random(unsigned int permille, unsigned long seed);
