@@ -443,8 +443,14 @@ int sk_elided_rwlock_write_trylock(struct sk_elided_rwlock *rw)
 
 void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
 {
-	if (sk__elide_exit(SK__ELIDE_RW_WRITE, rw, &rw->policy,
-			   rw_stats(rw)))
+	unsigned int v = load_relaxed(&rw->word);
+
+	/*
+	 * WRITER set (and no simulated mark) means held for real, even
+	 * inside a transaction that began after the lock was taken.
+	 */
+	if ((!(v & RW_WRITER) || (v & RW_SIM)) &&
+	    sk__elide_exit(SK__ELIDE_RW_WRITE, rw, &rw->policy, rw_stats(rw)))
 		return;
 	if (!(load_relaxed(&rw->word) & RW_WRITER))
 		sk__die("sk_elided_rwlock_write_unlock(%p): not write-locked",

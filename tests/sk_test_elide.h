@@ -103,10 +103,33 @@ struct elide_stress {
 	struct elide_lock *lock;
 	unsigned long iters;		  /* per thread */
 	int nolock;			  /* broken twin: no lock at all */
-	volatile unsigned long counter;	  /* guarded by the lock */
-	volatile unsigned long shadow;	  /* written with counter */
+	int racy;			  /* a twin: relaxed atomics, so
+					   * TSan lets the count show it */
+	unsigned long counter;		  /* guarded by the lock */
+	unsigned long shadow;		  /* written with counter */
 	unsigned long torn;		  /* readers that saw them differ */
 };
+
+/*
+ * Plain accesses (volatile: each one happens, in order) for the locks
+ * under test, so TSan checks that the lock orders them; relaxed atomics
+ * for the twins, whose races are the point.
+ */
+static inline unsigned long elide_get(struct elide_stress *st,
+				      unsigned long *p)
+{
+	return st->racy ? __atomic_load_n(p, __ATOMIC_RELAXED)
+			: *(volatile unsigned long *)p;
+}
+
+static inline void elide_set(struct elide_stress *st, unsigned long *p,
+			     unsigned long v)
+{
+	if (st->racy)
+		__atomic_store_n(p, v, __ATOMIC_RELAXED);
+	else
+		*(volatile unsigned long *)p = v;
+}
 
 /*
  * The read-modify-write of counter is split by sched_yield(), so two
@@ -120,11 +143,11 @@ static void *elide_stress_thread(void *arg)
 	for (i = 0; i < st->iters; i++) {
 		if (!st->nolock)
 			st->ops->lock(st->lock);
-		c = st->counter;
+		c = elide_get(st, &st->counter);
 		if (i % 16 == 0)
 			sched_yield();
-		st->counter = c + 1;
-		st->shadow = c + 1;
+		elide_set(st, &st->counter, c + 1);
+		elide_set(st, &st->shadow, c + 1);
 		if (!st->nolock)
 			st->ops->unlock(st->lock);
 	}
@@ -139,11 +162,11 @@ static void *elide_reader_thread(void *arg)
 
 	for (i = 0; i < st->iters; i++) {
 		st->rd_ops->lock(st->lock);
-		if (st->counter != st->shadow)
+		if (elide_get(st, &st->counter) != elide_get(st, &st->shadow))
 			__atomic_fetch_add(&st->torn, 1, __ATOMIC_RELAXED);
 		if (i % 16 == 0)
 			sched_yield();
-		if (st->counter != st->shadow)
+		if (elide_get(st, &st->counter) != elide_get(st, &st->shadow))
 			__atomic_fetch_add(&st->torn, 1, __ATOMIC_RELAXED);
 		st->rd_ops->unlock(st->lock);
 	}

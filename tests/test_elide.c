@@ -318,6 +318,7 @@ static void twin_without_lock_is_caught(void)
 	st.lock = &l;
 	st.ops = &elide_ops[0];
 	st.nolock = 1;
+	st.racy = 1;
 	st.iters = stress_iters();
 	SK_CHECK_GT(elide_stress_run(&st, 3, 0), 0);
 }

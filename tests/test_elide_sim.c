@@ -326,6 +326,7 @@ static unsigned long run_all_kinds(int busted)
 	int k;
 
 	s.lock = &L;
+	s.racy = busted;
 	s.iters = 4000 / sk_test_slow();
 	/*
 	 * The twin runs without aborts: with a real holder beside a busted
