@@ -211,6 +211,26 @@ static void trylock_and_destroy_report_busy(void)
 	SK_CHECK_EQ(sk_elided_rwlock_destroy(&l.rw), 0);
 }
 
+/* The 15-bit tickets wrap without carrying into the SIM bit. */
+static void spinlock_tickets_wrap(void)
+{
+	struct sk_elided_spinlock l = SK_ELIDED_SPINLOCK_INITIALIZER;
+	int i;
+
+	l.word = 0x7ffdu | (0x7ffdu << 16);
+	for (i = 0; i < 6; i++) {
+		if (i % 2)
+			SK_CHECK_EQ(sk_elided_spinlock_trylock(&l), 0);
+		else
+			sk_elided_spinlock_lock(&l);
+		SK_CHECK_EQ(sk_elided_spinlock_destroy(&l), -EBUSY);
+		sk_elided_spinlock_unlock(&l);
+		SK_CHECK_EQ(sk_elided_spinlock_destroy(&l), 0);
+		SK_CHECK_EQ(l.word & SK_ELIDED_SPIN_SIM, 0);
+	}
+	SK_CHECK_EQ(l.word & SK_ELIDED_SPIN_OWNER_MASK, 3);
+}
+
 /* The static initializers give unlocked locks; the budget holds. */
 static void initializers_and_sizes(void)
 {
@@ -410,6 +430,7 @@ int main(int argc, char **argv)
 	SK_RUN_SELECTED(tuning_api_checks_ranges);
 	SK_RUN_SELECTED(trylock_and_destroy_report_busy);
 	SK_RUN_SELECTED(initializers_and_sizes);
+	SK_RUN_SELECTED(spinlock_tickets_wrap);
 	SK_RUN_SELECTED(fallback_counts_nothing);
 	SK_RUN_SELECTED(every_lock_excludes_under_threads);
 	SK_RUN_SELECTED(twin_without_lock_is_caught);

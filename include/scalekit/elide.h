@@ -404,6 +404,13 @@ static inline void sk_elided_spinlock_lock(struct sk_elided_spinlock *l)
  */
 SK_API int sk_elided_spinlock_trylock(struct sk_elided_spinlock *l);
 
+/* Private: what adds one to owner field own without carrying out of it. */
+static inline unsigned int sk_elided_spinlock__step(unsigned int own)
+{
+	return own == SK_ELIDED_SPIN_OWNER_MASK ? 0u - SK_ELIDED_SPIN_OWNER_MASK
+						: 1u;
+}
+
 /*
  * sk_elided_spinlock_unlock() - release l.
  * Context: the thread that locked l.  Ends the transaction when the
@@ -422,10 +429,7 @@ static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
 		 * SU1: release; pairs with SL1.  Only the holder changes
 		 * the owner field: wrap it without carrying into bit 15.
 		 */
-		__atomic_fetch_add(&l->word,
-				   own == SK_ELIDED_SPIN_OWNER_MASK
-					   ? 0u - SK_ELIDED_SPIN_OWNER_MASK
-					   : 1u,
+		__atomic_fetch_add(&l->word, sk_elided_spinlock__step(own),
 				   __ATOMIC_RELEASE);
 		return;
 	}
