@@ -18,7 +18,9 @@
  * it, so an elided section and a real holder never overlap.  Inside a
  * transaction every elided lock elides (nesting is flat: the outermost
  * section commits everything); a busy inner lock aborts the whole
- * transaction.  Unlock tells the two cases apart with XTEST.
+ * transaction.  Unlock tells the two cases apart by the lock word (the
+ * mutex and spinlock words read "free" in an elided section) or, for the
+ * rwlock's readers, by XTEST.
  *
  * Backends, decided once (at library load) and cached:
  *  - rtm       the CPU has RTM: CPUID.7.0:EBX[11] set, RTM_ALWAYS_ABORT
