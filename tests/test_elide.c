@@ -381,6 +381,7 @@ static void fair_until_all_progress(unsigned int handoff)
 	struct fair f = { SK_ELIDED_MUTEX_INITIALIZER, { 0 }, 2000, 0 };
 	struct fair_arg a[3];
 	pthread_t th[3];
+	unsigned long tickets = 0;
 	int i, all;
 
 	t.handoff_wakeups = handoff;
@@ -392,22 +393,30 @@ static void fair_until_all_progress(unsigned int handoff)
 		sk_test_thread_start(&th[i], fair_worker, &a[i]);
 	}
 	do {
-		sk_test_sleep_ms(1);
+		for (i = 0; i < 100; i++) {
+			/* Ticket fields (bits 3..30) in use: handoff mode. */
+			tickets += (__atomic_load_n(&f.m.word,
+						    __ATOMIC_RELAXED) >> 3) != 0;
+			sched_yield();
+		}
 		for (all = 1, i = 0; i < 3; i++)
 			all &= __atomic_load_n(&f.got[i], __ATOMIC_RELAXED) >=
 			       f.need;
-	} while (!all);
+		/* The knob is real: at 1 the waiters do take tickets. */
+	} while (!all || (handoff == 1 && !tickets));
 	__atomic_store_n(&f.done, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < 3; i++)
 		sk_test_thread_join(th[i]);
-	fprintf(stderr, "    handoff after %u: %lu %lu %lu sections\n",
-		handoff, f.got[0], f.got[1], f.got[2]);
+	fprintf(stderr, "    handoff after %u: %lu %lu %lu sections, tickets "
+			"seen in %lu samples\n",
+		handoff, f.got[0], f.got[1], f.got[2], tickets);
 	SK_CHECK_EQ(sk_elide_set_tuning(&d), 0);
 }
 
 static void mutex_every_thread_progresses(void)
 {
-	elide_deadline("mutex_every_thread_progresses (a starved thread)",
+	elide_deadline("mutex_every_thread_progresses (a starved thread, "
+		       "or no handoff ticket ever taken)",
 		       240);
 	fair_until_all_progress(4);
 	fair_until_all_progress(1); /* the handoff tickets all the time */
