@@ -11,5 +11,6 @@
 #include "scalekit/srcu.h"
 #include "scalekit/list.h"
 #include "scalekit/rhash.h"
+#include "scalekit/elide.h"
 
 #endif /* SCALEKIT_SCALEKIT_H */
