@@ -423,6 +423,60 @@ static void mutex_every_thread_progresses(void)
 	alarm(0);
 }
 
+/* ------------------------------------------------------------------------
+ * Misuse: unlocking a lock that is not held stops the program with one
+ * message naming the function (the lock's state is never changed).
+ */
+static struct sk_elided_mutex mis_m = SK_ELIDED_MUTEX_INITIALIZER;
+static struct sk_elided_spinlock mis_s = SK_ELIDED_SPINLOCK_INITIALIZER;
+static struct sk_elided_rwlock mis_rw = SK_ELIDED_RWLOCK_INITIALIZER;
+
+static void do_mutex_unbalanced(void)
+{
+	sk_elided_mutex_lock(&mis_m);
+	sk_elided_mutex_unlock(&mis_m);
+	sk_elided_mutex_unlock(&mis_m);
+}
+
+static void do_spinlock_unbalanced(void)
+{
+	sk_elided_spinlock_unlock(&mis_s);
+}
+
+static void do_read_unbalanced(void)
+{
+	sk_elided_rwlock_read_unlock(&mis_rw);
+}
+
+static void do_write_unbalanced(void)
+{
+	sk_elided_rwlock_write_unlock(&mis_rw);
+}
+
+static void expect_unlock_death(void (*fn)(void), const char *needle)
+{
+	struct sk_test_child c;
+
+	sk_test_fork_child(fn, 120, 0, &c);
+	if (!WIFSIGNALED(c.status) || WTERMSIG(c.status) != SIGABRT)
+		SK_T_FAIL("child %d did not die by SIGABRT (status %#x)",
+			  (int)c.pid, c.status);
+	SK_CHECK_STR_CONTAINS(c.err, needle);
+	SK_CHECK_EQ(sk_test_count_substr(c.err, "scalekit: "), 1);
+}
+
+static void unbalanced_unlock_aborts_with_message(void)
+{
+	expect_unlock_death(do_mutex_unbalanced,
+			    "sk_elided_mutex_unlock(");
+	expect_unlock_death(do_spinlock_unbalanced,
+			    "sk_elided_spinlock_unlock(");
+	expect_unlock_death(do_read_unbalanced,
+			    "sk_elided_rwlock_read_unlock(");
+	expect_unlock_death(do_write_unbalanced,
+			    "sk_elided_rwlock_write_unlock(");
+}
+
 int main(int argc, char **argv)
 {
 	prog = argv[0];
@@ -444,5 +498,6 @@ int main(int argc, char **argv)
 	SK_RUN_SELECTED(every_lock_excludes_under_threads);
 	SK_RUN_SELECTED(twin_without_lock_is_caught);
 	SK_RUN_SELECTED(mutex_every_thread_progresses);
+	SK_RUN_SELECTED(unbalanced_unlock_aborts_with_message);
 	return sk_test_report();
 }
