@@ -11,4 +11,5 @@ if(CMAKE_SCRIPT_MODE_FILE)
 endif()
 
 include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
-sk_lib_variant(scalekit_hooks SK_TEST_HOOKS test_rcu_wrap test_srcu_wrap)
+sk_lib_variant(scalekit_hooks SK_TEST_HOOKS test_rcu_wrap test_srcu_wrap
+  test_rwlock_rb)
