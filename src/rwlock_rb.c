@@ -4,13 +4,23 @@
  * visible readers, the bias and its revocation, and the underlying futex
  * reader-writer lock.
  *
+ * The table has one row per thread (made on its first biased read,
+ * handed to another thread after it exits), and a lock has one slot in
+ * every row, at the index its address hashes to.  Only the owner writes
+ * its row, so announcing is a plain store: no atomic read-modify-write
+ * and no cache line shared with another reader.  A writer checks one
+ * slot per row.  A thread's second lock hashing to the slot of a first
+ * one it holds (and a nested acquisition of one lock) takes the
+ * underlying lock instead.
+ *
  * Barriers (names used in the comments below and in rwlock_rb.h):
- *   R1  reader: CAS the slot from NULL to the lock
- *   R2  reader: full fence between R1 and R3; pairs with W2
+ *   R1  reader: store the lock into its own slot (relaxed)
+ *   R2  reader: sk_fence_light() between R1 and R3; pairs with W2
  *   R3  reader: acquire load of bias; pairs with B1 (a re-bias)
  *   R4  reader: release store of NULL into the slot; pairs with W3
  *   W1  writer: bias = 0 (relaxed store)
- *   W2  writer: full fence between W1 and W3; pairs with R2
+ *   W2  writer: sk_fence_heavy() between W1 and W3; pairs with R2
+ *       (the asymmetric pair acts as a full fence on both sides)
  *   W3  writer: acquire loads of the slots, waiting while one is the lock
  *   B1  reader of the underlying lock: release store of bias = 1
  *   U1  underlying lock: acquire CAS on rw (rdlock, wrlock)
@@ -26,8 +36,11 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "internal/util.h"
 
@@ -39,16 +52,25 @@
 /* Spins before a waiter sleeps (futex) or a writer yields (table). */
 #define RB_SPINS 128
 
-#define RB_BITS (8 * sizeof(unsigned long))
-
-/* The visible readers: a slot holds the lock its reader holds, or NULL. */
-static void *rb_table[SK_RWLOCK_RB_SLOTS] __attribute__((aligned(SK_CACHELINE)));
-
 /*
- * Slots the calling thread filled (bit i: rb_table[i] is this thread's
- * announcement).  Its address also identifies the thread in the hash.
+ * A thread's row of the visible-readers table: slot[i] holds the lock the
+ * thread holds for reading through the table, or NULL.  Only its owner
+ * writes a slot; writers read them.  Rows are never freed: a thread that
+ * exits gives its row back (in_use = 0) for the next thread to take.
  */
-static __thread unsigned long rb_owned[SK_RWLOCK_RB_SLOTS / RB_BITS];
+struct rb_row {
+	void *slot[SK_RWLOCK_RB_ROW_SLOTS]; /* owner writes, writers read */
+	struct rb_row *next; /* immutable once the row is on the list */
+	int in_use;	     /* 1 while a thread owns the row (atomic) */
+} __attribute__((aligned(SK_CACHELINE)));
+
+/* Every row ever made (push-only; release on push, acquire on read). */
+static struct rb_row *rb_rows;
+
+static __thread struct rb_row *rb_my_row;
+static pthread_key_t rb_key;
+static pthread_once_t rb_once = PTHREAD_ONCE_INIT;
+static int rb_key_ok;
 
 #ifdef SK_TEST_HOOKS
 /* Test hook: writers do not wait for announced readers (broken twin). */
@@ -64,15 +86,81 @@ void sk__rwlock_rb_test_busted(int on)
 #define RB_BUSTED() 0
 #endif
 
-/* The slot of (calling thread, l): a multiplicative hash of both. */
+/* The slot of l in every row: a multiplicative hash of its address. */
 static inline size_t rb_slot(const struct sk_rwlock_rb *l)
 {
 	uint64_t x = (uint64_t)(uintptr_t)l * 0x9e3779b97f4a7c15ULL;
 
-	x ^= (uint64_t)(uintptr_t)rb_owned * 0xc2b2ae3d27d4eb4fULL;
-	x ^= x >> 29;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	return (size_t)(x >> 32) & (SK_RWLOCK_RB_SLOTS - 1);
+	return (size_t)(x >> 40) & (SK_RWLOCK_RB_ROW_SLOTS - 1);
+}
+
+/* Thread exit: the row must be empty; give it back. */
+static void rb_row_put(void *p)
+{
+	struct rb_row *r = p;
+	size_t i;
+
+	for (i = 0; i < SK_RWLOCK_RB_ROW_SLOTS; i++)
+		if (sk_atomic_load_relaxed(&r->slot[i]))
+			sk__die("thread exits holding sk_rwlock_rb %p for "
+				"reading",
+				r->slot[i]);
+	rb_my_row = NULL;
+	/* Release: the next owner sees the slots empty. */
+	sk_atomic_store_release(&r->in_use, 0);
+}
+
+static void rb_key_init(void)
+{
+	rb_key_ok = pthread_key_create(&rb_key, rb_row_put) == 0;
+}
+
+/* Take a free row or make one; NULL when out of memory. */
+static struct rb_row *rb_row_new(void)
+{
+	struct rb_row *r;
+	void *p;
+	int z;
+
+	/* Acquire: pairs with the release of the push below. */
+	for (r = sk_atomic_load_acquire(&rb_rows); r; r = r->next) {
+		z = 0;
+		/* Acquire: pairs with the release in rb_row_put(). */
+		if (sk_atomic_load_relaxed(&r->in_use) == 0 &&
+		    __atomic_compare_exchange_n(&r->in_use, &z, 1, 0,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return r;
+	}
+	if (posix_memalign(&p, SK_CACHELINE, sizeof(*r)) != 0)
+		return NULL;
+	r = memset(p, 0, sizeof(*r));
+	r->in_use = 1;
+	r->next = sk_atomic_load_relaxed(&rb_rows);
+	/* Release: the row's fields before it is on the list. */
+	while (!__atomic_compare_exchange_n(&rb_rows, &r->next, r, 0,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	return r;
+}
+
+/* The calling thread's row (made on first use); NULL: out of memory. */
+static struct rb_row *rb_row_get(void)
+{
+	struct rb_row *r = rb_my_row;
+
+	if (SK_LIKELY(r))
+		return r;
+	pthread_once(&rb_once, rb_key_init);
+	if (!rb_key_ok)
+		return NULL;
+	r = rb_row_new();
+	if (r && pthread_setspecific(rb_key, r) != 0) {
+		sk_atomic_store_release(&r->in_use, 0);
+		r = NULL;
+	}
+	rb_my_row = r;
+	return r;
 }
 
 /* ---- the underlying futex reader-writer lock ------------------------------ */
@@ -176,13 +264,13 @@ static void rb_rdunlock_under(struct sk_rwlock_rb *l)
 
 /* ---- the bias -------------------------------------------------------------- */
 
-/* Wait until slot i no longer announces l (spin, then yield). */
-static void rb_wait_slot(size_t i, const struct sk_rwlock_rb *l)
+/* Wait until the slot p no longer announces l (spin, then yield). */
+static void rb_wait_slot(void **p, const struct sk_rwlock_rb *l)
 {
 	unsigned int spins = 0;
 
 	/* W3: acquire; pairs with R4 of the reader leaving the slot. */
-	while (__atomic_load_n(&rb_table[i], __ATOMIC_ACQUIRE) == l) {
+	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) == l) {
 		if (++spins < RB_SPINS)
 			sk_cpu_relax();
 		else
@@ -197,25 +285,28 @@ static void rb_wait_slot(size_t i, const struct sk_rwlock_rb *l)
  */
 static int rb_revoke(struct sk_rwlock_rb *l, int wait)
 {
+	size_t i = rb_slot(l);
+	struct rb_row *r;
 	uint64_t t0;
-	size_t i;
 
 	if (!sk_atomic_load_relaxed(&l->bias))
 		return 0;
 	t0 = sk__now_ns();
 	sk_atomic_store_relaxed(&l->bias, 0); /* W1 */
 	/* W2: bias = 0 before reading the slots; pairs with R2. */
-	sk_smp_mb();
-	for (i = 0; i < SK_RWLOCK_RB_SLOTS && !RB_BUSTED(); i++) {
+	sk_fence_heavy();
+	/* Acquire: pairs with the release of a row's push. */
+	for (r = sk_atomic_load_acquire(&rb_rows); r && !RB_BUSTED();
+	     r = r->next) {
 		/* W3: acquire; pairs with R4. */
-		if (__atomic_load_n(&rb_table[i], __ATOMIC_ACQUIRE) != l)
+		if (__atomic_load_n(&r->slot[i], __ATOMIC_ACQUIRE) != l)
 			continue;
 		if (!wait) {
 			/* No section of ours ran: readers may use it again. */
 			sk_atomic_store_relaxed(&l->bias, 1);
 			return -EBUSY;
 		}
-		rb_wait_slot(i, l);
+		rb_wait_slot(&r->slot[i], l);
 	}
 	/* Writer-proportional delay; readers read it under the lock. */
 	l->inhibit_until = sk__now_ns() +
@@ -238,25 +329,25 @@ static void rb_rebias(struct sk_rwlock_rb *l)
 /* Announce the calling thread as a reader of l; 1 when it worked. */
 static int rb_announce(struct sk_rwlock_rb *l)
 {
-	size_t i;
-	void *expected = NULL;
+	struct rb_row *r;
+	void **p;
 
 	if (!sk_atomic_load_relaxed(&l->bias))
 		return 0;
-	i = rb_slot(l);
-	if (sk_atomic_load_relaxed(&rb_table[i]) != NULL ||
-	    !__atomic_compare_exchange_n(&rb_table[i], &expected, (void *)l, 0,
-					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		return 0; /* R1 failed: the slot is taken */
-	/* R2: slot = l before reading bias; pairs with W2. */
-	sk_smp_mb__after_atomic();
+	r = rb_row_get();
+	if (SK_UNLIKELY(!r))
+		return 0;
+	p = &r->slot[rb_slot(l)];
+	if (sk_atomic_load_relaxed(p) != NULL)
+		return 0; /* our slot holds another lock (or l, nested) */
+	sk_atomic_store_relaxed(p, (void *)l); /* R1 */
+	/* R2: slot = l before reading bias; pairs with W2 (heavy). */
+	sk_fence_light();
 	/* R3: acquire; pairs with B1 (and orders the section after it). */
-	if (SK_LIKELY(sk_atomic_load_acquire(&l->bias))) {
-		rb_owned[i / RB_BITS] |= 1UL << (i % RB_BITS);
+	if (SK_LIKELY(sk_atomic_load_acquire(&l->bias)))
 		return 1;
-	}
 	/* A writer is revoking: leave the slot (R4) and queue up. */
-	sk_atomic_store_release(&rb_table[i], NULL);
+	sk_atomic_store_release(p, NULL);
 	return 0;
 }
 
@@ -271,12 +362,13 @@ void sk_rwlock_rb_init(struct sk_rwlock_rb *l)
 
 int sk_rwlock_rb_destroy(struct sk_rwlock_rb *l)
 {
-	size_t i;
+	size_t i = rb_slot(l);
+	struct rb_row *r;
 
 	if (sk_atomic_load_relaxed(&l->rw) & ~RB_WWAIT)
 		return -EBUSY;
-	for (i = 0; i < SK_RWLOCK_RB_SLOTS; i++)
-		if (sk_atomic_load_acquire(&rb_table[i]) == l)
+	for (r = sk_atomic_load_acquire(&rb_rows); r; r = r->next)
+		if (sk_atomic_load_acquire(&r->slot[i]) == l)
 			return -EBUSY;
 	return 0;
 }
@@ -301,15 +393,16 @@ int sk_rwlock_rb_tryrdlock(struct sk_rwlock_rb *l)
 
 void sk_rwlock_rb_rdunlock(struct sk_rwlock_rb *l)
 {
-	size_t i = rb_slot(l);
-	unsigned long bit = 1UL << (i % RB_BITS);
+	struct rb_row *r = rb_my_row;
+	void **p;
 
-	if ((rb_owned[i / RB_BITS] & bit) &&
-	    sk_atomic_load_relaxed(&rb_table[i]) == l) {
-		rb_owned[i / RB_BITS] &= ~bit;
-		/* R4: release; pairs with W3 of a revoking writer. */
-		sk_atomic_store_release(&rb_table[i], NULL);
-		return;
+	if (SK_LIKELY(r)) {
+		p = &r->slot[rb_slot(l)];
+		if (sk_atomic_load_relaxed(p) == l) {
+			/* R4: release; pairs with W3 of a revoking writer. */
+			sk_atomic_store_release(p, NULL);
+			return;
+		}
 	}
 	rb_rdunlock_under(l);
 }

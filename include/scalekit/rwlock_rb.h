@@ -7,9 +7,11 @@
  * two readers on two CPUs bounce one cache line between them and read
  * throughput stops scaling.  While the lock is "biased" towards readers,
  * a reader instead announces itself in a process-wide table of visible
- * readers: it stores the lock's address into one slot, chosen by hashing
- * the thread and the lock, and touches no line that another reader
- * writes.  A writer first takes the underlying lock, then revokes the
+ * readers: it stores the lock's address into a slot of its own thread's
+ * row, chosen by hashing the lock, and touches no line that another
+ * reader writes (BRAVO hashes thread and lock into one shared table and
+ * claims a slot with a CAS; rows owned by one thread need neither the
+ * CAS nor its full fence).  A writer first takes the underlying lock, then revokes the
  * bias and waits until no slot announces this lock; readers that find
  * the bias off, or their slot taken, use the underlying lock.  The bias
  * comes back, set by a reader of the underlying lock, once a delay
@@ -23,13 +25,15 @@
  * continuous stream of writers can delay readers).
  *
  * Memory ordering: the reader side and the writer side are the two
- * halves of a store-buffering pattern; each has a full fence between
- * its store and its load:
+ * halves of a store-buffering pattern; between its store and its load
+ * each has one side of the asymmetric fence pair (scalekit/barrier.h),
+ * the cheap side for readers, membarrier(2) for the rare writer that
+ * revokes the bias:
  *
  *	reader (rdlock)                    writer (wrlock, after the
  *	                                   underlying write lock)
- *	R1: slot = lock (CAS)              W1: bias = 0
- *	R2: full fence   ---- pairs ----   W2: full fence
+ *	R1: own slot = lock                W1: bias = 0
+ *	R2: sk_fence_light()  -- pairs --  W2: sk_fence_heavy()
  *	R3: if bias == 0: undo, slow       W3: wait while any slot == lock
  *
  * Either the reader sees the bias off, or the writer sees the slot.
@@ -47,8 +51,8 @@
 extern "C" {
 #endif
 
-/* Slots of the visible-readers table, shared by every sk_rwlock_rb. */
-#define SK_RWLOCK_RB_SLOTS 4096
+/* Slots in each thread's row of the visible-readers table. */
+#define SK_RWLOCK_RB_ROW_SLOTS 64
 
 /*
  * Revocation cost multiplier: after a writer revoked the bias in T ns,
