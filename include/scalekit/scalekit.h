@@ -11,6 +11,7 @@
 #include "scalekit/srcu.h"
 #include "scalekit/list.h"
 #include "scalekit/rhash.h"
+#include "scalekit/elide.h"
 #include "scalekit/rwlock_rb.h"
 #include "scalekit/seqlock.h"
 

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scalekit/elide.h - elided locks: try a hardware transaction (Intel TSX
+ * RTM) first, take a real lock when the transaction cannot succeed.
+ *
+ * Three locks share one elision state machine:
+ *  - struct sk_elided_mutex     a futex mutex (sleeps when contended) with
+ *                               a bounded-wait handoff (see "Fairness");
+ *  - struct sk_elided_spinlock  a ticket spinlock (FIFO, never sleeps);
+ *  - struct sk_elided_rwlock    readers and writers both elide; the real
+ *                               lock is phase-fair enough that neither
+ *                               side starves (see the rwlock section).
+ *
+ * How an elided acquisition works: the thread starts a transaction and
+ * reads the lock word; if the word says "free" the critical section runs
+ * speculatively without writing the lock.  A real holder that takes the
+ * lock later writes the word, which aborts every transaction that read
+ * it, so an elided section and a real holder never overlap.  Inside a
+ * transaction every elided lock elides (nesting is flat: the outermost
+ * section commits everything); a busy inner lock aborts the whole
+ * transaction.  Unlock tells the two cases apart with XTEST.
+ *
+ * Backends, decided once (at library load) and cached:
+ *  - rtm       the CPU has RTM: CPUID.7.0:EBX[11] set, RTM_ALWAYS_ABORT
+ *              (CPUID.7.0:EDX[11]) clear, the model is not on the short
+ *              list of parts with broken TSX, and a probe transaction
+ *              commits.  XBEGIN is executed only on this backend.
+ *  - fallback  everything else (AMD, aarch64, TSX disabled by microcode):
+ *              the locks are plain locks; nothing is counted.
+ *  - sim       only in the test-only SK_ELIDE_SIM build of the library
+ *              (never installed): the same state machine over simulated
+ *              transactions whose aborts tests inject.
+ *
+ * Adaptive policy, per lock: an abort that retrying cannot fix (capacity,
+ * explicit, lock busy) makes the lock skip elision for a number of
+ * acquisitions that doubles with each such abort (up to a cap) and whose
+ * growth decays by one step per commit; a conflict abort is retried a
+ * bounded number of times.  The knobs are in struct sk_elide_tuning.
+ *
+ * Statistics cost nothing unless attached: a lock holds a pointer to an
+ * optional, user-owned struct sk_elide_stats (several locks may share
+ * one).  The pointer is inside the 16-byte budget on LP64 (4-byte word +
+ * 4-byte policy + 8-byte pointer); a side table keyed by lock address
+ * was rejected because its lookup would sit on every elided acquisition
+ * and its entries would outlive locks freed without destroy().  Counters
+ * are only updated outside transactions (after XEND or an abort), so
+ * they never enter a transaction's write set.
+ *
+ * Fairness: the fallback mutex gives each sleeping waiter a bound.  A
+ * waiter that has been woken SK_ELIDE_TUNING.handoff_wakeups times
+ * without getting the lock takes a handoff ticket; while any ticket is
+ * outstanding, the lock is granted only to the waiter holding the oldest
+ * ticket, in ticket order, so that waiter gets the lock after at most the
+ * critical sections of the holders ahead of it.  The spinlock is a ticket
+ * lock (FIFO).  The rwlock: see below.
+ *
+ * See docs/elision.md for when elision helps and when it hurts.
+ */
+#ifndef SCALEKIT_ELIDE_H
+#define SCALEKIT_ELIDE_H
+
+#include <stddef.h>
+
+#include "scalekit/barrier.h"
+
+/*
+ * glibc 2.32+ says whether the process has ever had a second thread; like
+ * its own mutexes, the elided mutex then skips the locked instructions.
+ */
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define SK__ELIDE_SINGLE_THREADED() \
+	__atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED)
+#endif
+#endif
+#ifndef SK__ELIDE_SINGLE_THREADED
+#define SK__ELIDE_SINGLE_THREADED() 0
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- statistics --------------------------------------------------------- */
+
+/* Abort causes, as counted in struct sk_elide_stats.aborts[]. */
+enum sk_elide_abort_cause {
+	SK_ELIDE_ABORT_CONFLICT = 0, /* another thread touched our data */
+	SK_ELIDE_ABORT_CAPACITY,     /* read/write set exceeded the cache */
+	SK_ELIDE_ABORT_EXPLICIT,     /* XABORT, e.g. trylock inside a tx */
+	SK_ELIDE_ABORT_BUSY,	     /* the lock was held for real */
+	SK_ELIDE_ABORT_OTHER,	     /* nesting depth, debug, interrupt, ... */
+	SK_ELIDE_ABORT_NCAUSES
+};
+
+/*
+ * Optional statistics, owned by the user and attached to any number of
+ * locks.  Counters are updated with relaxed atomic increments outside
+ * transactions; read them with sk_elide_stats_read().  Attaching stats
+ * makes every elided acquisition write a shared counter: attach them to
+ * measure, not in production hot paths.
+ */
+struct sk_elide_stats {
+	unsigned long commits;		/* outermost elided sections committed */
+	unsigned long aborts[SK_ELIDE_ABORT_NCAUSES]; /* aborts, by cause */
+	unsigned long fallbacks;	/* real acquisitions after elision failed */
+	unsigned long skips;		/* real acquisitions, elision skipped */
+};
+
+#define SK_ELIDE_STATS_INITIALIZER { 0, { 0, 0, 0, 0, 0 }, 0, 0 }
+
+/*
+ * sk_elide_stats_read() - copy the counters of s into *out.
+ * Context: any thread, any time.  Ordering: relaxed loads; each counter is
+ * exact once the threads that update it have been joined.
+ */
+SK_API void sk_elide_stats_read(const struct sk_elide_stats *s,
+				struct sk_elide_stats *out);
+
+/*
+ * sk_elide_stats_reset() - set every counter of s to zero.
+ * Context: any thread; increments racing with it may survive.
+ */
+SK_API void sk_elide_stats_reset(struct sk_elide_stats *s);
+
+/* sk_elide_abort_cause_name() - "conflict", "capacity", ... or "?". */
+SK_API const char *sk_elide_abort_cause_name(int cause);
+
+/* ---- policy, backend, tuning --------------------------------------------- */
+
+enum sk_elide_policy {
+	SK_ELIDE_AUTO = 0, /* elide where the dispatch found working RTM */
+	SK_ELIDE_ON,	   /* elide wherever CPUID reports RTM, even on a
+			    * model on the broken list or when the probe
+			    * transaction aborted; never without the CPUID
+			    * bit (so never a SIGILL) */
+	SK_ELIDE_OFF	   /* never elide: plain locks */
+};
+
+enum sk_elide_backend {
+	SK_ELIDE_BACKEND_FALLBACK = 0, /* plain locks */
+	SK_ELIDE_BACKEND_RTM,	       /* Intel TSX restricted transactions */
+	SK_ELIDE_BACKEND_SIM	       /* simulated (test-only library build) */
+};
+
+/*
+ * sk_elide_set_policy() - choose auto, on or off for the whole process.
+ * The default is SCALEKIT_ELIDE=auto|on|off from the environment, read
+ * once when the library is loaded (an unknown value prints one warning
+ * on stderr and means auto).
+ * Context: any thread, preferably before the locks are used.  Sections
+ * already elided finish normally; acquisitions that start after the call
+ * returns follow the new policy.
+ * Returns: 0, or -EINVAL for a value that is not a policy.
+ */
+SK_API int sk_elide_set_policy(enum sk_elide_policy policy);
+
+/* sk_elide_get_policy() - the current process-wide policy. */
+SK_API enum sk_elide_policy sk_elide_get_policy(void);
+
+/*
+ * sk_elide_backend() - the backend elided locks use now (the policy
+ * applied to what the CPU offers).  Cheap: reads a cached value.
+ */
+SK_API enum sk_elide_backend sk_elide_backend(void);
+
+/* sk_elide_backend_name() - "fallback", "rtm", "sim" or "?". */
+SK_API const char *sk_elide_backend_name(enum sk_elide_backend b);
+
+/*
+ * sk_elide_cpu_has_rtm() - what the dispatch found, independent of the
+ * policy: bit 0 CPUID reports RTM, bit 1 RTM_ALWAYS_ABORT is set, bit 2
+ * the model is on the broken list, bit 3 the probe transaction committed
+ * (only tried when bit 0 is set and bit 1 is clear).  0 on non-x86.
+ */
+SK_API unsigned int sk_elide_cpu_has_rtm(void);
+#define SK_ELIDE_CPU_RTM	   1u
+#define SK_ELIDE_CPU_ALWAYS_ABORT 2u
+#define SK_ELIDE_CPU_BROKEN	   4u
+#define SK_ELIDE_CPU_PROBE_OK	   8u
+
+/*
+ * sk_elide_in_transaction() - 1 inside an elided (transactional) section,
+ * else 0 (XTEST; always 0 on the fallback backend).
+ */
+SK_API int sk_elide_in_transaction(void);
+
+/* The adaptive-policy and fairness knobs, process-wide. */
+struct sk_elide_tuning {
+	unsigned int conflict_retries; /* transactions retried after a
+					* conflict abort before the real lock
+					* is taken (0..64) */
+	unsigned int skip_initial;     /* acquisitions that skip elision
+					* after the first non-retryable abort
+					* (1..skip_max) */
+	unsigned int skip_max;	       /* cap of the doubling skip count
+					* (1..65535) */
+	unsigned int handoff_wakeups;  /* futex wakeups a mutex waiter loses
+					* before it takes a handoff ticket
+					* (1..1000) */
+};
+
+#define SK_ELIDE_TUNING_DEFAULT { 3, 4, 1024, 4 }
+
+/*
+ * sk_elide_set_tuning() - replace the knobs (all of them at once).
+ * Context: any thread; locks pick the new values up at their next
+ * acquisition.  Returns: 0, or -EINVAL (nothing changed) when a field is
+ * out of the range documented in struct sk_elide_tuning.
+ */
+SK_API int sk_elide_set_tuning(const struct sk_elide_tuning *t);
+
+/* sk_elide_get_tuning() - copy the current knobs into *t. */
+SK_API void sk_elide_get_tuning(struct sk_elide_tuning *t);
+
+/* ---- private: what the inline fast paths below need ---------------------- */
+
+/*
+ * ABI: nonzero while the backend is rtm or sim (elision may be tried);
+ * the inline lock fast paths take the plain lock when it is 0.
+ */
+SK_API extern int sk_elide__enabled;
+
+/* Mutex word (ABI): 0 free; LOCKED | WAITERS | tickets otherwise. */
+#define SK_ELIDED_MUTEX_LOCKED	1
+#define SK_ELIDED_MUTEX_WAITERS 2
+/* Set only by the simulated backend: held by a simulated transaction. */
+#define SK_ELIDED_MUTEX_SIM	4
+
+/* Spinlock word (ABI): owner ticket bits 0..14, SIM bit 15, next 16..31. */
+#define SK_ELIDED_SPIN_OWNER_MASK 0x7fffu
+#define SK_ELIDED_SPIN_SIM	   0x8000u
+#define SK_ELIDED_SPIN_NEXT_ONE   0x10000u
+
+/* Slow paths of the inline functions; not for direct use. */
+SK_API void sk_elided_mutex__lock_slow(int *word, unsigned int *policy,
+				       struct sk_elide_stats *stats);
+SK_API void sk_elided_mutex__unlock_slow(int *word);
+SK_API void sk_elided_spinlock__lock_slow(unsigned int *word,
+					  unsigned int *policy,
+					  struct sk_elide_stats *stats);
+SK_API void sk_elided_spinlock__wait(unsigned int *word, unsigned int old);
+SK_API void sk_elided_spinlock__unlock_slow(unsigned int *word);
+
+/* ---- sk_elided_mutex ------------------------------------------------------ */
+
+/*
+ * A futex mutex with elision.  16 bytes on LP64 (12 on ILP32); no hidden
+ * state: a zero-filled struct is an unlocked mutex.  Not recursive.
+ */
+struct sk_elided_mutex {
+	int word;		      /* ABI: lock word, SK_ELIDED_MUTEX_* */
+	unsigned int policy;	      /* private: adaptive skip state */
+	struct sk_elide_stats *stats; /* ABI: attached statistics, or NULL */
+};
+
+#define SK_ELIDED_MUTEX_INITIALIZER { 0, 0, NULL }
+
+/*
+ * sk_elided_mutex_init() - initialize m unlocked, no stats attached.
+ * Context: any thread; m must not be in use.
+ */
+SK_API void sk_elided_mutex_init(struct sk_elided_mutex *m);
+
+/*
+ * sk_elided_mutex_destroy() - end the life of m.
+ * Context: any thread; nobody may use m afterwards.
+ * Returns: 0, or -EBUSY when m is held (m is left unchanged).
+ */
+SK_API int sk_elided_mutex_destroy(struct sk_elided_mutex *m);
+
+/*
+ * sk_elided_mutex_attach_stats() - count m's elision events in *s (NULL:
+ * stop counting).  Context: any thread; acquisitions that start after the
+ * call use the new pointer.  *s must outlive its use by m.
+ */
+SK_API void sk_elided_mutex_attach_stats(struct sk_elided_mutex *m,
+					 struct sk_elide_stats *s);
+
+/*
+ * sk_elided_mutex_lock() - acquire m (elided or real).
+ * Context: any thread; may block (futex) when m is held for real.  Must
+ * not be called while the thread holds m.
+ * Ordering: acquire; the section is ordered after the previous holder's
+ * sk_elided_mutex_unlock() (release), whether either was elided or not.
+ */
+static inline void sk_elided_mutex_lock(struct sk_elided_mutex *m)
+{
+	int z = 0;
+
+	/*
+	 * L0: the only thread: no other thread to order against (a thread
+	 * created later starts after pthread_create(), which orders).
+	 */
+	if (SK__ELIDE_SINGLE_THREADED() &&
+	    __atomic_load_n(&m->word, __ATOMIC_RELAXED) == 0) {
+		__atomic_store_n(&m->word, SK_ELIDED_MUTEX_LOCKED,
+				 __ATOMIC_RELAXED);
+		return;
+	}
+	/* L1: acquire on success; pairs with the release in unlock (U1). */
+	if (!__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED) &&
+	    __atomic_compare_exchange_n(&m->word, &z, SK_ELIDED_MUTEX_LOCKED,
+					0, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return;
+	sk_elided_mutex__lock_slow(&m->word, &m->policy,
+				   __atomic_load_n(&m->stats,
+						   __ATOMIC_RELAXED));
+}
+
+/*
+ * sk_elided_mutex_trylock() - acquire m if that needs no waiting.
+ * Context: any thread; never blocks.  Inside an elided section it aborts
+ * the transaction (SK_ELIDE_ABORT_EXPLICIT): the section is then run again
+ * with the real lock, where trylock gives a true answer.
+ * Ordering: acquire when it succeeds.
+ * Returns: 0 (m is held, for real), or -EBUSY.
+ */
+SK_API int sk_elided_mutex_trylock(struct sk_elided_mutex *m);
+
+/*
+ * sk_elided_mutex_unlock() - release m.
+ * Context: the thread that locked m.  Ends the transaction when the
+ * section was elided (commit at the outermost elided section).
+ * Ordering: release; pairs with the acquire of the next lock (L1).
+ */
+static inline void sk_elided_mutex_unlock(struct sk_elided_mutex *m)
+{
+	int l = SK_ELIDED_MUTEX_LOCKED;
+
+	if (SK__ELIDE_SINGLE_THREADED() &&
+	    __atomic_load_n(&m->word, __ATOMIC_RELAXED) == l) {
+		/* U0: the only thread, as L0; release for the compiler. */
+		__atomic_store_n(&m->word, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	/*
+	 * U1: release; pairs with L1.  The plain load first keeps the CAS
+	 * (which writes even when it fails) out of elided sections, where
+	 * the word reads 0 and the slow path commits.
+	 */
+	if (__atomic_load_n(&m->word, __ATOMIC_RELAXED) == l &&
+	    __atomic_compare_exchange_n(&m->word, &l, 0, 0, __ATOMIC_RELEASE,
+					__ATOMIC_RELAXED))
+		return;
+	sk_elided_mutex__unlock_slow(&m->word);
+}
+
+/* ---- sk_elided_spinlock --------------------------------------------------- */
+
+/*
+ * A ticket spinlock with elision: FIFO among real waiters, never sleeps.
+ * 16 bytes on LP64; a zero-filled struct is unlocked.  Not recursive.
+ */
+struct sk_elided_spinlock {
+	unsigned int word;	      /* ABI: tickets, SK_ELIDED_SPIN_* */
+	unsigned int policy;	      /* private: adaptive skip state */
+	struct sk_elide_stats *stats; /* ABI: attached statistics, or NULL */
+};
+
+#define SK_ELIDED_SPINLOCK_INITIALIZER { 0, 0, NULL }
+
+/* sk_elided_spinlock_init() - as sk_elided_mutex_init(). */
+SK_API void sk_elided_spinlock_init(struct sk_elided_spinlock *l);
+
+/* sk_elided_spinlock_destroy() - as sk_elided_mutex_destroy(). */
+SK_API int sk_elided_spinlock_destroy(struct sk_elided_spinlock *l);
+
+/* sk_elided_spinlock_attach_stats() - as sk_elided_mutex_attach_stats(). */
+SK_API void sk_elided_spinlock_attach_stats(struct sk_elided_spinlock *l,
+					    struct sk_elide_stats *s);
+
+/*
+ * sk_elided_spinlock_lock() - acquire l (elided or real).
+ * Context: any thread; spins (never sleeps) while l is held for real;
+ * real waiters get l in arrival order.  Must not be called while the
+ * thread holds l.
+ * Ordering: acquire; pairs with the release in unlock (SU1).
+ */
+static inline void sk_elided_spinlock_lock(struct sk_elided_spinlock *l)
+{
+	unsigned int old;
+
+	if (!__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED)) {
+		/* SL1: take a ticket; acquire pairs with SU1. */
+		old = __atomic_fetch_add(&l->word, SK_ELIDED_SPIN_NEXT_ONE,
+					 __ATOMIC_ACQUIRE);
+		if ((old & SK_ELIDED_SPIN_OWNER_MASK) !=
+			    ((old >> 16) & SK_ELIDED_SPIN_OWNER_MASK) ||
+		    (old & SK_ELIDED_SPIN_SIM))
+			sk_elided_spinlock__wait(&l->word, old);
+		return;
+	}
+	sk_elided_spinlock__lock_slow(&l->word, &l->policy,
+				      __atomic_load_n(&l->stats,
+						      __ATOMIC_RELAXED));
+}
+
+/*
+ * sk_elided_spinlock_trylock() - as sk_elided_mutex_trylock().
+ * Returns: 0 (l is held, for real), or -EBUSY.
+ */
+SK_API int sk_elided_spinlock_trylock(struct sk_elided_spinlock *l);
+
+/*
+ * sk_elided_spinlock_unlock() - release l.
+ * Context: the thread that locked l.  Ends the transaction when the
+ * section was elided.
+ * Ordering: release; pairs with the acquire of the next lock (SL1).
+ */
+static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
+{
+	unsigned int w = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
+	unsigned int own = w & SK_ELIDED_SPIN_OWNER_MASK;
+
+	/* Held for real: owner != next and no simulated transaction. */
+	if (own != ((w >> 16) & SK_ELIDED_SPIN_OWNER_MASK) &&
+	    !(w & SK_ELIDED_SPIN_SIM)) {
+		/*
+		 * SU1: release; pairs with SL1.  Only the holder changes
+		 * the owner field: wrap it without carrying into bit 15.
+		 */
+		__atomic_fetch_add(&l->word,
+				   own == SK_ELIDED_SPIN_OWNER_MASK
+					   ? 0u - SK_ELIDED_SPIN_OWNER_MASK
+					   : 1u,
+				   __ATOMIC_RELEASE);
+		return;
+	}
+	sk_elided_spinlock__unlock_slow(&l->word);
+}
+
+/* ---- sk_elided_rwlock ----------------------------------------------------- */
+
+/*
+ * A reader-writer lock with elision for readers and writers.  The real
+ * lock: readers add to a count in one word; a writer first takes the
+ * writers' fair mutex, then sets a writer bit that sends new readers to
+ * that same mutex (where they queue with the writers, in the mutex's
+ * bounded-wait order), and waits for the readers already inside.  So
+ * writers do not starve behind a stream of readers, and readers that
+ * find a writer wait behind at most the writers queued before them.
+ * A zero-filled struct is unlocked.  Not recursive for writers.
+ */
+struct sk_elided_rwlock {
+	unsigned int word;	      /* private: readers << 2 | SIM | WRITER */
+	int wlock;		      /* private: writers' mutex word */
+	unsigned int policy;	      /* private: adaptive skip state */
+	struct sk_elide_stats *stats; /* private: attached statistics */
+};
+
+#define SK_ELIDED_RWLOCK_INITIALIZER { 0, 0, 0, NULL }
+
+/* sk_elided_rwlock_init() - as sk_elided_mutex_init(). */
+SK_API void sk_elided_rwlock_init(struct sk_elided_rwlock *rw);
+
+/* sk_elided_rwlock_destroy() - 0, or -EBUSY when held (read or write). */
+SK_API int sk_elided_rwlock_destroy(struct sk_elided_rwlock *rw);
+
+/* sk_elided_rwlock_attach_stats() - as sk_elided_mutex_attach_stats(). */
+SK_API void sk_elided_rwlock_attach_stats(struct sk_elided_rwlock *rw,
+					  struct sk_elide_stats *s);
+
+/*
+ * sk_elided_rwlock_read_lock() - acquire rw shared (elided or real).
+ * Context: any thread; may block (futex) while a writer holds or waits
+ * for rw.  Readers may nest only when no writer can be waiting (as with
+ * any writer-fair rwlock).
+ * Ordering: acquire; pairs with the release in write_unlock.
+ */
+SK_API void sk_elided_rwlock_read_lock(struct sk_elided_rwlock *rw);
+
+/* sk_elided_rwlock_read_trylock() - 0, or -EBUSY; aborts inside a tx. */
+SK_API int sk_elided_rwlock_read_trylock(struct sk_elided_rwlock *rw);
+
+/*
+ * sk_elided_rwlock_read_unlock() - release a shared hold.
+ * Ordering: release; pairs with the acquire in write_lock.
+ */
+SK_API void sk_elided_rwlock_read_unlock(struct sk_elided_rwlock *rw);
+
+/*
+ * sk_elided_rwlock_write_lock() - acquire rw exclusive (elided or real).
+ * Context: any thread; may block (futex).
+ * Ordering: acquire; pairs with the releases of read_unlock and
+ * write_unlock.
+ */
+SK_API void sk_elided_rwlock_write_lock(struct sk_elided_rwlock *rw);
+
+/* sk_elided_rwlock_write_trylock() - 0, or -EBUSY; aborts inside a tx. */
+SK_API int sk_elided_rwlock_write_trylock(struct sk_elided_rwlock *rw);
+
+/*
+ * sk_elided_rwlock_write_unlock() - release an exclusive hold.
+ * Ordering: release; pairs with the acquires of read_lock and write_lock.
+ */
+SK_API void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SCALEKIT_ELIDE_H */

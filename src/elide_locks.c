@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The three elided locks: their real (fallback) locks and the glue that
+ * runs the elision state machine of src/elide.c around them.
+ *
+ * Mutex word (unsigned view of the int):
+ *   bit 0 LOCKED, bit 1 WAITERS (someone may sleep in FUTEX_WAIT),
+ *   bit 2 SIM (held by a simulated transaction; test build only),
+ *   bits 3..16 serving, bits 17..30 next: handoff tickets.  serving !=
+ *   next means handoff mode: the lock goes only to the waiter whose
+ *   ticket is serving.  Idle tickets are 0 (the last ticket holder
+ *   resets them), so a free mutex is the word 0.
+ */
+#define _GNU_SOURCE
+#include "scalekit/elide.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+
+#include "internal/elide.h"
+#include "internal/util.h"
+
+#define M_LOCKED  ((unsigned)SK_ELIDED_MUTEX_LOCKED)
+#define M_WAITERS ((unsigned)SK_ELIDED_MUTEX_WAITERS)
+#define M_SIM	  ((unsigned)SK_ELIDED_MUTEX_SIM)
+#define M_HELD	  (M_LOCKED | M_SIM)
+#define M_SERVE_SHIFT 3
+#define M_NEXT_SHIFT  17
+#define M_TMASK	      0x3fffu
+#define M_TICKETS     ((M_TMASK << M_SERVE_SHIFT) | (M_TMASK << M_NEXT_SHIFT))
+#define M_SPINS	      100
+
+/* rwlock word: bit 0 WRITER, bit 1 SIM, readers counted from bit 2. */
+#define RW_WRITER 1u
+#define RW_SIM	  2u
+#define RW_ONE	  4u
+
+#define SPIN_FREE(w)                                 \
+	(((w) & SK_ELIDED_SPIN_OWNER_MASK) ==        \
+		 (((w) >> 16) & SK_ELIDED_SPIN_OWNER_MASK) && \
+	 !((w) & SK_ELIDED_SPIN_SIM))
+
+static inline unsigned int m_serving(unsigned int v)
+{
+	return (v >> M_SERVE_SHIFT) & M_TMASK;
+}
+
+static inline unsigned int m_next(unsigned int v)
+{
+	return (v >> M_NEXT_SHIFT) & M_TMASK;
+}
+
+/* Free for a plain acquirer: not held, not in handoff mode. */
+static inline int m_free(unsigned int v)
+{
+	return !(v & M_HELD) && m_serving(v) == m_next(v);
+}
+
+static inline unsigned int load_relaxed(unsigned int *w)
+{
+	return __atomic_load_n(w, __ATOMIC_RELAXED);
+}
+
+/* M1: acquire on success; pairs with the release of M2 / U1 / SU1. */
+static inline int cas_acquire(unsigned int *w, unsigned int old,
+			      unsigned int new_)
+{
+	return __atomic_compare_exchange_n(w, &old, new_, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+/*
+ * Sleep until *w changes from v, after making sure WAITERS is set in it
+ * (so the next unlock wakes us).  Returns 0 when w changed before.
+ */
+static int m_sleep(unsigned int *w, unsigned int v)
+{
+	if (!(v & M_WAITERS) &&
+	    !__atomic_compare_exchange_n(w, &v, v | M_WAITERS, 0,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return 0;
+	/* The kernel compares *w with v | WAITERS: no lost wakeup. */
+	sk__futex_wait((int *)w, (int)(v | M_WAITERS));
+	return 1;
+}
+
+/* A starving waiter: take a ticket, get the lock in ticket order. */
+static void m_lock_handoff(unsigned int *w)
+{
+	/* Relaxed: the ticket only orders waiters; M1 orders the data. */
+	unsigned int t = (__atomic_fetch_add(w, 1u << M_NEXT_SHIFT,
+					     __ATOMIC_RELAXED) >>
+			  M_NEXT_SHIFT) & M_TMASK;
+	unsigned int v, s, nv;
+
+	for (;;) {
+		v = load_relaxed(w);
+		if (!(v & M_HELD) && m_serving(v) == t) {
+			s = (t + 1) & M_TMASK;
+			nv = (v & ~M_TICKETS) | M_LOCKED | M_WAITERS;
+			if (s != m_next(v)) /* more tickets: stay in handoff */
+				nv |= (s << M_SERVE_SHIFT) |
+				      (m_next(v) << M_NEXT_SHIFT);
+			if (cas_acquire(w, v, nv))
+				return;
+			continue;
+		}
+		m_sleep(w, v);
+	}
+}
+
+void sk__mutex_lock_real(int *word)
+{
+	unsigned int *w = (unsigned int *)word;
+	unsigned int v, losses = 0, spins = M_SPINS;
+	unsigned int limit = __atomic_load_n(
+		&sk__elide_tuning.handoff_wakeups, __ATOMIC_RELAXED);
+
+	for (;;) {
+		v = load_relaxed(w);
+		if (m_free(v)) {
+			/* After sleeping, others may sleep too: keep WAITERS. */
+			if (cas_acquire(w, v, v | M_LOCKED |
+						      (losses ? M_WAITERS : 0)))
+				return;
+			continue;
+		}
+		if (spins) {
+			spins--;
+			sk_cpu_relax();
+			continue;
+		}
+		if (losses >= limit) {
+			m_lock_handoff(w);
+			return;
+		}
+		losses += m_sleep(w, v);
+	}
+}
+
+int sk__mutex_trylock_real(int *word)
+{
+	unsigned int *w = (unsigned int *)word;
+	unsigned int v = load_relaxed(w);
+
+	return m_free(v) && cas_acquire(w, v, v | M_LOCKED) ? 0 : -EBUSY;
+}
+
+/* Clear the held bit (LOCKED or SIM); wake a waiter, every one in handoff. */
+void sk__mutex_unlock_real(int *word, unsigned int held)
+{
+	unsigned int *w = (unsigned int *)word;
+	unsigned int v = load_relaxed(w);
+
+	/* M2: release; pairs with M1/L1 of the next holder. */
+	while (!__atomic_compare_exchange_n(w, &v, v & ~(held | M_WAITERS), 0,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+	if (v & M_WAITERS)
+		sk__futex_wake(word, m_serving(v) != m_next(v) ? INT_MAX : 1);
+}
+
+/* ---- sk_elided_mutex ----------------------------------------------------- */
+
+void sk_elided_mutex_init(struct sk_elided_mutex *m)
+{
+	m->word = 0;
+	m->policy = 0;
+	m->stats = NULL;
+}
+
+int sk_elided_mutex_destroy(struct sk_elided_mutex *m)
+{
+	return __atomic_load_n(&m->word, __ATOMIC_RELAXED) ? -EBUSY : 0;
+}
+
+void sk_elided_mutex_attach_stats(struct sk_elided_mutex *m,
+				  struct sk_elide_stats *s)
+{
+	/* Relaxed: a pointer to counters that are updated relaxed. */
+	__atomic_store_n(&m->stats, s, __ATOMIC_RELAXED);
+}
+
+void sk_elided_mutex__lock_slow(int *word, unsigned int *policy,
+				struct sk_elide_stats *stats)
+{
+	if (sk__elide_enter(SK__ELIDE_MUTEX, word, policy, stats))
+		return;
+	sk__mutex_lock_real(word);
+}
+
+int sk_elided_mutex_trylock(struct sk_elided_mutex *m)
+{
+	sk__elide_trylock_check();
+	return sk__mutex_trylock_real(&m->word);
+}
+
+static int mutex_exit(struct sk_elided_mutex *m)
+{
+	return sk__elide_exit(SK__ELIDE_MUTEX, &m->word, &m->policy,
+			      __atomic_load_n(&m->stats, __ATOMIC_RELAXED));
+}
+
+void sk_elided_mutex__unlock_slow(int *word)
+{
+	struct sk_elided_mutex *m =
+		SK_CONTAINER_OF(word, struct sk_elided_mutex, word);
+	unsigned int v = __atomic_load_n((unsigned int *)word,
+					 __ATOMIC_RELAXED);
+
+	/* A simulated section's mark first: a busted one may share LOCKED. */
+	if ((v & M_SIM) && mutex_exit(m))
+		return;
+	if (v & M_LOCKED) { /* held for real, with waiters or tickets */
+		sk__mutex_unlock_real(word, M_LOCKED);
+		return;
+	}
+	if (mutex_exit(m))
+		return;
+	sk__die("sk_elided_mutex_unlock(%p): the mutex is not locked",
+		(void *)m);
+}
+
+/* ---- sk_elided_spinlock -------------------------------------------------- */
+
+void sk_elided_spinlock_init(struct sk_elided_spinlock *l)
+{
+	l->word = 0;
+	l->policy = 0;
+	l->stats = NULL;
+}
+
+int sk_elided_spinlock_destroy(struct sk_elided_spinlock *l)
+{
+	return SPIN_FREE(load_relaxed(&l->word)) ? 0 : -EBUSY;
+}
+
+void sk_elided_spinlock_attach_stats(struct sk_elided_spinlock *l,
+				     struct sk_elide_stats *s)
+{
+	__atomic_store_n(&l->stats, s, __ATOMIC_RELAXED); /* as the mutex */
+}
+
+void sk_elided_spinlock__wait(unsigned int *word, unsigned int old)
+{
+	unsigned int t = (old >> 16) & SK_ELIDED_SPIN_OWNER_MASK, w, n = 0;
+
+	for (;;) {
+		/* SL2: acquire; pairs with SU1 of the previous holder. */
+		w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+		if ((w & SK_ELIDED_SPIN_OWNER_MASK) == t &&
+		    !(w & SK_ELIDED_SPIN_SIM))
+			return;
+		/*
+		 * More threads than CPUs: a FIFO lock waits for preempted
+		 * holders and waiters in turn, so give the CPU away now and
+		 * then instead of spinning out whole time slices.
+		 */
+		if (++n % M_SPINS == 0)
+			sched_yield();
+		else
+			sk_cpu_relax();
+	}
+}
+
+void sk__spin_lock_real(unsigned int *word)
+{
+	/* SL1 of the inline path: take a ticket. */
+	unsigned int old = __atomic_fetch_add(word, SK_ELIDED_SPIN_NEXT_ONE,
+					      __ATOMIC_ACQUIRE);
+
+	if (!SPIN_FREE(old))
+		sk_elided_spinlock__wait(word, old);
+}
+
+void sk_elided_spinlock__lock_slow(unsigned int *word, unsigned int *policy,
+				   struct sk_elide_stats *stats)
+{
+	if (sk__elide_enter(SK__ELIDE_SPIN, word, policy, stats))
+		return;
+	sk__spin_lock_real(word);
+}
+
+int sk_elided_spinlock_trylock(struct sk_elided_spinlock *l)
+{
+	unsigned int w;
+
+	sk__elide_trylock_check();
+	w = load_relaxed(&l->word);
+	return SPIN_FREE(w) && cas_acquire(&l->word, w,
+					   w + SK_ELIDED_SPIN_NEXT_ONE)
+		       ? 0
+		       : -EBUSY;
+}
+
+void sk_elided_spinlock__unlock_slow(unsigned int *word)
+{
+	struct sk_elided_spinlock *l =
+		SK_CONTAINER_OF(word, struct sk_elided_spinlock, word);
+
+	unsigned int w;
+
+	if (sk__elide_exit(SK__ELIDE_SPIN, word, &l->policy,
+			   __atomic_load_n(&l->stats, __ATOMIC_RELAXED)))
+		return;
+	w = load_relaxed(word);
+	if (!SPIN_FREE(w & ~SK_ELIDED_SPIN_SIM)) {
+		/* Held for real beside a (busted) simulated section. */
+		__atomic_fetch_add(word, (w & SK_ELIDED_SPIN_OWNER_MASK) ==
+						 SK_ELIDED_SPIN_OWNER_MASK
+						 ? 0u - SK_ELIDED_SPIN_OWNER_MASK
+						 : 1u,
+				   __ATOMIC_RELEASE); /* SU1 */
+		return;
+	}
+	sk__die("sk_elided_spinlock_unlock(%p): the lock is not locked",
+		(void *)l);
+}
+
+/* ---- sk_elided_rwlock ---------------------------------------------------- */
+
+void sk_elided_rwlock_init(struct sk_elided_rwlock *rw)
+{
+	rw->word = 0;
+	rw->wlock = 0;
+	rw->policy = 0;
+	rw->stats = NULL;
+}
+
+int sk_elided_rwlock_destroy(struct sk_elided_rwlock *rw)
+{
+	return load_relaxed(&rw->word) || __atomic_load_n(&rw->wlock,
+							  __ATOMIC_RELAXED)
+		       ? -EBUSY
+		       : 0;
+}
+
+void sk_elided_rwlock_attach_stats(struct sk_elided_rwlock *rw,
+				   struct sk_elide_stats *s)
+{
+	__atomic_store_n(&rw->stats, s, __ATOMIC_RELAXED); /* as the mutex */
+}
+
+static struct sk_elide_stats *rw_stats(struct sk_elided_rwlock *rw)
+{
+	return __atomic_load_n(&rw->stats, __ATOMIC_RELAXED);
+}
+
+/* Add a reader unless a writer (real or simulated) is there. */
+int sk__rw_read_trylock_real(unsigned int *word)
+{
+	unsigned int v = load_relaxed(word);
+
+	while (!(v & (RW_WRITER | RW_SIM)))
+		/* R1: acquire; pairs with W2 of the last writer. */
+		if (__atomic_compare_exchange_n(word, &v, v + RW_ONE, 0,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return 0;
+	return -EBUSY;
+}
+
+void sk__rw_read_unlock_real(unsigned int *word)
+{
+	/* R2: release; pairs with W1's acquire in the waiting writer. */
+	unsigned int v = __atomic_sub_fetch(word, RW_ONE, __ATOMIC_RELEASE);
+
+	if (v == RW_WRITER) /* the last reader out of a waiting writer */
+		sk__futex_wake((int *)word, 1);
+}
+
+void sk_elided_rwlock_read_lock(struct sk_elided_rwlock *rw)
+{
+	if (sk__elide_enter(SK__ELIDE_RW_READ, rw, &rw->policy, rw_stats(rw)))
+		return;
+	/* R1 again: the optimistic reader; undone if a writer is there. */
+	if (!(__atomic_fetch_add(&rw->word, RW_ONE, __ATOMIC_ACQUIRE) &
+	      (RW_WRITER | RW_SIM)))
+		return;
+	sk__rw_read_unlock_real(&rw->word);
+	/* Queue with the writers; none can set WRITER while we hold wlock. */
+	sk__mutex_lock_real(&rw->wlock);
+	while (sk__rw_read_trylock_real(&rw->word))
+		sk_cpu_relax(); /* only a simulated writer can be there */
+	sk__mutex_unlock_real(&rw->wlock, M_LOCKED);
+}
+
+int sk_elided_rwlock_read_trylock(struct sk_elided_rwlock *rw)
+{
+	sk__elide_trylock_check();
+	return sk__rw_read_trylock_real(&rw->word);
+}
+
+void sk_elided_rwlock_read_unlock(struct sk_elided_rwlock *rw)
+{
+	if (sk__elide_exit(SK__ELIDE_RW_READ, rw, &rw->policy, rw_stats(rw)))
+		return;
+	if (!(load_relaxed(&rw->word) / RW_ONE))
+		sk__die("sk_elided_rwlock_read_unlock(%p): not read-locked",
+			(void *)rw);
+	sk__rw_read_unlock_real(&rw->word);
+}
+
+/* With wlock held: set WRITER, then wait until the readers are gone. */
+static void rw_write_drain(struct sk_elided_rwlock *rw)
+{
+	unsigned int v = load_relaxed(&rw->word);
+
+	/* Relaxed: the acquire is W1 below, when the readers are gone. */
+	do {
+		while (v & RW_SIM) {
+			sk_cpu_relax();
+			v = load_relaxed(&rw->word);
+		}
+	} while (!__atomic_compare_exchange_n(&rw->word, &v, v | RW_WRITER, 0,
+					      __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	/* W1: acquire; pairs with R2 of every reader that leaves. */
+	while ((v = __atomic_load_n(&rw->word, __ATOMIC_ACQUIRE)) != RW_WRITER)
+		sk__futex_wait((int *)&rw->word, (int)v);
+}
+
+void sk_elided_rwlock_write_lock(struct sk_elided_rwlock *rw)
+{
+	if (sk__elide_enter(SK__ELIDE_RW_WRITE, rw, &rw->policy,
+			    rw_stats(rw)))
+		return;
+	sk__mutex_lock_real(&rw->wlock);
+	rw_write_drain(rw);
+}
+
+int sk_elided_rwlock_write_trylock(struct sk_elided_rwlock *rw)
+{
+	sk__elide_trylock_check();
+	if (sk__mutex_trylock_real(&rw->wlock))
+		return -EBUSY;
+	if (cas_acquire(&rw->word, 0, RW_WRITER))
+		return 0;
+	sk__mutex_unlock_real(&rw->wlock, M_LOCKED);
+	return -EBUSY;
+}
+
+void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
+{
+	unsigned int v = load_relaxed(&rw->word);
+
+	/*
+	 * WRITER set (and no simulated mark) means held for real, even
+	 * inside a transaction that began after the lock was taken.
+	 */
+	if ((!(v & RW_WRITER) || (v & RW_SIM)) &&
+	    sk__elide_exit(SK__ELIDE_RW_WRITE, rw, &rw->policy, rw_stats(rw)))
+		return;
+	if (!(load_relaxed(&rw->word) & RW_WRITER))
+		sk__die("sk_elided_rwlock_write_unlock(%p): not write-locked",
+			(void *)rw);
+	/* W2: release; pairs with R1 of the next readers. */
+	__atomic_fetch_and(&rw->word, ~RW_WRITER, __ATOMIC_RELEASE);
+	sk__mutex_unlock_real(&rw->wlock, M_LOCKED);
+}
+
+#ifdef SK_ELIDE_SIM
+void sk__rw_unclaim_sim(unsigned int *word)
+{
+	/* Release; pairs with R1/W1 of whoever waited for the sim writer. */
+	if ((__atomic_fetch_and(word, ~RW_SIM, __ATOMIC_RELEASE) & ~RW_SIM) ==
+	    RW_WRITER)
+		sk__futex_wake((int *)word, 1); /* a writer drains (busted) */
+}
+#endif
+
+/* ---- what an elided section of each kind needs from the lock word -------- */
+
+int sk__elide_lock_free(int kind, void *lock)
+{
+	/*
+	 * Called inside the transaction: this load puts the word in the
+	 * read set, so a later real acquisition aborts the section.
+	 */
+	switch (kind) {
+	case SK__ELIDE_MUTEX:
+		return __atomic_load_n((int *)lock, __ATOMIC_RELAXED) == 0;
+	case SK__ELIDE_SPIN:
+		return SPIN_FREE(load_relaxed((unsigned int *)lock));
+	case SK__ELIDE_RW_READ:
+		return !(load_relaxed(&((struct sk_elided_rwlock *)lock)->word) &
+			 (RW_WRITER | RW_SIM));
+	default:
+		return load_relaxed(&((struct sk_elided_rwlock *)lock)->word) ==
+		       0;
+	}
+}

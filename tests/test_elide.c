@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Elided locks on the backend this CPU offers (rtm where CPUID and a
+ * probe transaction say RTM works, fallback elsewhere): dispatch, policy
+ * and environment, tuning, trylock/destroy, mutual exclusion of every
+ * lock with real threads (and a lockless twin the check must catch), and
+ * the fairness of the fallback mutex.  The simulated backend's abort
+ * paths are in test_elide_sim.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "sk_test_elide.h"
+
+static const char *prog;
+
+/* ---- dispatch --------------------------------------------------------------- */
+
+#if defined(__x86_64__) || defined(__i386__)
+/* What CPUID says, independently of the library. */
+static unsigned int cpuid_flags(void)
+{
+	unsigned int a, b, c, d, f = 0;
+
+	if (__get_cpuid_max(0, NULL) < 7)
+		return 0;
+	__cpuid_count(7, 0, a, b, c, d);
+	if (b & (1u << 11))
+		f |= SK_ELIDE_CPU_RTM;
+	if (d & (1u << 11))
+		f |= SK_ELIDE_CPU_ALWAYS_ABORT;
+	return f;
+}
+
+/* Our own probe transaction; only run when CPUID reports RTM. */
+static int probe_commits(void)
+{
+	unsigned int s;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		s = ~0u;
+		__asm__ __volatile__(".byte 0xc7, 0xf8; .long 0"
+				     : "+a"(s)
+				     :
+				     : "memory");
+		if (s == ~0u) {
+			__asm__ __volatile__(".byte 0x0f, 0x01, 0xd5" ::
+						     : "memory");
+			return 1;
+		}
+	}
+	return 0;
+}
+#else
+static unsigned int cpuid_flags(void)
+{
+	return 0;
+}
+
+static int probe_commits(void)
+{
+	return 0;
+}
+#endif
+
+static void dispatch_matches_cpuid_and_probe(void)
+{
+	unsigned int want = cpuid_flags(), got = sk_elide_cpu_has_rtm();
+	unsigned int m = SK_ELIDE_CPU_RTM | SK_ELIDE_CPU_ALWAYS_ABORT;
+	int usable = 0;
+
+	SK_CHECK_EQ(got & m, want);
+	if ((want & SK_ELIDE_CPU_RTM) && !(want & SK_ELIDE_CPU_ALWAYS_ABORT))
+		usable = probe_commits();
+	SK_CHECK_EQ(!!(got & SK_ELIDE_CPU_PROBE_OK), usable);
+	usable = usable && !(got & SK_ELIDE_CPU_BROKEN);
+	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_AUTO), 0);
+	SK_CHECK_EQ(sk_elide_backend(), usable ? SK_ELIDE_BACKEND_RTM
+					       : SK_ELIDE_BACKEND_FALLBACK);
+	fprintf(stderr, "    cpu flags %#x, backend %s%s\n", got,
+		sk_elide_backend_name(sk_elide_backend()),
+		want & SK_ELIDE_CPU_RTM ? ""
+					: " (no RTM: the rtm path cannot run here)");
+}
+
+/* Policy on without the CPUID bit must not execute XBEGIN (no SIGILL). */
+static void policy_on_without_rtm_never_sigills(void)
+{
+	struct elide_lock l;
+	int i, k;
+
+	elide_lock_init(&l);
+	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_ON), 0);
+	SK_CHECK_EQ(sk_elide_backend(), (cpuid_flags() & SK_ELIDE_CPU_RTM)
+						? SK_ELIDE_BACKEND_RTM
+						: SK_ELIDE_BACKEND_FALLBACK);
+	for (k = 0; k < ELIDE_NOPS; k++)
+		for (i = 0; i < 100; i++) {
+			elide_ops[k].lock(&l);
+			SK_CHECK_EQ(elide_ops[k].trylock(&l), -EBUSY);
+			elide_ops[k].unlock(&l);
+		}
+	sk_elided_rwlock_read_lock(&l.rw);
+	SK_CHECK_EQ(sk_elide_in_transaction(),
+		    sk_elide_backend() == SK_ELIDE_BACKEND_RTM);
+	sk_elided_rwlock_read_unlock(&l.rw);
+	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_OFF), 0);
+	SK_CHECK_EQ(sk_elide_backend(), SK_ELIDE_BACKEND_FALLBACK);
+	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_AUTO), 0);
+}
+
+static void policy_api_rejects_unknown_values(void)
+{
+	SK_CHECK_EQ(sk_elide_set_policy((enum sk_elide_policy)7), -EINVAL);
+	SK_CHECK_EQ(sk_elide_get_policy(), SK_ELIDE_AUTO);
+	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_OFF), 0);
+	SK_CHECK_EQ(sk_elide_get_policy(), SK_ELIDE_OFF);
+	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_AUTO), 0);
+	SK_CHECK_EQ(strcmp(sk_elide_backend_name(SK_ELIDE_BACKEND_SIM), "sim"),
+		    0);
+	SK_CHECK_EQ(strcmp(sk_elide_abort_cause_name(SK_ELIDE_ABORT_BUSY),
+			   "busy"),
+		    0);
+}
+
+/* Child: print the policy the environment gave. */
+static int child_print_policy(void)
+{
+	fprintf(stderr, "policy=%d backend=%s\n", (int)sk_elide_get_policy(),
+		sk_elide_backend_name(sk_elide_backend()));
+	return 0;
+}
+
+static void env_sets_the_process_default(void)
+{
+	static const char *const vals[] = { "off", "on", "auto", "bogus" };
+	static const int want[] = { SK_ELIDE_OFF, SK_ELIDE_ON, SK_ELIDE_AUTO,
+				    SK_ELIDE_AUTO };
+	char out[4096], exp[32];
+	int i, st;
+
+	for (i = 0; i < 4; i++) {
+		st = sk_test_run_child(prog, "policy", "SCALEKIT_ELIDE",
+				       vals[i], out, sizeof(out));
+		SK_CHECK_EQ(st, 0);
+		snprintf(exp, sizeof(exp), "policy=%d ", want[i]);
+		SK_CHECK_STR_CONTAINS(out, exp);
+		SK_CHECK_EQ(sk_test_count_substr(out, "warning"), i == 3);
+	}
+	SK_CHECK_STR_CONTAINS(out, "SCALEKIT_ELIDE=\"bogus\"");
+}
+
+static void tuning_api_checks_ranges(void)
+{
+	struct sk_elide_tuning d = SK_ELIDE_TUNING_DEFAULT, t = d, g;
+
+	t.skip_initial = 0;
+	SK_CHECK_EQ(sk_elide_set_tuning(&t), -EINVAL);
+	t = d;
+	t.skip_initial = t.skip_max + 1;
+	SK_CHECK_EQ(sk_elide_set_tuning(&t), -EINVAL);
+	t = d;
+	t.handoff_wakeups = 0;
+	SK_CHECK_EQ(sk_elide_set_tuning(&t), -EINVAL);
+	t = d;
+	t.conflict_retries = 65;
+	SK_CHECK_EQ(sk_elide_set_tuning(&t), -EINVAL);
+	SK_CHECK_EQ(sk_elide_set_tuning(NULL), -EINVAL);
+	t = d;
+	t.conflict_retries = 7;
+	t.skip_max = 99;
+	SK_CHECK_EQ(sk_elide_set_tuning(&t), 0);
+	sk_elide_get_tuning(&g);
+	SK_CHECK_EQ(g.conflict_retries, 7);
+	SK_CHECK_EQ(g.skip_max, 99);
+	SK_CHECK_EQ(sk_elide_set_tuning(&d), 0);
+}
+
+/* ---- single-thread semantics ------------------------------------------------ */
+
+static void trylock_and_destroy_report_busy(void)
+{
+	struct elide_lock l;
+	int k;
+
+	elide_lock_init(&l);
+	for (k = 0; k < ELIDE_NOPS; k++) {
+		SK_CHECK_EQ(elide_ops[k].trylock(&l), 0);
+		SK_CHECK_EQ(elide_ops[k].trylock(&l), -EBUSY);
+		elide_ops[k].unlock(&l);
+	}
+	SK_CHECK_EQ(sk_elided_rwlock_read_trylock(&l.rw), 0);
+	SK_CHECK_EQ(sk_elided_rwlock_read_trylock(&l.rw), 0);
+	SK_CHECK_EQ(sk_elided_rwlock_write_trylock(&l.rw), -EBUSY);
+	SK_CHECK_EQ(sk_elided_rwlock_destroy(&l.rw), -EBUSY);
+	sk_elided_rwlock_read_unlock(&l.rw);
+	sk_elided_rwlock_read_unlock(&l.rw);
+	SK_CHECK_EQ(sk_elided_mutex_trylock(&l.m), 0);
+	SK_CHECK_EQ(sk_elided_mutex_destroy(&l.m), -EBUSY);
+	sk_elided_mutex_unlock(&l.m);
+	SK_CHECK_EQ(sk_elided_spinlock_trylock(&l.s), 0);
+	SK_CHECK_EQ(sk_elided_spinlock_destroy(&l.s), -EBUSY);
+	sk_elided_spinlock_unlock(&l.s);
+	SK_CHECK_EQ(sk_elided_mutex_destroy(&l.m), 0);
+	SK_CHECK_EQ(sk_elided_spinlock_destroy(&l.s), 0);
+	SK_CHECK_EQ(sk_elided_rwlock_destroy(&l.rw), 0);
+}
+
+/* The static initializers give unlocked locks; the budget holds. */
+static void initializers_and_sizes(void)
+{
+	static struct sk_elided_mutex m = SK_ELIDED_MUTEX_INITIALIZER;
+	static struct sk_elided_spinlock s = SK_ELIDED_SPINLOCK_INITIALIZER;
+	static struct sk_elided_rwlock rw = SK_ELIDED_RWLOCK_INITIALIZER;
+
+	SK_CHECK_LE(sizeof(m), 16);
+	SK_CHECK_LE(sizeof(s), 16);
+	sk_elided_mutex_lock(&m);
+	sk_elided_mutex_unlock(&m);
+	sk_elided_spinlock_lock(&s);
+	sk_elided_spinlock_unlock(&s);
+	sk_elided_rwlock_write_lock(&rw);
+	sk_elided_rwlock_write_unlock(&rw);
+	SK_CHECK_EQ(sk_elided_mutex_destroy(&m), 0);
+}
+
+/* Without RTM nothing is elided, so attached stats stay at zero. */
+static void fallback_counts_nothing(void)
+{
+	struct sk_elide_stats s = SK_ELIDE_STATS_INITIALIZER, r;
+	struct elide_lock l;
+	int k;
+
+	if (sk_elide_backend() != SK_ELIDE_BACKEND_FALLBACK)
+		return;
+	elide_lock_init(&l);
+	for (k = 0; k < ELIDE_NOPS; k++) {
+		elide_ops[k].attach(&l, &s);
+		elide_ops[k].lock(&l);
+		elide_ops[k].unlock(&l);
+	}
+	sk_elide_stats_read(&s, &r);
+	SK_CHECK_EQ(r.commits + r.fallbacks + r.skips + r.aborts[0], 0);
+}
+
+/* ---- threads ------------------------------------------------------------------ */
+
+static void *lock_once(void *arg)
+{
+	struct sk_elided_mutex *m = arg;
+
+	sk_elided_mutex_lock(m);
+	sk_elided_mutex_unlock(m);
+	return NULL;
+}
+
+/*
+ * Locked while the process had one thread (the glibc single-thread fast
+ * path), then contended by the first second thread: it must wait.
+ */
+static void mutex_held_across_first_thread(void)
+{
+	struct sk_elided_mutex m = SK_ELIDED_MUTEX_INITIALIZER;
+	pthread_t t;
+
+	elide_deadline("mutex_held_across_first_thread", 60);
+	sk_elided_mutex_lock(&m);
+	sk_test_thread_start(&t, lock_once, &m);
+	while (!(__atomic_load_n(&m.word, __ATOMIC_RELAXED) &
+		 SK_ELIDED_MUTEX_WAITERS))
+		sched_yield(); /* the thread spins, then sleeps on the word */
+	sk_elided_mutex_unlock(&m);
+	sk_test_thread_join(t);
+	SK_CHECK_EQ(m.word, 0);
+	alarm(0);
+}
+
+static unsigned long stress_iters(void)
+{
+	return 10000 / sk_test_slow();
+}
+
+static void every_lock_excludes_under_threads(void)
+{
+	struct elide_lock l;
+	struct elide_stress st = { 0 };
+	int k;
+
+	elide_deadline("every_lock_excludes_under_threads", 240);
+	elide_lock_init(&l);
+	st.lock = &l;
+	st.iters = stress_iters();
+	for (k = 0; k < ELIDE_NOPS; k++) {
+		st.ops = &elide_ops[k];
+		st.rd_ops = k == 2 ? &elide_read_ops : NULL;
+		double t0 = sk_test_now();
+
+		SK_CHECK_EQ(elide_stress_run(&st, 3, st.rd_ops ? 2 : 0), 0);
+		SK_CHECK_EQ(st.torn, 0);
+		fprintf(stderr, "    %s: %.2f s\n", st.ops->name,
+			sk_test_now() - t0);
+	}
+	alarm(0);
+}
+
+/* The broken twin: without the lock the same check sees lost updates. */
+static void twin_without_lock_is_caught(void)
+{
+	struct elide_lock l;
+	struct elide_stress st = { 0 };
+
+	elide_lock_init(&l);
+	st.lock = &l;
+	st.ops = &elide_ops[0];
+	st.nolock = 1;
+	st.racy = 1;
+	st.iters = stress_iters();
+	SK_CHECK_GT(elide_stress_run(&st, 3, 0), 0);
+}
+
+/* ---- fairness ---------------------------------------------------------------- */
+
+struct fair {
+	struct sk_elided_mutex m;
+	unsigned long got[3];	/* sections per thread (relaxed atomics) */
+	unsigned long need;	/* every thread must reach this */
+	int done;		/* set when all have */
+};
+
+struct fair_arg {
+	struct fair *f;
+	int id;
+};
+
+static void *fair_worker(void *arg)
+{
+	struct fair_arg *a = arg;
+	struct fair *f = a->f;
+	unsigned long mine = 0;
+
+	while (!__atomic_load_n(&f->done, __ATOMIC_RELAXED)) {
+		sk_elided_mutex_lock(&f->m);
+		mine++;
+		__atomic_store_n(&f->got[a->id], mine, __ATOMIC_RELAXED);
+		if (mine % 4 == 0)
+			sched_yield(); /* let the others queue and sleep */
+		sk_elided_mutex_unlock(&f->m);
+	}
+	return NULL;
+}
+
+/* Wait until every thread has `need` sections (the alarm catches starving). */
+static void fair_until_all_progress(unsigned int handoff)
+{
+	struct sk_elide_tuning t = SK_ELIDE_TUNING_DEFAULT, d = t;
+	struct fair f = { SK_ELIDED_MUTEX_INITIALIZER, { 0 }, 2000, 0 };
+	struct fair_arg a[3];
+	pthread_t th[3];
+	int i, all;
+
+	t.handoff_wakeups = handoff;
+	SK_CHECK_EQ(sk_elide_set_tuning(&t), 0);
+	f.need = 2000 / sk_test_slow();
+	for (i = 0; i < 3; i++) {
+		a[i].f = &f;
+		a[i].id = i;
+		sk_test_thread_start(&th[i], fair_worker, &a[i]);
+	}
+	do {
+		sk_test_sleep_ms(1);
+		for (all = 1, i = 0; i < 3; i++)
+			all &= __atomic_load_n(&f.got[i], __ATOMIC_RELAXED) >=
+			       f.need;
+	} while (!all);
+	__atomic_store_n(&f.done, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < 3; i++)
+		sk_test_thread_join(th[i]);
+	fprintf(stderr, "    handoff after %u: %lu %lu %lu sections\n",
+		handoff, f.got[0], f.got[1], f.got[2]);
+	SK_CHECK_EQ(sk_elide_set_tuning(&d), 0);
+}
+
+static void mutex_every_thread_progresses(void)
+{
+	elide_deadline("mutex_every_thread_progresses (a starved thread)",
+		       240);
+	fair_until_all_progress(4);
+	fair_until_all_progress(1); /* the handoff tickets all the time */
+	alarm(0);
+}
+
+int main(int argc, char **argv)
+{
+	prog = argv[0];
+	if (argc > 1 && !strcmp(argv[1], "--child=policy"))
+		return child_print_policy();
+	if (argc > 1)
+		sk_t_only = argv[1];
+	sk_test_seed_init();
+	SK_RUN_SELECTED(mutex_held_across_first_thread); /* first thread */
+	SK_RUN_SELECTED(dispatch_matches_cpuid_and_probe);
+	SK_RUN_SELECTED(policy_on_without_rtm_never_sigills);
+	SK_RUN_SELECTED(policy_api_rejects_unknown_values);
+	SK_RUN_SELECTED(env_sets_the_process_default);
+	SK_RUN_SELECTED(tuning_api_checks_ranges);
+	SK_RUN_SELECTED(trylock_and_destroy_report_busy);
+	SK_RUN_SELECTED(initializers_and_sizes);
+	SK_RUN_SELECTED(fallback_counts_nothing);
+	SK_RUN_SELECTED(every_lock_excludes_under_threads);
+	SK_RUN_SELECTED(twin_without_lock_is_caught);
+	SK_RUN_SELECTED(mutex_every_thread_progresses);
+	return sk_test_report();
+}
