@@ -201,12 +201,16 @@ set(sk_tort_busted_env
 
 # sk_torture_test(NAME RC ARGS [DURATION s] [SLOW_DURATION s] [STDOUT re]
 #                 [STDERR re] [CHECK name] [FAULTS list] [WRAP cmd...]
-#                 [LABELS ...] [TIMEOUT s] [ENV ...] [LONG])
+#                 [LABELS ...] [TIMEOUT s] [ENV ...] [LONG] [TOOL target])
+# TOOL: the program's target (default scalekit_tool).
 function(sk_torture_test name rc args)
   cmake_parse_arguments(T "LONG"
-    "DURATION;SLOW_DURATION;STDOUT;STDERR;CHECK;TIMEOUT"
+    "DURATION;SLOW_DURATION;STDOUT;STDERR;CHECK;TIMEOUT;TOOL"
     "LABELS;ENV;FAULTS;WRAP" ${ARGN})
-  set(defs -DSK_CMD=$<TARGET_FILE:scalekit_tool> "-DSK_ARGS=${args}" -DSK_RC=${rc})
+  if(NOT T_TOOL)
+    set(T_TOOL scalekit_tool)
+  endif()
+  set(defs -DSK_CMD=$<TARGET_FILE:${T_TOOL}> "-DSK_ARGS=${args}" -DSK_RC=${rc})
   if(DEFINED T_CHECK)
     list(APPEND defs -DSK_CHECK=${T_CHECK})
   endif()

@@ -22,17 +22,22 @@
  *
  * The reference locks (pthread_mutex, pthread_rwlock) are tortured like
  * scalekit's: a failure of theirs means the tool is wrong.  Elided locks
- * are added in the lock table below, one entry per backend.
+ * run once on each backend the CPU offers (fallback, rtm); the
+ * scalekit_sim build of this tool (tests only) runs them on the simulated
+ * backend with random injected aborts, and its --busted twin is the
+ * library's: simulated sections that do not look at the lock word.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "scalekit/elide.h"
 #include "scalekit/rwlock_rb.h"
 #include "scalekit/seqlock.h"
 #include "tool.h"
@@ -53,6 +58,9 @@ union tl_storage {
 	pthread_rwlock_t rw;
 	struct sk_rwlock_rb rb;
 	struct sk_seqlock sl;
+	struct sk_elided_mutex em;
+	struct sk_elided_spinlock es;
+	struct sk_elided_rwlock erw;
 	int word;
 	unsigned char bytes[64];
 } __attribute__((aligned(SK_CACHELINE)));
@@ -71,6 +79,7 @@ struct tl_lock {
 	unsigned int (*rd_begin)(union tl_storage *s);
 	int (*rd_end)(union tl_storage *s, unsigned int token);
 	int seqlock; /* readers may see a torn copy before rd_end() */
+	int elided;  /* run once on each elision backend */
 };
 
 static int tl_mutex_init(union tl_storage *s)
@@ -93,9 +102,21 @@ static void tl_mutex_unlock(union tl_storage *s)
 	pthread_mutex_unlock(&s->m);
 }
 
+/*
+ * Writer-preferring, as scalekit's rwlocks: glibc's default prefers
+ * readers, and its writers then starve (the progress check fails).
+ */
 static int tl_rw_init(union tl_storage *s)
 {
-	return -pthread_rwlock_init(&s->rw, NULL);
+	pthread_rwlockattr_t a;
+	int err;
+
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(
+		&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	err = pthread_rwlock_init(&s->rw, &a);
+	pthread_rwlockattr_destroy(&a);
+	return -err;
 }
 
 static int tl_rw_destroy(union tl_storage *s)
@@ -191,24 +212,102 @@ static int tl_sl_retry(union tl_storage *s, unsigned int token)
 	return sk_seqlock_read_retry(&s->sl, token);
 }
 
-/*
- * The elided locks' entries (one per backend), once the elide module is
- * in the tree: the one place where they are added.
- */
-#define SK_TORT_ELIDED_LOCKS
+static int tl_em_init(union tl_storage *s)
+{
+	sk_elided_mutex_init(&s->em);
+	return 0;
+}
+
+static int tl_em_destroy(union tl_storage *s)
+{
+	return sk_elided_mutex_destroy(&s->em);
+}
+
+static void tl_em_lock(union tl_storage *s)
+{
+	sk_elided_mutex_lock(&s->em);
+}
+
+static void tl_em_unlock(union tl_storage *s)
+{
+	sk_elided_mutex_unlock(&s->em);
+}
+
+static int tl_es_init(union tl_storage *s)
+{
+	sk_elided_spinlock_init(&s->es);
+	return 0;
+}
+
+static int tl_es_destroy(union tl_storage *s)
+{
+	return sk_elided_spinlock_destroy(&s->es);
+}
+
+static void tl_es_lock(union tl_storage *s)
+{
+	sk_elided_spinlock_lock(&s->es);
+}
+
+static void tl_es_unlock(union tl_storage *s)
+{
+	sk_elided_spinlock_unlock(&s->es);
+}
+
+static int tl_erw_init(union tl_storage *s)
+{
+	sk_elided_rwlock_init(&s->erw);
+	return 0;
+}
+
+static int tl_erw_destroy(union tl_storage *s)
+{
+	return sk_elided_rwlock_destroy(&s->erw);
+}
+
+static void tl_erw_wrlock(union tl_storage *s)
+{
+	sk_elided_rwlock_write_lock(&s->erw);
+}
+
+static void tl_erw_wrunlock(union tl_storage *s)
+{
+	sk_elided_rwlock_write_unlock(&s->erw);
+}
+
+static unsigned int tl_erw_rdlock(union tl_storage *s)
+{
+	sk_elided_rwlock_read_lock(&s->erw);
+	return 0;
+}
+
+static int tl_erw_rdunlock(union tl_storage *s, unsigned int token)
+{
+	(void)token;
+	sk_elided_rwlock_read_unlock(&s->erw);
+	return 0;
+}
 
 static const struct tl_lock tl_locks[] = {
 	{ "pthread-mutex", "pthread_mutex_t (reference)", tl_mutex_init,
-	  tl_mutex_destroy, tl_mutex_lock, tl_mutex_unlock, NULL, NULL, 0 },
+	  tl_mutex_destroy, tl_mutex_lock, tl_mutex_unlock, NULL, NULL, 0, 0 },
 	{ "pthread-rwlock", "pthread_rwlock_t (reference)", tl_rw_init,
 	  tl_rw_destroy, tl_rw_wrlock, tl_rw_unlock, tl_rw_rdlock,
-	  tl_rw_rdunlock, 0 },
+	  tl_rw_rdunlock, 0, 0 },
 	{ "rwlock-rb", "sk_rwlock_rb, read-biased", tl_rb_init,
 	  tl_rb_destroy, tl_rb_wrlock, tl_rb_wrunlock, tl_rb_rdlock,
-	  tl_rb_rdunlock, 0 },
+	  tl_rb_rdunlock, 0, 0 },
 	{ "seqlock", "sk_seqlock", tl_sl_init, tl_sl_destroy, tl_sl_lock,
-	  tl_sl_unlock, tl_sl_begin, tl_sl_retry, 1 },
-	SK_TORT_ELIDED_LOCKS
+	  tl_sl_unlock, tl_sl_begin, tl_sl_retry, 1, 0 },
+	{ "elided-mutex", "sk_elided_mutex, on each elision backend",
+	  tl_em_init, tl_em_destroy, tl_em_lock, tl_em_unlock, NULL, NULL, 0,
+	  1 },
+	{ "elided-spinlock", "sk_elided_spinlock, on each elision backend",
+	  tl_es_init, tl_es_destroy, tl_es_lock, tl_es_unlock, NULL, NULL, 0,
+	  1 },
+	{ "elided-rwlock", "sk_elided_rwlock, on each elision backend",
+	  tl_erw_init, tl_erw_destroy, tl_erw_wrlock, tl_erw_wrunlock,
+	  tl_erw_rdlock, tl_erw_rdunlock, 0, 1 },
 };
 
 #define TL_NLOCKS ((int)(sizeof(tl_locks) / sizeof(tl_locks[0])))
@@ -216,9 +315,14 @@ static const struct tl_lock tl_locks[] = {
 /* The busted plain lock: test, then set, not atomically. */
 static void tl_busted_lock(union tl_storage *s)
 {
+	int i;
+
 	while (SK_READ_ONCE(s->word))
 		sk_cpu_relax();
-	sk_cpu_relax(); /* the window another thread slips through */
+	/* The window another thread slips through, also on one CPU. */
+	for (i = 0; i < 64; i++)
+		sk_cpu_relax();
+	sched_yield();
 	SK_WRITE_ONCE(s->word, 1);
 }
 
@@ -241,7 +345,9 @@ struct tl_thread {
 
 struct tl_run {
 	const struct tl_lock *lk;
-	int busted;
+	const char *label; /* lock name, and /backend for elided locks */
+	int busted;	   /* a broken lock: races are expected */
+	int twin;	   /* the tool's broken twin replaces the lock */
 	int stop; /* atomic */
 	union tl_storage lock;
 	/* The guarded data, on its own line. */
@@ -257,7 +363,7 @@ static void tl_error(struct tl_thread *t, const char *what, unsigned long a,
 	sk_tort_inc(&t->errors);
 	if (__atomic_fetch_add(&t->run->printed, 1, __ATOMIC_RELAXED) < 10)
 		fprintf(stderr, "ERROR: %s thread %lu: %s (%lu vs %lu)\n",
-			t->run->lk->name, t->id, what, a, b);
+			t->run->label, t->id, what, a, b);
 }
 
 /*
@@ -281,7 +387,7 @@ static void tl_shadow_set(struct tl_run *r, unsigned long v)
 static void tl_write_section(struct tl_thread *t)
 {
 	struct tl_run *r = t->run;
-	int plain_busted = r->busted && !r->lk->rd_begin;
+	int plain_busted = r->twin && !r->lk->rd_begin;
 	unsigned long v, o;
 	int k;
 
@@ -298,7 +404,10 @@ static void tl_write_section(struct tl_thread *t)
 	tl_shadow_set(r, v);
 	for (k = 0; k < TL_WORDS; k++) {
 		SK_WRITE_ONCE(r->w[k], v);
-		sk_tort_spin(&t->rng, 4);
+		sk_tort_spin(&t->rng, 16);
+		/* Preempted inside the section (the twins' readers see it). */
+		if (sk_tort_one_in(&t->rng, r->busted ? 4 : 64))
+			sched_yield();
 	}
 	o = SK_READ_ONCE(r->owner);
 	if (o != t->id)
@@ -320,14 +429,17 @@ static void tl_read_section(struct tl_thread *t)
 
 	do {
 		/* Busted readers take no lock (the seqlock's: no retry). */
-		if (!r->busted || r->lk->seqlock)
+		if (!r->twin || r->lk->seqlock)
 			tok = r->lk->rd_begin(&r->lock);
 		o = SK_READ_ONCE(r->owner);
 		for (k = 0; k < TL_WORDS; k++) {
 			w[k] = SK_READ_ONCE(r->w[k]);
-			sk_tort_spin(&t->rng, 4);
+			sk_tort_spin(&t->rng, 16);
+			/* Preempted mid-read: a writer may run meanwhile. */
+			if (sk_tort_one_in(&t->rng, r->busted ? 4 : 256))
+				sched_yield();
 		}
-		retry = r->busted ? 0 : r->lk->rd_end(&r->lock, tok);
+		retry = r->twin ? 0 : r->lk->rd_end(&r->lock, tok);
 		if (retry)
 			sk_tort_inc(&t->retries);
 	} while (retry);
@@ -384,7 +496,7 @@ static int tl_monitor(struct tl_run *r, struct tl_thread *th, unsigned long n,
 		if ((now - last_change) / 1000000000ULL >= TL_HANG_S) {
 			fprintf(stderr, "ERROR: %s: no section completed for "
 					"%d s: hang\n",
-				r->lk->name, TL_HANG_S);
+				r->label, TL_HANG_S);
 			return -1;
 		}
 		if ((now - start) / 1e9 >= secs)
@@ -406,25 +518,64 @@ static unsigned long tl_report(struct tl_run *r, struct tl_thread *th,
 		if (th[i].reads + th[i].writes == 0) {
 			fprintf(stderr, "ERROR: %s thread %lu made no "
 					"progress\n",
-				r->lk->name, th[i].id);
+				r->label, th[i].id);
 			errors++;
 		}
 	}
 	if (r->shadow != writes) {
 		fprintf(stderr, "ERROR: %s: shadow counter %lu, but %lu write "
 				"sections (lost updates)\n",
-			r->lk->name, r->shadow, writes);
+			r->label, r->shadow, writes);
 		errors++;
 	}
 	printf("%-22s %lu threads, %.1f s: %lu reads (%lu retries), %lu "
 	       "writes, shadow %lu, errors %lu\n",
-	       r->lk->name, n, secs, reads, retries, writes, r->shadow, errors);
+	       r->label, n, secs, reads, retries, writes, r->shadow, errors);
 	return errors;
 }
 
-/* Torture lk with n threads for secs; the errors it found (-1: setup). */
-static long tl_run_one(const struct tl_lock *lk, unsigned long n, double secs,
-		       uint64_t seed, int busted)
+/*
+ * The sim backend's busted twin corrupts the lock word, and the library's
+ * own unlock check then aborts the process.  The run in progress (its
+ * threads' error counters) decides the verdict: caught when the checks
+ * counted errors before the abort.  Async-signal-safe: relaxed loads,
+ * write(), _exit().
+ */
+static struct tl_thread *tl_abort_th;
+static unsigned long tl_abort_n;
+
+static void tl_on_abort(int sig)
+{
+	static const char caught[] =
+		"the library aborted on the corrupted lock word after the "
+		"checks had counted errors\n--busted: locks that do not "
+		"exclude; the detector caught it, as it must\nFAILURE\n";
+	static const char blind[] =
+		"the library aborted on the corrupted lock word before any "
+		"check failed\n--busted: NOT DETECTED: the detector is "
+		"blind\nFAILURE\n";
+	unsigned long i, errors = 0;
+
+	(void)sig;
+	for (i = 0; i < tl_abort_n; i++)
+		errors += __atomic_load_n(&tl_abort_th[i].errors,
+					  __ATOMIC_RELAXED);
+	if (errors) {
+		if (write(1, caught, sizeof(caught) - 1) < 0)
+			_exit(SK_TOOL_EXIT_FAIL);
+	} else if (write(1, blind, sizeof(blind) - 1) < 0) {
+		_exit(SK_TOOL_EXIT_FAIL);
+	}
+	_exit(errors ? SK_TOOL_EXIT_FAIL : 3);
+}
+
+/*
+ * Torture lk (called label) with n threads for secs; the errors it found
+ * (-1: setup).  busted: the lock is broken (twin: by the tool's twin).
+ */
+static long tl_run_one(const struct tl_lock *lk, const char *label,
+		       unsigned long n, double secs, uint64_t seed, int busted,
+		       int twin)
 {
 	static struct tl_run r;
 	struct tl_thread *th = calloc(n, sizeof(*th));
@@ -433,13 +584,22 @@ static long tl_run_one(const struct tl_lock *lk, unsigned long n, double secs,
 
 	memset(&r, 0, sizeof(r));
 	r.lk = lk;
+	r.label = label;
 	r.busted = busted;
+	r.twin = twin;
 	err = th ? lk->init(&r.lock) : -ENOMEM;
 	if (err) {
 		fprintf(stderr, "scalekit torture: %s: cannot initialize: %s\n",
-			lk->name, strerror(-err));
+			label, strerror(-err));
 		free(th);
 		return -1;
+	}
+	if (busted && !twin) {
+		/* The library's own twin (sim): see tl_on_abort(). */
+		tl_abort_th = th;
+		tl_abort_n = n;
+		fflush(stdout);
+		signal(SIGABRT, tl_on_abort);
 	}
 	for (i = 0; i < n; i++) {
 		th[i].run = &r;
@@ -460,7 +620,7 @@ static long tl_run_one(const struct tl_lock *lk, unsigned long n, double secs,
 	if (started < n) {
 		fprintf(stderr, "scalekit torture: %s: cannot start %lu "
 				"threads\n",
-			lk->name, n);
+			label, n);
 		free(th);
 		return -1;
 	}
@@ -469,6 +629,129 @@ static long tl_run_one(const struct tl_lock *lk, unsigned long n, double secs,
 		errors++;
 	free(th);
 	return (long)errors;
+}
+
+/* ---- elision backends ------------------------------------------------------- */
+
+#ifdef SK_TORT_SIM
+/* Hooks of the SK_ELIDE_SIM library build (src/elide_sim.c). */
+void sk__elide_sim_random(unsigned int permille, unsigned long seed);
+void sk__elide_sim_busted(int on);
+#endif
+
+/* Random simulated aborts per 1000 transactions (sim backend). */
+#define TL_SIM_ABORTS 100
+
+/* An elision backend a run of an elided lock visits. */
+struct tl_backend {
+	const char *name;
+	enum sk_elide_policy policy;
+	enum sk_elide_backend expect;
+};
+
+/*
+ * The backends this CPU (or build) offers: fallback, rtm when a probe
+ * transaction committed; in the scalekit_sim tool (built against the
+ * SK_ELIDE_SIM library), sim only.  Returns how many.
+ */
+static int tl_backends(struct tl_backend *out)
+{
+	int n = 0;
+
+#ifdef SK_TORT_SIM
+	out[n++] = (struct tl_backend){ "sim", SK_ELIDE_AUTO,
+					SK_ELIDE_BACKEND_SIM };
+#else
+	out[n++] = (struct tl_backend){ "fallback", SK_ELIDE_OFF,
+					SK_ELIDE_BACKEND_FALLBACK };
+	if (sk_elide_cpu_has_rtm() & SK_ELIDE_CPU_PROBE_OK)
+		out[n++] = (struct tl_backend){ "rtm", SK_ELIDE_AUTO,
+						SK_ELIDE_BACKEND_RTM };
+#endif
+	return n;
+}
+
+/*
+ * Switch to backend b (busted: its broken twin, sim only); 0, or -1 when
+ * the library did not pick the backend (message printed).
+ */
+static int tl_backend_enter(const struct tl_backend *b, uint64_t seed,
+			    int busted)
+{
+	sk_elide_set_policy(b->policy);
+	if (sk_elide_backend() != b->expect) {
+		fprintf(stderr, "scalekit torture: policy for backend %s "
+				"gave backend %s\n",
+			b->name, sk_elide_backend_name(sk_elide_backend()));
+		return -1;
+	}
+#ifdef SK_TORT_SIM
+	sk__elide_sim_random(TL_SIM_ABORTS, (unsigned long)seed);
+	sk__elide_sim_busted(busted);
+#else
+	(void)seed;
+	(void)busted;
+#endif
+	return 0;
+}
+
+static void tl_backend_leave(void)
+{
+#ifdef SK_TORT_SIM
+	sk__elide_sim_busted(0);
+	sk__elide_sim_random(0, 0);
+#endif
+	sk_elide_set_policy(SK_ELIDE_AUTO);
+}
+
+/*
+ * Torture lock i on every backend it runs on; the errors found, or -1.
+ * With --busted, each run must find errors (*uncaught counts the runs
+ * that did not).
+ */
+static long tl_run_lock(int i, unsigned long n, double secs, uint64_t seed,
+			int busted, int *uncaught)
+{
+	const struct tl_lock *lk = &tl_locks[i];
+	struct tl_backend bs[3];
+	char label[64];
+	int nb = lk->elided ? tl_backends(bs) : 1, b;
+	long e, errors = 0;
+
+	for (b = 0; b < nb; b++) {
+		int lib_twin = 0;
+
+		snprintf(label, sizeof(label), "%s%s%s", lk->name,
+			 lk->elided ? "/" : "", lk->elided ? bs[b].name : "");
+		if (lk->elided) {
+			if (tl_backend_enter(&bs[b], seed, busted))
+				return -1;
+			lib_twin = bs[b].expect == SK_ELIDE_BACKEND_SIM;
+		}
+		e = tl_run_one(lk, label, n, secs, seed, busted,
+			       busted && !lib_twin);
+		if (lk->elided)
+			tl_backend_leave();
+		if (e < 0)
+			return -1;
+		if (busted && e == 0) {
+			printf("%s: its busted twin was NOT caught\n", label);
+			++*uncaught;
+		}
+		errors += e;
+		fflush(stdout);
+	}
+	return errors;
+}
+
+/* Runs of lock i (its backends); only: the --lock name or NULL. */
+static int tl_nruns(int i, const char *only)
+{
+	struct tl_backend bs[3];
+
+	if (only && strcmp(only, tl_locks[i].name))
+		return 0;
+	return tl_locks[i].elided ? tl_backends(bs) : 1;
 }
 
 /* ---- command line ---------------------------------------------------------- */
@@ -578,30 +861,25 @@ int sk_tort_locks_main(int argc, char **argv)
 	if (tl_parse(argc, argv, &c) != 0)
 		return SK_TOOL_EXIT_USAGE;
 	for (i = 0; i < TL_NLOCKS; i++)
-		nsel += !c.only || !strcmp(c.only, tl_locks[i].name);
+		nsel += tl_nruns(i, c.only);
 	if (!nsel)
 		return sk_tool_usage_error(CMD, "locks: unknown lock '%s' "
 					   "(see --help)", c.only);
 	secs = (double)c.duration / nsel;
-	printf("torture locks: %d lock%s, %ld threads each, %.1f s each, "
+	printf("torture locks: %d run%s, %ld threads each, %.1f s each, "
 	       "seed %ld%s\n",
 	       nsel, nsel == 1 ? "" : "s", c.threads, secs, c.seed,
 	       c.busted ? ", BUSTED twins" : "");
 	fflush(stdout);
 	for (i = 0; i < TL_NLOCKS; i++) {
-		if (c.only && strcmp(c.only, tl_locks[i].name))
+		if (!tl_nruns(i, c.only))
 			continue;
-		e = tl_run_one(&tl_locks[i], (unsigned long)c.threads, secs,
-			       (uint64_t)c.seed + (uint64_t)i, c.busted);
+		e = tl_run_lock(i, (unsigned long)c.threads, secs,
+				(uint64_t)c.seed + (uint64_t)i, c.busted,
+				&uncaught);
 		if (e < 0)
 			return SK_TOOL_EXIT_FAIL;
 		errors += e;
-		if (c.busted && e == 0) {
-			printf("%s: its busted twin was NOT caught\n",
-			       tl_locks[i].name);
-			uncaught++;
-		}
-		fflush(stdout);
 	}
 	printf("errors: %ld\n", errors);
 	if (c.busted)
