@@ -165,6 +165,9 @@ extern const struct sk_bench_rcu_ops sk_bench_rwlock_rb_wr_ops;
 extern const struct sk_bench_rcu_ops sk_bench_seqlock_ops;
 extern const struct sk_bench_rcu_ops sk_bench_seqlock_wr_ops;
 extern const struct sk_bench_rcu_ops sk_bench_ck_spinlock_ops;
+extern const struct sk_bench_rcu_ops sk_bench_elided_mutex_ops;
+extern const struct sk_bench_rcu_ops sk_bench_elided_spinlock_ops;
+extern const struct sk_bench_rcu_ops sk_bench_elided_rwlock_ops;
 
 /* Every adapter, NULL-terminated, in the order --help lists them. */
 extern const struct sk_bench_rcu_ops *const sk_bench_rcu_all[];

@@ -40,6 +40,9 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_seqlock_ops,
 	&sk_bench_seqlock_wr_ops,
 	&sk_bench_ck_spinlock_ops,
+	&sk_bench_elided_mutex_ops,
+	&sk_bench_elided_spinlock_ops,
+	&sk_bench_elided_rwlock_ops,
 	NULL,
 };
 

@@ -11,9 +11,10 @@
  *    sk_rhash (lookups under RCU; an update stores the new value into
  *    the entry found, no structural change).
  *
- * Each figure names the backend the locks ran on ("fallback" without the
- * elide module: plain locks).  The elided locks join the tables in one
- * place: BL_ELIDED_IMPLS and BL_ELIDED_HUL below.
+ * Each table names the elision backend the elided locks ran on (rtm,
+ * fallback).  The elided locks join the tables in one place:
+ * BL_ELIDED_IMPLS and BL_ELIDED_HUL below.  Where the CPU has RTM, the
+ * elided locks' abort rates by cause are printed beside their figures.
  */
 #include "bench.h"
 
@@ -30,14 +31,25 @@
 #include <ck_spinlock.h>
 #endif
 
+#include "scalekit/elide.h"
+
 /*
  * The elided locks' adapter names (first: the reference of the "locks"
- * ratios) and their hash-under-lock entries; empty until the elide
- * module is in the tree.
+ * ratios) and their hash-under-lock entries: the one place they are
+ * added.
  */
-#define BL_ELIDED_IMPLS
-#define BL_ELIDED_HUL
-#define BL_BACKEND "fallback"
+#define BL_ELIDED_IMPLS "sk-elided-mutex", "sk-elided-spinlock",
+#define BL_ELIDED_HUL                                                   \
+	{ "sk-elided-mutex", hul_em_lock, hul_em_unlock, hul_em_lock,   \
+	  hul_em_unlock, &hul_em_stats },                               \
+	{ "sk-elided-rwlock", hul_erw_rd, hul_erw_rdu, hul_erw_wr,      \
+	  hul_erw_wru, &hul_erw_stats },
+
+/* The backend the elided locks run on, for titles and notes. */
+static const char *bl_backend(void)
+{
+	return sk_elide_backend_name(sk_elide_backend());
+}
 
 /* The lock orders the load; a relaxed load keeps it a single access. */
 #define BL_DEREF(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
@@ -107,6 +119,50 @@ const struct sk_bench_rcu_ops sk_bench_seqlock_wr_ops = {
 	.name = "sk-seqlock-wr",
 	.desc = "sk_seqlock_write_lock/write_unlock (locks scenario)",
 	.read_section = sl_wr_section,
+};
+
+static struct sk_elided_mutex bl_em = SK_ELIDED_MUTEX_INITIALIZER;
+static struct sk_elided_spinlock bl_es = SK_ELIDED_SPINLOCK_INITIALIZER;
+
+static void em_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, sk_elided_mutex_lock(&bl_em),
+			   BL_DEREF(sk_bench_gp),
+			   sk_elided_mutex_unlock(&bl_em));
+}
+
+static void es_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, sk_elided_spinlock_lock(&bl_es),
+			   BL_DEREF(sk_bench_gp),
+			   sk_elided_spinlock_unlock(&bl_es));
+}
+
+static struct sk_elided_rwlock bl_erw = SK_ELIDED_RWLOCK_INITIALIZER;
+
+static void erw_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, sk_elided_rwlock_read_lock(&bl_erw),
+			   BL_DEREF(sk_bench_gp),
+			   sk_elided_rwlock_read_unlock(&bl_erw));
+}
+
+const struct sk_bench_rcu_ops sk_bench_elided_rwlock_ops = {
+	.name = "sk-elided-rwlock",
+	.desc = "sk_elided_rwlock_read_lock/unlock (elided where RTM works)",
+	.read_section = erw_section,
+};
+
+const struct sk_bench_rcu_ops sk_bench_elided_mutex_ops = {
+	.name = "sk-elided-mutex",
+	.desc = "sk_elided_mutex_lock/unlock (elided where RTM works)",
+	.read_section = em_section,
+};
+
+const struct sk_bench_rcu_ops sk_bench_elided_spinlock_ops = {
+	.name = "sk-elided-spinlock",
+	.desc = "sk_elided_spinlock_lock/unlock (elided where RTM works)",
+	.read_section = es_section,
 };
 
 #ifdef SK_HAVE_CK
@@ -185,18 +241,26 @@ int sk_bench_locks_run(const struct sk_bench_config *cfg,
 		"sk-rwlock-rb-wr", "sk-rwlock-rb", "sk-seqlock-wr",
 		"sk-seqlock", NULL
 	};
+	static char variant[48], title[160];
 	struct sk_bench_row *row;
+	int rtm = sk_elide_backend() == SK_ELIDE_BACKEND_RTM;
 
-	row = sk_bench_row_add(res, "locks", "uncontended " BL_BACKEND,
-			       "ns/op",
-			       "locks: uncontended lock+dereference+unlock, 1 "
-			       "thread, ns/op (lower is better); backend "
-			       BL_BACKEND,
-			       1, 1, impls, cfg->reps);
+	snprintf(variant, sizeof(variant), "uncontended %s", bl_backend());
+	snprintf(title, sizeof(title),
+		 "locks: uncontended lock+dereference+unlock, 1 thread, "
+		 "ns/op (lower is better); elision backend %s",
+		 bl_backend());
+	row = sk_bench_row_add(res, "locks", variant, "ns/op", title, 1, 1,
+			       impls, cfg->reps);
 	if (bl_measure(cfg, "locks", &row, NULL, 1))
 		return -1;
-	sk_bench_note_add(res, "locks: ran on the %s backend (the elided "
-			  "locks are not in this build)", BL_BACKEND);
+	sk_bench_ratio_target(res, row, "sk-elided-mutex", "pthread-mutex",
+			      rtm ? 1.5 : 1.05, 1,
+			      rtm ? "locks, rtm: ns/op sk-elided-mutex / "
+				    "pthread-mutex"
+				  : "locks, no RTM: ns/op sk-elided-mutex / "
+				    "pthread-mutex",
+			      "locks-elided-mutex");
 	return 0;
 }
 
@@ -263,6 +327,7 @@ static struct sk_rhash hul_rhash;
 struct hul_lock {
 	const char *name;
 	void (*rd)(void), (*rdu)(void), (*wr)(void), (*wru)(void);
+	struct sk_elide_stats *stats; /* elided locks: attached statistics */
 };
 
 static pthread_mutex_t hul_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -279,15 +344,26 @@ static void hul_rb_rdu(void) { sk_rwlock_rb_rdunlock(&hul_rb); }
 static void hul_rb_wr(void) { sk_rwlock_rb_wrlock(&hul_rb); }
 static void hul_rb_wru(void) { sk_rwlock_rb_wrunlock(&hul_rb); }
 
+static struct sk_elided_mutex hul_em = SK_ELIDED_MUTEX_INITIALIZER;
+static struct sk_elided_rwlock hul_erw = SK_ELIDED_RWLOCK_INITIALIZER;
+static struct sk_elide_stats hul_em_stats, hul_erw_stats;
+
+static void hul_em_lock(void) { sk_elided_mutex_lock(&hul_em); }
+static void hul_em_unlock(void) { sk_elided_mutex_unlock(&hul_em); }
+static void hul_erw_rd(void) { sk_elided_rwlock_read_lock(&hul_erw); }
+static void hul_erw_rdu(void) { sk_elided_rwlock_read_unlock(&hul_erw); }
+static void hul_erw_wr(void) { sk_elided_rwlock_write_lock(&hul_erw); }
+static void hul_erw_wru(void) { sk_elided_rwlock_write_unlock(&hul_erw); }
+
 /* rd == NULL: sk_rhash under RCU. */
 static const struct hul_lock hul_locks[] = {
 	BL_ELIDED_HUL
 	{ "pthread-mutex", hul_mutex_lock, hul_mutex_unlock, hul_mutex_lock,
-	  hul_mutex_unlock },
+	  hul_mutex_unlock, NULL },
 	{ "pthread-rwlock", hul_rw_rd, hul_rw_unlock, hul_rw_wr,
-	  hul_rw_unlock },
-	{ "sk-rwlock-rb", hul_rb_rd, hul_rb_rdu, hul_rb_wr, hul_rb_wru },
-	{ "rhash", NULL, NULL, NULL, NULL },
+	  hul_rw_unlock, NULL },
+	{ "sk-rwlock-rb", hul_rb_rd, hul_rb_rdu, hul_rb_wr, hul_rb_wru, NULL },
+	{ "rhash", NULL, NULL, NULL, NULL, NULL },
 };
 
 #define HUL_NLOCKS ((int)(sizeof(hul_locks) / sizeof(hul_locks[0])))
@@ -481,10 +557,37 @@ static int hul_measure(const struct sk_bench_config *cfg,
 	return 0;
 }
 
+/* The elision events of lk over the whole scenario, as a note. */
+static void hul_note_stats(struct sk_bench_results *res,
+			   const struct hul_lock *lk)
+{
+	struct sk_elide_stats st;
+	unsigned long acq, ab = 0;
+	char buf[256];
+	int c, n;
+
+	sk_elide_stats_read(lk->stats, &st);
+	for (c = 0; c < SK_ELIDE_ABORT_NCAUSES; c++)
+		ab += st.aborts[c];
+	acq = st.commits + st.fallbacks + st.skips;
+	n = snprintf(buf, sizeof(buf), "%s on %s: %lu commits, %lu "
+		     "fallbacks, %lu skips; aborts %.2f%% of attempts (",
+		     lk->name, bl_backend(), st.commits, st.fallbacks,
+		     st.skips, st.commits + ab ? 100.0 * ab / (st.commits + ab)
+					       : 0.0);
+	for (c = 0; c < SK_ELIDE_ABORT_NCAUSES && n < (int)sizeof(buf); c++)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%s %lu",
+			      c ? ", " : "", sk_elide_abort_cause_name(c),
+			      st.aborts[c]);
+	sk_bench_note_add(res, "hash-under-lock: %s); %lu acquisitions "
+			  "counted", buf, acq);
+}
+
 int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 				 struct sk_bench_results *res)
 {
 	static const char *names[HUL_NLOCKS + 1];
+	static char variant[48], title[200];
 	struct sk_bench_row *rows[2];
 	int c, k, nc = cfg->max_threads >= 2 ? 2 : 1, err;
 
@@ -497,17 +600,48 @@ int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 			strerror(-err));
 		return -1;
 	}
+	snprintf(variant, sizeof(variant), "90/10 %s", bl_backend());
+	snprintf(title, sizeof(title),
+		 "hash-under-lock: 4096 keys, 1024 buckets, one lock, 90%% "
+		 "lookups / 10%% updates, total Mops/s (higher is better); "
+		 "elision backend %s",
+		 bl_backend());
+	sk_elided_mutex_attach_stats(&hul_em, &hul_em_stats);
+	sk_elided_rwlock_attach_stats(&hul_erw, &hul_erw_stats);
 	for (c = 0; c < nc; c++)
-		rows[c] = sk_bench_row_add(
-			res, "hash-under-lock", "90/10 " BL_BACKEND, "Mops/s",
-			"hash-under-lock: 4096 keys, 1024 buckets, one lock, "
-			"90% lookups / 10% updates, total Mops/s (higher is "
-			"better); backend " BL_BACKEND,
-			c + 1, 1, names, cfg->reps);
+		rows[c] = sk_bench_row_add(res, "hash-under-lock", variant,
+					   "Mops/s", title, c + 1, 1, names,
+					   cfg->reps);
 	sk_bench_progress("hash-under-lock: %d thread counts x %d tables x "
 			  "%d reps, %.0f ms each",
 			  nc, HUL_NLOCKS, cfg->reps, cfg->run_ns / 1e6);
 	err = hul_measure(cfg, rows, nc);
+	for (k = 0; k < HUL_NLOCKS && !err; k++)
+		if (hul_locks[k].stats)
+			hul_note_stats(res, &hul_locks[k]);
+	if (nc == 2 && !err && sk_elide_backend() == SK_ELIDE_BACKEND_RTM) {
+		sk_bench_ratio_target(res, rows[1], "sk-elided-mutex",
+				      "pthread-mutex", 1.6, 0,
+				      "hash-under-lock, 2 threads, rtm: Mops/s "
+				      "sk-elided-mutex / pthread-mutex",
+				      "hash-under-lock-elided");
+		sk_bench_note_add(res, "hash-under-lock: glibc's elided "
+				  "pthread_mutex peer (GLIBC_TUNABLES="
+				  "glibc.elision.enable=1) is not "
+				  "implemented yet");
+	} else if (!err) {
+		struct sk_bench_target t = { .threads = 2, .limit = 1.6 };
+
+		snprintf(t.what, sizeof(t.what),
+			 "hash-under-lock, 2 threads, rtm: Mops/s "
+			 "sk-elided-mutex / pthread-mutex");
+		snprintf(t.id, sizeof(t.id), "hash-under-lock-elided");
+		snprintf(t.ratio_name, sizeof(t.ratio_name),
+			 "sk-elided-mutex/pthread-mutex");
+		t.na = nc < 2 ? "needs --threads 2 or more"
+			      : "no RTM: the elided locks ran on fallback";
+		sk_bench_target_add(res, &t);
+	}
 	sk_synchronize_rcu(); /* the last lookups are over */
 	sk_rhash_destroy(&hul_rhash, NULL, NULL);
 	free(hul_nodes);
