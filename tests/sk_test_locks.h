@@ -152,6 +152,41 @@ static inline void lk_stress(const struct lk_spec *spec, struct lk_result *res)
 		res->counter, res->expected, res->reads, res->torn);
 }
 
+/* Run spec; writers excluded each other and no reader saw a torn copy. */
+static inline void lk_check_clean(struct lk_spec spec)
+{
+	struct lk_result r;
+
+	lk_stress(&spec, &r);
+	SK_CHECK_EQ(r.counter, r.expected);
+	SK_CHECK_EQ(r.torn, 0);
+	SK_CHECK_GT(r.reads, 0);
+}
+
+/* Run a broken twin until a torn read (20 s at most): it must show one. */
+static inline void lk_check_twin_caught(struct lk_spec spec)
+{
+	struct lk_result r;
+
+	spec.writes_each = 1000000;
+	spec.max_s = 20;
+	spec.stop_on_torn = 1;
+	lk_stress(&spec, &r);
+	SK_CHECK_GT(r.torn, 0);
+}
+
+/* fn, in a forked child, must abort with a message containing m1 and m2. */
+static inline void lk_check_aborts(void (*fn)(void), const char *m1,
+				   const char *m2)
+{
+	static struct sk_test_child c;
+
+	sk_test_fork_child(fn, 30, 1, &c);
+	SK_CHECK_ABORTED(c.status);
+	SK_CHECK_STR_CONTAINS(c.err, m1);
+	SK_CHECK_STR_CONTAINS(c.err, m2);
+}
+
 /* A wait that never ends fails the test program with a message. */
 static inline void lk_on_alarm(int sig)
 {

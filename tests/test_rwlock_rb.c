@@ -83,25 +83,15 @@ static void static_initializer_is_unlocked_and_biased(void)
 
 static void writers_exclude_and_readers_see_no_torn_snapshot(void)
 {
-	struct lk_spec s = rb_spec(rb_write, rb_read);
-	struct lk_result r;
-
-	lk_stress(&s, &r);
-	SK_CHECK_EQ(r.counter, r.expected);
-	SK_CHECK_EQ(r.torn, 0);
-	SK_CHECK_GT(r.reads, 0);
+	lk_check_clean(rb_spec(rb_write, rb_read));
 }
 
 static void trylock_users_exclude_too(void)
 {
 	struct lk_spec s = rb_spec(rb_trywrite, rb_tryread);
-	struct lk_result r;
 
 	s.writes_each /= 8;
-	lk_stress(&s, &r);
-	SK_CHECK_EQ(r.counter, r.expected);
-	SK_CHECK_EQ(r.torn, 0);
-	SK_CHECK_GT(r.reads, 0);
+	lk_check_clean(s);
 }
 
 /* With the bias off (a writer just ran), readers use the underlying lock. */
@@ -210,30 +200,18 @@ static void wrunlock_unheld(void)
 
 static void misuse_is_reported(void)
 {
-	static struct sk_test_child c;
-
-	sk_test_fork_child(rdunlock_unheld, 30, 1, &c);
-	SK_CHECK_ABORTED(c.status);
-	SK_CHECK_STR_CONTAINS(c.err, "sk_rwlock_rb_rdunlock");
-	SK_CHECK_STR_CONTAINS(c.err, "not held for reading");
-	sk_test_fork_child(wrunlock_unheld, 30, 1, &c);
-	SK_CHECK_ABORTED(c.status);
-	SK_CHECK_STR_CONTAINS(c.err, "not held for writing");
+	lk_check_aborts(rdunlock_unheld, "sk_rwlock_rb_rdunlock",
+			"not held for reading");
+	lk_check_aborts(wrunlock_unheld, "sk_rwlock_rb_wrunlock",
+			"not held for writing");
 }
 
 /* Broken twin: writers that do not wait for announced readers. */
 static void busted_writer_twin_is_caught(void)
 {
-	struct lk_spec s = rb_spec(rb_write, rb_read);
-	struct lk_result r;
-
-	s.writes_each = 1000000;
-	s.max_s = 20;
-	s.stop_on_torn = 1;
 	sk__rwlock_rb_test_busted(1);
-	lk_stress(&s, &r);
+	lk_check_twin_caught(rb_spec(rb_write, rb_read));
 	sk__rwlock_rb_test_busted(0);
-	SK_CHECK_GT(r.torn, 0);
 }
 
 #define RUN(fn) SK_RUN_SELECTED(fn)

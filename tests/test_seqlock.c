@@ -74,38 +74,22 @@ static void count_is_odd_inside_a_write_section(void)
 
 static void writers_exclude_and_readers_see_no_torn_snapshot(void)
 {
-	struct lk_spec s = sl_spec(sl_read);
-	struct lk_result r;
-
-	lk_stress(&s, &r);
-	SK_CHECK_EQ(r.counter, r.expected);
-	SK_CHECK_EQ(r.torn, 0);
-	SK_CHECK_GT(r.reads, 0);
+	lk_check_clean(sl_spec(sl_read));
 }
 
 /* Many writers, one reader: the writer lock's futex path is exercised. */
 static void contended_writers_sleep_and_wake(void)
 {
 	struct lk_spec s = sl_spec(sl_read);
-	struct lk_result r;
 
 	s.writers = 6;
 	s.readers = 1;
-	lk_stress(&s, &r);
-	SK_CHECK_EQ(r.counter, r.expected);
-	SK_CHECK_EQ(r.torn, 0);
+	lk_check_clean(s);
 }
 
 static void reader_without_retry_twin_is_caught(void)
 {
-	struct lk_spec s = sl_spec(sl_read_no_retry);
-	struct lk_result r;
-
-	s.writes_each = 1000000;
-	s.max_s = 20;
-	s.stop_on_torn = 1;
-	lk_stress(&s, &r);
-	SK_CHECK_GT(r.torn, 0);
+	lk_check_twin_caught(sl_spec(sl_read_no_retry));
 }
 
 static void unlock_unheld(void)
@@ -117,12 +101,8 @@ static void unlock_unheld(void)
 
 static void misuse_is_reported(void)
 {
-	static struct sk_test_child c;
-
-	sk_test_fork_child(unlock_unheld, 30, 1, &c);
-	SK_CHECK_ABORTED(c.status);
-	SK_CHECK_STR_CONTAINS(c.err, "sk_seqlock_write_unlock");
-	SK_CHECK_STR_CONTAINS(c.err, "not held for writing");
+	lk_check_aborts(unlock_unheld, "sk_seqlock_write_unlock",
+			"not held for writing");
 }
 
 #define RUN(fn) SK_RUN_SELECTED(fn)
