@@ -32,6 +32,12 @@ sk_torture_test(torture_locks_sim_rwlock 0
   "torture|locks|--lock|elided-rwlock|--duration|@DUR@|--seed|20"
   DURATION 2 SLOW_DURATION 2 TOOL scalekit_tool_sim
   STDOUT "elided-rwlock/sim .*errors 0\nerrors: 0\nSUCCESS\n$")
+# Not under TSan: there the library's abort (several threads abort at
+# once on the corrupted lock word) went through TSan's deferred signal
+# handling and the run hung once until the test's timeout.
+if(SK_SANITIZE STREQUAL "thread")
+  return()
+endif()
 sk_torture_test(torture_busted_locks_sim 1
   "torture|locks|--lock|elided-spinlock|--busted|--duration|@DUR@|--seed|21"
   DURATION 2 SLOW_DURATION 2 TOOL scalekit_tool_sim

@@ -554,9 +554,14 @@ static void tl_on_abort(int sig)
 		"the library aborted on the corrupted lock word before any "
 		"check failed\n--busted: NOT DETECTED: the detector is "
 		"blind\nFAILURE\n";
+	static int entered;
 	unsigned long i, errors = 0;
 
 	(void)sig;
+	/* Several threads may abort at once: the first one reports. */
+	if (__atomic_exchange_n(&entered, 1, __ATOMIC_ACQ_REL))
+		for (;;)
+			pause();
 	for (i = 0; i < tl_abort_n; i++)
 		errors += __atomic_load_n(&tl_abort_th[i].errors,
 					  __ATOMIC_RELAXED);
