@@ -284,6 +284,13 @@ static inline int tx_test(void)
 #endif
 }
 
+static inline void tx_end(void)
+{
+#if defined(SK__ELIDE_RTM)
+	sk__xend();
+#endif
+}
+
 int sk_elide_in_transaction(void)
 {
 	return tx_test();
@@ -454,17 +461,12 @@ int sk__elide_exit(int kind, void *lock, unsigned int *policy,
 #else
 	(void)kind;
 	(void)lock;
-#ifdef SK__ELIDE_RTM
-	if (tx_test()) {
-		sk__xend();
-		if (!tx_test())
-			after_commit(policy, stats);
-		return 1;
-	}
-#endif
-	(void)policy;
-	(void)stats;
-	return 0;
+	if (!tx_test())
+		return 0;
+	tx_end();
+	if (!tx_test())
+		after_commit(policy, stats);
+	return 1;
 #endif
 }
 

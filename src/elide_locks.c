@@ -307,10 +307,8 @@ void sk_elided_spinlock__unlock_slow(unsigned int *word)
 	w = load_relaxed(word);
 	if (!SPIN_FREE(w & ~SK_ELIDED_SPIN_SIM)) {
 		/* Held for real beside a (busted) simulated section. */
-		__atomic_fetch_add(word, (w & SK_ELIDED_SPIN_OWNER_MASK) ==
-						 SK_ELIDED_SPIN_OWNER_MASK
-						 ? 0u - SK_ELIDED_SPIN_OWNER_MASK
-						 : 1u,
+		__atomic_fetch_add(word, sk_elided_spinlock__step(
+						 w & SK_ELIDED_SPIN_OWNER_MASK),
 				   __ATOMIC_RELEASE); /* SU1 */
 		return;
 	}

@@ -211,6 +211,26 @@ static void trylock_and_destroy_report_busy(void)
 	SK_CHECK_EQ(sk_elided_rwlock_destroy(&l.rw), 0);
 }
 
+/* The 15-bit tickets wrap without carrying into the SIM bit. */
+static void spinlock_tickets_wrap(void)
+{
+	struct sk_elided_spinlock l = SK_ELIDED_SPINLOCK_INITIALIZER;
+	int i;
+
+	l.word = 0x7ffdu | (0x7ffdu << 16);
+	for (i = 0; i < 6; i++) {
+		if (i % 2)
+			SK_CHECK_EQ(sk_elided_spinlock_trylock(&l), 0);
+		else
+			sk_elided_spinlock_lock(&l);
+		SK_CHECK_EQ(sk_elided_spinlock_destroy(&l), -EBUSY);
+		sk_elided_spinlock_unlock(&l);
+		SK_CHECK_EQ(sk_elided_spinlock_destroy(&l), 0);
+		SK_CHECK_EQ(l.word & SK_ELIDED_SPIN_SIM, 0);
+	}
+	SK_CHECK_EQ(l.word & SK_ELIDED_SPIN_OWNER_MASK, 3);
+}
+
 /* The static initializers give unlocked locks; the budget holds. */
 static void initializers_and_sizes(void)
 {
@@ -361,6 +381,7 @@ static void fair_until_all_progress(unsigned int handoff)
 	struct fair f = { SK_ELIDED_MUTEX_INITIALIZER, { 0 }, 2000, 0 };
 	struct fair_arg a[3];
 	pthread_t th[3];
+	unsigned long tickets = 0;
 	int i, all;
 
 	t.handoff_wakeups = handoff;
@@ -372,22 +393,30 @@ static void fair_until_all_progress(unsigned int handoff)
 		sk_test_thread_start(&th[i], fair_worker, &a[i]);
 	}
 	do {
-		sk_test_sleep_ms(1);
+		for (i = 0; i < 100; i++) {
+			/* Ticket fields (bits 3..30) in use: handoff mode. */
+			tickets += (__atomic_load_n(&f.m.word,
+						    __ATOMIC_RELAXED) >> 3) != 0;
+			sched_yield();
+		}
 		for (all = 1, i = 0; i < 3; i++)
 			all &= __atomic_load_n(&f.got[i], __ATOMIC_RELAXED) >=
 			       f.need;
-	} while (!all);
+		/* The knob is real: at 1 the waiters do take tickets. */
+	} while (!all || (handoff == 1 && !tickets));
 	__atomic_store_n(&f.done, 1, __ATOMIC_RELAXED);
 	for (i = 0; i < 3; i++)
 		sk_test_thread_join(th[i]);
-	fprintf(stderr, "    handoff after %u: %lu %lu %lu sections\n",
-		handoff, f.got[0], f.got[1], f.got[2]);
+	fprintf(stderr, "    handoff after %u: %lu %lu %lu sections, tickets "
+			"seen in %lu samples\n",
+		handoff, f.got[0], f.got[1], f.got[2], tickets);
 	SK_CHECK_EQ(sk_elide_set_tuning(&d), 0);
 }
 
 static void mutex_every_thread_progresses(void)
 {
-	elide_deadline("mutex_every_thread_progresses (a starved thread)",
+	elide_deadline("mutex_every_thread_progresses (a starved thread, "
+		       "or no handoff ticket ever taken)",
 		       240);
 	fair_until_all_progress(4);
 	fair_until_all_progress(1); /* the handoff tickets all the time */
@@ -410,6 +439,7 @@ int main(int argc, char **argv)
 	SK_RUN_SELECTED(tuning_api_checks_ranges);
 	SK_RUN_SELECTED(trylock_and_destroy_report_busy);
 	SK_RUN_SELECTED(initializers_and_sizes);
+	SK_RUN_SELECTED(spinlock_tickets_wrap);
 	SK_RUN_SELECTED(fallback_counts_nothing);
 	SK_RUN_SELECTED(every_lock_excludes_under_threads);
 	SK_RUN_SELECTED(twin_without_lock_is_caught);

@@ -18,7 +18,9 @@
  * it, so an elided section and a real holder never overlap.  Inside a
  * transaction every elided lock elides (nesting is flat: the outermost
  * section commits everything); a busy inner lock aborts the whole
- * transaction.  Unlock tells the two cases apart with XTEST.
+ * transaction.  Unlock tells the two cases apart by the lock word (the
+ * mutex and spinlock words read "free" in an elided section) or, for the
+ * rwlock's readers, by XTEST.
  *
  * Backends, decided once (at library load) and cached:
  *  - rtm       the CPU has RTM: CPUID.7.0:EBX[11] set, RTM_ALWAYS_ABORT
@@ -404,6 +406,13 @@ static inline void sk_elided_spinlock_lock(struct sk_elided_spinlock *l)
  */
 SK_API int sk_elided_spinlock_trylock(struct sk_elided_spinlock *l);
 
+/* Private: what adds one to owner field own without carrying out of it. */
+static inline unsigned int sk_elided_spinlock__step(unsigned int own)
+{
+	return own == SK_ELIDED_SPIN_OWNER_MASK ? 0u - SK_ELIDED_SPIN_OWNER_MASK
+						: 1u;
+}
+
 /*
  * sk_elided_spinlock_unlock() - release l.
  * Context: the thread that locked l.  Ends the transaction when the
@@ -422,10 +431,7 @@ static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
 		 * SU1: release; pairs with SL1.  Only the holder changes
 		 * the owner field: wrap it without carrying into bit 15.
 		 */
-		__atomic_fetch_add(&l->word,
-				   own == SK_ELIDED_SPIN_OWNER_MASK
-					   ? 0u - SK_ELIDED_SPIN_OWNER_MASK
-					   : 1u,
+		__atomic_fetch_add(&l->word, sk_elided_spinlock__step(own),
 				   __ATOMIC_RELEASE);
 		return;
 	}
