@@ -155,6 +155,19 @@ extern const struct sk_bench_rcu_ops sk_bench_pthread_mutex_ops;
 extern const struct sk_bench_rcu_ops sk_bench_rhash_ops;
 extern const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops;
+/*
+ * Lock adapters (locks.c): read_section(n) is n lock+dereference+unlock
+ * sections, the read side ("sk-rwlock-rb", "sk-seqlock") or the write
+ * side ("...-wr", "ck-spinlock").
+ */
+extern const struct sk_bench_rcu_ops sk_bench_rwlock_rb_ops;
+extern const struct sk_bench_rcu_ops sk_bench_rwlock_rb_wr_ops;
+extern const struct sk_bench_rcu_ops sk_bench_seqlock_ops;
+extern const struct sk_bench_rcu_ops sk_bench_seqlock_wr_ops;
+extern const struct sk_bench_rcu_ops sk_bench_ck_spinlock_ops;
+extern const struct sk_bench_rcu_ops sk_bench_elided_mutex_ops;
+extern const struct sk_bench_rcu_ops sk_bench_elided_spinlock_ops;
+extern const struct sk_bench_rcu_ops sk_bench_elided_rwlock_ops;
 
 /* Every adapter, NULL-terminated, in the order --help lists them. */
 extern const struct sk_bench_rcu_ops *const sk_bench_rcu_all[];
@@ -290,6 +303,23 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res);
 int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res);
+/* locks.c: uncontended lock cost, a hash table under one lock, rwlock reads. */
+int sk_bench_locks_run(const struct sk_bench_config *cfg,
+		       struct sk_bench_results *res);
+int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
+				 struct sk_bench_results *res);
+int sk_bench_rwlock_read_run(const struct sk_bench_config *cfg,
+			     struct sk_bench_results *res);
+
+/*
+ * sk_bench_read_measure() (read.c) - run ops on n threads for run_ns;
+ * *ns_per_op gets the mean over threads of each thread's ns per section,
+ * *mops the total sections per microsecond of the run.
+ * Returns: 0 or -errno.
+ */
+int sk_bench_read_measure(const struct sk_bench_rcu_ops *ops, int n,
+			  uint64_t run_ns, double *ns_per_op, double *mops);
+
 /* list.c: 1,000-entry list traversals, RCU vs pthread rwlock. */
 int sk_bench_list_run(const struct sk_bench_config *cfg,
 		      struct sk_bench_results *res);

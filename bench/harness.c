@@ -35,6 +35,14 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_rhash_ops,
 	&sk_bench_rhash_resizing_ops,
 	&sk_bench_urcu_lfht_ops,
+	&sk_bench_rwlock_rb_ops,
+	&sk_bench_rwlock_rb_wr_ops,
+	&sk_bench_seqlock_ops,
+	&sk_bench_seqlock_wr_ops,
+	&sk_bench_ck_spinlock_ops,
+	&sk_bench_elided_mutex_ops,
+	&sk_bench_elided_spinlock_ops,
+	&sk_bench_elided_rwlock_ops,
 	NULL,
 };
 
@@ -68,6 +76,17 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	{ "hash-update",
 	  "sk_rhash vs cds_lfht insert+remove/s, 1..N threads",
 	  sk_bench_hash_update_run },
+	{ "locks",
+	  "uncontended lock+unlock: scalekit locks vs pthread_mutex, ck",
+	  sk_bench_locks_run },
+	{ "hash-under-lock",
+	  "hash table under one lock, 90% lookups, 1 and 2 threads, vs "
+	  "sk_rhash",
+	  sk_bench_hash_under_lock_run },
+	{ "rwlock-read",
+	  "read throughput of rwlock_rb, seqlock, pthread_rwlock, RCU; 1 "
+	  "and 2 readers",
+	  sk_bench_rwlock_read_run },
 	{ "list",
 	  "1,000-entry list traversals/s, RCU vs pthread rwlock, 1..N "
 	  "threads",

@@ -90,12 +90,7 @@ struct read_job {
 	int col;
 };
 
-/*
- * Run ops on n threads for run_ns; *ns_per_op gets the mean over threads
- * of each thread's ns per section, *mops the total sections per
- * microsecond of the run.  Returns 0 or -errno.
- */
-static int measure(const struct sk_bench_rcu_ops *ops, int n, uint64_t run_ns,
+int sk_bench_read_measure(const struct sk_bench_rcu_ops *ops, int n, uint64_t run_ns,
 		   double *ns_per_op, double *mops)
 {
 	struct sk_bench_reader_stat *st = calloc((size_t)n, sizeof(*st));
@@ -200,7 +195,8 @@ static int run_variants(const struct sk_bench_config *cfg,
 		double ns, mops;
 
 		jb = &jobs[j];
-		err = measure(jb->ops, jb->threads, cfg->warmup_ns, &ns, &mops);
+		err = sk_bench_read_measure(jb->ops, jb->threads, cfg->warmup_ns,
+					    &ns, &mops);
 		if (err)
 			goto fail;
 	}
@@ -211,8 +207,8 @@ static int run_variants(const struct sk_bench_config *cfg,
 			/* Rotate the start so no job always runs first. */
 			jb = &jobs[(i + rep) % njobs];
 
-			err = measure(jb->ops, jb->threads, cfg->run_ns, &ns,
-				      &mops);
+			err = sk_bench_read_measure(jb->ops, jb->threads,
+						    cfg->run_ns, &ns, &mops);
 			if (err)
 				goto fail;
 			jb->ns_row->rep[jb->col][rep] = ns;

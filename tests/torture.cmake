@@ -206,12 +206,16 @@ set(sk_tort_busted_env
 
 # sk_torture_test(NAME RC ARGS [DURATION s] [SLOW_DURATION s] [STDOUT re]
 #                 [STDERR re] [CHECK name] [FAULTS list] [WRAP cmd...]
-#                 [LABELS ...] [TIMEOUT s] [ENV ...] [LONG])
+#                 [LABELS ...] [TIMEOUT s] [ENV ...] [LONG] [TOOL target])
+# TOOL: the program's target (default scalekit_tool).
 function(sk_torture_test name rc args)
   cmake_parse_arguments(T "LONG"
-    "DURATION;SLOW_DURATION;STDOUT;SLOW_STDOUT;STDERR;CHECK;TIMEOUT"
+    "DURATION;SLOW_DURATION;STDOUT;SLOW_STDOUT;STDERR;CHECK;TIMEOUT;TOOL"
     "LABELS;ENV;FAULTS;WRAP" ${ARGN})
-  set(defs -DSK_CMD=$<TARGET_FILE:scalekit_tool> "-DSK_ARGS=${args}" -DSK_RC=${rc})
+  if(NOT T_TOOL)
+    set(T_TOOL scalekit_tool)
+  endif()
+  set(defs -DSK_CMD=$<TARGET_FILE:${T_TOOL}> "-DSK_ARGS=${args}" -DSK_RC=${rc})
   if(DEFINED T_CHECK)
     list(APPEND defs -DSK_CHECK=${T_CHECK})
   endif()
@@ -375,9 +379,20 @@ sk_torture_test(torture_busted_rhash 1 "torture|rhash|--busted|--duration|@DUR@|
   DURATION 3 SLOW_DURATION 8 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 
+# ---- locks: mutual exclusion of every lock, more threads than CPUs --------
+sk_torture_test(torture_locks 0 "torture|locks|--duration|@DUR@|--seed|17"
+  DURATION 4 SLOW_DURATION 2
+  STDOUT "rwlock-rb .*errors 0\nseqlock .*errors 0\n.*errors: 0\nSUCCESS\n$")
+sk_torture_test(torture_busted_locks 1
+  "torture|locks|--busted|--duration|@DUR@|--seed|18"
+  DURATION 2 SLOW_DURATION 2 STDOUT "the detector caught it.*\nFAILURE\n$"
+  STDERR "ERROR: (pthread-mutex|rwlock-rb|seqlock)" ENV "${sk_tort_busted_env}")
+sk_torture_test(torture_usage_locks_lock 2 "torture|locks|--lock|nosuch"
+  STDERR "locks: unknown lock 'nosuch'")
+
 # ---- the command line: exit status 2 and a message naming the problem ----
 sk_torture_test(torture_usage_no_mode 2 "torture"
-  STDERR "missing mode \\(modes: rcu, qsbr, mixed, srcu, list, rhash\\)")
+  STDERR "missing mode \\(modes: rcu, qsbr, mixed, srcu, list, rhash, locks\\)")
 sk_torture_test(torture_usage_unknown_mode 2 "torture|nosuch"
   STDERR "unknown mode 'nosuch'")
 sk_torture_test(torture_usage_duration_abc 2 "torture|rcu|--duration|abc"
@@ -404,7 +419,7 @@ foreach(t torture_usage_no_mode torture_usage_unknown_mode
     torture_usage_duration_abc torture_usage_readers_zero torture_usage_gp_foo
     torture_usage_gp_unsupported torture_usage_seed torture_usage_fault_rate
     torture_usage_fault_rate_mode torture_usage_unknown_option
-    torture_usage_missing_value torture_help)
+    torture_usage_missing_value torture_help torture_usage_locks_lock)
   set_tests_properties(${t} PROPERTIES TIMEOUT 30)
 endforeach()
 
@@ -423,6 +438,8 @@ sk_torture_test(torture_long_list 0 "torture|list|--churn|--duration|@DUR@"
 sk_torture_test(torture_long_rhash 0 "torture|rhash|--fault-rate|0.01|--duration|@DUR@"
   DURATION 600 STDOUT "${sk_ok_ds}" LABELS torture-long TIMEOUT 900 LONG
   ENV "${sk_tort_tsan}")
+sk_torture_test(torture_long_locks 0 "torture|locks|--duration|@DUR@"
+  DURATION 600 STDOUT "errors: 0\nSUCCESS\n$" LABELS torture-long TIMEOUT 900 LONG)
 sk_torture_test(torture_long_rcu_flood 0 "torture|rcu|--flood|--duration|@DUR@"
   DURATION 600 STDOUT "${sk_ok_ds}" LABELS torture-long TIMEOUT 900 LONG)
 sk_torture_test(torture_long_srcu_flood 0 "torture|srcu|--flood|--duration|@DUR@"

@@ -126,6 +126,9 @@ static void usage(FILE *f)
 	for (i = 0; i < TORT_NMODES; i++)
 		fprintf(f, "  %-6s %s\n", tort_modes[i].name,
 			tort_modes[i].summary);
+	fprintf(f, "  %-6s %s\n", "locks",
+		"mutual exclusion of every lock (own options: "
+		"torture locks --help)");
 	fprintf(f,
 		"\n"
 		"Options:\n"
@@ -1454,6 +1457,10 @@ int sk_tool_torture(int argc, char **argv)
 	int i, m, r, have_seed = 0, have_gp = 0, g;
 
 	cfg.readers = default_readers();
+	/* The locks mode has a command line of its own. */
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], "locks") == 0)
+			return sk_tort_locks_main(argc, argv);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -1511,14 +1518,14 @@ int sk_tool_torture(int argc, char **argv)
 				return sk_tool_usage_error(
 					CMD,
 					"unknown mode '%s' (modes: rcu, qsbr, "
-					"mixed, srcu, list, rhash)",
+					"mixed, srcu, list, rhash, locks)",
 					a);
 		}
 	}
 	if (!mode)
 		return sk_tool_usage_error(CMD,
 					   "missing mode (modes: rcu, qsbr, "
-					   "mixed, srcu, list, rhash)");
+					   "mixed, srcu, list, rhash, locks)");
 	ops = mode->ops;
 	if (flavor) {
 		if (mode->scen == &sk_tort_pipe_scenario)

@@ -500,4 +500,10 @@ void sk_tort_update_drain(struct sk_tort_thread *t);
 int sk_tort_magic_ok(struct sk_tort_thread *t, const char *what,
 		     const void *obj, const char *when, unsigned long magic);
 
+/*
+ * `scalekit torture locks` (torture_locks.c): its own command line, from
+ * argv[0] "torture"; returns the exit status.
+ */
+int sk_tort_locks_main(int argc, char **argv);
+
 #endif /* SK_TORTURE_CORE_H */

@@ -12,5 +12,7 @@
 #include "scalekit/list.h"
 #include "scalekit/rhash.h"
 #include "scalekit/elide.h"
+#include "scalekit/rwlock_rb.h"
+#include "scalekit/seqlock.h"
 
 #endif /* SCALEKIT_SCALEKIT_H */

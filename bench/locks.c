@@ -1,0 +1,651 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lock scenarios and the lock adapters:
+ *  - "locks": the uncontended cost of lock+dereference+unlock on one
+ *    thread (ns/op), every lock against pthread_mutex and ck_spinlock;
+ *  - "rwlock-read": read throughput with 1 and 2 readers and no writer:
+ *    sk_rwlock_rb, sk_seqlock, pthread_rwlock, and RCU as the ceiling;
+ *  - "hash-under-lock": a fixed-size chained hash table guarded by one
+ *    lock, 90% lookups (read side) and 10% updates (write side: the
+ *    entry's value is changed in place), 1 and 2 threads, against
+ *    sk_rhash (lookups under RCU; an update stores the new value into
+ *    the entry found, no structural change).
+ *
+ * Each table names the elision backend the elided locks ran on (rtm,
+ * fallback).  The elided locks join the tables in one place:
+ * BL_ELIDED_IMPLS and BL_ELIDED_HUL below.  Where the CPU has RTM, the
+ * elided locks' abort rates by cause are printed beside their figures.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scalekit/rcu.h"
+#include "scalekit/rhash.h"
+#include "scalekit/rwlock_rb.h"
+#include "scalekit/seqlock.h"
+
+#ifdef SK_HAVE_CK
+#include <ck_spinlock.h>
+#endif
+
+#include "scalekit/elide.h"
+
+/*
+ * The elided locks' adapter names (first: the reference of the "locks"
+ * ratios) and their hash-under-lock entries: the one place they are
+ * added.
+ */
+#define BL_ELIDED_IMPLS "sk-elided-mutex", "sk-elided-spinlock",
+#define BL_ELIDED_HUL                                                   \
+	{ "sk-elided-mutex", hul_em_lock, hul_em_unlock, hul_em_lock,   \
+	  hul_em_unlock, &hul_em_stats },                               \
+	{ "sk-elided-rwlock", hul_erw_rd, hul_erw_rdu, hul_erw_wr,      \
+	  hul_erw_wru, &hul_erw_stats },
+
+/* The backend the elided locks run on, for titles and notes. */
+static const char *bl_backend(void)
+{
+	return sk_elide_backend_name(sk_elide_backend());
+}
+
+/* The lock orders the load; a relaxed load keeps it a single access. */
+#define BL_DEREF(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
+
+/* ---- adapters ------------------------------------------------------------- */
+
+static struct sk_rwlock_rb bl_rb = SK_RWLOCK_RB_INITIALIZER;
+static struct sk_rwlock_rb bl_rb_wr = SK_RWLOCK_RB_INITIALIZER;
+static struct sk_seqlock bl_sl = SK_SEQLOCK_INITIALIZER;
+static struct sk_seqlock bl_sl_wr = SK_SEQLOCK_INITIALIZER;
+
+static void rb_read_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, sk_rwlock_rb_rdlock(&bl_rb),
+			   BL_DEREF(sk_bench_gp),
+			   sk_rwlock_rb_rdunlock(&bl_rb));
+}
+
+static void rb_wr_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, sk_rwlock_rb_wrlock(&bl_rb_wr),
+			   BL_DEREF(sk_bench_gp),
+			   sk_rwlock_rb_wrunlock(&bl_rb_wr));
+}
+
+/* A seqlock read: begin, load, retry check (the value is used after it). */
+static void sl_read_section(long n)
+{
+	long i, v;
+	unsigned int s;
+
+	for (i = 0; i < n; i++) {
+		do {
+			s = sk_seqlock_read_begin(&bl_sl);
+			v = SK_READ_ONCE(BL_DEREF(sk_bench_gp)->val);
+		} while (sk_seqlock_read_retry(&bl_sl, s));
+		SK_BENCH_USE(v);
+	}
+}
+
+static void sl_wr_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, sk_seqlock_write_lock(&bl_sl_wr),
+			   BL_DEREF(sk_bench_gp),
+			   sk_seqlock_write_unlock(&bl_sl_wr));
+}
+
+const struct sk_bench_rcu_ops sk_bench_rwlock_rb_ops = {
+	.name = "sk-rwlock-rb",
+	.desc = "sk_rwlock_rb_rdlock/rdunlock (read-biased rwlock)",
+	.read_section = rb_read_section,
+};
+
+const struct sk_bench_rcu_ops sk_bench_rwlock_rb_wr_ops = {
+	.name = "sk-rwlock-rb-wr",
+	.desc = "sk_rwlock_rb_wrlock/wrunlock (locks scenario)",
+	.read_section = rb_wr_section,
+};
+
+const struct sk_bench_rcu_ops sk_bench_seqlock_ops = {
+	.name = "sk-seqlock",
+	.desc = "sk_seqlock_read_begin/read_retry",
+	.read_section = sl_read_section,
+};
+
+const struct sk_bench_rcu_ops sk_bench_seqlock_wr_ops = {
+	.name = "sk-seqlock-wr",
+	.desc = "sk_seqlock_write_lock/write_unlock (locks scenario)",
+	.read_section = sl_wr_section,
+};
+
+static struct sk_elided_mutex bl_em = SK_ELIDED_MUTEX_INITIALIZER;
+static struct sk_elided_spinlock bl_es = SK_ELIDED_SPINLOCK_INITIALIZER;
+
+static void em_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, sk_elided_mutex_lock(&bl_em),
+			   BL_DEREF(sk_bench_gp),
+			   sk_elided_mutex_unlock(&bl_em));
+}
+
+static void es_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, sk_elided_spinlock_lock(&bl_es),
+			   BL_DEREF(sk_bench_gp),
+			   sk_elided_spinlock_unlock(&bl_es));
+}
+
+static struct sk_elided_rwlock bl_erw = SK_ELIDED_RWLOCK_INITIALIZER;
+
+static void erw_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, sk_elided_rwlock_read_lock(&bl_erw),
+			   BL_DEREF(sk_bench_gp),
+			   sk_elided_rwlock_read_unlock(&bl_erw));
+}
+
+const struct sk_bench_rcu_ops sk_bench_elided_rwlock_ops = {
+	.name = "sk-elided-rwlock",
+	.desc = "sk_elided_rwlock_read_lock/unlock (elided where RTM works)",
+	.read_section = erw_section,
+};
+
+const struct sk_bench_rcu_ops sk_bench_elided_mutex_ops = {
+	.name = "sk-elided-mutex",
+	.desc = "sk_elided_mutex_lock/unlock (elided where RTM works)",
+	.read_section = em_section,
+};
+
+const struct sk_bench_rcu_ops sk_bench_elided_spinlock_ops = {
+	.name = "sk-elided-spinlock",
+	.desc = "sk_elided_spinlock_lock/unlock (elided where RTM works)",
+	.read_section = es_section,
+};
+
+#ifdef SK_HAVE_CK
+static ck_spinlock_t bl_ck = CK_SPINLOCK_INITIALIZER;
+
+static void ck_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, ck_spinlock_lock(&bl_ck), BL_DEREF(sk_bench_gp),
+			   ck_spinlock_unlock(&bl_ck));
+}
+
+const struct sk_bench_rcu_ops sk_bench_ck_spinlock_ops = {
+	.name = "ck-spinlock",
+	.desc = "ck_spinlock_lock/unlock (Concurrency Kit)",
+	.read_section = ck_section,
+};
+#else
+const struct sk_bench_rcu_ops sk_bench_ck_spinlock_ops = {
+	.name = "ck-spinlock",
+	.desc = "ck_spinlock_lock/unlock (Concurrency Kit)",
+	.unavailable = "ck was not found by pkg-config at build time",
+};
+#endif
+
+/* ---- rows of read_section() figures ---------------------------------------- */
+
+/*
+ * Measure every available implementation of the rows (one row per thread
+ * count, ns/op; mops rows optional, same shape) over cfg->reps
+ * repetitions, rotating the start.  Returns 0, or -1 after a message.
+ */
+static int bl_measure(const struct sk_bench_config *cfg, const char *scenario,
+		      struct sk_bench_row **ns, struct sk_bench_row **mops,
+		      int nrows)
+{
+	int r, i, rep, k, n = ns[0]->nimpl, err;
+	double x, y;
+
+	sk_bench_progress("%s: %d row%s x %d implementations x %d reps, "
+			  "%.0f ms each",
+			  scenario, nrows, nrows == 1 ? "" : "s", n, cfg->reps,
+			  cfg->run_ns / 1e6);
+	for (rep = -1; rep < cfg->reps; rep++) {
+		for (r = 0; r < nrows; r++) {
+			for (k = 0; k < n; k++) {
+				i = (k + (rep < 0 ? 0 : rep)) % n;
+				if (ns[r]->na[i])
+					continue;
+				err = sk_bench_read_measure(
+					ns[r]->impl[i], ns[r]->threads,
+					rep < 0 ? cfg->warmup_ns : cfg->run_ns,
+					&x, &y);
+				if (err) {
+					fprintf(stderr, "scalekit bench: %s: "
+						"%s: %s\n", scenario,
+						ns[r]->impl[i]->name,
+						strerror(-err));
+					return -1;
+				}
+				if (rep < 0)
+					continue;
+				ns[r]->rep[i][rep] = x;
+				if (mops)
+					mops[r]->rep[i][rep] = y;
+			}
+		}
+	}
+	return 0;
+}
+
+int sk_bench_locks_run(const struct sk_bench_config *cfg,
+		       struct sk_bench_results *res)
+{
+	static const char *const impls[] = {
+		BL_ELIDED_IMPLS "pthread-mutex", "ck-spinlock",
+		"sk-rwlock-rb-wr", "sk-rwlock-rb", "sk-seqlock-wr",
+		"sk-seqlock", NULL
+	};
+	static char variant[48], title[160];
+	struct sk_bench_row *row;
+	int rtm = sk_elide_backend() == SK_ELIDE_BACKEND_RTM;
+
+	snprintf(variant, sizeof(variant), "uncontended %s", bl_backend());
+	snprintf(title, sizeof(title),
+		 "locks: uncontended lock+dereference+unlock, 1 thread, "
+		 "ns/op (lower is better); elision backend %s",
+		 bl_backend());
+	row = sk_bench_row_add(res, "locks", variant, "ns/op", title, 1, 1,
+			       impls, cfg->reps);
+	if (bl_measure(cfg, "locks", &row, NULL, 1))
+		return -1;
+	sk_bench_ratio_target(res, row, "sk-elided-mutex", "pthread-mutex",
+			      rtm ? 1.5 : 1.05, 1,
+			      rtm ? "locks, rtm: ns/op sk-elided-mutex / "
+				    "pthread-mutex"
+				  : "locks, no RTM: ns/op sk-elided-mutex / "
+				    "pthread-mutex",
+			      "locks-elided-mutex");
+	return 0;
+}
+
+int sk_bench_rwlock_read_run(const struct sk_bench_config *cfg,
+			     struct sk_bench_results *res)
+{
+	static const char *const impls[] = { "sk-rwlock-rb", "sk-seqlock",
+					     "pthread-rwlock", "scalekit",
+					     NULL };
+	struct sk_bench_row *ns[2], *mops[2];
+	struct sk_bench_target t = { .threads = 2, .limit = 1.8 };
+	int c, nc = cfg->max_threads >= 2 ? 2 : 1;
+
+	for (c = 0; c < nc; c++)
+		ns[c] = sk_bench_row_add(
+			res, "rwlock-read", "no writer", "ns/op",
+			"rwlock-read: ns per read lock+dereference+unlock, "
+			"per thread, no writer (lower is better)",
+			c + 1, 1, impls, cfg->reps);
+	for (c = 0; c < nc; c++)
+		mops[c] = sk_bench_row_add(
+			res, "rwlock-read", "no writer", "Mops/s",
+			"rwlock-read: total read throughput, Mops/s (higher "
+			"is better)",
+			c + 1, 1, impls, cfg->reps);
+	if (bl_measure(cfg, "rwlock-read", ns, mops, nc))
+		return -1;
+	snprintf(t.what, sizeof(t.what),
+		 "rwlock-read: sk-rwlock-rb Mops/s 2 readers / 1 reader");
+	snprintf(t.id, sizeof(t.id), "rwlock-read-scaling");
+	snprintf(t.ratio_name, sizeof(t.ratio_name), "sk-rwlock-rb 2T/1T");
+	if (nc < 2)
+		t.na = "needs --threads 2 or more";
+	else
+		t.ratio = sk_bench_ratio_stat(mops[1], 0, mops[0], 0);
+	sk_bench_target_add(res, &t);
+	if (nc == 2)
+		sk_bench_ratio_target(res, mops[1], "sk-rwlock-rb",
+				      "pthread-rwlock", 10.0, 0,
+				      "rwlock-read, 2 readers: Mops/s "
+				      "sk-rwlock-rb / pthread-rwlock",
+				      "rwlock-read-vs-pthread");
+	return 0;
+}
+
+/* ---- hash-under-lock ----------------------------------------------------------- */
+
+#define HUL_KEYS 4096
+#define HUL_BUCKETS 1024
+#define HUL_MAX_THREADS 2
+
+struct hul_node {
+	long key;
+	long val;		  /* written by updates */
+	struct hul_node *next;	  /* chain of the locked table */
+	struct sk_rhash_node rh;  /* sk_rhash's link */
+};
+
+static struct hul_node *hul_nodes; /* HUL_KEYS entries */
+static struct hul_node *hul_buckets[HUL_BUCKETS];
+static struct sk_rhash hul_rhash;
+
+/* The guard of one table implementation: read and write sides. */
+struct hul_lock {
+	const char *name;
+	void (*rd)(void), (*rdu)(void), (*wr)(void), (*wru)(void);
+	struct sk_elide_stats *stats; /* elided locks: attached statistics */
+};
+
+static pthread_mutex_t hul_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t hul_rwlock = PTHREAD_RWLOCK_INITIALIZER;
+static struct sk_rwlock_rb hul_rb = SK_RWLOCK_RB_INITIALIZER;
+
+static void hul_mutex_lock(void) { pthread_mutex_lock(&hul_mutex); }
+static void hul_mutex_unlock(void) { pthread_mutex_unlock(&hul_mutex); }
+static void hul_rw_rd(void) { pthread_rwlock_rdlock(&hul_rwlock); }
+static void hul_rw_wr(void) { pthread_rwlock_wrlock(&hul_rwlock); }
+static void hul_rw_unlock(void) { pthread_rwlock_unlock(&hul_rwlock); }
+static void hul_rb_rd(void) { sk_rwlock_rb_rdlock(&hul_rb); }
+static void hul_rb_rdu(void) { sk_rwlock_rb_rdunlock(&hul_rb); }
+static void hul_rb_wr(void) { sk_rwlock_rb_wrlock(&hul_rb); }
+static void hul_rb_wru(void) { sk_rwlock_rb_wrunlock(&hul_rb); }
+
+static struct sk_elided_mutex hul_em = SK_ELIDED_MUTEX_INITIALIZER;
+static struct sk_elided_rwlock hul_erw = SK_ELIDED_RWLOCK_INITIALIZER;
+static struct sk_elide_stats hul_em_stats, hul_erw_stats;
+
+static void hul_em_lock(void) { sk_elided_mutex_lock(&hul_em); }
+static void hul_em_unlock(void) { sk_elided_mutex_unlock(&hul_em); }
+static void hul_erw_rd(void) { sk_elided_rwlock_read_lock(&hul_erw); }
+static void hul_erw_rdu(void) { sk_elided_rwlock_read_unlock(&hul_erw); }
+static void hul_erw_wr(void) { sk_elided_rwlock_write_lock(&hul_erw); }
+static void hul_erw_wru(void) { sk_elided_rwlock_write_unlock(&hul_erw); }
+
+/* rd == NULL: sk_rhash under RCU. */
+static const struct hul_lock hul_locks[] = {
+	BL_ELIDED_HUL
+	{ "pthread-mutex", hul_mutex_lock, hul_mutex_unlock, hul_mutex_lock,
+	  hul_mutex_unlock, NULL },
+	{ "pthread-rwlock", hul_rw_rd, hul_rw_unlock, hul_rw_wr,
+	  hul_rw_unlock, NULL },
+	{ "sk-rwlock-rb", hul_rb_rd, hul_rb_rdu, hul_rb_wr, hul_rb_wru, NULL },
+	{ "rhash", NULL, NULL, NULL, NULL, NULL },
+};
+
+#define HUL_NLOCKS ((int)(sizeof(hul_locks) / sizeof(hul_locks[0])))
+
+static unsigned int hul_bucket(long key)
+{
+	return (unsigned int)(((unsigned long)key * 0x9e3779b97f4a7c15ULL) >>
+			      40) & (HUL_BUCKETS - 1);
+}
+
+/* The entry of key in the locked table (caller holds the lock). */
+static struct hul_node *hul_find(long key)
+{
+	struct hul_node *n = hul_buckets[hul_bucket(key)];
+
+	while (n && n->key != key)
+		n = n->next;
+	return n;
+}
+
+static int hul_build(void)
+{
+	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+	long k;
+
+	hul_nodes = calloc(HUL_KEYS, sizeof(*hul_nodes));
+	if (!hul_nodes)
+		return -ENOMEM;
+	p.head_offset = offsetof(struct hul_node, rh);
+	p.key_offset = offsetof(struct hul_node, key);
+	p.key_len = sizeof(long);
+	if (sk_rhash_init(&hul_rhash, &p)) {
+		free(hul_nodes);
+		return -ENOMEM;
+	}
+	for (k = 0; k < HUL_KEYS; k++) {
+		struct hul_node *n = &hul_nodes[k];
+
+		n->key = k;
+		n->next = hul_buckets[hul_bucket(k)];
+		hul_buckets[hul_bucket(k)] = n;
+		if (sk_rhash_insert(&hul_rhash, &n->rh))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+struct hul_thread {
+	pthread_t tid;
+	const struct hul_lock *lk;
+	int index;
+	volatile int *go, *stop;
+	uint64_t ops, ns, missing;
+};
+
+/* One operation on the table: 1 in 10 an update. */
+static void hul_op(struct hul_thread *t, uint64_t r)
+{
+	const struct hul_lock *lk = t->lk;
+	long key = (long)(r % HUL_KEYS);
+	int update = (r >> 32) % 10 == 0;
+	struct hul_node *n;
+
+	if (!lk->rd) {
+		sk_rcu_read_lock();
+		n = sk_rhash_lookup(&hul_rhash, &key);
+		if (n && update)
+			SK_WRITE_ONCE(n->val, SK_READ_ONCE(n->val) + 1);
+		else if (n)
+			SK_BENCH_USE(SK_READ_ONCE(n->val));
+		sk_rcu_read_unlock();
+	} else if (update) {
+		lk->wr();
+		n = hul_find(key);
+		if (n)
+			SK_WRITE_ONCE(n->val, n->val + 1);
+		lk->wru();
+	} else {
+		lk->rd();
+		n = hul_find(key);
+		if (n)
+			SK_BENCH_USE(SK_READ_ONCE(n->val));
+		lk->rdu();
+	}
+	t->missing += !n;
+}
+
+static void *hul_main(void *arg)
+{
+	struct hul_thread *t = arg;
+	uint64_t r = 0x2545f4914f6cdd1dULL * (uint64_t)(t->index + 1), t0;
+	int i;
+
+	if (!t->lk->rd)
+		sk_rcu_register_thread();
+	/* Acquire pairs with the release of go by the main thread. */
+	while (!__atomic_load_n(t->go, __ATOMIC_ACQUIRE))
+		;
+	t0 = sk_bench_now_ns();
+	/* Relaxed: stop only ends the loop; join orders the results. */
+	while (!__atomic_load_n(t->stop, __ATOMIC_RELAXED)) {
+		for (i = 0; i < 256; i++) {
+			r ^= r << 13;
+			r ^= r >> 7;
+			r ^= r << 17;
+			hul_op(t, r);
+		}
+		t->ops += 256;
+	}
+	t->ns = sk_bench_now_ns() - t0;
+	if (!t->lk->rd)
+		sk_rcu_unregister_thread();
+	return NULL;
+}
+
+/* n threads of lk for run_ns: total Mops/s, or a negative errno. */
+static double hul_run(const struct hul_lock *lk, int n, uint64_t run_ns)
+{
+	struct hul_thread t[HUL_MAX_THREADS];
+	volatile int go = 0, stop = 0;
+	double mops = 0;
+	int i, created = 0, err = 0;
+
+	for (i = 0; i < n; i++) {
+		pthread_attr_t attr;
+
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i] = (struct hul_thread){ .lk = lk, .index = i, .go = &go,
+					    .stop = &stop };
+		pthread_attr_init(&attr);
+		sk_bench_attr_pin(&attr, i);
+		err = pthread_create(&t[i].tid, &attr, hul_main, &t[i]);
+		pthread_attr_destroy(&attr);
+		if (err)
+			break;
+		created++;
+	}
+	/* Release: the table is built before the threads start. */
+	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	if (!err)
+		sk_bench_sleep_ns(run_ns);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < created; i++) {
+		pthread_join(t[i].tid, NULL);
+		if (t[i].missing)
+			err = EIO; /* a key was not found: a broken table */
+		if (t[i].ns)
+			mops += (double)t[i].ops * 1e3 / (double)t[i].ns;
+	}
+	return err ? -err : mops;
+}
+
+/* The hul_locks entry of a row's implementation i. */
+static const struct hul_lock *hul_lock_of(const struct sk_bench_row *row,
+					  int i)
+{
+	int k;
+
+	for (k = 0; k < HUL_NLOCKS; k++)
+		if (!strcmp(hul_locks[k].name, row->impl[i]->name))
+			return &hul_locks[k];
+	return NULL;
+}
+
+static int hul_measure(const struct sk_bench_config *cfg,
+		       struct sk_bench_row **rows, int nc)
+{
+	const struct hul_lock *lk;
+	int c, i, rep, n = rows[0]->nimpl;
+	double v;
+
+	for (rep = -1; rep < cfg->reps; rep++)
+		for (c = 0; c < nc; c++)
+			for (i = 0; i < n; i++) {
+				lk = hul_lock_of(rows[c], (i + c + rep + 1) % n);
+				if (!lk || rows[c]->na[(i + c + rep + 1) % n])
+					continue;
+				v = hul_run(lk, rows[c]->threads,
+					    rep < 0 ? cfg->warmup_ns
+						    : cfg->run_ns);
+				if (v < 0) {
+					fprintf(stderr, "scalekit bench: "
+						"hash-under-lock: %s: %s\n",
+						lk->name, strerror((int)-v));
+					return -1;
+				}
+				if (rep >= 0)
+					rows[c]->rep[(i + c + rep + 1) % n]
+						    [rep] = v;
+			}
+	return 0;
+}
+
+/* The elision events of lk over the whole scenario, as a note. */
+static void hul_note_stats(struct sk_bench_results *res,
+			   const struct hul_lock *lk)
+{
+	struct sk_elide_stats st;
+	unsigned long acq, ab = 0;
+	char buf[256];
+	int c, n;
+
+	sk_elide_stats_read(lk->stats, &st);
+	for (c = 0; c < SK_ELIDE_ABORT_NCAUSES; c++)
+		ab += st.aborts[c];
+	acq = st.commits + st.fallbacks + st.skips;
+	n = snprintf(buf, sizeof(buf), "%s on %s: %lu commits, %lu "
+		     "fallbacks, %lu skips; aborts %.2f%% of attempts (",
+		     lk->name, bl_backend(), st.commits, st.fallbacks,
+		     st.skips, st.commits + ab ? 100.0 * ab / (st.commits + ab)
+					       : 0.0);
+	for (c = 0; c < SK_ELIDE_ABORT_NCAUSES && n < (int)sizeof(buf); c++)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%s %lu",
+			      c ? ", " : "", sk_elide_abort_cause_name(c),
+			      st.aborts[c]);
+	sk_bench_note_add(res, "hash-under-lock: %s); %lu acquisitions "
+			  "counted", buf, acq);
+}
+
+int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
+				 struct sk_bench_results *res)
+{
+	static const char *names[HUL_NLOCKS + 1];
+	static char variant[48], title[200];
+	struct sk_bench_row *rows[2];
+	int c, k, nc = cfg->max_threads >= 2 ? 2 : 1, err;
+
+	for (k = 0; k < HUL_NLOCKS; k++)
+		names[k] = hul_locks[k].name;
+	err = hul_build();
+	if (err) {
+		fprintf(stderr, "scalekit bench: hash-under-lock: cannot "
+				"build the table: %s\n",
+			strerror(-err));
+		return -1;
+	}
+	snprintf(variant, sizeof(variant), "90/10 %s", bl_backend());
+	snprintf(title, sizeof(title),
+		 "hash-under-lock: 4096 keys, 1024 buckets, one lock, 90%% "
+		 "lookups / 10%% updates, total Mops/s (higher is better); "
+		 "elision backend %s",
+		 bl_backend());
+	sk_elided_mutex_attach_stats(&hul_em, &hul_em_stats);
+	sk_elided_rwlock_attach_stats(&hul_erw, &hul_erw_stats);
+	for (c = 0; c < nc; c++)
+		rows[c] = sk_bench_row_add(res, "hash-under-lock", variant,
+					   "Mops/s", title, c + 1, 1, names,
+					   cfg->reps);
+	sk_bench_progress("hash-under-lock: %d thread counts x %d tables x "
+			  "%d reps, %.0f ms each",
+			  nc, HUL_NLOCKS, cfg->reps, cfg->run_ns / 1e6);
+	err = hul_measure(cfg, rows, nc);
+	for (k = 0; k < HUL_NLOCKS && !err; k++)
+		if (hul_locks[k].stats)
+			hul_note_stats(res, &hul_locks[k]);
+	if (nc == 2 && !err && sk_elide_backend() == SK_ELIDE_BACKEND_RTM) {
+		sk_bench_ratio_target(res, rows[1], "sk-elided-mutex",
+				      "pthread-mutex", 1.6, 0,
+				      "hash-under-lock, 2 threads, rtm: Mops/s "
+				      "sk-elided-mutex / pthread-mutex",
+				      "hash-under-lock-elided");
+		sk_bench_note_add(res, "hash-under-lock: glibc's elided "
+				  "pthread_mutex peer (GLIBC_TUNABLES="
+				  "glibc.elision.enable=1) is not "
+				  "implemented yet");
+	} else if (!err) {
+		struct sk_bench_target t = { .threads = 2, .limit = 1.6 };
+
+		snprintf(t.what, sizeof(t.what),
+			 "hash-under-lock, 2 threads, rtm: Mops/s "
+			 "sk-elided-mutex / pthread-mutex");
+		snprintf(t.id, sizeof(t.id), "hash-under-lock-elided");
+		snprintf(t.ratio_name, sizeof(t.ratio_name),
+			 "sk-elided-mutex/pthread-mutex");
+		t.na = nc < 2 ? "needs --threads 2 or more"
+			      : "no RTM: the elided locks ran on fallback";
+		sk_bench_target_add(res, &t);
+	}
+	sk_synchronize_rcu(); /* the last lookups are over */
+	sk_rhash_destroy(&hul_rhash, NULL, NULL);
+	free(hul_nodes);
+	hul_nodes = NULL;
+	memset(hul_buckets, 0, sizeof(hul_buckets));
+	return err ? -1 : 0;
+}

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rwlock_rb.c - the read-biased reader-writer lock with real threads.
+ *
+ * Mutual exclusion of writers (a non-atomic counter ends exact), readers
+ * never see a torn snapshot while writers write, both sides progress,
+ * the bias is revoked by a writer and comes back, trylock answers, and
+ * misuse is reported.  Broken twin: with the test hook of the
+ * scalekit_hooks build, writers revoke the bias but do not wait for the
+ * readers announced in the table; the torn-snapshot checker must catch
+ * readers inside a write section.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "scalekit/rwlock_rb.h"
+#include "sk_test.h"
+#include "sk_test_locks.h"
+#include "sk_test_util.h"
+
+/* Test hook of the SK_TEST_HOOKS library build (src/rwlock_rb.c). */
+void sk__rwlock_rb_test_busted(int on);
+
+static struct sk_rwlock_rb lock_a = SK_RWLOCK_RB_INITIALIZER;
+
+static void rb_write(void *l, struct lk_data *d)
+{
+	sk_rwlock_rb_wrlock(l);
+	lk_write(d);
+	sk_rwlock_rb_wrunlock(l);
+}
+
+static void rb_read(void *l, struct lk_data *d, unsigned long *out)
+{
+	sk_rwlock_rb_rdlock(l);
+	lk_read(d, out);
+	sk_rwlock_rb_rdunlock(l);
+}
+
+/* Readers that take the lock with tryrdlock (spinning on -EBUSY). */
+static void rb_tryread(void *l, struct lk_data *d, unsigned long *out)
+{
+	while (sk_rwlock_rb_tryrdlock(l) != 0)
+		sched_yield();
+	lk_read(d, out);
+	sk_rwlock_rb_rdunlock(l);
+}
+
+static void rb_trywrite(void *l, struct lk_data *d)
+{
+	while (sk_rwlock_rb_trywrlock(l) != 0)
+		sched_yield();
+	lk_write(d);
+	sk_rwlock_rb_wrunlock(l);
+}
+
+static struct lk_spec rb_spec(void (*write)(void *, struct lk_data *),
+			      void (*read)(void *, struct lk_data *,
+					   unsigned long *))
+{
+	struct lk_spec s = { &lock_a, write, read, 3, 2,
+			     2000 / sk_test_slow(), 60.0, 0 };
+	return s;
+}
+
+static void static_initializer_is_unlocked_and_biased(void)
+{
+	struct sk_rwlock_rb l = SK_RWLOCK_RB_INITIALIZER, m;
+
+	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&l), 1);
+	SK_CHECK_EQ(sk_rwlock_rb_trywrlock(&l), 0);
+	sk_rwlock_rb_wrunlock(&l);
+	sk_rwlock_rb_init(&m);
+	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&m), 1);
+	SK_CHECK_EQ(sk_rwlock_rb_destroy(&m), 0);
+	SK_CHECK_EQ(sizeof(struct sk_rwlock_rb), 24);
+}
+
+static void writers_exclude_and_readers_see_no_torn_snapshot(void)
+{
+	lk_check_clean(rb_spec(rb_write, rb_read));
+}
+
+static void trylock_users_exclude_too(void)
+{
+	struct lk_spec s = rb_spec(rb_trywrite, rb_tryread);
+
+	s.writes_each /= 8;
+	lk_check_clean(s);
+}
+
+/* With the bias off (a writer just ran), readers use the underlying lock. */
+static void writer_revokes_bias_and_it_comes_back(void)
+{
+	struct sk_rwlock_rb l = SK_RWLOCK_RB_INITIALIZER;
+	double end;
+
+	sk_rwlock_rb_wrlock(&l);
+	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&l), 0);
+	sk_rwlock_rb_wrunlock(&l);
+	/* Slow-path readers turn it on again once the delay passed. */
+	end = sk_test_now() + 10;
+	while (!sk_rwlock_rb_is_biased(&l) && sk_test_now() < end) {
+		sk_rwlock_rb_rdlock(&l);
+		sk_rwlock_rb_rdunlock(&l);
+	}
+	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&l), 1);
+	SK_CHECK_EQ(sk_rwlock_rb_destroy(&l), 0);
+}
+
+static struct sk_rwlock_rb try_l = SK_RWLOCK_RB_INITIALIZER;
+static int try_got; /* what another thread's trylock returned */
+
+static void *try_rd_thread(void *arg)
+{
+	(void)arg;
+	try_got = sk_rwlock_rb_tryrdlock(&try_l);
+	if (try_got == 0)
+		sk_rwlock_rb_rdunlock(&try_l);
+	return NULL;
+}
+
+static void *try_wr_thread(void *arg)
+{
+	(void)arg;
+	try_got = sk_rwlock_rb_trywrlock(&try_l);
+	if (try_got == 0)
+		sk_rwlock_rb_wrunlock(&try_l);
+	return NULL;
+}
+
+static int try_from_thread(void *(*fn)(void *))
+{
+	pthread_t t;
+
+	sk_test_thread_start(&t, fn, NULL);
+	sk_test_thread_join(t);
+	return try_got;
+}
+
+static void trylock_semantics(void)
+{
+	/* A biased reader (in the table) keeps writers out, not readers. */
+	sk_rwlock_rb_rdlock(&try_l);
+	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&try_l), 1);
+	SK_CHECK_EQ(try_from_thread(try_wr_thread), -EBUSY);
+	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&try_l), 1); /* given back */
+	SK_CHECK_EQ(try_from_thread(try_rd_thread), 0);
+	SK_CHECK_EQ(sk_rwlock_rb_destroy(&try_l), -EBUSY);
+	sk_rwlock_rb_rdunlock(&try_l);
+	/* A writer keeps both out. */
+	SK_CHECK_EQ(sk_rwlock_rb_trywrlock(&try_l), 0);
+	SK_CHECK_EQ(try_from_thread(try_wr_thread), -EBUSY);
+	SK_CHECK_EQ(try_from_thread(try_rd_thread), -EBUSY);
+	SK_CHECK_EQ(sk_rwlock_rb_destroy(&try_l), -EBUSY);
+	sk_rwlock_rb_wrunlock(&try_l);
+	/* The writer revoked the bias: this reader takes the real lock. */
+	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&try_l), 0);
+	sk_rwlock_rb_rdlock(&try_l);
+	SK_CHECK_EQ(try_from_thread(try_wr_thread), -EBUSY);
+	SK_CHECK_EQ(try_from_thread(try_rd_thread), 0);
+	sk_rwlock_rb_rdunlock(&try_l);
+	SK_CHECK_EQ(try_from_thread(try_wr_thread), 0);
+	SK_CHECK_EQ(sk_rwlock_rb_destroy(&try_l), 0);
+}
+
+/* Two locks on one thread: each acquisition is released on its own. */
+static void nested_different_locks(void)
+{
+	struct sk_rwlock_rb a = SK_RWLOCK_RB_INITIALIZER;
+	struct sk_rwlock_rb b = SK_RWLOCK_RB_INITIALIZER;
+
+	sk_rwlock_rb_rdlock(&a);
+	sk_rwlock_rb_rdlock(&b);
+	sk_rwlock_rb_rdunlock(&a);
+	SK_CHECK_EQ(sk_rwlock_rb_destroy(&a), 0);
+	SK_CHECK_EQ(sk_rwlock_rb_destroy(&b), -EBUSY);
+	sk_rwlock_rb_rdunlock(&b);
+	SK_CHECK_EQ(sk_rwlock_rb_destroy(&b), 0);
+}
+
+static void rdunlock_unheld(void)
+{
+	struct sk_rwlock_rb l = SK_RWLOCK_RB_INITIALIZER;
+
+	sk_rwlock_rb_rdunlock(&l);
+}
+
+static void wrunlock_unheld(void)
+{
+	struct sk_rwlock_rb l = SK_RWLOCK_RB_INITIALIZER;
+
+	sk_rwlock_rb_wrunlock(&l);
+}
+
+static void misuse_is_reported(void)
+{
+	lk_check_aborts(rdunlock_unheld, "sk_rwlock_rb_rdunlock",
+			"not held for reading");
+	lk_check_aborts(wrunlock_unheld, "sk_rwlock_rb_wrunlock",
+			"not held for writing");
+}
+
+/* Broken twin: writers that do not wait for announced readers. */
+static void busted_writer_twin_is_caught(void)
+{
+	sk__rwlock_rb_test_busted(1);
+	lk_check_twin_caught(rb_spec(rb_write, rb_read));
+	sk__rwlock_rb_test_busted(0);
+}
+
+#define RUN(fn) SK_RUN_SELECTED(fn)
+
+int main(int argc, char **argv)
+{
+	sk_t_only = argc > 1 ? argv[1] : NULL;
+	sk_test_seed_init();
+	/* Forks first, while the process is single-threaded (TSan). */
+	RUN(misuse_is_reported);
+	lk_arm_alarm(240);
+	RUN(static_initializer_is_unlocked_and_biased);
+	RUN(trylock_semantics);
+	RUN(nested_different_locks);
+	RUN(writer_revokes_bias_and_it_comes_back);
+	RUN(writers_exclude_and_readers_see_no_torn_snapshot);
+	RUN(trylock_users_exclude_too);
+	RUN(busted_writer_twin_is_caught);
+	return sk_test_report();
+}
