@@ -158,7 +158,11 @@ static int rh_setup(struct sk_tort *T)
 	p.key_offset = offsetof(struct rh_obj, key);
 	p.key_len = sizeof(unsigned long);
 	p.seed = (unsigned long)T->cfg->seed;
-	p.initial_buckets = 16;
+	/*
+	 * Room for the stable keys: setup queues no background grow, so a
+	 * setup that fails leaves no callback queue behind.
+	 */
+	p.initial_buckets = RH_STABLE;
 	p.min_buckets = 1;
 	p.max_buckets = 1UL << (RH_BIG_LOG + RH_BIG_LOGS);
 	p.alloc = rh_alloc;
