@@ -290,6 +290,10 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res);
 int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res);
+int sk_bench_hash_update_resize_run(const struct sk_bench_config *cfg,
+				    struct sk_bench_results *res);
+int sk_bench_hash_grow_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res);
 /* list.c: 1,000-entry list traversals, RCU vs pthread rwlock. */
 int sk_bench_list_run(const struct sk_bench_config *cfg,
 		      struct sk_bench_results *res);

@@ -449,11 +449,16 @@ stripe_of(struct sk_rhash *ht, struct sk_rhash_table *t,
 }
 
 /*
- * Lock the stripe of hash h; *tp receives the current array and *fp its
- * future (or NULL), which stay current (and allocated) until the stripe is
- * unlocked.  May block on the stripe lock, never for a grace period: also
- * callable inside a read section.  Returns 0; -ENOMEM when the thread
- * could not be registered for its read sections (nothing locked then).
+ * Enter a read section and lock the stripe of hash h; *tp receives the
+ * current array and *fp its future (or NULL).  Both stay allocated until
+ * unlock_bucket(): the read section holds back the grace period before a
+ * replaced array's free.  Both stay current while the stripe is held: a
+ * resize publishes a future array or switches ht->tbl without the
+ * stripe's lock only where the stripe mapping stays the same, and then it
+ * still takes each stripe to migrate its buckets (see resize_begin()).
+ * May block on the stripe lock, never for a grace period: also callable
+ * inside a read section.  Returns 0; -ENOMEM when the thread could not be
+ * registered for its read sections (nothing locked then).
  */
 static int lock_bucket(struct sk_rhash *ht, unsigned long h,
 		       struct sk_rhash_table **tp, struct sk_rhash_table **fp,
@@ -469,29 +474,25 @@ static int lock_bucket(struct sk_rhash *ht, unsigned long h,
 	if (SK_UNLIKELY(!sk_atomic_load_relaxed(&sk_rcu__ctr)) &&
 	    sk_rcu_register_thread())
 		return -ENOMEM;
+	sk_rcu_read_lock();
 	for (;;) {
-		/*
-		 * The arrays may be freed by a resize as soon as no read
-		 * section holds them: read their masks inside one.  The
-		 * stripes are never freed, so s stays usable after it.
-		 */
-		sk_rcu_read_lock();
 		t = sk_rcu_dereference(ht->tbl);
 		s = stripe_of(ht, t, sk_rcu_dereference(t->future), h);
-		sk_rcu_read_unlock();
 		/*
 		 * No holder of a stripe lock waits for a grace period, so
-		 * blocking here is fine also inside a read section.
+		 * blocking here inside the read section is fine.
 		 */
 		pthread_mutex_lock(&s->lock);
 		/*
-		 * With a stripe held, ht->tbl and t->future stay (both change
-		 * only under every stripe lock; the mutex orders those
-		 * writes before these loads).  Compare stripes, not array
-		 * pointers: a new array may have a freed one's address (ABA).
+		 * Re-read under the lock: a resize that changed the stripe
+		 * mapping did so holding every stripe (the mutex orders its
+		 * writes before these loads), and one that published f or
+		 * switched ht->tbl without them left the mapping as it was.
+		 * Compare stripes, not array pointers (ABA of a reused
+		 * address is harmless then).
 		 */
-		t = sk_atomic_load_relaxed(&ht->tbl);
-		f = sk_atomic_load_relaxed(&t->future);
+		t = sk_rcu_dereference(ht->tbl);
+		f = sk_rcu_dereference(t->future);
 		if (stripe_of(ht, t, f, h) == s) {
 			*tp = t;
 			*fp = f;
@@ -500,6 +501,13 @@ static int lock_bucket(struct sk_rhash *ht, unsigned long h,
 		}
 		pthread_mutex_unlock(&s->lock);
 	}
+}
+
+/* Unlock what lock_bucket() locked and leave its read section. */
+static void unlock_bucket(struct sk_rhash_stripe *s)
+{
+	pthread_mutex_unlock(&s->lock);
+	sk_rcu_read_unlock();
 }
 
 static void maybe_resize(struct sk_rhash *ht, unsigned long size, long count,
@@ -562,13 +570,13 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 		return err;
 	if (unique &&
 	    (find_key(ht, t, h, key) || (f && find_key(ht, f, h, key)))) {
-		pthread_mutex_unlock(&s->lock);
+		unlock_bucket(s);
 		return -EEXIST;
 	}
 	/* During a resize new nodes go to the future array. */
 	dst = f ? f : t;
 	head = &dst->buckets[h & dst->mask];
-	/* dst may be freed once the stripe is unlocked: keep its size. */
+	/* dst may be freed after unlock_bucket(): keep its size. */
 	size = dst->size;
 	/* [priv] node is not reachable yet. */
 	node->hash = h;
@@ -576,7 +584,7 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 	/* [pub] node's fields and object, then the pointer to node. */
 	SK__PUBLISH(*head, node);
 	check = count_update(ht, s, size, 1, &count);
-	pthread_mutex_unlock(&s->lock);
+	unlock_bucket(s);
 	if (check)
 		maybe_resize(ht, size, count, 1);
 	return 0;
@@ -630,14 +638,14 @@ int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 		return err;
 	pp = find_link2(t, f, node);
 	if (!pp) {
-		pthread_mutex_unlock(&s->lock);
+		unlock_bucket(s);
 		return -ENOENT;
 	}
 	size = f ? f->size : t->size;
 	/* [one] readers either still see node or skip it; node->next stays. */
 	SK__PUBLISH(*pp, node->next);
 	check = count_update(ht, s, size, -1, &count);
-	pthread_mutex_unlock(&s->lock);
+	unlock_bucket(s);
 	if (check)
 		maybe_resize(ht, size, count, 0);
 	return 0;
@@ -664,7 +672,7 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 		return err;
 	pp = find_link2(t, f, old_node);
 	if (!pp) {
-		pthread_mutex_unlock(&s->lock);
+		unlock_bucket(s);
 		return -ENOENT;
 	}
 	/* [priv] new_node is not reachable yet. */
@@ -672,7 +680,7 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	new_node->next = old_node->next;
 	/* [pub] new object, then the pointer to it; readers see old or new. */
 	SK__PUBLISH(*pp, new_node);
-	pthread_mutex_unlock(&s->lock);
+	unlock_bucket(s);
 	return 0;
 }
 
@@ -694,25 +702,47 @@ static void unlock_all(struct sk_rhash *ht)
 		pthread_mutex_unlock(&ht->stripes[i].lock);
 }
 
+/* The stripe mask of arrays t and f (NULL: none): see stripe_of(). */
+static unsigned long stripe_mask(struct sk_rhash *ht, struct sk_rhash_table *t,
+				 struct sk_rhash_table *f)
+{
+	return (f && f->mask < t->mask ? f->mask : t->mask) &
+	       (ht->nstripes - 1);
+}
+
+/*
+ * Publish *pp = v (the future array, or the table) where that changes the
+ * stripe mapping from mask `from` to mask `to`: while holding every stripe
+ * lock when it does, so that an updater that holds a stripe sees the
+ * mapping it locked by; without them when it does not (tables of
+ * nstripes buckets and more), so that no updater waits for all stripes.
+ * Brief either way: no grace period inside.
+ */
+static void publish_table(struct sk_rhash *ht, struct sk_rhash_table **pp,
+			  struct sk_rhash_table *v, unsigned long from,
+			  unsigned long to)
+{
+	if (from != to)
+		lock_all(ht);
+	/* [pub] the array's heads, then the pointer to the array. */
+	SK__PUBLISH(*pp, v);
+	if (from != to)
+		unlock_all(ht);
+}
+
 /*
  * Start a resize to nbuckets: publish the empty future array.  resize_lock
  * held, no resize running.  Returns 0 or -ENOMEM (nothing changed).
  */
 static int resize_begin(struct sk_rhash *ht, unsigned long nbuckets)
 {
-	struct sk_rhash_table *f = table_alloc(ht, nbuckets);
+	struct sk_rhash_table *t = ht->tbl, *f = table_alloc(ht, nbuckets);
 
 	if (!f)
 		return -ENOMEM;
-	/*
-	 * Every stripe lock: the stripe mapping changes to the smaller
-	 * array's (stripe_of()).  Brief: no grace period inside.
-	 */
-	lock_all(ht);
-	/* [pub] f's empty heads, then the pointer to f. */
-	SK__PUBLISH(ht->tbl->future, f);
+	publish_table(ht, &t->future, f, stripe_mask(ht, t, NULL),
+		      stripe_mask(ht, t, f));
 	sk_atomic_store_relaxed(&ht->resizing, 1); /* stat for tests, tools */
-	unlock_all(ht);
 	return 0;
 }
 
@@ -782,11 +812,10 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
 {
 	/* Only resizes change tbl and future; resize_lock is held. */
 	struct sk_rhash_table *t = ht->tbl, *f = t->future;
-	unsigned long i, mask = f->mask < t->mask ? f->mask : t->mask;
+	unsigned long i, mask = stripe_mask(ht, t, f);
 
 	for (i = from; i < to; i++) {
-		struct sk_rhash_stripe *s =
-			&ht->stripes[(i & mask) & (ht->nstripes - 1)];
+		struct sk_rhash_stripe *s = &ht->stripes[i & mask];
 
 		pthread_mutex_lock(&s->lock);
 		migrate_bucket(t, f, i);
@@ -800,18 +829,17 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
  */
 static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 {
-	struct sk_rhash_table *t = ht->tbl;
+	struct sk_rhash_table *t = ht->tbl, *f = t->future;
 
-	/* Every stripe lock: the stripe mapping changes to f's. */
-	lock_all(ht);
 	/*
-	 * [pub] f, then the pointer to it.  t->future stays: readers still
-	 * in t walk on into f until the grace period before t's free.
+	 * t->future stays: readers still in t walk on into f until the
+	 * grace period before t's free.
 	 */
-	SK__PUBLISH(ht->tbl, t->future);
+	publish_table(ht, &ht->tbl, f, stripe_mask(ht, t, f),
+		      stripe_mask(ht, f, NULL));
 	sk_atomic_store_relaxed(&ht->resizing, 0);
-	unlock_all(ht);
-	ht->resizes++;
+	/* Relaxed: a statistic (tests poll it without resize_lock). */
+	sk_atomic_store_relaxed(&ht->resizes, ht->resizes + 1);
 	return t;
 }
 

@@ -231,6 +231,8 @@ static void rh_start(void *arg, const struct sk_chk_kind *k,
 		r->slot = &t->buckets[hash_of(keyval[k->key]) & t->mask];
 }
 
+static unsigned long tbl_size(const void *t);
+
 /* The chain or array of t is done: load t->future next. */
 static int rh_to_future(const struct chk_tbl *t, struct sk_chk_reader *r)
 {
@@ -273,7 +275,8 @@ static int rh_load(void *arg, const struct sk_chk_kind *k,
 		*node = n;
 		return SK_CHK_NODE;
 	}
-	if (k->key != SK_CHK_ITER || r->aux + 1 >= t->size)
+	/* The array's size from its block: a freed array's header is poison. */
+	if (k->key != SK_CHK_ITER || r->aux + 1 >= tbl_size(t))
 		return rh_to_future(t, r);
 	r->aux++;
 	r->slot = &t->buckets[r->aux];
@@ -794,6 +797,16 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 	}
 	if (__atomic_load_n(&maps[i].freed, __ATOMIC_ACQUIRE)) {
 		__atomic_fetch_add(&uaf_faults, 1, __ATOMIC_RELAXED);
+	} else if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i &&
+		   !i_am_victim) {
+		/*
+		 * The background grow (callback worker) reached the armed
+		 * array: wait until the test disarms it, then retry.
+		 */
+		while (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i)
+			sched_yield();
+		errno = e;
+		return;
 	} else if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i) {
 		__atomic_store_n(&armed, -1, __ATOMIC_RELAXED);
 		__atomic_store_n(&paused_in_section, sk_rcu_read_ongoing(),
@@ -832,8 +845,9 @@ static void *victim_insert(void *arg)
 }
 
 /*
- * The insert that makes a grow due runs maybe_resize(), which loaded
- * ht->tbl and read ->size outside any read section.  The victim stops at that touch;
+ * The insert that makes a grow due runs maybe_resize(), which once loaded
+ * ht->tbl and read ->size outside any read section (it now only queues
+ * the background grow and touches no array).  The victim stops at a touch;
  * outside a read section a resize then completes and frees the array, and
  * the victim reads it.  Inside a read section (a fixed library) the victim
  * is released first; one that never touches the array passes too.
@@ -911,6 +925,8 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 		pthread_join(tr, NULL);
 	} else {
 		pthread_join(tr, NULL);
+		/* A background grow that ran first frees t0 by callback. */
+		sk_rhash_barrier(&ht);
 		SK_CHECK(maps[t0_map].freed);
 		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
 		pthread_join(tv, NULL);
