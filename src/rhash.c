@@ -987,6 +987,7 @@ static void background_resize(struct sk_rcu_head *head)
 	ht->work_active = 0;
 	size = ht->tbl->size;
 	pthread_mutex_unlock(&ht->resize_lock);
+	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
 	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
 	/* [gp] readers of the old array finish before the callback frees it. */
 	(void)sk_call_rcu(&old->rcu, free_table_cb);
@@ -1030,10 +1031,15 @@ static void maybe_resize(struct sk_rhash *ht, unsigned long size, long count,
 		       : size <= ht->p.min_buckets || !ht->p.shrink_below_pct ||
 				 above(count + 1, size, ht->p.shrink_below_pct))
 		return;
-	/* One queued work per table: it rechecks the load factor. */
+	/*
+	 * One queued work per table: it rechecks the load factor.  The
+	 * cmpxchg (full barrier) pairs with the release in work_done(): the
+	 * previous work's writes happen before this queueing.
+	 */
 	if (sk_atomic_load_relaxed(&ht->work_queued) ||
 	    !sk_atomic_cmpxchg(&ht->work_queued, &idle, 1))
 		return;
+	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
 	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
 	(void)sk_call_rcu(&ht->work, background_resize);
 }
