@@ -889,19 +889,23 @@ static void *rs_resize_thread(void *arg)
 	return NULL;
 }
 
-/* Wait (bounded) until *p != v; relaxed: a progress flag only. */
-static int wait_change(const void *p, unsigned long v, int is_long)
+/*
+ * Wait (bounded by the test's alarm) until the resizer has published its
+ * future array (resizing) or switched the table (resizes): it cannot get
+ * further while our section is open.  Relaxed: progress flags only.
+ */
+static void wait_resize_started(struct sk_rhash *ht)
 {
-	long spins = 0;
-
-	while ((is_long ? __atomic_load_n((const unsigned long *)p,
-					  __ATOMIC_RELAXED)
-			: (unsigned long)__atomic_load_n((const int *)p,
-							 __ATOMIC_RELAXED)) ==
-		       v &&
-	       spins++ < 100000000)
+	while (!__atomic_load_n(&ht->resizing, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&ht->resizes, __ATOMIC_RELAXED))
 		sched_yield();
-	return spins < 100000000;
+}
+
+/* Wait until the resizer has switched the table (then waits for us). */
+static void wait_resize_switched(struct sk_rhash *ht)
+{
+	while (!__atomic_load_n(&ht->resizes, __ATOMIC_RELAXED))
+		sched_yield();
 }
 
 static void update_in_read_section_during_resize_works(void)
@@ -921,14 +925,14 @@ static void update_in_read_section_during_resize_works(void)
 	r.rc = -1;
 	sk_rcu_read_lock();
 	pthread_create(&t, NULL, rs_resize_thread, &r);
-	SK_CHECK(wait_change(&ht.resizing, 0, 0) || ht.resizes);
+	wait_resize_started(&ht);
 	SK_CHECK_EQ(sk_rhash_insert(&ht, &o[20000].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert_unique(&ht, &o[20000].node), -EEXIST);
 	SK_CHECK_EQ(sk_rhash_remove(&ht, &o[0].node), 0);
 	SK_CHECK(sk_rhash_lookup(&ht, &o[20000].key) == &o[20000]);
 	SK_CHECK(sk_rhash_lookup(&ht, &o[0].key) == NULL);
 	/* The resize now waits for our section, holding no lock. */
-	SK_CHECK(wait_change(&ht.resizes, 0, 1));
+	wait_resize_switched(&ht);
 	SK_CHECK_EQ(sk_rhash_insert(&ht, &o[20001].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert(&ht, &o[0].node), 0);
 	SK_CHECK(sk_rhash_lookup(&ht, &o[20001].key) == &o[20001]);

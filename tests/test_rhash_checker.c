@@ -797,16 +797,6 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 	}
 	if (__atomic_load_n(&maps[i].freed, __ATOMIC_ACQUIRE)) {
 		__atomic_fetch_add(&uaf_faults, 1, __ATOMIC_RELAXED);
-	} else if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i &&
-		   !i_am_victim) {
-		/*
-		 * The background grow (callback worker) reached the armed
-		 * array: wait until the test disarms it, then retry.
-		 */
-		while (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i)
-			sched_yield();
-		errno = e;
-		return;
 	} else if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i) {
 		__atomic_store_n(&armed, -1, __ATOMIC_RELAXED);
 		__atomic_store_n(&paused_in_section, sk_rcu_read_ongoing(),
@@ -907,6 +897,13 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	victim_obj.key = 1000;
 	arm_in_hook = 1;
 	sk_rcu_checker_hook = arm_hook;
+	/*
+	 * Our read section holds back the background grow that the victim
+	 * queues (a callback, after a grace period) until the array is
+	 * disarmed: the callback worker blocks signals, and its touch of
+	 * the armed array would kill the process.
+	 */
+	sk_rcu_read_lock();
 	pthread_create(&tv, NULL, victim_insert, NULL);
 	while (!(stopped = __atomic_load_n(&paused, __ATOMIC_ACQUIRE)) &&
 	       !__atomic_load_n(&victim_done, __ATOMIC_ACQUIRE))
@@ -914,6 +911,7 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	__atomic_store_n(&armed, -1, __ATOMIC_RELEASE);
 	/* The victim is in maybe_resize(), holding a pointer to the array. */
 	mprotect(maps[t0_map].p, maps[t0_map].len, PROT_READ | PROT_WRITE);
+	sk_rcu_read_unlock();
 	in_section = stopped &&
 		     __atomic_load_n(&paused_in_section, __ATOMIC_RELAXED);
 	pthread_create(&tr, NULL, resize_to_4, NULL);

@@ -121,7 +121,9 @@ SK_API int sk_rhash_init(struct sk_rhash *ht,
  * sk_rhash_destroy() - free the table's memory; if free_obj is not NULL
  * it is called on every object still in the table.
  * Context: no reader or updater may use the table any more (wait for a
- * grace period after the last lookup).
+ * grace period after the last lookup).  Waits for the table's background
+ * resizing (sk_rhash_barrier()) when some is queued: then outside any
+ * read section and outside RCU callbacks.
  */
 SK_API void sk_rhash_destroy(struct sk_rhash *ht,
 			     void (*free_obj)(void *obj, void *arg),
