@@ -303,6 +303,10 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res);
 int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res);
+int sk_bench_hash_update_resize_run(const struct sk_bench_config *cfg,
+				    struct sk_bench_results *res);
+int sk_bench_hash_grow_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res);
 /* locks.c: uncontended lock cost, a hash table under one lock, rwlock reads. */
 int sk_bench_locks_run(const struct sk_bench_config *cfg,
 		       struct sk_bench_results *res);

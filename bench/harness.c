@@ -76,6 +76,14 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	{ "hash-update",
 	  "sk_rhash vs cds_lfht insert+remove/s, 1..N threads",
 	  sk_bench_hash_update_run },
+	{ "hash-update-resize",
+	  "worst and p99.9 insert+remove latency while another thread "
+	  "resizes, sk_rhash vs cds_lfht",
+	  sk_bench_hash_update_resize_run },
+	{ "hash-grow",
+	  "inserting 2^20 keys from 1 bucket (2 inserters + 1 looker): "
+	  "total and worst insert, sk_rhash vs cds_lfht",
+	  sk_bench_hash_grow_run },
 	{ "locks",
 	  "uncontended lock+unlock: scalekit locks vs pthread_mutex, ck",
 	  sk_bench_locks_run },

@@ -834,3 +834,411 @@ int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 			     "hash-update");
 	return 0;
 }
+
+/* ---- latency scenarios: hash-update-resize, hash-grow --------------------- */
+
+static const char *const lat_impls[] = { "rhash", "urcu-lfht", NULL };
+
+/* Latency samples (ns) of one run, and their worst and p99.9. */
+struct lat {
+	uint64_t *ns;
+	size_t n, cap;
+};
+
+static void lat_add(struct lat *l, uint64_t ns)
+{
+	if (l->n < l->cap)
+		l->ns[l->n++] = ns;
+	else if (ns > l->ns[l->n - 1]) /* full: keep the worst at the end */
+		l->ns[l->n - 1] = ns;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Worst and p99.9 in microseconds (sorts the samples). */
+static void lat_stats(struct lat *l, double *worst_us, double *p999_us)
+{
+	if (!l->n) {
+		*worst_us = *p999_us = NAN;
+		return;
+	}
+	qsort(l->ns, l->n, sizeof(*l->ns), u64_cmp);
+	*worst_us = (double)l->ns[l->n - 1] / 1e3;
+	*p999_us = (double)l->ns[(size_t)((double)(l->n - 1) * 0.999)] / 1e3;
+}
+
+/* Record "worst of impl in row <= limit_us" as a target (at most). */
+static void worst_target(struct sk_bench_results *res,
+			 const struct sk_bench_row *row, double limit_us,
+			 const char *id)
+{
+	struct sk_bench_target t;
+
+	memset(&t, 0, sizeof(t));
+	snprintf(t.what, sizeof(t.what), "%s %s: rhash worst (us) <= %.0f",
+		 row->scenario, row->variant, limit_us);
+	snprintf(t.id, sizeof(t.id), "%s", id);
+	snprintf(t.ratio_name, sizeof(t.ratio_name), "rhash worst / %.0f us",
+		 limit_us);
+	t.threads = row->threads;
+	t.limit = 1.0;
+	t.at_most = 1;
+	t.ratio = sk_bench_row_stat(row, 0);
+	t.ratio.median /= limit_us;
+	t.ratio.min /= limit_us;
+	t.ratio.max /= limit_us;
+	if (!t.ratio.n)
+		t.na = "not measured";
+	sk_bench_target_add(res, &t);
+}
+
+/* The resizer of hash-update-resize: base <-> 2 * base until stopped. */
+static void *lat_resizer_main(void *arg)
+{
+	struct resizer *rz = arg;
+	int lf = rz->cycles != 0; /* set by the caller: resize cds_lfht */
+
+	rz->cycles = 0;
+#ifdef HASH_HAVE_LFHT
+	if (lf)
+		urcu_memb_register_thread();
+#endif
+	while (!__atomic_load_n(&rz->stop, __ATOMIC_RELAXED)) {
+		if (!lf) {
+			if (sk_rhash_resize(&W.sk, 2 * rz->base) ||
+			    sk_rhash_resize(&W.sk, rz->base))
+				die("sk_rhash_resize failed");
+		}
+#ifdef HASH_HAVE_LFHT
+		else {
+			cds_lfht_resize(W.lf, 2 * rz->base);
+			cds_lfht_resize(W.lf, rz->base);
+		}
+#endif
+		rz->cycles++;
+	}
+#ifdef HASH_HAVE_LFHT
+	if (lf)
+		urcu_memb_unregister_thread();
+#endif
+	return NULL;
+}
+
+#define LAT_POOL 4096 /* objects an updater cycles through */
+
+/* One insert+remove pair of o, timed.  lf: cds_lfht, else sk_rhash. */
+static uint64_t timed_pair(struct hobj *o, int lf)
+{
+	uint64_t t0 = sk_bench_now_ns();
+
+	if (!lf) {
+		if (sk_rhash_insert(&W.sk, &o->sk) ||
+		    sk_rhash_remove(&W.sk, &o->sk))
+			die("sk_rhash insert/remove failed");
+	}
+#ifdef HASH_HAVE_LFHT
+	else {
+		lfht_add(o);
+		lfht_del(o);
+	}
+#endif
+	return sk_bench_now_ns() - t0;
+}
+
+/*
+ * hash-update-resize, one run: insert+remove pairs of objects outside the
+ * key set on this thread for run_ns while a resizer thread runs.
+ */
+static int update_resize_once(int lf, uint64_t run_ns, struct lat *l)
+{
+	struct resizer rz = { .base = (unsigned long)W.nkeys, .cycles = lf };
+	struct hobj *pool = aligned_alloc(64, sizeof(*pool) * LAT_POOL);
+	uint64_t end;
+	long i = 0;
+	int err;
+
+	if (!pool)
+		return -ENOMEM;
+	memset(pool, 0, sizeof(*pool) * LAT_POOL);
+	for (i = 0; i < LAT_POOL; i++)
+		pool[i].key = key_of((uint64_t)W.nkeys + (uint64_t)i);
+	err = pthread_create(&rz.tid, NULL, lat_resizer_main, &rz);
+	if (err) {
+		free(pool);
+		return -err;
+	}
+#ifdef HASH_HAVE_LFHT
+	if (lf)
+		urcu_memb_register_thread();
+#endif
+	l->n = 0;
+	end = sk_bench_now_ns() + run_ns;
+	for (i = 0; sk_bench_now_ns() < end; i++) {
+		lat_add(l, timed_pair(&pool[i % LAT_POOL], lf));
+		if (i % LAT_POOL == LAT_POOL - 1) {
+			/* Removed objects are reused after a grace period. */
+			if (!lf)
+				sk_synchronize_rcu();
+#ifdef HASH_HAVE_LFHT
+			else
+				urcu_memb_synchronize_rcu();
+#endif
+		}
+	}
+#ifdef HASH_HAVE_LFHT
+	if (lf) {
+		urcu_memb_synchronize_rcu();
+		urcu_memb_unregister_thread();
+	}
+#endif
+	__atomic_store_n(&rz.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(rz.tid, NULL);
+	if (!lf)
+		sk_synchronize_rcu();
+	free(pool);
+	return 0;
+}
+
+int sk_bench_hash_update_resize_run(const struct sk_bench_config *cfg,
+				    struct sk_bench_results *res)
+{
+	static const char *const title =
+		"hash-update-resize: latency of an insert+remove pair (us) "
+		"while another thread resizes keys <-> 2 x keys buckets "
+		"continuously (lower is better)";
+	long nkeys = cfg->quick ? 1L << 16 : 1L << 20;
+	const char *variant = cfg->quick ? "2^16 keys" : "2^20 keys";
+	struct sk_bench_row *worst, *p999;
+	struct lat l = { .cap = 1UL << 22 };
+	int rep, i;
+
+	worst = sk_bench_row_add(res, "hash-update-resize", variant,
+				 "us worst", title, 1, 1, lat_impls, cfg->reps);
+	p999 = sk_bench_row_add(res, "hash-update-resize", variant,
+				"us p99.9", title, 1, 1, lat_impls, cfg->reps);
+	l.ns = malloc(l.cap * sizeof(*l.ns));
+	if (!l.ns || set_build(nkeys))
+		die("out of memory");
+	sk_bench_progress("hash-update-resize: %s built; 2 runs x %d reps, "
+			  "%.0f ms each",
+			  variant, cfg->reps, cfg->run_ns / 1e6);
+	for (rep = 0; rep < cfg->reps; rep++)
+		for (i = 0; i < worst->nimpl; i++) {
+			if (worst->na[i])
+				continue;
+			if (update_resize_once(i == 1, cfg->run_ns, &l))
+				die("cannot start the resizer");
+			lat_stats(&l, &worst->rep[i][rep], &p999->rep[i][rep]);
+			sk_bench_progress("hash-update-resize: rep %d/%d, %-10s "
+					  "worst %8.1f us, p99.9 %6.1f us, "
+					  "%zu pairs",
+					  rep + 1, cfg->reps,
+					  worst->impl[i]->name,
+					  worst->rep[i][rep],
+					  p999->rep[i][rep], l.n);
+		}
+	set_free();
+	free(l.ns);
+	worst_target(res, worst, 1000.0, "hash-update-resize-worst");
+	sk_bench_ratio_target(res, p999, "rhash", "urcu-lfht", 1.0, 1,
+			      "hash-update-resize p99.9: us rhash / urcu-lfht",
+			      "hash-update-resize-p99.9");
+	return 0;
+}
+
+/* hash-grow: inserters and one lookup thread on a table that starts at 1. */
+struct grow_run {
+	int lf;		 /* cds_lfht, else sk_rhash */
+	long nkeys;	 /* inserted in all */
+	int inserters;	 /* threads */
+	int done;	 /* inserters finished */
+	uint64_t worst;	 /* worst single insert (ns), max over threads */
+	int next_id;
+};
+
+static void *grow_inserter(void *arg)
+{
+	struct grow_run *g = arg;
+	int id = __atomic_fetch_add(&g->next_id, 1, __ATOMIC_RELAXED);
+	long i, per = g->nkeys / g->inserters;
+	uint64_t worst = 0;
+
+	if (!g->lf && sk_rcu_register_thread())
+		die("sk_rcu_register_thread failed");
+#ifdef HASH_HAVE_LFHT
+	if (g->lf)
+		urcu_memb_register_thread();
+#endif
+	for (i = id * per; i < (id + 1) * per; i++) {
+		struct hobj *o = &W.objs[i];
+		uint64_t t0 = sk_bench_now_ns(), d;
+
+		if (!g->lf) {
+			if (sk_rhash_insert(&W.sk, &o->sk))
+				die("sk_rhash_insert failed");
+		}
+#ifdef HASH_HAVE_LFHT
+		else {
+			lfht_add(o);
+		}
+#endif
+		d = sk_bench_now_ns() - t0;
+		worst = d > worst ? d : worst;
+	}
+#ifdef HASH_HAVE_LFHT
+	if (g->lf)
+		urcu_memb_unregister_thread();
+#endif
+	if (!g->lf)
+		sk_rcu_unregister_thread();
+	/* Relaxed max: joined before it is read. */
+	for (uint64_t w = __atomic_load_n(&g->worst, __ATOMIC_RELAXED);
+	     worst > w && !__atomic_compare_exchange_n(&g->worst, &w, worst, 0,
+						       __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED);)
+		;
+	__atomic_fetch_add(&g->done, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void *grow_looker(void *arg)
+{
+	struct grow_run *g = arg;
+
+	seed_thread();
+	if (!g->lf && sk_rcu_register_thread())
+		die("sk_rcu_register_thread failed");
+#ifdef HASH_HAVE_LFHT
+	if (g->lf)
+		urcu_memb_register_thread();
+#endif
+	while (__atomic_load_n(&g->done, __ATOMIC_RELAXED) < g->inserters) {
+		uint64_t k = key_of(next_rand(&rng) % (uint64_t)g->nkeys);
+
+		if (!g->lf) {
+			sk_rcu_read_lock();
+			(void)sk_rhash_lookup(&W.sk, &k);
+			sk_rcu_read_unlock();
+		}
+#ifdef HASH_HAVE_LFHT
+		else {
+			struct cds_lfht_iter it;
+
+			urcu_memb_read_lock();
+			cds_lfht_lookup(W.lf, bench_hash(k), lf_match, &k,
+					&it);
+			urcu_memb_read_unlock();
+		}
+#endif
+	}
+#ifdef HASH_HAVE_LFHT
+	if (g->lf)
+		urcu_memb_unregister_thread();
+#endif
+	if (!g->lf)
+		sk_rcu_unregister_thread();
+	return NULL;
+}
+
+/* Empty tables of 1 bucket over the key set (objects not inserted). */
+static int grow_tables(long nkeys, int lf)
+{
+	memset(&W, 0, sizeof(W));
+	W.nkeys = nkeys;
+	W.objs = aligned_alloc(64, sizeof(*W.objs) * (size_t)nkeys);
+	if (!W.objs)
+		return -1;
+	memset(W.objs, 0, sizeof(*W.objs) * (size_t)nkeys);
+	for (long i = 0; i < nkeys; i++)
+		W.objs[i].key = key_of((uint64_t)i);
+	if (!lf) {
+		struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+
+		p.head_offset = offsetof(struct hobj, sk);
+		p.key_offset = offsetof(struct hobj, key);
+		p.key_len = sizeof(uint64_t);
+		p.initial_buckets = 1;
+		p.min_buckets = 1;
+		if (sk_rhash_init(&W.sk, &p))
+			return -1;
+		W.have_sk = 1;
+	}
+#ifdef HASH_HAVE_LFHT
+	else {
+		W.lf = cds_lfht_new_flavor(1, 1, LFHT_MAX_BUCKETS,
+					   CDS_LFHT_AUTO_RESIZE |
+						   CDS_LFHT_ACCOUNTING,
+					   &urcu_memb_flavor, NULL);
+		if (!W.lf)
+			return -1;
+	}
+#endif
+	return 0;
+}
+
+/* One hash-grow run: total ms and worst insert us. */
+static int grow_once(int lf, long nkeys, double *total_ms, double *worst_us)
+{
+	struct grow_run g = { .lf = lf, .nkeys = nkeys, .inserters = 2 };
+	pthread_t th[3];
+	uint64_t t0;
+	int i;
+
+	if (grow_tables(nkeys, lf))
+		return -ENOMEM;
+	t0 = sk_bench_now_ns();
+	for (i = 0; i < 3; i++)
+		if (pthread_create(&th[i], NULL,
+				   i < 2 ? grow_inserter : grow_looker, &g))
+			die("cannot start a hash-grow thread");
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	*total_ms = (double)(sk_bench_now_ns() - t0) / 1e6;
+	*worst_us = (double)g.worst / 1e3;
+	if (!lf)
+		sk_rhash_barrier(&W.sk); /* the last background grow */
+	set_free();
+	return 0;
+}
+
+int sk_bench_hash_grow_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res)
+{
+	static const char *const title =
+		"hash-grow: inserting the keys into a table of 1 bucket, 2 "
+		"inserting threads + 1 looking up (lower is better)";
+	/* --quick: cds_lfht grows from 1 bucket slowly (seconds at 2^16). */
+	long nkeys = cfg->quick ? 1L << 12 : 1L << 20;
+	const char *variant = cfg->quick ? "2^12 keys" : "2^20 keys";
+	struct sk_bench_row *total, *worst;
+	int rep, i;
+
+	total = sk_bench_row_add(res, "hash-grow", variant, "ms total", title,
+				 3, 1, lat_impls, cfg->reps);
+	worst = sk_bench_row_add(res, "hash-grow", variant, "us worst insert",
+				 title, 3, 1, lat_impls, cfg->reps);
+	for (rep = 0; rep < cfg->reps; rep++)
+		for (i = 0; i < total->nimpl; i++) {
+			if (total->na[i])
+				continue;
+			if (grow_once(i == 1, nkeys, &total->rep[i][rep],
+				      &worst->rep[i][rep]))
+				die("out of memory");
+			sk_bench_progress("hash-grow: rep %d/%d, %-10s total "
+					  "%8.1f ms, worst insert %8.1f us",
+					  rep + 1, cfg->reps,
+					  total->impl[i]->name,
+					  total->rep[i][rep],
+					  worst->rep[i][rep]);
+		}
+	sk_bench_ratio_target(res, total, "rhash", "urcu-lfht", 1.0, 1,
+			      "hash-grow total: ms rhash / urcu-lfht",
+			      "hash-grow-total");
+	worst_target(res, worst, 1000.0, "hash-grow-worst");
+	return 0;
+}

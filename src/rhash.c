@@ -15,36 +15,50 @@
  *  [one]  a single write, both states valid for readers;
  *  [priv] memory no reader can reach.
  *
- * Shrink (n -> n/2): new bucket j starts at old chain j (or j + n/2 when
- * that is empty) [priv]; the tail of old chain j is linked to old chain
- * j + n/2 [one] (readers of the old table now also walk nodes of the other
- * bucket, which they skip by hash); the new table is published [pub]; a
- * grace period later no reader uses the old array and it is freed [gp].
+ * Resizing (any power-of-two ratio, grow or shrink, one algorithm): a
+ * resize allocates the future array f (all heads NULL) and publishes it in
+ * the current array t (t->future = f) [pub].  From then on updates go to
+ * f, and lookups that miss in t go on to f (L1 below).  Then the old
+ * buckets are migrated one at a time, each under its own stripe lock: the
+ * tail run of nodes that all belong to the same bucket d of f is moved at
+ * once, in three writes:
+ *   M1 [one] last->next = f->buckets[d]: last ended the old chain; a reader
+ *            standing in the run now walks on into f's chain d (whose nodes
+ *            it skips by hash) instead of stopping;
+ *   M2 [pub] f->buckets[d] = first: the run is now also f's chain d;
+ *   M3 [one] the old link to first = NULL: the old chain ends before the
+ *            run.  A lookup reads the old chain, then t->future and f's
+ *            heads; the writer writes f's head (M2) before the old link
+ *            (M3): opposite order, so the release of M3 and the lookup's
+ *            read barrier L1 suffice, and no grace period is needed.
+ * Every node is in exactly one chain at every moment (as updaters see it
+ * under the stripe lock), so an update finds its node in t or f.  When t
+ * is empty, ht->tbl = f is published [pub]; a grace period later no reader
+ * uses t, which is freed [gp] (t->future stays f for the readers that
+ * still walk t until then).  No lock is held across that grace period.
  *
- * Grow (n -> 2n): new bucket j points at the first node of old chain
- * j mod n that belongs to j [priv]; the new table is published [pub]; a
- * grace period later no reader uses the old array [gp].  Then the chains
- * are "unzipped": each old chain interleaves runs of nodes of its two new
- * buckets; one pass changes, in every chain, the next pointer of the last
- * node of one run to skip the following run of the other bucket.  A reader
- * of the other bucket may be standing in the run being bypassed and would
- * lose the rest of its bucket at the next change of this chain, which
- * follows the reader's order: [gp] between passes.
- *
- * Updaters hold the stripe lock of their bucket; a resize holds every
- * stripe lock, so no update interleaves with it.  Stripe s guards the
- * buckets b with (b & (nstripes - 1)) == s of the current table.  Holding
- * any stripe lock therefore pins ht->tbl and its array: a resize replaces
- * and frees arrays only while it holds all of them.  Without a stripe lock
- * an updater reads the array only inside a read section (lock_bucket()),
+ * Updaters hold the stripe lock of their bucket.  While a resize runs,
+ * stripe s guards the buckets of t and of f whose hashes h have
+ * (h & smask) & (nstripes - 1) == s, where smask is the smaller array's
+ * mask: an old bucket and the new buckets its nodes go to share a
+ * stripe.  The two changes of that mapping (publishing f, publishing
+ * ht->tbl = f) are made while holding every stripe lock, briefly and
+ * without waiting for anything but those locks; so holding any stripe lock
+ * pins ht->tbl, t->future and both arrays.  Without a stripe lock an
+ * updater reads the array only inside a read section (lock_bucket()),
  * because a resize frees a replaced array one grace period after it
  * unpublished it, and a grace period waits only for read sections.
  *
- * A resize waits for grace periods while it holds the stripe locks, so an
- * updater inside a read section must never block on a stripe lock that a
- * resize holds or is taking (the resize would wait for the updater's
- * section, the updater for the resize): such an updater only try-locks,
- * and returns -EDEADLK when a resize runs (ht->resizing).
+ * No stripe lock is ever held while waiting for a grace period, so an
+ * updater inside a read section may block on a stripe lock: updates work
+ * inside read sections, also during a resize.
+ *
+ * Automatic resizing runs in the background: the update whose flushed
+ * count crosses a load-factor limit queues ht->work with sk_call_rcu()
+ * and returns.  The callback (on the library's callback worker) takes
+ * resize_lock, publishes f, migrates for about RHASH_WORK_NS, re-queues
+ * itself until every bucket is migrated, publishes f as ht->tbl, frees t
+ * through sk_call_rcu() and releases resize_lock.
  *
  * ThreadSanitizer's deadlock detector handles at most 64 mutexes held by
  * one thread, and lock_all() holds them all: TSan builds use 32 stripes.
@@ -81,11 +95,19 @@
 #define RHASH_MODE_GENERIC 0 /* hashfn / cmpfn / key_len as given */
 #define RHASH_MODE_U64	   1 /* 8-byte keys, sk_rhash_hash(), no cmpfn */
 
-int sk_rhash__test_skip_unzip_gp;
+/* Migration time per background callback (then it re-queues itself). */
+#define RHASH_WORK_NS 500000u
+/* Old buckets migrated between two looks at the clock. */
+#define RHASH_WORK_BATCH 256UL
+
+int sk_rhash__test_broken;
 
 struct sk_rhash_table {
-	unsigned long size;		     /* buckets, a power of two */
-	unsigned long mask;		     /* size - 1 */
+	unsigned long size;		 /* buckets, a power of two */
+	unsigned long mask;		 /* size - 1 */
+	struct sk_rhash_table *future;	 /* RCU: array a resize fills, or NULL */
+	struct sk_rhash *ht;		 /* owner (deferred free) */
+	struct sk_rcu_head rcu;		 /* deferred free after a resize */
 	struct sk_rhash_node *buckets[]; /* chain heads (RCU) */
 };
 
@@ -196,6 +218,7 @@ static struct sk_rhash_table *table_alloc(struct sk_rhash *ht,
 	memset(t, 0, bytes);
 	t->size = size;
 	t->mask = size - 1;
+	t->ht = ht;
 	return t;
 }
 
@@ -252,15 +275,11 @@ int sk_rhash_init(struct sk_rhash *ht, const struct sk_rhash_params *params)
 	return 0;
 }
 
-void sk_rhash_destroy(struct sk_rhash *ht,
-		      void (*free_obj)(void *obj, void *arg), void *arg)
+static void free_chains(struct sk_rhash *ht, struct sk_rhash_table *t,
+			void (*free_obj)(void *obj, void *arg), void *arg)
 {
-	struct sk_rhash_table *t;
 	unsigned long i;
 
-	if (!ht || !ht->tbl)
-		return;
-	t = ht->tbl;
 	for (i = 0; free_obj && i < t->size; i++) {
 		struct sk_rhash_node *n = t->buckets[i], *next;
 
@@ -269,10 +288,21 @@ void sk_rhash_destroy(struct sk_rhash *ht,
 			free_obj(obj_of(ht, n), arg);
 		}
 	}
+}
+
+void sk_rhash_destroy(struct sk_rhash *ht,
+		      void (*free_obj)(void *obj, void *arg), void *arg)
+{
+	unsigned long i;
+
+	if (!ht || !ht->tbl)
+		return;
+	sk_rhash_barrier(ht);
+	free_chains(ht, ht->tbl, free_obj, arg);
 	for (i = 0; i < ht->nstripes; i++)
 		pthread_mutex_destroy(&ht->stripes[i].lock);
 	pthread_mutex_destroy(&ht->resize_lock);
-	ht->p.free(t);
+	ht->p.free(ht->tbl);
 	ht->p.free(ht->stripes);
 	ht->tbl = NULL;
 	ht->stripes = NULL;
@@ -288,11 +318,17 @@ static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 	struct sk_rhash_table *t = sk_rcu_dereference(ht->tbl);
 	struct sk_rhash_node *n;
 
-	for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
-	     n = sk_rcu_dereference(n->next)) {
-		if (n->hash == h && key_matches(ht, key, obj_of(ht, n)))
-			return obj_of(ht, n);
-	}
+	do {
+		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
+		     n = sk_rcu_dereference(n->next)) {
+			if (n->hash == h &&
+			    key_matches(ht, key, obj_of(ht, n)))
+				return obj_of(ht, n);
+		}
+		/* L1: as in sk_rhash_lookup(). */
+		sk_smp_rmb();
+		t = sk_rcu_dereference(t->future);
+	} while (SK_UNLIKELY(t != NULL));
 	return NULL;
 }
 
@@ -316,13 +352,24 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	ko = ht->p.key_offset;
 	h = hash_u64(k, ht->p.seed);
 	t = sk_rcu_dereference(ht->tbl);
-	for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
-	     n = sk_rcu_dereference(n->next)) {
-		const char *obj = (const char *)n - ho;
+	do {
+		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
+		     n = sk_rcu_dereference(n->next)) {
+			const char *obj = (const char *)n - ho;
 
-		if (n->hash == h && load_u64(obj + ko) == k)
-			return (void *)obj;
-	}
+			if (n->hash == h && load_u64(obj + ko) == k)
+				return (void *)obj;
+		}
+		/*
+		 * L1: the chain's loads (one may have read the NULL that M3
+		 * wrote) before the load of t->future and f's heads; pairs
+		 * with the release of M3 in move_run().  A resize moves a
+		 * run into f (M2) before it cuts it off the old chain (M3).
+		 * A compiler barrier on x86.
+		 */
+		sk_smp_rmb();
+		t = sk_rcu_dereference(t->future);
+	} while (SK_UNLIKELY(t != NULL));
 	return NULL;
 }
 
@@ -339,12 +386,21 @@ void *sk_rhash_iter_next(struct sk_rhash_iter *it)
 	struct sk_rhash_table *t = it->t;
 
 	for (;;) {
-		if (it->n)
+		if (it->n) {
 			it->n = sk_rcu_dereference(it->n->next);
-		else if (it->bucket < t->size)
+		} else if (it->bucket < t->size) {
 			it->n = sk_rcu_dereference(t->buckets[it->bucket++]);
-		else
-			return NULL;
+		} else {
+			/* L1: as in sk_rhash_lookup(): runs moved away from
+			 * buckets already walked are in the future array. */
+			sk_smp_rmb();
+			t = sk_rcu_dereference(t->future);
+			if (!t)
+				return NULL;
+			it->t = t;
+			it->bucket = 0;
+			continue;
+		}
 		/*
 		 * During a resize a chain holds nodes of other buckets;
 		 * return only the nodes of this bucket, so that a walk of an
@@ -379,25 +435,36 @@ unsigned long sk_rhash_buckets(struct sk_rhash *ht)
 
 /* ---- updates ---------------------------------------------------------------- */
 
-static inline struct sk_rhash_stripe *stripe_of(struct sk_rhash *ht,
-						unsigned long mask,
-						unsigned long h)
+/*
+ * The stripe of hash h while t is current and f (or NULL) its future: the
+ * smaller array's bucket of h, modulo the stripe count.
+ */
+static inline struct sk_rhash_stripe *
+stripe_of(struct sk_rhash *ht, struct sk_rhash_table *t,
+	  struct sk_rhash_table *f, unsigned long h)
 {
+	unsigned long mask = f && f->mask < t->mask ? f->mask : t->mask;
+
 	return &ht->stripes[(h & mask) & (ht->nstripes - 1)];
 }
 
 /*
- * Lock the stripe of hash h in the current table; *tp receives the table,
- * which stays current (and allocated) until the stripe is unlocked.
- * Returns 0; -EDEADLK when the caller is inside a read section and a
- * resize runs; -ENOMEM when the thread could not be registered for its
- * read sections (nothing locked then).
+ * Enter a read section and lock the stripe of hash h; *tp receives the
+ * current array and *fp its future (or NULL).  Both stay allocated until
+ * unlock_bucket(): the read section holds back the grace period before a
+ * replaced array's free.  Both stay current while the stripe is held: a
+ * resize publishes a future array or switches ht->tbl without the
+ * stripe's lock only where the stripe mapping stays the same, and then it
+ * still takes each stripe to migrate its buckets (see resize_begin()).
+ * May block on the stripe lock, never for a grace period: also callable
+ * inside a read section.  Returns 0; -ENOMEM when the thread could not be
+ * registered for its read sections (nothing locked then).
  */
 static int lock_bucket(struct sk_rhash *ht, unsigned long h,
-		       struct sk_rhash_table **tp, struct sk_rhash_stripe **sp)
+		       struct sk_rhash_table **tp, struct sk_rhash_table **fp,
+		       struct sk_rhash_stripe **sp)
 {
-	int in_section = sk_rcu_read_ongoing();
-	struct sk_rhash_table *t;
+	struct sk_rhash_table *t, *f;
 	struct sk_rhash_stripe *s;
 
 	/*
@@ -407,53 +474,40 @@ static int lock_bucket(struct sk_rhash *ht, unsigned long h,
 	if (SK_UNLIKELY(!sk_atomic_load_relaxed(&sk_rcu__ctr)) &&
 	    sk_rcu_register_thread())
 		return -ENOMEM;
+	sk_rcu_read_lock();
 	for (;;) {
-		/*
-		 * The array may be freed by a resize as soon as no read
-		 * section holds it: read its mask inside one.  The stripes
-		 * are never freed, so s stays usable after the section.
-		 */
-		sk_rcu_read_lock();
 		t = sk_rcu_dereference(ht->tbl);
-		s = stripe_of(ht, t->mask, h);
-		sk_rcu_read_unlock();
-		if (!in_section) {
-			/*
-			 * Outside any read section: blocking on a resize is
-			 * fine, the resize's grace periods do not wait for us.
-			 */
-			pthread_mutex_lock(&s->lock);
-		} else {
-			/*
-			 * The resize would wait for our section and we for
-			 * its stripe locks: while one runs, give up, also
-			 * when it has not taken our stripe yet (so that the
-			 * answer does not depend on how far it got).
-			 * Relaxed: a flag seen late only means one more try,
-			 * or a stripe taken before the resize takes it,
-			 * which it then waits for (no cycle).
-			 */
-			for (;;) {
-				if (sk_atomic_load_relaxed(&ht->resizing))
-					return -EDEADLK;
-				if (pthread_mutex_trylock(&s->lock) == 0)
-					break;
-				sched_yield();
-			}
-		}
+		s = stripe_of(ht, t, sk_rcu_dereference(t->future), h);
 		/*
-		 * With a stripe held no resize runs: ht->tbl and its array
-		 * stay.  Compare stripes, not table pointers: a new array
-		 * may have the freed one's address (ABA).
+		 * No holder of a stripe lock waits for a grace period, so
+		 * blocking here inside the read section is fine.
 		 */
-		t = sk_atomic_load_relaxed(&ht->tbl);
-		if (stripe_of(ht, t->mask, h) == s) {
+		pthread_mutex_lock(&s->lock);
+		/*
+		 * Re-read under the lock: a resize that changed the stripe
+		 * mapping did so holding every stripe (the mutex orders its
+		 * writes before these loads), and one that published f or
+		 * switched ht->tbl without them left the mapping as it was.
+		 * Compare stripes, not array pointers (ABA of a reused
+		 * address is harmless then).
+		 */
+		t = sk_rcu_dereference(ht->tbl);
+		f = sk_rcu_dereference(t->future);
+		if (stripe_of(ht, t, f, h) == s) {
 			*tp = t;
+			*fp = f;
 			*sp = s;
 			return 0;
 		}
 		pthread_mutex_unlock(&s->lock);
 	}
+}
+
+/* Unlock what lock_bucket() locked and leave its read section. */
+static void unlock_bucket(struct sk_rhash_stripe *s)
+{
+	pthread_mutex_unlock(&s->lock);
+	sk_rcu_read_unlock();
 }
 
 static void maybe_resize(struct sk_rhash *ht, unsigned long size, long count,
@@ -475,20 +529,33 @@ static inline int count_update(struct sk_rhash *ht, struct sk_rhash_stripe *s,
 		return 0;
 	}
 	/*
-	 * Relaxed: the count is a statistic; the resize decision is
-	 * rechecked under resize_lock.
+	 * Relaxed: the count is a statistic; the background resize reads
+	 * it again when it decides.
 	 */
 	*count = sk_atomic_fetch_add_relaxed(&ht->count, v) + v;
 	sk_atomic_store_relaxed(&s->delta, 0L);
 	return 1;
 }
 
+/* The first node of t's chain of h whose key is key, or NULL.  Locked. */
+static struct sk_rhash_node *find_key(struct sk_rhash *ht,
+				      struct sk_rhash_table *t,
+				      unsigned long h, const void *key)
+{
+	struct sk_rhash_node *n;
+
+	for (n = t->buckets[h & t->mask]; n; n = n->next)
+		if (n->hash == h && key_matches(ht, key, obj_of(ht, n)))
+			return n;
+	return NULL;
+}
+
 static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 {
-	const void *obj, *key;
-	struct sk_rhash_table *t;
+	struct sk_rhash_table *t, *f, *dst;
+	struct sk_rhash_node **head;
 	struct sk_rhash_stripe *s;
-	struct sk_rhash_node **head, *n;
+	const void *obj, *key;
 	unsigned long h, size;
 	long count = 0;
 	int check, err;
@@ -498,26 +565,26 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 	obj = obj_of(ht, node);
 	key = key_of(ht, obj);
 	h = hash_key(ht, key);
-	err = lock_bucket(ht, h, &t, &s);
+	err = lock_bucket(ht, h, &t, &f, &s);
 	if (err)
 		return err;
-	head = &t->buckets[h & t->mask];
-	if (unique) {
-		for (n = *head; n; n = n->next) {
-			if (n->hash == h && key_matches(ht, key, obj_of(ht, n))) {
-				pthread_mutex_unlock(&s->lock);
-				return -EEXIST;
-			}
-		}
+	if (unique &&
+	    (find_key(ht, t, h, key) || (f && find_key(ht, f, h, key)))) {
+		unlock_bucket(s);
+		return -EEXIST;
 	}
-	size = t->size;
+	/* During a resize new nodes go to the future array. */
+	dst = f ? f : t;
+	head = &dst->buckets[h & dst->mask];
+	/* dst may be freed after unlock_bucket(): keep its size. */
+	size = dst->size;
 	/* [priv] node is not reachable yet. */
 	node->hash = h;
 	node->next = *head;
 	/* [pub] node's fields and object, then the pointer to node. */
 	SK__PUBLISH(*head, node);
 	check = count_update(ht, s, size, 1, &count);
-	pthread_mutex_unlock(&s->lock);
+	unlock_bucket(s);
 	if (check)
 		maybe_resize(ht, size, count, 1);
 	return 0;
@@ -533,7 +600,7 @@ int sk_rhash_insert_unique(struct sk_rhash *ht, struct sk_rhash_node *node)
 	return insert(ht, node, 1);
 }
 
-/* The link that points at node in its chain, or NULL.  Stripe locked. */
+/* The link that points at node in its chain of t, or NULL.  Locked. */
 static struct sk_rhash_node **find_link(struct sk_rhash_table *t,
 					struct sk_rhash_node *node)
 {
@@ -545,9 +612,19 @@ static struct sk_rhash_node **find_link(struct sk_rhash_table *t,
 	return NULL;
 }
 
+/* The link to node in t or in f (NULL: no future), or NULL.  Locked. */
+static struct sk_rhash_node **find_link2(struct sk_rhash_table *t,
+					 struct sk_rhash_table *f,
+					 struct sk_rhash_node *node)
+{
+	struct sk_rhash_node **pp = find_link(t, node);
+
+	return pp || !f ? pp : find_link(f, node);
+}
+
 int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 {
-	struct sk_rhash_table *t;
+	struct sk_rhash_table *t, *f;
 	struct sk_rhash_stripe *s;
 	struct sk_rhash_node **pp;
 	unsigned long size;
@@ -556,19 +633,19 @@ int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 
 	if (!ht || !node)
 		return -EINVAL;
-	err = lock_bucket(ht, node->hash, &t, &s);
+	err = lock_bucket(ht, node->hash, &t, &f, &s);
 	if (err)
 		return err;
-	pp = find_link(t, node);
+	pp = find_link2(t, f, node);
 	if (!pp) {
-		pthread_mutex_unlock(&s->lock);
+		unlock_bucket(s);
 		return -ENOENT;
 	}
-	size = t->size;
+	size = f ? f->size : t->size;
 	/* [one] readers either still see node or skip it; node->next stays. */
 	SK__PUBLISH(*pp, node->next);
 	check = count_update(ht, s, size, -1, &count);
-	pthread_mutex_unlock(&s->lock);
+	unlock_bucket(s);
 	if (check)
 		maybe_resize(ht, size, count, 0);
 	return 0;
@@ -577,7 +654,7 @@ int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 		     struct sk_rhash_node *new_node)
 {
-	struct sk_rhash_table *t;
+	struct sk_rhash_table *t, *f;
 	struct sk_rhash_stripe *s;
 	struct sk_rhash_node **pp;
 	unsigned long h;
@@ -590,12 +667,12 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	    !key_matches(ht, key_of(ht, obj_of(ht, new_node)),
 			 obj_of(ht, old_node)))
 		return -EINVAL;
-	err = lock_bucket(ht, h, &t, &s);
+	err = lock_bucket(ht, h, &t, &f, &s);
 	if (err)
 		return err;
-	pp = find_link(t, old_node);
+	pp = find_link2(t, f, old_node);
 	if (!pp) {
-		pthread_mutex_unlock(&s->lock);
+		unlock_bucket(s);
 		return -ENOENT;
 	}
 	/* [priv] new_node is not reachable yet. */
@@ -603,7 +680,7 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	new_node->next = old_node->next;
 	/* [pub] new object, then the pointer to it; readers see old or new. */
 	SK__PUBLISH(*pp, new_node);
-	pthread_mutex_unlock(&s->lock);
+	unlock_bucket(s);
 	return 0;
 }
 
@@ -625,146 +702,173 @@ static void unlock_all(struct sk_rhash *ht)
 		pthread_mutex_unlock(&ht->stripes[i].lock);
 }
 
-/* A grace period inside a resize (checked under SK_RCU_CHECKER). */
-static void resize_gp(void)
+/* The stripe mask of arrays t and f (NULL: none): see stripe_of(). */
+static unsigned long stripe_mask(struct sk_rhash *ht, struct sk_rhash_table *t,
+				 struct sk_rhash_table *f)
 {
-	sk_synchronize_rcu();
-	SK__RCU_CHECK(SK_RCU_CHECK_GP);
+	return (f && f->mask < t->mask ? f->mask : t->mask) &
+	       (ht->nstripes - 1);
 }
 
-/* Halve the table.  All stripes locked.  Returns 0 or -ENOMEM. */
-static int shrink(struct sk_rhash *ht)
+/*
+ * Publish *pp = v (the future array, or the table) where that changes the
+ * stripe mapping from mask `from` to mask `to`: while holding every stripe
+ * lock when it does, so that an updater that holds a stripe sees the
+ * mapping it locked by; without them when it does not (tables of
+ * nstripes buckets and more), so that no updater waits for all stripes.
+ * Brief either way: no grace period inside.
+ */
+static void publish_table(struct sk_rhash *ht, struct sk_rhash_table **pp,
+			  struct sk_rhash_table *v, unsigned long from,
+			  unsigned long to)
 {
-	struct sk_rhash_table *old = ht->tbl, *t;
-	unsigned long j, half = old->size / 2;
+	if (from != to)
+		lock_all(ht);
+	/* [pub] the array's heads, then the pointer to the array. */
+	SK__PUBLISH(*pp, v);
+	if (from != to)
+		unlock_all(ht);
+}
 
-	t = table_alloc(ht, half);
-	if (!t)
+/*
+ * Start a resize to nbuckets: publish the empty future array.  resize_lock
+ * held, no resize running.  Returns 0 or -ENOMEM (nothing changed).
+ */
+static int resize_begin(struct sk_rhash *ht, unsigned long nbuckets)
+{
+	struct sk_rhash_table *t = ht->tbl, *f = table_alloc(ht, nbuckets);
+
+	if (!f)
 		return -ENOMEM;
-	for (j = 0; j < half; j++) {
-		struct sk_rhash_node *a = old->buckets[j];
-		struct sk_rhash_node *b = old->buckets[j + half];
-
-		/* [priv] the new array is not published yet. */
-		t->buckets[j] = a ? a : b;
-		if (a && b) {
-			while (a->next)
-				a = a->next;
-			/*
-			 * [one] old-table readers of bucket j now also walk
-			 * bucket j + half's chain (skipped by hash).
-			 */
-			SK__PUBLISH(a->next, b);
-		}
-	}
-	/* [pub] the new array's heads, then the pointer to the array. */
-	SK__PUBLISH(ht->tbl, t);
-	/* [gp] readers of the old array finish before it is freed. */
-	resize_gp();
-	ht->p.free(old);
+	publish_table(ht, &t->future, f, stripe_mask(ht, t, NULL),
+		      stripe_mask(ht, t, f));
+	sk_atomic_store_relaxed(&ht->resizing, 1); /* stat for tests, tools */
 	return 0;
 }
 
 /*
- * One unzip pass over every chain of the grown table t (size 2n): in each
- * old chain (cursor[i], starting at new bucket i's or i + n's first node),
- * make the last node of the current run skip the following run of the
- * other bucket.  Returns the number of chains still interleaved.
+ * Move the nodes *link .. last (the end of an old chain, all of bucket d
+ * of f) to the head of f's chain d.  Their stripe is locked.
  */
-static unsigned long unzip_pass(struct sk_rhash_table *t,
-				struct sk_rhash_node **cursor, unsigned long n)
+static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
+		     struct sk_rhash_node *last, unsigned long d)
 {
-	unsigned long i, left = 0;
+	struct sk_rhash_node *first = *link;
 
-	for (i = 0; i < n; i++) {
-		struct sk_rhash_node *p = cursor[i], *e, *q;
-		unsigned long dest;
+	if (sk_rhash__test_broken == SK_RHASH__BROKEN_CUT_FIRST) {
+		/* Broken twin: cut the run off before f has it. */
+		SK__PUBLISH(*link, NULL);
+		SK__PUBLISH(last->next, f->buckets[d]);
+		SK__PUBLISH(f->buckets[d], first);
+		return;
+	}
+	/* M1 [one]: readers in the run walk on into f's chain d. */
+	SK__PUBLISH(last->next, f->buckets[d]);
+	/* M2 [pub]: the run's nodes, then f's head. */
+	SK__PUBLISH(f->buckets[d], first);
+	/*
+	 * M3 [one]: the old chain ends before the run.  Release: M2 (and
+	 * the publication of f) before M3; pairs with L1 in the lookups.
+	 */
+	SK__PUBLISH(*link, NULL);
+}
 
-		if (!p)
-			continue;
-		dest = p->hash & t->mask;
-		/* e: last node of the run of dest that starts at p. */
-		for (e = p; e->next && (e->next->hash & t->mask) == dest;)
-			e = e->next;
-		if (!e->next) {
-			cursor[i] = NULL; /* the rest of the chain is one run */
-			continue;
+#define RHASH_RING 64 /* links remembered per walk of an old chain */
+
+/*
+ * Migrate old bucket i of t to f: move tail runs until the chain is empty.
+ * One walk remembers the last RHASH_RING links; a longer chain is walked
+ * again for its earlier part.  The bucket's stripe is locked.
+ */
+static void migrate_bucket(struct sk_rhash_table *t, struct sk_rhash_table *f,
+			   unsigned long i)
+{
+	struct sk_rhash_node **ring[RHASH_RING], **pp;
+	unsigned long n, k, j, d;
+
+	for (;;) {
+		n = 0;
+		for (pp = &t->buckets[i]; *pp; pp = &(*pp)->next)
+			ring[n++ % RHASH_RING] = pp;
+		if (!n)
+			return;
+		/* ring[(k - 1) % R] is the link to the chain's last node. */
+		for (k = n; k > 0 && n - k < RHASH_RING;) {
+			struct sk_rhash_node *last = *ring[(k - 1) % RHASH_RING];
+
+			d = last->hash & f->mask;
+			for (j = k - 1; j > 0 && n - j < RHASH_RING &&
+			     ((*ring[(j - 1) % RHASH_RING])->hash & f->mask) == d;)
+				j--;
+			move_run(f, ring[j % RHASH_RING], last, d);
+			k = j;
 		}
-		/* q: next node of dest after the other bucket's run. */
-		for (q = e->next; q && (q->hash & t->mask) != dest;)
-			q = q->next;
-		/* The other bucket's run continues from e's old successor. */
-		cursor[i] = e->next;
-		/*
-		 * [gp] readers of the other bucket standing in e->next's run
-		 * must be gone before that run's end is changed: the caller
-		 * waits a grace period between passes.
-		 */
-		SK__PUBLISH(e->next, q);
-		left++;
 	}
-	return left;
 }
 
-/* Double the table.  All stripes locked.  Returns 0 or -ENOMEM. */
-static int grow(struct sk_rhash *ht)
+/* Migrate old buckets [from, to) of the running resize.  No lock held. */
+static void migrate_range(struct sk_rhash *ht, unsigned long from,
+			  unsigned long to)
 {
-	struct sk_rhash_table *old = ht->tbl, *t;
-	struct sk_rhash_node **cursor, *nd;
-	unsigned long i, n = old->size;
+	/* Only resizes change tbl and future; resize_lock is held. */
+	struct sk_rhash_table *t = ht->tbl, *f = t->future;
+	unsigned long i, mask = stripe_mask(ht, t, f);
 
-	t = table_alloc(ht, 2 * n);
-	if (!t)
-		return -ENOMEM;
-	cursor = ht->p.alloc(n * sizeof(*cursor));
-	if (!cursor) {
-		ht->p.free(t);
-		return -ENOMEM;
+	for (i = from; i < to; i++) {
+		struct sk_rhash_stripe *s = &ht->stripes[i & mask];
+
+		pthread_mutex_lock(&s->lock);
+		migrate_bucket(t, f, i);
+		pthread_mutex_unlock(&s->lock);
 	}
-	for (i = 0; i < 2 * n; i++) {
-		/* [priv] first node of old chain i mod n that belongs to i. */
-		for (nd = old->buckets[i & (n - 1)];
-		     nd && (nd->hash & t->mask) != i;)
-			nd = nd->next;
-		t->buckets[i] = nd;
-	}
-	for (i = 0; i < n; i++)
-		cursor[i] = old->buckets[i];
-	/* [pub] the new heads, then the pointer to the array. */
-	SK__PUBLISH(ht->tbl, t);
-	/* [gp] no reader uses the old array (whose chains we now change). */
-	resize_gp();
-	ht->p.free(old);
-	while (unzip_pass(t, cursor, n)) {
-		/* [gp] between passes (see unzip_pass). */
-		if (!sk_rhash__test_skip_unzip_gp)
-			resize_gp();
-	}
-	ht->p.free(cursor);
-	return 0;
 }
 
-/* Resize to nbuckets.  resize_lock held.  Returns 0 or -ENOMEM. */
-static int resize_locked(struct sk_rhash *ht, unsigned long nbuckets)
+/*
+ * End a resize whose old array is empty: publish the future array as the
+ * table.  Returns the old array, to be freed after a grace period.
+ */
+static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 {
-	int err = 0;
+	struct sk_rhash_table *t = ht->tbl, *f = t->future;
 
 	/*
-	 * Before the first stripe lock: updaters inside read sections must
-	 * not wait for the stripes from now on (see lock_bucket()).
-	 * Relaxed: they re-read it while they retry.
+	 * t->future stays: readers still in t walk on into f until the
+	 * grace period before t's free.
 	 */
-	sk_atomic_store_relaxed(&ht->resizing, 1);
-	lock_all(ht);
-	while (!err && ht->tbl->size > nbuckets)
-		err = shrink(ht);
-	while (!err && ht->tbl->size < nbuckets)
-		err = grow(ht);
-	unlock_all(ht);
+	publish_table(ht, &ht->tbl, f, stripe_mask(ht, t, f),
+		      stripe_mask(ht, f, NULL));
 	sk_atomic_store_relaxed(&ht->resizing, 0);
-	if (!err)
-		ht->resizes++;
-	return err;
+	/* Relaxed: a statistic (tests poll it without resize_lock). */
+	sk_atomic_store_relaxed(&ht->resizes, ht->resizes + 1);
+	return t;
+}
+
+/* A grace period inside a resize (checked under SK_RCU_CHECKER). */
+static void resize_gp(void)
+{
+	if (sk_rhash__test_broken == SK_RHASH__BROKEN_NO_GP)
+		return; /* broken twin: free the old array at once */
+	sk_synchronize_rcu();
+	SK__RCU_CHECK(SK_RCU_CHECK_GP);
+}
+
+/* Resize to nbuckets in the caller's thread.  resize_lock held. */
+static int resize_locked(struct sk_rhash *ht, unsigned long nbuckets)
+{
+	struct sk_rhash_table *old;
+	int err;
+
+	if (ht->tbl->size == nbuckets)
+		return 0;
+	err = resize_begin(ht, nbuckets);
+	if (err)
+		return err;
+	migrate_range(ht, 0, ht->tbl->size);
+	old = resize_finish(ht);
+	/* [gp] readers of the old array finish before it is freed. */
+	resize_gp();
+	ht->p.free(old);
+	return 0;
 }
 
 int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
@@ -782,40 +886,160 @@ int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
 	return err;
 }
 
+/* ---- background resizing ---------------------------------------------------- */
+
+/* count > size * pct / 100, without overflow. */
+static int above(long count, unsigned long size, unsigned int pct)
+{
+	return count > 0 &&
+	       (unsigned long)count > size / 100 * pct + size % 100 * pct / 100;
+}
+
+/* The size the load factor asks for, from size (a power of two). */
+static unsigned long wanted_size(struct sk_rhash *ht, unsigned long size,
+				 long count)
+{
+	const struct sk_rhash_params *p = &ht->p;
+
+	while (size < p->max_buckets && above(count, size, p->grow_above_pct))
+		size *= 2;
+	while (size > p->min_buckets && p->shrink_below_pct &&
+	       !above(count + 1, size, p->shrink_below_pct))
+		size /= 2;
+	return size;
+}
+
+static void background_resize(struct sk_rcu_head *head);
+
+/* The background work is done: let updates queue it again. */
+static void work_done(struct sk_rhash *ht)
+{
+	/* Release: the work's writes before a new queueing (cmpxchg). */
+	sk_atomic_store_release(&ht->work_queued, 0);
+	/* Release: pairs with the acquire in sk_rhash_destroy(). */
+	__atomic_fetch_sub(&ht->pending, 1, __ATOMIC_RELEASE);
+}
+
+static void free_table_cb(struct sk_rcu_head *head)
+{
+	struct sk_rhash_table *t =
+		(struct sk_rhash_table *)((char *)head -
+					  offsetof(struct sk_rhash_table, rcu));
+	struct sk_rhash *ht = t->ht;
+
+	ht->p.free(t);
+	/* Release: the free before sk_rhash_destroy() returns. */
+	__atomic_fetch_sub(&ht->pending, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Start the background resize if the load factor still asks for one.
+ * Returns nonzero when a resize now runs (resize_lock stays held).
+ */
+static int background_start(struct sk_rhash *ht)
+{
+	unsigned long want;
+
+	/* An explicit resize runs: it decides; updates queue us again. */
+	if (pthread_mutex_trylock(&ht->resize_lock) != 0)
+		return 0;
+	want = wanted_size(ht, ht->tbl->size, (long)sk_rhash_count(ht));
+	if (want != ht->tbl->size && resize_begin(ht, want) == 0) {
+		ht->work_next = 0;
+		ht->work_active = 1;
+		return 1;
+	}
+	/* -ENOMEM: retried after a later flush. */
+	pthread_mutex_unlock(&ht->resize_lock);
+	return 0;
+}
+
+/*
+ * The callback of ht->work, on the callback worker: migrate for about
+ * RHASH_WORK_NS, then re-queue, or finish.  Never waits for a grace
+ * period; blocks only on stripe locks (held briefly by updaters).  Holds
+ * resize_lock from the start to the end of a resize, across callbacks.
+ */
+static void background_resize(struct sk_rcu_head *head)
+{
+	struct sk_rhash *ht = (struct sk_rhash *)((char *)head -
+						  offsetof(struct sk_rhash, work));
+	uint64_t end = sk__now_ns() + RHASH_WORK_NS;
+	unsigned long size, next;
+	struct sk_rhash_table *old;
+
+	if (!ht->work_active && !background_start(ht)) {
+		work_done(ht);
+		return;
+	}
+	size = ht->tbl->size;
+	do {
+		next = ht->work_next + RHASH_WORK_BATCH;
+		next = next < size ? next : size;
+		migrate_range(ht, ht->work_next, next);
+		ht->work_next = next;
+	} while (next < size && sk__now_ns() < end);
+	if (next < size) {
+		(void)sk_call_rcu(&ht->work, background_resize);
+		return;
+	}
+	old = resize_finish(ht);
+	ht->work_active = 0;
+	size = ht->tbl->size;
+	pthread_mutex_unlock(&ht->resize_lock);
+	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
+	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
+	/* [gp] readers of the old array finish before the callback frees it. */
+	(void)sk_call_rcu(&old->rcu, free_table_cb);
+	/*
+	 * Updates went on during the resize (their checks found the work
+	 * queued): if the load factor now asks for another size, go on.
+	 */
+	if (wanted_size(ht, size, (long)sk_rhash_count(ht)) != size)
+		(void)sk_call_rcu(&ht->work, background_resize);
+	else
+		work_done(ht);
+}
+
+void sk_rhash_barrier(struct sk_rhash *ht)
+{
+	/*
+	 * The background work re-queues itself until done and queues the
+	 * free of each array it replaced: wait until none is left.
+	 * Acquire: pairs with the releases in work_done() and
+	 * free_table_cb(); their writes happen before the return.
+	 */
+	while (sk_atomic_load_acquire(&ht->pending))
+		sk_rcu_barrier();
+}
+
 /*
  * Automatic resizing, after an update that flushed its stripe's batch
- * (count_update()): size is the bucket count the update saw under its
- * stripe lock, count the flushed total.  Called with no lock held.
+ * (count_update()): size is the bucket count the update counted against,
+ * count the flushed total.  Called with no lock held, maybe inside a read
+ * section.  Queues the background resize; never waits.
  */
 static void maybe_resize(struct sk_rhash *ht, unsigned long size, long count,
 			 int grow_check)
 {
-	unsigned long limit, want = 0;
-	unsigned int pct;
+	int idle = 0;
 
-	if (!ht->p.automatic_resize || sk_rcu_read_ongoing())
+	if (!ht->p.automatic_resize)
 		return;
-	pct = grow_check ? ht->p.grow_above_pct : ht->p.shrink_below_pct;
-	if (grow_check ? size >= ht->p.max_buckets
-		       : size <= ht->p.min_buckets || !pct)
-		return;
-	limit = size / 100 * pct + size % 100 * pct / 100;
-	if (grow_check && count > 0 && (unsigned long)count > limit)
-		want = size * 2;
-	else if (!grow_check && (count < 0 || (unsigned long)count < limit))
-		want = size / 2;
-	/*
-	 * Skip the resize lock when a resize already changed the size
-	 * (sk_rhash_buckets() reads the array inside a read section).
-	 */
-	if (!want || sk_rhash_buckets(ht) != size ||
-	    pthread_mutex_trylock(&ht->resize_lock) != 0)
+	if (grow_check ? size >= ht->p.max_buckets ||
+				 !above(count, size, ht->p.grow_above_pct)
+		       : size <= ht->p.min_buckets || !ht->p.shrink_below_pct ||
+				 above(count + 1, size, ht->p.shrink_below_pct))
 		return;
 	/*
-	 * Recheck under the resize lock: another resize may have run.  Only
-	 * resizes change ht->tbl and they hold resize_lock: tbl is stable.
+	 * One queued work per table: it rechecks the load factor.  The
+	 * cmpxchg (full barrier) pairs with the release in work_done(): the
+	 * previous work's writes happen before this queueing.
 	 */
-	if (ht->tbl->size == size)
-		(void)resize_locked(ht, want); /* -ENOMEM: retried later */
-	pthread_mutex_unlock(&ht->resize_lock);
+	if (sk_atomic_load_relaxed(&ht->work_queued) ||
+	    !sk_atomic_cmpxchg(&ht->work_queued, &idle, 1))
+		return;
+	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
+	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
+	(void)sk_call_rcu(&ht->work, background_resize);
 }

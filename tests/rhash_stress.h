@@ -79,6 +79,7 @@ struct sk_rhs_config {
 	unsigned int lookups_per_section;
 	unsigned int spin;	   /* spin loops between re-checks */
 	int automatic_resize;	   /* table param */
+	int updates_in_section;	   /* updaters update inside read sections */
 	int broken;		   /* free without a grace period */
 	int stop_on_failure;	   /* end early once a failure is seen */
 	uint64_t seed;
@@ -373,6 +374,8 @@ static void *sk_rhs_updater(void *arg)
 		 */
 		__atomic_store_n(&s->seq[key], s->seq[key] + 1,
 				 __ATOMIC_RELAXED);
+		if (cfg->updates_in_section)
+			sk_rcu_read_lock();
 		if (!o) {
 			n = sk_rhs_new(key, ++gen);
 			if (r & 1) {
@@ -397,6 +400,8 @@ static void *sk_rhs_updater(void *arg)
 			sk_rhs_retire(t, o, &quarantine, 0);
 			t->r.removes++;
 		}
+		if (cfg->updates_in_section)
+			sk_rcu_read_unlock();
 		__atomic_store_n(&s->present[key], m[j] != NULL,
 				 __ATOMIC_RELAXED);
 		/* Even: done; the presence above is valid. */

@@ -44,10 +44,15 @@ static void *map_alloc(size_t size)
 /* Mark p freed and make it PROT_NONE; aborts on a pointer not allocated. */
 static void map_free(void *p)
 {
-	int i;
+	/*
+	 * Acquire: pairs with map_alloc()'s release, which may run in
+	 * another thread (a table frees arrays from RCU callbacks).
+	 */
+	int i, n = __atomic_load_n(&nmaps, __ATOMIC_ACQUIRE);
 
-	for (i = 0; i < nmaps; i++)
-		if (maps[i].p == p && !maps[i].freed) {
+	for (i = 0; i < n; i++)
+		if (maps[i].p == p &&
+		    !__atomic_load_n(&maps[i].freed, __ATOMIC_RELAXED)) {
 			/* Release: pairs with the handler's acquire of freed. */
 			__atomic_store_n(&maps[i].freed, 1, __ATOMIC_RELEASE);
 			mprotect(p, maps[i].len, PROT_NONE);

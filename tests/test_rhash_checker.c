@@ -6,32 +6,35 @@
  * and grace period inside src/rhash.c calls the checker.
  *
  * The reader model is sk_rhash_lookup() and sk_rhash_iter_next() step by
- * step: a lookup loads ht->tbl, then the bucket head, then next pointers;
- * an iteration walks bucket after bucket of the array it started with and
- * returns the nodes whose hash belongs to the bucket.  Readers that
- * started in an old array keep their positions there until the grace
- * period that precedes its free; the test's allocator quarantines every
- * freed block, so a reader loading from a freed array or reaching a freed
- * object is reported.
+ * step: a lookup loads ht->tbl, then the bucket head, then next pointers,
+ * and at the chain's end the array's future pointer, going on in the
+ * future array's bucket; an iteration walks bucket after bucket of the
+ * array it started with, returns the nodes whose hash belongs to the
+ * bucket, and then goes on in the future array.  Readers that started in
+ * an old array keep their positions there until the grace period that
+ * precedes its free; the test's allocator quarantines every freed block,
+ * so a reader loading from a freed array or reaching a freed object is
+ * reported.
  *
  * What is proven:
  *   - every grow and shrink between 1..64 buckets (all power-of-two pairs,
- *     explicit sk_rhash_resize(), automatic resizing off), for key sets of
- *     0..100 keys: identity hashes inserted so that every chain alternates
- *     buckets on every node at every level (the worst case for unzipping),
- *     identity hashes in random order, and random keys with the default
- *     hash under several seeds: every lookup of every key succeeds and
- *     every iteration returns every key, in every intermediate state and
- *     for every reader paused across writes not separated by a grace
- *     period; nothing reaches freed memory; afterwards the chains are
- *     clean, the table holds every key once, and no block leaks;
+ *     one explicit sk_rhash_resize() each, automatic resizing off), for
+ *     key sets of 0..100 keys: identity hashes inserted so that every
+ *     chain alternates buckets on every node at every level, identity
+ *     hashes in random order, and random keys with the default hash under
+ *     several seeds: every lookup of every key succeeds and every
+ *     iteration returns every key, in every intermediate state of the
+ *     migration (each run moved by M1, M2, M3) and for every reader paused
+ *     across writes not separated by a grace period; nothing reaches freed
+ *     memory; afterwards the chains are clean, the table holds every key
+ *     once, and no block leaks;
  *   - inserts, removes (freed after a grace period) and replaces at every
  *     position of every bucket of 1-, 2- and 8-bucket tables;
- *   - the broken variant sk_rhash__test_skip_unzip_gp = 1 (no grace period
- *     between unzip passes) MUST be caught: for every grow of an
- *     alternating key set of 3 keys or more, the checker reports a lookup
- *     or iteration paused in the bypassed run that loses the rest of its
- *     bucket;
+ *   - two broken twins MUST be caught in every resize with a key
+ *     (sk_rhash__test_broken): freeing the old array without the grace
+ *     period (a paused reader loads from the freed array), and cutting a
+ *     run off its old chain before the future array links it (a lookup
+ *     misses a key present throughout);
  *   - the automatic resize check (maybe_resize(), after an update) must not
  *     read a bucket array that a concurrent resize has freed: the updater
  *     is stopped right after loading ht->tbl there (the checker hook arms
@@ -63,8 +66,14 @@
 struct chk_tbl {
 	unsigned long size;
 	unsigned long mask;
+	struct chk_tbl *future;
+	struct sk_rhash *ht;
+	struct sk_rcu_head rcu;
 	struct sk_rhash_node *buckets[];
 };
+
+/* r->aux of a reader about to load t->future (its chain or array done). */
+#define AT_FUTURE (~0UL)
 
 #define MAX_OBJS 512
 #define MAX_IDS	 SK_CHK_MAX_KEYS
@@ -214,29 +223,61 @@ static void rh_start(void *arg, const struct sk_chk_kind *k,
 	struct chk_tbl *t = cur_tbl();
 
 	(void)arg;
-	if (k->key == SK_CHK_ITER) {
-		r->ctx = t;
-		r->aux = 0;
+	r->ctx = t;
+	r->aux = 0;
+	if (k->key == SK_CHK_ITER)
 		r->slot = &t->buckets[0];
-	} else {
+	else
 		r->slot = &t->buckets[hash_of(keyval[k->key]) & t->mask];
-	}
 }
 
+static unsigned long tbl_size(const void *t);
+
+/* The chain or array of t is done: load t->future next. */
+static int rh_to_future(const struct chk_tbl *t, struct sk_chk_reader *r)
+{
+	r->slot = &t->future;
+	r->aux = AT_FUTURE;
+	return SK_CHK_MOVED;
+}
+
+/* Loaded t->future (f): go on in f, or end. */
+static int rh_in_future(const struct sk_chk_kind *k, struct sk_chk_reader *r)
+{
+	struct chk_tbl *f = sk_rcu_dereference(*(struct chk_tbl **)r->slot);
+
+	if (!f)
+		return SK_CHK_END;
+	r->ctx = f;
+	r->aux = 0;
+	if (k->key == SK_CHK_ITER)
+		r->slot = &f->buckets[0];
+	else
+		r->slot = &f->buckets[hash_of(keyval[k->key]) & f->mask];
+	return SK_CHK_MOVED;
+}
+
+/*
+ * sk_rhash_lookup(): the chain of its bucket, then the same in t->future
+ * (if any); sk_rhash_iter_next(): every bucket, then the future array.
+ */
 static int rh_load(void *arg, const struct sk_chk_kind *k,
 		   struct sk_chk_reader *r, const void **node)
 {
-	struct sk_rhash_node *n =
-		sk_rcu_dereference(*(struct sk_rhash_node **)r->slot);
 	const struct chk_tbl *t = (const struct chk_tbl *)r->ctx;
+	struct sk_rhash_node *n;
 
 	(void)arg;
+	if (r->aux == AT_FUTURE)
+		return rh_in_future(k, r);
+	n = sk_rcu_dereference(*(struct sk_rhash_node **)r->slot);
 	if (n) {
 		*node = n;
 		return SK_CHK_NODE;
 	}
-	if (k->key != SK_CHK_ITER || r->aux + 1 >= t->size)
-		return SK_CHK_END;
+	/* The array's size from its block: a freed array's header is poison. */
+	if (k->key != SK_CHK_ITER || r->aux + 1 >= tbl_size(t))
+		return rh_to_future(t, r);
 	r->aux++;
 	r->slot = &t->buckets[r->aux];
 	return SK_CHK_MOVED;
@@ -309,9 +350,12 @@ static void rh_describe(void *arg, const struct sk_chk_reader *r, char *buf,
 	else
 		snprintf(buf, len, "%p", r->slot);
 	n = strlen(buf);
-	if (r->ctx && n + 48 < len)
-		snprintf(buf + n, len - n, " (iterating bucket %lu of %lu)",
-			 r->aux, tbl_size(r->ctx));
+	if (r->aux == AT_FUTURE && b)
+		snprintf(buf, len, "&%sarray(%lu buckets)->future",
+			 b->freed ? "freed " : "", tbl_size(b->p));
+	else if (r->ctx && n + 48 < len)
+		snprintf(buf + n, len - n, " (array of %lu, bucket %lu)",
+			 tbl_size(r->ctx), r->aux);
 }
 
 static const char *rh_root_name(void *arg, const void *root)
@@ -490,8 +534,10 @@ static unsigned long resize_case(unsigned long from, unsigned long to,
 	snprintf(label, sizeof(label),
 		 "resize %lu -> %lu, %d %s keys (seed %llu)%s", from, to, n,
 		 ks_names[kind], (unsigned long long)seed,
-		 sk_rhash__test_skip_unzip_gp ? " WITHOUT unzip grace periods"
-					      : "");
+		 sk_rhash__test_broken == SK_RHASH__BROKEN_NO_GP
+			 ? " WITHOUT the grace period before the free"
+		 : sk_rhash__test_broken ? " CUTTING runs before linking them"
+					 : "");
 	add_readers(n, present);
 	sk_chk_begin(&chk, label);
 	SK_CHECK_EQ(sk_rhash_resize(&ht, to), 0);
@@ -556,49 +602,52 @@ static void every_grow_and_shrink_between_1_and_64_buckets(void)
 }
 
 /*
- * No grace period between unzip passes MUST be caught: for every grow of
- * an alternating set of 3 keys or more (some chain then has three runs).
+ * Both broken twins MUST be caught in every resize that has a key: without
+ * the grace period, a reader paused in the old array loads from it after
+ * its free; with a run cut off its old chain before the future array has
+ * it, a lookup of one of its keys misses.
  */
-static void grow_without_unzip_grace_periods_is_caught(void)
+static void broken_twin_caught(int twin)
 {
+	static const int counts[] = { 1, 3, 8, 17 };
 	unsigned long from, to;
-	int c, runs = 0, missed = 0, rnd_runs = 0, rnd_caught = 0;
+	int c, kind, runs = 0, missed = 0;
 
-	sk_rhash__test_skip_unzip_gp = 1;
+	sk_rhash__test_broken = twin;
 	chk.print_limit = chk.printed + 1; /* show which reader, which state */
 	chk.stop_on_violation = 1;	   /* the first one is enough */
-	for (from = 1; from <= 32; from *= 2)
-		for (to = from * 2; to <= 64; to *= 2)
-			for (c = 0; c < NCOUNTS; c++) {
-				int n = key_counts[c];
-				unsigned long v;
-
-				if (n < 3 || (unsigned long)n < 3 * from)
-					continue; /* no chain with 3 runs */
-				v = resize_case(from, to, KS_ALTERNATE, n,
-						0, 0);
-				runs++;
-				if (!v) {
-					missed++;
-					fprintf(stderr,
-						"  NOT caught: grow %lu -> %lu, %d "
-						"keys\n",
-						from, to, n);
+	for (from = 1; from <= 64; from *= 2)
+		for (to = 1; to <= 64; to *= 2)
+			for (c = 0; from != to && c < 4; c++)
+				for (kind = 0; kind < KS_KINDS; kind += 2) {
+					if (!resize_case(from, to, kind,
+							 counts[c],
+							 sk_t_seed + 17, 0)) {
+						missed++;
+						fprintf(stderr,
+							"  NOT caught: %lu -> "
+							"%lu, %d keys\n",
+							from, to, counts[c]);
+					}
+					runs++;
 				}
-				v = resize_case(from, to, KS_RANDOM, n,
-						sk_t_seed + 17, 0);
-				rnd_runs++;
-				rnd_caught += v != 0;
-			}
-	sk_rhash__test_skip_unzip_gp = 0;
+	sk_rhash__test_broken = 0;
 	chk.print_limit = chk.printed + 20;
 	chk.stop_on_violation = 0;
-	fprintf(stderr,
-		"  caught in %d of %d alternating grows, %d of %d random "
-		"ones\n",
-		runs - missed, runs, rnd_caught, rnd_runs);
+	fprintf(stderr, "  twin %d caught in %d of %d resizes\n", twin,
+		runs - missed, runs);
 	SK_CHECK_GT(runs, 0);
 	SK_CHECK_EQ(missed, 0);
+}
+
+static void resize_without_grace_period_is_caught(void)
+{
+	broken_twin_caught(SK_RHASH__BROKEN_NO_GP);
+}
+
+static void resize_cutting_before_linking_is_caught(void)
+{
+	broken_twin_caught(SK_RHASH__BROKEN_CUT_FIRST);
 }
 
 /* ---- updates --------------------------------------------------------------- */
@@ -706,8 +755,8 @@ static void resize_reports_its_grace_periods(void)
 	sk_chk_begin(&chk, "grow 1 -> 2, 8 keys");
 	SK_CHECK_EQ(sk_rhash_resize(&ht, 2), 0);
 	SK_CHECK_EQ(sk_chk_end(&chk), 0);
-	/* One before the unzip, one between each of the 8 passes. */
-	SK_CHECK_EQ(chk.st.gp_events - gps, 8);
+	/* One, before the old array's free; no lock is held across it. */
+	SK_CHECK_EQ(chk.st.gp_events - gps, 1);
 	check_table(present, "grow 1 -> 2");
 	table_destroy();
 }
@@ -786,8 +835,9 @@ static void *victim_insert(void *arg)
 }
 
 /*
- * The insert that makes a grow due runs maybe_resize(), which loaded
- * ht->tbl and read ->size outside any read section.  The victim stops at that touch;
+ * The insert that makes a grow due runs maybe_resize(), which once loaded
+ * ht->tbl and read ->size outside any read section (it now only queues
+ * the background grow and touches no array).  The victim stops at a touch;
  * outside a read section a resize then completes and frees the array, and
  * the victim reads it.  Inside a read section (a fixed library) the victim
  * is released first; one that never touches the array passes too.
@@ -847,6 +897,13 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	victim_obj.key = 1000;
 	arm_in_hook = 1;
 	sk_rcu_checker_hook = arm_hook;
+	/*
+	 * Our read section holds back the background grow that the victim
+	 * queues (a callback, after a grace period) until the array is
+	 * disarmed: the callback worker blocks signals, and its touch of
+	 * the armed array would kill the process.
+	 */
+	sk_rcu_read_lock();
 	pthread_create(&tv, NULL, victim_insert, NULL);
 	while (!(stopped = __atomic_load_n(&paused, __ATOMIC_ACQUIRE)) &&
 	       !__atomic_load_n(&victim_done, __ATOMIC_ACQUIRE))
@@ -854,6 +911,7 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	__atomic_store_n(&armed, -1, __ATOMIC_RELEASE);
 	/* The victim is in maybe_resize(), holding a pointer to the array. */
 	mprotect(maps[t0_map].p, maps[t0_map].len, PROT_READ | PROT_WRITE);
+	sk_rcu_read_unlock();
 	in_section = stopped &&
 		     __atomic_load_n(&paused_in_section, __ATOMIC_RELAXED);
 	pthread_create(&tr, NULL, resize_to_4, NULL);
@@ -865,6 +923,8 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 		pthread_join(tr, NULL);
 	} else {
 		pthread_join(tr, NULL);
+		/* A background grow that ran first frees t0 by callback. */
+		sk_rhash_barrier(&ht);
 		SK_CHECK(maps[t0_map].freed);
 		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
 		pthread_join(tv, NULL);
@@ -895,7 +955,8 @@ int main(void)
 	sk_chk_print_stats(&chk, "rhash (correct table)");
 	memset(&chk.st, 0, sizeof(chk.st));
 	chk.violations = 0;
-	SK_RUN(grow_without_unzip_grace_periods_is_caught);
+	SK_RUN(resize_without_grace_period_is_caught);
+	SK_RUN(resize_cutting_before_linking_is_caught);
 	sk_chk_print_stats(&chk, "rhash (broken twin)");
 	SK_RUN(maybe_resize_never_reads_a_freed_bucket_array);
 	sk_chk_destroy(&chk);

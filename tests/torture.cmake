@@ -294,6 +294,14 @@ sk_torture_test(torture_rhash 0 "torture|rhash|--fault-rate|0.01|--duration|@DUR
   DURATION 10 SLOW_DURATION 3
   STDOUT "rhash: [1-9][0-9]* lookups.*[1-9][0-9]* resizes.*${sk_ok_ds}"
   ENV "${sk_tort_tsan}")
+# Every update inside a read section while the resizer and the background
+# resizes run: no update fails, nothing hangs (a resize that held bucket
+# locks across its grace period would stall the run).
+sk_torture_test(torture_rhash_in_section 0
+  "torture|rhash|--in-section|--fault-rate|0.01|--duration|@DUR@|--seed|16"
+  DURATION 3 SLOW_DURATION 2
+  STDOUT "rhash: [1-9][0-9]* lookups.*[1-9][0-9]* resizes.*${sk_ok_ds}"
+  ENV "${sk_tort_tsan}")
 # Threads come and go, a forked child runs its own torture, everything
 # pauses now and then; more threads than CPUs.
 sk_torture_test(torture_rcu_churn_fork_stutter 0
@@ -378,6 +386,10 @@ sk_torture_test(torture_busted_srcu 1 "torture|srcu|--busted|--duration|@DUR@|--
 sk_torture_test(torture_busted_rhash 1 "torture|rhash|--busted|--duration|@DUR@|--seed|13"
   DURATION 3 SLOW_DURATION 8 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
+sk_torture_test(torture_busted_rhash_in_section 1
+  "torture|rhash|--in-section|--busted|--duration|@DUR@|--seed|17"
+  DURATION 3 SLOW_DURATION 8 STDOUT "the detector caught it.*\nFAILURE\n$"
+  STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 
 # ---- locks: mutual exclusion of every lock, more threads than CPUs --------
 sk_torture_test(torture_locks 0 "torture|locks|--duration|@DUR@|--seed|17"
@@ -409,6 +421,11 @@ sk_torture_test(torture_usage_fault_rate 2 "torture|rhash|--fault-rate|1.5"
   STDERR "--fault-rate wants a fraction from 0 to 1")
 sk_torture_test(torture_usage_fault_rate_mode 2 "torture|list|--fault-rate|0.1"
   STDERR "--fault-rate applies to rhash only")
+sk_torture_test(torture_usage_in_section_mode 2 "torture|list|--in-section"
+  STDERR "--in-section applies to rhash only")
+sk_torture_test(torture_usage_in_section_flavor 2
+  "torture|rhash|--in-section|--flavor|qsbr"
+  STDERR "--in-section needs --flavor rcu, not 'qsbr'")
 sk_torture_test(torture_usage_unknown_option 2 "torture|rcu|--nosuch"
   STDERR "unknown option '--nosuch'")
 sk_torture_test(torture_usage_missing_value 2 "torture|rcu|--duration"
@@ -440,6 +457,10 @@ sk_torture_test(torture_long_rhash 0 "torture|rhash|--fault-rate|0.01|--duration
   ENV "${sk_tort_tsan}")
 sk_torture_test(torture_long_locks 0 "torture|locks|--duration|@DUR@"
   DURATION 600 STDOUT "errors: 0\nSUCCESS\n$" LABELS torture-long TIMEOUT 900 LONG)
+sk_torture_test(torture_long_rhash_in_section 0
+  "torture|rhash|--in-section|--fault-rate|0.01|--duration|@DUR@"
+  DURATION 600 STDOUT "${sk_ok_ds}" LABELS torture-long TIMEOUT 900 LONG
+  ENV "${sk_tort_tsan}")
 sk_torture_test(torture_long_rcu_flood 0 "torture|rcu|--flood|--duration|@DUR@"
   DURATION 600 STDOUT "${sk_ok_ds}" LABELS torture-long TIMEOUT 900 LONG)
 sk_torture_test(torture_long_srcu_flood 0 "torture|srcu|--flood|--duration|@DUR@"

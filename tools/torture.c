@@ -165,6 +165,9 @@ static void usage(FILE *f)
 		"  --fault-rate P  rhash: make a fraction P (0..1) of the "
 		"table's allocations\n"
 		"                  fail\n"
+		"  --in-section    rhash: every update runs inside a read "
+		"section, while\n"
+		"                  explicit and background resizes run\n"
 		"  --flavor F      list, rhash: readers and grace periods of "
 		"rcu (default),\n"
 		"                  qsbr, mixed or srcu (list only)\n"
@@ -1375,6 +1378,7 @@ static const struct tort_flag_opt {
 	{ "--flood", offsetof(struct sk_tort_config, flood) },
 	{ "--stutter", offsetof(struct sk_tort_config, stutter) },
 	{ "--busted", offsetof(struct sk_tort_config, busted) },
+	{ "--in-section", offsetof(struct sk_tort_config, in_section) },
 };
 
 /* Options with a whole number from min to max, in the order tried. */
@@ -1550,6 +1554,17 @@ int sk_tool_torture(int argc, char **argv)
 				"qsbr or mixed)",
 				flavor, mode->name);
 	}
+	if (cfg.in_section && mode->scen != &sk_tort_rhash_scenario)
+		return sk_tool_usage_error(CMD,
+					   "--in-section applies to rhash "
+					   "only, not '%s'",
+					   mode->name);
+	/* Its sections are sk_rcu_read_lock() ones: general readers. */
+	if (cfg.in_section && flavor && strcmp(flavor, "rcu") != 0)
+		return sk_tool_usage_error(CMD,
+					   "--in-section needs --flavor rcu, "
+					   "not '%s'",
+					   flavor);
 	if (fault && mode->scen != &sk_tort_rhash_scenario)
 		return sk_tool_usage_error(CMD,
 					   "--fault-rate applies to rhash "

@@ -14,6 +14,11 @@
  * thread resizes the table continuously to random sizes, and the table
  * also resizes itself on its load factor.
  *
+ * --in-section runs every update inside a read section (also its lookups
+ * and the frees it queues), while the resizer and the background resizes
+ * run; a resize that held bucket locks across its grace period would hang
+ * it (the monitor reports the stall).
+ *
  * --fault-rate P makes the table's allocations (params.alloc) fail with
  * probability P: resizes then fail with -ENOMEM half-way, and nothing may
  * be lost.  At the end the table must equal the model: every key found,
@@ -158,7 +163,11 @@ static int rh_setup(struct sk_tort *T)
 	p.key_offset = offsetof(struct rh_obj, key);
 	p.key_len = sizeof(unsigned long);
 	p.seed = (unsigned long)T->cfg->seed;
-	p.initial_buckets = 16;
+	/*
+	 * Room for the stable keys: setup queues no background grow, so a
+	 * setup that fails leaves no callback queue behind.
+	 */
+	p.initial_buckets = RH_STABLE;
 	p.min_buckets = 1;
 	p.max_buckets = 1UL << (RH_BIG_LOG + RH_BIG_LOGS);
 	p.alloc = rh_alloc;
@@ -359,7 +368,13 @@ static void rh_before_qs(struct sk_tort_thread *t)
 /* Free old (unlinked by this updater) after a grace period. */
 static void rh_retire(struct sk_tort_thread *t, struct rh_obj *old)
 {
-	sk_tort_obj_retire(t, &old->o, sk_tort_pick_gp(t), 0);
+	int g = sk_tort_pick_gp(t);
+
+	/* Inside a read section only what does not wait: call or poll. */
+	if (t->T->cfg->in_section && g != SK_TORT_GP_CB &&
+	    g != SK_TORT_GP_POLL)
+		g = SK_TORT_GP_CB;
+	sk_tort_obj_retire(t, &old->o, g, 0);
 }
 
 /*
@@ -387,7 +402,26 @@ static void rh_insert_dup(struct sk_tort_thread *t, struct rh_obj *n,
 	}
 }
 
+static void rh_update_body(struct sk_tort_thread *t);
+
+/*
+ * One update; with --in-section inside a read section (the table's
+ * resizes never hold a bucket lock across a grace period, so an update
+ * there neither fails nor hangs, also while they run).  Such a thread may
+ * be a QSBR one: then the section is still a real read section.
+ */
 static void rh_update_one(struct sk_tort_thread *t)
+{
+	if (!t->T->cfg->in_section) {
+		rh_update_body(t);
+		return;
+	}
+	sk_rcu_read_lock();
+	rh_update_body(t);
+	sk_rcu_read_unlock();
+}
+
+static void rh_update_body(struct sk_tort_thread *t)
 {
 	struct sk_tort *T = t->T;
 	struct rh_state *S = T->priv;

@@ -6,12 +6,13 @@
  * inside sk_rcu_read_lock()/unlock(), are wait-free and store nothing to
  * shared memory; they never block or retry, also while the table resizes.
  * Updaters take per-bucket locks, so updates of different buckets run in
- * parallel.  Resizing follows Triplett, McKenney and Walpole's
- * relativistic algorithm (USENIX ATC 2011): shrinking splices chains
- * together, growing "unzips" chains with a grace period between passes.
- * Resizes serialize with each other and with updates, not with lookups.
- * Updaters run outside read sections (see sk_rhash_insert(): inside one,
- * an update that meets a running resize returns -EDEADLK).
+ * parallel.  A resize publishes a future bucket array and migrates the
+ * old buckets into it one at a time, each under its own lock, while
+ * updates go on (new objects go to the future array; lookups that miss in
+ * the old array look in the future one); it holds no lock while it waits
+ * for its one grace period.  Automatic resizing runs in the background,
+ * on the library's callback worker.  Updates may be made inside read
+ * sections, also while a resize runs.
  *
  * Reclamation: a removed object may be freed only after a grace period
  * (sk_synchronize_rcu(), sk_call_rcu(), SK_FREE_RCU()).
@@ -90,7 +91,13 @@ struct sk_rhash {
 	pthread_mutex_t resize_lock
 		__attribute__((aligned(SK_CACHELINE))); /* one resize at a time */
 	unsigned long resizes;	/* completed resizes (stat) */
-	int resizing;		/* a resize holds or takes the stripe locks */
+	int resizing;		/* a future array is published (stat) */
+	/* Background resizing (src/rhash.c). */
+	struct sk_rcu_head work; /* queued by an update, re-queues itself */
+	unsigned long work_next; /* next old bucket to migrate */
+	int work_active;	 /* the work holds resize_lock (a resize runs) */
+	int work_queued;	 /* work queued or running (atomic) */
+	long pending;		 /* work + deferred array frees (atomic) */
 };
 
 /*
@@ -114,7 +121,9 @@ SK_API int sk_rhash_init(struct sk_rhash *ht,
  * sk_rhash_destroy() - free the table's memory; if free_obj is not NULL
  * it is called on every object still in the table.
  * Context: no reader or updater may use the table any more (wait for a
- * grace period after the last lookup).
+ * grace period after the last lookup).  Waits for the table's background
+ * resizing (sk_rhash_barrier()) when some is queued: then outside any
+ * read section and outside RCU callbacks.
  */
 SK_API void sk_rhash_destroy(struct sk_rhash *ht,
 			     void (*free_obj)(void *obj, void *arg),
@@ -135,21 +144,19 @@ SK_API void *sk_rhash_lookup(struct sk_rhash *ht, const void *key);
  * sk_rhash_insert_unique() - add it unless an object with the same key is
  * present.
  * Context: any thread (registered with RCU on its first update, as by
- * sk_rcu_read_lock()); takes the bucket's lock (blocks while a resize
- * runs).  Updaters belong outside read sections: a resize holds every
- * bucket lock while it waits for grace periods, so an updater inside a
- * read section (or on an online QSBR thread) cannot wait for it.  Such a
- * call does not block on a running resize: it returns -EDEADLK instead and
- * changes nothing (leave the section and retry).  Outside read sections it
- * never returns -EDEADLK.  When automatic resizing is on and the call is
- * made outside a read section, it may resize the table, waiting for grace
- * periods.
+ * sk_rcu_read_lock()), inside or outside a read section, also while a
+ * resize runs; takes the bucket's lock, which is held only for short
+ * stretches (by updates, by a resize migrating that bucket, and by a
+ * resize's two brief all-bucket switches), never across a grace period.
+ * When automatic resizing is on and the update's count crosses a load
+ * factor limit, it queues a background resize (sk_call_rcu()) and returns
+ * at once: the table may run above its load factor until that resize is
+ * done.
  * Ordering: the object's initialization happens before lookups find it.
  * Returns: 0; -EINVAL (NULL); -EEXIST (unique, key present: not added);
- * -EDEADLK (inside a read section while a resize runs: not added);
  * -ENOMEM (the thread's first update could not register it with RCU).
- * An automatic grow that fails for lack of memory leaves the table as it
- * was and is retried on a later update; the insert itself succeeds.
+ * A background grow that fails for lack of memory leaves the table as it
+ * was and is queued again by a later update; the insert itself succeeds.
  */
 SK_API int sk_rhash_insert(struct sk_rhash *ht, struct sk_rhash_node *node);
 SK_API int sk_rhash_insert_unique(struct sk_rhash *ht,
@@ -159,8 +166,8 @@ SK_API int sk_rhash_insert_unique(struct sk_rhash *ht,
  * sk_rhash_remove() - unlink the object of node.  Readers on it may go on.
  * Context: as sk_rhash_insert().  Reclamation: free the object only after
  * a grace period.
- * Returns: 0; -EINVAL (NULL); -ENOENT (not in the table); -EDEADLK (inside
- * a read section while a resize runs: not removed); -ENOMEM (as insert).
+ * Returns: 0; -EINVAL (NULL); -ENOENT (not in the table); -ENOMEM (as
+ * insert).
  */
 SK_API int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node);
 
@@ -170,23 +177,34 @@ SK_API int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node);
  * neither.  Context: as sk_rhash_insert().  Reclamation: free the old
  * object after a grace period.
  * Returns: 0; -EINVAL (NULL or keys differ); -ENOENT (old not present);
- * -EDEADLK (inside a read section while a resize runs: not replaced);
  * -ENOMEM (as insert).
  */
 SK_API int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 			    struct sk_rhash_node *new_node);
 
 /*
- * sk_rhash_resize() - resize to nbuckets (a power of two) by repeated
- * halving or doubling.
- * Context: outside any read section (waits for grace periods; inside one
- * it prints a message and aborts).  Blocks updaters while it runs, never
- * lookups.
+ * sk_rhash_resize() - resize to nbuckets (a power of two) in one pass, in
+ * the caller's thread: publish the future array, migrate every bucket,
+ * publish it as the table, wait for a grace period, free the old array.
+ * Waits for a background resize that runs.
+ * Context: outside any read section (waits for a grace period; inside one
+ * it prints a message and aborts).  Never blocks lookups; updates wait at
+ * most for one bucket's migration or a brief all-bucket switch.
  * Returns: 0; -EINVAL (not a power of two, or 0); -ENOMEM (the table is
- * left as it was before the step that failed: a valid table with all
- * objects).
+ * left as it was).
  */
 SK_API int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets);
+
+/*
+ * sk_rhash_barrier() - wait until the background resizing queued by
+ * updates so far is done, including the frees of the bucket arrays it
+ * replaced (a resize that finds the load factor moved on meanwhile goes
+ * on, and is waited for too).
+ * Context: outside any read section and outside RCU callbacks (it calls
+ * sk_rcu_barrier()); blocks.
+ * Ordering: the background work's writes happen before the return.
+ */
+SK_API void sk_rhash_barrier(struct sk_rhash *ht);
 
 /*
  * sk_rhash_count() - number of objects; approximate while updates run
@@ -206,7 +224,8 @@ SK_API unsigned long sk_rhash_buckets(struct sk_rhash *ht);
  *	sk_rcu_read_unlock();
  * Every object present for the whole walk is returned at least once.
  * Objects inserted or removed during the walk may or may not be returned;
- * an object may be returned twice when a resize runs during the walk.
+ * an object may be returned twice when a resize runs during the walk (once
+ * from the old array, once from the future array it moved to).
  */
 struct sk_rhash_iter {
 	struct sk_rhash *ht;
@@ -218,8 +237,15 @@ struct sk_rhash_iter {
 SK_API void sk_rhash_iter_start(struct sk_rhash *ht, struct sk_rhash_iter *it);
 SK_API void *sk_rhash_iter_next(struct sk_rhash_iter *it);
 
-/* Test knob: nonzero removes the grace period between unzip passes. */
-SK_API extern int sk_rhash__test_skip_unzip_gp;
+/*
+ * Test knob, broken twins for the tests: SK_RHASH__BROKEN_NO_GP frees the
+ * replaced bucket array without waiting for a grace period;
+ * SK_RHASH__BROKEN_CUT_FIRST cuts a run off its old chain before the
+ * future array links it.  0: the correct table.
+ */
+#define SK_RHASH__BROKEN_NO_GP	   1
+#define SK_RHASH__BROKEN_CUT_FIRST 2
+SK_API extern int sk_rhash__test_broken;
 
 #ifdef __cplusplus
 }
