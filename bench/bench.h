@@ -168,6 +168,7 @@ extern const struct sk_bench_rcu_ops sk_bench_ck_spinlock_ops;
 extern const struct sk_bench_rcu_ops sk_bench_elided_mutex_ops;
 extern const struct sk_bench_rcu_ops sk_bench_elided_spinlock_ops;
 extern const struct sk_bench_rcu_ops sk_bench_elided_rwlock_ops;
+extern const struct sk_bench_rcu_ops sk_bench_glibc_elided_ops;
 
 /* Every adapter, NULL-terminated, in the order --help lists them. */
 extern const struct sk_bench_rcu_ops *const sk_bench_rcu_all[];

@@ -43,6 +43,7 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_elided_mutex_ops,
 	&sk_bench_elided_spinlock_ops,
 	&sk_bench_elided_rwlock_ops,
+	&sk_bench_glibc_elided_ops,
 	NULL,
 };
 

@@ -19,8 +19,12 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "scalekit/rcu.h"
 #include "scalekit/rhash.h"
@@ -41,9 +45,9 @@
 #define BL_ELIDED_IMPLS "sk-elided-mutex", "sk-elided-spinlock",
 #define BL_ELIDED_HUL                                                   \
 	{ "sk-elided-mutex", hul_em_lock, hul_em_unlock, hul_em_lock,   \
-	  hul_em_unlock, &hul_em_stats },                               \
+	  hul_em_unlock, &hul_em_stats, 0 },                             \
 	{ "sk-elided-rwlock", hul_erw_rd, hul_erw_rdu, hul_erw_wr,      \
-	  hul_erw_wru, &hul_erw_stats },
+	  hul_erw_wru, &hul_erw_stats, 0 },
 
 /* The backend the elided locks run on, for titles and notes. */
 static const char *bl_backend(void)
@@ -151,6 +155,13 @@ const struct sk_bench_rcu_ops sk_bench_elided_rwlock_ops = {
 	.name = "sk-elided-rwlock",
 	.desc = "sk_elided_rwlock_read_lock/unlock (elided where RTM works)",
 	.read_section = erw_section,
+};
+
+/* hash-under-lock only: measured in a child, see hul_child_run(). */
+const struct sk_bench_rcu_ops sk_bench_glibc_elided_ops = {
+	.name = "glibc-elided",
+	.desc = "pthread_mutex with GLIBC_TUNABLES=glibc.elision.enable=1 "
+		"(hash-under-lock, a child process; RTM CPUs only)",
 };
 
 const struct sk_bench_rcu_ops sk_bench_elided_mutex_ops = {
@@ -328,6 +339,7 @@ struct hul_lock {
 	const char *name;
 	void (*rd)(void), (*rdu)(void), (*wr)(void), (*wru)(void);
 	struct sk_elide_stats *stats; /* elided locks: attached statistics */
+	int child; /* measured in a child process with glibc's elision on */
 };
 
 static pthread_mutex_t hul_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -359,14 +371,17 @@ static void hul_erw_wru(void) { sk_elided_rwlock_write_unlock(&hul_erw); }
 static const struct hul_lock hul_locks[] = {
 	BL_ELIDED_HUL
 	{ "pthread-mutex", hul_mutex_lock, hul_mutex_unlock, hul_mutex_lock,
-	  hul_mutex_unlock, NULL },
+	  hul_mutex_unlock, NULL, 0 },
+	{ "glibc-elided", hul_mutex_lock, hul_mutex_unlock, hul_mutex_lock,
+	  hul_mutex_unlock, NULL, 1 },
 	{ "pthread-rwlock", hul_rw_rd, hul_rw_unlock, hul_rw_wr,
-	  hul_rw_unlock, NULL },
-	{ "sk-rwlock-rb", hul_rb_rd, hul_rb_rdu, hul_rb_wr, hul_rb_wru, NULL },
-	{ "rhash", NULL, NULL, NULL, NULL, NULL },
+	  hul_rw_unlock, NULL, 0 },
+	{ "sk-rwlock-rb", hul_rb_rd, hul_rb_rdu, hul_rb_wr, hul_rb_wru, NULL, 0 },
+	{ "rhash", NULL, NULL, NULL, NULL, NULL, 0 },
 };
 
 #define HUL_NLOCKS ((int)(sizeof(hul_locks) / sizeof(hul_locks[0])))
+#define HUL_GLIBC 3 /* hul_locks[] index of glibc-elided */
 
 static unsigned int hul_bucket(long key)
 {
@@ -516,6 +531,89 @@ static double hul_run(const struct hul_lock *lk, int n, uint64_t run_ns)
 	return err ? -err : mops;
 }
 
+/*
+ * glibc's own elided pthread_mutex: glibc reads GLIBC_TUNABLES once, at
+ * start-up, so the figure comes from a child: this program run again
+ * ("bench hash-under-lock") with glibc.elision.enable=1 and
+ * HUL_CHILD_ENV="<fd> <threads> <warm-up ns> <ns>"; the child builds the
+ * table, runs the pthread-mutex table on that many threads (a warm-up,
+ * then the measured run) and writes its Mops/s to the pipe fd.  glibc elides only where the CPU has RTM; elsewhere it is
+ * pthread_mutex again, and the column is n/a unless HUL_GLIBC_ENV=force
+ * (which tests the mechanism on any CPU).
+ */
+#define HUL_CHILD_ENV "SCALEKIT_BENCH_HUL_CHILD"
+#define HUL_GLIBC_ENV "SCALEKIT_BENCH_GLIBC_ELISION"
+
+/* 1: the CPU's RTM works (what glibc looks at, whatever our policy). */
+static int hul_cpu_rtm(void)
+{
+	return !!(sk_elide_cpu_has_rtm() & SK_ELIDE_CPU_PROBE_OK);
+}
+
+/* Why the glibc-elided column has no figure here, or NULL: measure it. */
+static const char *hul_glibc_na(void)
+{
+	const char *v = getenv(HUL_GLIBC_ENV);
+
+	if (v && !strcmp(v, "force"))
+		return NULL;
+	if (v && !strcmp(v, "off"))
+		return HUL_GLIBC_ENV "=off";
+	return hul_cpu_rtm() ? NULL : "no RTM";
+}
+
+/* The child's side of exec: stdout to /dev/null, the environment set. */
+static void hul_child_exec(int fd, int n, uint64_t warm_ns, uint64_t ns)
+{
+	char spec[96];
+	int null = open("/dev/null", O_WRONLY);
+
+	if (null >= 0)
+		dup2(null, 1);
+	snprintf(spec, sizeof(spec), "%d %d %llu %llu", fd, n,
+		 (unsigned long long)warm_ns, (unsigned long long)ns);
+	setenv(HUL_CHILD_ENV, spec, 1);
+	setenv("GLIBC_TUNABLES", "glibc.elision.enable=1", 1);
+	execl("/proc/self/exe", "scalekit", "bench", "hash-under-lock",
+	      (char *)NULL);
+	_exit(127);
+}
+
+/*
+ * n threads of glibc's elided pthread_mutex for ns after warm_ns: Mops/s
+ * or -errno.
+ */
+static double hul_child_run(int n, uint64_t warm_ns, uint64_t ns)
+{
+	double mops = -EIO;
+	int fd[2], st;
+	char buf[64] = "";
+	ssize_t got;
+	pid_t pid;
+
+	if (pipe(fd))
+		return -errno;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		close(fd[0]);
+		hul_child_exec(fd[1], n, warm_ns, ns);
+	}
+	close(fd[1]);
+	if (pid < 0) {
+		close(fd[0]);
+		return -errno;
+	}
+	got = read(fd[0], buf, sizeof(buf) - 1);
+	close(fd[0]);
+	if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	    !WEXITSTATUS(st) && got > 0 && sscanf(buf, "%lf", &mops) != 1)
+		mops = -EIO;
+	if (!(WIFEXITED(st) && !WEXITSTATUS(st)))
+		mops = -ECHILD;
+	return mops;
+}
+
 /* The hul_locks entry of a row's implementation i. */
 static const struct hul_lock *hul_lock_of(const struct sk_bench_row *row,
 					  int i)
@@ -541,9 +639,14 @@ static int hul_measure(const struct sk_bench_config *cfg,
 				lk = hul_lock_of(rows[c], (i + c + rep + 1) % n);
 				if (!lk || rows[c]->na[(i + c + rep + 1) % n])
 					continue;
-				v = hul_run(lk, rows[c]->threads,
-					    rep < 0 ? cfg->warmup_ns
-						    : cfg->run_ns);
+				if (lk->child && rep < 0)
+					continue; /* the child warms up */
+				v = lk->child
+				    ? hul_child_run(rows[c]->threads,
+						    cfg->warmup_ns, cfg->run_ns)
+				    : hul_run(lk, rows[c]->threads,
+					      rep < 0 ? cfg->warmup_ns
+						      : cfg->run_ns);
 				if (v < 0) {
 					fprintf(stderr, "scalekit bench: "
 						"hash-under-lock: %s: %s\n",
@@ -583,6 +686,65 @@ static void hul_note_stats(struct sk_bench_results *res,
 			  "counted", buf, acq);
 }
 
+/* What the glibc-elided column measured, and where. */
+static void hul_note_glibc(struct sk_bench_results *res,
+			   struct sk_bench_row **rows, int nc)
+{
+	struct sk_bench_stat a = sk_bench_row_stat(rows[0], HUL_GLIBC), b;
+
+	b = nc > 1 ? sk_bench_row_stat(rows[1], HUL_GLIBC) : a;
+	sk_bench_note_add(res, "hash-under-lock: glibc-elided: pthread_mutex "
+			  "in a child process with GLIBC_TUNABLES=glibc."
+			  "elision.enable=1 (glibc elides only where RTM "
+			  "works; this CPU: %s): 1 thread %.3g Mops/s%s%.3g%s",
+			  hul_cpu_rtm() ? "RTM" : "no RTM", a.median,
+			  nc > 1 ? ", 2 threads " : "", nc > 1 ? b.median : 0.0,
+			  nc > 1 ? " Mops/s" : "");
+}
+
+/* A target of sk-elided-mutex against peer that was not measured. */
+static void hul_target_na(struct sk_bench_results *res, const char *peer,
+			  double limit, const char *id, const char *na)
+{
+	struct sk_bench_target t = { .threads = 2, .limit = limit, .na = na };
+
+	snprintf(t.what, sizeof(t.what), "hash-under-lock, 2 threads, rtm: "
+		 "Mops/s sk-elided-mutex / %s", peer);
+	snprintf(t.id, sizeof(t.id), "%s", id);
+	snprintf(t.ratio_name, sizeof(t.ratio_name), "sk-elided-mutex/%s",
+		 peer);
+	sk_bench_target_add(res, &t);
+}
+
+/*
+ * In a child started by hul_child_run(): measure, write the figure to the
+ * pipe and exit.  Returns (nothing done) in any other process.
+ */
+static void hul_child_main(void)
+{
+	const char *spec = getenv(HUL_CHILD_ENV);
+	unsigned long long warm, ns;
+	double mops;
+	int fd, n;
+	FILE *f;
+
+	if (!spec)
+		return;
+	if (sscanf(spec, "%d %d %llu %llu", &fd, &n, &warm, &ns) != 4 ||
+	    n < 1 || n > HUL_MAX_THREADS || !(f = fdopen(fd, "w"))) {
+		fprintf(stderr, "scalekit bench: bad %s '%s'\n",
+			HUL_CHILD_ENV, spec);
+		_exit(2);
+	}
+	if (hul_build() || hul_run(&hul_locks[HUL_GLIBC], n, warm) < 0)
+		_exit(1);
+	mops = hul_run(&hul_locks[HUL_GLIBC], n, ns);
+	if (mops < 0)
+		_exit(1);
+	fprintf(f, "%.6f\n", mops);
+	_exit(fclose(f) ? 1 : 0);
+}
+
 int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 				 struct sk_bench_results *res)
 {
@@ -591,6 +753,7 @@ int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 	struct sk_bench_row *rows[2];
 	int c, k, nc = cfg->max_threads >= 2 ? 2 : 1, err;
 
+	hul_child_main();
 	for (k = 0; k < HUL_NLOCKS; k++)
 		names[k] = hul_locks[k].name;
 	err = hul_build();
@@ -608,10 +771,12 @@ int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 		 bl_backend());
 	sk_elided_mutex_attach_stats(&hul_em, &hul_em_stats);
 	sk_elided_rwlock_attach_stats(&hul_erw, &hul_erw_stats);
-	for (c = 0; c < nc; c++)
+	for (c = 0; c < nc; c++) {
 		rows[c] = sk_bench_row_add(res, "hash-under-lock", variant,
 					   "Mops/s", title, c + 1, 1, names,
 					   cfg->reps);
+		rows[c]->na[HUL_GLIBC] = hul_glibc_na();
+	}
 	sk_bench_progress("hash-under-lock: %d thread counts x %d tables x "
 			  "%d reps, %.0f ms each",
 			  nc, HUL_NLOCKS, cfg->reps, cfg->run_ns / 1e6);
@@ -619,28 +784,28 @@ int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 	for (k = 0; k < HUL_NLOCKS && !err; k++)
 		if (hul_locks[k].stats)
 			hul_note_stats(res, &hul_locks[k]);
+	if (!err && !rows[0]->na[HUL_GLIBC])
+		hul_note_glibc(res, rows, nc);
 	if (nc == 2 && !err && sk_elide_backend() == SK_ELIDE_BACKEND_RTM) {
 		sk_bench_ratio_target(res, rows[1], "sk-elided-mutex",
 				      "pthread-mutex", 1.6, 0,
 				      "hash-under-lock, 2 threads, rtm: Mops/s "
 				      "sk-elided-mutex / pthread-mutex",
 				      "hash-under-lock-elided");
-		sk_bench_note_add(res, "hash-under-lock: glibc's elided "
-				  "pthread_mutex peer (GLIBC_TUNABLES="
-				  "glibc.elision.enable=1) is not "
-				  "implemented yet");
+		sk_bench_ratio_target(res, rows[1], "sk-elided-mutex",
+				      "glibc-elided", 1.0, 0,
+				      "hash-under-lock, 2 threads, rtm: Mops/s "
+				      "sk-elided-mutex / glibc-elided",
+				      "hash-under-lock-vs-glibc");
 	} else if (!err) {
-		struct sk_bench_target t = { .threads = 2, .limit = 1.6 };
+		const char *na = nc < 2 ? "needs --threads 2 or more"
+					: "no RTM: the elided locks ran on "
+					  "fallback";
 
-		snprintf(t.what, sizeof(t.what),
-			 "hash-under-lock, 2 threads, rtm: Mops/s "
-			 "sk-elided-mutex / pthread-mutex");
-		snprintf(t.id, sizeof(t.id), "hash-under-lock-elided");
-		snprintf(t.ratio_name, sizeof(t.ratio_name),
-			 "sk-elided-mutex/pthread-mutex");
-		t.na = nc < 2 ? "needs --threads 2 or more"
-			      : "no RTM: the elided locks ran on fallback";
-		sk_bench_target_add(res, &t);
+		hul_target_na(res, "pthread-mutex", 1.6,
+			      "hash-under-lock-elided", na);
+		hul_target_na(res, "glibc-elided", 1.0,
+			      "hash-under-lock-vs-glibc", na);
 	}
 	sk_synchronize_rcu(); /* the last lookups are over */
 	sk_rhash_destroy(&hul_rhash, NULL, NULL);
