@@ -256,14 +256,30 @@ static void atfork_prepare(void);
 static void atfork_parent(void);
 static void atfork_child(void);
 
-unsigned long sk__rcu_stall_ms = 21000;
+#define STALL_MS_MAX (24UL * 3600 * 1000)
+
+/* Relaxed accesses: a setting, read once per stalled grace period. */
+static unsigned long stall_ms = 21000;
 
 __attribute__((constructor)) static void sk_rcu_init(void)
 {
 	pthread_once(&rcu.key_once, key_init);
-	sk__rcu_stall_ms = sk__env_ulong("SCALEKIT_RCU_STALL_MS", 21000, 1,
-					 24UL * 3600 * 1000);
+	sk_rcu_set_stall_ms(sk__env_ulong("SCALEKIT_RCU_STALL_MS", 21000, 1,
+					  STALL_MS_MAX));
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+int sk_rcu_set_stall_ms(unsigned long ms)
+{
+	if (!ms || ms > STALL_MS_MAX)
+		return -EINVAL;
+	__atomic_store_n(&stall_ms, ms, __ATOMIC_RELAXED);
+	return 0;
+}
+
+unsigned long sk_rcu_get_stall_ms(void)
+{
+	return __atomic_load_n(&stall_ms, __ATOMIC_RELAXED);
 }
 
 /* Find a free slot, adding a chunk if all are taken.  Write lock held. */
@@ -654,8 +670,9 @@ static void report_stall(struct rcu_slot **pend, unsigned long n,
 		return; /* all left since the last scan: nothing to report */
 	fprintf(stderr,
 		"scalekit: RCU stall: grace period %lu has waited %lu ms "
-		"(SCALEKIT_RCU_STALL_MS=%lu) for %lu reader(s)%s:\n",
-		rcu.ngps + 1, ms, sk__rcu_stall_ms,
+		"(threshold %lu ms: SCALEKIT_RCU_STALL_MS or "
+		"sk_rcu_set_stall_ms()) for %lu reader(s)%s:\n",
+		rcu.ngps + 1, ms, sk_rcu_get_stall_ms(),
 		n > SK_RCU_PEND_MAX ? n : k,
 		n > SK_RCU_PEND_MAX ? " (the first ones listed)" : "");
 	for (i = 0; i < k; i++) {
@@ -707,7 +724,7 @@ static void wait_for_readers(unsigned long c, int expedited, int scan_no,
 		now = sk__now_ns();
 		if (!start) {
 			start = now;
-			interval = (uint64_t)sk__rcu_stall_ms * 1000000u;
+			interval = (uint64_t)sk_rcu_get_stall_ms() * 1000000u;
 			next_report = start + interval;
 		}
 		if (now >= next_report) {

@@ -16,6 +16,9 @@
  *     as such ("QSBR");
  *   - a thread that sleeps outside its sections is never reported, nor is
  *     a reader whose section ends before the threshold;
+ *   - sk_rcu_set_stall_ms() replaces the variable's threshold (200 ms set
+ *     by the call reports a stall that 1 h from the environment would
+ *     not), and rejects 0 and values above 24 h with -EINVAL;
  *   - malformed values (abc, -5, 99999999999999999999, 1.5) print a warning
  *     naming SCALEKIT_RCU_STALL_MS, the program still works (exit 0), and
  *     the default (21 s) is used: a 400 ms stall is not reported.
@@ -99,9 +102,11 @@ static int child_main(const char *mode)
 	int i, n = 1;
 	long t0, t1;
 
-	if (!strcmp(mode, "stall-reader")) {
+	if (!strcmp(mode, "stall-reader") || !strcmp(mode, "setter")) {
 		sl[0].name = "sleepy-reader";
 		sl[0].hold_ms = 1500;
+		if (!strcmp(mode, "setter") && sk_rcu_set_stall_ms(200))
+			return 5;
 	} else if (!strcmp(mode, "stall-qsbr")) {
 		sl[0].name = "qsbr-sleeper";
 		sl[0].qsbr = 1;
@@ -188,7 +193,7 @@ static void check_stall_reports(const char *out, const char *name,
 	SK_CHECK_GT(sync_ms, 0);
 	reports = sk_test_count_substr(out, "RCU stall");
 	SK_CHECK_GT(reports, 0);
-	SK_CHECK_STR_CONTAINS(out, "SCALEKIT_RCU_STALL_MS=200");
+	SK_CHECK_STR_CONTAINS(out, "threshold 200 ms");
 	snprintf(who, sizeof(who), "thread %ld (\"%s\")", tid, name);
 	SK_CHECK_STR_CONTAINS(out, who);
 	SK_CHECK_EQ(sk_test_count_substr(out, who), reports);
@@ -223,6 +228,35 @@ static void stalled_reader_is_reported_with_backoff(void)
 	check_stall_reports(out, "sleepy-reader",
 			    "inside a read-side critical section");
 	SK_CHECK_STR_CONTAINS(out, "child done");
+}
+
+/*
+ * The environment says 1 hour, the child then calls
+ * sk_rcu_set_stall_ms(200): the 1.5 s stall is reported as with 200 ms.
+ */
+static void setter_replaces_the_env_threshold(void)
+{
+	static char out[1 << 16];
+	int st = run_child("setter", "3600000", out, sizeof(out));
+
+	SK_CHECK_EXIT_0(st);
+	check_stall_reports(out, "sleepy-reader",
+			    "inside a read-side critical section");
+	SK_CHECK_STR_CONTAINS(out, "child done");
+}
+
+/* Out-of-range thresholds: -EINVAL and the threshold is unchanged. */
+static void setter_rejects_out_of_range(void)
+{
+	unsigned long old = sk_rcu_get_stall_ms();
+
+	SK_CHECK_EQ(old, 21000ul); /* the variable is unset here */
+	SK_CHECK_EQ(sk_rcu_set_stall_ms(0), -EINVAL);
+	SK_CHECK_EQ(sk_rcu_set_stall_ms(86400001ul), -EINVAL);
+	SK_CHECK_EQ(sk_rcu_get_stall_ms(), old);
+	SK_CHECK_EQ(sk_rcu_set_stall_ms(86400000ul), 0);
+	SK_CHECK_EQ(sk_rcu_get_stall_ms(), 86400000ul);
+	SK_CHECK_EQ(sk_rcu_set_stall_ms(old), 0);
 }
 
 /* An online QSBR thread without quiescent states: the report says QSBR. */
@@ -294,6 +328,8 @@ int main(int argc, char **argv)
 	sk_test_seed_init();
 	SK_RUN(stalled_reader_is_reported_with_backoff);
 	SK_RUN(stalled_qsbr_thread_is_reported);
+	SK_RUN(setter_replaces_the_env_threshold);
+	SK_RUN(setter_rejects_out_of_range);
 	SK_RUN(readers_below_threshold_are_not_reported);
 	SK_RUN(bad_stall_env_warns_and_uses_default);
 	return sk_test_report();

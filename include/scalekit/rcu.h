@@ -471,6 +471,22 @@ struct sk_rcu_stats {
  */
 SK_API int sk_rcu_get_stats(struct sk_rcu_stats *st);
 
+/*
+ * sk_rcu_set_stall_ms() - set the threshold of the stall watchdog: a grace
+ * period that has waited longer than ms milliseconds prints the threads
+ * that block it on stderr, and again after 2x, 4x ... that time.  The
+ * process starts with SCALEKIT_RCU_STALL_MS (read once at load time) or
+ * 21000; this call replaces it for every later grace period (one that
+ * already waits keeps the threshold it started with).
+ * Context: any thread, also inside a read section; never blocks.
+ * Returns: 0, or -EINVAL (nothing changed) when ms is 0 or above 24 hours
+ * (86,400,000).
+ */
+SK_API int sk_rcu_set_stall_ms(unsigned long ms);
+
+/* sk_rcu_get_stall_ms() - the stall watchdog's threshold now, in ms. */
+SK_API unsigned long sk_rcu_get_stall_ms(void);
+
 #ifdef __cplusplus
 }
 #endif

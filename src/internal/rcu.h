@@ -44,9 +44,6 @@ void sk__rcu_cb_atfork_prepare(void);
 void sk__rcu_cb_atfork_parent(void);
 void sk__rcu_cb_atfork_child(void);
 
-/* Stall threshold in ms (SCALEKIT_RCU_STALL_MS, read once). */
-extern unsigned long sk__rcu_stall_ms;
-
 #ifdef SK_TEST_HOOKS
 /* Test hooks of the scalekit_hooks library (src/rcu.c). */
 int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase);
