@@ -50,7 +50,9 @@
  *                              the count after G3 and polls instead of
  *                              sleeping, or the caller sees -1 and wakes
  *                              it.
- *   H0/H1/H2 (expedited)     - G1 by handshake instead of membarrier(2):
+ *   H0/H1/H2 (any GP that    - G1 by handshake instead of membarrier(2):
+ *       waits for general
+ *       readers)
  *                              the leader publishes a request number
  *                              (H0, release, after R1) and sets futex;
  *                              each reader that sees futex at its next
@@ -64,6 +66,16 @@
  *                              advanced counter.  Readers that do not
  *                              answer within SK_RCU_HANDSHAKE_NS (idle
  *                              ones never do) get the real G1.
+ *   QSBR-only (M)            - when every registered thread but the caller
+ *                              is in QSBR mode (rcu.ngeneral, read under
+ *                              the registry lock after R1 and a full
+ *                              barrier; changed under the write lock by
+ *                              set_qsbr_mode() and registration: lock
+ *                              order is the pair), G1, G2 and G3 are
+ *                              sk_smp_mb(): QSBR threads' Q1/Q2 and
+ *                              go_offline()/online fences are full.
+ *                              A general section that starts after the
+ *                              count was read starts in the new phase.
  * In the fallback without membarrier(2), light fences are full fences and
  * the heavy fence is sk_smp_mb(), which pair the same way.
  * Litmus tests of these pairs (litmus/, run by `make check`, see
@@ -89,7 +101,8 @@
  * Batching.  Callers snapshot the counter (s), then take gp_lock.  Any grace
  * period that advanced the counter past s started after the snapshot and
  * so covers the caller; if one completed while the caller waited for the
- * lock, the caller returns without starting another.
+ * lock, the caller returns without starting another.  Waiters poll the
+ * leader briefly before they sleep (spin_on_leader()).
  */
 #define _GNU_SOURCE
 #include "scalekit/rcu.h"
