@@ -67,11 +67,10 @@
  *                              answer within SK_RCU_HANDSHAKE_NS (idle
  *                              ones never do) get the real G1.
  *   QSBR-only (M)            - when every registered thread but the caller
- *                              is in QSBR mode (rcu.ngeneral, read under
- *                              the registry lock after R1 and a full
- *                              barrier; changed under the write lock by
- *                              set_qsbr_mode() and registration: lock
- *                              order is the pair), G1, G2 and G3 are
+ *                              is in QSBR mode (rcu.ngeneral, read after
+ *                              R1 and a full barrier; changed between
+ *                              two full fences by count_add(): store
+ *                              buffering is the pair), G1, G2 and G3 are
  *                              sk_smp_mb(): QSBR threads' Q1/Q2 and
  *                              go_offline()/online fences are full.
  *                              A general section that starts after the
@@ -295,6 +294,23 @@ __attribute__((constructor)) static void sk_rcu_init(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+/*
+ * Change a registry count (nreaders, ngeneral) that grace periods read
+ * without the registry lock.  Write lock held.  M: the full fences pair
+ * with the leader's full barrier between R1 and its loads of the counts
+ * (other_readers()).  Before: the thread's earlier sections (and their
+ * loads) come before a leader that reads the new count (it then skips
+ * the heavy fence).  After: store buffering, either the leader reads the
+ * new count, or this thread's later L1 loads see the leader's R1 (its
+ * sections start in the new phase and see every earlier unlink).
+ */
+static void count_add(unsigned long *c, long d)
+{
+	sk_smp_mb();
+	sk_atomic_store_relaxed(c, *c + (unsigned long)d);
+	sk_smp_mb();
+}
+
 /* Find a free slot, adding a chunk if all are taken.  Write lock held. */
 static struct rcu_slot *slot_alloc(void)
 {
@@ -316,7 +332,7 @@ static struct rcu_slot *slot_alloc(void)
 	ch->slots[i].ctrp = &sk_rcu__ctr;
 	ch->slots[i].ackp = &rcu_ack;
 	ch->slots[i].tid = sk__gettid();
-	rcu.nreaders++;
+	count_add(&rcu.nreaders, 1);
 	return &ch->slots[i];
 }
 
@@ -331,7 +347,7 @@ static void slot_free(void)
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				ch->slots[i].ctrp = NULL;
 				ch->used &= ~((uint64_t)1 << i);
-				rcu.nreaders--;
+				count_add(&rcu.nreaders, -1);
 				return;
 			}
 		}
@@ -348,7 +364,8 @@ static int reader_register(void)
 	s = slot_alloc();
 	if (s) {
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
-		rcu.ngeneral++; /* general until sk_rcu_thread_online() */
+		/* General until sk_rcu_thread_online(). */
+		count_add(&rcu.ngeneral, 1);
 		rcu_qsbr_mode = 0;
 	}
 	pthread_rwlock_unlock(&rcu.registry_lock);
@@ -364,7 +381,7 @@ static void reader_unregister(void)
 	pthread_rwlock_wrlock(&rcu.registry_lock);
 	slot_free();
 	if (!rcu_qsbr_mode)
-		rcu.ngeneral--;
+		count_add(&rcu.ngeneral, -1);
 	rcu_qsbr_mode = 0;
 	sk_atomic_store_relaxed(&sk_rcu__ctr, 0UL);
 	pthread_rwlock_unlock(&rcu.registry_lock);
@@ -372,21 +389,15 @@ static void reader_unregister(void)
 }
 
 /*
- * Enter or leave QSBR mode (counted in rcu.ngeneral or not).  The
- * registry lock orders the count against a leader that reads it (under
- * the read lock, after R1): either the leader sees the new count, or the
- * leader's R1 is visible to this thread's later L1 loads.  Registered
- * thread outside any section.
+ * Enter or leave QSBR mode (counted in rcu.ngeneral or not).  Registered
+ * thread outside any section; the fences of count_add() are pair M.
  */
 static void set_qsbr_mode(int on)
 {
 	if (rcu_qsbr_mode == on)
 		return;
 	pthread_rwlock_wrlock(&rcu.registry_lock);
-	if (on)
-		rcu.ngeneral--;
-	else
-		rcu.ngeneral++;
+	count_add(&rcu.ngeneral, on ? -1 : 1);
 	rcu_qsbr_mode = on;
 	pthread_rwlock_unlock(&rcu.registry_lock);
 }
@@ -893,18 +904,14 @@ enum { RD_NONE, RD_QSBR, RD_GENERAL };
 /*
  * Classify the other registered threads (the caller is outside any
  * section): none, QSBR-mode threads only (whose announcements carry full
- * fences), or some that may run general sections (light fences).  Read
- * under the registry lock, which orders the counts against threads that
- * change mode or register (see set_qsbr_mode()).
+ * fences), or some that may run general sections (light fences).
+ * Relaxed loads after the leader's full barrier: pair M with count_add().
  */
 static int other_readers(void)
 {
-	unsigned long n, g;
+	unsigned long n = sk_atomic_load_relaxed(&rcu.nreaders);
+	unsigned long g = sk_atomic_load_relaxed(&rcu.ngeneral);
 
-	pthread_rwlock_rdlock(&rcu.registry_lock);
-	n = rcu.nreaders;
-	g = rcu.ngeneral;
-	pthread_rwlock_unlock(&rcu.registry_lock);
 	if (sk_atomic_load_relaxed(&sk_rcu__ctr)) {
 		n--;
 		if (!rcu_qsbr_mode)
@@ -1101,11 +1108,12 @@ static void lead(unsigned long target, int expedited)
 	sk_atomic_store_release(&rcu.gp_seq, c);
 	w = advance_phase();
 	/*
-	 * Full barrier: R0/R1 before the registry's reader count is read
-	 * (store buffering with a registering thread, whose slot store and
-	 * later L1 load of the counter are ordered by the registry lock): a
-	 * thread counted out here loads the advanced counter, and the
-	 * updates of every caller that snapshot before R0 are visible to it.
+	 * Full barrier (M): R0/R1 before the registry's counts are read
+	 * (store buffering with a registering thread or one that changes
+	 * mode, whose count store and later L1 load are ordered by the full
+	 * fences of count_add()): a thread counted out here loads the
+	 * advanced counter, and the updates of every caller that snapshot
+	 * before R0 are visible to it.
 	 */
 	sk_smp_mb();
 	kind = other_readers();
@@ -1309,14 +1317,16 @@ static void atfork_child(void)
 	/* gp_lock may have been held by a thread that does not exist here. */
 	pthread_mutex_init(&rcu.gp_lock, NULL);
 	rcu.leading = rcu.waiters = 0;
-	rcu.nreaders = 0;
-	rcu.ngeneral = 0;
+	sk_atomic_store_relaxed(&rcu.nreaders, 0UL);
+	sk_atomic_store_relaxed(&rcu.ngeneral, 0UL);
 	for (ch = &first_chunk; ch; ch = ch->next) {
 		for (i = 0; i < SK_RCU_CHUNK_SLOTS; i++) {
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				ch->slots[i].tid = sk__gettid();
-				rcu.nreaders = 1;
-				rcu.ngeneral = !rcu_qsbr_mode;
+				sk_atomic_store_relaxed(&rcu.nreaders, 1UL);
+				sk_atomic_store_relaxed(
+					&rcu.ngeneral,
+					(unsigned long)!rcu_qsbr_mode);
 			} else {
 				ch->slots[i].ctrp = NULL;
 				ch->used &= ~((uint64_t)1 << i);
@@ -1346,7 +1356,7 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	st->exp_handshakes = sk_atomic_load_relaxed(&rcu.exp_handshakes);
 	st->exp_fallbacks = sk_atomic_load_relaxed(&rcu.exp_fallbacks);
 	pthread_rwlock_rdlock(&rcu.registry_lock);
-	st->readers = rcu.nreaders;
+	st->readers = sk_atomic_load_relaxed(&rcu.nreaders);
 	pthread_rwlock_unlock(&rcu.registry_lock);
 	return sk__rcu_cb_stats(st);
 }
