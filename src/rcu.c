@@ -971,10 +971,26 @@ unsigned long sk__rcu_snap(void)
 }
 
 /*
- * Has every registered reader but the caller answered handshake e?
- * Registry read lock held.
+ * Does reader word v already stand for an answer to a handshake after the
+ * advance to counter word c?  It is inside a section (or QSBR online) in
+ * c's phase: it loaded c (acquire, L1) before storing v, so its section
+ * and every later one see what R1 published, and v is its latest store.
+ * A QSBR thread that announced between R1 and the request would
+ * otherwise answer only after the next grace period began.  Only where
+ * one scan suffices: with narrow phases a stale word may equal c.
  */
-static int all_acked(uint64_t e)
+static inline int word_is_answer(unsigned long v, unsigned long c)
+{
+	return SK_RCU_SCANS == 1 && nest_of(v) &&
+	       !((v ^ c) >> SK_RCU_SEQ_SHIFT);
+}
+
+/*
+ * Has every registered reader but the caller answered handshake e (or
+ * shown a word of counter word c, see word_is_answer())?  Registry read
+ * lock held.
+ */
+static int all_acked(uint64_t e, unsigned long c)
 {
 	struct rcu_chunk *ch;
 
@@ -987,7 +1003,8 @@ static int all_acked(uint64_t e)
 			used &= used - 1;
 			/* H2: acquire; pairs with the reader's release. */
 			if (s->ackp != &rcu_ack &&
-			    sk_atomic_load_acquire(s->ackp) != e)
+			    sk_atomic_load_acquire(s->ackp) != e &&
+			    !word_is_answer(slot_word(s), c))
 				return 0;
 		}
 	}
@@ -999,7 +1016,7 @@ static int all_acked(uint64_t e)
  * SK_RCU_HANDSHAKE_NS for all answers; returns 1 when all answered.
  * Registry read lock taken here.
  */
-static int handshake_round(void)
+static int handshake_round(unsigned long c)
 {
 	uint64_t e = rcu.exp_seq + 1, deadline;
 	int all;
@@ -1011,7 +1028,7 @@ static int handshake_round(void)
 	sk_atomic_store_release(&sk_rcu__gp.futex, SK_RCU_FUTEX_ACK);
 	deadline = sk__now_ns() + SK_RCU_HANDSHAKE_NS;
 	pthread_rwlock_rdlock(&rcu.registry_lock);
-	while (!(all = all_acked(e)) && sk__now_ns() < deadline)
+	while (!(all = all_acked(e, c)) && sk__now_ns() < deadline)
 		sk_cpu_relax();
 	pthread_rwlock_unlock(&rcu.registry_lock);
 	sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
@@ -1030,14 +1047,14 @@ static int handshake_round(void)
  * idle threads cost at most one timeout per that many grace periods.
  * Caller holds gp_lock, after R1.
  */
-static int gp_handshake(int expedited)
+static int gp_handshake(int expedited, unsigned long c)
 {
 	int all;
 
 	if (rcu.exp_skip && !busted(SK__RCU_BUSTED_HANDSHAKE)) {
 		rcu.exp_skip--;
 		all = 0;
-	} else if ((all = handshake_round())) {
+	} else if ((all = handshake_round(c))) {
 		rcu.exp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
 	} else {
 		rcu.exp_skip = rcu.exp_backoff;
@@ -1070,7 +1087,7 @@ static unsigned long advance_phase(void)
  * threads only, whose Q2 is a full fence: a full fence.  Returns 0 when
  * the (busted) grace period must not scan.
  */
-static int gp_fence_before_scan(int expedited, int general)
+static int gp_fence_before_scan(int expedited, int general, unsigned long c)
 {
 	expedited = expedited || sk_atomic_load_relaxed(&rcu.expedite);
 	if (!general) {
@@ -1078,7 +1095,7 @@ static int gp_fence_before_scan(int expedited, int general)
 		sk_smp_mb();
 		return !busted(SK__RCU_BUSTED_QSBR_ONLY);
 	}
-	if (gp_handshake(expedited)) {
+	if (gp_handshake(expedited, c)) {
 		/* After H2: the leader's own later loads, locally. */
 		sk_smp_mb();
 		return 1;
@@ -1118,7 +1135,8 @@ static void lead(unsigned long target, int expedited)
 	sk_smp_mb();
 	kind = other_readers();
 	rcu.gp_general = kind == RD_GENERAL;
-	if (kind != RD_NONE && gp_fence_before_scan(expedited, kind == RD_GENERAL)) {
+	if (kind != RD_NONE &&
+	    gp_fence_before_scan(expedited, kind == RD_GENERAL, w)) {
 		for (i = 0; i < scans; i++) {
 			if (i) {
 				w = advance_phase();
@@ -1187,13 +1205,16 @@ void sk__rcu_wait(unsigned long target, int expedited)
 			__atomic_store_n(&rcu.leading, 0, __ATOMIC_SEQ_CST);
 			pthread_mutex_unlock(&rcu.gp_lock);
 			/*
-			 * W1: bump after clearing leading, seq_cst; pairs
-			 * with W2: a waiter either sees the bump, or is seen
-			 * in waiters and woken.
+			 * W1: read waiters after clearing leading, seq_cst;
+			 * pairs with W2: a waiter that counted itself after
+			 * this read sees leading clear (or a later leader's
+			 * 1, and that leader sees it) and does not sleep on
+			 * us; one counted before is woken by the bump.
 			 */
-			sk_atomic_fetch_add(&rcu.done_seq, 1);
-			if (__atomic_load_n(&rcu.waiters, __ATOMIC_SEQ_CST))
+			if (__atomic_load_n(&rcu.waiters, __ATOMIC_SEQ_CST)) {
+				sk_atomic_fetch_add(&rcu.done_seq, 1);
 				sk__futex_wake(&rcu.done_seq, INT_MAX);
+			}
 			break;
 		}
 		if (spin_on_leader(target))
@@ -1202,8 +1223,9 @@ void sk__rcu_wait(unsigned long target, int expedited)
 		/*
 		 * W2: count ourselves, then read done_seq, then leading (all
 		 * seq_cst; pairs with W1).  Sleep only while a leader runs:
-		 * its bump, which comes after our read, wakes us.  Otherwise
-		 * the lock is free or being released: try to lead.
+		 * it sees us in waiters, and its bump, which comes after our
+		 * read, wakes us.  Otherwise the lock is free or being
+		 * released: try to lead.
 		 */
 		seq = __atomic_load_n(&rcu.done_seq, __ATOMIC_SEQ_CST);
 		if (!sk__rcu_done(target) &&
