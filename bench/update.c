@@ -32,14 +32,67 @@ static const char *const uperf_impls[] = {
 
 #define UPD_MAX_COUNTS 16
 
+/* Measure ops on threads threads for run_ns: *val is the row's figure. */
+typedef int (*upd_measure_fn)(const struct sk_bench_rcu_ops *ops,
+			      int threads, uint64_t run_ns, double *val);
+
+/*
+ * Fill rows[0..nrows) with fn: one untimed warm-up round, then cfg->reps
+ * rounds, every implementation of every row once per round.  Returns 0,
+ * or -1 after a message.
+ */
+static int run_rows(const struct sk_bench_config *cfg, const char *scen,
+		    struct sk_bench_row **rows, int nrows, upd_measure_fn fn)
+{
+	const struct sk_bench_rcu_ops *ops;
+	int rep, c, i, err;
+	double v;
+
+	for (rep = -1; rep < cfg->reps; rep++)
+		for (c = 0; c < nrows; c++)
+			for (i = 0; i < rows[c]->nimpl; i++) {
+				if (rows[c]->na[i])
+					continue;
+				ops = rows[c]->impl[i];
+				err = fn(ops, rows[c]->threads,
+					 rep < 0 ? cfg->warmup_ns : cfg->run_ns,
+					 &v);
+				if (err) {
+					fprintf(stderr,
+						"scalekit bench: %s: %s on %d "
+						"thread(s): %s\n",
+						scen, ops->name,
+						rows[c]->threads,
+						strerror(-err));
+					return -1;
+				}
+				if (rep < 0)
+					continue;
+				rows[c]->rep[i][rep] = v;
+				sk_bench_progress("%s: rep %d/%d, %d thread(s), "
+						  "%-20s %9.2f %s",
+						  scen, rep + 1, cfg->reps,
+						  rows[c]->threads, ops->name,
+						  v, rows[c]->unit);
+			}
+	return 0;
+}
+
 /* ---- sync-qsbr-every --------------------------------------------------- */
+
+static int every_measure(const struct sk_bench_rcu_ops *ops, int threads,
+			 uint64_t run_ns, double *ns)
+{
+	double mops;
+
+	return sk_bench_read_measure(ops, threads, run_ns, ns, &mops);
+}
 
 int sk_bench_qsbr_every_run(const struct sk_bench_config *cfg,
 			    struct sk_bench_results *res)
 {
 	struct sk_bench_row *rows[UPD_MAX_COUNTS];
-	int counts[UPD_MAX_COUNTS], n, c, i, rep;
-	double ns, mops;
+	int counts[UPD_MAX_COUNTS], n, c;
 	char what[96];
 
 	n = sk_bench_thread_counts(cfg->max_threads, 0, counts, UPD_MAX_COUNTS);
@@ -50,28 +103,8 @@ int sk_bench_qsbr_every_run(const struct sk_bench_config *cfg,
 			"dereference + quiescent state after every one (lower "
 			"is better)",
 			counts[c], 1, every_impls, cfg->reps);
-	for (rep = -1; rep < cfg->reps; rep++) /* rep -1: warm-up */
-		for (c = 0; c < n; c++)
-			for (i = 0; i < rows[c]->nimpl; i++) {
-				int err;
-
-				if (rows[c]->na[i])
-					continue;
-				err = sk_bench_read_measure(
-					rows[c]->impl[i], counts[c],
-					rep < 0 ? cfg->warmup_ns : cfg->run_ns,
-					&ns, &mops);
-				if (err)
-					return -1;
-				if (rep < 0)
-					continue;
-				rows[c]->rep[i][rep] = ns;
-				sk_bench_progress("sync-qsbr-every: rep %d/%d, "
-						  "%d thread(s), %-20s %7.2f "
-						  "ns/op",
-						  rep + 1, cfg->reps, counts[c],
-						  rows[c]->impl[i]->name, ns);
-			}
+	if (run_rows(cfg, "sync-qsbr-every", rows, n, every_measure))
+		return -1;
 	for (c = 0; c < n; c++) {
 		snprintf(what, sizeof(what),
 			 "sync-qsbr-every, %d thread%s: ns/op scalekit / "
@@ -143,8 +176,8 @@ static uint64_t updaters_stop(struct upd_thread *u, int n, int *stop)
 }
 
 /* One reader's Mops/s while one updater loops on ops->sync(). */
-static int load_measure(const struct sk_bench_rcu_ops *ops, uint64_t run_ns,
-			double *mops)
+static int load_measure(const struct sk_bench_rcu_ops *ops, int threads,
+			uint64_t run_ns, double *mops)
 {
 	struct upd_thread u;
 	double ns;
@@ -152,7 +185,7 @@ static int load_measure(const struct sk_bench_rcu_ops *ops, uint64_t run_ns,
 
 	if (err)
 		return err;
-	err = sk_bench_read_measure(ops, 1, run_ns, &ns, mops);
+	err = sk_bench_read_measure(ops, threads, run_ns, &ns, mops);
 	updaters_stop(&u, 1, &stop);
 	return err;
 }
@@ -161,36 +194,14 @@ int sk_bench_update_load_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res)
 {
 	struct sk_bench_row *row;
-	int i, rep, err;
-	double mops;
 
 	row = sk_bench_row_add(res, "update-load", "1 reader", "Mops/s",
 			       "update-load: one general reader's throughput "
 			       "while one updater runs synchronize in a loop, "
 			       "Mops/s (higher is better)",
 			       1, 1, load_impls, cfg->reps);
-	for (rep = -1; rep < cfg->reps; rep++)
-		for (i = 0; i < row->nimpl; i++) {
-			if (row->na[i])
-				continue;
-			err = load_measure(row->impl[i],
-					   rep < 0 ? cfg->warmup_ns
-						   : cfg->run_ns,
-					   &mops);
-			if (err) {
-				fprintf(stderr,
-					"scalekit bench: update-load: %s: %s\n",
-					row->impl[i]->name, strerror(-err));
-				return -1;
-			}
-			if (rep < 0)
-				continue;
-			row->rep[i][rep] = mops;
-			sk_bench_progress("update-load: rep %d/%d, %-10s "
-					  "%8.1f Mops/s",
-					  rep + 1, cfg->reps,
-					  row->impl[i]->name, mops);
-		}
+	if (run_rows(cfg, "update-load", &row, 1, load_measure))
+		return -1;
 	sk_bench_ratio_target(res, row, "scalekit", "urcu-memb", 1.0, 0,
 			      "update-load, 1 reader: Mops/s scalekit / "
 			      "urcu-memb",
@@ -222,9 +233,8 @@ int sk_bench_uperf_run(const struct sk_bench_config *cfg,
 		       struct sk_bench_results *res)
 {
 	struct sk_bench_row *rows[2];
-	int c, i, rep, err;
-	double ns;
 	char what[96];
+	int c;
 
 	for (c = 0; c < 2; c++)
 		rows[c] = sk_bench_row_add(
@@ -232,32 +242,8 @@ int sk_bench_uperf_run(const struct sk_bench_config *cfg,
 			"uperf: N updaters, no readers, synchronize per "
 			"update, ns per update per updater (lower is better)",
 			c + 1, 1, uperf_impls, cfg->reps);
-	for (rep = -1; rep < cfg->reps; rep++)
-		for (c = 0; c < 2; c++)
-			for (i = 0; i < rows[c]->nimpl; i++) {
-				if (rows[c]->na[i])
-					continue;
-				err = uperf_measure(rows[c]->impl[i], c + 1,
-						    rep < 0 ? cfg->warmup_ns
-							    : cfg->run_ns,
-						    &ns);
-				if (err) {
-					fprintf(stderr,
-						"scalekit bench: uperf: %s: "
-						"%s\n",
-						rows[c]->impl[i]->name,
-						strerror(-err));
-					return -1;
-				}
-				if (rep < 0)
-					continue;
-				rows[c]->rep[i][rep] = ns;
-				sk_bench_progress("uperf: rep %d/%d, %d "
-						  "updater(s), %-10s %9.1f "
-						  "ns/update",
-						  rep + 1, cfg->reps, c + 1,
-						  rows[c]->impl[i]->name, ns);
-			}
+	if (run_rows(cfg, "uperf", rows, 2, uperf_measure))
+		return -1;
 	for (c = 0; c < 2; c++) {
 		snprintf(what, sizeof(what),
 			 "uperf, %d updater%s: ns/update scalekit / urcu-memb",
