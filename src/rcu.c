@@ -229,8 +229,9 @@ static struct {
 	unsigned long gp_sleeps;  /* written by the leader */
 	unsigned long expedite;	  /* expedited callers waiting (atomic) */
 	uint64_t exp_seq;	  /* handshakes started (never wraps) */
-	unsigned int exp_skip;	  /* GPs left without handshake */
-	unsigned int exp_backoff; /* exp_skip after the next failure */
+	unsigned int exp_skip;	  /* expedited GPs left without handshake */
+	unsigned int gp_skip;	  /* normal GPs left without handshake */
+	unsigned int gp_backoff;  /* gp_skip after the next failure */
 	int gp_general;		  /* this GP may wait for general readers */
 	unsigned long exp_handshakes; /* G1 done by handshake (stat) */
 	unsigned long exp_fallbacks;  /* expedited G1 by membarrier (stat) */
@@ -262,7 +263,7 @@ static struct {
 	.registry_lock = PTHREAD_RWLOCK_INITIALIZER,
 	.last_chunk = &first_chunk,
 	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
-	.exp_backoff = SK_RCU_HANDSHAKE_BACKOFF,
+	.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF,
 	.gp_seq = 1,
 	.completed = 1,
 	.key_once = PTHREAD_ONCE_INIT,
@@ -1041,25 +1042,30 @@ static int handshake_round(unsigned long c)
  * answered within SK_RCU_HANDSHAKE_NS, 0 when the caller must issue the
  * heavy fence.  Busy readers answer within about a microsecond, where
  * membarrier(2) costs an IPI round trip.  After a failure (an idle
- * registered thread never answers) the next exp_skip grace periods go
- * straight to membarrier(2); the skip doubles with every further failure
- * (up to SK_RCU_HANDSHAKE_BACKOFF_MAX) and resets after a success, so
- * idle threads cost at most one timeout per that many grace periods.
+ * registered thread never answers) the next SK_RCU_HANDSHAKE_BACKOFF
+ * expedited grace periods go straight to membarrier(2) (exp_skip); for
+ * normal ones (gp_skip) the skip doubles with every further failure (up
+ * to SK_RCU_HANDSHAKE_BACKOFF_MAX) and resets after a success, so idle
+ * threads cost them at most one timeout per that many grace periods.
  * Caller holds gp_lock, after R1.
  */
 static int gp_handshake(int expedited, unsigned long c)
 {
+	unsigned int *skip = expedited ? &rcu.exp_skip : &rcu.gp_skip;
 	int all;
 
-	if (rcu.exp_skip && !busted(SK__RCU_BUSTED_HANDSHAKE)) {
-		rcu.exp_skip--;
+	if (*skip && !busted(SK__RCU_BUSTED_HANDSHAKE)) {
+		(*skip)--;
 		all = 0;
 	} else if ((all = handshake_round(c))) {
-		rcu.exp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
+		if (!expedited)
+			rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
+	} else if (expedited) {
+		*skip = SK_RCU_HANDSHAKE_BACKOFF;
 	} else {
-		rcu.exp_skip = rcu.exp_backoff;
-		if (rcu.exp_backoff < SK_RCU_HANDSHAKE_BACKOFF_MAX)
-			rcu.exp_backoff = 2 * rcu.exp_backoff + 1;
+		*skip = rcu.gp_backoff;
+		if (rcu.gp_backoff < SK_RCU_HANDSHAKE_BACKOFF_MAX)
+			rcu.gp_backoff = 2 * rcu.gp_backoff + 1;
 	}
 	if (expedited)
 		sk_atomic_fetch_add_relaxed(
@@ -1358,7 +1364,8 @@ static void atfork_child(void)
 	sk_rcu__gp.futex = 0;
 	rcu.expedite = 0;
 	rcu.exp_skip = 0;
-	rcu.exp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
+	rcu.gp_skip = 0;
+	rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
 	sk__rcu_cb_atfork_child();
 }
 
