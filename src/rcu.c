@@ -100,8 +100,7 @@
  * Batching.  Callers snapshot the counter (s), then take gp_lock.  Any grace
  * period that advanced the counter past s started after the snapshot and
  * so covers the caller; if one completed while the caller waited for the
- * lock, the caller returns without starting another.  Waiters poll the
- * leader briefly before they sleep (spin_on_leader()).
+ * lock, the caller returns without starting another.
  */
 #define _GNU_SOURCE
 #include "scalekit/rcu.h"
@@ -125,9 +124,6 @@
  */
 #define SK_RCU_SPIN_NORMAL 100
 #define SK_RCU_SPIN_EXPEDITED 1000
-
-/* Polls of a leader's progress before a waiting caller sleeps. */
-#define SK_RCU_SPIN_WAITER 1000
 
 /* Registry slots come in chunks of this many. */
 #define SK_RCU_CHUNK_SLOTS 64
@@ -1160,27 +1156,6 @@ static void lead(unsigned long target, int expedited)
 }
 
 /*
- * Poll while another caller leads, up to SK_RCU_SPIN_WAITER times: a
- * grace period with few readers ends within microseconds, and a waiter
- * that polls costs the leader no futex wake and itself no sleep (liburcu
- * waiters poll the same way before they sleep).  Returns 1 when target
- * completed or the leader left (try again to lead), 0 to go to sleep.
- */
-static int spin_on_leader(unsigned long target)
-{
-	int i;
-
-	for (i = 0; i < SK_RCU_SPIN_WAITER; i++) {
-		/* Acquire in sk__rcu_done(); leading is only a hint here. */
-		if (sk__rcu_done(target) ||
-		    !__atomic_load_n(&rcu.leading, __ATOMIC_RELAXED))
-			return 1;
-		sk_cpu_relax();
-	}
-	return 0;
-}
-
-/*
  * Batching: the first caller to get gp_lock leads; the others sleep on
  * done_seq instead of queueing on the mutex, and when a leader finishes,
  * every waiter whose snapshot it covered returns at once.  A waiter it did
@@ -1223,8 +1198,6 @@ void sk__rcu_wait(unsigned long target, int expedited)
 			}
 			break;
 		}
-		if (spin_on_leader(target))
-			continue;
 		sk_atomic_fetch_add(&rcu.waiters, 1);
 		/*
 		 * W2: count ourselves, then read done_seq, then leading (all

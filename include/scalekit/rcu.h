@@ -325,8 +325,7 @@ SK_API void sk_rcu_thread_offline(void);
  * would deadlock: message and abort).  An online QSBR thread is put
  * offline for the wait and back online after.  Blocks: spins briefly, then
  * sleeps on a futex until the readers are done.  Concurrent callers share
- * grace periods (a caller that finds one running polls it briefly, then
- * sleeps).  Its first barrier is a handshake with the other registered
+ * grace periods.  Its first barrier is a handshake with the other registered
  * threads when they all answer within 5 us, else membarrier(2), and no
  * system call at all when they are all QSBR threads (docs/rcu.md).
  * Ordering: full barrier on entry and exit; on return, every access made
