@@ -144,6 +144,8 @@ extern const struct sk_bench_rcu_ops sk_bench_scalekit_srcu_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_memb_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_every_ops;
+extern const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_every_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_bp_ops;
 extern const struct sk_bench_rcu_ops sk_bench_ck_epoch_ops;
 extern const struct sk_bench_rcu_ops sk_bench_pthread_rwlock_ops;
@@ -324,6 +326,14 @@ int sk_bench_rwlock_read_run(const struct sk_bench_config *cfg,
  */
 int sk_bench_read_measure(const struct sk_bench_rcu_ops *ops, int n,
 			  uint64_t run_ns, double *ns_per_op, double *mops);
+
+/* update.c: sync-qsbr-every, update-load and uperf (issue 14). */
+int sk_bench_qsbr_every_run(const struct sk_bench_config *cfg,
+			    struct sk_bench_results *res);
+int sk_bench_update_load_run(const struct sk_bench_config *cfg,
+			     struct sk_bench_results *res);
+int sk_bench_uperf_run(const struct sk_bench_config *cfg,
+		       struct sk_bench_results *res);
 
 /* list.c: 1,000-entry list traversals, RCU vs pthread rwlock. */
 int sk_bench_list_run(const struct sk_bench_config *cfg,

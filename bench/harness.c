@@ -28,6 +28,8 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_urcu_memb_ops,
 	&sk_bench_urcu_qsbr_ops,
 	&sk_bench_urcu_qsbr_bare_ops,
+	&sk_bench_scalekit_qsbr_every_ops,
+	&sk_bench_urcu_qsbr_every_ops,
 	&sk_bench_urcu_bp_ops,
 	&sk_bench_ck_epoch_ops,
 	&sk_bench_pthread_rwlock_ops,
@@ -58,6 +60,18 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  sk_bench_expedited_run },
 	{ "poll", "polled grace periods: get+poll cost, start_poll latency",
 	  sk_bench_poll_run },
+	{ "sync-qsbr-every",
+	  "QSBR read loop with a quiescent state after every section, vs "
+	  "urcu-qsbr",
+	  sk_bench_qsbr_every_run },
+	{ "update-load",
+	  "one reader's throughput while an updater runs synchronize in a "
+	  "loop, vs urcu-memb",
+	  sk_bench_update_load_run },
+	{ "uperf",
+	  "1 and 2 updaters, no readers, synchronize per update, vs "
+	  "urcu-memb and urcu-qsbr",
+	  sk_bench_uperf_run },
 	{ "srcu-read",
 	  "ns per SRCU read_lock+dereference+read_unlock, 1..N "
 	  "threads",

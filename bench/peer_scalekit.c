@@ -168,6 +168,13 @@ static void sk_qsbr_bare_read_section(long n)
 			   sk_rcu_quiescent_state());
 }
 
+/* sync-qsbr-every: a quiescent state after every section. */
+static void sk_qsbr_every_read_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, (void)0, sk_rcu_dereference(sk_bench_gp),
+			   sk_rcu_quiescent_state());
+}
+
 const struct sk_bench_rcu_ops sk_bench_scalekit_ops = {
 	.name = "scalekit",
 	.desc = "sk_rcu_read_lock/unlock, sk_synchronize_rcu, sk_call_rcu",
@@ -235,5 +242,15 @@ const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_bare_ops = {
 	.thread_offline = sk_rcu_thread_offline,
 	.thread_exit = sk_qsbr_thread_exit,
 	.read_section = sk_qsbr_bare_read_section,
+	.sync = sk_synchronize_rcu,
+};
+
+const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_every_ops = {
+	.name = "scalekit-qsbr-every",
+	.desc = "online QSBR thread: dereference + quiescent state every one",
+	.thread_init = sk_qsbr_thread_init,
+	.thread_offline = sk_rcu_thread_offline,
+	.thread_exit = sk_qsbr_thread_exit,
+	.read_section = sk_qsbr_every_read_section,
 	.sync = sk_synchronize_rcu,
 };

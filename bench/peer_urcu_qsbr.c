@@ -29,6 +29,12 @@ static void qsbr_bare_read_section(long n)
 			   urcu_qsbr_quiescent_state());
 }
 
+static void qsbr_every_read_section(long n)
+{
+	SK_BENCH_READ_LOOP(n, (void)0, rcu_dereference(sk_bench_gp),
+			   urcu_qsbr_quiescent_state());
+}
+
 /* The mapped names are macros (_LGPL_SOURCE); give them addresses. */
 static void qsbr_thread_offline(void)
 {
@@ -55,6 +61,16 @@ const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops = {
 	.sync = urcu_qsbr_synchronize_rcu,
 };
 
+const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_every_ops = {
+	.name = "urcu-qsbr-every",
+	.desc = "liburcu qsbr: dereference + quiescent state every one",
+	.thread_init = urcu_qsbr_register_thread,
+	.thread_offline = qsbr_thread_offline,
+	.thread_exit = urcu_qsbr_unregister_thread,
+	.read_section = qsbr_every_read_section,
+	.sync = urcu_qsbr_synchronize_rcu,
+};
+
 #else
 
 const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops = {
@@ -66,6 +82,12 @@ const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops = {
 const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops = {
 	.name = "urcu-qsbr-bare",
 	.desc = "liburcu qsbr flavor, no read_lock/unlock",
+	.unavailable = "liburcu-qsbr was not found by pkg-config at build time",
+};
+
+const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_every_ops = {
+	.name = "urcu-qsbr-every",
+	.desc = "liburcu qsbr flavor, quiescent state every section",
 	.unavailable = "liburcu-qsbr was not found by pkg-config at build time",
 };
 

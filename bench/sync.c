@@ -206,7 +206,24 @@ static int run_busy(const struct sk_bench_config *cfg,
 			  "each (warm-up %.0f ms)",
 			  njobs, cfg->reps, cfg->run_ns / 1e6,
 			  cfg->warmup_ns / 1e6);
-	return run_jobs(cfg, jobs, njobs, lat, "sync", "readers");
+	if (run_jobs(cfg, jobs, njobs, lat, "sync", "readers"))
+		return -1;
+	/* Issue 14's targets, with 1 busy reader. */
+	for (c = 0; c < ncounts; c++) {
+		if (counts[c] != 1)
+			continue;
+		sk_bench_ratio_target(res, p50[0][c], "scalekit", "urcu-memb",
+				      0.25, 1,
+				      "sync general p50, 1 busy reader: "
+				      "scalekit / urcu-memb",
+				      "sync-general-p50");
+		sk_bench_ratio_target(res, p50[1][c], "scalekit-qsbr",
+				      "urcu-qsbr", 1.0, 1,
+				      "sync qsbr p50, 1 busy reader: "
+				      "scalekit-qsbr / urcu-qsbr",
+				      "sync-qsbr-p50");
+	}
+	return 0;
 }
 
 /* Grace periods with 1 and cfg->idle_threads registered idle threads. */

@@ -55,9 +55,24 @@ __attribute__((constructor)) static void sk_barrier_init(void)
 	__atomic_store_n(&sk__fence_sys, 1, __ATOMIC_RELAXED);
 }
 
+/* membarrier(2) calls issued by sk_fence_heavy() (see sk__fence_heavy_count). */
+static unsigned long heavy_calls;
+
+/*
+ * sk__fence_heavy_count() - how many times sk_fence_heavy() entered the
+ * kernel so far.  A relaxed load, orders nothing; never blocks; any
+ * thread.  Hidden: for the tests, which link the library statically.
+ */
+unsigned long sk__fence_heavy_count(void)
+{
+	return __atomic_load_n(&heavy_calls, __ATOMIC_RELAXED);
+}
+
 void sk_fence_heavy(void)
 {
 	if (__atomic_load_n(&sk__fence_sys, __ATOMIC_RELAXED)) {
+		/* A statistic: relaxed, orders nothing. */
+		__atomic_fetch_add(&heavy_calls, 1UL, __ATOMIC_RELAXED);
 		/*
 		 * H: every running thread of the process executes a full
 		 * barrier before this returns; pairs with sk_fence_light().

@@ -50,7 +50,9 @@
  *                              the count after G3 and polls instead of
  *                              sleeping, or the caller sees -1 and wakes
  *                              it.
- *   H0/H1/H2 (expedited)     - G1 by handshake instead of membarrier(2):
+ *   H0/H1/H2 (any GP that    - G1 by handshake instead of membarrier(2):
+ *       waits for general
+ *       readers)
  *                              the leader publishes a request number
  *                              (H0, release, after R1) and sets futex;
  *                              each reader that sees futex at its next
@@ -64,6 +66,15 @@
  *                              advanced counter.  Readers that do not
  *                              answer within SK_RCU_HANDSHAKE_NS (idle
  *                              ones never do) get the real G1.
+ *   QSBR-only (M)            - when every registered thread but the caller
+ *                              is in QSBR mode (rcu.ngeneral, read after
+ *                              R1 and a full barrier; changed between
+ *                              two full fences by count_add(): store
+ *                              buffering is the pair), G1, G2 and G3 are
+ *                              sk_smp_mb(): QSBR threads' Q1/Q2 and
+ *                              go_offline()/online fences are full.
+ *                              A general section that starts after the
+ *                              count was read starts in the new phase.
  * In the fallback without membarrier(2), light fences are full fences and
  * the heavy fence is sk_smp_mb(), which pair the same way.
  * Litmus tests of these pairs (litmus/, run by `make check`, see
@@ -129,6 +140,7 @@
  */
 #define SK_RCU_HANDSHAKE_NS 5000
 #define SK_RCU_HANDSHAKE_BACKOFF 15
+#define SK_RCU_HANDSHAKE_BACKOFF_MAX 63
 #define SK_RCU_FUTEX_ACK 1
 
 struct sk_rcu__gp_state sk_rcu__gp = {
@@ -167,6 +179,13 @@ static void (*rcu_test_hook)(int where); /* see sk__rcu_test_set_hook() */
 __thread unsigned long sk_rcu__ctr __attribute__((tls_model("initial-exec")));
 /* Last handshake (rcu.exp_seq) this thread acknowledged. */
 static __thread uint64_t rcu_ack __attribute__((tls_model("initial-exec")));
+/*
+ * 1 while the thread is registered in QSBR mode (not counted in
+ * rcu.ngeneral): from its first sk_rcu_thread_online() until it enters a
+ * read section while offline or unregisters.  Written by the thread under
+ * the registry write lock.
+ */
+static __thread int rcu_qsbr_mode __attribute__((tls_model("initial-exec")));
 
 /*
  * Registry slot of a reader thread: where its reader word lives.  Slots
@@ -198,6 +217,7 @@ static struct {
 	pthread_rwlock_t registry_lock;
 	struct rcu_chunk *last_chunk; /* where new chunks are appended */
 	unsigned long nreaders;	      /* slots with an owner */
+	unsigned long ngeneral;	      /* owners not in QSBR mode */
 
 	/* Guarded by gp_lock: one grace period at a time. */
 	pthread_mutex_t gp_lock;
@@ -206,8 +226,12 @@ static struct {
 	unsigned long expedite;	  /* expedited callers waiting (atomic) */
 	uint64_t exp_seq;	  /* handshakes started (never wraps) */
 	unsigned int exp_skip;	  /* expedited GPs left without handshake */
+	unsigned int gp_skip;	  /* normal GPs left without handshake */
+	unsigned int gp_backoff;  /* gp_skip after the next failure */
+	int gp_general;		  /* this GP may wait for general readers */
 	unsigned long exp_handshakes; /* G1 done by handshake (stat) */
 	unsigned long exp_fallbacks;  /* expedited G1 by membarrier (stat) */
+	struct sk__rcu_gp_kinds kinds; /* first barriers of all GPs (stat) */
 
 	/*
 	 * Grace-period numbers, full width, modular: gp_seq is the last one
@@ -235,6 +259,7 @@ static struct {
 	.registry_lock = PTHREAD_RWLOCK_INITIALIZER,
 	.last_chunk = &first_chunk,
 	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
+	.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF,
 	.gp_seq = 1,
 	.completed = 1,
 	.key_once = PTHREAD_ONCE_INIT,
@@ -282,6 +307,23 @@ unsigned long sk_rcu_get_stall_ms(void)
 	return __atomic_load_n(&stall_ms, __ATOMIC_RELAXED);
 }
 
+/*
+ * Change a registry count (nreaders, ngeneral) that grace periods read
+ * without the registry lock.  Write lock held.  M: the full fences pair
+ * with the leader's full barrier between R1 and its loads of the counts
+ * (other_readers()).  Before: the thread's earlier sections (and their
+ * loads) come before a leader that reads the new count (it then skips
+ * the heavy fence).  After: store buffering, either the leader reads the
+ * new count, or this thread's later L1 loads see the leader's R1 (its
+ * sections start in the new phase and see every earlier unlink).
+ */
+static void count_add(unsigned long *c, long d)
+{
+	sk_smp_mb();
+	sk_atomic_store_relaxed(c, *c + (unsigned long)d);
+	sk_smp_mb();
+}
+
 /* Find a free slot, adding a chunk if all are taken.  Write lock held. */
 static struct rcu_slot *slot_alloc(void)
 {
@@ -303,7 +345,7 @@ static struct rcu_slot *slot_alloc(void)
 	ch->slots[i].ctrp = &sk_rcu__ctr;
 	ch->slots[i].ackp = &rcu_ack;
 	ch->slots[i].tid = sk__gettid();
-	rcu.nreaders++;
+	count_add(&rcu.nreaders, 1);
 	return &ch->slots[i];
 }
 
@@ -318,7 +360,7 @@ static void slot_free(void)
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				ch->slots[i].ctrp = NULL;
 				ch->used &= ~((uint64_t)1 << i);
-				rcu.nreaders--;
+				count_add(&rcu.nreaders, -1);
 				return;
 			}
 		}
@@ -333,8 +375,12 @@ static int reader_register(void)
 	pthread_once(&rcu.key_once, key_init);
 	pthread_rwlock_wrlock(&rcu.registry_lock);
 	s = slot_alloc();
-	if (s)
+	if (s) {
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+		/* General until sk_rcu_thread_online(). */
+		count_add(&rcu.ngeneral, 1);
+		rcu_qsbr_mode = 0;
+	}
 	pthread_rwlock_unlock(&rcu.registry_lock);
 	if (!s)
 		return -ENOMEM;
@@ -347,13 +393,40 @@ static void reader_unregister(void)
 {
 	pthread_rwlock_wrlock(&rcu.registry_lock);
 	slot_free();
+	if (!rcu_qsbr_mode)
+		count_add(&rcu.ngeneral, -1);
+	rcu_qsbr_mode = 0;
 	sk_atomic_store_relaxed(&sk_rcu__ctr, 0UL);
 	pthread_rwlock_unlock(&rcu.registry_lock);
 	pthread_setspecific(rcu.exit_key, NULL);
 }
 
+/*
+ * Enter or leave QSBR mode (counted in rcu.ngeneral or not).  Registered
+ * thread outside any section; the fences of count_add() are pair M.
+ */
+static void set_qsbr_mode(int on)
+{
+	if (rcu_qsbr_mode == on)
+		return;
+	pthread_rwlock_wrlock(&rcu.registry_lock);
+	count_add(&rcu.ngeneral, on ? -1 : 1);
+	rcu_qsbr_mode = on;
+	pthread_rwlock_unlock(&rcu.registry_lock);
+}
+
+/*
+ * Outermost sk_rcu_read_lock() of an unregistered thread (register it) or
+ * of an offline QSBR thread (SK_RCU_QOFF: count it as general again; its
+ * light fences need the grace period's heavy fence).
+ */
 void sk_rcu__register_slow(void)
 {
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr)) {
+		set_qsbr_mode(0);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+		return;
+	}
 	if (reader_register() != 0)
 		sk__die("sk_rcu_read_lock(): out of memory registering the "
 			"thread (call sk_rcu_register_thread() first to get "
@@ -378,15 +451,20 @@ static inline unsigned long depth_of(unsigned long v)
 	return n > SK_RCU_QSBR_NEST ? n - SK_RCU_QSBR_NEST : n;
 }
 
-/* Leave QSBR online state: the thread no longer holds references. */
+/*
+ * Leave QSBR online state: the thread no longer holds references.  Full
+ * fences, not light ones: a grace period that waits only for QSBR-mode
+ * threads issues full fences, not membarrier(2) (see "QSBR-only grace
+ * periods").
+ */
 static void go_offline(void)
 {
 	/* Q1-like: earlier loads before the store; pairs with G2. */
-	sk_fence_light();
+	sk_smp_mb();
 	SK_TSAN_RELEASE(&sk_rcu__ctr);
-	sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
-	/* U2-like: the store before the futex load; pairs with G3. */
-	sk_fence_light();
+	sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG | SK_RCU_QOFF);
+	/* Q2-like: the store before the futex load; pairs with G3. */
+	sk_smp_mb();
 	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex))
 		sk_rcu__wake_gp();
 }
@@ -435,13 +513,17 @@ int sk_rcu_thread_online(void)
 		sk__die("sk_rcu_thread_online() %s", in_section_msg);
 	if (!v && reader_register() != 0)
 		return -ENOMEM;
+	set_qsbr_mode(1);
 	/* L1-like: acquire pairs with the counter advance R1. */
 	sk_atomic_store_relaxed(
 		&sk_rcu__ctr,
 		(sk_atomic_load_acquire(&sk_rcu__gp.ctr) & ~SK_RCU_NEST_MASK) |
 			SK_RCU_QSBR_NEST);
-	/* L2-like: the store before the loads that follow; pairs with G1. */
-	sk_fence_light();
+	/*
+	 * Q2-like: the store before the loads that follow; pairs with G1
+	 * (full, not light: see go_offline()).
+	 */
+	sk_smp_mb();
 	return 0;
 }
 
@@ -468,6 +550,34 @@ void sk_rcu__nest_overflow(void)
 	sk__die("sk_rcu_read_lock() nested deeper than %lu levels: missing "
 		"sk_rcu_read_unlock() (or unbounded recursion)",
 		SK_RCU_QSBR_NEST - 1);
+}
+
+/*
+ * Slow path of sk_rcu_quiescent_state(): a grace period began since the
+ * last announcement (or misuse).  Announce the current phase between two
+ * full fences, which pair with the grace period's heavy or full fences
+ * (with only QSBR-mode threads registered, grace periods use full fences).
+ */
+void sk_rcu__quiescent_slow(void)
+{
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr), gp;
+
+	if (nest_of(v) != SK_RCU_QSBR_NEST)
+		sk_rcu__qs_misuse();
+	/* L1-like: acquire pairs with the counter advance R1. */
+	gp = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+	/* Q1: earlier loads before the announcement; pairs with G2. */
+	sk_smp_mb();
+	SK_TSAN_RELEASE(&sk_rcu__ctr);
+	sk_atomic_store_relaxed(&sk_rcu__ctr,
+				(gp & ~SK_RCU_NEST_MASK) | SK_RCU_QSBR_NEST);
+	/*
+	 * Q2: announcement before the futex load and later loads; pairs
+	 * with G1/G3 (a futex of 1 asks for the handshake, H0/H1).
+	 */
+	sk_smp_mb();
+	if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
+		sk_rcu__wake_gp();
 }
 
 void sk_rcu__qs_misuse(void)
@@ -690,6 +800,19 @@ static void report_stall(struct rcu_slot **pend, unsigned long n,
 }
 
 /*
+ * G3's fence: heavy while general readers may run (their U2 is light), a
+ * full fence when only QSBR-mode threads are waited for (their Q2 and
+ * go_offline()'s are full).  Caller holds gp_lock.
+ */
+static inline void gp_fence_sb(void)
+{
+	if (rcu.gp_general)
+		sk_fence_heavy();
+	else
+		sk_smp_mb();
+}
+
+/*
  * Wait until no registered reader blocks the scan whose counter word is c.
  * New readers cannot block it (they snapshot the advanced counter), so
  * only the slots found blocking by the first pass are polled again.  The
@@ -744,7 +867,7 @@ static void wait_for_readers(unsigned long c, int expedited, int scan_no,
 		 * after the check above is seen here, or its caller sees
 		 * -1 and wakes us.
 		 */
-		sk_fence_heavy();
+		gp_fence_sb();
 		if (sk_atomic_load_relaxed(&rcu.expedite)) {
 			sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
 			continue; /* poll for the expedited caller */
@@ -775,24 +898,65 @@ static void wait_for_readers(unsigned long c, int expedited, int scan_no,
  * barrier orders its own later accesses.  Weaker machines need the
  * reader's CPU to execute a barrier: the heavy fence.
  */
-static inline void gp_fence_after_scan(void)
+static inline void gp_fence_after_scan(int general)
 {
 #if defined(SK__ARCH_X86)
+	(void)general;
 	sk_smp_mb();
 #else
-	sk_fence_heavy();
+	/* QSBR-mode threads only: their Q1 is a full fence. */
+	if (general)
+		sk_fence_heavy();
+	else
+		sk_smp_mb();
 #endif
 }
 
-/* Is the caller (outside any section) the only registered reader, if any? */
-static int no_other_readers(void)
-{
-	unsigned long n;
+/* Which registered threads besides the caller a grace period waits for. */
+enum { RD_NONE, RD_QSBR, RD_GENERAL };
 
-	pthread_rwlock_rdlock(&rcu.registry_lock);
-	n = rcu.nreaders;
-	pthread_rwlock_unlock(&rcu.registry_lock);
-	return n == 0 || (n == 1 && sk_atomic_load_relaxed(&sk_rcu__ctr));
+/*
+ * Classify the other registered threads (the caller is outside any
+ * section): none, QSBR-mode threads only (whose announcements carry full
+ * fences), or some that may run general sections (light fences).
+ * Relaxed loads after the leader's full barrier: pair M with count_add().
+ */
+static int other_readers(void)
+{
+	unsigned long n = sk_atomic_load_relaxed(&rcu.nreaders);
+	unsigned long g = sk_atomic_load_relaxed(&rcu.ngeneral);
+
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr)) {
+		n--;
+		if (!rcu_qsbr_mode)
+			g--;
+	}
+	return !n ? RD_NONE : g ? RD_GENERAL : RD_QSBR;
+}
+
+static int rcu_busted; /* SK__RCU_BUSTED_*, torture --busted-* only */
+
+void sk__rcu_set_busted(int mode)
+{
+	sk_atomic_store_relaxed(&rcu_busted, mode);
+}
+
+static inline int busted(int mode)
+{
+	return sk_atomic_load_relaxed(&rcu_busted) == mode;
+}
+
+void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k)
+{
+	k->handshake = sk_atomic_load_relaxed(&rcu.kinds.handshake);
+	k->heavy = sk_atomic_load_relaxed(&rcu.kinds.heavy);
+	k->qsbr_only = sk_atomic_load_relaxed(&rcu.kinds.qsbr_only);
+}
+
+/* Count a grace period's first barrier (leader only; stats read relaxed). */
+static inline void count_kind(unsigned long *c)
+{
+	sk_atomic_store_relaxed(c, *c + 1);
 }
 
 /*
@@ -821,10 +985,26 @@ unsigned long sk__rcu_snap(void)
 }
 
 /*
- * Has every registered reader but the caller answered handshake e?
- * Registry read lock held.
+ * Does reader word v already stand for an answer to a handshake after the
+ * advance to counter word c?  It is inside a section (or QSBR online) in
+ * c's phase: it loaded c (acquire, L1) before storing v, so its section
+ * and every later one see what R1 published, and v is its latest store.
+ * A QSBR thread that announced between R1 and the request would
+ * otherwise answer only after the next grace period began.  Only where
+ * one scan suffices: with narrow phases a stale word may equal c.
  */
-static int all_acked(uint64_t e)
+static inline int word_is_answer(unsigned long v, unsigned long c)
+{
+	return SK_RCU_SCANS == 1 && nest_of(v) &&
+	       !((v ^ c) >> SK_RCU_SEQ_SHIFT);
+}
+
+/*
+ * Has every registered reader but the caller answered handshake e (or
+ * shown a word of counter word c, see word_is_answer())?  Registry read
+ * lock held.
+ */
+static int all_acked(uint64_t e, unsigned long c)
 {
 	struct rcu_chunk *ch;
 
@@ -837,7 +1017,8 @@ static int all_acked(uint64_t e)
 			used &= used - 1;
 			/* H2: acquire; pairs with the reader's release. */
 			if (s->ackp != &rcu_ack &&
-			    sk_atomic_load_acquire(s->ackp) != e)
+			    sk_atomic_load_acquire(s->ackp) != e &&
+			    !word_is_answer(slot_word(s), c))
 				return 0;
 		}
 	}
@@ -845,22 +1026,15 @@ static int all_acked(uint64_t e)
 }
 
 /*
- * G1 of an expedited grace period by handshake (H0/H1/H2 above): 1 when
- * every other registered reader answered within SK_RCU_HANDSHAKE_NS, 0
- * when the caller must issue the heavy fence.  Busy readers answer within
- * about a microsecond, where membarrier(2) costs an IPI round trip.
- * Caller holds gp_lock, after R1.
+ * Ask every registered reader for a barrier (H0) and wait up to
+ * SK_RCU_HANDSHAKE_NS for all answers; returns 1 when all answered.
+ * Registry read lock taken here.
  */
-static int exp_handshake(void)
+static int handshake_round(unsigned long c)
 {
 	uint64_t e = rcu.exp_seq + 1, deadline;
 	int all;
 
-	if (rcu.exp_skip) {
-		rcu.exp_skip--;
-		sk_atomic_fetch_add_relaxed(&rcu.exp_fallbacks, 1UL);
-		return 0;
-	}
 	/* H0: release: R1 before the request number; pairs with the
 	 * readers' acquire of exp_seq. */
 	sk_atomic_store_release(&rcu.exp_seq, e);
@@ -868,17 +1042,49 @@ static int exp_handshake(void)
 	sk_atomic_store_release(&sk_rcu__gp.futex, SK_RCU_FUTEX_ACK);
 	deadline = sk__now_ns() + SK_RCU_HANDSHAKE_NS;
 	pthread_rwlock_rdlock(&rcu.registry_lock);
-	while (!(all = all_acked(e)) && sk__now_ns() < deadline)
+	while (!(all = all_acked(e, c)) && sk__now_ns() < deadline)
 		sk_cpu_relax();
 	pthread_rwlock_unlock(&rcu.registry_lock);
 	sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
-	if (all) {
-		sk_atomic_fetch_add_relaxed(&rcu.exp_handshakes, 1UL);
-		return 1;
+	return all;
+}
+
+/*
+ * G1 by handshake (H0/H1/H2 above), tried by every grace period that
+ * waits for general readers: 1 when every other registered reader
+ * answered within SK_RCU_HANDSHAKE_NS, 0 when the caller must issue the
+ * heavy fence.  Busy readers answer within about a microsecond, where
+ * membarrier(2) costs an IPI round trip.  After a failure (an idle
+ * registered thread never answers) the next SK_RCU_HANDSHAKE_BACKOFF
+ * expedited grace periods go straight to membarrier(2) (exp_skip); for
+ * normal ones (gp_skip) the skip doubles with every further failure (up
+ * to SK_RCU_HANDSHAKE_BACKOFF_MAX) and resets after a success, so idle
+ * threads cost them at most one timeout per that many grace periods.
+ * Caller holds gp_lock, after R1.
+ */
+static int gp_handshake(int expedited, unsigned long c)
+{
+	unsigned int *skip = expedited ? &rcu.exp_skip : &rcu.gp_skip;
+	int all;
+
+	if (*skip && !busted(SK__RCU_BUSTED_HANDSHAKE)) {
+		(*skip)--;
+		all = 0;
+	} else if ((all = handshake_round(c))) {
+		if (!expedited)
+			rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
+	} else if (expedited) {
+		*skip = SK_RCU_HANDSHAKE_BACKOFF;
+	} else {
+		*skip = rcu.gp_backoff;
+		if (rcu.gp_backoff < SK_RCU_HANDSHAKE_BACKOFF_MAX)
+			rcu.gp_backoff = 2 * rcu.gp_backoff + 1;
 	}
-	rcu.exp_skip = SK_RCU_HANDSHAKE_BACKOFF;
-	sk_atomic_fetch_add_relaxed(&rcu.exp_fallbacks, 1UL);
-	return 0;
+	if (expedited)
+		sk_atomic_fetch_add_relaxed(
+			all ? &rcu.exp_handshakes : &rcu.exp_fallbacks, 1UL);
+	count_kind(all ? &rcu.kinds.handshake : &rcu.kinds.heavy);
+	return all;
 }
 
 /*
@@ -894,15 +1100,29 @@ static unsigned long advance_phase(void)
 	return w;
 }
 
-/* G1: the phase advance before reading reader words; pairs with L2/Q2. */
-static void gp_fence_before_scan(int expedited)
+/*
+ * G1: the phase advance before reading reader words; pairs with L2/Q2.
+ * With general readers: the handshake, else membarrier(2).  With QSBR-mode
+ * threads only, whose Q2 is a full fence: a full fence.  Returns 0 when
+ * the (busted) grace period must not scan.
+ */
+static int gp_fence_before_scan(int expedited, int general, unsigned long c)
 {
-	if ((expedited || sk_atomic_load_relaxed(&rcu.expedite)) &&
-	    exp_handshake())
+	expedited = expedited || sk_atomic_load_relaxed(&rcu.expedite);
+	if (!general) {
+		count_kind(&rcu.kinds.qsbr_only);
+		sk_smp_mb();
+		return !busted(SK__RCU_BUSTED_QSBR_ONLY);
+	}
+	if (gp_handshake(expedited, c)) {
 		/* After H2: the leader's own later loads, locally. */
 		sk_smp_mb();
-	else
-		sk_fence_heavy();
+		return 1;
+	}
+	if (busted(SK__RCU_BUSTED_HANDSHAKE))
+		return 0;
+	sk_fence_heavy();
+	return 1;
 }
 
 /* The grace-period number after s; skips ULONG_MAX (see rcu.gp_seq). */
@@ -915,7 +1135,7 @@ static inline unsigned long gp_next(unsigned long s)
 static void lead(unsigned long target, int expedited)
 {
 	unsigned long c, w;
-	int i, scans = gp_scans();
+	int i, kind, scans = gp_scans();
 
 	if (sk__rcu_done(target))
 		return;
@@ -924,15 +1144,18 @@ static void lead(unsigned long target, int expedited)
 	sk_atomic_store_release(&rcu.gp_seq, c);
 	w = advance_phase();
 	/*
-	 * Full barrier: R0/R1 before the registry's reader count is read
-	 * (store buffering with a registering thread, whose slot store and
-	 * later L1 load of the counter are ordered by the registry lock): a
-	 * thread counted out here loads the advanced counter, and the
-	 * updates of every caller that snapshot before R0 are visible to it.
+	 * Full barrier (M): R0/R1 before the registry's counts are read
+	 * (store buffering with a registering thread or one that changes
+	 * mode, whose count store and later L1 load are ordered by the full
+	 * fences of count_add()): a thread counted out here loads the
+	 * advanced counter, and the updates of every caller that snapshot
+	 * before R0 are visible to it.
 	 */
 	sk_smp_mb();
-	if (!no_other_readers()) {
-		gp_fence_before_scan(expedited);
+	kind = other_readers();
+	rcu.gp_general = kind == RD_GENERAL;
+	if (kind != RD_NONE &&
+	    gp_fence_before_scan(expedited, kind == RD_GENERAL, w)) {
 		for (i = 0; i < scans; i++) {
 			if (i) {
 				w = advance_phase();
@@ -942,7 +1165,7 @@ static void lead(unsigned long target, int expedited)
 			wait_for_readers(w, expedited, i, scans);
 		}
 		/* G2: readers' section accesses done before completion; pairs with U1/Q1. */
-		gp_fence_after_scan();
+		gp_fence_after_scan(rcu.gp_general);
 	}
 	/* Release: pairs with the acquire in sk__rcu_done(). */
 	sk_atomic_store_release(&rcu.completed, c);
@@ -980,21 +1203,25 @@ void sk__rcu_wait(unsigned long target, int expedited)
 			__atomic_store_n(&rcu.leading, 0, __ATOMIC_SEQ_CST);
 			pthread_mutex_unlock(&rcu.gp_lock);
 			/*
-			 * W1: bump after clearing leading, seq_cst; pairs
-			 * with W2: a waiter either sees the bump, or is seen
-			 * in waiters and woken.
+			 * W1: read waiters after clearing leading, seq_cst;
+			 * pairs with W2: a waiter that counted itself after
+			 * this read sees leading clear (or a later leader's
+			 * 1, and that leader sees it) and does not sleep on
+			 * us; one counted before is woken by the bump.
 			 */
-			sk_atomic_fetch_add(&rcu.done_seq, 1);
-			if (__atomic_load_n(&rcu.waiters, __ATOMIC_SEQ_CST))
+			if (__atomic_load_n(&rcu.waiters, __ATOMIC_SEQ_CST)) {
+				sk_atomic_fetch_add(&rcu.done_seq, 1);
 				sk__futex_wake(&rcu.done_seq, INT_MAX);
+			}
 			break;
 		}
 		sk_atomic_fetch_add(&rcu.waiters, 1);
 		/*
 		 * W2: count ourselves, then read done_seq, then leading (all
 		 * seq_cst; pairs with W1).  Sleep only while a leader runs:
-		 * its bump, which comes after our read, wakes us.  Otherwise
-		 * the lock is free or being released: try to lead.
+		 * it sees us in waiters, and its bump, which comes after our
+		 * read, wakes us.  Otherwise the lock is free or being
+		 * released: try to lead.
 		 */
 		seq = __atomic_load_n(&rcu.done_seq, __ATOMIC_SEQ_CST);
 		if (!sk__rcu_done(target) &&
@@ -1108,12 +1335,16 @@ static void atfork_child(void)
 	/* gp_lock may have been held by a thread that does not exist here. */
 	pthread_mutex_init(&rcu.gp_lock, NULL);
 	rcu.leading = rcu.waiters = 0;
-	rcu.nreaders = 0;
+	sk_atomic_store_relaxed(&rcu.nreaders, 0UL);
+	sk_atomic_store_relaxed(&rcu.ngeneral, 0UL);
 	for (ch = &first_chunk; ch; ch = ch->next) {
 		for (i = 0; i < SK_RCU_CHUNK_SLOTS; i++) {
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				ch->slots[i].tid = sk__gettid();
-				rcu.nreaders = 1;
+				sk_atomic_store_relaxed(&rcu.nreaders, 1UL);
+				sk_atomic_store_relaxed(
+					&rcu.ngeneral,
+					(unsigned long)!rcu_qsbr_mode);
 			} else {
 				ch->slots[i].ctrp = NULL;
 				ch->used &= ~((uint64_t)1 << i);
@@ -1123,6 +1354,8 @@ static void atfork_child(void)
 	sk_rcu__gp.futex = 0;
 	rcu.expedite = 0;
 	rcu.exp_skip = 0;
+	rcu.gp_skip = 0;
+	rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
 	sk__rcu_cb_atfork_child();
 }
 
@@ -1142,7 +1375,7 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	st->exp_handshakes = sk_atomic_load_relaxed(&rcu.exp_handshakes);
 	st->exp_fallbacks = sk_atomic_load_relaxed(&rcu.exp_fallbacks);
 	pthread_rwlock_rdlock(&rcu.registry_lock);
-	st->readers = rcu.nreaders;
+	st->readers = sk_atomic_load_relaxed(&rcu.nreaders);
 	pthread_rwlock_unlock(&rcu.registry_lock);
 	return sk__rcu_cb_stats(st);
 }

@@ -63,7 +63,7 @@ endfunction()
 set(sk_bench_csv ${CMAKE_CURRENT_BINARY_DIR}/bench-smoke/out/bench.csv)
 sk_bench_cli_test(bench_smoke 0
   "bench|--quick|--reps|1|--csv|${sk_bench_csv}"
-  STDOUT "read / general.*sync / idle p50.*expedited p50.*poll / cost.*poll / latency p50.*srcu-read.*srcu-sync p50.*hash-lookup: millions.*hash-resize: millions.*hash-update: millions.*hash-update-resize: latency.*hash-grow: inserting.*list: full traversals.*callbacks / end to end.*callbacks / barrier.*notes.*targets.*expedited.*srcu-read.*srcu-sync.*callbacks, 2 threads"
+  STDOUT "read / general.*sync / idle p50.*expedited p50.*poll / cost.*poll / latency p50.*sync-qsbr-every: online.*update-load: one.*uperf: N updaters.*srcu-read.*srcu-sync p50.*hash-lookup: millions.*hash-resize: millions.*hash-update: millions.*hash-update-resize: latency.*hash-grow: inserting.*list: full traversals.*callbacks / end to end.*callbacks / barrier.*notes.*targets.*expedited.*srcu-read.*srcu-sync.*callbacks, 2 threads"
   LABELS bench TIMEOUT 120)
 
 # The hash-table scenarios alone, quick (about 3 s): every table, the
@@ -101,7 +101,7 @@ sk_bench_cli_test(bench_usage_reps_zero 2 "bench|--reps|0"
 sk_bench_cli_test(bench_usage_missing_value 2 "bench|--reps"
   STDERR "option --reps needs a value")
 sk_bench_cli_test(bench_usage_unknown_scenario 2 "bench|nosuch"
-  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, expedited, poll, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks\\)")
+  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks\\)")
 sk_bench_cli_test(bench_usage_unknown_flag 2 "bench|--nosuch"
   STDERR "unknown option '--nosuch'")
 sk_bench_cli_test(tool_usage_unknown_command 2 "nosuch"

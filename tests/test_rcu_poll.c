@@ -805,14 +805,18 @@ static void exp_replace(void)
  * object either way.  The handshake needs the reader on a CPU during the
  * few microseconds it waits, so the first phase retries (up to 30 s; CTest
  * runs this program alone) until one succeeded.  Run with a general and
- * with a QSBR reader (which answers at its quiescent states).
+ * with a QSBR reader: with the QSBR reader alone, grace periods need no
+ * first barrier from it (neither handshake nor fallback counts); the idle
+ * registered thread, a general one, then makes every one fall back.  The
+ * QSBR reader's answer at its quiescent states is exercised by the
+ * torture's mixed mode (tests/torture.cmake).
  */
 static void handshake_then_fallback(void *(*reader)(void *), const char *kind)
 {
 	struct sk_rcu_stats s0, s1, s2;
 	double deadline = sk_test_now() + 30.0;
+	int i, qsbr = reader != pv_reader;
 	pthread_t rd, idle;
-	int i;
 
 	memset(&pv, 0, sizeof(pv));
 	pv.ptr = malloc(sizeof(*pv.ptr));
@@ -828,9 +832,15 @@ static void handshake_then_fallback(void *(*reader)(void *), const char *kind)
 		for (i = 0; i < 100; i++)
 			exp_replace();
 		SK_CHECK_EQ(sk_rcu_get_stats(&s1), 0);
-	} while (s1.exp_handshakes == s0.exp_handshakes &&
+	} while (qsbr == 0 && s1.exp_handshakes == s0.exp_handshakes &&
 		 sk_test_now() < deadline);
-	SK_CHECK_GT(s1.exp_handshakes - s0.exp_handshakes, 0);
+	if (qsbr) {
+		/* QSBR-only grace periods: no first barrier from the reader. */
+		SK_CHECK_EQ(s1.exp_handshakes - s0.exp_handshakes, 0);
+		SK_CHECK_EQ(s1.exp_fallbacks - s0.exp_fallbacks, 0);
+	} else {
+		SK_CHECK_GT(s1.exp_handshakes - s0.exp_handshakes, 0);
+	}
 
 	STORE(idle_in, 0);
 	STORE(idle_go, 0);
@@ -862,6 +872,137 @@ static void expedited_handshake_then_fallback(void)
 {
 	handshake_then_fallback(pv_reader, "general");
 	handshake_then_fallback(pv_qsbr_reader, "QSBR");
+}
+
+/* ---- QSBR-only grace periods ----------------------------------------------- */
+
+/* Hidden in the library (src/barrier.c, src/internal/rcu.h); linked statically. */
+unsigned long sk__fence_heavy_count(void);
+struct sk__rcu_gp_kinds {
+	unsigned long handshake, heavy, qsbr_only;
+};
+void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
+
+/* Replace pv.ptr, wait with sk_synchronize_rcu(), poison, free. */
+static void sync_replace(void)
+{
+	struct pobj *old = pv_replace();
+
+	sk_synchronize_rcu();
+	__atomic_store_n(&old->val, PV_POISON, __ATOMIC_RELAXED);
+	free(old);
+}
+
+/* n normal and n expedited replacements; the first barriers they took. */
+static void replace_and_count(int n, struct sk__rcu_gp_kinds *d,
+			      unsigned long *heavy)
+{
+	struct sk__rcu_gp_kinds k0, k1;
+	unsigned long h0 = sk__fence_heavy_count();
+	int i;
+
+	sk__rcu_get_gp_kinds(&k0);
+	for (i = 0; i < n; i++) {
+		sync_replace();
+		exp_replace();
+	}
+	sk__rcu_get_gp_kinds(&k1);
+	*heavy = sk__fence_heavy_count() - h0;
+	d->handshake = k1.handshake - k0.handshake;
+	d->heavy = k1.heavy - k0.heavy;
+	d->qsbr_only = k1.qsbr_only - k0.qsbr_only;
+}
+
+static int sw_state; /* 0 online, 1 go offline + read once, 2 online, 3 stop */
+static int sw_ack;   /* the switcher reached sw_state */
+
+/* Online QSBR thread that leaves QSBR mode (a read section while offline)
+ * and comes back when told. */
+static void *mode_switcher(void *arg)
+{
+	int st = 0;
+
+	(void)arg;
+	SK_CHECK_EQ(sk_rcu_thread_online(), 0);
+	STORE(sw_ack, 0);
+	while ((st = LOAD(sw_state)) != 3) {
+		if (st == 1 && LOAD(sw_ack) == 0) {
+			sk_rcu_thread_offline();
+			sk_rcu_read_lock();
+			sk_rcu_read_unlock();
+			STORE(sw_ack, 1);
+		} else if (st == 2 && LOAD(sw_ack) == 1) {
+			SK_CHECK_EQ(sk_rcu_thread_online(), 0);
+			STORE(sw_ack, 2);
+		} else if (st != 1) {
+			sk_rcu_quiescent_state();
+		}
+		usleep(100);
+	}
+	if (sk_rcu_read_ongoing())
+		sk_rcu_thread_offline();
+	return NULL;
+}
+
+/*
+ * With only QSBR threads registered besides the caller, grace periods
+ * (normal and expedited) issue no membarrier(2): the library's count of
+ * them does not move, and every grace period counts as QSBR-only.  The
+ * twin that must be seen: a QSBR thread that enters a read section while
+ * offline counts as a general reader, and the grace periods then take the
+ * handshake or membarrier(2) (a membarrier(2) where it is available,
+ * since that thread idles and never answers); once online again, they
+ * are QSBR-only again.  Readers never see a poisoned object.
+ */
+static void qsbr_only_grace_periods_skip_membarrier(void)
+{
+	int n = 50 / sk_test_slow() + 1, i;
+	struct sk__rcu_gp_kinds d;
+	unsigned long heavy;
+	pthread_t rd[2], sw;
+
+	memset(&pv, 0, sizeof(pv));
+	pv.ptr = malloc(sizeof(*pv.ptr));
+	if (!pv.ptr)
+		abort();
+	pv.ptr->val = PV_MAGIC;
+	STORE(sw_state, 0);
+	STORE(sw_ack, -1);
+	for (i = 0; i < 2; i++)
+		sk_test_thread_start(&rd[i], pv_qsbr_reader, NULL);
+	sk_test_thread_start(&sw, mode_switcher, NULL);
+	while (LOAD(pv.reads) < 2048 || LOAD(sw_ack) != 0)
+		sched_yield();
+
+	replace_and_count(n, &d, &heavy);
+	SK_CHECK_EQ(heavy, 0);
+	SK_CHECK_EQ(d.qsbr_only, 2UL * n);
+	SK_CHECK_EQ(d.handshake + d.heavy, 0);
+
+	STORE(sw_state, 1);
+	while (LOAD(sw_ack) != 1)
+		sched_yield();
+	replace_and_count(n, &d, &heavy);
+	SK_CHECK_EQ(d.qsbr_only, 0);
+	SK_CHECK_EQ(d.handshake + d.heavy, 2UL * n);
+	if (sk_fence_uses_membarrier())
+		SK_CHECK_GT(heavy, 0);
+
+	STORE(sw_state, 2);
+	while (LOAD(sw_ack) != 2)
+		sched_yield();
+	replace_and_count(n, &d, &heavy);
+	SK_CHECK_EQ(heavy, 0);
+	SK_CHECK_EQ(d.qsbr_only, 2UL * n);
+
+	STORE(sw_state, 3);
+	pthread_join(sw, NULL);
+	STORE(pv.stop, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(rd[i], NULL);
+	sk_synchronize_rcu();
+	free(pv.ptr);
+	SK_CHECK_EQ(LOAD(pv.bad), 0);
 }
 
 static unsigned long qs_err;
@@ -927,5 +1068,6 @@ int main(void)
 	SK_RUN(expedited_and_normal_updaters_protect_readers);
 	SK_RUN(expedited_handshake_then_fallback);
 	SK_RUN(online_qsbr_threads_can_wait);
+	SK_RUN(qsbr_only_grace_periods_skip_membarrier);
 	return sk_test_report();
 }

@@ -29,6 +29,17 @@
 #include "scalekit/barrier.h"
 #include "torture_core.h"
 
+/*
+ * Hidden in the library (src/internal/rcu.h); the tool links it
+ * statically.  --busted-qsbr and --busted-handshake switch it on.
+ */
+enum { SK__RCU_BUSTED_QSBR_ONLY = 1, SK__RCU_BUSTED_HANDSHAKE = 2 };
+void sk__rcu_set_busted(int mode);
+struct sk__rcu_gp_kinds {
+	unsigned long handshake, heavy, qsbr_only;
+};
+void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
+
 #define CMD "torture"
 
 /* Limits of the options: generous, yet small enough to catch typos. */
@@ -162,6 +173,13 @@ static void usage(FILE *f)
 		"  --busted        grace periods that do not wait: the run "
 		"must report FAILURE\n"
 		"                  (proves the detector works)\n"
+		"  --busted-qsbr   rcu, qsbr, mixed: grace periods with no "
+		"general reader\n"
+		"                  do not wait for QSBR readers (must FAIL)\n"
+		"  --busted-handshake\n"
+		"                  rcu, mixed: a handshake that times out skips "
+		"membarrier(2)\n"
+		"                  and the scan (must FAIL)\n"
 		"  --fault-rate P  rhash: make a fraction P (0..1) of the "
 		"table's allocations\n"
 		"                  fail\n"
@@ -922,6 +940,7 @@ static int tort_run(const struct sk_tort_config *cfg,
 	unsigned long child_errors = 0;
 	struct sk_tort_stats sum, prev_sum;
 	struct sk_tort_gp_stats gs0, gs, gs_end;
+	struct sk__rcu_gp_kinds k0, k1;
 	struct tort_watchdog wd = { .lock = PTHREAD_MUTEX_INITIALIZER,
 				    .cv = PTHREAD_COND_INITIALIZER };
 	pthread_t wd_tid;
@@ -936,6 +955,13 @@ static int tort_run(const struct sk_tort_config *cfg,
 	if (cfg->busted) {
 		sk_tort_make_busted(ops_in, &busted_ops);
 		ops = &busted_ops;
+	} else if (cfg->busted_qsbr || cfg->busted_hs) {
+		/* Real grace periods, broken inside the library. */
+		busted_ops = *ops_in;
+		busted_ops.busted = 1;
+		ops = &busted_ops;
+		sk__rcu_set_busted(cfg->busted_qsbr ? SK__RCU_BUSTED_QSBR_ONLY
+						    : SK__RCU_BUSTED_HANDSHAKE);
 	}
 	memset(T, 0, sizeof(*T));
 	T->cfg = cfg;
@@ -958,7 +984,7 @@ static int tort_run(const struct sk_tort_config *cfg,
 		cfg->churn ? ", --churn" : "", cfg->fork ? ", --fork" : "",
 		cfg->flood ? ", --flood" : "",
 		cfg->stutter ? ", --stutter" : "",
-		cfg->busted ? ", --busted (must FAIL)" : "");
+		ops->busted ? ", --busted (must FAIL)" : "");
 	if (cfg->fault_rate > 0)
 		fprintf(out, "%sfault rate %g of the table's allocations\n",
 			prefix, cfg->fault_rate);
@@ -975,6 +1001,7 @@ static int tort_run(const struct sk_tort_config *cfg,
 	nthreads = T->nthreads;
 
 	ops->stats(&gs0);
+	sk__rcu_get_gp_kinds(&k0);
 	start = sk_tort_now_ns();
 	for (i = 0; i < nthreads; i++) {
 		struct sk_tort_thread *t = &T->threads[i];
@@ -1185,6 +1212,12 @@ static int tort_run(const struct sk_tort_config *cfg,
 			     "membarriers",
 			gs_end.exp_handshakes - gs0.exp_handshakes,
 			gs_end.exp_fallbacks - gs0.exp_fallbacks);
+	sk__rcu_get_gp_kinds(&k1);
+	if (gs_end.have_cb)
+		fprintf(out, "\n%sRCU first barriers: %lu handshakes, %lu "
+			     "membarriers, %lu QSBR-only",
+			prefix, k1.handshake - k0.handshake,
+			k1.heavy - k0.heavy, k1.qsbr_only - k0.qsbr_only);
 	fprintf(out, "\n%supdates by grace-period type:", prefix);
 	for (i = 0; i < SK_TORT_GP_NR; i++)
 		if (cfg->gp_mask & (1u << i))
@@ -1200,7 +1233,8 @@ static int tort_run(const struct sk_tort_config *cfg,
 	fprintf(out, "%smax pipe count: %lu  errors: %lu%s\n", prefix,
 		sum.max_pipe, errors,
 		T->suppressed ? " (only the first ones printed)" : "");
-	if (cfg->busted)
+	sk__rcu_set_busted(0);
+	if (ops->busted)
 		fprintf(out, "%s--busted: grace periods did not wait; %s\n",
 			prefix,
 			errors ? "the detector caught it, as it must"
@@ -1378,6 +1412,8 @@ static const struct tort_flag_opt {
 	{ "--flood", offsetof(struct sk_tort_config, flood) },
 	{ "--stutter", offsetof(struct sk_tort_config, stutter) },
 	{ "--busted", offsetof(struct sk_tort_config, busted) },
+	{ "--busted-qsbr", offsetof(struct sk_tort_config, busted_qsbr) },
+	{ "--busted-handshake", offsetof(struct sk_tort_config, busted_hs) },
 	{ "--in-section", offsetof(struct sk_tort_config, in_section) },
 };
 

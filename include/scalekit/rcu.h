@@ -60,7 +60,11 @@ struct sk__wfq {
  *                when the outermost section began (or at the last
  *                quiescent state): 48 bits where unsigned long has 64, 16
  *                where it has 32.
- * 0 means "not registered".  The phase bits are only ever compared for
+ * 0 means "not registered".  A QSBR thread that is offline holds
+ * SK_RCU_REG | SK_RCU_QOFF (depth 0, phase bits 1): sk_rcu_read_lock()
+ * takes its slow path on any outermost entry whose word is not exactly
+ * SK_RCU_REG, which lets such a thread count itself as a general reader
+ * again (docs/rcu.md, "QSBR").  The phase bits are only ever compared for
  * equality with the current phase, so they may wrap; grace-period cookies
  * are kept apart, in full unsigned long width (see sk_get_state_
  * synchronize_rcu()).  Where the phase has fewer than 32 bits, every grace
@@ -71,6 +75,7 @@ struct sk__wfq {
 #define SK_RCU_REG	 0x8000UL
 #define SK_RCU_SEQ_SHIFT 16
 #define SK_RCU_SEQ_BITS	 (8 * (int)sizeof(unsigned long) - SK_RCU_SEQ_SHIFT)
+#define SK_RCU_QOFF	 (1UL << SK_RCU_SEQ_SHIFT)
 
 /*
  * Grace-period state read by the fast paths.  Guarded by: ctr is written
@@ -91,6 +96,7 @@ SK_API extern __thread unsigned long sk_rcu__ctr
 
 /* Slow paths of the inline functions; not for direct use. */
 SK_API void sk_rcu__register_slow(void);
+SK_API void sk_rcu__quiescent_slow(void);
 SK_API void sk_rcu__wake_gp(void);
 SK_API __attribute__((noreturn)) void sk_rcu__unlock_misuse(void);
 SK_API __attribute__((noreturn)) void sk_rcu__qs_misuse(void);
@@ -115,7 +121,8 @@ static inline void sk_rcu_read_lock(void)
 	int sys = sk__fence_sys_get(); /* first: a loop loads it once */
 
 	if (SK_LIKELY(!(v & SK_RCU_NEST_MASK))) {
-		if (SK_UNLIKELY(!v))
+		/* Unregistered, or an offline QSBR thread: slow path. */
+		if (SK_UNLIKELY(v != SK_RCU_REG))
 			sk_rcu__register_slow();
 		/*
 		 * L1: snapshot the grace-period counter (nesting 1 included).
@@ -257,33 +264,28 @@ SK_API int sk_rcu_unregister_thread(void);
  * reference obtained from RCU-protected pointers.
  * Context: an online QSBR thread outside any sk_rcu_read_lock() section
  * (otherwise: message and abort).  Never blocks.  When no grace period
- * started since the last announcement it is a load and a compare.
+ * started since the last announcement it is two loads and a compare.
  * Ordering: earlier loads are ordered before the announcement and later
- * loads after it, as seen by sk_synchronize_rcu() (light fences paired
- * with its heavy fences).
+ * loads after it, as seen by sk_synchronize_rcu() (full fences, paired
+ * with its heavy or full fences).
  * Reclamation: references obtained before the call may be freed by an
  * updater once a grace period ends.
  */
 static inline void sk_rcu_quiescent_state(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
-	unsigned long gp = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
 
-	if (SK_UNLIKELY((v & SK_RCU_NEST_MASK) != SK_RCU_QSBR_NEST))
-		sk_rcu__qs_misuse();
-	/* No grace period began since the last announcement: nobody waits. */
-	if (!((gp ^ v) >> SK_RCU_SEQ_SHIFT))
+	/*
+	 * No grace period began since the last announcement (and the thread
+	 * is an online QSBR reader outside sk_rcu_read_lock()): the word
+	 * equals the counter word with the QSBR depth instead of depth 1.
+	 * Relaxed: nobody waits for this thread, so nothing needs ordering;
+	 * the slow path orders with full fences (Q1/Q2).
+	 */
+	if (SK_LIKELY(v == sk_atomic_load_relaxed(&sk_rcu__gp.ctr) +
+				  (SK_RCU_QSBR_NEST - 1)))
 		return;
-	/* Q1: earlier loads before the announcement; pairs with G2. */
-	sk_fence_light();
-	SK_TSAN_RELEASE(&sk_rcu__ctr);
-	sk_atomic_store_relaxed(&sk_rcu__ctr,
-				(gp & ~SK_RCU_NEST_MASK) | SK_RCU_QSBR_NEST);
-	/* Q2: announcement before the futex load and later loads; pairs with
-	 * G1/G3 (a futex of 1 asks for the expedited handshake, H0/H1). */
-	sk_fence_light();
-	if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
-		sk_rcu__wake_gp();
+	sk_rcu__quiescent_slow();
 }
 
 /*
@@ -293,8 +295,11 @@ static inline void sk_rcu_quiescent_state(void)
  * Registers the thread if needed.
  * Context: a thread outside any read section (else message and abort).
  * Never blocks except briefly on the registry lock the first time.
- * Ordering: later loads are ordered after going online (light fence
- * paired with the grace period's heavy fence).
+ * Ordering: later loads are ordered after going online (full fence
+ * paired with the grace period's heavy or full fence).  The first call
+ * (and the first after the thread used sk_rcu_read_lock() while offline)
+ * takes the registry lock: the thread stops counting as a general reader,
+ * which lets grace periods skip membarrier(2) (docs/rcu.md, "QSBR").
  * Returns: 0, or -ENOMEM when the thread could not be registered.
  */
 SK_API int sk_rcu_thread_online(void);
@@ -305,8 +310,10 @@ SK_API int sk_rcu_thread_online(void);
  * calls.  While offline the thread may still use sk_rcu_read_lock().
  * Context: an online QSBR thread outside sk_rcu_read_lock() (else message
  * and abort).  Never blocks.
- * Ordering: earlier loads are ordered before going offline (light fence
- * paired with the grace period's heavy fence).
+ * Ordering: earlier loads are ordered before going offline (full fence
+ * paired with the grace period's heavy or full fence).  The thread's
+ * first sk_rcu_read_lock() while offline takes the registry lock (it
+ * counts as a general reader again until sk_rcu_thread_online()).
  */
 SK_API void sk_rcu_thread_offline(void);
 
@@ -318,7 +325,9 @@ SK_API void sk_rcu_thread_offline(void);
  * would deadlock: message and abort).  An online QSBR thread is put
  * offline for the wait and back online after.  Blocks: spins briefly, then
  * sleeps on a futex until the readers are done.  Concurrent callers share
- * grace periods.
+ * grace periods.  Its first barrier is a handshake with the other registered
+ * threads when they all answer within 5 us, else membarrier(2), and no
+ * system call at all when they are all QSBR threads (docs/rcu.md).
  * Ordering: full barrier on entry and exit; on return, every access made
  * inside a pre-existing read section happened before the return.
  * Reclamation: objects unlinked before the call may be freed after it.

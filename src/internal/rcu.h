@@ -35,6 +35,32 @@ int sk__rcu_enter_wait(const char *fn);
  */
 unsigned long sk__rcu_gp_count(void);
 
+/*
+ * How grace periods took their first barrier (G1), counted since start:
+ * by handshake with the readers, by membarrier(2) (sk_fence_heavy()), or
+ * with a full fence because only QSBR-mode threads were registered
+ * besides the caller.  Grace periods that found no other reader count in
+ * none.  Relaxed loads, orders nothing; never blocks; any thread.  Hidden
+ * (tests and the torture tool link the library statically).
+ */
+struct sk__rcu_gp_kinds {
+	unsigned long handshake; /* G1 by handshake, normal and expedited */
+	unsigned long heavy;	 /* G1 by sk_fence_heavy() */
+	unsigned long qsbr_only; /* G1 by a full fence, no general reader */
+};
+void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
+
+/*
+ * Broken twins of the grace-period paths, for the torture tool's
+ * --busted-qsbr / --busted-handshake (never set otherwise):
+ * SK__RCU_BUSTED_QSBR_ONLY: a grace period that found no general reader
+ * does not wait for the QSBR readers at all;
+ * SK__RCU_BUSTED_HANDSHAKE: a handshake that timed out takes the readers
+ * that did not answer for quiescent and skips membarrier(2) and the scan.
+ */
+enum { SK__RCU_BUSTED_QSBR_ONLY = 1, SK__RCU_BUSTED_HANDSHAKE = 2 };
+void sk__rcu_set_busted(int mode);
+
 /* Fill the callback counters of *st (src/rcu_cb.c). */
 struct sk_rcu_stats;
 int sk__rcu_cb_stats(struct sk_rcu_stats *st);
