@@ -176,6 +176,7 @@ struct sk_tort_config {
 	unsigned int gp_mask; /* bit g: SK_TORT_GP_* allowed */
 	unsigned long nesting;
 	int sleep, churn, fork, flood, stutter, busted;
+	int cb_pcpu;	   /* per-CPU callback workers, cycled every second */
 	int in_section;	   /* rhash: updates inside read sections */
 	double fault_rate; /* rhash: fraction of failing allocations */
 	unsigned long rss_limit_mib;
