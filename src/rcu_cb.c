@@ -18,6 +18,25 @@
  * queue order.  Callbacks that arrive meanwhile form the next batch.
  * When the backlog grows, grace periods are expedited.
  *
+ * Per-CPU workers (sk_rcu_cb_workers_create()).  One more queue per CPU,
+ * with several producers, in the same list; each queue names the worker
+ * that drains it (q->w: the default worker cb.w0, or the per-CPU worker
+ * of its CPU), and every worker runs the loop above over its own queues.
+ * sk_call_rcu() picks the queue of sched_getcpu() while the mode word
+ * pc.on is set.  A queue is taken by a worker only when no other worker
+ * still runs a batch of it (busy), so it keeps one consumer and its order
+ * when it changes hands (destroy hands the per-CPU queues to cb.w0).
+ *   R2 (create, release)  - the slots before pc.on; pairs with the
+ *                           acquire in queue_pick().
+ *   P1 (producer, mb)     - the C1 push before the load of q->w; pairs
+ *                           with D1 (store buffering).
+ *   D1 (destroy, mb)      - q->w = &cb.w0 before the kick of cb.w0: a
+ *                           producer that still saw the old worker pushed
+ *                           before the kick, so cb.w0's re-check (W2)
+ *                           sees the callback.
+ *   The stop request is a store before a kick (K1/K2); the worker's W2
+ *   re-check reads it, as it reads a push.
+ *
  * Barrier pairs:
  *   C1 (producer, xchg)   - the caller's accesses before sk_call_rcu()
  *                           happen before the callback (the worker's
