@@ -496,7 +496,8 @@ static void *worker_main(void *arg)
 
 	in_worker = 1;
 	if (w->cpu >= 0)
-		snprintf(name, sizeof(name), "sk-rcu-cb/%d", w->cpu % 100000);
+		snprintf(name, sizeof(name), "sk-rcu-cb/%u",
+			 (unsigned)w->cpu % 10000u);
 	else
 		snprintf(name, sizeof(name), "sk-rcu-cb");
 	pthread_setname_np(pthread_self(), name);

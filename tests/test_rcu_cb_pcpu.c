@@ -124,9 +124,8 @@ static void workers_create_destroy_return_documented_errors(void)
 
 struct cnode {
 	struct sk_rcu_head rcu;
-	int cpu;		/* where it was queued */
-	unsigned long *counter; /* incremented by the callback */
-	unsigned long ran;	/* runs of this node's callback */
+	int cpu;	   /* where it was queued */
+	unsigned long ran; /* runs of this node's callback */
 };
 
 static unsigned long placed_ok, placed_bad;
@@ -233,46 +232,82 @@ static void pcpu_callback_waits_for_preexisting_reader(void)
 	SK_CHECK_EQ(pcpu_callback_runs_early(1), 1);
 }
 
-/* ---- barrier ----------------------------------------------------------------- */
+/* ---- producers that move between CPUs -------------------------------------- */
 
-#define BAR_PRODUCERS 2
+#define MIG_PRODUCERS 2
 
 static struct {
 	unsigned long m; /* callbacks per producer */
 	struct cnode *nodes;
-	unsigned long count, queued;
-} bar;
+	unsigned long count; /* callbacks run */
+	int done;	     /* producers done queueing */
+	pthread_t t[MIG_PRODUCERS];
+} mig;
 
 static void count_cb(struct sk_rcu_head *h)
 {
 	struct cnode *n = OF(h, struct cnode, rcu);
 
 	INC(n->ran);
-	INC(*n->counter);
+	INC(mig.count);
 }
 
-/* Queue m callbacks, moving to the next CPU every 64 of them. */
-static void *bar_producer(void *arg)
+/* Queue m callbacks, moving to the next CPU every 32 of them. */
+static void *mig_producer(void *arg)
 {
 	struct cnode *n = arg;
 	unsigned long i;
 
-	for (i = 0; i < bar.m; i++) {
-		if (i % 64 == 0)
-			pin_to(cpus[(i / 64 + (n == bar.nodes)) % ncpus]);
-		n[i].counter = &bar.count;
+	for (i = 0; i < mig.m; i++) {
+		if (i % 32 == 0)
+			pin_to(cpus[(i / 32 + (n == mig.nodes)) % ncpus]);
 		SK_CHECK_EQ(sk_call_rcu(&n[i].rcu, count_cb), 0);
+		if (i % 256 == 0)
+			sched_yield();
 	}
-	INC(bar.queued);
+	INC(mig.done);
 	return NULL;
 }
+
+/* Start the producers of m callbacks each. */
+static void mig_start(unsigned long m)
+{
+	int p;
+
+	memset(&mig, 0, sizeof(mig));
+	mig.m = m;
+	mig.nodes = calloc(MIG_PRODUCERS * m, sizeof(*mig.nodes));
+	if (!mig.nodes)
+		abort();
+	for (p = 0; p < MIG_PRODUCERS; p++)
+		sk_test_thread_start(&mig.t[p], mig_producer,
+				     &mig.nodes[p * m]);
+}
+
+/* Join the producers; after a barrier, every callback ran exactly once. */
+static void mig_finish(void)
+{
+	unsigned long i, all = MIG_PRODUCERS * mig.m;
+	int p;
+
+	for (p = 0; p < MIG_PRODUCERS; p++)
+		sk_test_thread_join(mig.t[p]);
+	sk_rcu_barrier();
+	SK_CHECK_EQ(LOAD(mig.count), all);
+	for (i = 0; i < all; i++)
+		if (LOAD(mig.nodes[i].ran) != 1)
+			SK_CHECK_EQ(LOAD(mig.nodes[i].ran), 1);
+	free(mig.nodes);
+}
+
+/* ---- barrier ----------------------------------------------------------------- */
 
 static void *bar_barrier_thread(void *arg)
 {
 	unsigned long *seen = arg;
 
 	sk_rcu_barrier();
-	STORE(*seen, LOAD(bar.count));
+	STORE(*seen, LOAD(mig.count));
 	return NULL;
 }
 
@@ -282,38 +317,25 @@ static void *bar_barrier_thread(void *arg)
  * section, so none can run before the barrier starts; the reader leaves
  * 20 ms later (unless the barrier returned already).
  */
-static unsigned long barrier_sees(int busted)
+static unsigned long barrier_sees(int busted, unsigned long m)
 {
-	pthread_t t[BAR_PRODUCERS], b;
 	struct sk_test_holder r;
-	unsigned long seen = 0, i;
-	int p;
+	unsigned long seen = 0;
+	pthread_t b;
 
-	memset(&bar, 0, sizeof(bar));
-	bar.m = 4000 / sk_test_slow();
-	bar.nodes = calloc(BAR_PRODUCERS * bar.m, sizeof(*bar.nodes));
-	if (!bar.nodes)
-		abort();
 	workers_on();
 	sk_test_holder_start(&r, 0, NULL, NULL);
-	for (p = 0; p < BAR_PRODUCERS; p++)
-		sk_test_thread_start(&t[p], bar_producer,
-				     &bar.nodes[p * bar.m]);
-	for (p = 0; p < BAR_PRODUCERS; p++)
-		sk_test_thread_join(t[p]);
+	mig_start(m);
+	while (LOAD(mig.done) < MIG_PRODUCERS)
+		sched_yield();
 	sk__rcu_cb_set_busted(busted ? BUSTED_BARRIER : 0);
 	sk_test_thread_start(&b, bar_barrier_thread, &seen);
 	sk_test_sleep_ms(20);
 	sk_test_holder_release(&r);
 	sk_test_thread_join(b);
 	sk__rcu_cb_set_busted(0);
-	sk_rcu_barrier(); /* clean up after the broken barrier */
+	mig_finish(); /* its barrier cleans up after the broken one */
 	workers_off();
-	SK_CHECK_EQ(LOAD(bar.count), BAR_PRODUCERS * bar.m);
-	for (i = 0; i < BAR_PRODUCERS * bar.m; i++)
-		if (LOAD(bar.nodes[i].ran) != 1)
-			SK_CHECK_EQ(LOAD(bar.nodes[i].ran), 1);
-	free(bar.nodes);
 	return LOAD(seen);
 }
 
@@ -323,39 +345,15 @@ static unsigned long barrier_sees(int busted)
  */
 static void barrier_waits_for_every_per_cpu_queue(void)
 {
-	unsigned long all = BAR_PRODUCERS * (4000 / sk_test_slow());
+	unsigned long m = 4000 / sk_test_slow();
 
-	SK_CHECK_EQ(barrier_sees(0), all);
+	SK_CHECK_EQ(barrier_sees(0, m), MIG_PRODUCERS * m);
 	fprintf(stderr, "  broken twin (barrier skips the per-CPU "
 			"queues):\n");
-	SK_CHECK_LE(barrier_sees(1) + 1, all);
+	SK_CHECK_LE(barrier_sees(1, m) + 1, MIG_PRODUCERS * m);
 }
 
 /* ---- hand-over ---------------------------------------------------------------- */
-
-static struct {
-	unsigned long m;
-	struct cnode *nodes;
-	unsigned long count;
-	int done;
-} cyc;
-
-static void *cyc_producer(void *arg)
-{
-	struct cnode *n = arg;
-	unsigned long i;
-
-	for (i = 0; i < cyc.m; i++) {
-		if (i % 32 == 0)
-			pin_to(cpus[(i / 32 + (n == cyc.nodes)) % ncpus]);
-		n[i].counter = &cyc.count;
-		SK_CHECK_EQ(sk_call_rcu(&n[i].rcu, count_cb), 0);
-		if (i % 256 == 0)
-			sched_yield();
-	}
-	INC(cyc.done);
-	return NULL;
-}
 
 /*
  * Two threads queue callbacks, moving between CPUs, while the main thread
@@ -365,32 +363,17 @@ static void *cyc_producer(void *arg)
  */
 static void create_destroy_cycles_lose_no_callback(void)
 {
-	pthread_t t[2];
-	unsigned long i, cycles = 0;
-	int p;
+	unsigned long cycles = 0;
 
-	memset(&cyc, 0, sizeof(cyc));
-	cyc.m = 20000 / sk_test_slow();
-	cyc.nodes = calloc(2 * cyc.m, sizeof(*cyc.nodes));
-	if (!cyc.nodes)
-		abort();
-	for (p = 0; p < 2; p++)
-		sk_test_thread_start(&t[p], cyc_producer, &cyc.nodes[p * cyc.m]);
-	while (LOAD(cyc.done) < 2) {
+	mig_start(20000 / sk_test_slow());
+	while (LOAD(mig.done) < MIG_PRODUCERS) {
 		workers_on();
 		sched_yield();
 		workers_off();
 		cycles++;
 	}
-	for (p = 0; p < 2; p++)
-		sk_test_thread_join(t[p]);
-	sk_rcu_barrier();
+	mig_finish();
 	fprintf(stderr, "  %lu create/destroy cycles\n", cycles);
-	SK_CHECK_EQ(LOAD(cyc.count), 2 * cyc.m);
-	for (i = 0; i < 2 * cyc.m; i++)
-		if (LOAD(cyc.nodes[i].ran) != 1)
-			SK_CHECK_EQ(LOAD(cyc.nodes[i].ran), 1);
-	free(cyc.nodes);
 }
 
 static void on_alarm(int sig)

@@ -421,6 +421,34 @@ static void *flooder(void *arg)
 	return NULL;
 }
 
+/*
+ * Fork n children one after the other, each running child(); returns how
+ * many failed, and reports the first.
+ */
+static int fork_children(int n, void (*child)(void))
+{
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		int st = 0;
+		pid_t pid = sk_test_fork();
+
+		if (pid == 0)
+			child();
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			if (!bad)
+				fprintf(stderr, "fork %d: child %s %d\n", i,
+					WIFSIGNALED(st) ? "killed by signal"
+							: "exit status",
+					WIFSIGNALED(st) ? WTERMSIG(st)
+							: WEXITSTATUS(st));
+			bad++;
+		}
+	}
+	return bad;
+}
+
 static void child_after_fork_in_batch(void)
 {
 	static struct sk_rcu_head h;
@@ -439,7 +467,7 @@ static void child_after_fork_in_batch(void)
  */
 static void fork_while_worker_runs_callbacks(void)
 {
-	int i, n = 200, bad = 0; /* not scaled: forks are cheap */
+	int i, n = 200, bad; /* not scaled: forks are cheap */
 	pthread_t t;
 
 	if (!CHILD_THREADS) {
@@ -452,23 +480,7 @@ static void fork_while_worker_runs_callbacks(void)
 	STORE(flood_stop, 0);
 	sk_test_thread_start(&t, flooder, NULL);
 	usleep(50000);
-	for (i = 0; i < n; i++) {
-		int st = 0;
-		pid_t pid = sk_test_fork();
-
-		if (pid == 0)
-			child_after_fork_in_batch();
-		waitpid(pid, &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			if (!bad)
-				fprintf(stderr, "fork %d: child %s %d\n", i,
-					WIFSIGNALED(st) ? "killed by signal"
-							: "exit status",
-					WIFSIGNALED(st) ? WTERMSIG(st)
-							: WEXITSTATUS(st));
-			bad++;
-		}
-	}
+	bad = fork_children(n, child_after_fork_in_batch);
 	STORE(flood_stop, 1);
 	pthread_join(t, NULL);
 	sk_rcu_barrier();
@@ -507,7 +519,7 @@ static void child_with_pcpu_parent(void)
  */
 static void fork_while_per_cpu_workers_run(void)
 {
-	int i, n = 50, bad = 0; /* not scaled: forks are cheap */
+	int i, n = 50, bad; /* not scaled: forks are cheap */
 	pthread_t t;
 
 	if (!CHILD_THREADS) {
@@ -521,16 +533,7 @@ static void fork_while_per_cpu_workers_run(void)
 	STORE(flood_stop, 0);
 	sk_test_thread_start(&t, flooder, NULL);
 	usleep(20000);
-	for (i = 0; i < n; i++) {
-		pid_t pid = sk_test_fork();
-		int st = 0;
-
-		if (pid == 0)
-			child_with_pcpu_parent();
-		waitpid(pid, &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			bad++;
-	}
+	bad = fork_children(n, child_with_pcpu_parent);
 	STORE(flood_stop, 1);
 	pthread_join(t, NULL);
 	sk_rcu_barrier();
