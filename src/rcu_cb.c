@@ -131,7 +131,7 @@ struct cbw {
 	int invoking; /* runs callbacks (relaxed: a hint for producers,
 			 orders nothing) */
 	int stop;     /* per-CPU worker: exit after the batch (pc.lock) */
-	int cpu;      /* CPU it is pinned to, -1 when not pinned */
+	int cpu;      /* its CPU (pinned there or not), -1: cb.w0 */
 	pthread_t thread;
 };
 
@@ -214,7 +214,7 @@ static struct {
 struct cb_slot {
 	struct cbq q;
 	struct cbw w;
-	int running; /* w's thread exists (pc.lock) */
+	int running; /* w's thread exists (written under pc.lock) */
 };
 
 static struct {
@@ -524,11 +524,11 @@ static void *worker_main(void *arg)
 }
 
 /*
- * Start a worker thread on w (pinned to cpu when cpu >= 0), with every
- * signal blocked: it takes no signal meant for the application.
- * Returns 0 or -errno.
+ * Start a worker thread on w for cpu (-1: the default worker), pinned to
+ * it when pin, with every signal blocked: it takes no signal meant for
+ * the application.  Returns 0 or -errno.
  */
-static int worker_start(struct cbw *w, int cpu)
+static int worker_start(struct cbw *w, int cpu, int pin)
 {
 	sigset_t all, old;
 	pthread_attr_t attr;
@@ -541,7 +541,7 @@ static int worker_start(struct cbw *w, int cpu)
 	err = -pthread_attr_init(&attr);
 	if (err)
 		return err;
-	if (cpu >= 0) {
+	if (pin) {
 		CPU_ZERO(&set);
 		CPU_SET(cpu, &set);
 		err = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
@@ -564,7 +564,7 @@ static int worker_ensure(void)
 		return 0;
 	pthread_mutex_lock(&cb.lock);
 	if (!cb.worker_started) {
-		err = worker_start(&cb.w0, -1);
+		err = worker_start(&cb.w0, -1, 0);
 		if (!err) {
 			pthread_detach(cb.w0.thread);
 			sk_atomic_store_release(&cb.worker_started, 1);
@@ -879,7 +879,7 @@ static void slot_stop(struct cb_slot *s)
 	/* The stop store before the kick's load of sleeping (K2 in it). */
 	worker_wake(&s->w, CB_KICK_URGENT);
 	pthread_join(s->w.thread, NULL);
-	s->running = 0;
+	sk_atomic_store_relaxed(&s->running, 0);
 }
 
 /*
@@ -919,14 +919,13 @@ static int slots_start(unsigned flags)
 
 		if (!CPU_ISSET(i, &allowed))
 			continue;
-		err = worker_start(&s->w, i);
+		err = worker_start(&s->w, i,
+				   !(flags & SK_RCU_CB_WORKERS_UNPINNED));
 		if (err == -EINVAL && !(flags & SK_RCU_CB_WORKERS_UNPINNED))
 			continue; /* the CPU went away meanwhile */
 		if (err)
 			return err;
-		if (flags & SK_RCU_CB_WORKERS_UNPINNED)
-			s->w.cpu = -1;
-		s->running = 1;
+		sk_atomic_store_relaxed(&s->running, 1);
 	}
 	return 0;
 }
@@ -981,14 +980,19 @@ int sk_rcu_cb_workers_destroy(void)
 	return 0;
 }
 
+/*
+ * No lock: a callback may ask while a destroy holds pc.lock and waits for
+ * the callback's worker.
+ */
 int sk_rcu_cb_workers_running(void)
 {
 	int i, n = 0;
 
-	pthread_mutex_lock(&pc.lock);
-	for (i = 0; pc.on && i < pc.ncpu; i++)
-		n += pc.slot[i].running;
-	pthread_mutex_unlock(&pc.lock);
+	/* Acquire pairs with R2: pc.slot and pc.ncpu are set. */
+	if (!sk_atomic_load_acquire(&pc.on))
+		return 0;
+	for (i = 0; i < pc.ncpu; i++)
+		n += sk_atomic_load_relaxed(&pc.slot[i].running);
 	return n;
 }
 

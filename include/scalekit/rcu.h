@@ -491,8 +491,9 @@ SK_API int sk_rcu_cb_workers_destroy(void);
 
 /*
  * sk_rcu_cb_workers_running() - how many per-CPU workers run (0 when
- * none: sk_call_rcu() uses the default worker).
- * Context: any thread; may block briefly on the create/destroy lock.
+ * none: sk_call_rcu() uses the default worker); a snapshot, which a
+ * concurrent create or destroy may change at once.
+ * Context: any thread, also a callback.  Never blocks.
  * Ordering: none.
  */
 SK_API int sk_rcu_cb_workers_running(void);
