@@ -964,6 +964,11 @@ static int tort_run(const struct sk_tort_config *cfg,
 	double secs;
 
 	if (cfg->busted && cfg->cb_pcpu) {
+		/* The real calls; busted for the pools (quarantine, not
+		 * free) and the races the checks expect. */
+		busted_ops = *ops_in;
+		busted_ops.busted = 1;
+		ops = &busted_ops;
 		sk__rcu_cb_set_busted(2); /* SK__CB_BUSTED_NO_GP */
 	} else if (cfg->busted) {
 		sk_tort_make_busted(ops_in, &busted_ops);
