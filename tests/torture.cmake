@@ -474,8 +474,8 @@ sk_torture_test(torture_long_srcu_flood 0 "torture|srcu|--flood|--duration|@DUR@
 # qemu the mixed grace-period types leave too few callback updates).
 sk_torture_test(torture_rcu_cb_pcpu 0
   "torture|rcu|--cb-pcpu|--churn|--duration|@DUR@|--seed|21"
-  DURATION 3 SLOW_DURATION 3 STDOUT "${sk_ok_ds}" ENV "${sk_tort_tsan}")
+  DURATION 3 SLOW_DURATION 2 STDOUT "${sk_ok_ds}" ENV "${sk_tort_tsan}")
 sk_torture_test(torture_busted_rcu_cb_pcpu 1
   "torture|rcu|--cb-pcpu|--gp|cb|--busted|--duration|@DUR@|--seed|22"
-  DURATION 3 SLOW_DURATION 6 STDOUT "the detector caught it.*\nFAILURE\n$"
+  DURATION 2 SLOW_DURATION 3 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
