@@ -36,6 +36,8 @@
  *                           sees the callback.
  *   The stop request is a store before a kick (K1/K2); the worker's W2
  *   re-check reads it, as it reads a push.
+ *   Litmus tests: P1/D1 - SB+mbs.litmus (the push is an exchange: also
+ *   SB+xchg+mb.litmus); R2 - MP+rel+acq.litmus.
  *
  * Barrier pairs:
  *   C1 (producer, xchg)   - the caller's accesses before sk_call_rcu()
