@@ -449,6 +449,33 @@ static int fork_children(int n, void (*child)(void))
 	return bad;
 }
 
+/*
+ * Fork n children running child() (not scaled: forks are cheap) while a
+ * thread floods callbacks; all of them must succeed.
+ */
+static void forks_under_flood(int n, void (*child)(void))
+{
+	pthread_t t;
+	int i, bad;
+
+	if (!CHILD_THREADS) {
+		fprintf(stderr, "skipped under TSan (no threads after a "
+				"multi-threaded fork)\n");
+		return;
+	}
+	for (i = 0; i < RING; i++)
+		ring_free[i] = 1;
+	STORE(flood_stop, 0);
+	sk_test_thread_start(&t, flooder, NULL);
+	usleep(50000);
+	bad = fork_children(n, child);
+	STORE(flood_stop, 1);
+	pthread_join(t, NULL);
+	sk_rcu_barrier();
+	fprintf(stderr, "%d of %d children failed\n", bad, n);
+	SK_CHECK_EQ(bad, 0);
+}
+
 static void child_after_fork_in_batch(void)
 {
 	static struct sk_rcu_head h;
@@ -467,25 +494,7 @@ static void child_after_fork_in_batch(void)
  */
 static void fork_while_worker_runs_callbacks(void)
 {
-	int i, n = 200, bad; /* not scaled: forks are cheap */
-	pthread_t t;
-
-	if (!CHILD_THREADS) {
-		fprintf(stderr, "skipped under TSan (no threads after a "
-				"multi-threaded fork)\n");
-		return;
-	}
-	for (i = 0; i < RING; i++)
-		ring_free[i] = 1;
-	STORE(flood_stop, 0);
-	sk_test_thread_start(&t, flooder, NULL);
-	usleep(50000);
-	bad = fork_children(n, child_after_fork_in_batch);
-	STORE(flood_stop, 1);
-	pthread_join(t, NULL);
-	sk_rcu_barrier();
-	fprintf(stderr, "%d of %d children failed\n", bad, n);
-	SK_CHECK_EQ(bad, 0);
+	forks_under_flood(200, child_after_fork_in_batch);
 }
 
 /* ---- fork while per-CPU callback workers run ------------------------------ */
@@ -519,27 +528,9 @@ static void child_with_pcpu_parent(void)
  */
 static void fork_while_per_cpu_workers_run(void)
 {
-	int i, n = 50, bad; /* not scaled: forks are cheap */
-	pthread_t t;
-
-	if (!CHILD_THREADS) {
-		fprintf(stderr, "skipped under TSan (no threads after a "
-				"multi-threaded fork)\n");
-		return;
-	}
 	SK_CHECK_EQ(sk_rcu_cb_workers_create(0), 0);
-	for (i = 0; i < RING; i++)
-		ring_free[i] = 1;
-	STORE(flood_stop, 0);
-	sk_test_thread_start(&t, flooder, NULL);
-	usleep(20000);
-	bad = fork_children(n, child_with_pcpu_parent);
-	STORE(flood_stop, 1);
-	pthread_join(t, NULL);
-	sk_rcu_barrier();
+	forks_under_flood(50, child_with_pcpu_parent);
 	SK_CHECK_EQ(sk_rcu_cb_workers_destroy(), 0);
-	fprintf(stderr, "%d of %d children failed\n", bad, n);
-	SK_CHECK_EQ(bad, 0);
 }
 
 /* ---- fork during the process's first sk_call_rcu() ------------------------ */
