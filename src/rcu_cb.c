@@ -450,7 +450,8 @@ static unsigned long worker_take(struct cbw *w, struct cbq **todo)
 	}
 	*tailp = NULL;
 	pthread_mutex_unlock(&cb.lock);
-	if (backlog > cb.peak_backlog)
+	/* A statistic: two workers may race and keep the smaller one. */
+	if (backlog > sk_atomic_load_relaxed(&cb.peak_backlog))
 		sk_atomic_store_relaxed(&cb.peak_backlog, backlog);
 	return backlog;
 }

@@ -390,22 +390,36 @@ void sk_tort_pool_init(struct sk_tort_pool *p, size_t size, int reuse)
 	memset(p, 0, sizeof(*p));
 	p->size = size;
 	p->reuse = reuse;
+	pthread_mutex_init(&p->lock, NULL);
+}
+
+/* The oldest object of the quarantine once it is full, else NULL. */
+static void *pool_reuse(struct sk_tort_pool *p)
+{
+	void *obj = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->len > TORT_QUARANTINE) {
+		obj = p->ring[p->head];
+		p->head = (p->head + 1) % p->cap;
+		p->len--;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return obj;
 }
 
 void *sk_tort_pool_alloc(struct sk_tort_pool *p)
 {
-	void *obj;
+	void *obj = NULL;
 
-	if (p->reuse && p->len > TORT_QUARANTINE) {
-		/*
-		 * The oldest retired object; readers may still look at it,
-		 * so it is not cleared: the caller sets every field readers
-		 * check (with SK_TORT_STORE).
-		 */
-		obj = p->ring[p->head];
-		p->head = (p->head + 1) % p->cap;
-		p->len--;
-	} else {
+	/*
+	 * Reused: the oldest retired object; readers may still look at it,
+	 * so it is not cleared: the caller sets every field readers check
+	 * (with SK_TORT_STORE).
+	 */
+	if (p->reuse)
+		obj = pool_reuse(p);
+	if (!obj) {
 		obj = sk_tort_calloc(1, p->size);
 		if (!obj)
 			return NULL;
@@ -421,6 +435,7 @@ void sk_tort_pool_retire(struct sk_tort_pool *p, void *obj)
 		free(obj);
 		return;
 	}
+	pthread_mutex_lock(&p->lock);
 	if (p->len == p->cap) {
 		unsigned long ncap = p->cap ? 2 * p->cap : 2 * TORT_QUARANTINE;
 		void **nr = malloc(ncap * sizeof(*nr));
@@ -428,6 +443,7 @@ void sk_tort_pool_retire(struct sk_tort_pool *p, void *obj)
 
 		if (!nr) {
 			/* Out of memory: leak it (still memory-safe). */
+			pthread_mutex_unlock(&p->lock);
 			return;
 		}
 		for (i = 0; i < p->len; i++)
@@ -439,6 +455,7 @@ void sk_tort_pool_retire(struct sk_tort_pool *p, void *obj)
 	}
 	p->ring[(p->head + p->len) % p->cap] = obj;
 	p->len++;
+	pthread_mutex_unlock(&p->lock);
 }
 
 void sk_tort_pool_destroy(struct sk_tort_pool *p)
@@ -451,6 +468,7 @@ void sk_tort_pool_destroy(struct sk_tort_pool *p)
 	free(p->ring);
 	p->ring = NULL;
 	p->cap = 0;
+	pthread_mutex_destroy(&p->lock);
 }
 
 /* ---- threads ------------------------------------------------------------- */
