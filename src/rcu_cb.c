@@ -538,8 +538,14 @@ static int worker_start(struct cbw *w, int cpu, int pin)
 	cpu_set_t set;
 	int err;
 
-	w->sleeping = CB_AWAKE;
-	w->urgent = w->invoking = w->stop = 0;
+	/*
+	 * Atomic: a producer that read q->w before a destroy may still kick
+	 * this worker (a spurious wake-up) while a later create reuses it.
+	 */
+	sk_atomic_store_relaxed(&w->sleeping, CB_AWAKE);
+	sk_atomic_store_relaxed(&w->urgent, 0);
+	sk_atomic_store_relaxed(&w->invoking, 0);
+	sk_atomic_store_relaxed(&w->stop, 0);
 	w->cpu = cpu;
 	err = -pthread_attr_init(&attr);
 	if (err)
