@@ -39,11 +39,6 @@ unsigned long sk__rcu_gp_count(void);
 struct sk_rcu_stats;
 int sk__rcu_cb_stats(struct sk_rcu_stats *st);
 
-/* Fork handling of the callback machinery (src/rcu_cb.c). */
-void sk__rcu_cb_atfork_prepare(void);
-void sk__rcu_cb_atfork_parent(void);
-void sk__rcu_cb_atfork_child(void);
-
 /*
  * Deliberately broken callback machinery, for the broken twins of the
  * tests and of the torture tool (which declare this themselves; the
@@ -54,6 +49,11 @@ void sk__rcu_cb_atfork_child(void);
  */
 enum { SK__CB_BUSTED_BARRIER = 1, SK__CB_BUSTED_NO_GP = 2 };
 void sk__rcu_cb_set_busted(int what);
+
+/* Fork handling of the callback machinery (src/rcu_cb.c). */
+void sk__rcu_cb_atfork_prepare(void);
+void sk__rcu_cb_atfork_parent(void);
+void sk__rcu_cb_atfork_child(void);
 
 /* Stall threshold in ms (SCALEKIT_RCU_STALL_MS, read once). */
 extern unsigned long sk__rcu_stall_ms;
