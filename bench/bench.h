@@ -131,6 +131,12 @@ struct sk_bench_rcu_ops {
 	void (*call_loop)(long n);
 	/* Wait until every callback queued before the call has run. */
 	void (*barrier)(void);
+	/*
+	 * Around each callbacks run, outside the clock (NULL: nothing): set
+	 * up and tear down per-CPU callback workers.  Main thread.
+	 */
+	void (*cb_setup)(void);
+	void (*cb_teardown)(void);
 };
 
 /* The adapters (peer_*.c). */
@@ -138,6 +144,8 @@ extern const struct sk_bench_rcu_ops sk_bench_scalekit_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_bare_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_exp_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_pcpu_ops;
+extern const struct sk_bench_rcu_ops sk_bench_urcu_memb_pcpu_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_poll_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_free_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_srcu_ops;

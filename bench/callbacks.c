@@ -15,6 +15,15 @@
  *    from sk_rcu_get_stats().
  * A second family times barrier() alone with nothing queued (p50, p99).
  *
+ * Unpinned variant (1 and 2 enqueuing threads): the same runs with the
+ * threads placed by the scheduler, as most programs run.  Then the
+ * worker free()s on one CPU what an enqueuer malloc()ed on another, and
+ * both contend on the allocator; per-CPU callback workers (scalekit-pcpu:
+ * sk_rcu_cb_workers_create(0); urcu-memb-pcpu: liburcu's
+ * create_all_cpu_call_rcu_data(0), pinned per-CPU call_rcu threads) run
+ * each callback on the CPU that queued it.  Their setup and teardown
+ * happen outside the clock, around each run.
+ *
  * Memory: the notes give getrusage()'s peak RSS, a high-water mark of the
  * process.  A per-run peak is not measured: glibc keeps the freed objects
  * in the top chunk of the enqueuing thread's arena, which malloc_trim()
@@ -57,6 +66,12 @@ static const char *const cb_impls[] = {
 };
 static const char *const sk_impls[] = { "scalekit", "scalekit-free", NULL };
 static const char *const barrier_impls[] = { "scalekit", "urcu-memb", NULL };
+static const char *const unp_impls[] = {
+	"scalekit-pcpu", "scalekit", "urcu-memb", "urcu-memb-pcpu", NULL,
+};
+
+/* The unpinned variant runs with at most this many enqueuers. */
+#define UNPINNED_MAX_THREADS 2
 
 /* Row headings; the end-to-end one names the callback count. */
 static char e2e_title[160];
@@ -69,6 +84,10 @@ static const char *const enq_title =
 static const char *const batch_title =
 	"callbacks / batches: scalekit worker batches (grace periods) per "
 	"run, from sk_rcu_get_stats()";
+static char unp_title[160];
+static const char *const unp_mcbs_title =
+	"callbacks / end to end, unpinned: throughput, millions of callbacks "
+	"per second (higher is better)";
 static const char *const barrier_title =
 	"callbacks / barrier: latency in us of a barrier with nothing queued "
 	"(one caller; lower is better)";
@@ -125,9 +144,12 @@ static double ru_maxrss_mb(void)
 	return (double)ru.ru_maxrss / 1024.0; /* kB on Linux */
 }
 
-/* One run of ops with threads enqueuers of n callbacks each. */
+/*
+ * One run of ops with threads enqueuers of n callbacks each, pinned
+ * round-robin or (unpinned) placed by the scheduler.
+ */
 static int measure(const struct sk_bench_rcu_ops *ops, int threads, long n,
-		   struct cb_result *out)
+		   int unpinned, struct cb_result *out)
 {
 	struct cb_group *g;
 	struct sk_rcu_stats s0, s1;
@@ -148,13 +170,16 @@ static int measure(const struct sk_bench_rcu_ops *ops, int threads, long n,
 	}
 	memset(g->t, 0, sizeof(*g->t) * (size_t)threads);
 
+	if (ops->cb_setup)
+		ops->cb_setup();
 	sk_rcu_get_stats(&s0);
 	for (i = 0; i < threads; i++) {
 		pthread_attr_t attr;
 
 		g->t[i].g = g;
 		pthread_attr_init(&attr);
-		sk_bench_attr_pin(&attr, i);
+		if (!unpinned)
+			sk_bench_attr_pin(&attr, i);
 		err = pthread_create(&g->t[i].tid, &attr, enqueuer_main,
 				     &g->t[i]);
 		pthread_attr_destroy(&attr);
@@ -177,6 +202,8 @@ static int measure(const struct sk_bench_rcu_ops *ops, int threads, long n,
 	ops->barrier();
 	t1 = sk_bench_now_ns();
 	sk_rcu_get_stats(&s1);
+	if (ops->cb_teardown)
+		ops->cb_teardown();
 	free(g->t);
 	free(g);
 	if (err)
@@ -270,13 +297,15 @@ struct cb_job {
 	const struct sk_bench_rcu_ops *ops;
 	int threads;
 	int c;	 /* index of the thread count */
-	int col; /* column in the rows of cb_impls */
+	int col; /* column in the rows of cb_impls (unp_impls) */
+	int unpinned;
 };
 
 struct cb_rows {
 	struct sk_bench_row *e2e[MAX_COUNTS], *mcbs[MAX_COUNTS];
 	struct sk_bench_row *enq[MAX_COUNTS];
 	struct sk_bench_row *batches[MAX_COUNTS];
+	struct sk_bench_row *unp[MAX_COUNTS], *unp_mcbs[MAX_COUNTS];
 };
 
 static void store(struct cb_rows *rows, const struct cb_job *jb, int rep,
@@ -284,6 +313,11 @@ static void store(struct cb_rows *rows, const struct cb_job *jb, int rep,
 {
 	int b = sk_bench_row_impl(rows->batches[jb->c], jb->ops->name);
 
+	if (jb->unpinned) {
+		rows->unp[jb->c]->rep[jb->col][rep] = r->ns_per_cb;
+		rows->unp_mcbs[jb->c]->rep[jb->col][rep] = r->mcbs;
+		return;
+	}
 	rows->e2e[jb->c]->rep[jb->col][rep] = r->ns_per_cb;
 	rows->mcbs[jb->c]->rep[jb->col][rep] = r->mcbs;
 	rows->enq[jb->c]->rep[jb->col][rep] = r->enq_ns;
@@ -304,12 +338,72 @@ static void note_stats(struct sk_bench_results *res, const char *when)
 			  st.cb_peak_backlog, st.cb_queued, st.cb_invoked);
 }
 
+/*
+ * The unpinned variant: rows for 1 and 2 enqueuers (of counts[]) and a
+ * job per implementation and count, appended to jobs[*njobs].
+ */
+static void add_unpinned(const struct sk_bench_config *cfg,
+			 struct sk_bench_results *res, const int *counts,
+			 int ncounts, struct cb_rows *rows,
+			 struct cb_job *jobs, int *njobs)
+{
+	int c, i;
+
+	snprintf(unp_title, sizeof(unp_title),
+		 "callbacks / end to end, unpinned: ns per callback, "
+		 "threads placed by the scheduler (lower is better)");
+	for (c = 0; c < ncounts && counts[c] <= UNPINNED_MAX_THREADS; c++)
+		rows->unp[c] = sk_bench_row_add(res, "callbacks",
+						"end to end unpinned", "ns/cb",
+						unp_title, counts[c], 1,
+						unp_impls, cfg->reps);
+	for (c = 0; c < ncounts && counts[c] <= UNPINNED_MAX_THREADS; c++)
+		rows->unp_mcbs[c] = sk_bench_row_add(
+			res, "callbacks", "end to end unpinned", "Mcb/s",
+			unp_mcbs_title, counts[c], 0, unp_impls, cfg->reps);
+	for (i = 0; rows->unp[0] && i < rows->unp[0]->nimpl; i++)
+		for (c = 0; c < ncounts && rows->unp[c]; c++)
+			if (!rows->unp[c]->na[i])
+				jobs[(*njobs)++] = (struct cb_job){
+					rows->unp[c]->impl[i], counts[c], c,
+					i, 1
+				};
+}
+
+/* The targets: pinned (scalekit) and unpinned (scalekit-pcpu) runs. */
+static void add_targets(struct sk_bench_results *res,
+			const struct cb_rows *rows, const int *counts,
+			int ncounts)
+{
+	char what[112];
+	int c;
+
+	for (c = 0; c < ncounts; c++) {
+		snprintf(what, sizeof(what),
+			 "callbacks, %d thread%s: ns/cb end to end scalekit / "
+			 "urcu-memb",
+			 counts[c], counts[c] == 1 ? "" : "s");
+		sk_bench_ratio_target(res, rows->e2e[c], "scalekit",
+				      "urcu-memb", 1 / 1.5, 1, what,
+				      "callbacks-e2e");
+	}
+	for (c = 0; c < ncounts && rows->unp[c]; c++) {
+		snprintf(what, sizeof(what),
+			 "callbacks unpinned, %d thread%s: Mcb/s "
+			 "scalekit-pcpu / urcu-memb",
+			 counts[c], counts[c] == 1 ? "" : "s");
+		sk_bench_ratio_target(res, rows->unp_mcbs[c], "scalekit-pcpu",
+				      "urcu-memb", 1.5, 0, what,
+				      "callbacks-unpinned");
+	}
+}
+
 int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res)
 {
 	long n = cfg->quick ? CB_PER_THREAD_QUICK : CB_PER_THREAD;
 	int counts[MAX_COUNTS], ncounts, c, i, j, rep, njobs = 0, err;
-	struct cb_job jobs[MAX_COUNTS * SK_BENCH_MAX_IMPL], *jb = NULL;
+	struct cb_job jobs[2 * MAX_COUNTS * SK_BENCH_MAX_IMPL], *jb = NULL;
 	struct cb_rows rows = { 0 };
 	struct cb_result r;
 	double rss_before = ru_maxrss_mb();
@@ -345,7 +439,8 @@ int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 			if (!rows.e2e[c]->na[i])
 				jobs[njobs++] =
 					(struct cb_job){ rows.e2e[c]->impl[i],
-							 counts[c], c, i };
+							 counts[c], c, i, 0 };
+	add_unpinned(cfg, res, counts, ncounts, &rows, jobs, &njobs);
 
 	sk_bench_progress("callbacks: %d runs x %d reps, %ld callbacks per "
 			  "thread (warm-up: one run each)",
@@ -358,7 +453,7 @@ int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 					"before any other");
 			warm_sk_done = 1;
 		}
-		err = measure(jb->ops, jb->threads, n, &r);
+		err = measure(jb->ops, jb->threads, n, jb->unpinned, &r);
 		if (err)
 			goto fail;
 	}
@@ -368,7 +463,8 @@ int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 
 			/* Rotate the start so no job always runs first. */
 			jb = &jobs[(j + rep) % njobs];
-			err = measure(jb->ops, jb->threads, n, &r);
+			err = measure(jb->ops, jb->threads, n, jb->unpinned,
+				      &r);
 			if (err)
 				goto fail;
 			store(&rows, jb, rep, &r);
@@ -378,11 +474,12 @@ int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 					 ", %.0f batches", r.batches);
 			else
 				batches[0] = '\0';
-			sk_bench_progress("callbacks: rep %d/%d, %d thread%s, "
-					  "%-13s %7.2f ns/cb %7.2f Mcb/s, "
+			sk_bench_progress("callbacks: rep %d/%d, %d thread%s%s, "
+					  "%-14s %7.2f ns/cb %7.2f Mcb/s, "
 					  "enqueue %6.2f ns/cb%s",
 					  rep + 1, cfg->reps, jb->threads,
 					  jb->threads == 1 ? " " : "s",
+					  jb->unpinned ? " unpinned" : "",
 					  jb->ops->name, r.ns_per_cb, r.mcbs,
 					  r.enq_ns, batches);
 		}
@@ -402,16 +499,7 @@ int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 		     "e.g. of the poll scenario); the batches rows are "
 		     "per run");
 
-	for (c = 0; c < ncounts; c++) {
-		char what[96];
-
-		snprintf(what, sizeof(what),
-			 "callbacks, %d thread%s: ns/cb end to end scalekit / "
-			 "urcu-memb",
-			 counts[c], counts[c] == 1 ? "" : "s");
-		sk_bench_ratio_target(res, rows.e2e[c], "scalekit", "urcu-memb",
-				      1 / 1.5, 1, what, "callbacks-e2e");
-	}
+	add_targets(res, &rows, counts, ncounts);
 	return 0;
 
 fail:

@@ -215,6 +215,36 @@ const struct sk_bench_rcu_ops sk_bench_scalekit_free_ops = {
 	.barrier = sk_rcu_barrier,
 };
 
+/* Per-CPU callback workers around each run (pinned: the default). */
+static void sk_pcpu_setup(void)
+{
+	int err = sk_rcu_cb_workers_create(0);
+
+	if (err) {
+		fprintf(stderr, "scalekit bench: sk_rcu_cb_workers_create: %s\n",
+			strerror(-err));
+		abort();
+	}
+}
+
+static void sk_pcpu_teardown(void)
+{
+	sk_rcu_cb_workers_destroy();
+}
+
+const struct sk_bench_rcu_ops sk_bench_scalekit_pcpu_ops = {
+	.name = "scalekit-pcpu",
+	.desc = "sk_call_rcu with per-CPU callback workers "
+		"(sk_rcu_cb_workers_create), sk_rcu_barrier",
+	.thread_init = sk_thread_init,
+	.thread_exit = sk_thread_exit,
+	.read_section = sk_read_section,
+	.call_loop = sk_call_loop,
+	.barrier = sk_rcu_barrier,
+	.cb_setup = sk_pcpu_setup,
+	.cb_teardown = sk_pcpu_teardown,
+};
+
 const struct sk_bench_rcu_ops sk_bench_scalekit_srcu_ops = {
 	.name = "scalekit-srcu",
 	.desc = "sk_srcu_read_lock/unlock, sk_synchronize_srcu, one domain",

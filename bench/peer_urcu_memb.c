@@ -70,11 +70,46 @@ const struct sk_bench_rcu_ops sk_bench_urcu_memb_ops = {
 	.barrier = urcu_memb_barrier,
 };
 
+/*
+ * liburcu's per-CPU call_rcu threads, as its users turn them on:
+ * create_all_cpu_call_rcu_data(0) (one thread per CPU, pinned to it;
+ * call_rcu() then picks the queue of the CPU it runs on), and
+ * free_all_cpu_call_rcu_data() after the run.
+ */
+static void memb_pcpu_setup(void)
+{
+	if (urcu_memb_create_all_cpu_call_rcu_data(0) != 0) {
+		fprintf(stderr, "scalekit bench: liburcu "
+				"create_all_cpu_call_rcu_data failed\n");
+		abort();
+	}
+}
+
+const struct sk_bench_rcu_ops sk_bench_urcu_memb_pcpu_ops = {
+	.name = "urcu-memb-pcpu",
+	.desc = "liburcu memb: call_rcu with per-CPU call_rcu threads "
+		"(create_all_cpu_call_rcu_data), urcu_memb_barrier",
+	.init = urcu_memb_init,
+	.thread_init = urcu_memb_register_thread,
+	.thread_exit = urcu_memb_unregister_thread,
+	.read_section = memb_read_section,
+	.call_loop = memb_call_loop,
+	.barrier = urcu_memb_barrier,
+	.cb_setup = memb_pcpu_setup,
+	.cb_teardown = urcu_memb_free_all_cpu_call_rcu_data,
+};
+
 #else
 
 const struct sk_bench_rcu_ops sk_bench_urcu_memb_ops = {
 	.name = "urcu-memb",
 	.desc = "liburcu memb flavor",
+	.unavailable = "liburcu-memb was not found by pkg-config at build time",
+};
+
+const struct sk_bench_rcu_ops sk_bench_urcu_memb_pcpu_ops = {
+	.name = "urcu-memb-pcpu",
+	.desc = "liburcu memb flavor, per-CPU call_rcu threads",
 	.unavailable = "liburcu-memb was not found by pkg-config at build time",
 };
 

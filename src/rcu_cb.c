@@ -18,6 +18,27 @@
  * queue order.  Callbacks that arrive meanwhile form the next batch.
  * When the backlog grows, grace periods are expedited.
  *
+ * Per-CPU workers (sk_rcu_cb_workers_create()).  One more queue per CPU,
+ * with several producers, in the same list; each queue names the worker
+ * that drains it (q->w: the default worker cb.w0, or the per-CPU worker
+ * of its CPU), and every worker runs the loop above over its own queues.
+ * sk_call_rcu() picks the queue of sched_getcpu() while the mode word
+ * pc.on is set.  A queue is taken by a worker only when no other worker
+ * still runs a batch of it (busy), so it keeps one consumer and its order
+ * when it changes hands (destroy hands the per-CPU queues to cb.w0).
+ *   R2 (create, release)  - the slots before pc.on; pairs with the
+ *                           acquire in queue_pick().
+ *   P1 (producer, mb)     - the C1 push before the load of q->w; pairs
+ *                           with D1 (store buffering).
+ *   D1 (destroy, mb)      - q->w = &cb.w0 before the kick of cb.w0: a
+ *                           producer that still saw the old worker pushed
+ *                           before the kick, so cb.w0's re-check (W2)
+ *                           sees the callback.
+ *   The stop request is a store before a kick (K1/K2); the worker's W2
+ *   re-check reads it, as it reads a push.
+ *   Litmus tests: P1/D1 - SB+mbs.litmus (the push is an exchange: also
+ *   SB+xchg+mb.litmus); R2 - MP+rel+acq.litmus.
+ *
  * Barrier pairs:
  *   C1 (producer, xchg)   - the caller's accesses before sk_call_rcu()
  *                           happen before the callback (the worker's
@@ -65,6 +86,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "scalekit/rcu.h"
 #include "internal/cbq.h"
@@ -94,15 +117,38 @@
 #define CB_THROTTLE (1UL << 18)
 #define CB_THROTTLE_BUSY 4096UL
 
-/* cb.sleeping states. */
+/* cbw.sleeping states. */
 enum { CB_AWAKE, CB_IDLE, CB_LAZY };
 
 struct sk_rcu_barrier_state;
+
+/*
+ * A callback worker: the default one (cb.w0, started on the first
+ * sk_call_rcu()) or one of the per-CPU workers (pc.slot[cpu].w).  The
+ * words of its sleep protocol are on their own cache line.
+ */
+struct cbw {
+	int sleeping __attribute__((aligned(SK_CACHELINE))); /* futex, CB_* */
+	int urgent;   /* cut the lazy wait short */
+	int invoking; /* runs callbacks (relaxed: a hint for producers,
+			 orders nothing) */
+	int stop;     /* per-CPU worker: exit after the batch (pc.lock) */
+	int cpu;      /* its CPU (pinned there or not), -1: cb.w0 */
+	pthread_t thread;
+};
 
 struct cbq {
 	/* The queue: tail written by producers, head.next_ by the worker. */
 	struct sk__wfq wfq __attribute__((aligned(SK_CACHELINE)));
 	unsigned long queued; /* callbacks accepted (barrier heads excluded) */
+	/*
+	 * The worker that drains the queue: written under cb.lock, read by
+	 * workers under it and by producers without it (relaxed, after a
+	 * full barrier P1, see queue_kick()).  Changes only for per-CPU
+	 * queues (pcpu), between their worker and cb.w0.
+	 */
+	struct cbw *w;
+	int pcpu; /* a per-CPU queue: its worker may change */
 
 	/* Consumer side: the worker. */
 	unsigned long invoked __attribute__((aligned(SK_CACHELINE)));
@@ -126,24 +172,21 @@ struct sk_rcu_barrier_state {
 };
 
 static struct {
-	pthread_mutex_t lock; /* queues list, worker start, busy flags */
+	pthread_mutex_t lock; /* queues list, worker start, busy flags, q->w */
 	struct sk__link queues;
 	struct cbq fallback; /* shared queue when malloc fails */
 	int worker_started;  /* acquire/release */
-	pthread_t worker;
 	pthread_mutex_t barrier_lock; /* one sk_rcu_barrier() at a time */
 	pthread_key_t key;	      /* thread exit: orphan the queue */
 	pthread_once_t key_once;      /* creates key (see cb_init()) */
 
-	int sleeping __attribute__((aligned(SK_CACHELINE))); /* futex, CB_* */
-	int urgent;		/* cut the lazy wait short */
-	int invoking;		/* the worker runs callbacks (relaxed: a
-				   hint for producers, orders nothing) */
+	struct cbw w0; /* the default worker (also polled grace periods) */
 	unsigned long poll_req; /* highest cookie sk_start_poll asked for */
 
-	/* Statistics (worker writes, anyone reads). */
+	/* Statistics (workers write, anyone reads). */
 	unsigned long batches, peak_backlog;
 	unsigned long retired_queued, retired_invoked; /* of freed queues */
+	int busted; /* test-only: SK__CB_BUSTED_* (sk__rcu_cb_set_busted) */
 } cb = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	/*
@@ -154,21 +197,46 @@ static struct {
 	.queues = { &cb.fallback.link, &cb.fallback.link },
 	.fallback = {
 		.wfq = { .tail = &cb.fallback.wfq.head },
+		.w = &cb.w0,
 		.link = { &cb.queues, &cb.queues },
 		.shared = 1,
 	},
 	.barrier_lock = PTHREAD_MUTEX_INITIALIZER,
 	.key_once = PTHREAD_ONCE_INIT,
+	.w0 = { .cpu = -1 },
 };
+
+/*
+ * Per-CPU workers (sk_rcu_cb_workers_create()).  slot[] is allocated on
+ * the first create and never freed: a producer that read on == 1 may
+ * still push onto a slot's queue after a destroy, which then hands the
+ * queue to cb.w0.  Guarded by lock, except on (acquire/release: slot and
+ * ncpu are set before it) and what struct cbq says of its fields.
+ */
+struct cb_slot {
+	struct cbq q;
+	struct cbw w;
+	int running; /* w's thread exists (written under pc.lock) */
+};
+
+static struct {
+	pthread_mutex_t lock; /* create/destroy */
+	struct cb_slot *slot; /* ncpu slots, one per configured CPU */
+	int ncpu;
+	int listed; /* the slots' queues are in cb.queues */
+	int on;	    /* producers use the slots' queues */
+} pc = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 int sk__cb_on_valgrind;
 
 static __thread struct cbq *my_q;
 static __thread int in_worker;
 
-static void cbq_init(struct cbq *q, int shared)
+static void cbq_init(struct cbq *q, int shared, struct cbw *w)
 {
 	sk__wfq_init(&q->wfq);
+	q->w = w;
+	q->pcpu = 0;
 	q->queued = q->invoked = 0;
 	q->b_first = q->b_last = NULL;
 	q->b_next = NULL;
@@ -220,7 +288,7 @@ static struct cbq *queue_get(void)
 	q = aligned_alloc(SK_CACHELINE, sizeof(*q));
 	if (!q)
 		return &cb.fallback;
-	cbq_init(q, 0);
+	cbq_init(q, 0, &cb.w0);
 	pthread_mutex_lock(&cb.lock);
 	sk__link_add_tail(&q->link, &cb.queues);
 	pthread_mutex_unlock(&cb.lock);
@@ -229,10 +297,15 @@ static struct cbq *queue_get(void)
 	return q;
 }
 
-/* Move q's callbacks to its batch; 1 if any.  Worker only, cb.lock held. */
+/*
+ * Move q's callbacks to its batch; 1 if any.  Worker only, cb.lock held.
+ * A queue whose batch another worker still runs (a per-CPU queue handed
+ * over between workers) is left alone until that batch has run, so the
+ * queue keeps one consumer at a time and its order.
+ */
 static int cbq_take(struct cbq *q)
 {
-	if (!sk__wfq_take(&q->wfq, &q->b_first, &q->b_last))
+	if (q->busy || !sk__wfq_take(&q->wfq, &q->b_first, &q->b_last))
 		return 0;
 	q->busy = 1;
 	return 1;
@@ -281,7 +354,14 @@ static void run_batch(struct cbq *q)
 	sk_atomic_store_release(&q->invoked, n);
 }
 
-static int queues_empty(void)
+/* The worker that drains q (cb.lock held, or after P1: see queue_kick()). */
+static struct cbw *cbq_worker(struct cbq *q)
+{
+	return sk_atomic_load_relaxed(&q->w);
+}
+
+/* No callback waits in a queue that w drains. */
+static int queues_empty(struct cbw *w)
 {
 	struct sk__link *l;
 	int empty = 1;
@@ -290,7 +370,7 @@ static int queues_empty(void)
 	for (l = cb.queues.next; l != &cb.queues && empty; l = l->next) {
 		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
 
-		empty = sk__wfq_empty(&q->wfq);
+		empty = cbq_worker(q) != w || sk__wfq_empty(&q->wfq);
 	}
 	pthread_mutex_unlock(&cb.lock);
 	return empty;
@@ -316,100 +396,186 @@ static void reap_orphans(void)
 	}
 }
 
-static int poll_pending(void)
+/* Polled grace periods are cb.w0's work. */
+static int poll_pending(struct cbw *w)
 {
-	return !sk__rcu_done(sk_atomic_load_acquire(&cb.poll_req));
+	return w == &cb.w0 &&
+	       !sk__rcu_done(sk_atomic_load_acquire(&cb.poll_req));
+}
+
+/* w has nothing to do: no callback, no poll request, no stop request. */
+static int worker_idle(struct cbw *w)
+{
+	return queues_empty(w) && !poll_pending(w) &&
+	       !sk_atomic_load_relaxed(&w->stop);
 }
 
 /* Sleep in state st (CB_IDLE or CB_LAZY) unless kicked meanwhile. */
-static void worker_sleep(int st, uint64_t timeout_ns)
+static void worker_sleep(struct cbw *w, int st, uint64_t timeout_ns)
 {
 	/* W1: announce the sleep before re-checking. */
-	sk_atomic_xchg(&cb.sleeping, st);
+	sk_atomic_xchg(&w->sleeping, st);
 	/* W2: W1 before the re-check's loads; pairs with K2. */
 	sk_smp_mb__after_atomic();
-	if (st == CB_LAZY ? !sk_atomic_load_relaxed(&cb.urgent)
-			  : queues_empty() && !poll_pending()) {
+	if (st == CB_LAZY ? !sk_atomic_load_relaxed(&w->urgent)
+			  : worker_idle(w)) {
 		if (timeout_ns)
-			sk__futex_wait_ns(&cb.sleeping, st, timeout_ns);
+			sk__futex_wait_ns(&w->sleeping, st, timeout_ns);
 		else
-			sk__futex_wait(&cb.sleeping, st);
+			sk__futex_wait(&w->sleeping, st);
 	}
-	sk_atomic_store_relaxed(&cb.sleeping, CB_AWAKE);
+	sk_atomic_store_relaxed(&w->sleeping, CB_AWAKE);
+}
+
+/*
+ * Take a batch from every queue w drains: *todo lists the queues in
+ * cb.queues order.  Returns the backlog (callbacks pending in them).
+ */
+static unsigned long worker_take(struct cbw *w, struct cbq **todo)
+{
+	struct cbq **tailp = todo;
+	unsigned long backlog = 0;
+	struct sk__link *l;
+
+	pthread_mutex_lock(&cb.lock);
+	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
+		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+
+		if (cbq_worker(q) == w && cbq_take(q)) {
+			backlog += sk_atomic_load_relaxed(&q->queued) -
+				   q->invoked;
+			*tailp = q;
+			tailp = &q->b_next;
+		}
+	}
+	*tailp = NULL;
+	pthread_mutex_unlock(&cb.lock);
+	/* A statistic: two workers may race and keep the smaller one. */
+	if (backlog > sk_atomic_load_relaxed(&cb.peak_backlog))
+		sk_atomic_store_relaxed(&cb.peak_backlog, backlog);
+	return backlog;
+}
+
+/* Wait for one grace period that started after the take (and polls). */
+static void worker_wait_gp(struct cbw *w, unsigned long backlog)
+{
+	unsigned long req, target;
+
+	if (w != &cb.w0 &&
+	    (sk_atomic_load_relaxed(&cb.busted) & SK__CB_BUSTED_NO_GP))
+		return; /* BROKEN on purpose (torture --busted --cb-pcpu) */
+	req = sk_atomic_load_acquire(&cb.poll_req);
+	target = sk__rcu_snap();
+	if (w == &cb.w0 && (long)(req - target) > 0)
+		target = req;
+	/*
+	 * The grace period the batch waits for: S1 in sk__rcu_snap() orders
+	 * the take (and so every C1 push it saw) before it starts.
+	 */
+	sk__rcu_wait(target, backlog > CB_BACKLOG_EXPEDITE);
+	sk_atomic_fetch_add_relaxed(&cb.batches, 1UL);
+}
+
+/* Run the batches of todo, then let other workers take those queues. */
+static void worker_run(struct cbw *w, struct cbq *todo)
+{
+	struct cbq *q;
+
+	sk_atomic_store_relaxed(&w->invoking, 1);
+	for (q = todo; q; q = q->b_next)
+		run_batch(q);
+	sk_atomic_store_relaxed(&w->invoking, 0);
+	pthread_mutex_lock(&cb.lock);
+	for (q = todo; q; q = q->b_next)
+		q->busy = 0;
+	reap_orphans();
+	pthread_mutex_unlock(&cb.lock);
 }
 
 static void *worker_main(void *arg)
 {
-	(void)arg;
-	in_worker = 1;
-	pthread_setname_np(pthread_self(), "sk-rcu-cb");
-	for (;;) {
-		struct cbq *todo = NULL, **tailp = &todo, *q;
-		unsigned long backlog = 0, req, target;
-		struct sk__link *l;
+	struct cbw *w = arg;
+	char name[16];
 
-		if (queues_empty() && !poll_pending()) {
-			worker_sleep(CB_IDLE, 0);
+	in_worker = 1;
+	if (w->cpu >= 0)
+		snprintf(name, sizeof(name), "sk-rcu-cb/%u",
+			 (unsigned)w->cpu % 10000u);
+	else
+		snprintf(name, sizeof(name), "sk-rcu-cb");
+	pthread_setname_np(pthread_self(), name);
+	/* A per-CPU worker stops between batches (sk_rcu_cb_workers_destroy). */
+	while (!sk_atomic_load_relaxed(&w->stop)) {
+		struct cbq *todo;
+		unsigned long backlog;
+
+		if (worker_idle(w)) {
+			worker_sleep(w, CB_IDLE, 0);
 			continue;
 		}
-		if (!sk_atomic_load_relaxed(&cb.urgent))
-			worker_sleep(CB_LAZY, CB_LAZY_NS);
+		if (!sk_atomic_load_relaxed(&w->urgent))
+			worker_sleep(w, CB_LAZY, CB_LAZY_NS);
 		/* K3: consume the kicks before the take (see above). */
-		sk_atomic_xchg(&cb.urgent, 0);
-
-		pthread_mutex_lock(&cb.lock);
-		for (l = cb.queues.next; l != &cb.queues; l = l->next) {
-			q = SK_CONTAINER_OF(l, struct cbq, link);
-			if (cbq_take(q)) {
-				backlog += sk_atomic_load_relaxed(&q->queued) -
-					   q->invoked;
-				*tailp = q;
-				tailp = &q->b_next;
-			}
-		}
-		*tailp = NULL;
-		pthread_mutex_unlock(&cb.lock);
-		if (backlog > cb.peak_backlog)
-			sk_atomic_store_relaxed(&cb.peak_backlog, backlog);
-
-		/* One grace period, started after the take, for the batch. */
-		req = sk_atomic_load_acquire(&cb.poll_req);
-		target = sk__rcu_snap();
-		if ((long)(req - target) > 0)
-			target = req;
-		sk__rcu_wait(target, backlog > CB_BACKLOG_EXPEDITE);
-		sk_atomic_fetch_add_relaxed(&cb.batches, 1UL);
-
-		sk_atomic_store_relaxed(&cb.invoking, 1);
-		for (q = todo; q; q = q->b_next)
-			run_batch(q);
-		sk_atomic_store_relaxed(&cb.invoking, 0);
-		pthread_mutex_lock(&cb.lock);
-		for (q = todo; q; q = q->b_next)
-			q->busy = 0;
-		reap_orphans();
-		pthread_mutex_unlock(&cb.lock);
+		sk_atomic_xchg(&w->urgent, 0);
+		backlog = worker_take(w, &todo);
+		if (!todo && !poll_pending(w))
+			continue;
+		worker_wait_gp(w, backlog);
+		worker_run(w, todo);
 	}
 	return NULL;
 }
 
-/* Start the worker if needed.  Returns 0 or -errno. */
-static int worker_ensure(void)
+/*
+ * Start a worker thread on w for cpu (-1: the default worker), pinned to
+ * it when pin, with every signal blocked: it takes no signal meant for
+ * the application.  Returns 0 or -errno.
+ */
+static int worker_start(struct cbw *w, int cpu, int pin)
 {
 	sigset_t all, old;
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int err;
+
+	/*
+	 * Atomic: a producer that read q->w before a destroy may still kick
+	 * this worker (a spurious wake-up) while a later create reuses it.
+	 */
+	sk_atomic_store_relaxed(&w->sleeping, CB_AWAKE);
+	sk_atomic_store_relaxed(&w->urgent, 0);
+	sk_atomic_store_relaxed(&w->invoking, 0);
+	sk_atomic_store_relaxed(&w->stop, 0);
+	w->cpu = cpu;
+	err = -pthread_attr_init(&attr);
+	if (err)
+		return err;
+	if (pin) {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+		err = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (!err)
+		err = -pthread_create(&w->thread, &attr, worker_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return err;
+}
+
+/* Start the default worker if needed.  Returns 0 or -errno. */
+static int worker_ensure(void)
+{
 	int err = 0;
 
 	if (SK_LIKELY(sk_atomic_load_acquire(&cb.worker_started)))
 		return 0;
 	pthread_mutex_lock(&cb.lock);
 	if (!cb.worker_started) {
-		/* The worker takes no signals meant for the application. */
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		err = -pthread_create(&cb.worker, NULL, worker_main, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		err = worker_start(&cb.w0, -1, 0);
 		if (!err) {
-			pthread_detach(cb.worker);
+			pthread_detach(cb.w0.thread);
 			sk_atomic_store_release(&cb.worker_started, 1);
 		}
 	}
@@ -421,34 +587,70 @@ static int worker_ensure(void)
  * Kicks of worker_wake(): an ordinary sk_call_rcu() wakes the worker from
  * an idle sleep only; a producer with a large backlog also from a lazy
  * sleep, as a hint (it calls again soon, and the lazy sleep ends after
- * 1 ms anyway); a barrier or a poll request ends (or prevents) a lazy
- * sleep for sure.
+ * 1 ms anyway); a barrier, a poll request and a stop request end (or
+ * prevent) a lazy sleep for sure.
  */
 enum { CB_KICK_IDLE, CB_KICK_BACKLOG, CB_KICK_URGENT };
 
 /*
- * Wake the worker as kick says.  The caller has just made its request
- * with an atomic read-modify-write (the C1 push, the poll_req CAS, the
- * barrier's count).
+ * Wake w as kick says.  The caller has just made its request with an
+ * atomic read-modify-write (the C1 push, the poll_req CAS, the barrier's
+ * count) or a store followed by a full barrier (the stop request).
  */
-static void worker_wake(int kick)
+static void worker_wake(struct cbw *w, int kick)
 {
 	int st;
 
 	if (kick == CB_KICK_URGENT)
 		/* K1: urgent before the load of sleeping. */
-		sk_atomic_xchg(&cb.urgent, 1);
+		sk_atomic_xchg(&w->urgent, 1);
 	else if (kick == CB_KICK_BACKLOG &&
-		 !sk_atomic_load_relaxed(&cb.urgent))
+		 !sk_atomic_load_relaxed(&w->urgent))
 		/* A hint, unordered: no locked instruction per call. */
-		sk_atomic_store_relaxed(&cb.urgent, 1);
+		sk_atomic_store_relaxed(&w->urgent, 1);
 	/* K2: the request and K1 before the load; pairs with W2. */
 	sk_smp_mb__after_atomic();
-	st = sk_atomic_load_relaxed(&cb.sleeping);
+	st = sk_atomic_load_relaxed(&w->sleeping);
 	if (st == CB_AWAKE || (st == CB_LAZY && kick == CB_KICK_IDLE))
 		return;
-	if (sk_atomic_cmpxchg(&cb.sleeping, &st, CB_AWAKE))
-		sk__futex_wake(&cb.sleeping, 1);
+	if (sk_atomic_cmpxchg(&w->sleeping, &st, CB_AWAKE))
+		sk__futex_wake(&w->sleeping, 1);
+}
+
+/*
+ * The worker of q, for a producer that has just pushed onto q.  A per-CPU
+ * queue may be handed to cb.w0 meanwhile (sk_rcu_cb_workers_destroy()):
+ * P1 orders the push before the load of q->w (store buffering against the
+ * destroy's store of q->w and its full barrier D1): either the load sees
+ * cb.w0, or the destroy's kick of cb.w0 comes after the push and its
+ * re-check sees it.
+ */
+static struct cbw *queue_kick(struct cbq *q, int kick)
+{
+	struct cbw *w;
+
+	if (SK_UNLIKELY(q->pcpu))
+		/* P1: the C1 push before the load of q->w; pairs with D1. */
+		sk_smp_mb__after_atomic();
+	w = cbq_worker(q);
+	worker_wake(w, kick);
+	return w;
+}
+
+/*
+ * The queue for the calling thread's callback: the queue of the CPU it
+ * runs on while per-CPU workers run, else its own queue.
+ */
+static struct cbq *queue_pick(void)
+{
+	/* Acquire pairs with the release R2 in sk_rcu_cb_workers_create(). */
+	if (SK_UNLIKELY(sk_atomic_load_acquire(&pc.on))) {
+		int cpu = sched_getcpu();
+
+		if (cpu >= 0 && cpu < pc.ncpu)
+			return &pc.slot[cpu].q;
+	}
+	return queue_get();
 }
 
 static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
@@ -456,6 +658,7 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
 {
 	unsigned long backlog;
 	struct cbq *q;
+	struct cbw *w;
 	int err;
 
 	err = worker_ensure();
@@ -464,21 +667,23 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
 	err = sk__cb_prepare(head, fn, api);
 	if (err)
 		return err;
-	q = queue_get();
+	q = queue_pick();
 	sk__wfq_push(&q->wfq, head);
 	if (SK_UNLIKELY(q->shared))
 		sk_atomic_fetch_add(&q->queued, 1UL);
 	else
 		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
-	backlog = q->queued - sk_atomic_load_relaxed(&q->invoked);
-	worker_wake(backlog > CB_LAZY_MAX ? CB_KICK_BACKLOG : CB_KICK_IDLE);
+	backlog = sk_atomic_load_relaxed(&q->queued) -
+		  sk_atomic_load_relaxed(&q->invoked);
+	w = queue_kick(q, backlog > CB_LAZY_MAX ? CB_KICK_BACKLOG
+						: CB_KICK_IDLE);
 	/*
 	 * Forward progress under a flood: a producer far ahead of the worker
 	 * gives up its CPU once per call (bounded work, no waiting on anyone);
 	 * see CB_THROTTLE_BUSY for the lower threshold.
 	 */
 	if (SK_UNLIKELY(backlog > CB_THROTTLE_BUSY) &&
-	    (backlog > CB_THROTTLE || sk_atomic_load_relaxed(&cb.invoking)))
+	    (backlog > CB_THROTTLE || sk_atomic_load_relaxed(&w->invoking)))
 		sched_yield();
 	return 0;
 }
@@ -509,17 +714,16 @@ static void barrier_cb(struct sk_rcu_head *h)
 	}
 }
 
-void sk_rcu_barrier(void)
+/*
+ * Push a marker on every queue with callbacks not yet run and kick the
+ * worker of each.  Returns the markers pushed.  cb.barrier_lock held.
+ */
+static unsigned long barrier_push(struct sk_rcu_barrier_state *b)
 {
-	struct sk_rcu_barrier_state b = { 1, 0 };
+	int busted = sk_atomic_load_relaxed(&cb.busted);
+	unsigned long n = 0;
 	struct sk__link *l;
-	int was_online;
 
-	if (in_worker)
-		sk__die("sk_rcu_barrier() called from an RCU callback: it "
-			"would wait for itself forever");
-	was_online = sk__rcu_enter_wait("sk_rcu_barrier()");
-	pthread_mutex_lock(&cb.barrier_lock);
 	pthread_mutex_lock(&cb.lock);
 	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
 		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
@@ -528,15 +732,33 @@ void sk_rcu_barrier(void)
 		if (sk_atomic_load_acquire(&q->queued) ==
 		    sk_atomic_load_acquire(&q->invoked))
 			continue;
-		q->barrier = &b;
+		if (q->pcpu && (busted & SK__CB_BUSTED_BARRIER))
+			continue; /* BROKEN on purpose (test twin) */
+		q->barrier = b;
 		q->bhead.func_ = barrier_cb;
 		q->bhead.state_ = sk__cb_queued_mark(&q->bhead);
-		sk_atomic_fetch_add(&b.count, 1UL);
+		sk_atomic_fetch_add(&b->count, 1UL);
 		sk__wfq_push(&q->wfq, &q->bhead);
+		/* q->w cannot change: cb.lock is held. */
+		worker_wake(cbq_worker(q), CB_KICK_URGENT);
+		n++;
 	}
 	pthread_mutex_unlock(&cb.lock);
+	return n;
+}
+
+void sk_rcu_barrier(void)
+{
+	struct sk_rcu_barrier_state b = { 1, 0 };
+	int was_online;
+
+	if (in_worker)
+		sk__die("sk_rcu_barrier() called from an RCU callback: it "
+			"would wait for itself forever");
+	was_online = sk__rcu_enter_wait("sk_rcu_barrier()");
+	pthread_mutex_lock(&cb.barrier_lock);
+	barrier_push(&b);
 	if (sk_atomic_fetch_add(&b.count, -1UL) != 1) {
-		worker_wake(CB_KICK_URGENT);
 		while (!sk_atomic_load_acquire(&b.done))
 			sk__futex_wait(&b.done, 0);
 	}
@@ -558,7 +780,7 @@ unsigned long sk_start_poll_synchronize_rcu(void)
 	       !sk_atomic_cmpxchg(&cb.poll_req, &cur, cookie))
 		;
 	if (worker_ensure() == 0)
-		worker_wake(CB_KICK_URGENT);
+		worker_wake(&cb.w0, CB_KICK_URGENT);
 	return cookie;
 }
 
@@ -616,12 +838,174 @@ void sk__rcu_cb_atfork_child(void)
 	 * Depends on nothing the parent may have been doing at the fork.
 	 */
 	sk__link_init(&cb.queues);
-	cbq_init(&cb.fallback, 1);
+	cbq_init(&cb.fallback, 1, &cb.w0);
 	sk__link_add_tail(&cb.fallback.link, &cb.queues);
 	my_q = NULL;
 	in_worker = 0;
 	cb.worker_started = 0;
-	cb.sleeping = CB_AWAKE;
-	cb.urgent = 0;
+	cb.w0.sleeping = CB_AWAKE;
+	cb.w0.urgent = cb.w0.invoking = 0;
 	cb.retired_queued = cb.retired_invoked = 0;
+	/*
+	 * No per-CPU worker runs in the child, and the slots' queues left
+	 * the list above: a later create there starts afresh.  pc.lock may
+	 * have been held by a create or destroy in another thread.
+	 */
+	pthread_mutex_init(&pc.lock, NULL);
+	pc.on = pc.listed = 0;
+	for (int i = 0; i < pc.ncpu; i++)
+		pc.slot[i].running = 0;
+}
+
+/* ---- per-CPU workers ------------------------------------------------------- */
+
+/* Allocate pc.slot on first use.  pc.lock held.  Returns 0 or -ENOMEM. */
+static int slots_alloc(void)
+{
+	long n;
+
+	if (pc.slot)
+		return 0;
+	n = sysconf(_SC_NPROCESSORS_CONF);
+	if (n < 1)
+		n = 1;
+	if (n > CPU_SETSIZE)
+		n = CPU_SETSIZE;
+	pc.slot = aligned_alloc(SK_CACHELINE, sizeof(*pc.slot) * (size_t)n);
+	if (!pc.slot)
+		return -ENOMEM;
+	memset(pc.slot, 0, sizeof(*pc.slot) * (size_t)n);
+	pc.ncpu = (int)n;
+	return 0;
+}
+
+/* Stop and join the per-CPU worker of s.  pc.lock held. */
+static void slot_stop(struct cb_slot *s)
+{
+	if (!s->running)
+		return;
+	sk_atomic_store_relaxed(&s->w.stop, 1);
+	/* The stop store before the kick's load of sleeping (K2 in it). */
+	worker_wake(&s->w, CB_KICK_URGENT);
+	pthread_join(s->w.thread, NULL);
+	sk_atomic_store_relaxed(&s->running, 0);
+}
+
+/*
+ * Point every slot's queue at its worker (or at cb.w0 when it has none),
+ * adding the queues to cb.queues the first time.  pc.lock held.
+ */
+static void slots_attach(int to_w0)
+{
+	int i;
+
+	pthread_mutex_lock(&cb.lock);
+	for (i = 0; i < pc.ncpu; i++) {
+		struct cb_slot *s = &pc.slot[i];
+
+		if (!pc.listed) {
+			cbq_init(&s->q, 1, &cb.w0);
+			s->q.pcpu = 1;
+			sk__link_add_tail(&s->q.link, &cb.queues);
+		}
+		sk_atomic_store_relaxed(&s->q.w, (!to_w0 && s->running)
+							  ? &s->w : &cb.w0);
+	}
+	pc.listed = 1;
+	pthread_mutex_unlock(&cb.lock);
+}
+
+/* Start a worker for each CPU the caller may run on.  pc.lock held. */
+static int slots_start(unsigned flags)
+{
+	cpu_set_t allowed;
+	int i, err;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return -errno;
+	for (i = 0; i < pc.ncpu; i++) {
+		struct cb_slot *s = &pc.slot[i];
+
+		if (!CPU_ISSET(i, &allowed))
+			continue;
+		err = worker_start(&s->w, i,
+				   !(flags & SK_RCU_CB_WORKERS_UNPINNED));
+		if (err == -EINVAL && !(flags & SK_RCU_CB_WORKERS_UNPINNED))
+			continue; /* the CPU went away meanwhile */
+		if (err)
+			return err;
+		sk_atomic_store_relaxed(&s->running, 1);
+	}
+	return 0;
+}
+
+int sk_rcu_cb_workers_create(unsigned flags)
+{
+	int err, i;
+
+	if (flags & ~(unsigned)SK_RCU_CB_WORKERS_UNPINNED)
+		return -EINVAL;
+	if (in_worker)
+		return -EDEADLK;
+	err = worker_ensure(); /* the fallback runs before any slot */
+	if (err)
+		return err;
+	pthread_mutex_lock(&pc.lock);
+	err = pc.on ? -EEXIST : slots_alloc();
+	if (!err)
+		err = slots_start(flags);
+	if (err) {
+		for (i = 0; i < pc.ncpu && err != -EEXIST; i++)
+			slot_stop(&pc.slot[i]);
+	} else {
+		slots_attach(0);
+		/* R2: the slots before on; pairs with queue_pick()'s acquire. */
+		sk_atomic_store_release(&pc.on, 1);
+	}
+	pthread_mutex_unlock(&pc.lock);
+	return err;
+}
+
+int sk_rcu_cb_workers_destroy(void)
+{
+	int i;
+
+	if (in_worker)
+		return -EDEADLK;
+	pthread_mutex_lock(&pc.lock);
+	if (!pc.on) {
+		pthread_mutex_unlock(&pc.lock);
+		return -ENOENT;
+	}
+	sk_atomic_store_relaxed(&pc.on, 0);
+	slots_attach(1);
+	/* D1: the queues handed to cb.w0 before its kick; pairs with P1. */
+	sk_smp_mb();
+	for (i = 0; i < pc.ncpu; i++)
+		slot_stop(&pc.slot[i]);
+	/* Whatever the stopped workers left, or producers pushed since. */
+	worker_wake(&cb.w0, CB_KICK_URGENT);
+	pthread_mutex_unlock(&pc.lock);
+	return 0;
+}
+
+/*
+ * No lock: a callback may ask while a destroy holds pc.lock and waits for
+ * the callback's worker.
+ */
+int sk_rcu_cb_workers_running(void)
+{
+	int i, n = 0;
+
+	/* Acquire pairs with R2: pc.slot and pc.ncpu are set. */
+	if (!sk_atomic_load_acquire(&pc.on))
+		return 0;
+	for (i = 0; i < pc.ncpu; i++)
+		n += sk_atomic_load_relaxed(&pc.slot[i].running);
+	return n;
+}
+
+void sk__rcu_cb_set_busted(int what)
+{
+	sk_atomic_store_relaxed(&cb.busted, what);
 }

@@ -421,6 +421,61 @@ static void *flooder(void *arg)
 	return NULL;
 }
 
+/*
+ * Fork n children one after the other, each running child(); returns how
+ * many failed, and reports the first.
+ */
+static int fork_children(int n, void (*child)(void))
+{
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		int st = 0;
+		pid_t pid = sk_test_fork();
+
+		if (pid == 0)
+			child();
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			if (!bad)
+				fprintf(stderr, "fork %d: child %s %d\n", i,
+					WIFSIGNALED(st) ? "killed by signal"
+							: "exit status",
+					WIFSIGNALED(st) ? WTERMSIG(st)
+							: WEXITSTATUS(st));
+			bad++;
+		}
+	}
+	return bad;
+}
+
+/*
+ * Fork n children running child() (not scaled: forks are cheap) while a
+ * thread floods callbacks; all of them must succeed.
+ */
+static void forks_under_flood(int n, void (*child)(void))
+{
+	pthread_t t;
+	int i, bad;
+
+	if (!CHILD_THREADS) {
+		fprintf(stderr, "skipped under TSan (no threads after a "
+				"multi-threaded fork)\n");
+		return;
+	}
+	for (i = 0; i < RING; i++)
+		ring_free[i] = 1;
+	STORE(flood_stop, 0);
+	sk_test_thread_start(&t, flooder, NULL);
+	usleep(50000);
+	bad = fork_children(n, child);
+	STORE(flood_stop, 1);
+	pthread_join(t, NULL);
+	sk_rcu_barrier();
+	fprintf(stderr, "%d of %d children failed\n", bad, n);
+	SK_CHECK_EQ(bad, 0);
+}
+
 static void child_after_fork_in_batch(void)
 {
 	static struct sk_rcu_head h;
@@ -439,41 +494,43 @@ static void child_after_fork_in_batch(void)
  */
 static void fork_while_worker_runs_callbacks(void)
 {
-	int i, n = 200, bad = 0; /* not scaled: forks are cheap */
-	pthread_t t;
+	forks_under_flood(200, child_after_fork_in_batch);
+}
 
-	if (!CHILD_THREADS) {
-		fprintf(stderr, "skipped under TSan (no threads after a "
-				"multi-threaded fork)\n");
-		return;
-	}
-	for (i = 0; i < RING; i++)
-		ring_free[i] = 1;
-	STORE(flood_stop, 0);
-	sk_test_thread_start(&t, flooder, NULL);
-	usleep(50000);
-	for (i = 0; i < n; i++) {
-		int st = 0;
-		pid_t pid = sk_test_fork();
+/* ---- fork while per-CPU callback workers run ------------------------------ */
 
-		if (pid == 0)
-			child_after_fork_in_batch();
-		waitpid(pid, &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			if (!bad)
-				fprintf(stderr, "fork %d: child %s %d\n", i,
-					WIFSIGNALED(st) ? "killed by signal"
-							: "exit status",
-					WIFSIGNALED(st) ? WTERMSIG(st)
-							: WEXITSTATUS(st));
-			bad++;
-		}
-	}
-	STORE(flood_stop, 1);
-	pthread_join(t, NULL);
+static void child_with_pcpu_parent(void)
+{
+	static struct sk_rcu_head h1, h2;
+
+	/* The parent's per-CPU workers do not exist here. */
+	SK_CHECK_EQ(sk_rcu_cb_workers_running(), 0);
+	SK_CHECK_EQ(sk_rcu_cb_workers_destroy(), -ENOENT);
+	STORE(child_ran, 0);
+	SK_CHECK_EQ(sk_call_rcu(&h1, child_cb), 0);
 	sk_rcu_barrier();
-	fprintf(stderr, "%d of %d children failed\n", bad, n);
-	SK_CHECK_EQ(bad, 0);
+	SK_CHECK_EQ(LOAD(child_ran), 1);
+	/* The child may have per-CPU workers of its own. */
+	SK_CHECK_EQ(sk_rcu_cb_workers_create(0), 0);
+	SK_CHECK_GT(sk_rcu_cb_workers_running(), 0);
+	SK_CHECK_EQ(sk_call_rcu(&h2, child_cb), 0);
+	sk_rcu_barrier();
+	SK_CHECK_EQ(LOAD(child_ran), 2);
+	SK_CHECK_EQ(sk_rcu_cb_workers_destroy(), 0);
+	child_exit();
+}
+
+/*
+ * Fork again and again while per-CPU workers run callbacks that a thread
+ * floods: the child has none of them (and drops the parent's queued
+ * callbacks), queues and waits for callbacks on the default worker,
+ * creates per-CPU workers of its own and destroys them.
+ */
+static void fork_while_per_cpu_workers_run(void)
+{
+	SK_CHECK_EQ(sk_rcu_cb_workers_create(0), 0);
+	forks_under_flood(50, child_with_pcpu_parent);
+	SK_CHECK_EQ(sk_rcu_cb_workers_destroy(), 0);
 }
 
 /* ---- fork during the process's first sk_call_rcu() ------------------------ */
@@ -741,6 +798,7 @@ int main(int argc, char **argv)
 	SK_RUN(fork_with_readers_and_callbacks_in_flight);
 	SK_RUN(fork_while_synchronize_waits);
 	SK_RUN(fork_while_worker_runs_callbacks);
+	SK_RUN(fork_while_per_cpu_workers_run);
 	SK_RUN(fork_during_first_call_rcu_leaves_child_usable);
 	SK_RUN(fork_from_reader_while_barrier_waits);
 	munmap(recs, NREC * sizeof(*recs));

@@ -477,3 +477,17 @@ sk_torture_test(torture_long_rcu_flood 0 "torture|rcu|--flood|--duration|@DUR@"
   DURATION 600 STDOUT "${sk_ok_ds}" LABELS torture-long TIMEOUT 900 LONG)
 sk_torture_test(torture_long_srcu_flood 0 "torture|srcu|--flood|--duration|@DUR@"
   DURATION 600 STDOUT "${sk_ok_ds}" LABELS torture-long TIMEOUT 900 LONG)
+
+# ---- per-CPU callback workers (sk_rcu_cb_workers_create) ------------------
+# Created at the start, destroyed and created again every second (queued
+# callbacks move between them and the default worker), destroyed before
+# the final barrier; with --busted the per-CPU workers skip the grace
+# period, and the detector must catch it (every update by callback: under
+# qemu the mixed grace-period types leave too few callback updates).
+sk_torture_test(torture_rcu_cb_pcpu 0
+  "torture|rcu|--cb-pcpu|--churn|--duration|@DUR@|--seed|21"
+  DURATION 3 SLOW_DURATION 2 STDOUT "${sk_ok_ds}" ENV "${sk_tort_tsan}")
+sk_torture_test(torture_busted_rcu_cb_pcpu 1
+  "torture|rcu|--cb-pcpu|--gp|cb|--busted|--duration|@DUR@|--seed|22"
+  DURATION 2 SLOW_DURATION 3 STDOUT "the detector caught it.*\nFAILURE\n$"
+  STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")

@@ -124,7 +124,7 @@ static void usage(FILE *f)
 		"[--updaters N]\n"
 		"              [--seed X] [--gp LIST] [--nesting D] [--sleep] "
 		"[--churn] [--fork]\n"
-		"              [--flood] [--stutter] [--busted] "
+		"              [--flood] [--stutter] [--cb-pcpu] [--busted] "
 		"[--fault-rate P] [--flavor F]\n"
 		"              [--rss-limit MIB] [--stall S]\n"
 		"\n"
@@ -170,7 +170,13 @@ static void usage(FILE *f)
 		"completing\n"
 		"  --stutter       pause every thread 0.5 s out of every "
 		"2.5 s\n"
-		"  --busted        grace periods that do not wait: the run "
+		"  --cb-pcpu       callbacks on per-CPU workers "
+		"(sk_rcu_cb_workers_create),\n"
+		"                  destroyed and created again every "
+		"second\n"
+		"  --busted        grace periods that do not wait (with "
+		"--cb-pcpu: per-CPU\n"
+		"                  workers that do not wait): the run "
 		"must report FAILURE\n"
 		"                  (proves the detector works)\n"
 		"  --busted-qsbr   rcu, qsbr, mixed: grace periods with no "
@@ -402,22 +408,36 @@ void sk_tort_pool_init(struct sk_tort_pool *p, size_t size, int reuse)
 	memset(p, 0, sizeof(*p));
 	p->size = size;
 	p->reuse = reuse;
+	pthread_mutex_init(&p->lock, NULL);
+}
+
+/* The oldest object of the quarantine once it is full, else NULL. */
+static void *pool_reuse(struct sk_tort_pool *p)
+{
+	void *obj = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->len > TORT_QUARANTINE) {
+		obj = p->ring[p->head];
+		p->head = (p->head + 1) % p->cap;
+		p->len--;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return obj;
 }
 
 void *sk_tort_pool_alloc(struct sk_tort_pool *p)
 {
-	void *obj;
+	void *obj = NULL;
 
-	if (p->reuse && p->len > TORT_QUARANTINE) {
-		/*
-		 * The oldest retired object; readers may still look at it,
-		 * so it is not cleared: the caller sets every field readers
-		 * check (with SK_TORT_STORE).
-		 */
-		obj = p->ring[p->head];
-		p->head = (p->head + 1) % p->cap;
-		p->len--;
-	} else {
+	/*
+	 * Reused: the oldest retired object; readers may still look at it,
+	 * so it is not cleared: the caller sets every field readers check
+	 * (with SK_TORT_STORE).
+	 */
+	if (p->reuse)
+		obj = pool_reuse(p);
+	if (!obj) {
 		obj = sk_tort_calloc(1, p->size);
 		if (!obj)
 			return NULL;
@@ -433,6 +453,7 @@ void sk_tort_pool_retire(struct sk_tort_pool *p, void *obj)
 		free(obj);
 		return;
 	}
+	pthread_mutex_lock(&p->lock);
 	if (p->len == p->cap) {
 		unsigned long ncap = p->cap ? 2 * p->cap : 2 * TORT_QUARANTINE;
 		void **nr = malloc(ncap * sizeof(*nr));
@@ -440,6 +461,7 @@ void sk_tort_pool_retire(struct sk_tort_pool *p, void *obj)
 
 		if (!nr) {
 			/* Out of memory: leak it (still memory-safe). */
+			pthread_mutex_unlock(&p->lock);
 			return;
 		}
 		for (i = 0; i < p->len; i++)
@@ -451,6 +473,7 @@ void sk_tort_pool_retire(struct sk_tort_pool *p, void *obj)
 	}
 	p->ring[(p->head + p->len) % p->cap] = obj;
 	p->len++;
+	pthread_mutex_unlock(&p->lock);
 }
 
 void sk_tort_pool_destroy(struct sk_tort_pool *p)
@@ -463,6 +486,7 @@ void sk_tort_pool_destroy(struct sk_tort_pool *p)
 	free(p->ring);
 	p->ring = NULL;
 	p->cap = 0;
+	pthread_mutex_destroy(&p->lock);
 }
 
 /* ---- threads ------------------------------------------------------------- */
@@ -620,6 +644,29 @@ static void flood_done(struct sk_rcu_head *h)
 	free(f);
 	sk_atomic_fetch_add_relaxed(&T->cb_invoked, 1UL);
 	sk_tort_cb_done(T);
+}
+
+/*
+ * --cb-pcpu: per-CPU callback workers from the start of the run, destroyed
+ * and created again every TORT_CB_PCPU_NS (callbacks queued meanwhile
+ * move between the per-CPU workers and the default one), destroyed at
+ * the end before the final barrier.  With --busted the per-CPU workers
+ * skip the grace period (the library's test twin, declared here: the
+ * static library has it, the shared one does not export it).
+ */
+#define TORT_CB_PCPU_NS 1000000000ULL
+void sk__rcu_cb_set_busted(int what);
+
+static void cb_pcpu_cycle(struct sk_tort *T, int create, int destroy)
+{
+	int err;
+
+	if (destroy && (err = sk_rcu_cb_workers_destroy()) != 0)
+		sk_tort_error(T, NULL, "sk_rcu_cb_workers_destroy: %s",
+			      strerror(-err));
+	if (create && (err = sk_rcu_cb_workers_create(0)) != 0)
+		sk_tort_error(T, NULL, "sk_rcu_cb_workers_create: %s",
+			      strerror(-err));
 }
 
 static void *flood_main(void *arg)
@@ -946,13 +993,21 @@ static int tort_run(const struct sk_tort_config *cfg,
 	pthread_t wd_tid;
 	uint64_t start, now, end, next_progress, last_gp_ns, prev_progress_ns;
 	uint64_t stutter_next = 0, next_sample = 0, fork_at = UINT64_MAX;
+	uint64_t cb_pcpu_next;
 	unsigned long last_gps, prev_progress_gps, stall_reported = 0;
 	unsigned long errors, cb_invoked;
 	pid_t child = 0;
 	int child_status = 0, child_done = 0, paused = 0, rc;
 	double secs;
 
-	if (cfg->busted) {
+	if (cfg->busted && cfg->cb_pcpu) {
+		/* The real calls; busted for the pools (quarantine, not
+		 * free) and the races the checks expect. */
+		busted_ops = *ops_in;
+		busted_ops.busted = 1;
+		ops = &busted_ops;
+		sk__rcu_cb_set_busted(2); /* SK__CB_BUSTED_NO_GP */
+	} else if (cfg->busted) {
 		sk_tort_make_busted(ops_in, &busted_ops);
 		ops = &busted_ops;
 	} else if (cfg->busted_qsbr || cfg->busted_hs) {
@@ -980,10 +1035,11 @@ static int tort_run(const struct sk_tort_config *cfg,
 			fprintf(out, "%s%s",
 				(cfg->gp_mask & ((1u << i) - 1)) ? "," : " ",
 				sk_tort_gp_names[i]);
-	fprintf(out, "%s%s%s%s%s%s\n", cfg->sleep ? ", --sleep" : "",
+	fprintf(out, "%s%s%s%s%s%s%s\n", cfg->sleep ? ", --sleep" : "",
 		cfg->churn ? ", --churn" : "", cfg->fork ? ", --fork" : "",
 		cfg->flood ? ", --flood" : "",
 		cfg->stutter ? ", --stutter" : "",
+		cfg->cb_pcpu ? ", --cb-pcpu" : "",
 		ops->busted ? ", --busted (must FAIL)" : "");
 	if (cfg->fault_rate > 0)
 		fprintf(out, "%sfault rate %g of the table's allocations\n",
@@ -1000,6 +1056,8 @@ static int tort_run(const struct sk_tort_config *cfg,
 	}
 	nthreads = T->nthreads;
 
+	if (cfg->cb_pcpu)
+		cb_pcpu_cycle(T, 1, 0);
 	ops->stats(&gs0);
 	sk__rcu_get_gp_kinds(&k0);
 	start = sk_tort_now_ns();
@@ -1028,6 +1086,7 @@ static int tort_run(const struct sk_tort_config *cfg,
 		stutter_next = start + TORT_STUTTER_RUN_NS;
 	if (cfg->fork)
 		fork_at = start + cfg->duration_s * 1000000000ULL / 2;
+	cb_pcpu_next = start + TORT_CB_PCPU_NS;
 	for (now = start; now < end && !sk_tort_stopping(T);
 	     now = sk_tort_now_ns()) {
 		usleep(TORT_TICK_US);
@@ -1039,6 +1098,10 @@ static int tort_run(const struct sk_tort_config *cfg,
 						     : TORT_STUTTER_RUN_NS);
 			if (!paused)
 				last_gp_ns = now; /* the pause is no stall */
+		}
+		if (cfg->cb_pcpu && now >= cb_pcpu_next) {
+			cb_pcpu_next = now + TORT_CB_PCPU_NS;
+			cb_pcpu_cycle(T, 1, 1);
 		}
 		if (now >= next_sample) {
 			unsigned long r = rss_kib();
@@ -1162,6 +1225,8 @@ static int tort_run(const struct sk_tort_config *cfg,
 					      : WTERMSIG(child_status));
 		}
 	}
+	if (cfg->cb_pcpu)
+		cb_pcpu_cycle(T, 0, 1); /* what is left goes to the default */
 	/* Flood callbacks and the scenario's own. */
 	if (ops->cb_barrier)
 		ops->cb_barrier();
@@ -1414,6 +1479,7 @@ static const struct tort_flag_opt {
 	{ "--busted", offsetof(struct sk_tort_config, busted) },
 	{ "--busted-qsbr", offsetof(struct sk_tort_config, busted_qsbr) },
 	{ "--busted-handshake", offsetof(struct sk_tort_config, busted_hs) },
+	{ "--cb-pcpu", offsetof(struct sk_tort_config, cb_pcpu) },
 	{ "--in-section", offsetof(struct sk_tort_config, in_section) },
 };
 

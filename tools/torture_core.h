@@ -177,6 +177,7 @@ struct sk_tort_config {
 	unsigned long nesting;
 	int sleep, churn, fork, flood, stutter, busted;
 	int busted_qsbr, busted_hs; /* broken library paths: must FAIL */
+	int cb_pcpu;	   /* per-CPU callback workers, cycled every second */
 	int in_section;	   /* rhash: updates inside read sections */
 	double fault_rate; /* rhash: fraction of failing allocations */
 	unsigned long rss_limit_mib;
@@ -382,7 +383,7 @@ void sk_tort_spin(struct sk_tort_rng *rng, unsigned long max);
  * Object recycling.  With a working primitive, a retired (poisoned)
  * object is free()d, so that ASan reports any later access.  With a busted
  * one, readers do access retired objects; they stay in a FIFO quarantine
- * of their thread and are reused from there (type-stable memory, as the
+ * of their thread (a locked one) and are reused from there (type-stable memory, as the
  * kernel's SLAB_TYPESAFE_BY_RCU), never returned to malloc before the end
  * of the run, so the run stays memory-safe while readers see the poison.
  */
@@ -392,6 +393,12 @@ struct sk_tort_pool {
 	void **ring; /* quarantine FIFO */
 	unsigned long cap, head, len;
 	unsigned long allocated, freed; /* for the leak check */
+	/*
+	 * Guards the quarantine when callbacks retire objects on other
+	 * threads than the owner's (--busted --cb-pcpu: the real callback
+	 * workers run them); only taken when reuse is set.
+	 */
+	pthread_mutex_t lock;
 };
 
 /*

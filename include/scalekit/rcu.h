@@ -407,10 +407,13 @@ SK_API void sk_cond_synchronize_rcu(unsigned long cookie);
  * Callbacks: struct sk_rcu_head is defined above.
  *
  * sk_call_rcu() - run fn(head) after a grace period, on the library's
- * callback worker thread (started on first use).  Callbacks queued by one
- * thread run in the order queued; one grace period serves a whole batch.
- * fn must not block for long, must not call sk_synchronize_rcu() or
- * sk_rcu_barrier(), and may call sk_call_rcu().
+ * callback worker thread (started on first use), or on the worker of the
+ * caller's CPU while per-CPU workers run (sk_rcu_cb_workers_create()).
+ * Callbacks queued by one thread run in the order queued (with per-CPU
+ * workers: while it stays on one CPU); one grace period serves a whole
+ * batch.  fn must not block for long, must not call sk_synchronize_rcu(),
+ * sk_rcu_barrier() or sk_rcu_cb_workers_create()/_destroy(), and may call
+ * sk_call_rcu().
  * Context: any thread, also inside a read section and inside a callback.
  * Wait-free: one atomic exchange on a per-thread queue; a thread with
  * many of its callbacks pending also yields the CPU once per call (more
@@ -441,6 +444,68 @@ SK_API int sk_call_rcu(struct sk_rcu_head *head,
  * Ordering: the callbacks' accesses happen before the return.
  */
 SK_API void sk_rcu_barrier(void);
+
+/*
+ * Per-CPU callback workers.  By default one worker thread runs every
+ * callback; a program whose callbacks free memory that its producers
+ * malloc()ed can instead have callbacks run near their producer:
+ * sk_rcu_cb_workers_create() starts one worker per CPU the caller may run
+ * on, pinned to that CPU, and from then on sk_call_rcu() and SK_FREE_RCU()
+ * push onto the queue of the CPU the caller runs on (sched_getcpu()); that
+ * CPU's worker waits for the grace period and runs them there, where the
+ * objects were just touched (liburcu's create_all_cpu_call_rcu_data()).
+ * The default worker stays: it runs the queues of CPUs without a worker,
+ * polled grace periods, and, after sk_rcu_cb_workers_destroy(), whatever
+ * is left on the per-CPU queues.
+ *
+ * Order: callbacks queued by one thread on one CPU run in the order
+ * queued; callbacks that a thread queued before and after the scheduler
+ * moved it to another CPU are not ordered with each other.
+ */
+
+/* Flag of sk_rcu_cb_workers_create(): do not pin the workers. */
+#define SK_RCU_CB_WORKERS_UNPINNED 1u
+
+/*
+ * sk_rcu_cb_workers_create() - start the per-CPU callback workers, one for
+ * each CPU in the caller's affinity mask, pinned to it unless flags has
+ * SK_RCU_CB_WORKERS_UNPINNED (then the scheduler places them; the queues
+ * are still per CPU).  Callbacks queued earlier stay where they are and
+ * run as before.
+ * Context: any thread except a callback (-EDEADLK).  Blocks: creates
+ * threads, and waits for a concurrent create or destroy.
+ * Ordering: a sk_call_rcu() that happens after the return uses the
+ * per-CPU queues (acquire/release on the mode word).
+ * Reclamation: unchanged (see sk_call_rcu()); sk_rcu_barrier() waits for
+ * the per-CPU queues too.
+ * Returns: 0; -EEXIST when the per-CPU workers run already; -EINVAL for
+ * unknown flags; -EDEADLK from a callback; -ENOMEM or -EAGAIN when memory
+ * or a thread is missing (then no per-CPU worker runs).
+ */
+SK_API int sk_rcu_cb_workers_create(unsigned flags);
+
+/*
+ * sk_rcu_cb_workers_destroy() - stop the per-CPU callback workers.
+ * Callbacks still on the per-CPU queues, or queued there by calls that
+ * overlap the destroy, are not lost: the default worker runs them, after
+ * their grace period, as usual.  The per-CPU queues (two cache lines per
+ * CPU) stay allocated for a later create.
+ * Context: any thread except a callback (-EDEADLK: it would wait for its
+ * own worker).  Blocks: waits for each worker to finish the batch it runs.
+ * Ordering: a sk_call_rcu() that happens after the return uses the
+ * calling thread's own queue again.
+ * Returns: 0, -ENOENT when no per-CPU worker runs, -EDEADLK.
+ */
+SK_API int sk_rcu_cb_workers_destroy(void);
+
+/*
+ * sk_rcu_cb_workers_running() - how many per-CPU workers run (0 when
+ * none: sk_call_rcu() uses the default worker); a snapshot, which a
+ * concurrent create or destroy may change at once.
+ * Context: any thread, also a callback.  Never blocks.
+ * Ordering: none.
+ */
+SK_API int sk_rcu_cb_workers_running(void);
 
 /* Queue free((char *)head - offset) after a grace period (SK_FREE_RCU). */
 SK_API int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset);

@@ -65,6 +65,17 @@ void sk__rcu_set_busted(int mode);
 struct sk_rcu_stats;
 int sk__rcu_cb_stats(struct sk_rcu_stats *st);
 
+/*
+ * Deliberately broken callback machinery, for the broken twins of the
+ * tests and of the torture tool (which declare this themselves; the
+ * shared library does not export it): SK__CB_BUSTED_BARRIER makes
+ * sk_rcu_barrier() skip the per-CPU queues, SK__CB_BUSTED_NO_GP makes the
+ * per-CPU workers run callbacks without waiting for a grace period.
+ * 0 restores the real thing.  Any thread.
+ */
+enum { SK__CB_BUSTED_BARRIER = 1, SK__CB_BUSTED_NO_GP = 2 };
+void sk__rcu_cb_set_busted(int what);
+
 /* Fork handling of the callback machinery (src/rcu_cb.c). */
 void sk__rcu_cb_atfork_prepare(void);
 void sk__rcu_cb_atfork_parent(void);
