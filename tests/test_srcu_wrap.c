@@ -5,7 +5,7 @@
  * on 64-bit and on 32-bit (ILP32, -m32) builds, where unsigned long wraps
  * at 2^32.
  *
- * White box: the hidden test hooks of src/srcu.c (declared here, in no
+ * White box: the hidden test hooks of src/srcu_*.c (declared here, in no
  * header) start a domain's grace-period numbers and the next domain gen
  * near a boundary; the reader-counter tests move the calling thread's own
  * slot counters (ABI fields of struct sk_srcu_slot, reached through the
@@ -32,7 +32,7 @@
 #include "sk_test.h"
 #include "sk_test_util.h"
 
-/* Test hooks of src/srcu.c (hidden: the tests link the static library). */
+/* Test hooks of src/srcu_*.c (hidden: the tests link the static library). */
 void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
 void sk__srcu_test_set_gen_next(uint64_t next);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Callback queues shared by RCU (src/rcu_cb.c) and SRCU (src/srcu.c): a
+ * Callback queues shared by RCU (src/rcu_cb.c) and SRCU (src/srcu_cb.c): a
  * wait-free multi-producer, single-consumer list of struct sk_rcu_head
  * with a sentinel, and the common rules for queueing and running a head.
  *

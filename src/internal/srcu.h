@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SRCU internals shared by src/srcu_*.c (never installed).
+ *
+ * Files: srcu_read.c (thread indexes, slots, read-side slow paths),
+ * srcu_gp.c (the grace-period state machine, synchronize, polled state),
+ * srcu_cb.c (callbacks, the worker thread, barrier, start_poll),
+ * srcu_domain.c (init, cleanup, fork, the process-wide state).
+ *
+ * SRCU: sleepable RCU domains.
+ *
+ * Counters.  Every thread that reads gets a small index (thread index,
+ * shared by all domains, recycled when the thread exits).  In each domain
+ * the index owns one slot, which the thread takes (binds) on its first
+ * section there, with a binding incarnation from one process-wide 15-bit
+ * counter (new for every binding): lock[2] and unlock[2], written only by
+ * the owner with a plain load and store, and remote[2], to which other
+ * threads add (atomic) when they end one of its sections.  A reader
+ * increments lock[i] where i is the low bit of d->idx; the unlock
+ * increments the counter of the same i.  Only sums over all slots matter,
+ * so a recycled slot simply keeps counting.  Threads without a slot
+ * (index space exhausted, out of memory) use d->shared with atomic adds.
+ *
+ * The idx a section returns is (binding incarnation << 16 | index << 1 |
+ * i), kept in the slot as its key, so an unlock tells the owner's own
+ * sections from those of an exited thread that had the same index, and
+ * from an idx the same thread got from another domain (whose slot has
+ * another incarnation); 0 and 1 name the shared counters.  Each thread
+ * caches its slot per domain in sk_srcu__tls (keyed by d->gen, which
+ * changes whenever the domain's slots are freed), so the fast paths never
+ * walk d->dir.
+ *
+ * Grace period (kernel SRCU's scan-flip-scan):
+ *   1. drain index i' = !(idx & 1): stale readers that picked up i' before
+ *      the previous flip;
+ *   2. flip idx, so new readers use i';
+ *   3. drain the old index.
+ * Draining index i: sum the unlock counts, heavy fence D, sum the lock
+ * counts; equal sums mean no reader holds a section on i.  The first check
+ * of a grace period covers both indexes at once: when both are balanced no
+ * reader holds any section and the grace period ends without the flip (one
+ * heavy fence); when only i' is, step 1 is done.  A domain with no live
+ * reader thread is recognized without any heavy fence (see gp_idle()).
+ *
+ * Barrier pairs:
+ *   B (reader, light, after lock[i]++)  - pairs with D: if the lock sum
+ *       missed the increment, the section's loads come after D and see
+ *       every update made before the grace period started.
+ *   C (reader, unlock[i] stored with release; remote ends a seq_cst
+ *       RMW) - pairs with D: a counted unlock means the section's
+ *       accesses are done (and its lock is counted, as the lock sum is
+ *       read after D).  No fence: nothing after the unlock needs
+ *       ordering, as readers never wake updaters (they poll).
+ *   N (reader, nchunks raised before the release CAS that publishes a
+ *       chunk) - pairs with the acquire of dir[k] by every user of the
+ *       chunk and with the scans' acquire of nchunks after D: a lock
+ *       counted in a chunk is never outside the scanned range.
+ *   P (binding thread, full barrier after binds++/nlive++) / Z (updater,
+ *       the full barrier before reading binds/nlive in gp_idle()) - store
+ *       buffering: either the updater sees the new thread, or the new
+ *       thread's sections see the updates.
+ *   X (exiting thread, nlive-- with release) - pairs with the acquire of
+ *       nlive in gp_idle(): an exited thread's counts are all visible.
+ *   S1 (caller, sk_smp_mb before the cookie) and E/F (full barriers around
+ *       the flip) order the updates, the scans and the flip.
+ *   W1, I (worker, full fences after its seq_cst stores of sleeping and
+ *       in_work) - store buffering with the producers' seq_cst RMW that
+ *       publishes work followed by their seq_cst load of sleeping or
+ *       in_work; G (gp_mutex holder, full fence after the unlock) pairs
+ *       with I.  Explicit fences: in C11 a seq_cst RMW orders no later
+ *       non-seq_cst load, so the RMW alone is not enough on weakly
+ *       ordered CPUs (ARMv8.0 without LSE, POWER).
+ *   Litmus tests (litmus/, see docs/litmus.md; smp_mb() stands for the
+ *   light and heavy fences, which the format cannot write):
+ *     B/D, P/Z      - SB+mbs.litmus.
+ *     C/D           - LB+rel+mb.litmus.
+ *     N, X          - MP+rel+acq.litmus.
+ *     W1, I, G      - SB+xchg+mb.litmus.
+ *     S1, E/F and all of the above end to end through the real grace
+ *     period: srcu-gp-before.litmus, srcu-gp-after.litmus,
+ *     srcu-deferred-free.litmus (fail with --busted),
+ *     srcu-two-domains.litmus, srcu-two-domains-both.litmus.
+ *
+ * Why a reader that picked up a stale idx cannot end a grace period early:
+ * it increments lock[i'] for an index being drained.  If the drain's lock
+ * sum counted it, the sums differ and the drain waits.  If not, the
+ * increment came after D (B/D pairing), so its section sees all updates
+ * from before the grace period: it is a new reader, not one the grace
+ * period must wait for.  It will be waited for by the next grace period's
+ * first drain, which scans exactly the index it used.  Each thread adds at
+ * most one such stale count before it reads the new idx, so the sums
+ * cannot be kept equal by stale counts.
+ *
+ * The worker thread runs callbacks and polled grace periods for every
+ * domain without blocking on any one of them: it advances each domain's
+ * state machine as far as the readers allow and moves on.  Readers never
+ * wake anyone (their fast paths would pay a fence and a load for it):
+ * updaters and the worker waiting for readers poll, with naps that double
+ * from SRCU_NAP_MIN_NS to SRCU_NAP_MAX_NS, so a grace period ends at most
+ * about as late again after the last reader left as it had already
+ * waited (capped at SRCU_NAP_MAX_NS).  A thread that held a domain's
+ * gp_mutex while the worker wanted it kicks the worker after.
+ *
+ * Counters on 32-bit (ILP32) targets, where unsigned long has 32 bits;
+ * every counter either compares correctly when it wraps or is 64-bit:
+ *   lock[], unlock[], remote[] (per slot, and shared): unsigned long, on
+ *       the read fast path.  Only sums compared for equality and
+ *       differences read as signed (balance checks, drained_mask()): exact
+ *       modulo 2^N while fewer than 2^(N-1) sections are open at once.
+ *   idle snapshot (idle_shared[], idle_owner_locks): equality of lock
+ *       counts alone would be fooled by 2^N sections between two grace
+ *       periods with one still open; gp_idle() also requires the ends
+ *       equal, read before the starts (shared_idle(), owner_idle()).
+ *   tag: incarnation in the top 16 bits, count below (16 bits on ILP32):
+ *       incremented inside its field (tag_count_add()), read modulo
+ *       2^SRCU_TAG_SHIFT as signed (sk_srcu_read_lock_held(): exact while
+ *       a thread has fewer than 2^15 sections of a domain open on ILP32).
+ *   binding incarnations, 15 bits on every target: wrap by design; a
+ *       reused one only blurs diagnostics (held tracking, unbalance and
+ *       foreign-idx detection), never the grace-period sums.
+ *   gen, gen_next: 64-bit (a reused gen would let a stale slot cache hit
+ *       freed memory); on the fast path an 8-byte atomic load on ILP32.
+ *   gp_started, gp_completed, poll_req, b_gp: 64-bit grace-period numbers,
+ *       never wrap; cookies are their truncation to unsigned long, compared
+ *       by difference (cookie_done()); the numbers skip those that
+ *       truncate to SK_RCU_COOKIE_COMPLETED.  On ILP32 a cookie kept
+ *       across 2^31 grace periods reads as not completed.
+ *   binds: 64-bit (the idle snapshot compares it for equality).
+ *   nlive, nchunks, thread indexes: bounded by SRCU_MAX_THREADS.
+ *   cb_queued, cb_invoked: only their difference (the backlog) is used,
+ *       read as signed.
+ *   idx: only its low bit is used.  stats_gps: a statistic, may wrap.
+ *   srcu.poke: a futex value compared for equality within one worker
+ *       round; 2^32 pokes in one round are not possible.
+ *
+ * Unbalanced unlocks: the unlock fast path compares the ends of the
+ * locker's sections (its own and those others ended for it) with its
+ * starts; as a second line, the heavy check of a grace period aborts on
+ * more ends than starts on an index, which correct use cannot show after
+ * D.
+ */
+#ifndef SCALEKIT_INTERNAL_SRCU_H
+#define SCALEKIT_INTERNAL_SRCU_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "scalekit/srcu.h"
+#include "internal/cbq.h"
+#include "internal/util.h"
+
+#define SRCU_MAX_THREADS (SK_SRCU_MAX_CHUNKS * SK_SRCU_CHUNK_SLOTS)
+
+/* idx layout: binding incarnation (15 bits) << 16 | thread index << 1 | i. */
+#define SRCU_T_BITS   15
+#define SRCU_T_MASK   ((1u << SRCU_T_BITS) - 1)
+#define SRCU_INC_MAX  0x7fffu
+/*
+ * slot->tag: binding incarnation in the top 16 bits | count (see
+ * slot_take()): 48 bits of count on LP64, 16 on ILP32.
+ */
+#define SRCU_TAG_SHIFT (__SIZEOF_LONG__ * 8 - 16)
+#define SRCU_TAG_COUNT ((1UL << SRCU_TAG_SHIFT) - 1)
+_Static_assert(SRCU_INC_MAX < 1UL << 16, "incarnation fits the tag");
+
+/* Drain checks (each cheap; a heavy fence only to confirm) before
+ * sleeping or yielding. */
+#define SRCU_SPIN_CHECKS 8
+/* Yields of an expedited worker drain before it comes back later. */
+#define SRCU_NONBLOCK_YIELDS 16
+/* Yields of sk_synchronize_srcu_expedited() before it naps as well. */
+#define SRCU_EXPEDITE_YIELDS 256
+/* Naps while readers hold a grace period: doubling between these. */
+#define SRCU_NAP_MIN_NS 20000ULL
+#define SRCU_NAP_MAX_NS 1000000ULL
+
+/* Backlog (callbacks of a domain) beyond which the worker expedites. */
+#define SRCU_CB_BACKLOG_EXPEDITE 10000UL
+/* Backlog beyond which a producer yields the CPU to the worker. */
+#define SRCU_CB_THROTTLE (1UL << 18)
+
+enum { DRAIN_NONBLOCK, DRAIN_NONBLOCK_EXP, DRAIN_SLEEP, DRAIN_EXPEDITE };
+enum { WORK_IDLE, WORK_PENDING, WORK_PROGRESS };
+
+/* A thread with an index: the domains where it took its slot. */
+struct srcu_thr {
+	unsigned int t;		/* thread index, 1-based (0: none) */
+	unsigned int n, cap;	/* bind[] entries used, allocated */
+	struct sk_srcu **bind;	/* domains whose slot t it owns */
+};
+
+/*
+ * Process-wide SRCU state (srcu_domain.c).  The thread registry part is
+ * used by srcu_read.c, the worker part by srcu_cb.c; one lock guards both.
+ */
+struct sk__srcu_global {
+	pthread_mutex_t lock; /* indexes, bindings, work list, worker start */
+	/* Thread registry. */
+	uint64_t used[SRCU_MAX_THREADS / 64]; /* thread indexes taken */
+	struct srcu_thr *thr[SRCU_MAX_THREADS]; /* owner of each index */
+	unsigned int next_inc;	/* last binding incarnation given */
+	pthread_key_t key;			/* frees the index at exit */
+	pthread_once_t once;
+	/* The worker. */
+	struct sk__link work;	  /* domains with work (d->work_link) */
+	struct sk_srcu *current;  /* domain the worker is processing */
+	pthread_cond_t idle_cv;	  /* signalled when current changes */
+	int worker_started;
+	int sleeping __attribute__((aligned(SK_CACHELINE))); /* worker */
+	int poke;					     /* futex */
+};
+extern struct sk__srcu_global sk__srcu;
+
+/* The calling thread's index and bindings (srcu_read.c). */
+extern __thread struct srcu_thr sk__srcu_my_thr;
+/* Nonzero on the worker thread (srcu_cb.c). */
+extern __thread int sk__srcu_in_worker;
+
+/* ---- srcu_read.c ---- */
+
+/* A new d->gen value (never 0 nor ~0, never reused). */
+uint64_t sk__srcu_gen_new(void);
+/* The existing slot of thread index t in d, or NULL. */
+struct sk_srcu_slot *sk__srcu_slot_find(struct sk_srcu *d, unsigned int t);
+/* The calling thread's slot in d if it took it, else NULL. */
+struct sk_srcu_slot *sk__srcu_my_slot(struct sk_srcu *d);
+/* Give up thread r's slots and index.  sk__srcu.lock held. */
+void sk__srcu_thr_release(struct srcu_thr *r);
+
+/* Sections entered on slot s, both indexes (owner's stores: relaxed). */
+static inline unsigned long slot_locks(struct sk_srcu_slot *s)
+{
+	return sk_atomic_load_relaxed(&s->lock[0]) +
+	       sk_atomic_load_relaxed(&s->lock[1]);
+}
+
+/* ---- srcu_gp.c ---- */
+
+/* Which indexes hold no reader (bit i: index i drained); see srcu_gp.c. */
+int sk__srcu_drained_mask(struct sk_srcu *d, int heavy);
+/* Number of a grace period that starts after the call (full barrier S1). */
+uint64_t sk__srcu_gp_snap(struct sk_srcu *d);
+/*
+ * Advance d's grace periods until target has completed.  gp_mutex held.
+ * Returns 1 when done, 0 when mode is nonblocking and readers remain.
+ */
+int sk__srcu_advance(struct sk_srcu *d, uint64_t target, int mode);
+/* Release gp_mutex; kicks the worker if it may have skipped d. */
+void sk__srcu_gp_unlock(struct sk_srcu *d);
+/* A polled grace period of d is pending. */
+int sk__srcu_poll_pending(struct sk_srcu *d);
+
+/* Grace period number target has completed (acquire: pairs with
+ * gp_complete()'s release). */
+static inline int gp_done(struct sk_srcu *d, uint64_t target)
+{
+	return sk_atomic_load_acquire(&d->gp_completed) >= target;
+}
+
+/* ---- srcu_cb.c ---- */
+
+/* A domain's gp_mutex was released: wake the worker (see srcu_cb.c). */
+void sk__srcu_worker_kick(void);
+
+#endif /* SCALEKIT_INTERNAL_SRCU_H */
