@@ -46,22 +46,23 @@ void sk__srcu_worker_kick(void)
 /* Work the worker could do on d now, without waiting for anyone. */
 static int work_visible(struct sk_srcu *d)
 {
-	if (d->busy_skip)
+	if (d->state->busy_skip)
 		return 0; /* the gp_mutex holder kicks us (sk__srcu_gp_unlock()) */
-	if (!sk__wfq_empty(&d->cbq))
+	if (!sk__wfq_empty(&d->state->cbq))
 		return 1;
-	if (!d->b_first && !sk__srcu_poll_pending(d))
+	if (!d->state->b_first && !sk__srcu_poll_pending(d))
 		return 0;
 	/* Blocked on readers: the worker's next timed check. */
-	return !d->blocked;
+	return !d->state->blocked;
 }
 
 static void barrier_cb(struct sk_rcu_head *h)
 {
-	struct sk_srcu *d = SK_CONTAINER_OF(h, struct sk_srcu, barrier_head);
+	struct sk_srcu__state *st =
+		SK_CONTAINER_OF(h, struct sk_srcu__state, barrier_head);
 
-	sk_atomic_store_release(&d->barrier_done, 1);
-	sk__futex_wake(&d->barrier_done, 1);
+	sk_atomic_store_release(&st->barrier_done, 1);
+	sk__futex_wake(&st->barrier_done, 1);
 }
 
 /* One step of the worker on d. */
@@ -76,7 +77,7 @@ static int process(struct sk_srcu *d)
 	 * Consume the announcements (in_work 2 -> 1) before looking at the
 	 * work: work announced later makes the unlisting CAS fail.
 	 */
-	sk_atomic_xchg(&d->in_work, 1);
+	sk_atomic_xchg(&d->state->in_work, 1);
 	/*
 	 * I: in_work stored before the loads of the work and the trylock's
 	 * load of the mutex (store buffering: in C11 a seq_cst RMW does not
@@ -87,52 +88,52 @@ static int process(struct sk_srcu *d)
 	 * sk__srcu_gp_unlock().
 	 */
 	sk_smp_mb();
-	if (pthread_mutex_trylock(&d->gp_mutex) != 0) {
+	if (pthread_mutex_trylock(&d->state->gp_mutex) != 0) {
 		/* Its holder kicks us on release (sk__srcu_gp_unlock()). */
-		d->busy_skip = 1;
+		d->state->busy_skip = 1;
 		return WORK_PENDING;
 	}
-	d->busy_skip = 0;
-	if (!d->b_first && sk__wfq_take(&d->cbq, &d->b_first, &d->b_last))
-		d->b_gp = sk__srcu_gp_snap(d);
-	if (d->b_first)
-		want = d->b_gp;
-	req = sk_atomic_load_acquire(&d->poll_req);
+	d->state->busy_skip = 0;
+	if (!d->state->b_first && sk__wfq_take(&d->state->cbq, &d->state->b_first, &d->state->b_last))
+		d->state->b_gp = sk__srcu_gp_snap(d);
+	if (d->state->b_first)
+		want = d->state->b_gp;
+	req = sk_atomic_load_acquire(&d->state->poll_req);
 	if (!gp_done(d, req) && (!want || req > want))
 		want = req;
 	/* Modular difference, signed: exact across the counters' wrap. */
-	backlog = sk_atomic_load_relaxed(&d->cb_queued) - d->cb_invoked;
+	backlog = sk_atomic_load_relaxed(&d->state->cb_queued) - d->state->cb_invoked;
 	/* Blocked: readers hold want; the worker checks again after a nap. */
-	d->blocked = want &&
+	d->state->blocked = want &&
 		     !sk__srcu_advance(d, want,
 			      (long)backlog > (long)SRCU_CB_BACKLOG_EXPEDITE
 				      ? DRAIN_NONBLOCK_EXP
 				      : DRAIN_NONBLOCK);
-	if (d->b_first && gp_done(d, d->b_gp)) {
-		first = d->b_first;
-		last = d->b_last;
+	if (d->state->b_first && gp_done(d, d->state->b_gp)) {
+		first = d->state->b_first;
+		last = d->state->b_last;
 		/* sk_srcu_barrier() waits for this batch too (bug: it used
 		 * to see nothing pending while the batch ran). */
-		sk_atomic_store_relaxed(&d->cb_running, 1);
-		sk_atomic_store_relaxed(&d->b_first,
+		sk_atomic_store_relaxed(&d->state->cb_running, 1);
+		sk_atomic_store_relaxed(&d->state->b_first,
 					(struct sk_rcu_head *)NULL);
-		d->b_last = NULL;
+		d->state->b_last = NULL;
 	}
-	pending = d->b_first || sk__srcu_poll_pending(d) || !sk__wfq_empty(&d->cbq);
-	pthread_mutex_unlock(&d->gp_mutex);
+	pending = d->state->b_first || sk__srcu_poll_pending(d) || !sk__wfq_empty(&d->state->cbq);
+	pthread_mutex_unlock(&d->state->gp_mutex);
 
 	for (h = first; h; h = next) {
 		next = sk__wfq_next(h, last);
-		if (h != &d->barrier_head)
+		if (h != &d->state->barrier_head)
 			n++;
 		sk__cb_invoke(h);
 	}
 	if (!first)
 		return pending ? WORK_PENDING : WORK_IDLE;
 	/* Release: the producers' backlog estimate after the runs. */
-	sk_atomic_store_release(&d->cb_invoked, d->cb_invoked + n);
+	sk_atomic_store_release(&d->state->cb_invoked, d->state->cb_invoked + n);
 	/* Release: pairs with the acquire in sk_srcu_barrier(). */
-	sk_atomic_store_release(&d->cb_running, 0);
+	sk_atomic_store_release(&d->state->cb_running, 0);
 	return WORK_PROGRESS;
 }
 
@@ -145,11 +146,10 @@ static int any_work_visible(int *blocked)
 	*blocked = 0;
 	pthread_mutex_lock(&sk__srcu.lock);
 	for (l = sk__srcu.work.next; l != &sk__srcu.work && !vis; l = l->next) {
-		struct sk_srcu *d = SK_CONTAINER_OF(l, struct sk_srcu,
-						    work_link);
+		struct sk_srcu *d = srcu_of_link(l);
 
 		vis = work_visible(d);
-		*blocked |= d->blocked;
+		*blocked |= d->state->blocked;
 	}
 	pthread_mutex_unlock(&sk__srcu.lock);
 	return vis;
@@ -173,12 +173,11 @@ static void *worker_main(void *arg)
 			len++;
 		/* Visit each listed domain once, rotating the list. */
 		for (n = 0; n < len && !sk__link_empty(&sk__srcu.work); n++) {
-			struct sk_srcu *d = SK_CONTAINER_OF(
-				sk__srcu.work.next, struct sk_srcu, work_link);
+			struct sk_srcu *d = srcu_of_link(sk__srcu.work.next);
 			int st;
 
-			sk__link_del(&d->work_link);
-			sk__link_add_tail(&d->work_link, &sk__srcu.work);
+			sk__link_del(&d->state->work_link);
+			sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
 			sk__srcu.current = d;
 			pthread_mutex_unlock(&sk__srcu.lock);
 			st = process(d);
@@ -196,8 +195,8 @@ static void *worker_main(void *arg)
 				 * window where a request is pending and
 				 * in_work reads 0).
 				 */
-				if (sk_atomic_cmpxchg(&d->in_work, &one, 0))
-					sk__link_del(&d->work_link);
+				if (sk_atomic_cmpxchg(&d->state->in_work, &one, 0))
+					sk__link_del(&d->state->work_link);
 			}
 		}
 		pthread_mutex_unlock(&sk__srcu.lock);
@@ -266,10 +265,10 @@ static void mark_work(struct sk_srcu *d)
 	 * I in process().  An announcement still unconsumed (2) covers ours,
 	 * as process() consumes it before looking at the work.
 	 */
-	if (__atomic_load_n(&d->in_work, __ATOMIC_SEQ_CST) != 2 &&
-	    sk_atomic_xchg(&d->in_work, 2) == 0) {
+	if (__atomic_load_n(&d->state->in_work, __ATOMIC_SEQ_CST) != 2 &&
+	    sk_atomic_xchg(&d->state->in_work, 2) == 0) {
 		pthread_mutex_lock(&sk__srcu.lock);
-		sk__link_add_tail(&d->work_link, &sk__srcu.work);
+		sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
 		pthread_mutex_unlock(&sk__srcu.lock);
 	}
 	worker_poke();
@@ -283,15 +282,16 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 
 	if (!d)
 		return -EINVAL;
+	sk__srcu_ready(d, "sk_call_srcu()");
 	err = worker_ensure();
 	if (err)
 		return err;
 	err = sk__cb_prepare(head, fn, "sk_call_srcu()");
 	if (err)
 		return err;
-	sk__wfq_push(&d->cbq, head);
-	backlog = sk_atomic_fetch_add_relaxed(&d->cb_queued, 1UL) + 1 -
-		  sk_atomic_load_relaxed(&d->cb_invoked);
+	sk__wfq_push(&d->state->cbq, head);
+	backlog = sk_atomic_fetch_add_relaxed(&d->state->cb_queued, 1UL) + 1 -
+		  sk_atomic_load_relaxed(&d->state->cb_invoked);
 	mark_work(d);
 	/*
 	 * Forward progress under a flood: a producer far ahead of the worker
@@ -305,10 +305,13 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 
 unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d)
 {
-	uint64_t want = sk__srcu_gp_snap(d);
-	uint64_t cur = sk_atomic_load_relaxed(&d->poll_req);
+	uint64_t want, cur;
 
-	while (want > cur && !sk_atomic_cmpxchg(&d->poll_req, &cur, want))
+	sk__srcu_ready(d, "sk_start_poll_synchronize_srcu()");
+	want = sk__srcu_gp_snap(d);
+	cur = sk_atomic_load_relaxed(&d->state->poll_req);
+
+	while (want > cur && !sk_atomic_cmpxchg(&d->state->poll_req, &cur, want))
 		;
 	if (worker_ensure() == 0)
 		mark_work(d);
@@ -319,6 +322,7 @@ void sk_srcu_barrier(struct sk_srcu *d)
 {
 	int pending;
 
+	sk__srcu_ready(d, "sk_srcu_barrier()");
 	if (sk__srcu_in_worker)
 		sk__die("sk_srcu_barrier() called from an SRCU callback: it "
 			"would wait for itself forever");
@@ -327,28 +331,28 @@ void sk_srcu_barrier(struct sk_srcu *d)
 			"section of the same SRCU domain %p: it would wait for "
 			"itself forever",
 			(void *)d);
-	pthread_mutex_lock(&d->barrier_mutex);
-	pthread_mutex_lock(&d->gp_mutex);
+	pthread_mutex_lock(&d->state->barrier_mutex);
+	pthread_mutex_lock(&d->state->gp_mutex);
 	/* Acquire of cb_running: pairs with the worker's release after a
 	 * batch it detached has run. */
-	pending = !sk__wfq_empty(&d->cbq) || d->b_first ||
-		  sk_atomic_load_acquire(&d->cb_running);
+	pending = !sk__wfq_empty(&d->state->cbq) || d->state->b_first ||
+		  sk_atomic_load_acquire(&d->state->cb_running);
 	sk__srcu_gp_unlock(d);
 	if (pending) {
-		d->barrier_done = 0;
-		d->barrier_head.state_ = SK__CB_DONE;
+		d->state->barrier_done = 0;
+		d->state->barrier_head.state_ = SK__CB_DONE;
 		/*
 		 * The worker runs the batch in flight to its end before it
 		 * takes the queue again, so the barrier head runs after it.
 		 */
 		if (worker_ensure() == 0 &&
-		    sk__cb_prepare(&d->barrier_head, barrier_cb,
+		    sk__cb_prepare(&d->state->barrier_head, barrier_cb,
 				   "sk_srcu_barrier()") == 0) {
-			sk__wfq_push(&d->cbq, &d->barrier_head);
+			sk__wfq_push(&d->state->cbq, &d->state->barrier_head);
 			mark_work(d);
-			while (!sk_atomic_load_acquire(&d->barrier_done))
-				sk__futex_wait(&d->barrier_done, 0);
+			while (!sk_atomic_load_acquire(&d->state->barrier_done))
+				sk__futex_wait(&d->state->barrier_done, 0);
 		}
 	}
-	pthread_mutex_unlock(&d->barrier_mutex);
+	pthread_mutex_unlock(&d->state->barrier_mutex);
 }

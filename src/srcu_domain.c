@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +22,60 @@ struct sk__srcu_global sk__srcu = {
 
 /* ---- domains ------------------------------------------------------------- */
 
+void sk__srcu_state_setup(struct sk_srcu *d, struct sk_srcu__state *st)
+{
+	st->dom = d;
+	pthread_mutex_init(&st->gp_mutex, NULL);
+	pthread_mutex_init(&st->barrier_mutex, NULL);
+	sk__wfq_init(&st->cbq);
+	sk__link_init(&st->work_link);
+}
+
+_Static_assert(sizeof(struct sk_srcu__state) <= sizeof(struct sk_srcu__store),
+	       "SK_SRCU__STATE_BYTES holds the private state");
+_Static_assert(_Alignof(struct sk_srcu__state) <=
+		       _Alignof(struct sk_srcu__store),
+	       "struct sk_srcu__store is aligned for the private state");
+
+void sk__srcu_ready(struct sk_srcu *d, const char *fn)
+{
+	struct sk_srcu__state *st = d->state;
+	int r;
+
+	if (SK_UNLIKELY(!st))
+		sk__die("%s on SRCU domain %p, which sk_srcu_cleanup() "
+			"released: call sk_srcu_init() first",
+			fn, (void *)d);
+	r = sk_atomic_load_acquire(&st->ready);
+	if (SK_LIKELY(r == 2))
+		return;
+	/* Zeroed static storage: the first caller sets it up. */
+	if (r == 0 && sk_atomic_cmpxchg(&st->ready, &r, 1)) {
+		sk__srcu_state_setup(d, st);
+		/* Release: the setup before any use; pairs with the acquire
+		 * above. */
+		sk_atomic_store_release(&st->ready, 2);
+		return;
+	}
+	while (sk_atomic_load_acquire(&st->ready) != 2)
+		sched_yield(); /* another thread is setting it up */
+}
+
 int sk_srcu_init(struct sk_srcu *d)
 {
+	struct sk_srcu__state *st;
+
 	if (!d || (uintptr_t)d % SK_CACHELINE)
 		return -EINVAL;
+	st = aligned_alloc(SK_CACHELINE, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	memset(st, 0, sizeof(*st));
 	memset(d, 0, sizeof(*d));
-	pthread_mutex_init(&d->gp_mutex, NULL);
-	pthread_mutex_init(&d->barrier_mutex, NULL);
-	sk__wfq_init(&d->cbq);
-	sk__link_init(&d->work_link);
+	sk__srcu_state_setup(d, st);
+	st->owned = 1;
+	st->ready = 2;
+	d->state = st;
 	/* A new key: slot caches of an earlier life at this address miss. */
 	d->gen = sk__srcu_gen_new();
 	return 0;
@@ -40,8 +86,8 @@ static void unbind_all(struct sk_srcu *d)
 {
 	unsigned int k, i, j;
 
-	for (k = 0; d->dir && k < d->nchunks; k++) {
-		struct sk_srcu_slot *ch = d->dir[k];
+	for (k = 0; d->state->dir && k < d->state->nchunks; k++) {
+		struct sk_srcu_slot *ch = d->state->dir[k];
 
 		for (i = 0; ch && i < SK_SRCU_CHUNK_SLOTS; i++) {
 			unsigned int t = k * SK_SRCU_CHUNK_SLOTS + i + 1;
@@ -68,8 +114,8 @@ static void unbind_all(struct sk_srcu *d)
  */
 static const char *cleanup_refusal(struct sk_srcu *d)
 {
-	if (!sk__wfq_empty(&d->cbq) || d->b_first ||
-	    sk_atomic_load_acquire(&d->cb_running))
+	if (!sk__wfq_empty(&d->state->cbq) || d->state->b_first ||
+	    sk_atomic_load_acquire(&d->state->cb_running))
 		return "callbacks pending (call sk_srcu_barrier() first)";
 	if (sk__srcu_poll_pending(d))
 		return "a polled grace period pending";
@@ -94,6 +140,9 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 
 	if (!d)
 		return -EINVAL;
+	if (!d->state)
+		return 0; /* released already */
+	sk__srcu_ready(d, "sk_srcu_cleanup()");
 	/*
 	 * From a callback of d (the worker's own read of sk__srcu.current): its
 	 * batch is pending, and waiting for the worker to leave d below
@@ -102,7 +151,7 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 	if (sk__srcu_in_worker && sk__srcu.current == d)
 		return cleanup_refused(
 			d, "called from one of its callbacks (callbacks pending)");
-	pthread_mutex_lock(&d->gp_mutex);
+	pthread_mutex_lock(&d->state->gp_mutex);
 	/*
 	 * Let the worker finish with d first: a batch it detached may still
 	 * be running (a barrier returns from within it).  It cannot start
@@ -118,9 +167,9 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 		pthread_mutex_lock(&sk__srcu.lock);
 		while (sk__srcu.current == d)
 			pthread_cond_wait(&sk__srcu.idle_cv, &sk__srcu.lock);
-		if (d->in_work) {
-			sk__link_del(&d->work_link);
-			d->in_work = 0;
+		if (d->state->in_work) {
+			sk__link_del(&d->state->work_link);
+			d->state->in_work = 0;
 		}
 		unbind_all(d);
 		pthread_mutex_unlock(&sk__srcu.lock);
@@ -135,14 +184,20 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 		return cleanup_refused(d, why);
 	/* Every thread's slot cache misses from now on. */
 	sk_atomic_store_relaxed(&d->gen, sk__srcu_gen_new());
-	for (k = 0; d->dir && k < SK_SRCU_MAX_CHUNKS; k++)
-		free(d->dir[k]);
-	free(d->dir);
-	d->dir = NULL;
-	d->nchunks = 0;
-	sk_atomic_store_relaxed(&d->nlive, 0UL);
-	d->idle_valid = 0;
-	d->idle_owner = NULL;
+	for (k = 0; d->state->dir && k < SK_SRCU_MAX_CHUNKS; k++)
+		free(d->state->dir[k]);
+	free(d->state->dir);
+	d->state->dir = NULL;
+	d->state->nchunks = 0;
+	sk_atomic_store_relaxed(&d->state->nlive, 0UL);
+	d->state->idle_valid = 0;
+	d->state->idle_owner = NULL;
+	if (d->state->owned) {
+		pthread_mutex_destroy(&d->state->gp_mutex);
+		pthread_mutex_destroy(&d->state->barrier_mutex);
+		free(d->state);
+		d->state = NULL;
+	}
 	return 0;
 }
 
@@ -181,20 +236,19 @@ static void atfork_child(void)
 				~((uint64_t)1 << ((t - 1) % 64));
 	}
 	while (!sk__link_empty(&sk__srcu.work)) {
-		struct sk_srcu *d = SK_CONTAINER_OF(sk__srcu.work.next,
-						    struct sk_srcu, work_link);
+		struct sk_srcu *d = srcu_of_link(sk__srcu.work.next);
 
-		sk__link_del(&d->work_link);
+		sk__link_del(&d->state->work_link);
 		if (d == sk__srcu.current) /* the worker may have held it */
-			pthread_mutex_init(&d->gp_mutex, NULL);
-		pthread_mutex_init(&d->barrier_mutex, NULL);
+			pthread_mutex_init(&d->state->gp_mutex, NULL);
+		pthread_mutex_init(&d->state->barrier_mutex, NULL);
 		/* Dropped; they read as not queued here (sk__cb_fork_gen). */
-		sk__wfq_init(&d->cbq);
-		d->b_first = d->b_last = NULL;
-		d->cb_running = 0;
-		d->busy_skip = 0;
-		d->cb_queued = d->cb_invoked = 0;
-		d->in_work = 0;
+		sk__wfq_init(&d->state->cbq);
+		d->state->b_first = d->state->b_last = NULL;
+		d->state->cb_running = 0;
+		d->state->busy_skip = 0;
+		d->state->cb_queued = d->state->cb_invoked = 0;
+		d->state->in_work = 0;
 	}
 	/* Taken by this thread in atfork_prepare(): unlock, not re-init. */
 	pthread_mutex_unlock(&sk__srcu.lock);

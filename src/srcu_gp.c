@@ -27,17 +27,17 @@ static void __attribute__((noreturn)) die_unbalanced_gp(struct sk_srcu *d,
  */
 static void sums(struct sk_srcu *d, int which, unsigned long out[2])
 {
-	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->dir);
-	unsigned int k, n = sk_atomic_load_acquire(&d->nchunks);
+	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->state->dir);
+	unsigned int k, n = sk_atomic_load_acquire(&d->state->nchunks);
 	unsigned long s0, s1;
 	int i;
 
 	if (which) {
-		s0 = sk_atomic_load_relaxed(&d->shared.unlock[0]);
-		s1 = sk_atomic_load_relaxed(&d->shared.unlock[1]);
+		s0 = sk_atomic_load_relaxed(&d->state->shared.unlock[0]);
+		s1 = sk_atomic_load_relaxed(&d->state->shared.unlock[1]);
 	} else {
-		s0 = sk_atomic_load_relaxed(&d->shared.lock[0]);
-		s1 = sk_atomic_load_relaxed(&d->shared.lock[1]);
+		s0 = sk_atomic_load_relaxed(&d->state->shared.lock[0]);
+		s1 = sk_atomic_load_relaxed(&d->state->shared.lock[1]);
 	}
 	for (k = 0; dir && k < n; k++) {
 		struct sk_srcu_slot *ch = sk_atomic_load_acquire(&dir[k]);
@@ -112,10 +112,10 @@ struct idle_view {
 static void idle_view(struct sk_srcu *d, struct idle_view *v)
 {
 	/* X: acquire, so exited threads' counts are visible. */
-	v->nlive = sk_atomic_load_acquire(&d->nlive);
-	v->binds = sk_atomic_load_acquire(&d->binds);
-	v->shared[0] = sk_atomic_load_acquire(&d->shared.lock[0]);
-	v->shared[1] = sk_atomic_load_acquire(&d->shared.lock[1]);
+	v->nlive = sk_atomic_load_acquire(&d->state->nlive);
+	v->binds = sk_atomic_load_acquire(&d->state->binds);
+	v->shared[0] = sk_atomic_load_acquire(&d->state->shared.lock[0]);
+	v->shared[1] = sk_atomic_load_acquire(&d->state->shared.lock[1]);
 	v->me = v->nlive ? sk__srcu_my_slot(d) : NULL;
 }
 
@@ -139,12 +139,12 @@ static int shared_idle(struct sk_srcu *d)
 	int i;
 
 	for (i = 0; i < 2; i++)
-		if (sk_atomic_load_acquire(&d->shared.unlock[i]) !=
-		    d->idle_shared[i])
+		if (sk_atomic_load_acquire(&d->state->shared.unlock[i]) !=
+		    d->state->idle_shared[i])
 			return 0;
 	for (i = 0; i < 2; i++)
-		if (sk_atomic_load_acquire(&d->shared.lock[i]) !=
-		    d->idle_shared[i])
+		if (sk_atomic_load_acquire(&d->state->shared.lock[i]) !=
+		    d->state->idle_shared[i])
 			return 0;
 	return 1;
 }
@@ -158,16 +158,16 @@ static int shared_idle(struct sk_srcu *d)
  */
 static int owner_idle(struct sk_srcu *d)
 {
-	struct sk_srcu_slot *s = d->idle_owner;
+	struct sk_srcu_slot *s = d->state->idle_owner;
 
 	if (!s)
 		return 1;
-	return slot_locks(s) == d->idle_owner_locks &&
+	return slot_locks(s) == d->state->idle_owner_locks &&
 	       sk_atomic_load_relaxed(&s->unlock[0]) +
 			       sk_atomic_load_relaxed(&s->unlock[1]) +
 			       sk_atomic_load_acquire(&s->remote[0]) +
 			       sk_atomic_load_acquire(&s->remote[1]) ==
-		       d->idle_owner_locks;
+		       d->state->idle_owner_locks;
 }
 
 /*
@@ -185,11 +185,11 @@ static int gp_idle(struct sk_srcu *d)
 {
 	struct idle_view v;
 
-	if (!d->idle_valid)
+	if (!d->state->idle_valid)
 		return 0;
 	idle_view(d, &v);
-	if (v.binds != d->idle_binds || !only_caller_lives(&v) ||
-	    (v.me && v.me != d->idle_owner) || !shared_idle(d) ||
+	if (v.binds != d->state->idle_binds || !only_caller_lives(&v) ||
+	    (v.me && v.me != d->state->idle_owner) || !shared_idle(d) ||
 	    !owner_idle(d))
 		return 0;
 	SK_TSAN_ACQUIRE(d);
@@ -209,7 +209,7 @@ static int gp_first_check(struct sk_srcu *d)
 	struct idle_view v0, v1;
 	int mask;
 
-	d->idle_valid = 0;
+	d->state->idle_valid = 0;
 	idle_view(d, &v0);
 	mask = sk__srcu_drained_mask(d, 1);
 	if (mask != 3 || !only_caller_lives(&v0))
@@ -220,12 +220,12 @@ static int gp_first_check(struct sk_srcu *d)
 	if (v1.nlive == v0.nlive && v1.binds == v0.binds &&
 	    v1.shared[0] == v0.shared[0] && v1.shared[1] == v0.shared[1] &&
 	    v1.me == v0.me) {
-		d->idle_binds = v0.binds;
-		d->idle_shared[0] = v0.shared[0];
-		d->idle_shared[1] = v0.shared[1];
-		d->idle_owner = v0.me;
-		d->idle_owner_locks = v0.me ? slot_locks(v0.me) : 0;
-		d->idle_valid = 1;
+		d->state->idle_binds = v0.binds;
+		d->state->idle_shared[0] = v0.shared[0];
+		d->state->idle_shared[1] = v0.shared[1];
+		d->state->idle_owner = v0.me;
+		d->state->idle_owner_locks = v0.me ? slot_locks(v0.me) : 0;
+		d->state->idle_valid = 1;
 	}
 	return mask;
 }
@@ -295,7 +295,7 @@ static uint64_t gp_next(uint64_t n)
 static int cookie_done(struct sk_srcu *d, unsigned long cookie)
 {
 	unsigned long c = (unsigned long)sk_atomic_load_acquire(
-		&d->gp_completed);
+		&d->state->gp_completed);
 
 	return cookie == SK_RCU_COOKIE_COMPLETED || (long)(c - cookie) >= 0;
 }
@@ -305,7 +305,7 @@ uint64_t sk__srcu_gp_snap(struct sk_srcu *d)
 {
 	/* S1: the caller's updates before the snapshot. */
 	sk_smp_mb();
-	return gp_next(sk_atomic_load_acquire(&d->gp_started));
+	return gp_next(sk_atomic_load_acquire(&d->state->gp_started));
 }
 
 static void gp_flip(struct sk_srcu *d)
@@ -315,15 +315,15 @@ static void gp_flip(struct sk_srcu *d)
 	sk_atomic_store_relaxed(&d->idx, d->idx + 1);
 	/* F: the flip before draining the old index. */
 	sk_smp_mb();
-	d->gp_phase = 2;
+	d->state->gp_phase = 2;
 }
 
 static void gp_complete(struct sk_srcu *d)
 {
-	d->gp_phase = 0;
-	d->stats_gps++;
+	d->state->gp_phase = 0;
+	d->state->stats_gps++;
 	/* Release: pairs with the acquire in gp_done(). */
-	sk_atomic_store_release(&d->gp_completed, d->gp_started);
+	sk_atomic_store_release(&d->state->gp_completed, d->state->gp_started);
 }
 
 /*
@@ -333,12 +333,12 @@ static void gp_complete(struct sk_srcu *d)
 int sk__srcu_advance(struct sk_srcu *d, uint64_t target, int mode)
 {
 	while (!gp_done(d, target)) {
-		if (d->gp_phase == 0) {
+		if (d->state->gp_phase == 0) {
 			int mask;
 
-			sk_atomic_store_relaxed(&d->gp_started,
-						gp_next(d->gp_started));
-			d->gp_phase = 1;
+			sk_atomic_store_relaxed(&d->state->gp_started,
+						gp_next(d->state->gp_started));
+			d->state->gp_phase = 1;
 			/* Orders the start (and updates) before the checks. */
 			sk_smp_mb();
 			if (gp_idle(d)) {
@@ -354,7 +354,7 @@ int sk__srcu_advance(struct sk_srcu *d, uint64_t target, int mode)
 			if (mask >> ((d->idx & 1) ^ 1) & 1)
 				gp_flip(d); /* step 1 done */
 		}
-		if (d->gp_phase == 1) {
+		if (d->state->gp_phase == 1) {
 			if (!drain(d, (int)(d->idx & 1) ^ 1, mode))
 				return 0;
 			gp_flip(d);
@@ -368,13 +368,13 @@ int sk__srcu_advance(struct sk_srcu *d, uint64_t target, int mode)
 
 int sk__srcu_poll_pending(struct sk_srcu *d)
 {
-	return !gp_done(d, sk_atomic_load_acquire(&d->poll_req));
+	return !gp_done(d, sk_atomic_load_acquire(&d->state->poll_req));
 }
 
 /* Release gp_mutex; the worker may have skipped d while we held it. */
 void sk__srcu_gp_unlock(struct sk_srcu *d)
 {
-	pthread_mutex_unlock(&d->gp_mutex);
+	pthread_mutex_unlock(&d->state->gp_mutex);
 	/*
 	 * G: the unlock before the load of in_work (store buffering; the
 	 * unlock is only a release, which orders no later load); pairs with
@@ -382,7 +382,7 @@ void sk__srcu_gp_unlock(struct sk_srcu *d)
 	 * the in_work it stored before trying and kick it.
 	 */
 	sk_smp_mb();
-	if (__atomic_load_n(&d->in_work, __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&d->state->in_work, __ATOMIC_SEQ_CST))
 		sk__srcu_worker_kick();
 }
 
@@ -390,12 +390,13 @@ static void synchronize(struct sk_srcu *d, int mode, const char *fn)
 {
 	uint64_t target;
 
+	sk__srcu_ready(d, fn);
 	if (sk_srcu_read_lock_held(d))
 		sk__die("%s called inside a read-side critical section of the "
 			"same SRCU domain %p: it would wait for itself forever",
 			fn, (void *)d);
 	target = sk__srcu_gp_snap(d);
-	pthread_mutex_lock(&d->gp_mutex);
+	pthread_mutex_lock(&d->state->gp_mutex);
 	sk__srcu_advance(d, target, mode);
 	sk__srcu_gp_unlock(d);
 }
@@ -412,11 +413,21 @@ void sk_synchronize_srcu_expedited(struct sk_srcu *d)
 
 unsigned long sk_get_state_synchronize_srcu(struct sk_srcu *d)
 {
+	sk__srcu_ready(d, "sk_get_state_synchronize_srcu()");
 	return (unsigned long)sk__srcu_gp_snap(d);
 }
 
 int sk_poll_state_synchronize_srcu(struct sk_srcu *d, unsigned long cookie)
 {
+	/*
+	 * Released by sk_srcu_cleanup(): it found no reader inside a section
+	 * and none may start one since, so every grace period has elapsed.
+	 */
+	if (!d->state) {
+		sk_smp_mb(); /* as below */
+		return 1;
+	}
+	sk__srcu_ready(d, "sk_poll_state_synchronize_srcu()");
 	if (!cookie_done(d, cookie))
 		return 0;
 	/* Later frees after the observed completion. */
@@ -435,10 +446,11 @@ void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
 
 void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq)
 {
-	pthread_mutex_lock(&d->gp_mutex);
-	sk_atomic_store_relaxed(&d->gp_started, seq);
-	sk_atomic_store_relaxed(&d->poll_req, seq);
-	sk_atomic_store_release(&d->gp_completed, seq);
+	sk__srcu_ready(d, "sk__srcu_test_set_seq()");
+	pthread_mutex_lock(&d->state->gp_mutex);
+	sk_atomic_store_relaxed(&d->state->gp_started, seq);
+	sk_atomic_store_relaxed(&d->state->poll_req, seq);
+	sk_atomic_store_release(&d->state->gp_completed, seq);
 	sk__srcu_gp_unlock(d);
 }
 #endif

@@ -57,7 +57,7 @@ void sk__srcu_thr_release(struct srcu_thr *r)
 		 * X: this thread's counter stores before the decrement;
 		 * pairs with the acquire of nlive in gp_idle().
 		 */
-		__atomic_fetch_sub(&d->nlive, 1UL, __ATOMIC_RELEASE);
+		__atomic_fetch_sub(&d->state->nlive, 1UL, __ATOMIC_RELEASE);
 	}
 	free(r->bind);
 	r->bind = NULL;
@@ -134,7 +134,7 @@ static uint64_t domain_gen(struct sk_srcu *d)
 static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 {
 	unsigned int k = (t - 1) / SK_SRCU_CHUNK_SLOTS;
-	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->dir);
+	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->state->dir);
 	struct sk_srcu_slot *ch;
 
 	if (!dir) {
@@ -144,7 +144,7 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 		if (!nd)
 			return NULL;
 		/* Release: readers that load dir see it zeroed. */
-		if (!__atomic_compare_exchange_n(&d->dir, &dir, nd, 0,
+		if (!__atomic_compare_exchange_n(&d->state->dir, &dir, nd, 0,
 						 __ATOMIC_ACQ_REL,
 						 __ATOMIC_ACQUIRE))
 			free(nd); /* another thread won; dir holds its copy */
@@ -155,7 +155,7 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 	if (!ch) {
 		struct sk_srcu_slot *nc = aligned_alloc(
 			SK_CACHELINE, SK_SRCU_CHUNK_SLOTS * sizeof(*nc));
-		unsigned int n = sk_atomic_load_relaxed(&d->nchunks);
+		unsigned int n = sk_atomic_load_relaxed(&d->state->nchunks);
 
 		if (!nc)
 			return NULL;
@@ -166,7 +166,7 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 		 * publication race.  Pairs with the release CAS below / the
 		 * acquire of dir[k], and the acquire of nchunks in sums().
 		 */
-		while (n < k + 1 && !sk_atomic_cmpxchg(&d->nchunks, &n, k + 1))
+		while (n < k + 1 && !sk_atomic_cmpxchg(&d->state->nchunks, &n, k + 1))
 			;
 		/* Release: the zeroed slots (and N) before the pointer. */
 		if (!__atomic_compare_exchange_n(&dir[k], &ch, nc, 0,
@@ -182,7 +182,7 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 /* The existing slot of thread index t in d, or NULL. */
 struct sk_srcu_slot *sk__srcu_slot_find(struct sk_srcu *d, unsigned int t)
 {
-	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->dir);
+	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->state->dir);
 	struct sk_srcu_slot *ch;
 
 	if (t == 0 || t > SRCU_MAX_THREADS || !dir)
@@ -277,8 +277,8 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 		}
 		r->bind[r->n++] = d;
 		slot_take(s, r->t);
-		sk_atomic_fetch_add(&d->nlive, 1UL);
-		sk_atomic_fetch_add(&d->binds, (uint64_t)1);
+		sk_atomic_fetch_add(&d->state->nlive, 1UL);
+		sk_atomic_fetch_add(&d->state->binds, (uint64_t)1);
 		pthread_mutex_unlock(&sk__srcu.lock);
 		/* P: binds++ before our first section; pairs with Z. */
 		sk_smp_mb();
@@ -289,11 +289,15 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 
 int sk_srcu__read_lock_slow(struct sk_srcu *d)
 {
-	struct sk_srcu_slot *s = slot_bind(d);
-	int bit = (int)(sk_atomic_load_relaxed(&d->idx) & 1);
+	struct sk_srcu_slot *s;
+	int bit;
+
+	sk__srcu_ready(d, "sk_srcu_read_lock()");
+	s = slot_bind(d);
+	bit = (int)(sk_atomic_load_relaxed(&d->idx) & 1);
 
 	if (!s) {
-		sk_atomic_fetch_add(&d->shared.lock[bit], 1UL);
+		sk_atomic_fetch_add(&d->state->shared.lock[bit], 1UL);
 		/* B: lock count before the section (full barrier). */
 		sk_smp_mb__after_atomic();
 		return bit;
@@ -403,13 +407,14 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 	struct sk_srcu_slot *s;
 	unsigned long u;
 
+	sk__srcu_ready(d, "sk_srcu_read_unlock()");
 	if (idx < 0)
 		die_bogus(d, idx);
 	if (tag == 0) {
 		/* Shared counters.  C: the RMW is a full barrier. */
-		u = sk_atomic_fetch_add(&d->shared.unlock[bit], 1UL) + 1;
+		u = sk_atomic_fetch_add(&d->state->shared.unlock[bit], 1UL) + 1;
 		/* Every lock before a counted unlock is visible (RMW chain). */
-		if ((long)(u - sk_atomic_load_acquire(&d->shared.lock[bit])) >
+		if ((long)(u - sk_atomic_load_acquire(&d->state->shared.lock[bit])) >
 		    0)
 			die_bogus(d, idx);
 		return;
@@ -441,6 +446,7 @@ int sk_srcu_read_lock_held(struct sk_srcu *d)
 
 	if (!d)
 		return 0;
+	sk__srcu_ready(d, "sk_srcu_read_lock_held()");
 	s = sk__srcu_my_slot(d);
 	if (!s)
 		return 0;

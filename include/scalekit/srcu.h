@@ -63,9 +63,10 @@ struct sk_srcu_slot {
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
- * A domain.  Initialize with sk_srcu_init() or SK_SRCU_INITIALIZER(name);
- * fields marked ABI are read by the inline fast paths, the rest are
- * private to the library.
+ * A domain: what the inline read paths touch (ABI), and a pointer to the
+ * library's private state (grace periods, callbacks, the slot directory),
+ * whose layout no application sees.  Define one with SK_SRCU_DEFINE(name)
+ * (or SK_SRCU_DEFINE_STATIC), or initialize it with sk_srcu_init().
  *
  * Alignment: struct sk_srcu is aligned to SK_CACHELINE (64) bytes.  The
  * compiler does that for static, automatic and member storage; memory
@@ -73,62 +74,59 @@ struct sk_srcu_slot {
  * aligned_alloc(SK_CACHELINE, sizeof(struct sk_srcu)) (sk_srcu_init()
  * rejects a misaligned domain with -EINVAL).
  */
+struct sk_srcu__state;
 struct sk_srcu {
-	/* Read side, read-mostly. */
 	unsigned long idx;	   /* ABI: low bit = index of new readers */
 	sk_srcu__u64 gen;	   /* ABI: key of the readers' slot caches
 				      (unique per domain lifetime; 0 until
 				      the first reader) */
-	struct sk_srcu_slot **dir; /* ABI: chunks of slots by thread index */
-	unsigned int nchunks;	   /* dir entries that may be set (raised
-				      before a chunk is published) */
-	unsigned long nlive;	   /* threads with a slot, alive (atomic) */
-	sk_srcu__u64 binds;	   /* slots ever taken by a thread (atomic) */
-
-	/* Readers without a slot of their own (atomic; private). */
-	struct sk_srcu_slot shared;
-
-	/* Grace periods (private; guarded by gp_mutex). */
-	pthread_mutex_t gp_mutex;
-	int gp_phase;		  /* 0 idle, 1 draining old readers, 2 flipped */
-	int idle_valid;		  /* the idle_* snapshot describes an idle
-				     domain */
-	sk_srcu__u64 gp_started;  /* number of the last grace period started */
-	sk_srcu__u64 gp_completed; /* ... and completed (release) */
-	sk_srcu__u64 poll_req;	  /* highest number asked by start_poll */
-	sk_srcu__u64 idle_binds;  /* binds when last found idle */
-	unsigned long idle_shared[2]; /* shared.lock[] (= unlock[]) then */
-	struct sk_srcu_slot *idle_owner; /* the one live thread's slot then */
-	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then (and
-					    its ends: all had ended) */
-	unsigned long stats_gps;  /* grace periods completed (stat) */
-
-	/* Callbacks: producers (private). */
-	struct sk__wfq cbq __attribute__((aligned(SK_CACHELINE)));
-	unsigned long cb_queued;	/* sk_call_srcu() calls (atomic) */
-
-	/* Callbacks: the worker (private). */
-	unsigned long cb_invoked __attribute__((aligned(SK_CACHELINE)));
-	struct sk_rcu_head *b_first, *b_last; /* batch waiting for gp b_gp */
-	sk_srcu__u64 b_gp;
-	int cb_running;			/* a batch is being invoked */
-	int in_work;			/* on the worker's list */
-	int busy_skip;			/* gp_mutex was busy: wait for a kick */
-	int blocked;			/* readers hold its grace period */
-	struct sk__link work_link;	/* worker's list, under its lock */
-	pthread_mutex_t barrier_mutex;	/* one sk_srcu_barrier() at a time */
-	struct sk_rcu_head barrier_head;
-	int barrier_done;
+	struct sk_srcu__state *state; /* private: the library's state */
 } __attribute__((aligned(SK_CACHELINE)));
 
-/* Static initializer: struct sk_srcu d = SK_SRCU_INITIALIZER(d); */
-#define SK_SRCU_INITIALIZER(name)                                  \
-	{                                                          \
-		.gp_mutex = PTHREAD_MUTEX_INITIALIZER,             \
-		.cbq = { .tail = &(name).cbq.head },               \
-		.work_link = { &(name).work_link, &(name).work_link }, \
-		.barrier_mutex = PTHREAD_MUTEX_INITIALIZER,        \
+/*
+ * Room for the private state of a domain defined with SK_SRCU_DEFINE():
+ * zeroed static storage that the library initializes on first use.  Its
+ * size is the only thing about the private state an application compiles
+ * in; the library checks at build time that its state fits, so private
+ * fields may change within this reserve without any application noticing.
+ */
+#define SK_SRCU__STATE_BYTES 2048
+struct sk_srcu__store {
+	unsigned char bytes[SK_SRCU__STATE_BYTES];
+} __attribute__((aligned(SK_CACHELINE)));
+
+/*
+ * SK_SRCU_DEFINE(name) - define struct sk_srcu name (external linkage)
+ * and the static storage of its private state; ready to use without
+ * sk_srcu_init().  SK_SRCU_DEFINE_STATIC(name): the same with internal
+ * linkage.  At file (namespace) scope, in C and C++.
+ */
+#define SK_SRCU__DEFINE(cls, name)                                        \
+	static struct sk_srcu__store name##__sk_srcu_store;              \
+	cls struct sk_srcu name = {                                      \
+		0, 0, (struct sk_srcu__state *)(void *)&name##__sk_srcu_store \
 	}
+#define SK_SRCU_DEFINE(name)	    SK_SRCU__DEFINE(, name)
+#define SK_SRCU_DEFINE_STATIC(name) SK_SRCU__DEFINE(static, name)
+
+#ifndef __cplusplus
+/*
+ * SK_SRCU_INITIALIZER(name) - initializer for a domain that must be a
+ * struct member or otherwise cannot use SK_SRCU_DEFINE():
+ *	static struct { ...; struct sk_srcu d; } s = {
+ *		.d = SK_SRCU_INITIALIZER(s.d) };
+ * C only: the private state is a compound literal, which has static
+ * storage at file scope and the enclosing block's lifetime in a function
+ * (the same as an automatic domain's).  A static domain inside a function
+ * cannot use it (the compiler rejects it): use SK_SRCU_DEFINE_STATIC at
+ * file scope or sk_srcu_init().  name is unused (kept for compatibility).
+ */
+#define SK_SRCU_INITIALIZER(name)                                         \
+	{                                                                 \
+		.state = (struct sk_srcu__state *)(void *)&(                \
+			struct sk_srcu__store){ { 0 } },                    \
+	}
+#endif
 
 /*
  * Per-thread cache of slots (ABI): a small direct-mapped table keyed by
@@ -155,14 +153,20 @@ SK_API void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx);
 
 /*
  * sk_srcu_init() - initialize a domain (or re-initialize one that
- * sk_srcu_cleanup() released).
+ * sk_srcu_cleanup() released): allocates its private state.
  * Context: any thread; the domain must not be in use.  Never blocks.
- * Returns: 0, or -EINVAL when d is NULL or not aligned to SK_CACHELINE.
+ * Returns: 0, -EINVAL when d is NULL or not aligned to SK_CACHELINE, or
+ * -ENOMEM (d unchanged).
  */
 SK_API int sk_srcu_init(struct sk_srcu *d);
 
 /*
- * sk_srcu_cleanup() - release the memory of a domain.
+ * sk_srcu_cleanup() - release the memory of a domain.  Once it returned 0,
+ * a domain whose state sk_srcu_init() allocated must be initialized again
+ * before any other use (sk_srcu_cleanup() and
+ * sk_poll_state_synchronize_srcu() excepted; any other call prints a
+ * message and aborts); a domain from SK_SRCU_DEFINE() or
+ * SK_SRCU_INITIALIZER() stays usable.
  * Context: any thread, outside read sections of d, also an SRCU callback.
  * May block briefly.
  * Returns: 0; -EINVAL when d is NULL; -EBUSY (message on stderr, domain
@@ -335,7 +339,8 @@ SK_API void sk_srcu_barrier(struct sk_srcu *d);
  * after the call; never blocks.  sk_start_poll_synchronize_srcu(): the
  * same, and makes sure it starts (the worker drives it); never blocks.
  * sk_poll_state_synchronize_srcu(): 1 once completed (then a full
- * barrier), else 0; never blocks.  Any thread, also inside a section.
+ * barrier), else 0; 1 also on a domain that sk_srcu_cleanup() released
+ * (no reader of it is left); never blocks.  Any thread, also inside a section.
  */
 SK_API unsigned long sk_get_state_synchronize_srcu(struct sk_srcu *d);
 SK_API unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d);

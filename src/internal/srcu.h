@@ -19,7 +19,7 @@
  * increments lock[i] where i is the low bit of d->idx; the unlock
  * increments the counter of the same i.  Only sums over all slots matter,
  * so a recycled slot simply keeps counting.  Threads without a slot
- * (index space exhausted, out of memory) use d->shared with atomic adds.
+ * (index space exhausted, out of memory) use d->state->shared with atomic adds.
  *
  * The idx a section returns is (binding incarnation << 16 | index << 1 |
  * i), kept in the slot as its key, so an unlock tells the owner's own
@@ -28,7 +28,7 @@
  * another incarnation); 0 and 1 name the shared counters.  Each thread
  * caches its slot per domain in sk_srcu__tls (keyed by d->gen, which
  * changes whenever the domain's slots are freed), so the fast paths never
- * walk d->dir.
+ * walk d->state->dir.
  *
  * Grace period (kernel SRCU's scan-flip-scan):
  *   1. drain index i' = !(idx & 1): stale readers that picked up i' before
@@ -182,6 +182,77 @@ _Static_assert(SRCU_INC_MAX < 1UL << 16, "incarnation fits the tag");
 enum { DRAIN_NONBLOCK, DRAIN_NONBLOCK_EXP, DRAIN_SLEEP, DRAIN_EXPEDITE };
 enum { WORK_IDLE, WORK_PENDING, WORK_PROGRESS };
 
+/*
+ * The private state of a domain (d->state): allocated by sk_srcu_init(),
+ * or zeroed static storage of SK_SRCU_DEFINE() / SK_SRCU_INITIALIZER()
+ * that sk__srcu_state() initializes on first use.
+ */
+struct sk_srcu__state {
+	struct sk_srcu *dom;	/* the domain this is the state of */
+	int ready;		/* 0 zeroed, 1 being initialized, 2 ready
+				   (release/acquire) */
+	int owned;		/* allocated by sk_srcu_init(): freed by
+				   sk_srcu_cleanup() */
+	/* Slots: read side slow paths and grace-period scans. */
+	struct sk_srcu_slot **dir; /* chunks of slots by thread index */
+	unsigned int nchunks;	   /* dir entries that may be set (raised
+				      before a chunk is published) */
+	unsigned long nlive;	   /* threads with a slot, alive (atomic) */
+	sk_srcu__u64 binds;	   /* slots ever taken by a thread (atomic) */
+
+	/* Readers without a slot of their own (atomic). */
+	struct sk_srcu_slot shared;
+
+	/* Grace periods (guarded by gp_mutex). */
+	pthread_mutex_t gp_mutex;
+	int gp_phase;		  /* 0 idle, 1 draining old readers, 2 flipped */
+	int idle_valid;		  /* the idle_* snapshot describes an idle
+				     domain */
+	sk_srcu__u64 gp_started;  /* number of the last grace period started */
+	sk_srcu__u64 gp_completed; /* ... and completed (release) */
+	sk_srcu__u64 poll_req;	  /* highest number asked by start_poll */
+	sk_srcu__u64 idle_binds;  /* binds when last found idle */
+	unsigned long idle_shared[2]; /* shared.lock[] (= unlock[]) then */
+	struct sk_srcu_slot *idle_owner; /* the one live thread's slot then */
+	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then (and
+					    its ends: all had ended) */
+	unsigned long stats_gps;  /* grace periods completed (stat) */
+
+	/* Callbacks: producers. */
+	struct sk__wfq cbq __attribute__((aligned(SK_CACHELINE)));
+	unsigned long cb_queued;	/* sk_call_srcu() calls (atomic) */
+
+	/* Callbacks: the worker. */
+	unsigned long cb_invoked __attribute__((aligned(SK_CACHELINE)));
+	struct sk_rcu_head *b_first, *b_last; /* batch waiting for gp b_gp */
+	sk_srcu__u64 b_gp;
+	int cb_running;			/* a batch is being invoked */
+	int in_work;			/* on the worker's list */
+	int busy_skip;			/* gp_mutex was busy: wait for a kick */
+	int blocked;			/* readers hold its grace period */
+	struct sk__link work_link;	/* worker's list, under its lock */
+	pthread_mutex_t barrier_mutex;	/* one sk_srcu_barrier() at a time */
+	struct sk_rcu_head barrier_head;
+	int barrier_done;
+} __attribute__((aligned(SK_CACHELINE)));
+
+/*
+ * Make d->state usable: initializes zeroed static storage on first use
+ * (acquire of st->ready, pairs with the release that ends the setup).
+ * Every public entry point calls it before touching d->state.  Prints a
+ * message naming fn and aborts when d has no state (released by
+ * sk_srcu_cleanup() and not initialized again).
+ */
+void sk__srcu_ready(struct sk_srcu *d, const char *fn);
+/* The domain on the worker's list at link l (st->work_link). */
+static inline struct sk_srcu *srcu_of_link(struct sk__link *l)
+{
+	return SK_CONTAINER_OF(l, struct sk_srcu__state, work_link)->dom;
+}
+
+/* Set up st (zeroed) as the state of d (srcu_domain.c). */
+void sk__srcu_state_setup(struct sk_srcu *d, struct sk_srcu__state *st);
+
 /* A thread with an index: the domains where it took its slot. */
 struct srcu_thr {
 	unsigned int t;		/* thread index, 1-based (0: none) */
@@ -202,7 +273,7 @@ struct sk__srcu_global {
 	pthread_key_t key;			/* frees the index at exit */
 	pthread_once_t once;
 	/* The worker. */
-	struct sk__link work;	  /* domains with work (d->work_link) */
+	struct sk__link work;	  /* domains with work (d->state->work_link) */
 	struct sk_srcu *current;  /* domain the worker is processing */
 	pthread_cond_t idle_cv;	  /* signalled when current changes */
 	int worker_started;
@@ -254,7 +325,7 @@ int sk__srcu_poll_pending(struct sk_srcu *d);
  * gp_complete()'s release). */
 static inline int gp_done(struct sk_srcu *d, uint64_t target)
 {
-	return sk_atomic_load_acquire(&d->gp_completed) >= target;
+	return sk_atomic_load_acquire(&d->state->gp_completed) >= target;
 }
 
 /* ---- srcu_cb.c ---- */
