@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,15 +123,6 @@ static const char *cleanup_refusal(struct sk_srcu *d)
 	return NULL;
 }
 
-static int cleanup_refused(struct sk_srcu *d, const char *why)
-{
-	fprintf(stderr,
-		"scalekit: thread %ld: sk_srcu_cleanup() on domain %p refused: "
-		"%s; the domain is unchanged\n",
-		sk__gettid(), (void *)d, why);
-	return -EBUSY;
-}
-
 int sk_srcu_cleanup(struct sk_srcu *d)
 {
 	const char *why = NULL;
@@ -149,8 +139,7 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 	 * would wait for ourselves, stopping every domain's callbacks.
 	 */
 	if (sk__srcu_in_worker && sk__srcu.current == d)
-		return cleanup_refused(
-			d, "called from one of its callbacks (callbacks pending)");
+		return -EBUSY; /* its own batch is pending */
 	pthread_mutex_lock(&d->state->gp_mutex);
 	/*
 	 * Let the worker finish with d first: a batch it detached may still
@@ -181,7 +170,7 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 	 */
 	sk__srcu_gp_unlock(d);
 	if (why)
-		return cleanup_refused(d, why);
+		return -EBUSY; /* why: see cleanup_refusal(); not printed */
 	/* Every thread's slot cache misses from now on. */
 	sk_atomic_store_relaxed(&d->gen, sk__srcu_gen_new());
 	for (k = 0; d->state->dir && k < SK_SRCU_MAX_CHUNKS; k++)

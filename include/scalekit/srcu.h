@@ -169,7 +169,7 @@ SK_API int sk_srcu_init(struct sk_srcu *d);
  * SK_SRCU_INITIALIZER() stays usable.
  * Context: any thread, outside read sections of d, also an SRCU callback.
  * May block briefly.
- * Returns: 0; -EINVAL when d is NULL; -EBUSY (message on stderr, domain
+ * Returns: 0; -EINVAL when d is NULL; -EBUSY (nothing printed; domain
  * left intact and usable) when a reader is inside a section of d or
  * callbacks or a polled grace period are pending, which includes a call
  * from a callback of d.
