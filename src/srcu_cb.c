@@ -2,7 +2,20 @@
 /*
  * SRCU callbacks: sk_call_srcu(), sk_srcu_barrier(), polled starts and
  * the worker thread that runs them for every domain.  The design and the
- * barrier pairs: src/internal/srcu.h.
+ * complete legend of barrier pairs: src/internal/srcu.h.
+ *
+ * Labels placed here (partners in brackets):
+ *   SRCU-W1  worker: full fence after storing sleeping [producers' seq_cst
+ *            RMW + load of sleeping in worker_poke()/worker_kick()]
+ *   SRCU-I   worker: full fence after storing in_work [mark_work()'s
+ *            seq_cst load; SRCU-G in srcu_gp.c]
+ *   SRCU-J   worker: release of cb_running [acquire in sk_srcu_barrier()]
+ * Grace periods are waited for through srcu_gp.c (SRCU-S1 .. SRCU-K).
+ *
+ * The worker section (worker_poke/kick, worker_main's sleep, worker_ensure)
+ * touches only the process-wide worker state; process() is the one SRCU
+ * step it runs per listed domain.  A worker shared with rcu_cb.c replaces
+ * that section and calls process() through an ops pointer.
  */
 #define _GNU_SOURCE
 #include "internal/srcu.h"
@@ -18,7 +31,7 @@ __thread int sk__srcu_in_worker;
 
 /*
  * Work was published by a seq_cst RMW (queue tail, poll_req): wake the
- * worker if asleep.  The seq_cst load after that RMW pairs with W1 (both
+ * worker if asleep.  The seq_cst load after that RMW pairs with SRCU-W1 (both
  * in the single total order of seq_cst operations and fences).
  */
 static void worker_poke(void)
@@ -34,7 +47,7 @@ static void worker_poke(void)
  * work_visible() hides it until now).  The unconditional increment makes
  * the worker's futex wait, whose value it read before trying the mutex,
  * return at once if it has not slept yet.  The seq_cst RMW then seq_cst
- * load pair with W1 as in worker_poke().
+ * load pair with SRCU-W1 as in worker_poke().
  */
 void sk__srcu_worker_kick(void)
 {
@@ -47,7 +60,7 @@ void sk__srcu_worker_kick(void)
 static int work_visible(struct sk_srcu *d)
 {
 	if (d->state->busy_skip)
-		return 0; /* the gp_mutex holder kicks us (sk__srcu_gp_unlock()) */
+		return 0; /* the gp_mutex holder kicks us on release */
 	if (!sk__wfq_empty(&d->state->cbq))
 		return 1;
 	if (!d->state->b_first && !sk__srcu_poll_pending(d))
@@ -79,12 +92,12 @@ static int process(struct sk_srcu *d)
 	 */
 	sk_atomic_xchg(&d->state->in_work, 1);
 	/*
-	 * I: in_work stored before the loads of the work and the trylock's
+	 * SRCU-I: in_work stored before the loads of the work and the trylock's
 	 * load of the mutex (store buffering: in C11 a seq_cst RMW does not
 	 * order later non-seq_cst loads).  Pairs with the producers' seq_cst
 	 * RMW that publishes the work (queue tail, poll_req) followed by
 	 * their seq_cst load of in_work in mark_work(): either we see the
-	 * work or they see in_work == 1 and announce again; and with G in
+	 * work or they see in_work == 1 and announce again; and with SRCU-G in
 	 * sk__srcu_gp_unlock().
 	 */
 	sk_smp_mb();
@@ -94,7 +107,8 @@ static int process(struct sk_srcu *d)
 		return WORK_PENDING;
 	}
 	d->state->busy_skip = 0;
-	if (!d->state->b_first && sk__wfq_take(&d->state->cbq, &d->state->b_first, &d->state->b_last))
+	if (!d->state->b_first &&
+	    sk__wfq_take(&d->state->cbq, &d->state->b_first, &d->state->b_last))
 		d->state->b_gp = sk__srcu_gp_snap(d);
 	if (d->state->b_first)
 		want = d->state->b_gp;
@@ -102,13 +116,15 @@ static int process(struct sk_srcu *d)
 	if (!gp_done(d, req) && (!want || req > want))
 		want = req;
 	/* Modular difference, signed: exact across the counters' wrap. */
-	backlog = sk_atomic_load_relaxed(&d->state->cb_queued) - d->state->cb_invoked;
+	backlog = sk_atomic_load_relaxed(&d->state->cb_queued) -
+		  d->state->cb_invoked;
 	/* Blocked: readers hold want; the worker checks again after a nap. */
-	d->state->blocked = want &&
-		     !sk__srcu_advance(d, want,
-			      (long)backlog > (long)SRCU_CB_BACKLOG_EXPEDITE
-				      ? DRAIN_NONBLOCK_EXP
-				      : DRAIN_NONBLOCK);
+	d->state->blocked =
+		want &&
+		!sk__srcu_advance(d, want,
+				  (long)backlog > (long)SRCU_CB_BACKLOG_EXPEDITE
+					  ? DRAIN_NONBLOCK_EXP
+					  : DRAIN_NONBLOCK);
 	if (d->state->b_first && gp_done(d, d->state->b_gp)) {
 		first = d->state->b_first;
 		last = d->state->b_last;
@@ -119,7 +135,8 @@ static int process(struct sk_srcu *d)
 					(struct sk_rcu_head *)NULL);
 		d->state->b_last = NULL;
 	}
-	pending = d->state->b_first || sk__srcu_poll_pending(d) || !sk__wfq_empty(&d->state->cbq);
+	pending = d->state->b_first || sk__srcu_poll_pending(d) ||
+		  !sk__wfq_empty(&d->state->cbq);
 	pthread_mutex_unlock(&d->state->gp_mutex);
 
 	for (h = first; h; h = next) {
@@ -131,8 +148,9 @@ static int process(struct sk_srcu *d)
 	if (!first)
 		return pending ? WORK_PENDING : WORK_IDLE;
 	/* Release: the producers' backlog estimate after the runs. */
-	sk_atomic_store_release(&d->state->cb_invoked, d->state->cb_invoked + n);
-	/* Release: pairs with the acquire in sk_srcu_barrier(). */
+	sk_atomic_store_release(&d->state->cb_invoked,
+				d->state->cb_invoked + n);
+	/* SRCU-J: release; pairs with the acquire in sk_srcu_barrier(). */
 	sk_atomic_store_release(&d->state->cb_running, 0);
 	return WORK_PROGRESS;
 }
@@ -195,7 +213,8 @@ static void *worker_main(void *arg)
 				 * window where a request is pending and
 				 * in_work reads 0).
 				 */
-				if (sk_atomic_cmpxchg(&d->state->in_work, &one, 0))
+				if (sk_atomic_cmpxchg(&d->state->in_work, &one,
+						      0))
 					sk__link_del(&d->state->work_link);
 			}
 		}
@@ -205,13 +224,15 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		/*
-		 * W1: announce the sleep before the re-check loads the work
+		 * SRCU-W1: announce the sleep before the re-check loads the
+		 * work
 		 * (store buffering; the fence because in C11 a seq_cst RMW
 		 * does not order later non-seq_cst loads).  Pairs with the
 		 * producers' seq_cst RMW that publishes the work followed by
 		 * their seq_cst load of sleeping in worker_poke(), and with
-		 * sk__srcu_worker_kick()'s increment of poke, which the futex wait
-		 * reads after W1: either we see the work or they wake us.
+		 * sk__srcu_worker_kick()'s increment of poke, which the futex
+		 * wait
+		 * reads after SRCU-W1: either we see the work or they wake us.
 		 */
 		sk_atomic_xchg(&sk__srcu.sleeping, 1);
 		sk_smp_mb();
@@ -262,7 +283,8 @@ static void mark_work(struct sk_srcu *d)
 {
 	/*
 	 * seq_cst, after the seq_cst RMW that published the work: pairs with
-	 * I in process().  An announcement still unconsumed (2) covers ours,
+	 * SRCU-I in process().  An announcement still unconsumed (2) covers
+	 * ours,
 	 * as process() consumes it before looking at the work.
 	 */
 	if (__atomic_load_n(&d->state->in_work, __ATOMIC_SEQ_CST) != 2 &&
@@ -311,7 +333,8 @@ unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d)
 	want = sk__srcu_gp_snap(d);
 	cur = sk_atomic_load_relaxed(&d->state->poll_req);
 
-	while (want > cur && !sk_atomic_cmpxchg(&d->state->poll_req, &cur, want))
+	while (want > cur &&
+	       !sk_atomic_cmpxchg(&d->state->poll_req, &cur, want))
 		;
 	if (worker_ensure() == 0)
 		mark_work(d);
@@ -333,7 +356,7 @@ void sk_srcu_barrier(struct sk_srcu *d)
 			(void *)d);
 	pthread_mutex_lock(&d->state->barrier_mutex);
 	pthread_mutex_lock(&d->state->gp_mutex);
-	/* Acquire of cb_running: pairs with the worker's release after a
+	/* SRCU-J: acquire of cb_running; pairs with the worker's release after a
 	 * batch it detached has run. */
 	pending = !sk__wfq_empty(&d->state->cbq) || d->state->b_first ||
 		  sk_atomic_load_acquire(&d->state->cb_running);

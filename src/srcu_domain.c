@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * SRCU domains: init, cleanup, fork, and the process-wide state.
- * The design and the barrier pairs: src/internal/srcu.h.
+ * The design and the complete legend of barrier pairs: src/internal/srcu.h.
+ *
+ * Labels placed here (partners in brackets):
+ *   SRCU-R  release of state->ready after the setup [its acquire in
+ *           sk__srcu_ready()]
+ * cleanup's drain check is SRCU-D (srcu_gp.c); its unlock is SRCU-G.
  */
 #define _GNU_SOURCE
 #include "internal/srcu.h"
@@ -51,7 +56,7 @@ void sk__srcu_ready(struct sk_srcu *d, const char *fn)
 	/* Zeroed static storage: the first caller sets it up. */
 	if (r == 0 && sk_atomic_cmpxchg(&st->ready, &r, 1)) {
 		sk__srcu_state_setup(d, st);
-		/* Release: the setup before any use; pairs with the acquire
+		/* SRCU-R: release: the setup before any use; pairs with the acquire
 		 * above. */
 		sk_atomic_store_release(&st->ready, 2);
 		return;
@@ -165,7 +170,8 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 	}
 	/*
 	 * Refused: the domain stays in use, and the worker may have skipped
-	 * it while we held gp_mutex; sk__srcu_gp_unlock() kicks it (released: d is
+	 * it while we held gp_mutex; sk__srcu_gp_unlock() kicks it (released:
+	 * d is
 	 * unlisted, no kick).
 	 */
 	sk__srcu_gp_unlock(d);
@@ -198,7 +204,8 @@ int sk_srcu_cleanup(struct sk_srcu *d)
  * they left open blocks the child's grace periods of that domain until
  * the child ends it), the worker is restarted on demand, and pending
  * callbacks are dropped in the child (the parent runs them); their heads
- * read as not queued there (the fork generation of internal/cbq.h).  Polled grace periods stay pending until the child's next
+ * read as not queued there (the fork generation of internal/cbq.h).  Polled
+ * grace periods stay pending until the child's next
  * grace period of the domain.
  */
 static void atfork_prepare(void)

@@ -1,7 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * SRCU grace periods: the scan-flip-scan state machine, synchronize and
- * the polled state.  The design and the barrier pairs: src/internal/srcu.h.
+ * the polled state.  The design and the complete legend of barrier pairs:
+ * src/internal/srcu.h.
+ *
+ * Labels placed here (partners in brackets):
+ *   SRCU-D   heavy fence between the unlock and the lock sums [SRCU-B,
+ *            SRCU-C in srcu.h and srcu_read.c]
+ *   SRCU-Z   full barrier before gp_idle() reads binds/nlive [SRCU-P]
+ *   SRCU-X   acquire of nlive in gp_idle() [release in srcu_read.c]
+ *   SRCU-N   acquire of nchunks and dir[k] in sums() [srcu_read.c]
+ *   SRCU-S1  full barrier before the grace-period snapshot [the updates]
+ *   SRCU-E, SRCU-F  full barriers around the flip
+ *   SRCU-K   release of gp_completed [acquire in gp_done()]
+ *   SRCU-G   full fence after releasing gp_mutex [SRCU-I in srcu_cb.c]
  */
 #define _GNU_SOURCE
 #include "internal/srcu.h"
@@ -10,8 +22,8 @@
 #include <sched.h>
 #include <time.h>
 
-static void __attribute__((noreturn)) die_unbalanced_gp(struct sk_srcu *d,
-							int bit)
+static void __attribute__((noreturn))
+die_unbalanced_gp(struct sk_srcu *d, int bit)
 {
 	sk__die("unbalanced sk_srcu_read_unlock() on domain %p, found by a "
 		"grace period: index %d was ended more often than it was "
@@ -23,7 +35,7 @@ static void __attribute__((noreturn)) die_unbalanced_gp(struct sk_srcu *d,
 
 /*
  * Sums of both indexes: lock counts (which = 0) or unlock + remote counts
- * (which = 1).  Acquire of nchunks: every chunk published before (N).
+ * (which = 1).  Acquire of nchunks: every chunk published before (SRCU-N).
  */
 static void sums(struct sk_srcu *d, int which, unsigned long out[2])
 {
@@ -60,7 +72,7 @@ static void sums(struct sk_srcu *d, int which, unsigned long out[2])
 
 /*
  * Which indexes hold no reader: bit i of the result set when index i is
- * drained.  heavy: the real check (D between the sums); otherwise a cheap
+ * drained.  heavy: the real check (SRCU-D between the sums); otherwise a cheap
  * estimate to decide whether the real check is worth its heavy fence.
  */
 int sk__srcu_drained_mask(struct sk_srcu *d, int heavy)
@@ -69,15 +81,17 @@ int sk__srcu_drained_mask(struct sk_srcu *d, int heavy)
 
 	sums(d, 1, u);
 	if (heavy)
-		sk_fence_heavy(); /* D: unlock sums before lock sums; pairs
-				     with B and C */
+		sk_fence_heavy(); /* SRCU-D: unlock sums before lock sums; pairs
+				     with SRCU-B and SRCU-C */
 	else
 		sk_smp_rmb(); /* estimate only: no pairing with readers */
 	sums(d, 0, l);
 	if (heavy && u[0] == l[0] && u[1] == l[1])
-		SK_TSAN_ACQUIRE(d); /* readers' accesses before (D + C) */
+		SK_TSAN_ACQUIRE(
+			d); /* readers' accesses before (SRCU-D + SRCU-C) */
 	/*
-	 * After D every counted end has its start counted (C/D; a hand-off
+	 * After SRCU-D every counted end has its start counted (SRCU-C/SRCU-D;
+	 * a hand-off
 	 * orders the start before the remote end): more ends than starts is
 	 * an unbalanced unlock (one that slipped past the unlock's check).
 	 */
@@ -91,7 +105,7 @@ static int readers_gone(struct sk_srcu *d, int bit)
 {
 	if (!(sk__srcu_drained_mask(d, 1) >> bit & 1))
 		return 0;
-	/* The readers' accesses happen before (D + C), invisible to TSan. */
+	/* Readers' accesses happen before (SRCU-D + SRCU-C); tell TSan. */
 	SK_TSAN_ACQUIRE(d);
 	return 1;
 }
@@ -111,7 +125,7 @@ struct idle_view {
 
 static void idle_view(struct sk_srcu *d, struct idle_view *v)
 {
-	/* X: acquire, so exited threads' counts are visible. */
+	/* SRCU-X: acquire, so exited threads' counts are visible. */
 	v->nlive = sk_atomic_load_acquire(&d->state->nlive);
 	v->binds = sk_atomic_load_acquire(&d->state->binds);
 	v->shared[0] = sk_atomic_load_acquire(&d->state->shared.lock[0]);
@@ -151,7 +165,7 @@ static int shared_idle(struct sk_srcu *d)
 
 /*
  * The snapshot's owner (the caller, or a thread since exited: its starts
- * and own ends are visible, program order or X) neither started nor ended
+ * and own ends are visible, program order or SRCU-X) neither started nor ended
  * a section since, and all of them ended: starts and ends still equal to
  * its lock sum then (remote ends with acquire).  Both, for the reason of
  * shared_idle().
@@ -171,14 +185,14 @@ static int owner_idle(struct sk_srcu *d)
 }
 
 /*
- * Z: a domain with no live reader thread but the caller (outside any
+ * SRCU-Z: a domain with no live reader thread but the caller (outside any
  * section) and no section open or started since it was last found without
  * readers: nothing to wait for, no heavy fence.  A new section needs a new
  * thread slot (binds, 64-bit: exact), a shared counter or the one thread
  * that lived then (idle_owner; the caller, or since exited): unchanged.
  * Sections that begin after these loads see the caller's updates: the
  * caller issued a full barrier before them (the gp start), a binding
- * thread one after binds++ (P), a shared reader an RMW and a full barrier.
+ * thread one after binds++ (SRCU-P), a shared reader an RMW and a full barrier.
  * gp_mutex held.
  */
 static int gp_idle(struct sk_srcu *d)
@@ -294,8 +308,8 @@ static uint64_t gp_next(uint64_t n)
  */
 static int cookie_done(struct sk_srcu *d, unsigned long cookie)
 {
-	unsigned long c = (unsigned long)sk_atomic_load_acquire(
-		&d->state->gp_completed);
+	unsigned long c =
+		(unsigned long)sk_atomic_load_acquire(&d->state->gp_completed);
 
 	return cookie == SK_RCU_COOKIE_COMPLETED || (long)(c - cookie) >= 0;
 }
@@ -303,17 +317,17 @@ static int cookie_done(struct sk_srcu *d, unsigned long cookie)
 /* Number of a grace period that starts after the call. */
 uint64_t sk__srcu_gp_snap(struct sk_srcu *d)
 {
-	/* S1: the caller's updates before the snapshot. */
+	/* SRCU-S1: the caller's updates before the snapshot. */
 	sk_smp_mb();
 	return gp_next(sk_atomic_load_acquire(&d->state->gp_started));
 }
 
 static void gp_flip(struct sk_srcu *d)
 {
-	/* E: the first drain before the flip. */
+	/* SRCU-E: the first drain before the flip. */
 	sk_smp_mb();
 	sk_atomic_store_relaxed(&d->idx, d->idx + 1);
-	/* F: the flip before draining the old index. */
+	/* SRCU-F: the flip before draining the old index. */
 	sk_smp_mb();
 	d->state->gp_phase = 2;
 }
@@ -322,7 +336,7 @@ static void gp_complete(struct sk_srcu *d)
 {
 	d->state->gp_phase = 0;
 	d->state->stats_gps++;
-	/* Release: pairs with the acquire in gp_done(). */
+	/* SRCU-K: release; pairs with the acquire in gp_done(). */
 	sk_atomic_store_release(&d->state->gp_completed, d->state->gp_started);
 }
 
@@ -339,7 +353,11 @@ int sk__srcu_advance(struct sk_srcu *d, uint64_t target, int mode)
 			sk_atomic_store_relaxed(&d->state->gp_started,
 						gp_next(d->state->gp_started));
 			d->state->gp_phase = 1;
-			/* Orders the start (and updates) before the checks. */
+			/*
+			 * SRCU-Z: the start (and the updates) before the
+			 * checks; pairs with SRCU-P (store buffering with a
+			 * binding thread).
+			 */
 			sk_smp_mb();
 			if (gp_idle(d)) {
 				gp_complete(d);
@@ -376,9 +394,10 @@ void sk__srcu_gp_unlock(struct sk_srcu *d)
 {
 	pthread_mutex_unlock(&d->state->gp_mutex);
 	/*
-	 * G: the unlock before the load of in_work (store buffering; the
+	 * SRCU-G: the unlock before the load of in_work (store buffering; the
 	 * unlock is only a release, which orders no later load); pairs with
-	 * I in process(): either its trylock sees the mutex free, or we see
+	 * SRCU-I in process(): either its trylock sees the mutex free, or we
+	 * see
 	 * the in_work it stored before trying and kick it.
 	 */
 	sk_smp_mb();
@@ -430,7 +449,7 @@ int sk_poll_state_synchronize_srcu(struct sk_srcu *d, unsigned long cookie)
 	sk__srcu_ready(d, "sk_poll_state_synchronize_srcu()");
 	if (!cookie_done(d, cookie))
 		return 0;
-	/* Later frees after the observed completion. */
+	/* Later frees after the observed completion (SRCU-K's acquire). */
 	sk_smp_mb();
 	return 1;
 }

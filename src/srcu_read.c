@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * SRCU read side: thread indexes, slots and the read-side slow paths.
- * The design and the barrier pairs: src/internal/srcu.h.
+ * The design and the complete legend of barrier pairs: src/internal/srcu.h.
+ *
+ * Labels placed here (partners in brackets):
+ *   SRCU-B  light fence (or full barrier) after a lock count [SRCU-D]
+ *   SRCU-C  release store or seq_cst RMW of an unlock count [SRCU-D]
+ *   SRCU-N  nchunks raised before a chunk is published [acquires in
+ *           srcu_gp.c sums() and of dir[k] here]
+ *   SRCU-P  full barrier after binds++ [SRCU-Z in srcu_gp.c]
+ *   SRCU-X  release decrement of nlive at thread exit [acquire in
+ *           srcu_gp.c idle_view()]
  */
 #define _GNU_SOURCE
 #include "internal/srcu.h"
@@ -18,11 +27,14 @@ static inline unsigned long tag_count_add(unsigned long w)
 }
 
 /* Every way empty: ~0 is never a domain's gen. */
-#define TLS_EMPTY { ~(uint64_t)0, NULL }
+#define TLS_EMPTY                  \
+	{                          \
+		~(uint64_t)0, NULL \
+	}
 __thread struct sk_srcu__tls sk_srcu__tls
 	__attribute__((tls_model("initial-exec"))) = {
-		.ent = { TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY,
-			 TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY },
+		.ent = { TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY,
+			 TLS_EMPTY, TLS_EMPTY, TLS_EMPTY },
 	};
 
 __thread struct srcu_thr sk__srcu_my_thr;
@@ -54,7 +66,7 @@ void sk__srcu_thr_release(struct srcu_thr *r)
 		if (s)
 			sk_atomic_store_relaxed(&s->tag, 0UL);
 		/*
-		 * X: this thread's counter stores before the decrement;
+		 * SRCU-X: this thread's counter stores before the decrement;
 		 * pairs with the acquire of nlive in gp_idle().
 		 */
 		__atomic_fetch_sub(&d->state->nlive, 1UL, __ATOMIC_RELEASE);
@@ -138,8 +150,8 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 	struct sk_srcu_slot *ch;
 
 	if (!dir) {
-		struct sk_srcu_slot **nd = calloc(SK_SRCU_MAX_CHUNKS,
-						  sizeof(*nd));
+		struct sk_srcu_slot **nd =
+			calloc(SK_SRCU_MAX_CHUNKS, sizeof(*nd));
 
 		if (!nd)
 			return NULL;
@@ -161,14 +173,16 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 			return NULL;
 		memset(nc, 0, SK_SRCU_CHUNK_SLOTS * sizeof(*nc));
 		/*
-		 * N: scanners look at dir[0..nchunks); raise it (max) before
+		 * SRCU-N: scanners look at dir[0..nchunks); raise it (max)
+		 * before
 		 * the chunk can be used by anyone, winner or loser of the
 		 * publication race.  Pairs with the release CAS below / the
 		 * acquire of dir[k], and the acquire of nchunks in sums().
 		 */
-		while (n < k + 1 && !sk_atomic_cmpxchg(&d->state->nchunks, &n, k + 1))
+		while (n < k + 1 &&
+		       !sk_atomic_cmpxchg(&d->state->nchunks, &n, k + 1))
 			;
-		/* Release: the zeroed slots (and N) before the pointer. */
+		/* Release: the zeroed slots (and SRCU-N) before the pointer. */
 		if (!__atomic_compare_exchange_n(&dir[k], &ch, nc, 0,
 						 __ATOMIC_ACQ_REL,
 						 __ATOMIC_ACQUIRE))
@@ -224,8 +238,8 @@ static void slot_take(struct sk_srcu_slot *s, unsigned int t)
 	inc = sk__srcu.next_inc;
 	open = slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
 	       sk_atomic_load_relaxed(&s->unlock[1]);
-	s->key = (unsigned long)inc << (SRCU_T_BITS + 1) |
-		 (unsigned long)t << 1;
+	s->key = (unsigned long)inc << (SRCU_T_BITS + 1) | (unsigned long)t
+								   << 1;
 	sk_atomic_xchg(&s->tag, (unsigned long)inc << SRCU_TAG_SHIFT |
 					(open & SRCU_TAG_COUNT));
 }
@@ -236,8 +250,7 @@ static void slot_take(struct sk_srcu_slot *s, unsigned int t)
  * the fence mode is membarrier.  Without it nothing is cached and every
  * section takes the slow paths, whose light fences are full fences.
  */
-static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s,
-		       uint64_t gen)
+static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s, uint64_t gen)
 {
 	if (!sk__fence_sys_get())
 		return;
@@ -280,7 +293,7 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 		sk_atomic_fetch_add(&d->state->nlive, 1UL);
 		sk_atomic_fetch_add(&d->state->binds, (uint64_t)1);
 		pthread_mutex_unlock(&sk__srcu.lock);
-		/* P: binds++ before our first section; pairs with Z. */
+		/* SRCU-P: binds++ before our first section; pairs with SRCU-Z. */
 		sk_smp_mb();
 	}
 	cache_slot(d, s, gen);
@@ -298,19 +311,18 @@ int sk_srcu__read_lock_slow(struct sk_srcu *d)
 
 	if (!s) {
 		sk_atomic_fetch_add(&d->state->shared.lock[bit], 1UL);
-		/* B: lock count before the section (full barrier). */
+		/* SRCU-B: lock count before the section (full barrier). */
 		sk_smp_mb__after_atomic();
 		return bit;
 	}
 	sk_atomic_store_relaxed(&s->lock[bit],
 				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
-	/* B: lock count before the section; pairs with D. */
+	/* SRCU-B: lock count before the section; pairs with SRCU-D. */
 	sk_fence_light();
 	return (int)s->key | bit;
 }
 
-static void __attribute__((noreturn)) die_unbalanced(struct sk_srcu *d,
-						     int idx)
+static void __attribute__((noreturn)) die_unbalanced(struct sk_srcu *d, int idx)
 {
 	sk__die("unbalanced sk_srcu_read_unlock() on domain %p: index %d "
 		"ended more often than it was entered",
@@ -366,18 +378,18 @@ static void own_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx)
 	if ((long)(u + sk_atomic_load_relaxed(&s->remote[bit]) -
 		   sk_atomic_load_relaxed(&s->lock[bit])) >= 0)
 		die_unbalanced(d, idx);
-	/* C: release, as in the fast path; pairs with D. */
+	/* SRCU-C: release, as in the fast path; pairs with SRCU-D. */
 	sk_atomic_store_release(&s->unlock[bit], u + 1);
 	cache_slot(d, s, domain_gen(d));
 }
 
 /*
  * Another thread's section (or one of an earlier holder of index t): count
- * it in the slot's remote[] (C: a seq_cst RMW), and in its live owner's
+ * it in the slot's remote[] (SRCU-C: a seq_cst RMW), and in its live owner's
  * tag count when the binding incarnation is the owner's (live).
  */
-static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s,
-			  int idx, int live)
+static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx,
+			  int live)
 {
 	int bit = idx & 1;
 	unsigned long r = sk_atomic_fetch_add(&s->remote[bit], 1UL) + 1;
@@ -392,7 +404,7 @@ static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s,
 		 * Confirm before dying: the owner's lock store may be
 		 * reordered after its unlock store as seen from here; after
 		 * the heavy fence every lock preceding a counted unlock is
-		 * visible (as C/D).
+		 * visible (as SRCU-C/SRCU-D).
 		 */
 		sk_fence_heavy();
 		if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0)
@@ -411,11 +423,11 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 	if (idx < 0)
 		die_bogus(d, idx);
 	if (tag == 0) {
-		/* Shared counters.  C: the RMW is a full barrier. */
+		/* Shared counters.  SRCU-C: the RMW is a full barrier. */
 		u = sk_atomic_fetch_add(&d->state->shared.unlock[bit], 1UL) + 1;
 		/* Every lock before a counted unlock is visible (RMW chain). */
-		if ((long)(u - sk_atomic_load_acquire(&d->state->shared.lock[bit])) >
-		    0)
+		if ((long)(u - sk_atomic_load_acquire(
+				       &d->state->shared.lock[bit])) > 0)
 			die_bogus(d, idx);
 		return;
 	}

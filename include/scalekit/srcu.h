@@ -56,8 +56,9 @@ struct sk_srcu_slot {
 	unsigned long remote[2]; /* ABI: own sections ended elsewhere */
 	unsigned long key;	 /* ABI: idx of the owner's sections without
 				    the index bit (owner only) */
-	unsigned long tag;	 /* private: binding incarnation << (bits of
-				    unsigned long - 16) | open count at
+	unsigned long tag;	 /* private: binding incarnation in the top
+				    16 bits (<< 48 on LP64, << 16 on
+				    ILP32: SRCU_TAG_SHIFT) | open count at
 				    binding + own sections ended elsewhere
 				    (atomic); 0: no live owner */
 } __attribute__((aligned(SK_CACHELINE)));
@@ -185,7 +186,7 @@ SK_API int sk_srcu_cleanup(struct sk_srcu *d);
  * thread or in a domain allocates its counters (never fails: threads
  * beyond the limit or out of memory share atomic counters).
  * Ordering: the section's accesses are ordered after the lock as seen by
- * the grace period (light fence B, paired with its heavy fence D).
+ * the grace period (light fence SRCU-B, paired with its heavy fence SRCU-D).
  * Reclamation: objects reached inside the section stay valid until the
  * matching unlock.
  * Returns: the index to pass to sk_srcu_read_unlock() (>= 0).
@@ -210,7 +211,8 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	c = &s->lock[bit];
 	sk_atomic_store_relaxed(c, sk_atomic_load_relaxed(c) + 1);
 	/*
-	 * B: lock count before the section; pairs with the heavy fence D
+	 * SRCU-B: lock count before the section; pairs with the heavy fence
+	 * SRCU-D
 	 * (membarrier(2), which a cache hit implies): a compiler barrier.
 	 */
 	sk_barrier();
@@ -231,7 +233,7 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
  * Wait-free: the slot-cache and key checks, a load and a release store of
  * this thread's counter, two more loads for the balance check; no fence.
  * Ordering: the section's accesses are ordered before the unlock as seen
- * by the grace period (release C, paired with its heavy fence D).
+ * by the grace period (release SRCU-C, paired with its heavy fence SRCU-D).
  * Reclamation: objects reached in the section may be freed by an updater
  * once this returns and a grace period of d ends.
  */
@@ -242,7 +244,7 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	int bit = idx & 1;
 	unsigned long n;
 
-	SK_TSAN_RELEASE(d); /* C below, for TSan: pairs with D's acquire */
+	SK_TSAN_RELEASE(d); /* SRCU-C below, for TSan: pairs with SRCU-D */
 	/*
 	 * A cache miss, or not this thread's section of d (another thread's,
 	 * another domain's or a bogus idx): the slow path.
@@ -264,8 +266,9 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 		return;
 	}
 	/*
-	 * C: release: the section before the unlock count; pairs with the
-	 * sums' heavy fence D (a counted unlock means the section is over).
+	 * SRCU-C: release: the section before the unlock count; pairs with the
+	 * sums' heavy fence SRCU-D (a counted unlock means the section is
+	 * over).
 	 * A release, not a fence: nothing after the unlock needs ordering
 	 * (store-load), so no membarrier pairing, and on x86 a plain store.
 	 */

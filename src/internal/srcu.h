@@ -35,61 +35,85 @@
  *      the previous flip;
  *   2. flip idx, so new readers use i';
  *   3. drain the old index.
- * Draining index i: sum the unlock counts, heavy fence D, sum the lock
+ * Draining index i: sum the unlock counts, heavy fence SRCU-D, sum the lock
  * counts; equal sums mean no reader holds a section on i.  The first check
  * of a grace period covers both indexes at once: when both are balanced no
  * reader holds any section and the grace period ends without the flip (one
  * heavy fence); when only i' is, step 1 is done.  A domain with no live
  * reader thread is recognized without any heavy fence (see gp_idle()).
  *
- * Barrier pairs:
- *   B (reader, light, after lock[i]++)  - pairs with D: if the lock sum
- *       missed the increment, the section's loads come after D and see
- *       every update made before the grace period started.
- *   C (reader, unlock[i] stored with release; remote ends a seq_cst
- *       RMW) - pairs with D: a counted unlock means the section's
- *       accesses are done (and its lock is counted, as the lock sum is
- *       read after D).  No fence: nothing after the unlock needs
- *       ordering, as readers never wake updaters (they poll).
- *   N (reader, nchunks raised before the release CAS that publishes a
- *       chunk) - pairs with the acquire of dir[k] by every user of the
- *       chunk and with the scans' acquire of nchunks after D: a lock
- *       counted in a chunk is never outside the scanned range.
- *   P (binding thread, full barrier after binds++/nlive++) / Z (updater,
- *       the full barrier before reading binds/nlive in gp_idle()) - store
- *       buffering: either the updater sees the new thread, or the new
- *       thread's sections see the updates.
- *   X (exiting thread, nlive-- with release) - pairs with the acquire of
- *       nlive in gp_idle(): an exited thread's counts are all visible.
- *   S1 (caller, sk_smp_mb before the cookie) and E/F (full barriers around
- *       the flip) order the updates, the scans and the flip.
- *   W1, I (worker, full fences after its seq_cst stores of sleeping and
- *       in_work) - store buffering with the producers' seq_cst RMW that
- *       publishes work followed by their seq_cst load of sleeping or
- *       in_work; G (gp_mutex holder, full fence after the unlock) pairs
- *       with I.  Explicit fences: in C11 a seq_cst RMW orders no later
- *       non-seq_cst load, so the RMW alone is not enough on weakly
- *       ordered CPUs (ARMv8.0 without LSE, POWER).
+ * Barrier pairs (labels SRCU-*, unique in the library; the file that
+ * places each fence is named in brackets):
+ *   SRCU-B  reader, light fence after lock[i]++ [srcu.h, srcu_read.c];
+ *           pairs with SRCU-D: if the lock sum missed the increment, the
+ *           section's loads come after SRCU-D and see every update made
+ *           before the grace period started.
+ *   SRCU-C  reader, unlock[i] stored with release, or a remote end's
+ *           seq_cst RMW [srcu.h, srcu_read.c]; pairs with SRCU-D: a
+ *           counted unlock means the section's accesses are done (and its
+ *           lock is counted, as the lock sum is read after SRCU-D).  No
+ *           fence: nothing after the unlock needs ordering, as readers
+ *           never wake updaters (they poll).
+ *   SRCU-D  grace period, heavy fence between the unlock sums and the
+ *           lock sums [srcu_gp.c]; pairs with SRCU-B and SRCU-C.
+ *   SRCU-N  reader, nchunks raised before the release CAS that publishes
+ *           a chunk [srcu_read.c]; pairs with the acquire of dir[k] by
+ *           every user of the chunk and with the scans' acquire of
+ *           nchunks after SRCU-D [srcu_gp.c]: a lock counted in a chunk is
+ *           never outside the scanned range.
+ *   SRCU-P  binding thread, full barrier after binds++/nlive++
+ *           [srcu_read.c]; pairs with SRCU-Z.
+ *   SRCU-Z  updater, the full barrier before reading binds/nlive in
+ *           gp_idle() [srcu_gp.c]; store buffering with SRCU-P: either
+ *           the updater sees the new thread, or the new thread's sections
+ *           see the updates.
+ *   SRCU-X  exiting thread, nlive-- with release [srcu_read.c]; pairs
+ *           with the acquire of nlive in gp_idle() [srcu_gp.c]: an exited
+ *           thread's counts are all visible.
+ *   SRCU-S1 caller, full barrier before the cookie [srcu_gp.c]: the
+ *           caller's updates before the grace period it waits for.
+ *   SRCU-E, SRCU-F  full barriers before and after the flip [srcu_gp.c]:
+ *           the first drain, the flip and the second drain in order.
+ *   SRCU-W1 worker, full fence after its seq_cst store of sleeping
+ *           [srcu_cb.c]; store buffering with the producers' seq_cst RMW
+ *           that publishes work followed by their seq_cst load of sleeping
+ *           (worker_poke(), worker_kick()).
+ *   SRCU-I  worker, full fence after its seq_cst store of in_work
+ *           [srcu_cb.c]; store buffering with the producers' publishing
+ *           RMW followed by their seq_cst load of in_work (mark_work()),
+ *           and with SRCU-G.
+ *   SRCU-G  gp_mutex holder, full fence after the unlock [srcu_gp.c];
+ *           pairs with SRCU-I.
+ *   SRCU-K  gp_completed stored with release by gp_complete() [srcu_gp.c];
+ *           pairs with the acquire in gp_done() (callers then free).
+ *   SRCU-J  the worker's release of cb_running after a batch ran
+ *           [srcu_cb.c]; pairs with the acquire in sk_srcu_barrier().
+ *   SRCU-R  release of state->ready after the setup of a defined domain's
+ *           state [srcu_domain.c]; pairs with the acquire in
+ *           sk__srcu_ready() before any use of the state.
+ *   SRCU-W1, SRCU-I and SRCU-G are explicit fences: in C11 a seq_cst RMW
+ *   orders no later non-seq_cst load, so the RMW alone is not enough on
+ *   weakly ordered CPUs (ARMv8.0 without LSE, POWER).
  *   Litmus tests (litmus/, see docs/litmus.md; smp_mb() stands for the
  *   light and heavy fences, which the format cannot write):
- *     B/D, P/Z      - SB+mbs.litmus.
- *     C/D           - LB+rel+mb.litmus.
- *     N, X          - MP+rel+acq.litmus.
- *     W1, I, G      - SB+xchg+mb.litmus.
- *     S1, E/F and all of the above end to end through the real grace
- *     period: srcu-gp-before.litmus, srcu-gp-after.litmus,
+ *     SRCU-B/SRCU-D, SRCU-P/SRCU-Z  SB+mbs.litmus
+ *     SRCU-C/SRCU-D                 LB+rel+mb.litmus
+ *     SRCU-N, SRCU-X                MP+rel+acq.litmus
+ *     SRCU-W1, SRCU-I, SRCU-G       SB+xchg+mb.litmus
+ *     SRCU-S1, SRCU-E/SRCU-F and all of the above end to end through the
+ *     real grace period: srcu-gp-before.litmus, srcu-gp-after.litmus,
  *     srcu-deferred-free.litmus (fail with --busted),
  *     srcu-two-domains.litmus, srcu-two-domains-both.litmus.
  *
  * Why a reader that picked up a stale idx cannot end a grace period early:
  * it increments lock[i'] for an index being drained.  If the drain's lock
  * sum counted it, the sums differ and the drain waits.  If not, the
- * increment came after D (B/D pairing), so its section sees all updates
- * from before the grace period: it is a new reader, not one the grace
- * period must wait for.  It will be waited for by the next grace period's
- * first drain, which scans exactly the index it used.  Each thread adds at
- * most one such stale count before it reads the new idx, so the sums
- * cannot be kept equal by stale counts.
+ * increment came after SRCU-D (the SRCU-B/SRCU-D pairing), so its section
+ * sees all updates from before the grace period: it is a new reader, not
+ * one the grace period must wait for.  It will be waited for by the next
+ * grace period's first drain, which scans exactly the index it used.  Each
+ * thread adds at most one such stale count before it reads the new idx,
+ * so the sums cannot be kept equal by stale counts.
  *
  * The worker thread runs callbacks and polled grace periods for every
  * domain without blocking on any one of them: it advances each domain's
@@ -130,14 +154,14 @@
  *   cb_queued, cb_invoked: only their difference (the backlog) is used,
  *       read as signed.
  *   idx: only its low bit is used.  stats_gps: a statistic, may wrap.
- *   srcu.poke: a futex value compared for equality within one worker
+ *   sk__srcu.poke: a futex value compared for equality within one worker
  *       round; 2^32 pokes in one round are not possible.
  *
  * Unbalanced unlocks: the unlock fast path compares the ends of the
  * locker's sections (its own and those others ended for it) with its
  * starts; as a second line, the heavy check of a grace period aborts on
  * more ends than starts on an index, which correct use cannot show after
- * D.
+ * SRCU-D.
  */
 #ifndef SCALEKIT_INTERNAL_SRCU_H
 #define SCALEKIT_INTERNAL_SRCU_H
@@ -152,9 +176,9 @@
 #define SRCU_MAX_THREADS (SK_SRCU_MAX_CHUNKS * SK_SRCU_CHUNK_SLOTS)
 
 /* idx layout: binding incarnation (15 bits) << 16 | thread index << 1 | i. */
-#define SRCU_T_BITS   15
-#define SRCU_T_MASK   ((1u << SRCU_T_BITS) - 1)
-#define SRCU_INC_MAX  0x7fffu
+#define SRCU_T_BITS 15
+#define SRCU_T_MASK ((1u << SRCU_T_BITS) - 1)
+#define SRCU_INC_MAX 0x7fffu
 /*
  * slot->tag: binding incarnation in the top 16 bits | count (see
  * slot_take()): 48 bits of count on LP64, 16 on ILP32.
@@ -188,10 +212,10 @@ enum { WORK_IDLE, WORK_PENDING, WORK_PROGRESS };
  * that sk__srcu_state() initializes on first use.
  */
 struct sk_srcu__state {
-	struct sk_srcu *dom;	/* the domain this is the state of */
-	int ready;		/* 0 zeroed, 1 being initialized, 2 ready
+	struct sk_srcu *dom; /* the domain this is the state of */
+	int ready;	     /* 0 zeroed, 1 being initialized, 2 ready
 				   (release/acquire) */
-	int owned;		/* allocated by sk_srcu_init(): freed by
+	int owned;	     /* allocated by sk_srcu_init(): freed by
 				   sk_srcu_cleanup() */
 	/* Slots: read side slow paths and grace-period scans. */
 	struct sk_srcu_slot **dir; /* chunks of slots by thread index */
@@ -205,40 +229,40 @@ struct sk_srcu__state {
 
 	/* Grace periods (guarded by gp_mutex). */
 	pthread_mutex_t gp_mutex;
-	int gp_phase;		  /* 0 idle, 1 draining old readers, 2 flipped */
-	int idle_valid;		  /* the idle_* snapshot describes an idle
+	int gp_phase;		 /* 0 idle, 1 draining old readers, 2 flipped */
+	int idle_valid;		 /* the idle_* snapshot describes an idle
 				     domain */
-	sk_srcu__u64 gp_started;  /* number of the last grace period started */
-	sk_srcu__u64 gp_completed; /* ... and completed (release) */
-	sk_srcu__u64 poll_req;	  /* highest number asked by start_poll */
-	sk_srcu__u64 idle_binds;  /* binds when last found idle */
+	sk_srcu__u64 gp_started; /* number of the last grace period started */
+	sk_srcu__u64 gp_completed;    /* ... and completed (release) */
+	sk_srcu__u64 poll_req;	      /* highest number asked by start_poll */
+	sk_srcu__u64 idle_binds;      /* binds when last found idle */
 	unsigned long idle_shared[2]; /* shared.lock[] (= unlock[]) then */
 	struct sk_srcu_slot *idle_owner; /* the one live thread's slot then */
 	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then (and
 					    its ends: all had ended) */
-	unsigned long stats_gps;  /* grace periods completed (stat) */
+	unsigned long stats_gps;	 /* grace periods completed (stat) */
 
 	/* Callbacks: producers. */
 	struct sk__wfq cbq __attribute__((aligned(SK_CACHELINE)));
-	unsigned long cb_queued;	/* sk_call_srcu() calls (atomic) */
+	unsigned long cb_queued; /* sk_call_srcu() calls (atomic) */
 
 	/* Callbacks: the worker. */
 	unsigned long cb_invoked __attribute__((aligned(SK_CACHELINE)));
 	struct sk_rcu_head *b_first, *b_last; /* batch waiting for gp b_gp */
 	sk_srcu__u64 b_gp;
-	int cb_running;			/* a batch is being invoked */
-	int in_work;			/* on the worker's list */
-	int busy_skip;			/* gp_mutex was busy: wait for a kick */
-	int blocked;			/* readers hold its grace period */
-	struct sk__link work_link;	/* worker's list, under its lock */
-	pthread_mutex_t barrier_mutex;	/* one sk_srcu_barrier() at a time */
+	int cb_running;		       /* a batch is being invoked */
+	int in_work;		       /* on the worker's list */
+	int busy_skip;		       /* gp_mutex was busy: wait for a kick */
+	int blocked;		       /* readers hold its grace period */
+	struct sk__link work_link;     /* worker's list, under its lock */
+	pthread_mutex_t barrier_mutex; /* one sk_srcu_barrier() at a time */
 	struct sk_rcu_head barrier_head;
 	int barrier_done;
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
  * Make d->state usable: initializes zeroed static storage on first use
- * (acquire of st->ready, pairs with the release that ends the setup).
+ * (SRCU-R: acquire of st->ready, pairs with the release ending the setup).
  * Every public entry point calls it before touching d->state.  Prints a
  * message naming fn and aborts when d has no state (released by
  * sk_srcu_cleanup() and not initialized again).
@@ -255,9 +279,9 @@ void sk__srcu_state_setup(struct sk_srcu *d, struct sk_srcu__state *st);
 
 /* A thread with an index: the domains where it took its slot. */
 struct srcu_thr {
-	unsigned int t;		/* thread index, 1-based (0: none) */
-	unsigned int n, cap;	/* bind[] entries used, allocated */
-	struct sk_srcu **bind;	/* domains whose slot t it owns */
+	unsigned int t;	       /* thread index, 1-based (0: none) */
+	unsigned int n, cap;   /* bind[] entries used, allocated */
+	struct sk_srcu **bind; /* domains whose slot t it owns */
 };
 
 /*
@@ -267,15 +291,15 @@ struct srcu_thr {
 struct sk__srcu_global {
 	pthread_mutex_t lock; /* indexes, bindings, work list, worker start */
 	/* Thread registry. */
-	uint64_t used[SRCU_MAX_THREADS / 64]; /* thread indexes taken */
+	uint64_t used[SRCU_MAX_THREADS / 64];	/* thread indexes taken */
 	struct srcu_thr *thr[SRCU_MAX_THREADS]; /* owner of each index */
-	unsigned int next_inc;	/* last binding incarnation given */
-	pthread_key_t key;			/* frees the index at exit */
+	unsigned int next_inc; /* last binding incarnation given */
+	pthread_key_t key;     /* frees the index at exit */
 	pthread_once_t once;
 	/* The worker. */
-	struct sk__link work;	  /* domains with work (d->state->work_link) */
-	struct sk_srcu *current;  /* domain the worker is processing */
-	pthread_cond_t idle_cv;	  /* signalled when current changes */
+	struct sk__link work;	 /* domains with work (state->work_link) */
+	struct sk_srcu *current; /* domain the worker is processing */
+	pthread_cond_t idle_cv;	 /* signalled when current changes */
 	int worker_started;
 	int sleeping __attribute__((aligned(SK_CACHELINE))); /* worker */
 	int poke;					     /* futex */
@@ -309,7 +333,7 @@ static inline unsigned long slot_locks(struct sk_srcu_slot *s)
 
 /* Which indexes hold no reader (bit i: index i drained); see srcu_gp.c. */
 int sk__srcu_drained_mask(struct sk_srcu *d, int heavy);
-/* Number of a grace period that starts after the call (full barrier S1). */
+/* Number of a grace period that starts after the call (SRCU-S1 first). */
 uint64_t sk__srcu_gp_snap(struct sk_srcu *d);
 /*
  * Advance d's grace periods until target has completed.  gp_mutex held.
@@ -321,7 +345,7 @@ void sk__srcu_gp_unlock(struct sk_srcu *d);
 /* A polled grace period of d is pending. */
 int sk__srcu_poll_pending(struct sk_srcu *d);
 
-/* Grace period number target has completed (acquire: pairs with
+/* Grace period number target has completed (SRCU-K acquire: pairs with
  * gp_complete()'s release). */
 static inline int gp_done(struct sk_srcu *d, uint64_t target)
 {
