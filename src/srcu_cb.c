@@ -128,8 +128,10 @@ static int process(struct sk_srcu *d)
 	if (d->state->b_first && gp_done(d, d->state->b_gp)) {
 		first = d->state->b_first;
 		last = d->state->b_last;
-		/* sk_srcu_barrier() waits for this batch too (bug: it used
-		 * to see nothing pending while the batch ran). */
+		/*
+		 * Detached but not yet run: sk_srcu_barrier() and cleanup
+		 * see it as pending through cb_running.
+		 */
 		sk_atomic_store_relaxed(&d->state->cb_running, 1);
 		sk_atomic_store_relaxed(&d->state->b_first,
 					(struct sk_rcu_head *)NULL);
