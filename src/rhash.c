@@ -100,7 +100,13 @@
 /* Old buckets migrated between two looks at the clock. */
 #define RHASH_WORK_BATCH 256UL
 
+#ifdef SK_RCU_CHECKER
+/* Test knob (scalekit/rhash.h): only in the checker build. */
 int sk_rhash__test_broken;
+#define RHASH_BROKEN(k) (sk_rhash__test_broken == (k))
+#else
+#define RHASH_BROKEN(k) 0
+#endif
 
 struct sk_rhash_table {
 	unsigned long size;		 /* buckets, a power of two */
@@ -755,7 +761,7 @@ static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 {
 	struct sk_rhash_node *first = *link;
 
-	if (sk_rhash__test_broken == SK_RHASH__BROKEN_CUT_FIRST) {
+	if (RHASH_BROKEN(SK_RHASH__BROKEN_CUT_FIRST)) {
 		/* Broken twin: cut the run off before f has it. */
 		SK__PUBLISH(*link, NULL);
 		SK__PUBLISH(last->next, f->buckets[d]);
@@ -846,7 +852,7 @@ static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 /* A grace period inside a resize (checked under SK_RCU_CHECKER). */
 static void resize_gp(void)
 {
-	if (sk_rhash__test_broken == SK_RHASH__BROKEN_NO_GP)
+	if (RHASH_BROKEN(SK_RHASH__BROKEN_NO_GP))
 		return; /* broken twin: free the old array at once */
 	sk_synchronize_rcu();
 	SK__RCU_CHECK(SK_RCU_CHECK_GP);

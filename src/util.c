@@ -57,6 +57,12 @@ void sk__die(const char *fmt, ...)
 	abort();
 }
 
-/* Triplett checker hook (scalekit/list.h): NULL unless a test sets it. */
+#ifdef SK_RCU_CHECKER
+/*
+ * Triplett checker hook (scalekit/list.h): NULL unless a test sets it.
+ * Only in the checker build (tests/checker.cmake): the installed library
+ * exports no mutable test global.
+ */
 #include "scalekit/list.h"
 void (*sk_rcu_checker_hook)(int event);
+#endif

@@ -3,15 +3,18 @@
 # The Triplett checker build: scalekit_checker is the library compiled with
 # SK_RCU_CHECKER=1, so that the publications and grace periods inside
 # src/rhash.c call sk_rcu_checker_hook (see include/scalekit/list.h and
-# tests/rcu_checker.h).  test_rhash_checker links it instead of
-# scalekit_static; everything else is the same library.
+# tests/rcu_checker.h), and the test knob sk_rhash__test_broken exists.
+# test_rhash_checker and test_list_checker link it instead of
+# scalekit_static; everything else is the same library.  The installed
+# libraries contain neither the hook nor the knob (the exports test checks).
 
 if(CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
 include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
-sk_lib_variant(scalekit_checker SK_RCU_CHECKER test_rhash_checker)
+sk_lib_variant(scalekit_checker SK_RCU_CHECKER test_rhash_checker
+  test_list_checker)
 
 # The exhaustive checker runs take a while under the sanitizers.
 foreach(t test_list_checker test_rhash_checker)

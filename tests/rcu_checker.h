@@ -73,7 +73,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scalekit/list.h" /* sk_rcu_checker_hook, SK_RCU_CHECK_* */
+#include "scalekit/list.h" /* SK_RCU_CHECK_* */
+
+/*
+ * The hook of the checker build of the library (tests/checker.cmake), also
+ * declared by list.h when SK_RCU_CHECKER is defined.
+ */
+extern void (*sk_rcu_checker_hook)(int event);
 
 #define SK_CHK_MAX_KEYS 256 /* key ids 0..255 */
 #define SK_CHK_WORDS	(SK_CHK_MAX_KEYS / 64)

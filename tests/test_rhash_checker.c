@@ -58,6 +58,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* Test knob of the checker build of the library (src/rhash.c). */
+extern int sk_rhash__test_broken;
+
 #include "rcu_checker.h"
 #include "sk_test.h"
 #include "sk_test_util.h"

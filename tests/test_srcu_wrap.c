@@ -5,11 +5,11 @@
  * on 64-bit and on 32-bit (ILP32, -m32) builds, where unsigned long wraps
  * at 2^32.
  *
- * White box: the hidden test hooks of src/srcu.c (declared here, in no
+ * White box: the hidden test hooks of src/srcu_*.c (declared here, in no
  * header) start a domain's grace-period numbers and the next domain gen
  * near a boundary; the reader-counter tests move the calling thread's own
  * slot counters (ABI fields of struct sk_srcu_slot, reached through the
- * ABI field d->dir and the idx) by the same amount a long run of sections
+ * private d->state->dir and the idx) by the same amount a long run of sections
  * would, in a domain no other thread uses meanwhile.
  *
  * No assertion bounds wall-clock time; a sleep only gives a broken library
@@ -29,10 +29,13 @@
 
 #include "scalekit/rcu.h"
 #include "scalekit/srcu.h"
+
+/* White box: the private state of a domain (d->state). */
+#include "internal/srcu.h"
 #include "sk_test.h"
 #include "sk_test_util.h"
 
-/* Test hooks of src/srcu.c (hidden: the tests link the static library). */
+/* Test hooks of src/srcu_*.c (hidden: the tests link the static library). */
 void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
 void sk__srcu_test_set_gen_next(uint64_t next);
 
@@ -190,12 +193,12 @@ static void counted_cb(struct sk_rcu_head *h)
 	INC(OF(h, struct counted, rh)->runs);
 }
 
-/* The slot of the caller's own section idx in d (ABI: d->dir). */
+/* The slot of the caller's own section idx in d (private: d->state->dir). */
 static struct sk_srcu_slot *slot_of(struct sk_srcu *d, int idx)
 {
 	unsigned int t = ((unsigned int)idx >> 1) & 0x7fffu;
 
-	return &d->dir[(t - 1) / SK_SRCU_CHUNK_SLOTS]
+	return &d->state->dir[(t - 1) / SK_SRCU_CHUNK_SLOTS]
 		      [(t - 1) % SK_SRCU_CHUNK_SLOTS];
 }
 

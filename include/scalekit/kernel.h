@@ -59,8 +59,8 @@
 
 /* SRCU. */
 #define srcu_struct		   sk_srcu
-#define DEFINE_SRCU(name)	   struct sk_srcu name = SK_SRCU_INITIALIZER(name)
-#define DEFINE_STATIC_SRCU(name)   static DEFINE_SRCU(name)
+#define DEFINE_SRCU(name)	   SK_SRCU_DEFINE(name)
+#define DEFINE_STATIC_SRCU(name)   SK_SRCU_DEFINE_STATIC(name)
 #define init_srcu_struct(s)	   sk_srcu_init(s)
 #define cleanup_srcu_struct(s)	   sk_srcu_cleanup(s)
 #define srcu_read_lock(s)	   sk_srcu_read_lock(s)

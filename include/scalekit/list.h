@@ -46,11 +46,13 @@ extern "C" {
  * publication and every grace-period wait in list.h (and in the library's
  * rhash.c, built so) calls sk_rcu_checker_hook, which a test points at a
  * function that runs complete readers against the intermediate state.
+ * The hook exists only in the test build of the library
+ * (tests/checker.cmake), never in the installed one.
  */
 enum { SK_RCU_CHECK_PUBLISH = 1, SK_RCU_CHECK_GP = 2 };
-SK_API extern void (*sk_rcu_checker_hook)(int event);
 
 #ifdef SK_RCU_CHECKER
+extern void (*sk_rcu_checker_hook)(int event);
 #define SK__RCU_CHECK(ev)                            \
 	do {                                         \
 		if (sk_rcu_checker_hook)             \

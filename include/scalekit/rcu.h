@@ -28,11 +28,6 @@
 extern "C" {
 #endif
 
-/* Private doubly linked list node used inside library structures. */
-struct sk__link {
-	struct sk__link *next, *prev;
-};
-
 /*
  * Callbacks.  Embed a struct sk_rcu_head in the object; its fields are
  * private to the library.
@@ -41,12 +36,6 @@ struct sk_rcu_head {
 	struct sk_rcu_head *next_;		/* private: queue link */
 	void (*func_)(struct sk_rcu_head *);	/* private: the callback */
 	unsigned long state_;			/* private: double-queue check */
-};
-
-/* Private: wait-free callback queue (tail, then the sentinel head). */
-struct sk__wfq {
-	struct sk_rcu_head *tail; /* last node, or &head when empty */
-	struct sk_rcu_head head;  /* sentinel: head.next_ is the first */
 };
 
 /*

@@ -238,14 +238,15 @@ SK_API void sk_rhash_iter_start(struct sk_rhash *ht, struct sk_rhash_iter *it);
 SK_API void *sk_rhash_iter_next(struct sk_rhash_iter *it);
 
 /*
- * Test knob, broken twins for the tests: SK_RHASH__BROKEN_NO_GP frees the
+ * Values of the test knob sk_rhash__test_broken, which exists only in the
+ * checker build of the library (tests/checker.cmake; the tests declare
+ * it): broken twins for the tests.  SK_RHASH__BROKEN_NO_GP frees the
  * replaced bucket array without waiting for a grace period;
  * SK_RHASH__BROKEN_CUT_FIRST cuts a run off its old chain before the
  * future array links it.  0: the correct table.
  */
 #define SK_RHASH__BROKEN_NO_GP	   1
 #define SK_RHASH__BROKEN_CUT_FIRST 2
-SK_API extern int sk_rhash__test_broken;
 
 #ifdef __cplusplus
 }

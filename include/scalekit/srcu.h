@@ -56,16 +56,18 @@ struct sk_srcu_slot {
 	unsigned long remote[2]; /* ABI: own sections ended elsewhere */
 	unsigned long key;	 /* ABI: idx of the owner's sections without
 				    the index bit (owner only) */
-	unsigned long tag;	 /* private: binding incarnation << (bits of
-				    unsigned long - 16) | open count at
+	unsigned long tag;	 /* private: binding incarnation in the top
+				    16 bits (<< 48 on LP64, << 16 on
+				    ILP32: SRCU_TAG_SHIFT) | open count at
 				    binding + own sections ended elsewhere
 				    (atomic); 0: no live owner */
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
- * A domain.  Initialize with sk_srcu_init() or SK_SRCU_INITIALIZER(name);
- * fields marked ABI are read by the inline fast paths, the rest are
- * private to the library.
+ * A domain: what the inline read paths touch (ABI), and a pointer to the
+ * library's private state (grace periods, callbacks, the slot directory),
+ * whose layout no application sees.  Define one with SK_SRCU_DEFINE(name)
+ * (or SK_SRCU_DEFINE_STATIC), or initialize it with sk_srcu_init().
  *
  * Alignment: struct sk_srcu is aligned to SK_CACHELINE (64) bytes.  The
  * compiler does that for static, automatic and member storage; memory
@@ -73,62 +75,59 @@ struct sk_srcu_slot {
  * aligned_alloc(SK_CACHELINE, sizeof(struct sk_srcu)) (sk_srcu_init()
  * rejects a misaligned domain with -EINVAL).
  */
+struct sk_srcu__state;
 struct sk_srcu {
-	/* Read side, read-mostly. */
 	unsigned long idx;	   /* ABI: low bit = index of new readers */
 	sk_srcu__u64 gen;	   /* ABI: key of the readers' slot caches
 				      (unique per domain lifetime; 0 until
 				      the first reader) */
-	struct sk_srcu_slot **dir; /* ABI: chunks of slots by thread index */
-	unsigned int nchunks;	   /* dir entries that may be set (raised
-				      before a chunk is published) */
-	unsigned long nlive;	   /* threads with a slot, alive (atomic) */
-	sk_srcu__u64 binds;	   /* slots ever taken by a thread (atomic) */
-
-	/* Readers without a slot of their own (atomic; private). */
-	struct sk_srcu_slot shared;
-
-	/* Grace periods (private; guarded by gp_mutex). */
-	pthread_mutex_t gp_mutex;
-	int gp_phase;		  /* 0 idle, 1 draining old readers, 2 flipped */
-	int idle_valid;		  /* the idle_* snapshot describes an idle
-				     domain */
-	sk_srcu__u64 gp_started;  /* number of the last grace period started */
-	sk_srcu__u64 gp_completed; /* ... and completed (release) */
-	sk_srcu__u64 poll_req;	  /* highest number asked by start_poll */
-	sk_srcu__u64 idle_binds;  /* binds when last found idle */
-	unsigned long idle_shared[2]; /* shared.lock[] (= unlock[]) then */
-	struct sk_srcu_slot *idle_owner; /* the one live thread's slot then */
-	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then (and
-					    its ends: all had ended) */
-	unsigned long stats_gps;  /* grace periods completed (stat) */
-
-	/* Callbacks: producers (private). */
-	struct sk__wfq cbq __attribute__((aligned(SK_CACHELINE)));
-	unsigned long cb_queued;	/* sk_call_srcu() calls (atomic) */
-
-	/* Callbacks: the worker (private). */
-	unsigned long cb_invoked __attribute__((aligned(SK_CACHELINE)));
-	struct sk_rcu_head *b_first, *b_last; /* batch waiting for gp b_gp */
-	sk_srcu__u64 b_gp;
-	int cb_running;			/* a batch is being invoked */
-	int in_work;			/* on the worker's list */
-	int busy_skip;			/* gp_mutex was busy: wait for a kick */
-	int blocked;			/* readers hold its grace period */
-	struct sk__link work_link;	/* worker's list, under its lock */
-	pthread_mutex_t barrier_mutex;	/* one sk_srcu_barrier() at a time */
-	struct sk_rcu_head barrier_head;
-	int barrier_done;
+	struct sk_srcu__state *state; /* private: the library's state */
 } __attribute__((aligned(SK_CACHELINE)));
 
-/* Static initializer: struct sk_srcu d = SK_SRCU_INITIALIZER(d); */
-#define SK_SRCU_INITIALIZER(name)                                  \
-	{                                                          \
-		.gp_mutex = PTHREAD_MUTEX_INITIALIZER,             \
-		.cbq = { .tail = &(name).cbq.head },               \
-		.work_link = { &(name).work_link, &(name).work_link }, \
-		.barrier_mutex = PTHREAD_MUTEX_INITIALIZER,        \
+/*
+ * Room for the private state of a domain defined with SK_SRCU_DEFINE():
+ * zeroed static storage that the library initializes on first use.  Its
+ * size is the only thing about the private state an application compiles
+ * in; the library checks at build time that its state fits, so private
+ * fields may change within this reserve without any application noticing.
+ */
+#define SK_SRCU__STATE_BYTES 2048
+struct sk_srcu__store {
+	unsigned char bytes[SK_SRCU__STATE_BYTES];
+} __attribute__((aligned(SK_CACHELINE)));
+
+/*
+ * SK_SRCU_DEFINE(name) - define struct sk_srcu name (external linkage)
+ * and the static storage of its private state; ready to use without
+ * sk_srcu_init().  SK_SRCU_DEFINE_STATIC(name): the same with internal
+ * linkage.  At file (namespace) scope, in C and C++.
+ */
+#define SK_SRCU__DEFINE(cls, name)                                        \
+	static struct sk_srcu__store name##__sk_srcu_store;              \
+	cls struct sk_srcu name = {                                      \
+		0, 0, (struct sk_srcu__state *)(void *)&name##__sk_srcu_store \
 	}
+#define SK_SRCU_DEFINE(name)	    SK_SRCU__DEFINE(, name)
+#define SK_SRCU_DEFINE_STATIC(name) SK_SRCU__DEFINE(static, name)
+
+#ifndef __cplusplus
+/*
+ * SK_SRCU_INITIALIZER(name) - initializer for a domain that must be a
+ * struct member or otherwise cannot use SK_SRCU_DEFINE():
+ *	static struct { ...; struct sk_srcu d; } s = {
+ *		.d = SK_SRCU_INITIALIZER(s.d) };
+ * C only: the private state is a compound literal, which has static
+ * storage at file scope and the enclosing block's lifetime in a function
+ * (the same as an automatic domain's).  A static domain inside a function
+ * cannot use it (the compiler rejects it): use SK_SRCU_DEFINE_STATIC at
+ * file scope or sk_srcu_init().  name is unused (kept for compatibility).
+ */
+#define SK_SRCU_INITIALIZER(name)                                         \
+	{                                                                 \
+		.state = (struct sk_srcu__state *)(void *)&(                \
+			struct sk_srcu__store){ { 0 } },                    \
+	}
+#endif
 
 /*
  * Per-thread cache of slots (ABI): a small direct-mapped table keyed by
@@ -155,17 +154,23 @@ SK_API void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx);
 
 /*
  * sk_srcu_init() - initialize a domain (or re-initialize one that
- * sk_srcu_cleanup() released).
+ * sk_srcu_cleanup() released): allocates its private state.
  * Context: any thread; the domain must not be in use.  Never blocks.
- * Returns: 0, or -EINVAL when d is NULL or not aligned to SK_CACHELINE.
+ * Returns: 0, -EINVAL when d is NULL or not aligned to SK_CACHELINE, or
+ * -ENOMEM (d unchanged).
  */
 SK_API int sk_srcu_init(struct sk_srcu *d);
 
 /*
- * sk_srcu_cleanup() - release the memory of a domain.
+ * sk_srcu_cleanup() - release the memory of a domain.  Once it returned 0,
+ * a domain whose state sk_srcu_init() allocated must be initialized again
+ * before any other use (sk_srcu_cleanup() and
+ * sk_poll_state_synchronize_srcu() excepted; any other call prints a
+ * message and aborts); a domain from SK_SRCU_DEFINE() or
+ * SK_SRCU_INITIALIZER() stays usable.
  * Context: any thread, outside read sections of d, also an SRCU callback.
  * May block briefly.
- * Returns: 0; -EINVAL when d is NULL; -EBUSY (message on stderr, domain
+ * Returns: 0; -EINVAL when d is NULL; -EBUSY (nothing printed; domain
  * left intact and usable) when a reader is inside a section of d or
  * callbacks or a polled grace period are pending, which includes a call
  * from a callback of d.
@@ -181,7 +186,7 @@ SK_API int sk_srcu_cleanup(struct sk_srcu *d);
  * thread or in a domain allocates its counters (never fails: threads
  * beyond the limit or out of memory share atomic counters).
  * Ordering: the section's accesses are ordered after the lock as seen by
- * the grace period (light fence B, paired with its heavy fence D).
+ * the grace period (light fence SRCU-B, paired with its heavy fence SRCU-D).
  * Reclamation: objects reached inside the section stay valid until the
  * matching unlock.
  * Returns: the index to pass to sk_srcu_read_unlock() (>= 0).
@@ -206,7 +211,8 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	c = &s->lock[bit];
 	sk_atomic_store_relaxed(c, sk_atomic_load_relaxed(c) + 1);
 	/*
-	 * B: lock count before the section; pairs with the heavy fence D
+	 * SRCU-B: lock count before the section; pairs with the heavy fence
+	 * SRCU-D
 	 * (membarrier(2), which a cache hit implies): a compiler barrier.
 	 */
 	sk_barrier();
@@ -227,7 +233,7 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
  * Wait-free: the slot-cache and key checks, a load and a release store of
  * this thread's counter, two more loads for the balance check; no fence.
  * Ordering: the section's accesses are ordered before the unlock as seen
- * by the grace period (release C, paired with its heavy fence D).
+ * by the grace period (release SRCU-C, paired with its heavy fence SRCU-D).
  * Reclamation: objects reached in the section may be freed by an updater
  * once this returns and a grace period of d ends.
  */
@@ -238,7 +244,7 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	int bit = idx & 1;
 	unsigned long n;
 
-	SK_TSAN_RELEASE(d); /* C below, for TSan: pairs with D's acquire */
+	SK_TSAN_RELEASE(d); /* SRCU-C below, for TSan: pairs with SRCU-D */
 	/*
 	 * A cache miss, or not this thread's section of d (another thread's,
 	 * another domain's or a bogus idx): the slow path.
@@ -260,8 +266,9 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 		return;
 	}
 	/*
-	 * C: release: the section before the unlock count; pairs with the
-	 * sums' heavy fence D (a counted unlock means the section is over).
+	 * SRCU-C: release: the section before the unlock count; pairs with the
+	 * sums' heavy fence SRCU-D (a counted unlock means the section is
+	 * over).
 	 * A release, not a fence: nothing after the unlock needs ordering
 	 * (store-load), so no membarrier pairing, and on x86 a plain store.
 	 */
@@ -335,7 +342,8 @@ SK_API void sk_srcu_barrier(struct sk_srcu *d);
  * after the call; never blocks.  sk_start_poll_synchronize_srcu(): the
  * same, and makes sure it starts (the worker drives it); never blocks.
  * sk_poll_state_synchronize_srcu(): 1 once completed (then a full
- * barrier), else 0; never blocks.  Any thread, also inside a section.
+ * barrier), else 0; 1 also on a domain that sk_srcu_cleanup() released
+ * (no reader of it is left); never blocks.  Any thread, also inside a section.
  */
 SK_API unsigned long sk_get_state_synchronize_srcu(struct sk_srcu *d);
 SK_API unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d);

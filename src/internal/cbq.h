@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Callback queues shared by RCU (src/rcu_cb.c) and SRCU (src/srcu.c): a
+ * Callback queues shared by RCU (src/rcu_cb.c) and SRCU (src/srcu_cb.c): a
  * wait-free multi-producer, single-consumer list of struct sk_rcu_head
  * with a sentinel, and the common rules for queueing and running a head.
  *
@@ -90,7 +90,11 @@ static inline int sk__cb_is_free_fn(void (*fn)(struct sk_rcu_head *))
 	return (uintptr_t)fn - 1 < SK__CB_FREE_OFFSET_MAX;
 }
 
-/* struct sk__wfq (the queue) is declared in scalekit/rcu.h. */
+/* The queue: the tail, then the sentinel head. */
+struct sk__wfq {
+	struct sk_rcu_head *tail; /* last node, or &head when empty */
+	struct sk_rcu_head head;  /* sentinel: head.next_ is the first */
+};
 
 static inline void sk__wfq_init(struct sk__wfq *q)
 {

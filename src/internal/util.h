@@ -15,7 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "scalekit/rcu.h" /* struct sk__link */
+#include "scalekit/rcu.h"
+
+/* Doubly linked list node used inside library structures. */
+struct sk__link {
+	struct sk__link *next, *prev;
+};
 
 #define SK_CONTAINER_OF(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))

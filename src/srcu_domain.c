@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SRCU domains: init, cleanup, fork, and the process-wide state.
+ * The design and the complete legend of barrier pairs: src/internal/srcu.h.
+ *
+ * Labels placed here (partners in brackets):
+ *   SRCU-R  release of state->ready after the setup [its acquire in
+ *           sk__srcu_ready()]
+ * cleanup's drain check is SRCU-D (srcu_gp.c); its unlock is SRCU-G.
+ */
+#define _GNU_SOURCE
+#include "internal/srcu.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sk__srcu_global sk__srcu = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.once = PTHREAD_ONCE_INIT,
+	.work = { &sk__srcu.work, &sk__srcu.work },
+	.idle_cv = PTHREAD_COND_INITIALIZER,
+};
+
+/* ---- domains ------------------------------------------------------------- */
+
+void sk__srcu_state_setup(struct sk_srcu *d, struct sk_srcu__state *st)
+{
+	st->dom = d;
+	pthread_mutex_init(&st->gp_mutex, NULL);
+	pthread_mutex_init(&st->barrier_mutex, NULL);
+	sk__wfq_init(&st->cbq);
+	sk__link_init(&st->work_link);
+}
+
+_Static_assert(sizeof(struct sk_srcu__state) <= sizeof(struct sk_srcu__store),
+	       "SK_SRCU__STATE_BYTES holds the private state");
+_Static_assert(_Alignof(struct sk_srcu__state) <=
+		       _Alignof(struct sk_srcu__store),
+	       "struct sk_srcu__store is aligned for the private state");
+
+void sk__srcu_ready(struct sk_srcu *d, const char *fn)
+{
+	struct sk_srcu__state *st = d->state;
+	int r;
+
+	if (SK_UNLIKELY(!st))
+		sk__die("%s on SRCU domain %p, which sk_srcu_cleanup() "
+			"released: call sk_srcu_init() first",
+			fn, (void *)d);
+	r = sk_atomic_load_acquire(&st->ready);
+	if (SK_LIKELY(r == 2))
+		return;
+	/* Zeroed static storage: the first caller sets it up. */
+	if (r == 0 && sk_atomic_cmpxchg(&st->ready, &r, 1)) {
+		sk__srcu_state_setup(d, st);
+		/* SRCU-R: release: the setup before any use; pairs with the acquire
+		 * above. */
+		sk_atomic_store_release(&st->ready, 2);
+		return;
+	}
+	while (sk_atomic_load_acquire(&st->ready) != 2)
+		sched_yield(); /* another thread is setting it up */
+}
+
+int sk_srcu_init(struct sk_srcu *d)
+{
+	struct sk_srcu__state *st;
+
+	if (!d || (uintptr_t)d % SK_CACHELINE)
+		return -EINVAL;
+	st = aligned_alloc(SK_CACHELINE, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	memset(st, 0, sizeof(*st));
+	memset(d, 0, sizeof(*d));
+	sk__srcu_state_setup(d, st);
+	st->owned = 1;
+	st->ready = 2;
+	d->state = st;
+	/* A new key: slot caches of an earlier life at this address miss. */
+	d->gen = sk__srcu_gen_new();
+	return 0;
+}
+
+/* Remove d from the binding lists of its slots' owners.  sk__srcu.lock held. */
+static void unbind_all(struct sk_srcu *d)
+{
+	unsigned int k, i, j;
+
+	for (k = 0; d->state->dir && k < d->state->nchunks; k++) {
+		struct sk_srcu_slot *ch = d->state->dir[k];
+
+		for (i = 0; ch && i < SK_SRCU_CHUNK_SLOTS; i++) {
+			unsigned int t = k * SK_SRCU_CHUNK_SLOTS + i + 1;
+			struct srcu_thr *r = sk__srcu.thr[t - 1];
+
+			if (!(sk_atomic_load_relaxed(&ch[i].tag) >>
+			      SRCU_TAG_SHIFT) ||
+			    !r)
+				continue;
+			for (j = 0; j < r->n; j++) {
+				if (r->bind[j] == d) {
+					r->bind[j] = r->bind[--r->n];
+					break;
+				}
+			}
+			sk_atomic_store_relaxed(&ch[i].tag, 0UL);
+		}
+	}
+}
+
+/*
+ * Why d cannot be released now (NULL: it can).  gp_mutex held; the
+ * worker has finished the batch of d it was running, if any.
+ */
+static const char *cleanup_refusal(struct sk_srcu *d)
+{
+	if (!sk__wfq_empty(&d->state->cbq) || d->state->b_first ||
+	    sk_atomic_load_acquire(&d->state->cb_running))
+		return "callbacks pending (call sk_srcu_barrier() first)";
+	if (sk__srcu_poll_pending(d))
+		return "a polled grace period pending";
+	if (sk__srcu_drained_mask(d, 1) != 3)
+		return "readers inside a read-side critical section";
+	return NULL;
+}
+
+int sk_srcu_cleanup(struct sk_srcu *d)
+{
+	const char *why = NULL;
+	unsigned int k;
+
+	if (!d)
+		return -EINVAL;
+	if (!d->state)
+		return 0; /* released already */
+	sk__srcu_ready(d, "sk_srcu_cleanup()");
+	/*
+	 * From a callback of d (the worker's own read of sk__srcu.current): its
+	 * batch is pending, and waiting for the worker to leave d below
+	 * would wait for ourselves, stopping every domain's callbacks.
+	 */
+	if (sk__srcu_in_worker && sk__srcu.current == d)
+		return -EBUSY; /* its own batch is pending */
+	pthread_mutex_lock(&d->state->gp_mutex);
+	/*
+	 * Let the worker finish with d first: a batch it detached may still
+	 * be running (a barrier returns from within it).  It cannot start
+	 * another while we hold gp_mutex.
+	 */
+	pthread_mutex_lock(&sk__srcu.lock);
+	while (sk__srcu.current == d)
+		pthread_cond_wait(&sk__srcu.idle_cv, &sk__srcu.lock);
+	pthread_mutex_unlock(&sk__srcu.lock);
+	why = cleanup_refusal(d);
+	if (!why) {
+		/* Wait until the worker is done with d, then unlist it. */
+		pthread_mutex_lock(&sk__srcu.lock);
+		while (sk__srcu.current == d)
+			pthread_cond_wait(&sk__srcu.idle_cv, &sk__srcu.lock);
+		if (d->state->in_work) {
+			sk__link_del(&d->state->work_link);
+			d->state->in_work = 0;
+		}
+		unbind_all(d);
+		pthread_mutex_unlock(&sk__srcu.lock);
+	}
+	/*
+	 * Refused: the domain stays in use, and the worker may have skipped
+	 * it while we held gp_mutex; sk__srcu_gp_unlock() kicks it (released:
+	 * d is
+	 * unlisted, no kick).
+	 */
+	sk__srcu_gp_unlock(d);
+	if (why)
+		return -EBUSY; /* why: see cleanup_refusal(); not printed */
+	/* Every thread's slot cache misses from now on. */
+	sk_atomic_store_relaxed(&d->gen, sk__srcu_gen_new());
+	for (k = 0; d->state->dir && k < SK_SRCU_MAX_CHUNKS; k++)
+		free(d->state->dir[k]);
+	free(d->state->dir);
+	d->state->dir = NULL;
+	d->state->nchunks = 0;
+	sk_atomic_store_relaxed(&d->state->nlive, 0UL);
+	d->state->idle_valid = 0;
+	d->state->idle_owner = NULL;
+	if (d->state->owned) {
+		pthread_mutex_destroy(&d->state->gp_mutex);
+		pthread_mutex_destroy(&d->state->barrier_mutex);
+		free(d->state);
+		d->state = NULL;
+	}
+	return 0;
+}
+
+/* ---- fork ------------------------------------------------------------------ */
+
+/*
+ * fork(): only the forking thread exists in the child.  The other
+ * threads' indexes are released (their slots keep their counts: a section
+ * they left open blocks the child's grace periods of that domain until
+ * the child ends it), the worker is restarted on demand, and pending
+ * callbacks are dropped in the child (the parent runs them); their heads
+ * read as not queued there (the fork generation of internal/cbq.h).  Polled
+ * grace periods stay pending until the child's next
+ * grace period of the domain.
+ */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&sk__srcu.lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&sk__srcu.lock);
+}
+
+static void atfork_child(void)
+{
+	unsigned int t;
+
+	for (t = 1; t <= SRCU_MAX_THREADS; t++) {
+		struct srcu_thr *r = sk__srcu.thr[t - 1];
+
+		if (r && r != &sk__srcu_my_thr)
+			sk__srcu_thr_release(r);
+		else if (!r && t != sk__srcu_my_thr.t)
+			sk__srcu.used[(t - 1) / 64] &=
+				~((uint64_t)1 << ((t - 1) % 64));
+	}
+	while (!sk__link_empty(&sk__srcu.work)) {
+		struct sk_srcu *d = srcu_of_link(sk__srcu.work.next);
+
+		sk__link_del(&d->state->work_link);
+		if (d == sk__srcu.current) /* the worker may have held it */
+			pthread_mutex_init(&d->state->gp_mutex, NULL);
+		pthread_mutex_init(&d->state->barrier_mutex, NULL);
+		/* Dropped; they read as not queued here (sk__cb_fork_gen). */
+		sk__wfq_init(&d->state->cbq);
+		d->state->b_first = d->state->b_last = NULL;
+		d->state->cb_running = 0;
+		d->state->busy_skip = 0;
+		d->state->cb_queued = d->state->cb_invoked = 0;
+		d->state->in_work = 0;
+	}
+	/* Taken by this thread in atfork_prepare(): unlock, not re-init. */
+	pthread_mutex_unlock(&sk__srcu.lock);
+	pthread_cond_init(&sk__srcu.idle_cv, NULL);
+	sk__srcu.current = NULL;
+	sk__srcu.worker_started = 0;
+	sk__srcu.sleeping = 0;
+	sk__srcu.poke = 0;
+	sk__srcu_in_worker = 0;
+}
+
+__attribute__((constructor)) static void sk_srcu_ctor(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}

@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SRCU read side: thread indexes, slots and the read-side slow paths.
+ * The design and the complete legend of barrier pairs: src/internal/srcu.h.
+ *
+ * Labels placed here (partners in brackets):
+ *   SRCU-B  light fence (or full barrier) after a lock count [SRCU-D]
+ *   SRCU-C  release store or seq_cst RMW of an unlock count [SRCU-D]
+ *   SRCU-N  nchunks raised before a chunk is published [acquires in
+ *           srcu_gp.c sums() and of dir[k] here]
+ *   SRCU-P  full barrier after binds++ [SRCU-Z in srcu_gp.c]
+ *   SRCU-X  release decrement of nlive at thread exit [acquire in
+ *           srcu_gp.c idle_view()]
+ */
+#define _GNU_SOURCE
+#include "internal/srcu.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tag w with its count incremented, in the count's modulus. */
+static inline unsigned long tag_count_add(unsigned long w)
+{
+	return (w & ~SRCU_TAG_COUNT) | ((w + 1) & SRCU_TAG_COUNT);
+}
+
+/* Every way empty: ~0 is never a domain's gen. */
+#define TLS_EMPTY                  \
+	{                          \
+		~(uint64_t)0, NULL \
+	}
+__thread struct sk_srcu__tls sk_srcu__tls
+	__attribute__((tls_model("initial-exec"))) = {
+		.ent = { TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY,
+			 TLS_EMPTY, TLS_EMPTY, TLS_EMPTY },
+	};
+
+__thread struct srcu_thr sk__srcu_my_thr;
+
+/* Source of d->gen values (atomic; 64-bit: never 0 nor ~0, never reused). */
+static sk_srcu__u64 gen_next;
+
+/* ---- thread indexes ----------------------------------------------------- */
+
+static void tls_forget(void)
+{
+	unsigned int w;
+
+	for (w = 0; w < SK_SRCU__WAYS; w++) {
+		sk_srcu__tls.ent[w].gen = ~(uint64_t)0;
+		sk_srcu__tls.ent[w].slot = NULL;
+	}
+}
+
+/* Give up thread r's slots and index.  sk__srcu.lock held. */
+void sk__srcu_thr_release(struct srcu_thr *r)
+{
+	unsigned int i, t = r->t;
+
+	for (i = 0; i < r->n; i++) {
+		struct sk_srcu *d = r->bind[i];
+		struct sk_srcu_slot *s = sk__srcu_slot_find(d, t);
+
+		if (s)
+			sk_atomic_store_relaxed(&s->tag, 0UL);
+		/*
+		 * SRCU-X: this thread's counter stores before the decrement;
+		 * pairs with the acquire of nlive in gp_idle().
+		 */
+		__atomic_fetch_sub(&d->state->nlive, 1UL, __ATOMIC_RELEASE);
+	}
+	free(r->bind);
+	r->bind = NULL;
+	r->n = r->cap = 0;
+	sk__srcu.thr[t - 1] = NULL;
+	sk__srcu.used[(t - 1) / 64] &= ~((uint64_t)1 << ((t - 1) % 64));
+	r->t = 0;
+}
+
+static void tidx_exit(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&sk__srcu.lock);
+	if (sk__srcu_my_thr.t)
+		sk__srcu_thr_release(&sk__srcu_my_thr);
+	pthread_mutex_unlock(&sk__srcu.lock);
+	tls_forget();
+}
+
+static void srcu_once(void)
+{
+	if (pthread_key_create(&sk__srcu.key, tidx_exit) != 0)
+		sk__die("pthread_key_create failed: cannot track thread exit");
+}
+
+/* Give the calling thread an index (1-based); 0 when none is left. */
+static unsigned int tidx_get(void)
+{
+	unsigned int w, t = 0;
+
+	pthread_once(&sk__srcu.once, srcu_once);
+	pthread_mutex_lock(&sk__srcu.lock);
+	for (w = 0; w < SRCU_MAX_THREADS / 64; w++) {
+		if (sk__srcu.used[w] != ~(uint64_t)0) {
+			int b = __builtin_ctzll(~sk__srcu.used[w]);
+
+			sk__srcu.used[w] |= (uint64_t)1 << b;
+			t = w * 64 + (unsigned int)b + 1;
+			break;
+		}
+	}
+	if (t) {
+		sk__srcu_my_thr.t = t;
+		sk__srcu.thr[t - 1] = &sk__srcu_my_thr;
+	}
+	pthread_mutex_unlock(&sk__srcu.lock);
+	if (t)
+		pthread_setspecific(sk__srcu.key, (void *)(uintptr_t)t);
+	return t;
+}
+
+/* ---- slots ---------------------------------------------------------------- */
+
+/* A new d->gen value. */
+uint64_t sk__srcu_gen_new(void)
+{
+	return __atomic_add_fetch(&gen_next, 1, __ATOMIC_RELAXED);
+}
+
+/* d->gen, assigned on first use for a statically initialized domain. */
+static uint64_t domain_gen(struct sk_srcu *d)
+{
+	uint64_t g = sk_atomic_load_acquire(&d->gen), ng;
+
+	if (SK_LIKELY(g != 0))
+		return g;
+	ng = sk__srcu_gen_new();
+	if (sk_atomic_cmpxchg(&d->gen, &g, ng))
+		return ng;
+	return g; /* another thread assigned it */
+}
+
+/* The slot of thread index t in d, allocating it; NULL on ENOMEM. */
+static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
+{
+	unsigned int k = (t - 1) / SK_SRCU_CHUNK_SLOTS;
+	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->state->dir);
+	struct sk_srcu_slot *ch;
+
+	if (!dir) {
+		struct sk_srcu_slot **nd =
+			calloc(SK_SRCU_MAX_CHUNKS, sizeof(*nd));
+
+		if (!nd)
+			return NULL;
+		/* Release: readers that load dir see it zeroed. */
+		if (!__atomic_compare_exchange_n(&d->state->dir, &dir, nd, 0,
+						 __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			free(nd); /* another thread won; dir holds its copy */
+		else
+			dir = nd;
+	}
+	ch = sk_atomic_load_acquire(&dir[k]);
+	if (!ch) {
+		struct sk_srcu_slot *nc = aligned_alloc(
+			SK_CACHELINE, SK_SRCU_CHUNK_SLOTS * sizeof(*nc));
+		unsigned int n = sk_atomic_load_relaxed(&d->state->nchunks);
+
+		if (!nc)
+			return NULL;
+		memset(nc, 0, SK_SRCU_CHUNK_SLOTS * sizeof(*nc));
+		/*
+		 * SRCU-N: scanners look at dir[0..nchunks); raise it (max)
+		 * before
+		 * the chunk can be used by anyone, winner or loser of the
+		 * publication race.  Pairs with the release CAS below / the
+		 * acquire of dir[k], and the acquire of nchunks in sums().
+		 */
+		while (n < k + 1 &&
+		       !sk_atomic_cmpxchg(&d->state->nchunks, &n, k + 1))
+			;
+		/* Release: the zeroed slots (and SRCU-N) before the pointer. */
+		if (!__atomic_compare_exchange_n(&dir[k], &ch, nc, 0,
+						 __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			free(nc); /* ch: the winner's chunk (acquire) */
+		else
+			ch = nc;
+	}
+	return &ch[(t - 1) % SK_SRCU_CHUNK_SLOTS];
+}
+
+/* The existing slot of thread index t in d, or NULL. */
+struct sk_srcu_slot *sk__srcu_slot_find(struct sk_srcu *d, unsigned int t)
+{
+	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->state->dir);
+	struct sk_srcu_slot *ch;
+
+	if (t == 0 || t > SRCU_MAX_THREADS || !dir)
+		return NULL;
+	ch = sk_atomic_load_acquire(&dir[(t - 1) / SK_SRCU_CHUNK_SLOTS]);
+	return ch ? &ch[(t - 1) % SK_SRCU_CHUNK_SLOTS] : NULL;
+}
+
+/*
+ * The calling thread's slot in d if it took it.  A slot's tag is nonzero
+ * exactly while the current holder of its thread index has it bound
+ * (zeroed when a holder exits, under sk__srcu.lock, before the index is
+ * given again), so for our own index a nonzero tag means ours.
+ */
+struct sk_srcu_slot *sk__srcu_my_slot(struct sk_srcu *d)
+{
+	struct sk_srcu_slot *s = sk__srcu_slot_find(d, sk__srcu_my_thr.t);
+
+	if (!s || !(sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT))
+		return NULL;
+	return s;
+}
+
+/*
+ * Bind slot s (thread index t) to the calling thread: a new binding
+ * incarnation, the key its sections return, and the tag.  The count part
+ * of the tag starts at the slot's open count (locks - own unlocks), so
+ * that sections left open by earlier owners of the index are not ours
+ * (sk_srcu_read_lock_held()); their counts are visible here through
+ * sk__srcu.lock, taken by their owner's exit.  sk__srcu.lock held.
+ */
+static void slot_take(struct sk_srcu_slot *s, unsigned int t)
+{
+	unsigned long open;
+	unsigned int inc;
+
+	if (++sk__srcu.next_inc > SRCU_INC_MAX)
+		sk__srcu.next_inc = 1;
+	inc = sk__srcu.next_inc;
+	open = slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
+	       sk_atomic_load_relaxed(&s->unlock[1]);
+	s->key = (unsigned long)inc << (SRCU_T_BITS + 1) | (unsigned long)t
+								   << 1;
+	sk_atomic_xchg(&s->tag, (unsigned long)inc << SRCU_TAG_SHIFT |
+					(open & SRCU_TAG_COUNT));
+}
+
+/*
+ * Cache s as the calling thread's slot in d (life gen) for the fast paths,
+ * which then pair their compiler barriers with membarrier(2): so only when
+ * the fence mode is membarrier.  Without it nothing is cached and every
+ * section takes the slow paths, whose light fences are full fences.
+ */
+static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s, uint64_t gen)
+{
+	if (!sk__fence_sys_get())
+		return;
+	sk_srcu__tls.ent[SK_SRCU__WAY(d)].slot = s;
+	sk_srcu__tls.ent[SK_SRCU__WAY(d)].gen = gen;
+}
+
+/*
+ * The calling thread's slot in d, taking it (and an index) if needed, and
+ * cached in sk_srcu__tls (see cache_slot()).  NULL when no index or memory
+ * is left.
+ */
+static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
+{
+	uint64_t gen = domain_gen(d);
+	struct srcu_thr *r = &sk__srcu_my_thr;
+	struct sk_srcu_slot *s;
+
+	if (!r->t && !tidx_get())
+		return NULL;
+	s = slot_get(d, r->t);
+	if (!s)
+		return NULL;
+	if (!(sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT)) {
+		pthread_mutex_lock(&sk__srcu.lock);
+		if (r->n == r->cap) {
+			unsigned int cap = r->cap ? 2 * r->cap : 8;
+			struct sk_srcu **nb =
+				realloc(r->bind, cap * sizeof(*nb));
+
+			if (!nb) {
+				pthread_mutex_unlock(&sk__srcu.lock);
+				return NULL;
+			}
+			r->bind = nb;
+			r->cap = cap;
+		}
+		r->bind[r->n++] = d;
+		slot_take(s, r->t);
+		sk_atomic_fetch_add(&d->state->nlive, 1UL);
+		sk_atomic_fetch_add(&d->state->binds, (uint64_t)1);
+		pthread_mutex_unlock(&sk__srcu.lock);
+		/* SRCU-P: binds++ before our first section; pairs with SRCU-Z. */
+		sk_smp_mb();
+	}
+	cache_slot(d, s, gen);
+	return s;
+}
+
+int sk_srcu__read_lock_slow(struct sk_srcu *d)
+{
+	struct sk_srcu_slot *s;
+	int bit;
+
+	sk__srcu_ready(d, "sk_srcu_read_lock()");
+	s = slot_bind(d);
+	bit = (int)(sk_atomic_load_relaxed(&d->idx) & 1);
+
+	if (!s) {
+		sk_atomic_fetch_add(&d->state->shared.lock[bit], 1UL);
+		/* SRCU-B: lock count before the section (full barrier). */
+		sk_smp_mb__after_atomic();
+		return bit;
+	}
+	sk_atomic_store_relaxed(&s->lock[bit],
+				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
+	/* SRCU-B: lock count before the section; pairs with SRCU-D. */
+	sk_fence_light();
+	return (int)s->key | bit;
+}
+
+static void __attribute__((noreturn)) die_unbalanced(struct sk_srcu *d, int idx)
+{
+	sk__die("unbalanced sk_srcu_read_unlock() on domain %p: index %d "
+		"ended more often than it was entered",
+		(void *)d, idx);
+}
+
+static void __attribute__((noreturn)) die_bogus(struct sk_srcu *d, int idx)
+{
+	sk__die("sk_srcu_read_unlock(): index %d was not returned by "
+		"sk_srcu_read_lock() on domain %p",
+		idx, (void *)d);
+}
+
+static void __attribute__((noreturn)) die_foreign(struct sk_srcu *d, int idx)
+{
+	sk__die("sk_srcu_read_unlock(): index %d was returned by "
+		"sk_srcu_read_lock() on another domain than %p",
+		idx, (void *)d);
+}
+
+/*
+ * (t, inc) is a live binding of thread index t in a domain other than d:
+ * an idx of that domain.  Its holder's bindings all have distinct
+ * incarnations (one process-wide counter, unless it wrapped meanwhile),
+ * and an earlier holder of t, whose section in d may legitimately still
+ * be open, had its incarnations before the holder's.
+ */
+static int foreign_idx(struct sk_srcu *d, unsigned int t, unsigned int inc)
+{
+	struct srcu_thr *r;
+	unsigned int i;
+	int found = 0;
+
+	pthread_mutex_lock(&sk__srcu.lock);
+	r = sk__srcu.thr[t - 1];
+	for (i = 0; r && i < r->n && !found; i++) {
+		struct sk_srcu_slot *o = sk__srcu_slot_find(r->bind[i], t);
+
+		found = r->bind[i] != d && o &&
+			sk_atomic_load_relaxed(&o->tag) >> SRCU_TAG_SHIFT ==
+				inc;
+	}
+	pthread_mutex_unlock(&sk__srcu.lock);
+	return found;
+}
+
+/* Our own section of d, ended on the slow path (a cache miss). */
+static void own_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx)
+{
+	int bit = idx & 1;
+	unsigned long u = sk_atomic_load_relaxed(&s->unlock[bit]);
+
+	if ((long)(u + sk_atomic_load_relaxed(&s->remote[bit]) -
+		   sk_atomic_load_relaxed(&s->lock[bit])) >= 0)
+		die_unbalanced(d, idx);
+	/* SRCU-C: release, as in the fast path; pairs with SRCU-D. */
+	sk_atomic_store_release(&s->unlock[bit], u + 1);
+	cache_slot(d, s, domain_gen(d));
+}
+
+/*
+ * Another thread's section (or one of an earlier holder of index t): count
+ * it in the slot's remote[] (SRCU-C: a seq_cst RMW), and in its live owner's
+ * tag count when the binding incarnation is the owner's (live).
+ */
+static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx,
+			  int live)
+{
+	int bit = idx & 1;
+	unsigned long r = sk_atomic_fetch_add(&s->remote[bit], 1UL) + 1;
+	unsigned long u, w = sk_atomic_load_relaxed(&s->tag);
+
+	while (live && w >> SRCU_TAG_SHIFT == (unsigned int)idx >> 16 &&
+	       !sk_atomic_cmpxchg(&s->tag, &w, tag_count_add(w)))
+		;
+	u = sk_atomic_load_relaxed(&s->unlock[bit]);
+	if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0) {
+		/*
+		 * Confirm before dying: the owner's lock store may be
+		 * reordered after its unlock store as seen from here; after
+		 * the heavy fence every lock preceding a counted unlock is
+		 * visible (as SRCU-C/SRCU-D).
+		 */
+		sk_fence_heavy();
+		if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0)
+			die_unbalanced(d, idx);
+	}
+}
+
+void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
+{
+	unsigned int tag = (unsigned int)idx >> 1, t, inc;
+	int bit = idx & 1;
+	struct sk_srcu_slot *s;
+	unsigned long u;
+
+	sk__srcu_ready(d, "sk_srcu_read_unlock()");
+	if (idx < 0)
+		die_bogus(d, idx);
+	if (tag == 0) {
+		/* Shared counters.  SRCU-C: the RMW is a full barrier. */
+		u = sk_atomic_fetch_add(&d->state->shared.unlock[bit], 1UL) + 1;
+		/* Every lock before a counted unlock is visible (RMW chain). */
+		if ((long)(u - sk_atomic_load_acquire(
+				       &d->state->shared.lock[bit])) > 0)
+			die_bogus(d, idx);
+		return;
+	}
+	t = tag & SRCU_T_MASK;
+	inc = tag >> SRCU_T_BITS;
+	if (!t || !inc || t > SRCU_MAX_THREADS)
+		die_bogus(d, idx);
+	s = sk__srcu_slot_find(d, t);
+	if (!s)
+		die_bogus(d, idx);
+	if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT == inc) {
+		/* The slot's live binding made it: its owner's section. */
+		if (t == sk__srcu_my_thr.t)
+			own_unlock(d, s, idx); /* cache miss, or unbalanced */
+		else
+			remote_unlock(d, s, idx, 1);
+		return;
+	}
+	if (foreign_idx(d, t, inc))
+		die_foreign(d, idx);
+	remote_unlock(d, s, idx, 0); /* an earlier holder's section */
+}
+
+int sk_srcu_read_lock_held(struct sk_srcu *d)
+{
+	struct sk_srcu_slot *s;
+	unsigned long open;
+
+	if (!d)
+		return 0;
+	sk__srcu_ready(d, "sk_srcu_read_lock_held()");
+	s = sk__srcu_my_slot(d);
+	if (!s)
+		return 0;
+	/*
+	 * Ours: entered, minus ended here, minus (in the tag's count) the
+	 * open count when we took the slot and those ended elsewhere; in the
+	 * count's modulus, read as signed.
+	 */
+	open = (slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
+		sk_atomic_load_relaxed(&s->unlock[1]) -
+		sk_atomic_load_relaxed(&s->tag)) &
+	       SRCU_TAG_COUNT;
+	return open != 0 && open <= SRCU_TAG_COUNT >> 1;
+}
+
+#ifdef SK_TEST_HOOKS
+/*
+ * Test hook (the scalekit_hooks test library only, see tests/hooks.cmake;
+ * declared by the tests, never in a header): take the next domain gens
+ * after next, so that a test can run across the 2^32 boundary.
+ */
+void sk__srcu_test_set_gen_next(uint64_t next);
+
+void sk__srcu_test_set_gen_next(uint64_t next)
+{
+	__atomic_store_n(&gen_next, next, __ATOMIC_RELAXED);
+}
+#endif
