@@ -762,8 +762,14 @@ static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 		SK__PUBLISH(f->buckets[d], first);
 		return;
 	}
-	/* M1 [one]: readers in the run walk on into f's chain d. */
-	SK__PUBLISH(last->next, f->buckets[d]);
+	/*
+	 * M1 [one]: readers in the run walk on into f's chain d.  Skipped
+	 * when last->next already is f's head (NULL, as f's chain d is still
+	 * empty in most moves of a grow): the state does not change, and
+	 * readers keep the node's cache line.
+	 */
+	if (last->next != f->buckets[d])
+		SK__PUBLISH(last->next, f->buckets[d]);
 	/* M2 [pub]: the run's nodes, then f's head. */
 	SK__PUBLISH(f->buckets[d], first);
 	/*
@@ -773,53 +779,62 @@ static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 	SK__PUBLISH(*link, NULL);
 }
 
-#define RHASH_RING 64 /* links remembered per walk of an old chain */
+/*
+ * Links remembered per walk of an old chain: one walk moves up to this
+ * many runs from the chain's tail.
+ */
+#define RHASH_RING 256
 
 /*
- * Migrate old bucket i of t to f: move tail runs until the chain is empty.
- * One walk remembers the last RHASH_RING links; a longer chain is walked
- * again for its earlier part.  The bucket's stripe is locked.
+ * One step of the migration of old bucket i of t to f, under the bucket's
+ * stripe lock: walk the chain once, remembering its last RHASH_RING links,
+ * and move up to RHASH_RING tail runs.  Returns nonzero when nodes are left
+ * (the caller drops the lock and steps again: the lock is held for one walk
+ * of the chain at a time, however long the chain is).  The old chain only
+ * shrinks while f is published (inserts go to f).
  */
-static void migrate_bucket(struct sk_rhash_table *t, struct sk_rhash_table *f,
-			   unsigned long i)
+static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
+			unsigned long i)
 {
 	struct sk_rhash_node **ring[RHASH_RING], **pp;
-	unsigned long n, k, j, d;
+	unsigned long n = 0, k, j, d;
 
-	for (;;) {
-		n = 0;
-		for (pp = &t->buckets[i]; *pp; pp = &(*pp)->next)
-			ring[n++ % RHASH_RING] = pp;
-		if (!n)
-			return;
-		/* ring[(k - 1) % R] is the link to the chain's last node. */
-		for (k = n; k > 0 && n - k < RHASH_RING;) {
-			struct sk_rhash_node *last = *ring[(k - 1) % RHASH_RING];
+	for (pp = &t->buckets[i]; *pp; pp = &(*pp)->next)
+		ring[n++ % RHASH_RING] = pp;
+	/* ring[(k - 1) % R] is the link to the chain's last node. */
+	for (k = n; k > 0 && n - k < RHASH_RING;) {
+		struct sk_rhash_node *last = *ring[(k - 1) % RHASH_RING];
 
-			d = last->hash & f->mask;
-			for (j = k - 1; j > 0 && n - j < RHASH_RING &&
-			     ((*ring[(j - 1) % RHASH_RING])->hash & f->mask) == d;)
-				j--;
-			move_run(f, ring[j % RHASH_RING], last, d);
-			k = j;
-		}
+		d = last->hash & f->mask;
+		for (j = k - 1; j > 0 && n - j < RHASH_RING &&
+		     ((*ring[(j - 1) % RHASH_RING])->hash & f->mask) == d;)
+			j--;
+		move_run(f, ring[j % RHASH_RING], last, d);
+		k = j;
 	}
+	return k > 0;
 }
 
-/* Migrate old buckets [from, to) of the running resize.  No lock held. */
+/*
+ * Migrate old buckets [from, to) of the running resize, one step of one
+ * bucket per hold of its stripe lock.  No lock held.
+ */
 static void migrate_range(struct sk_rhash *ht, unsigned long from,
 			  unsigned long to)
 {
 	/* Only resizes change tbl and future; resize_lock is held. */
 	struct sk_rhash_table *t = ht->tbl, *f = t->future;
 	unsigned long i, mask = stripe_mask(ht, t, f);
+	int more;
 
 	for (i = from; i < to; i++) {
 		struct sk_rhash_stripe *s = &ht->stripes[i & mask];
 
-		pthread_mutex_lock(&s->lock);
-		migrate_bucket(t, f, i);
-		pthread_mutex_unlock(&s->lock);
+		do {
+			pthread_mutex_lock(&s->lock);
+			more = migrate_step(t, f, i);
+			pthread_mutex_unlock(&s->lock);
+		} while (more);
 	}
 }
 
