@@ -101,6 +101,16 @@
 #define RHASH_WORK_BATCH 256UL
 
 int sk_rhash__test_broken;
+#ifdef SK_RCU_CHECKER
+/*
+ * Checker builds only (tests/checker.cmake; the test declares it): called
+ * by a resize between two migration steps of one old bucket (the bucket
+ * partly moved, no stripe lock held, resize_lock held), so that a test can
+ * update the table there.
+ */
+extern void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
+void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
+#endif
 
 struct sk_rhash_table {
 	unsigned long size;		 /* buckets, a power of two */
@@ -574,7 +584,7 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 		return -EEXIST;
 	}
 	/* During a resize new nodes go to the future array. */
-	dst = f ? f : t;
+	dst = f && sk_rhash__test_broken != SK_RHASH__BROKEN_INSERT_OLD ? f : t;
 	head = &dst->buckets[h & dst->mask];
 	/* dst may be freed after unlock_bucket(): keep its size. */
 	size = dst->size;
@@ -781,9 +791,14 @@ static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 
 /*
  * Links remembered per walk of an old chain: one walk moves up to this
- * many runs from the chain's tail.
+ * many runs from the chain's tail.  The checker build remembers 2, so
+ * that its small chains are migrated in several steps.
  */
+#ifdef SK_RCU_CHECKER
+#define RHASH_RING 2
+#else
 #define RHASH_RING 256
+#endif
 
 /*
  * One step of the migration of old bucket i of t to f, under the bucket's
@@ -830,11 +845,18 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
 	for (i = from; i < to; i++) {
 		struct sk_rhash_stripe *s = &ht->stripes[i & mask];
 
-		do {
+		for (;;) {
 			pthread_mutex_lock(&s->lock);
 			more = migrate_step(t, f, i);
 			pthread_mutex_unlock(&s->lock);
-		} while (more);
+			if (!more)
+				break;
+#ifdef SK_RCU_CHECKER
+			/* Old bucket i partly moved, no stripe lock held. */
+			if (sk_rhash__test_step_hook)
+				sk_rhash__test_step_hook(ht);
+#endif
+		}
 	}
 }
 
