@@ -584,7 +584,11 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 		return -EEXIST;
 	}
 	/* During a resize new nodes go to the future array. */
-	dst = f && sk_rhash__test_broken != SK_RHASH__BROKEN_INSERT_OLD ? f : t;
+	dst = f ? f : t;
+#ifdef SK_RCU_CHECKER
+	if (sk_rhash__test_broken == SK_RHASH__BROKEN_INSERT_OLD)
+		dst = t; /* broken twin: the old array keeps the node */
+#endif
 	head = &dst->buckets[h & dst->mask];
 	/* dst may be freed after unlock_bucket(): keep its size. */
 	size = dst->size;
