@@ -320,6 +320,22 @@ void sk_rhash_destroy(struct sk_rhash *ht,
 
 /* ---- lookups ---------------------------------------------------------------- */
 
+/*
+ * While a resize runs, a lookup that misses in t's chain goes on to f's
+ * bucket: start loading that bucket's head now, so that its cache miss
+ * overlaps the walk of t's chain (the resizer has just written both
+ * arrays).  Only a hint: the load that counts is made after L1.
+ * t->future shares t's first cache line with t->mask.
+ */
+static inline void prefetch_future(struct sk_rhash_table *t, unsigned long h)
+{
+	struct sk_rhash_table *f = sk_atomic_load_relaxed(&t->future);
+
+	if (SK_UNLIKELY(f != NULL))
+		__builtin_prefetch(&f->buckets[h & sk_atomic_load_relaxed(
+						       &f->mask)]);
+}
+
 /* Any key: hashfn, cmpfn or key_len as given.  Out of line: see below. */
 static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 						      const void *key)
@@ -328,6 +344,7 @@ static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 	struct sk_rhash_table *t = sk_rcu_dereference(ht->tbl);
 	struct sk_rhash_node *n;
 
+	prefetch_future(t, h);
 	do {
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
 		     n = sk_rcu_dereference(n->next)) {
@@ -362,6 +379,7 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	ko = ht->p.key_offset;
 	h = hash_u64(k, ht->p.seed);
 	t = sk_rcu_dereference(ht->tbl);
+	prefetch_future(t, h);
 	do {
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
 		     n = sk_rcu_dereference(n->next)) {
