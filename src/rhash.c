@@ -19,9 +19,11 @@
  * resize allocates the future array f (all heads NULL) and publishes it in
  * the current array t (t->future = f) [pub].  From then on updates go to
  * f, and lookups that miss in t go on to f (L1 below).  Then the old
- * buckets are migrated one at a time, each under its own stripe lock: the
- * tail run of nodes that all belong to the same bucket d of f is moved at
- * once, in three writes:
+ * buckets are migrated one at a time, each under its own stripe lock, in
+ * steps: a step walks the old chain once and moves up to RHASH_RING tail
+ * runs, then drops the lock (so no lock is held for more than one walk of
+ * one chain, however long the chain).  A tail run of nodes that all belong
+ * to the same bucket d of f is moved at once, in three writes:
  *   M1 [one] last->next = f->buckets[d]: last ended the old chain; a reader
  *            standing in the run now walks on into f's chain d (whose nodes
  *            it skips by hash) instead of stopping;
