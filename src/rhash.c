@@ -331,11 +331,11 @@ void sk_rhash_destroy(struct sk_rhash *ht,
  */
 static inline void prefetch_future(struct sk_rhash_table *t, unsigned long h)
 {
-	struct sk_rhash_table *f = sk_atomic_load_relaxed(&t->future);
+	/* Dependency: f's mask as published with f (pairs with its [pub]). */
+	struct sk_rhash_table *f = sk_rcu_dereference(t->future);
 
 	if (SK_UNLIKELY(f != NULL))
-		__builtin_prefetch(&f->buckets[h & sk_atomic_load_relaxed(
-						       &f->mask)]);
+		__builtin_prefetch(&f->buckets[h & f->mask]);
 }
 
 /* Any key: hashfn, cmpfn or key_len as given.  Out of line: see below. */
