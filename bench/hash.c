@@ -837,6 +837,15 @@ int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 
 /* ---- latency scenarios: hash-update-resize, hash-grow --------------------- */
 
+/*
+ * Each repetition also runs a baseline (LAT_EMPTY): the same threads
+ * timing empty sections instead of the table's updates (hash-update-resize
+ * while sk_rhash resizes; hash-grow for as long as sk_rhash took).  Its
+ * worst case is what the clock and the scheduler cost alone on this
+ * machine (a 4 ms tick at CONFIG_HZ=250); the notes print it, so that the
+ * worst-case targets can be read against it.
+ */
+
 static const char *const lat_impls[] = { "rhash", "urcu-lfht", NULL };
 
 /* Latency samples (ns) of one run, and their worst and p99.9. */
