@@ -19,9 +19,11 @@
  * resize allocates the future array f (all heads NULL) and publishes it in
  * the current array t (t->future = f) [pub].  From then on updates go to
  * f, and lookups that miss in t go on to f (L1 below).  Then the old
- * buckets are migrated one at a time, each under its own stripe lock: the
- * tail run of nodes that all belong to the same bucket d of f is moved at
- * once, in three writes:
+ * buckets are migrated one at a time, each under its own stripe lock, in
+ * steps: a step walks the old chain once and moves up to RHASH_RING tail
+ * runs, then drops the lock (so no lock is held for more than one walk of
+ * one chain, however long the chain).  A tail run of nodes that all belong
+ * to the same bucket d of f is moved at once, in three writes:
  *   M1 [one] last->next = f->buckets[d]: last ended the old chain; a reader
  *            standing in the run now walks on into f's chain d (whose nodes
  *            it skips by hash) instead of stopping;
@@ -104,6 +106,14 @@
 /* Test knob (scalekit/rhash.h): only in the checker build. */
 int sk_rhash__test_broken;
 #define RHASH_BROKEN(k) (sk_rhash__test_broken == (k))
+/*
+ * Checker builds only (tests/checker.cmake; the test declares it): called
+ * by a resize between two migration steps of one old bucket (the bucket
+ * partly moved, no stripe lock held, resize_lock held), so that a test can
+ * update the table there.
+ */
+extern void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
+void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
 #else
 #define RHASH_BROKEN(k) 0
 #endif
@@ -316,6 +326,22 @@ void sk_rhash_destroy(struct sk_rhash *ht,
 
 /* ---- lookups ---------------------------------------------------------------- */
 
+/*
+ * While a resize runs, a lookup that misses in t's chain goes on to f's
+ * bucket: start loading that bucket's head now, so that its cache miss
+ * overlaps the walk of t's chain (the resizer has just written both
+ * arrays).  Only a hint: the load that counts is made after L1.
+ * t->future shares t's first cache line with t->mask.
+ */
+static inline void prefetch_future(struct sk_rhash_table *t, unsigned long h)
+{
+	/* Dependency: f's mask as published with f (pairs with its [pub]). */
+	struct sk_rhash_table *f = sk_rcu_dereference(t->future);
+
+	if (SK_UNLIKELY(f != NULL))
+		__builtin_prefetch(&f->buckets[h & f->mask]);
+}
+
 /* Any key: hashfn, cmpfn or key_len as given.  Out of line: see below. */
 static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 						      const void *key)
@@ -324,6 +350,7 @@ static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 	struct sk_rhash_table *t = sk_rcu_dereference(ht->tbl);
 	struct sk_rhash_node *n;
 
+	prefetch_future(t, h);
 	do {
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
 		     n = sk_rcu_dereference(n->next)) {
@@ -358,6 +385,7 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	ko = ht->p.key_offset;
 	h = hash_u64(k, ht->p.seed);
 	t = sk_rcu_dereference(ht->tbl);
+	prefetch_future(t, h);
 	do {
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
 		     n = sk_rcu_dereference(n->next)) {
@@ -581,6 +609,10 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 	}
 	/* During a resize new nodes go to the future array. */
 	dst = f ? f : t;
+#ifdef SK_RCU_CHECKER
+	if (sk_rhash__test_broken == SK_RHASH__BROKEN_INSERT_OLD)
+		dst = t; /* broken twin: the old array keeps the node */
+#endif
 	head = &dst->buckets[h & dst->mask];
 	/* dst may be freed after unlock_bucket(): keep its size. */
 	size = dst->size;
@@ -768,8 +800,14 @@ static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 		SK__PUBLISH(f->buckets[d], first);
 		return;
 	}
-	/* M1 [one]: readers in the run walk on into f's chain d. */
-	SK__PUBLISH(last->next, f->buckets[d]);
+	/*
+	 * M1 [one]: readers in the run walk on into f's chain d.  Skipped
+	 * when last->next already is f's head (NULL, as f's chain d is still
+	 * empty in most moves of a grow): the state does not change, and
+	 * readers keep the node's cache line.
+	 */
+	if (last->next != f->buckets[d])
+		SK__PUBLISH(last->next, f->buckets[d]);
 	/* M2 [pub]: the run's nodes, then f's head. */
 	SK__PUBLISH(f->buckets[d], first);
 	/*
@@ -779,53 +817,74 @@ static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 	SK__PUBLISH(*link, NULL);
 }
 
-#define RHASH_RING 64 /* links remembered per walk of an old chain */
+/*
+ * Links remembered per walk of an old chain: one walk moves up to this
+ * many runs from the chain's tail.  The checker build remembers 2, so
+ * that its small chains are migrated in several steps.
+ */
+#ifdef SK_RCU_CHECKER
+#define RHASH_RING 2
+#else
+#define RHASH_RING 256
+#endif
 
 /*
- * Migrate old bucket i of t to f: move tail runs until the chain is empty.
- * One walk remembers the last RHASH_RING links; a longer chain is walked
- * again for its earlier part.  The bucket's stripe is locked.
+ * One step of the migration of old bucket i of t to f, under the bucket's
+ * stripe lock: walk the chain once, remembering its last RHASH_RING links,
+ * and move up to RHASH_RING tail runs.  Returns nonzero when nodes are left
+ * (the caller drops the lock and steps again: the lock is held for one walk
+ * of the chain at a time, however long the chain is).  The old chain only
+ * shrinks while f is published (inserts go to f).
  */
-static void migrate_bucket(struct sk_rhash_table *t, struct sk_rhash_table *f,
-			   unsigned long i)
+static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
+			unsigned long i)
 {
 	struct sk_rhash_node **ring[RHASH_RING], **pp;
-	unsigned long n, k, j, d;
+	unsigned long n = 0, k, j, d;
 
-	for (;;) {
-		n = 0;
-		for (pp = &t->buckets[i]; *pp; pp = &(*pp)->next)
-			ring[n++ % RHASH_RING] = pp;
-		if (!n)
-			return;
-		/* ring[(k - 1) % R] is the link to the chain's last node. */
-		for (k = n; k > 0 && n - k < RHASH_RING;) {
-			struct sk_rhash_node *last = *ring[(k - 1) % RHASH_RING];
+	for (pp = &t->buckets[i]; *pp; pp = &(*pp)->next)
+		ring[n++ % RHASH_RING] = pp;
+	/* ring[(k - 1) % R] is the link to the chain's last node. */
+	for (k = n; k > 0 && n - k < RHASH_RING;) {
+		struct sk_rhash_node *last = *ring[(k - 1) % RHASH_RING];
 
-			d = last->hash & f->mask;
-			for (j = k - 1; j > 0 && n - j < RHASH_RING &&
-			     ((*ring[(j - 1) % RHASH_RING])->hash & f->mask) == d;)
-				j--;
-			move_run(f, ring[j % RHASH_RING], last, d);
-			k = j;
-		}
+		d = last->hash & f->mask;
+		for (j = k - 1; j > 0 && n - j < RHASH_RING &&
+		     ((*ring[(j - 1) % RHASH_RING])->hash & f->mask) == d;)
+			j--;
+		move_run(f, ring[j % RHASH_RING], last, d);
+		k = j;
 	}
+	return k > 0;
 }
 
-/* Migrate old buckets [from, to) of the running resize.  No lock held. */
+/*
+ * Migrate old buckets [from, to) of the running resize, one step of one
+ * bucket per hold of its stripe lock.  No lock held.
+ */
 static void migrate_range(struct sk_rhash *ht, unsigned long from,
 			  unsigned long to)
 {
 	/* Only resizes change tbl and future; resize_lock is held. */
 	struct sk_rhash_table *t = ht->tbl, *f = t->future;
 	unsigned long i, mask = stripe_mask(ht, t, f);
+	int more;
 
 	for (i = from; i < to; i++) {
 		struct sk_rhash_stripe *s = &ht->stripes[i & mask];
 
-		pthread_mutex_lock(&s->lock);
-		migrate_bucket(t, f, i);
-		pthread_mutex_unlock(&s->lock);
+		for (;;) {
+			pthread_mutex_lock(&s->lock);
+			more = migrate_step(t, f, i);
+			pthread_mutex_unlock(&s->lock);
+			if (!more)
+				break;
+#ifdef SK_RCU_CHECKER
+			/* Old bucket i partly moved, no stripe lock held. */
+			if (sk_rhash__test_step_hook)
+				sk_rhash__test_step_hook(ht);
+#endif
+		}
 	}
 }
 

@@ -30,6 +30,15 @@
  *     once, and no block leaks;
  *   - inserts, removes (freed after a grace period) and replaces at every
  *     position of every bucket of 1-, 2- and 8-bucket tables;
+ *   - the same updates made in the middle of a migration: the checker
+ *     build of the table moves two runs per step and calls a test hook
+ *     between two steps of an old bucket (partly moved, no lock held);
+ *     at every such point of grows 1 -> 2, 1 -> 8, 2 -> 8 and 4 -> 16,
+ *     an insert into every old bucket, and a remove and a replace of
+ *     every key: every state is checked, the table is right afterwards;
+ *     a broken twin that inserts into the old array during a resize MUST
+ *     be caught whenever its bucket was already migrated (the key is
+ *     lost with the old array);
  *   - two broken twins MUST be caught in every resize with a key
  *     (sk_rhash__test_broken): freeing the old array without the grace
  *     period (a paused reader loads from the freed array), and cutting a
@@ -743,6 +752,203 @@ static void insert_remove_replace_at_every_position(void)
 	fprintf(stderr, "  %d updates checked\n", cases);
 }
 
+/* ---- updates in the middle of a migration ----------------------------- */
+
+/* Defined by the checker build of src/rhash.c (no header declares it). */
+extern void (*sk_rhash__test_step_hook)(struct sk_rhash *h);
+
+/*
+ * The update made at one step point of a resize: between two migration
+ * steps of an old bucket (the checker build moves two runs per step), with
+ * the bucket partly moved.
+ */
+static struct {
+	int at;		   /* step point to update at */
+	int seen;	   /* step points passed */
+	int op, id;	   /* the update; insert: id n, key in old bucket b */
+	unsigned long b;   /* insert: the old bucket its key hashes to */
+	struct obj *victim;
+	uint64_t *present;
+	int into_migrated; /* the insert's bucket was already migrated */
+} mid;
+
+/* The lowest old bucket still holding nodes: the one partly moved. */
+static unsigned long partly_moved_bucket(void)
+{
+	struct chk_tbl *t = cur_tbl();
+	unsigned long i = 0;
+
+	while (i < t->size && !t->buckets[i])
+		i++;
+	return i;
+}
+
+static void mid_update(struct sk_rhash *h)
+{
+	struct obj *o;
+
+	(void)h;
+	if (mid.seen++ != mid.at)
+		return;
+	switch (mid.op) {
+	case U_INSERT:
+		mid.into_migrated = mid.b < partly_moved_bucket();
+		o = obj_new(mid.id);
+		SK_CHECK_EQ(sk_rhash_insert(&ht, &o->node), 0);
+		sk_chk_bit_set(mid.present, mid.id);
+		break;
+	case U_REMOVE:
+		SK_CHECK_EQ(sk_rhash_remove(&ht, &mid.victim->node), 0);
+		gp_then_free_later();
+		obj_free(mid.victim);
+		mid.present[mid.id / 64] &= ~(1ull << (mid.id % 64));
+		break;
+	case U_REPLACE:
+		o = obj_new(mid.id);
+		SK_CHECK_EQ(sk_rhash_replace(&ht, &mid.victim->node, &o->node),
+			    0);
+		gp_then_free_later();
+		obj_free(mid.victim);
+		break;
+	}
+}
+
+/* Present keys that a lookup misses after the operation. */
+static int lost_keys(const uint64_t *present)
+{
+	int id, lost = 0;
+
+	sk_rcu_read_lock();
+	for (id = 0; id < MAX_IDS; id++)
+		if (sk_chk_bit(present, id) &&
+		    !sk_rhash_lookup(&ht, &keyval[id]))
+			lost++;
+	sk_rcu_read_unlock();
+	return lost;
+}
+
+/*
+ * Grow from -> to with n alternating keys; at step point `at`, op on key
+ * id (insert: a new id n whose key lands in old bucket b).  Returns the
+ * step points passed; *caught gets the checker's violations plus the
+ * present keys lost.
+ */
+static int mid_case(unsigned long from, unsigned long to, int n, int at,
+		    int op, int id, unsigned long b, unsigned long *caught)
+{
+	uint64_t present[SK_CHK_WORDS] = { 0 }, stable[SK_CHK_WORDS], rng = 1;
+	int order[MAX_IDS], i, expect_ok = !sk_rhash__test_broken;
+	char label[160];
+	unsigned long v;
+
+	make_keys(KS_ALTERNATE, n, &rng, order);
+	keyval[n] = b + (1UL << 20); /* identity hash: old bucket b */
+	table_init(from, 1);
+	fill(n, order, present);
+	memset(&mid, 0, sizeof(mid));
+	mid.at = at;
+	mid.op = op;
+	mid.id = op == U_INSERT ? n : id;
+	mid.b = b;
+	mid.present = present;
+	for (i = 0; op != U_INSERT && i < nobjs; i++)
+		if (objs[i].id == id)
+			mid.victim = &objs[i];
+	memcpy(stable, present, sizeof(stable));
+	if (op != U_INSERT)
+		stable[id / 64] &= ~(1ull << (id % 64));
+	snprintf(label, sizeof(label),
+		 "grow %lu -> %lu, %d keys, %s of key id %d at step point %d%s",
+		 from, to, n, u_names[op], mid.id, at,
+		 expect_ok ? "" : " INSERTING into the old array");
+	add_readers(n + 1, stable);
+	sk_rhash__test_step_hook = mid_update;
+	sk_chk_begin(&chk, label);
+	SK_CHECK_EQ(sk_rhash_resize(&ht, to), 0);
+	v = sk_chk_end(&chk);
+	sk_rhash__test_step_hook = NULL;
+	if (v && expect_ok)
+		SK_T_FAIL("%s: %lu violation(s): %s", label, v, chk.first);
+	if (expect_ok && mid.seen > at)
+		check_table(present, label);
+	*caught = v + (unsigned long)lost_keys(present);
+	table_destroy();
+	return mid.seen;
+}
+
+/* Every update at every step point of one grow; returns the cases run. */
+static int mid_grow(unsigned long from, unsigned long to, int n)
+{
+	unsigned long caught;
+	int at, points, id, cases = 0;
+	unsigned long b;
+
+	points = mid_case(from, to, n, -1, U_INSERT, 0, 0, &caught);
+	for (at = 0; at < points; at++) {
+		for (b = 0; b < from; b++, cases++)
+			mid_case(from, to, n, at, U_INSERT, 0, b, &caught);
+		for (id = 0; id < n; id++, cases += 2) {
+			mid_case(from, to, n, at, U_REMOVE, id, 0, &caught);
+			mid_case(from, to, n, at, U_REPLACE, id, 0, &caught);
+		}
+	}
+	return cases;
+}
+
+static const struct {
+	unsigned long from, to;
+} mid_grows[] = { { 1, 2 }, { 1, 8 }, { 2, 8 }, { 4, 16 } };
+#define NMID (int)(sizeof(mid_grows) / sizeof(mid_grows[0]))
+
+/*
+ * Inserts, removes (freed after a grace period) and replaces made while a
+ * grow is stopped between two migration steps of an old bucket: the
+ * checker sees every state, and the table is right afterwards.  (A shrink
+ * moves each old chain in one run, in one step: no partial state.)
+ */
+static void updates_in_the_middle_of_a_migration(void)
+{
+	int g, cases = 0;
+
+	/* 17 keys (several step points per bucket) on one grow: the cost. */
+	for (g = 0; g < NMID; g++)
+		cases += mid_grow(mid_grows[g].from, mid_grows[g].to,
+				  g == 2 && sk_test_slow() == 1 ? 17 : 5);
+	fprintf(stderr, "  %d updates at step points checked\n", cases);
+	SK_CHECK_GT(cases, 0);
+}
+
+/*
+ * Broken twin: inserts that go to the old array during a resize.  An
+ * insert into an old bucket already migrated is lost when the resize
+ * drops the old array: it MUST be caught in every such case.
+ */
+static void insert_into_old_array_mid_migration_is_caught(void)
+{
+	unsigned long b, caught;
+	int g, at, points, want = 0, got = 0;
+
+	sk_rhash__test_broken = SK_RHASH__BROKEN_INSERT_OLD;
+	for (g = 0; g < NMID; g++) {
+		unsigned long from = mid_grows[g].from, to = mid_grows[g].to;
+
+		points = mid_case(from, to, 17, -1, U_INSERT, 0, 0, &caught);
+		for (at = 0; at < points; at++)
+			for (b = 0; b < from; b++) {
+				mid_case(from, to, 17, at, U_INSERT, 0, b,
+					 &caught);
+				want += mid.into_migrated;
+				got += mid.into_migrated && caught;
+			}
+	}
+	sk_rhash__test_broken = 0;
+	fprintf(stderr, "  twin %d caught in %d of %d inserts into a migrated "
+			"bucket\n",
+		SK_RHASH__BROKEN_INSERT_OLD, got, want);
+	SK_CHECK_GT(want, 0);
+	SK_CHECK_EQ(got, want);
+}
+
 /* The checker itself must see the grace periods rhash waits for. */
 static void resize_reports_its_grace_periods(void)
 {
@@ -955,11 +1161,13 @@ int main(void)
 	SK_RUN(resize_reports_its_grace_periods);
 	SK_RUN(every_grow_and_shrink_between_1_and_64_buckets);
 	SK_RUN(insert_remove_replace_at_every_position);
+	SK_RUN(updates_in_the_middle_of_a_migration);
 	sk_chk_print_stats(&chk, "rhash (correct table)");
 	memset(&chk.st, 0, sizeof(chk.st));
 	chk.violations = 0;
 	SK_RUN(resize_without_grace_period_is_caught);
 	SK_RUN(resize_cutting_before_linking_is_caught);
+	SK_RUN(insert_into_old_array_mid_migration_is_caught);
 	sk_chk_print_stats(&chk, "rhash (broken twin)");
 	SK_RUN(maybe_resize_never_reads_a_freed_bucket_array);
 	sk_chk_destroy(&chk);

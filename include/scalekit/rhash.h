@@ -243,10 +243,14 @@ SK_API void *sk_rhash_iter_next(struct sk_rhash_iter *it);
  * it): broken twins for the tests.  SK_RHASH__BROKEN_NO_GP frees the
  * replaced bucket array without waiting for a grace period;
  * SK_RHASH__BROKEN_CUT_FIRST cuts a run off its old chain before the
- * future array links it.  0: the correct table.
+ * future array links it; SK_RHASH__BROKEN_INSERT_OLD (checker builds
+ * only) inserts into the old array while a resize runs (a bucket already
+ * migrated keeps the node, which is lost when the resize drops the old
+ * array).  0: the correct table.
  */
-#define SK_RHASH__BROKEN_NO_GP	   1
-#define SK_RHASH__BROKEN_CUT_FIRST 2
+#define SK_RHASH__BROKEN_NO_GP	    1
+#define SK_RHASH__BROKEN_CUT_FIRST  2
+#define SK_RHASH__BROKEN_INSERT_OLD 3
 
 #ifdef __cplusplus
 }
