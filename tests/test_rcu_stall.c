@@ -219,15 +219,20 @@ static void check_stall_reports(const char *out, const char *name,
  * sk_synchronize_rcu() waits, with SCALEKIT_RCU_STALL_MS=200: reported by
  * tid and name, with backoff.
  */
-static void stalled_reader_is_reported_with_backoff(void)
+static void sleepy_reader_is_reported(const char *mode, const char *env)
 {
 	static char out[1 << 16];
-	int st = run_child("stall-reader", "200", out, sizeof(out));
+	int st = run_child(mode, env, out, sizeof(out));
 
 	SK_CHECK_EXIT_0(st);
 	check_stall_reports(out, "sleepy-reader",
 			    "inside a read-side critical section");
 	SK_CHECK_STR_CONTAINS(out, "child done");
+}
+
+static void stalled_reader_is_reported_with_backoff(void)
+{
+	sleepy_reader_is_reported("stall-reader", "200");
 }
 
 /*
@@ -236,13 +241,7 @@ static void stalled_reader_is_reported_with_backoff(void)
  */
 static void setter_replaces_the_env_threshold(void)
 {
-	static char out[1 << 16];
-	int st = run_child("setter", "3600000", out, sizeof(out));
-
-	SK_CHECK_EXIT_0(st);
-	check_stall_reports(out, "sleepy-reader",
-			    "inside a read-side critical section");
-	SK_CHECK_STR_CONTAINS(out, "child done");
+	sleepy_reader_is_reported("setter", "3600000");
 }
 
 /* Out-of-range thresholds: -EINVAL and the threshold is unchanged. */
