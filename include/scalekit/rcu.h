@@ -421,6 +421,9 @@ SK_API void sk_cond_synchronize_rcu(unsigned long cookie);
  * sk_call_rcu(), and a copy of a queued head is not taken for it.  Two
  * calls on one head in different threads that the program does not order
  * (a data race) may both pass the check; the queue is then corrupt.
+ * -EAGAIN (or another error of pthread_create(), negated) when the
+ * callback worker is not running yet and its thread cannot be started:
+ * nothing is queued and head is untouched; a later call tries again.
  */
 SK_API int sk_call_rcu(struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *head));
