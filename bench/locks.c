@@ -585,8 +585,8 @@ static void hul_child_exec(int fd, int n, uint64_t warm_ns, uint64_t ns)
  */
 static double hul_child_run(int n, uint64_t warm_ns, uint64_t ns)
 {
-	double mops = -EIO;
-	int fd[2], st;
+	double mops;
+	int fd[2], st = 0;
 	char buf[64] = "";
 	ssize_t got;
 	pid_t pid;
@@ -606,11 +606,10 @@ static double hul_child_run(int n, uint64_t warm_ns, uint64_t ns)
 	}
 	got = read(fd[0], buf, sizeof(buf) - 1);
 	close(fd[0]);
-	if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
-	    !WEXITSTATUS(st) && got > 0 && sscanf(buf, "%lf", &mops) != 1)
-		mops = -EIO;
-	if (!(WIFEXITED(st) && !WEXITSTATUS(st)))
-		mops = -ECHILD;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		return -ECHILD;
+	if (got <= 0 || sscanf(buf, "%lf", &mops) != 1)
+		return -EIO;
 	return mops;
 }
 
