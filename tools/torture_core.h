@@ -509,6 +509,53 @@ void sk_tort_update_drain(struct sk_tort_thread *t);
 int sk_tort_magic_ok(struct sk_tort_thread *t, const char *what,
 		     const void *obj, const char *when, unsigned long magic);
 
+/* ---- the harness (torture_threads.c, torture_run.c) ---------------------- */
+
+/* A mode of the command line: a scenario and its default primitive. */
+struct sk_tort_mode {
+	const char *name;
+	const struct sk_tort_scenario *scen;
+	const struct sk_tort_ops *ops; /* default readers / grace periods */
+	const char *summary;
+};
+
+/* The --fork child's run, in seconds. */
+#define SK_TORT_CHILD_DURATION 1
+
+/* "reader", "updater", "helper", "flood" or "churn". */
+const char *sk_tort_role_name(enum sk_tort_role r);
+
+/* The body of a thread of role r (reader_main(), updater_main(), ...). */
+void *(*sk_tort_thread_main(enum sk_tort_role r))(void *);
+
+/*
+ * SCALEKIT_TORTURE_FAIL_ALLOC: sk_tort_fault_from_env() reads it once (0,
+ * or -1 when it is not a number); sk_tort_fault_arm() arms the failure
+ * when the top-level run's setup begins (on) and disarms it after (off).
+ */
+int sk_tort_fault_from_env(void);
+void sk_tort_fault_arm(const struct sk_tort_config *cfg, int on);
+
+/*
+ * Set up a run: the thread array (roles, generators), the primitive's
+ * init(), the scenario's setup().  0, or -1 after a message on stderr,
+ * with everything set up so far released.  sk_tort_ops_cleanup() is the
+ * primitive's cleanup(); sk_tort_ops_live() counts init()s not cleaned up.
+ */
+int sk_tort_setup(struct sk_tort *T);
+void sk_tort_ops_cleanup(struct sk_tort *T);
+long sk_tort_ops_live(void);
+
+/*
+ * One run of mode with primitive ops (mode->ops or a --flavor): banner,
+ * setup, threads, monitor, shutdown, report; prefix is "" or "fork
+ * child: ".  Also checks that the run cleaned up, exactly once, the
+ * primitive it initialized.  Returns SK_TOOL_EXIT_OK or _FAIL.
+ */
+int sk_tort_run_checked(const struct sk_tort_config *cfg,
+			const struct sk_tort_mode *mode,
+			const struct sk_tort_ops *ops, const char *prefix);
+
 /*
  * `scalekit torture locks` (torture_locks.c): its own command line, from
  * argv[0] "torture"; returns the exit status.
