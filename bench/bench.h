@@ -139,6 +139,33 @@ struct sk_bench_rcu_ops {
 	void (*cb_teardown)(void);
 };
 
+/*
+ * SK_BENCH_SECTION_OPS(sym, fn, nm, what, lock, deref, unlock) - a lock
+ * (or read side) with no grace period: defines read_section() fn, whose
+ * SK_BENCH_READ_LOOP() inlines lock, deref and unlock (no indirect call
+ * per section), and the ops sym named nm that runs it.
+ */
+#define SK_BENCH_SECTION_OPS(sym, fn, nm, what, lock, deref, unlock)   \
+	static void fn(long n)                                         \
+	{                                                              \
+		SK_BENCH_READ_LOOP(n, lock, deref, unlock);            \
+	}                                                              \
+	const struct sk_bench_rcu_ops sym = { .name = nm,              \
+					      .desc = what,            \
+					      .read_section = fn }
+
+/*
+ * SK_BENCH_PEER_MISSING(sym, nm, what, lib) - the ops sym of a peer whose
+ * library lib pkg-config did not find at build time: listed, not run.
+ */
+#define SK_BENCH_PEER_MISSING(sym, nm, what, lib)                  \
+	const struct sk_bench_rcu_ops sym = {                      \
+		.name = nm,                                        \
+		.desc = what,                                      \
+		.unavailable = lib " was not found by pkg-config " \
+				   "at build time",                \
+	}
+
 /* The adapters (peer_*.c). */
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_ops;

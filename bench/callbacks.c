@@ -144,35 +144,37 @@ static double ru_maxrss_mb(void)
 	return (double)ru.ru_maxrss / 1024.0; /* kB on Linux */
 }
 
-/*
- * One run of ops with threads enqueuers of n callbacks each, pinned
- * round-robin or (unpinned) placed by the scheduler.
- */
-static int measure(const struct sk_bench_rcu_ops *ops, int threads, long n,
-		   int unpinned, struct cb_result *out)
+/* The group of a run: threads enqueuers of n callbacks; NULL: ENOMEM. */
+static struct cb_group *group_new(const struct sk_bench_rcu_ops *ops,
+				  int threads, long n)
 {
-	struct cb_group *g;
-	struct sk_rcu_stats s0, s1;
-	uint64_t t0, t1;
-	int i, err = 0, created = 0;
-	double enq = 0;
+	struct cb_group *g = aligned_alloc(64, sizeof(*g));
 
-	g = aligned_alloc(64, sizeof(*g));
 	if (!g)
-		return -ENOMEM;
+		return NULL;
 	memset(g, 0, sizeof(*g));
 	g->ops = ops;
 	g->n = n;
 	g->t = aligned_alloc(64, sizeof(*g->t) * (size_t)threads);
 	if (!g->t) {
 		free(g);
-		return -ENOMEM;
+		return NULL;
 	}
 	memset(g->t, 0, sizeof(*g->t) * (size_t)threads);
+	return g;
+}
 
-	if (ops->cb_setup)
-		ops->cb_setup();
-	sk_rcu_get_stats(&s0);
+/*
+ * Start the enqueuers (pinned round-robin unless unpinned) and wait until
+ * each started one is registered: 0, or the pthread_create() error, with
+ * *created of them running.
+ */
+static int start_enqueuers(struct cb_group *g, int threads, int unpinned,
+			   int *created)
+{
+	int i, err = 0;
+
+	*created = 0;
 	for (i = 0; i < threads; i++) {
 		pthread_attr_t attr;
 
@@ -185,15 +187,39 @@ static int measure(const struct sk_bench_rcu_ops *ops, int threads, long n,
 		pthread_attr_destroy(&attr);
 		if (err)
 			break;
-		created++;
+		(*created)++;
 	}
-	while (__atomic_load_n(&g->ready, __ATOMIC_ACQUIRE) < created)
+	/* Acquire: pairs with each enqueuer's release of ready. */
+	while (__atomic_load_n(&g->ready, __ATOMIC_ACQUIRE) < *created)
 		sched_yield();
+	return err;
+}
+
+/*
+ * One run of ops with threads enqueuers of n callbacks each, pinned
+ * round-robin or (unpinned) placed by the scheduler.
+ */
+static int measure(const struct sk_bench_rcu_ops *ops, int threads, long n,
+		   int unpinned, struct cb_result *out)
+{
+	struct cb_group *g = group_new(ops, threads, n);
+	struct sk_rcu_stats s0, s1;
+	uint64_t t0, t1;
+	int i, err, created;
+	double enq = 0;
+
+	if (!g)
+		return -ENOMEM;
+	if (ops->cb_setup)
+		ops->cb_setup();
+	sk_rcu_get_stats(&s0);
+	err = start_enqueuers(g, threads, unpinned, &created);
 	t0 = sk_bench_now_ns();
 	if (err) {
 		/* Let the threads that exist run and finish: no figures. */
 		g->n = 0;
 	}
+	/* Release: the enqueuers' acquire of go sees g->n. */
 	__atomic_store_n(&g->go, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < created; i++) {
 		pthread_join(g->t[i].tid, NULL);
@@ -398,16 +424,112 @@ static void add_targets(struct sk_bench_results *res,
 	}
 }
 
+/*
+ * The pinned rows (end to end, throughput, enqueue, batches) for counts[]
+ * and a job per implementation and count, appended to jobs[*njobs]:
+ * implementations outermost, scalekit first (see the notes).
+ */
+static void add_pinned(const struct sk_bench_config *cfg,
+		       struct sk_bench_results *res, const int *counts,
+		       int ncounts, struct cb_rows *rows, struct cb_job *jobs,
+		       int *njobs)
+{
+	int c, i;
+
+	for (c = 0; c < ncounts; c++)
+		rows->e2e[c] = sk_bench_row_add(res, "callbacks", "end to end",
+						"ns/cb", e2e_title, counts[c],
+						1, cb_impls, cfg->reps);
+	for (c = 0; c < ncounts; c++)
+		rows->mcbs[c] = sk_bench_row_add(res, "callbacks",
+						 "end to end", "Mcb/s",
+						 mcbs_title, counts[c], 0,
+						 cb_impls, cfg->reps);
+	for (c = 0; c < ncounts; c++)
+		rows->enq[c] = sk_bench_row_add(res, "callbacks", "enqueue",
+						"ns/cb", enq_title, counts[c],
+						1, cb_impls, cfg->reps);
+	for (c = 0; c < ncounts; c++)
+		rows->batches[c] = sk_bench_row_add(res, "callbacks",
+						    "batches", "per run",
+						    batch_title, counts[c], 0,
+						    sk_impls, cfg->reps);
+	for (i = 0; i < rows->e2e[0]->nimpl; i++)
+		for (c = 0; c < ncounts; c++)
+			if (!rows->e2e[c]->na[i])
+				jobs[(*njobs)++] = (struct cb_job){
+					rows->e2e[c]->impl[i], counts[c], c,
+					i, 0
+				};
+}
+
+static void progress_run(const struct sk_bench_config *cfg,
+			 const struct cb_rows *rows, const struct cb_job *jb,
+			 int rep, const struct cb_result *r)
+{
+	char batches[32] = "";
+
+	if (sk_bench_row_impl(rows->batches[0], jb->ops->name) >= 0)
+		snprintf(batches, sizeof(batches), ", %.0f batches",
+			 r->batches);
+	sk_bench_progress("callbacks: rep %d/%d, %d thread%s%s, %-14s %7.2f "
+			  "ns/cb %7.2f Mcb/s, enqueue %6.2f ns/cb%s",
+			  rep + 1, cfg->reps, jb->threads,
+			  jb->threads == 1 ? " " : "s",
+			  jb->unpinned ? " unpinned" : "", jb->ops->name,
+			  r->ns_per_cb, r->mcbs, r->enq_ns, batches);
+}
+
+/*
+ * One warm-up run of every job (the library's counters noted after the
+ * scalekit ones), then cfg->reps timed rounds.  0, or -1 after a message.
+ */
+static int run_jobs(const struct sk_bench_config *cfg,
+		    struct sk_bench_results *res, struct cb_rows *rows,
+		    const struct cb_job *jobs, int njobs, long n)
+{
+	const struct cb_job *jb = NULL;
+	int j, rep, err = 0, warm_sk_done = 0;
+	struct cb_result r;
+
+	for (j = 0; j < njobs && !err; j++) {
+		jb = &jobs[j];
+		if (!warm_sk_done &&
+		    sk_bench_row_impl(rows->batches[0], jb->ops->name) < 0) {
+			note_stats(res, "after the scalekit warm-up runs, "
+					"before any other");
+			warm_sk_done = 1;
+		}
+		err = measure(jb->ops, jb->threads, n, jb->unpinned, &r);
+	}
+	for (rep = 0; rep < cfg->reps && !err; rep++) {
+		for (j = 0; j < njobs && !err; j++) {
+			/* Rotate the start so no job always runs first. */
+			jb = &jobs[(j + rep) % njobs];
+			err = measure(jb->ops, jb->threads, n, jb->unpinned,
+				      &r);
+			if (err)
+				break;
+			store(rows, jb, rep, &r);
+			progress_run(cfg, rows, jb, rep, &r);
+		}
+	}
+	if (!err)
+		return 0;
+	fprintf(stderr,
+		"scalekit bench: callbacks: cannot run %s on %d threads: %s\n",
+		jb->ops->name, jb->threads, strerror(-err));
+	return -1;
+}
+
 int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res)
 {
 	long n = cfg->quick ? CB_PER_THREAD_QUICK : CB_PER_THREAD;
-	int counts[MAX_COUNTS], ncounts, c, i, j, rep, njobs = 0, err;
-	struct cb_job jobs[2 * MAX_COUNTS * SK_BENCH_MAX_IMPL], *jb = NULL;
+	int counts[MAX_COUNTS], ncounts, njobs = 0;
+	struct cb_job jobs[2 * MAX_COUNTS * SK_BENCH_MAX_IMPL];
 	struct cb_rows rows = { 0 };
-	struct cb_result r;
 	double rss_before = ru_maxrss_mb();
-	int warm_sk_done = 0;
 
 	snprintf(e2e_title, sizeof(e2e_title),
 		 "callbacks / end to end: ns per callback, %ld callbacks per "
@@ -415,75 +537,13 @@ int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 		 n);
 	ncounts =
 		sk_bench_thread_counts(cfg->max_threads, 0, counts, MAX_COUNTS);
-	for (c = 0; c < ncounts; c++)
-		rows.e2e[c] = sk_bench_row_add(res, "callbacks", "end to end",
-					       "ns/cb", e2e_title, counts[c], 1,
-					       cb_impls, cfg->reps);
-	for (c = 0; c < ncounts; c++)
-		rows.mcbs[c] = sk_bench_row_add(res, "callbacks", "end to end",
-						"Mcb/s", mcbs_title, counts[c],
-						0, cb_impls, cfg->reps);
-	for (c = 0; c < ncounts; c++)
-		rows.enq[c] = sk_bench_row_add(res, "callbacks", "enqueue",
-					       "ns/cb", enq_title, counts[c], 1,
-					       cb_impls, cfg->reps);
-	for (c = 0; c < ncounts; c++)
-		rows.batches[c] = sk_bench_row_add(res, "callbacks", "batches",
-						   "per run", batch_title,
-						   counts[c], 0, sk_impls,
-						   cfg->reps);
-
-	/* Implementations outermost, scalekit first: see the notes below. */
-	for (i = 0; i < rows.e2e[0]->nimpl; i++)
-		for (c = 0; c < ncounts; c++)
-			if (!rows.e2e[c]->na[i])
-				jobs[njobs++] =
-					(struct cb_job){ rows.e2e[c]->impl[i],
-							 counts[c], c, i, 0 };
+	add_pinned(cfg, res, counts, ncounts, &rows, jobs, &njobs);
 	add_unpinned(cfg, res, counts, ncounts, &rows, jobs, &njobs);
-
 	sk_bench_progress("callbacks: %d runs x %d reps, %ld callbacks per "
 			  "thread (warm-up: one run each)",
 			  njobs, cfg->reps, n);
-	for (j = 0; j < njobs; j++) {
-		jb = &jobs[j];
-		if (!warm_sk_done &&
-		    sk_bench_row_impl(rows.batches[0], jb->ops->name) < 0) {
-			note_stats(res, "after the scalekit warm-up runs, "
-					"before any other");
-			warm_sk_done = 1;
-		}
-		err = measure(jb->ops, jb->threads, n, jb->unpinned, &r);
-		if (err)
-			goto fail;
-	}
-	for (rep = 0; rep < cfg->reps; rep++) {
-		for (j = 0; j < njobs; j++) {
-			char batches[32];
-
-			/* Rotate the start so no job always runs first. */
-			jb = &jobs[(j + rep) % njobs];
-			err = measure(jb->ops, jb->threads, n, jb->unpinned,
-				      &r);
-			if (err)
-				goto fail;
-			store(&rows, jb, rep, &r);
-			if (sk_bench_row_impl(rows.batches[0], jb->ops->name) >=
-			    0)
-				snprintf(batches, sizeof(batches),
-					 ", %.0f batches", r.batches);
-			else
-				batches[0] = '\0';
-			sk_bench_progress("callbacks: rep %d/%d, %d thread%s%s, "
-					  "%-14s %7.2f ns/cb %7.2f Mcb/s, "
-					  "enqueue %6.2f ns/cb%s",
-					  rep + 1, cfg->reps, jb->threads,
-					  jb->threads == 1 ? " " : "s",
-					  jb->unpinned ? " unpinned" : "",
-					  jb->ops->name, r.ns_per_cb, r.mcbs,
-					  r.enq_ns, batches);
-		}
-	}
+	if (run_jobs(cfg, res, &rows, jobs, njobs, n))
+		return -1;
 	if (run_barrier(cfg, res))
 		return -1;
 	note_stats(res, "at the end (every run)");
@@ -501,10 +561,4 @@ int sk_bench_callbacks_run(const struct sk_bench_config *cfg,
 
 	add_targets(res, &rows, counts, ncounts);
 	return 0;
-
-fail:
-	fprintf(stderr,
-		"scalekit bench: callbacks: cannot run %s on %d threads: %s\n",
-		jb->ops->name, jb->threads, strerror(-err));
-	return -1;
 }

@@ -65,19 +65,16 @@ static struct sk_rwlock_rb bl_rb_wr = SK_RWLOCK_RB_INITIALIZER;
 static struct sk_seqlock bl_sl = SK_SEQLOCK_INITIALIZER;
 static struct sk_seqlock bl_sl_wr = SK_SEQLOCK_INITIALIZER;
 
-static void rb_read_section(long n)
-{
-	SK_BENCH_READ_LOOP(n, sk_rwlock_rb_rdlock(&bl_rb),
-			   BL_DEREF(sk_bench_gp),
-			   sk_rwlock_rb_rdunlock(&bl_rb));
-}
+SK_BENCH_SECTION_OPS(sk_bench_rwlock_rb_ops, rb_read_section, "sk-rwlock-rb",
+		     "sk_rwlock_rb_rdlock/rdunlock (read-biased rwlock)",
+		     sk_rwlock_rb_rdlock(&bl_rb), BL_DEREF(sk_bench_gp),
+		     sk_rwlock_rb_rdunlock(&bl_rb));
 
-static void rb_wr_section(long n)
-{
-	SK_BENCH_READ_LOOP(n, sk_rwlock_rb_wrlock(&bl_rb_wr),
-			   BL_DEREF(sk_bench_gp),
-			   sk_rwlock_rb_wrunlock(&bl_rb_wr));
-}
+SK_BENCH_SECTION_OPS(sk_bench_rwlock_rb_wr_ops, rb_wr_section,
+		     "sk-rwlock-rb-wr",
+		     "sk_rwlock_rb_wrlock/wrunlock (locks scenario)",
+		     sk_rwlock_rb_wrlock(&bl_rb_wr), BL_DEREF(sk_bench_gp),
+		     sk_rwlock_rb_wrunlock(&bl_rb_wr));
 
 /* A seqlock read: begin, load, retry check (the value is used after it). */
 static void sl_read_section(long n)
@@ -94,68 +91,28 @@ static void sl_read_section(long n)
 	}
 }
 
-static void sl_wr_section(long n)
-{
-	SK_BENCH_READ_LOOP(n, sk_seqlock_write_lock(&bl_sl_wr),
-			   BL_DEREF(sk_bench_gp),
-			   sk_seqlock_write_unlock(&bl_sl_wr));
-}
-
-const struct sk_bench_rcu_ops sk_bench_rwlock_rb_ops = {
-	.name = "sk-rwlock-rb",
-	.desc = "sk_rwlock_rb_rdlock/rdunlock (read-biased rwlock)",
-	.read_section = rb_read_section,
-};
-
-const struct sk_bench_rcu_ops sk_bench_rwlock_rb_wr_ops = {
-	.name = "sk-rwlock-rb-wr",
-	.desc = "sk_rwlock_rb_wrlock/wrunlock (locks scenario)",
-	.read_section = rb_wr_section,
-};
-
 const struct sk_bench_rcu_ops sk_bench_seqlock_ops = {
 	.name = "sk-seqlock",
 	.desc = "sk_seqlock_read_begin/read_retry",
 	.read_section = sl_read_section,
 };
 
-const struct sk_bench_rcu_ops sk_bench_seqlock_wr_ops = {
-	.name = "sk-seqlock-wr",
-	.desc = "sk_seqlock_write_lock/write_unlock (locks scenario)",
-	.read_section = sl_wr_section,
-};
+SK_BENCH_SECTION_OPS(sk_bench_seqlock_wr_ops, sl_wr_section, "sk-seqlock-wr",
+		     "sk_seqlock_write_lock/write_unlock (locks scenario)",
+		     sk_seqlock_write_lock(&bl_sl_wr), BL_DEREF(sk_bench_gp),
+		     sk_seqlock_write_unlock(&bl_sl_wr));
 
 static struct sk_elided_mutex bl_em = SK_ELIDED_MUTEX_INITIALIZER;
 static struct sk_elided_spinlock bl_es = SK_ELIDED_SPINLOCK_INITIALIZER;
 
-static void em_section(long n)
-{
-	SK_BENCH_READ_LOOP(n, sk_elided_mutex_lock(&bl_em),
-			   BL_DEREF(sk_bench_gp),
-			   sk_elided_mutex_unlock(&bl_em));
-}
-
-static void es_section(long n)
-{
-	SK_BENCH_READ_LOOP(n, sk_elided_spinlock_lock(&bl_es),
-			   BL_DEREF(sk_bench_gp),
-			   sk_elided_spinlock_unlock(&bl_es));
-}
-
 static struct sk_elided_rwlock bl_erw = SK_ELIDED_RWLOCK_INITIALIZER;
 
-static void erw_section(long n)
-{
-	SK_BENCH_READ_LOOP(n, sk_elided_rwlock_read_lock(&bl_erw),
-			   BL_DEREF(sk_bench_gp),
-			   sk_elided_rwlock_read_unlock(&bl_erw));
-}
-
-const struct sk_bench_rcu_ops sk_bench_elided_rwlock_ops = {
-	.name = "sk-elided-rwlock",
-	.desc = "sk_elided_rwlock_read_lock/unlock (elided where RTM works)",
-	.read_section = erw_section,
-};
+SK_BENCH_SECTION_OPS(sk_bench_elided_rwlock_ops, erw_section,
+		     "sk-elided-rwlock",
+		     "sk_elided_rwlock_read_lock/unlock (elided where RTM "
+		     "works)",
+		     sk_elided_rwlock_read_lock(&bl_erw), BL_DEREF(sk_bench_gp),
+		     sk_elided_rwlock_read_unlock(&bl_erw));
 
 /* hash-under-lock only: measured in a child, see hul_child_run(). */
 const struct sk_bench_rcu_ops sk_bench_glibc_elided_ops = {
@@ -164,38 +121,28 @@ const struct sk_bench_rcu_ops sk_bench_glibc_elided_ops = {
 		"(hash-under-lock, a child process; RTM CPUs only)",
 };
 
-const struct sk_bench_rcu_ops sk_bench_elided_mutex_ops = {
-	.name = "sk-elided-mutex",
-	.desc = "sk_elided_mutex_lock/unlock (elided where RTM works)",
-	.read_section = em_section,
-};
+SK_BENCH_SECTION_OPS(sk_bench_elided_mutex_ops, em_section,
+		     "sk-elided-mutex",
+		     "sk_elided_mutex_lock/unlock (elided where RTM works)",
+		     sk_elided_mutex_lock(&bl_em), BL_DEREF(sk_bench_gp),
+		     sk_elided_mutex_unlock(&bl_em));
 
-const struct sk_bench_rcu_ops sk_bench_elided_spinlock_ops = {
-	.name = "sk-elided-spinlock",
-	.desc = "sk_elided_spinlock_lock/unlock (elided where RTM works)",
-	.read_section = es_section,
-};
+SK_BENCH_SECTION_OPS(sk_bench_elided_spinlock_ops, es_section,
+		     "sk-elided-spinlock",
+		     "sk_elided_spinlock_lock/unlock (elided where RTM works)",
+		     sk_elided_spinlock_lock(&bl_es), BL_DEREF(sk_bench_gp),
+		     sk_elided_spinlock_unlock(&bl_es));
 
 #ifdef SK_HAVE_CK
 static ck_spinlock_t bl_ck = CK_SPINLOCK_INITIALIZER;
 
-static void ck_section(long n)
-{
-	SK_BENCH_READ_LOOP(n, ck_spinlock_lock(&bl_ck), BL_DEREF(sk_bench_gp),
-			   ck_spinlock_unlock(&bl_ck));
-}
-
-const struct sk_bench_rcu_ops sk_bench_ck_spinlock_ops = {
-	.name = "ck-spinlock",
-	.desc = "ck_spinlock_lock/unlock (Concurrency Kit)",
-	.read_section = ck_section,
-};
+SK_BENCH_SECTION_OPS(sk_bench_ck_spinlock_ops, ck_section, "ck-spinlock",
+		     "ck_spinlock_lock/unlock (Concurrency Kit)",
+		     ck_spinlock_lock(&bl_ck), BL_DEREF(sk_bench_gp),
+		     ck_spinlock_unlock(&bl_ck));
 #else
-const struct sk_bench_rcu_ops sk_bench_ck_spinlock_ops = {
-	.name = "ck-spinlock",
-	.desc = "ck_spinlock_lock/unlock (Concurrency Kit)",
-	.unavailable = "ck was not found by pkg-config at build time",
-};
+SK_BENCH_PEER_MISSING(sk_bench_ck_spinlock_ops, "ck-spinlock",
+		      "ck_spinlock_lock/unlock (Concurrency Kit)", "ck");
 #endif
 
 /* ---- rows of read_section() figures ---------------------------------------- */

@@ -74,10 +74,7 @@ const struct sk_bench_rcu_ops sk_bench_ck_epoch_ops = {
 
 #else
 
-const struct sk_bench_rcu_ops sk_bench_ck_epoch_ops = {
-	.name = "ck-epoch",
-	.desc = "Concurrency Kit epochs",
-	.unavailable = "ck was not found by pkg-config at build time",
-};
+SK_BENCH_PEER_MISSING(sk_bench_ck_epoch_ops, "ck-epoch",
+		      "Concurrency Kit epochs", "ck");
 
 #endif /* SK_HAVE_CK */

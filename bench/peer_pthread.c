@@ -15,28 +15,16 @@ static pthread_mutex_t sk_bench_mutex = PTHREAD_MUTEX_INITIALIZER;
 /* The lock orders the load; a relaxed load keeps it a single access. */
 #define PTHREAD_DEREF(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
 
-static void rwlock_read_section(long n)
-{
-	SK_BENCH_READ_LOOP(n, pthread_rwlock_rdlock(&sk_bench_rwlock),
-			   PTHREAD_DEREF(sk_bench_gp),
-			   pthread_rwlock_unlock(&sk_bench_rwlock));
-}
+SK_BENCH_SECTION_OPS(sk_bench_pthread_rwlock_ops, rwlock_read_section,
+		     "pthread-rwlock",
+		     "pthread_rwlock_rdlock/unlock (no grace period)",
+		     pthread_rwlock_rdlock(&sk_bench_rwlock),
+		     PTHREAD_DEREF(sk_bench_gp),
+		     pthread_rwlock_unlock(&sk_bench_rwlock));
 
-static void mutex_read_section(long n)
-{
-	SK_BENCH_READ_LOOP(n, pthread_mutex_lock(&sk_bench_mutex),
-			   PTHREAD_DEREF(sk_bench_gp),
-			   pthread_mutex_unlock(&sk_bench_mutex));
-}
-
-const struct sk_bench_rcu_ops sk_bench_pthread_rwlock_ops = {
-	.name = "pthread-rwlock",
-	.desc = "pthread_rwlock_rdlock/unlock (no grace period)",
-	.read_section = rwlock_read_section,
-};
-
-const struct sk_bench_rcu_ops sk_bench_pthread_mutex_ops = {
-	.name = "pthread-mutex",
-	.desc = "pthread_mutex_lock/unlock (no grace period)",
-	.read_section = mutex_read_section,
-};
+SK_BENCH_SECTION_OPS(sk_bench_pthread_mutex_ops, mutex_read_section,
+		     "pthread-mutex",
+		     "pthread_mutex_lock/unlock (no grace period)",
+		     pthread_mutex_lock(&sk_bench_mutex),
+		     PTHREAD_DEREF(sk_bench_gp),
+		     pthread_mutex_unlock(&sk_bench_mutex));

@@ -175,12 +175,15 @@ static void sk_qsbr_every_read_section(long n)
 			   sk_rcu_quiescent_state());
 }
 
+/* Registered general readers: the fields most ops share. */
+#define SK_GENERAL_READERS                                            \
+	.thread_init = sk_thread_init, .thread_exit = sk_thread_exit, \
+	.read_section = sk_read_section
+
 const struct sk_bench_rcu_ops sk_bench_scalekit_ops = {
 	.name = "scalekit",
 	.desc = "sk_rcu_read_lock/unlock, sk_synchronize_rcu, sk_call_rcu",
-	.thread_init = sk_thread_init,
-	.thread_exit = sk_thread_exit,
-	.read_section = sk_read_section,
+	SK_GENERAL_READERS,
 	.sync = sk_synchronize_rcu,
 	.call_loop = sk_call_loop,
 	.barrier = sk_rcu_barrier,
@@ -189,27 +192,21 @@ const struct sk_bench_rcu_ops sk_bench_scalekit_ops = {
 const struct sk_bench_rcu_ops sk_bench_scalekit_exp_ops = {
 	.name = "scalekit-exp",
 	.desc = "sk_rcu_read_lock/unlock, sk_synchronize_rcu_expedited",
-	.thread_init = sk_thread_init,
-	.thread_exit = sk_thread_exit,
-	.read_section = sk_read_section,
+	SK_GENERAL_READERS,
 	.sync = sk_synchronize_rcu_expedited,
 };
 
 const struct sk_bench_rcu_ops sk_bench_scalekit_poll_ops = {
 	.name = "scalekit-poll",
 	.desc = "sk_start_poll_synchronize_rcu, then poll until done",
-	.thread_init = sk_thread_init,
-	.thread_exit = sk_thread_exit,
-	.read_section = sk_read_section,
+	SK_GENERAL_READERS,
 	.sync = sk_poll_sync,
 };
 
 const struct sk_bench_rcu_ops sk_bench_scalekit_free_ops = {
 	.name = "scalekit-free",
 	.desc = "callbacks queued with SK_FREE_RCU, sk_rcu_barrier",
-	.thread_init = sk_thread_init,
-	.thread_exit = sk_thread_exit,
-	.read_section = sk_read_section,
+	SK_GENERAL_READERS,
 	.sync = sk_synchronize_rcu,
 	.call_loop = sk_free_loop,
 	.barrier = sk_rcu_barrier,
@@ -236,9 +233,7 @@ const struct sk_bench_rcu_ops sk_bench_scalekit_pcpu_ops = {
 	.name = "scalekit-pcpu",
 	.desc = "sk_call_rcu with per-CPU callback workers "
 		"(sk_rcu_cb_workers_create), sk_rcu_barrier",
-	.thread_init = sk_thread_init,
-	.thread_exit = sk_thread_exit,
-	.read_section = sk_read_section,
+	SK_GENERAL_READERS,
 	.call_loop = sk_call_loop,
 	.barrier = sk_rcu_barrier,
 	.cb_setup = sk_pcpu_setup,
@@ -253,34 +248,26 @@ const struct sk_bench_rcu_ops sk_bench_scalekit_srcu_ops = {
 	.sync = sk_srcu_sync,
 };
 
-const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_ops = {
-	.name = "scalekit-qsbr",
-	.desc = "online QSBR thread: qsbr_read_lock/unlock + quiescent state "
-		"every 1024",
-	.thread_init = sk_qsbr_thread_init,
-	.thread_offline = sk_rcu_thread_offline,
-	.thread_exit = sk_qsbr_thread_exit,
-	.read_section = sk_qsbr_read_section,
-	.sync = sk_synchronize_rcu,
-};
+/* The QSBR ops differ only in their name, line and read loop. */
+#define SK_QSBR_OPS(sym, nm, what, section)               \
+	const struct sk_bench_rcu_ops sym = {             \
+		.name = nm,                               \
+		.desc = what,                             \
+		.thread_init = sk_qsbr_thread_init,       \
+		.thread_offline = sk_rcu_thread_offline,  \
+		.thread_exit = sk_qsbr_thread_exit,       \
+		.read_section = section,                  \
+		.sync = sk_synchronize_rcu,               \
+	}
 
-const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_bare_ops = {
-	.name = "scalekit-qsbr-bare",
-	.desc = "online QSBR thread: dereference only + quiescent state "
-		"every 1024",
-	.thread_init = sk_qsbr_thread_init,
-	.thread_offline = sk_rcu_thread_offline,
-	.thread_exit = sk_qsbr_thread_exit,
-	.read_section = sk_qsbr_bare_read_section,
-	.sync = sk_synchronize_rcu,
-};
-
-const struct sk_bench_rcu_ops sk_bench_scalekit_qsbr_every_ops = {
-	.name = "scalekit-qsbr-every",
-	.desc = "online QSBR thread: dereference + quiescent state every one",
-	.thread_init = sk_qsbr_thread_init,
-	.thread_offline = sk_rcu_thread_offline,
-	.thread_exit = sk_qsbr_thread_exit,
-	.read_section = sk_qsbr_every_read_section,
-	.sync = sk_synchronize_rcu,
-};
+SK_QSBR_OPS(sk_bench_scalekit_qsbr_ops, "scalekit-qsbr",
+	    "online QSBR thread: qsbr_read_lock/unlock + quiescent state "
+	    "every 1024",
+	    sk_qsbr_read_section);
+SK_QSBR_OPS(sk_bench_scalekit_qsbr_bare_ops, "scalekit-qsbr-bare",
+	    "online QSBR thread: dereference only + quiescent state every "
+	    "1024",
+	    sk_qsbr_bare_read_section);
+SK_QSBR_OPS(sk_bench_scalekit_qsbr_every_ops, "scalekit-qsbr-every",
+	    "online QSBR thread: dereference + quiescent state every one",
+	    sk_qsbr_every_read_section);

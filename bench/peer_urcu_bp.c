@@ -30,10 +30,7 @@ const struct sk_bench_rcu_ops sk_bench_urcu_bp_ops = {
 
 #else
 
-const struct sk_bench_rcu_ops sk_bench_urcu_bp_ops = {
-	.name = "urcu-bp",
-	.desc = "liburcu bp flavor",
-	.unavailable = "liburcu-bp was not found by pkg-config at build time",
-};
+SK_BENCH_PEER_MISSING(sk_bench_urcu_bp_ops, "urcu-bp", "liburcu bp flavor",
+		      "liburcu-bp");
 
 #endif /* SK_HAVE_LIBURCU_BP */

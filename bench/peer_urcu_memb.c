@@ -57,17 +57,20 @@ static void memb_read_section(long n)
 			   urcu_memb_read_unlock());
 }
 
+/* Registered memb readers and their callbacks: what both ops share. */
+#define MEMB_READERS_AND_CALLBACKS                                 \
+	.init = urcu_memb_init,                                    \
+	.thread_init = urcu_memb_register_thread,                  \
+	.thread_exit = urcu_memb_unregister_thread,                \
+	.read_section = memb_read_section, .call_loop = memb_call_loop, \
+	.barrier = urcu_memb_barrier
+
 const struct sk_bench_rcu_ops sk_bench_urcu_memb_ops = {
 	.name = "urcu-memb",
 	.desc = "liburcu memb (urcu_memb_*): read_lock/unlock, "
 		"synchronize_rcu, call_rcu",
-	.init = urcu_memb_init,
-	.thread_init = urcu_memb_register_thread,
-	.thread_exit = urcu_memb_unregister_thread,
-	.read_section = memb_read_section,
+	MEMB_READERS_AND_CALLBACKS,
 	.sync = urcu_memb_synchronize_rcu,
-	.call_loop = memb_call_loop,
-	.barrier = urcu_memb_barrier,
 };
 
 /*
@@ -89,28 +92,17 @@ const struct sk_bench_rcu_ops sk_bench_urcu_memb_pcpu_ops = {
 	.name = "urcu-memb-pcpu",
 	.desc = "liburcu memb: call_rcu with per-CPU call_rcu threads "
 		"(create_all_cpu_call_rcu_data), urcu_memb_barrier",
-	.init = urcu_memb_init,
-	.thread_init = urcu_memb_register_thread,
-	.thread_exit = urcu_memb_unregister_thread,
-	.read_section = memb_read_section,
-	.call_loop = memb_call_loop,
-	.barrier = urcu_memb_barrier,
+	MEMB_READERS_AND_CALLBACKS,
 	.cb_setup = memb_pcpu_setup,
 	.cb_teardown = urcu_memb_free_all_cpu_call_rcu_data,
 };
 
 #else
 
-const struct sk_bench_rcu_ops sk_bench_urcu_memb_ops = {
-	.name = "urcu-memb",
-	.desc = "liburcu memb flavor",
-	.unavailable = "liburcu-memb was not found by pkg-config at build time",
-};
-
-const struct sk_bench_rcu_ops sk_bench_urcu_memb_pcpu_ops = {
-	.name = "urcu-memb-pcpu",
-	.desc = "liburcu memb flavor, per-CPU call_rcu threads",
-	.unavailable = "liburcu-memb was not found by pkg-config at build time",
-};
+SK_BENCH_PEER_MISSING(sk_bench_urcu_memb_ops, "urcu-memb",
+		      "liburcu memb flavor", "liburcu-memb");
+SK_BENCH_PEER_MISSING(sk_bench_urcu_memb_pcpu_ops, "urcu-memb-pcpu",
+		      "liburcu memb flavor, per-CPU call_rcu threads",
+		      "liburcu-memb");
 
 #endif /* SK_HAVE_LIBURCU_MEMB */

@@ -41,54 +41,37 @@ static void qsbr_thread_offline(void)
 	urcu_qsbr_thread_offline();
 }
 
-const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops = {
-	.name = "urcu-qsbr",
-	.desc = "liburcu qsbr: read_lock/unlock + quiescent state every 1024",
-	.thread_init = urcu_qsbr_register_thread,
-	.thread_offline = qsbr_thread_offline,
-	.thread_exit = urcu_qsbr_unregister_thread,
-	.read_section = qsbr_read_section,
-	.sync = urcu_qsbr_synchronize_rcu,
-};
+/* The three ops differ only in their name, line and read loop. */
+#define URCU_QSBR_OPS(sym, nm, what, section)                 \
+	const struct sk_bench_rcu_ops sym = {                 \
+		.name = nm,                                   \
+		.desc = what,                                 \
+		.thread_init = urcu_qsbr_register_thread,     \
+		.thread_offline = qsbr_thread_offline,        \
+		.thread_exit = urcu_qsbr_unregister_thread,   \
+		.read_section = section,                      \
+		.sync = urcu_qsbr_synchronize_rcu,            \
+	}
 
-const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops = {
-	.name = "urcu-qsbr-bare",
-	.desc = "liburcu qsbr: dereference only + quiescent state every 1024",
-	.thread_init = urcu_qsbr_register_thread,
-	.thread_offline = qsbr_thread_offline,
-	.thread_exit = urcu_qsbr_unregister_thread,
-	.read_section = qsbr_bare_read_section,
-	.sync = urcu_qsbr_synchronize_rcu,
-};
-
-const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_every_ops = {
-	.name = "urcu-qsbr-every",
-	.desc = "liburcu qsbr: dereference + quiescent state every one",
-	.thread_init = urcu_qsbr_register_thread,
-	.thread_offline = qsbr_thread_offline,
-	.thread_exit = urcu_qsbr_unregister_thread,
-	.read_section = qsbr_every_read_section,
-	.sync = urcu_qsbr_synchronize_rcu,
-};
+URCU_QSBR_OPS(sk_bench_urcu_qsbr_ops, "urcu-qsbr",
+	      "liburcu qsbr: read_lock/unlock + quiescent state every 1024",
+	      qsbr_read_section);
+URCU_QSBR_OPS(sk_bench_urcu_qsbr_bare_ops, "urcu-qsbr-bare",
+	      "liburcu qsbr: dereference only + quiescent state every 1024",
+	      qsbr_bare_read_section);
+URCU_QSBR_OPS(sk_bench_urcu_qsbr_every_ops, "urcu-qsbr-every",
+	      "liburcu qsbr: dereference + quiescent state every one",
+	      qsbr_every_read_section);
 
 #else
 
-const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops = {
-	.name = "urcu-qsbr",
-	.desc = "liburcu qsbr flavor",
-	.unavailable = "liburcu-qsbr was not found by pkg-config at build time",
-};
-
-const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops = {
-	.name = "urcu-qsbr-bare",
-	.desc = "liburcu qsbr flavor, no read_lock/unlock",
-	.unavailable = "liburcu-qsbr was not found by pkg-config at build time",
-};
-
-const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_every_ops = {
-	.name = "urcu-qsbr-every",
-	.desc = "liburcu qsbr flavor, quiescent state every section",
-	.unavailable = "liburcu-qsbr was not found by pkg-config at build time",
-};
+SK_BENCH_PEER_MISSING(sk_bench_urcu_qsbr_ops, "urcu-qsbr",
+		      "liburcu qsbr flavor", "liburcu-qsbr");
+SK_BENCH_PEER_MISSING(sk_bench_urcu_qsbr_bare_ops, "urcu-qsbr-bare",
+		      "liburcu qsbr flavor, no read_lock/unlock",
+		      "liburcu-qsbr");
+SK_BENCH_PEER_MISSING(sk_bench_urcu_qsbr_every_ops, "urcu-qsbr-every",
+		      "liburcu qsbr flavor, quiescent state every section",
+		      "liburcu-qsbr");
 
 #endif /* SK_HAVE_LIBURCU_QSBR */

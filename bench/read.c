@@ -136,22 +136,21 @@ static void add_ratio_target(struct sk_bench_results *res,
 }
 
 /*
- * Measure the nv variants vs[] under scenario's name for 1..max_threads
- * threads; rr receives the rows.  Returns 0, or -1 after a message.
+ * The rows of the nv variants vs[] under scenario's name for
+ * 1..max_threads threads, into res; rr receives them.
  */
-static int run_variants(const struct sk_bench_config *cfg,
-			struct sk_bench_results *res, const char *scenario,
-			const struct read_variant *vs, int nv,
-			struct read_rows *rr)
+static void add_rows(const struct sk_bench_config *cfg,
+		     struct sk_bench_results *res, const char *scenario,
+		     const struct read_variant *vs, int nv,
+		     struct read_rows *rr)
 {
-	int c, v, i, rep, njobs = 0, j, err, ncounts;
-	struct read_job *jobs, *jb = NULL;
+	int c, v;
 
-	ncounts = rr->ncounts = sk_bench_thread_counts(cfg->max_threads, 0,
-						       rr->counts, MAX_COUNTS);
+	rr->ncounts = sk_bench_thread_counts(cfg->max_threads, 0, rr->counts,
+					     MAX_COUNTS);
 	/* Rows in display order: per variant ns/op, then per variant Mops/s. */
 	for (v = 0; v < nv; v++)
-		for (c = 0; c < ncounts; c++) {
+		for (c = 0; c < rr->ncounts; c++) {
 			rr->ns[v][c] = sk_bench_row_add(res, scenario,
 							vs[v].name, "ns/op",
 							vs[v].title_ns,
@@ -160,24 +159,26 @@ static int run_variants(const struct sk_bench_config *cfg,
 			rr->ns[v][c]->ratio_prefix = vs[v].ratio_prefix;
 		}
 	for (v = 0; v < nv; v++)
-		for (c = 0; c < ncounts; c++)
+		for (c = 0; c < rr->ncounts; c++)
 			rr->mops[v][c] = sk_bench_row_add(
 				res, scenario, vs[v].name, "Mops/s",
 				vs[v].title_mops, rr->counts[c], 0, vs[v].impls,
 				cfg->reps);
+}
 
-	jobs = calloc((size_t)(nv * ncounts * SK_BENCH_MAX_IMPL),
-		      sizeof(*jobs));
-	if (!jobs)
-		return -1;
-	/*
-	 * Job order: an implementation's thread counts back to back (the
-	 * scaling ratio pairs them), then the next implementation of the
-	 * variant (the scalekit/peer ratios pair those).
-	 */
+/*
+ * The runs of every row of rr into jobs (room for nv * ncounts *
+ * SK_BENCH_MAX_IMPL); returns how many.  Job order: an implementation's
+ * thread counts back to back (the scaling ratio pairs them), then the
+ * next implementation of the variant (the scalekit/peer ratios pair those).
+ */
+static int make_jobs(const struct read_rows *rr, int nv, struct read_job *jobs)
+{
+	int c, v, i, njobs = 0;
+
 	for (v = 0; v < nv; v++)
 		for (i = 0; i < rr->ns[v][0]->nimpl; i++)
-			for (c = 0; c < ncounts; c++) {
+			for (c = 0; c < rr->ncounts; c++) {
 				if (rr->ns[v][c]->na[i])
 					continue;
 				jobs[njobs++] = (struct read_job){
@@ -185,32 +186,38 @@ static int run_variants(const struct sk_bench_config *cfg,
 					rr->ns[v][c], rr->mops[v][c], i
 				};
 			}
+	return njobs;
+}
+
+/*
+ * A warm-up run of every job, then cfg->reps timed rounds.  0, or -1
+ * after a message.
+ */
+static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
+		    struct read_job *jobs, int njobs)
+{
+	struct read_job *jb = NULL;
+	double ns, mops;
+	int i, rep, err = 0;
 
 	sk_bench_progress("%s: %d runs x %d reps, %.0f ms each (warm-up "
 			  "%.0f ms)",
 			  scenario, njobs, cfg->reps, cfg->run_ns / 1e6,
 			  cfg->warmup_ns / 1e6);
 	/* Warm-up: caches, branch predictors, CPU frequency, registration. */
-	for (j = 0; j < njobs; j++) {
-		double ns, mops;
-
-		jb = &jobs[j];
+	for (i = 0; i < njobs && !err; i++) {
+		jb = &jobs[i];
 		err = sk_bench_read_measure(jb->ops, jb->threads, cfg->warmup_ns,
 					    &ns, &mops);
-		if (err)
-			goto fail;
 	}
-	for (rep = 0; rep < cfg->reps; rep++) {
-		for (i = 0; i < njobs; i++) {
-			double ns, mops;
-
+	for (rep = 0; rep < cfg->reps && !err; rep++) {
+		for (i = 0; i < njobs && !err; i++) {
 			/* Rotate the start so no job always runs first. */
 			jb = &jobs[(i + rep) % njobs];
-
 			err = sk_bench_read_measure(jb->ops, jb->threads,
 						    cfg->run_ns, &ns, &mops);
 			if (err)
-				goto fail;
+				break;
 			jb->ns_row->rep[jb->col][rep] = ns;
 			jb->mops_row->rep[jb->col][rep] = mops;
 			sk_bench_progress("%s: rep %d/%d, %d thread%s, %-18s "
@@ -221,16 +228,35 @@ static int run_variants(const struct sk_bench_config *cfg,
 					  jb->ops->name, ns, mops);
 		}
 	}
-	free(jobs);
-	return 0;
-
-fail:
+	if (!err)
+		return 0;
 	fprintf(stderr,
 		"scalekit bench: %s: cannot run %s on %d threads: "
 		"%s\n",
 		scenario, jb->ops->name, jb->threads, strerror(-err));
-	free(jobs);
 	return -1;
+}
+
+/*
+ * Add the rows of variants vs (ns/op and Mops/s) and measure them on
+ * 1..max threads; rr receives the rows.  Returns 0, or -1 after a message.
+ */
+static int run_variants(const struct sk_bench_config *cfg,
+			struct sk_bench_results *res, const char *scenario,
+			const struct read_variant *vs, int nv,
+			struct read_rows *rr)
+{
+	struct read_job *jobs;
+	int err;
+
+	add_rows(cfg, res, scenario, vs, nv, rr);
+	jobs = calloc((size_t)(nv * rr->ncounts * SK_BENCH_MAX_IMPL),
+		      sizeof(*jobs));
+	if (!jobs)
+		return -1;
+	err = run_jobs(cfg, scenario, jobs, make_jobs(rr, nv, jobs));
+	free(jobs);
+	return err;
 }
 
 int sk_bench_read_run(const struct sk_bench_config *cfg,

@@ -150,6 +150,133 @@ static void print_preamble(FILE *f, const struct sk_bench_config *cfg)
 	fprintf(f, "%s\n\n", first ? " none (all peers present)" : "");
 }
 
+/*
+ * Does argv[*i] set the whole-number option name (1..max)?  1: set in
+ * *out, 0: not that option, -1: bad or missing value (message printed).
+ */
+static int parse_int_opt(int argc, char **argv, int *i, const char *name,
+			 long max, int *out)
+{
+	const char *value;
+	long v;
+	int m = sk_tool_option_value(CMD, argc, argv, i, name, &value);
+
+	if (m <= 0)
+		return m;
+	if (sk_tool_parse_long(value, 1, max, &v)) {
+		sk_tool_usage_error(CMD,
+				    "%s wants a whole number from 1 to %ld, "
+				    "not '%s'",
+				    name, max, value);
+		return -1;
+	}
+	*out = (int)v;
+	return 1;
+}
+
+/* Mark the scenario arg: 0, or SK_TOOL_EXIT_USAGE when there is none. */
+static int select_scenario(const char *arg, int *selected, int nscen)
+{
+	char names[256] = "";
+	int s;
+
+	for (s = 0; s < nscen; s++)
+		if (strcmp(arg, sk_bench_scenarios[s].name) == 0) {
+			selected[s] = 1;
+			return 0;
+		}
+	for (s = 0; s < nscen; s++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names),
+			 "%s%s", s ? ", " : "", sk_bench_scenarios[s].name);
+	return sk_tool_usage_error(CMD,
+				   "unknown scenario '%s' (scenarios: %s)",
+				   arg, names);
+}
+
+/*
+ * The command line into cfg, selected[] and *csv_path: 0, -1 after
+ * --help (printed), or SK_TOOL_EXIT_USAGE after a message.
+ */
+static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
+		      int *selected, int nscen, const char **csv_path)
+{
+	int i, m;
+
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			usage(stdout);
+			return -1;
+		}
+		if (strcmp(arg, "--quick") == 0) {
+			cfg->quick = 1;
+			continue;
+		}
+		m = parse_int_opt(argc, argv, &i, "--threads",
+				  BENCH_MAX_THREADS, &cfg->max_threads);
+		if (!m)
+			m = parse_int_opt(argc, argv, &i, "--reps",
+					  BENCH_MAX_REPS, &cfg->reps);
+		if (!m && (m = sk_tool_option_value(CMD, argc, argv, &i,
+						    "--csv", csv_path)) > 0 &&
+		    !**csv_path)
+			return sk_tool_usage_error(CMD,
+						   "--csv wants a file name");
+		if (m < 0)
+			return SK_TOOL_EXIT_USAGE;
+		if (m > 0)
+			continue;
+		if (arg[0] == '-')
+			return sk_tool_usage_error(CMD, "unknown option '%s'",
+						   arg);
+		if (select_scenario(arg, selected, nscen) != 0)
+			return SK_TOOL_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Write the CSV file and close it: the exit status, from ret. */
+static int finish_csv(FILE *csv, const char *csv_path, int ret,
+		      const struct sk_bench_results *res)
+{
+	int bad = 0, err = 0;
+
+	if (ret == SK_TOOL_EXIT_OK && sk_bench_write_csv(csv, res)) {
+		bad = 1;
+		err = errno;
+	}
+	if (fclose(csv) != 0 && !bad) {
+		bad = 1;
+		err = errno;
+	}
+	if (bad) {
+		fprintf(stderr, "scalekit bench: cannot write '%s': %s\n",
+			csv_path, strerror(err));
+		return SK_TOOL_EXIT_FAIL;
+	}
+	if (ret == SK_TOOL_EXIT_OK)
+		sk_bench_progress("wrote %s", csv_path);
+	return ret;
+}
+
+/* Run the selected scenarios and print the tables: the exit status. */
+static int run_selected(const struct sk_bench_config *cfg,
+			const int *selected, int nscen,
+			struct sk_bench_results *res)
+{
+	int s;
+
+	sk_bench_setup();
+	print_preamble(stdout, cfg);
+	for (s = 0; s < nscen; s++)
+		if (selected[s] && sk_bench_scenarios[s].run(cfg, res) != 0)
+			return SK_TOOL_EXIT_FAIL;
+	sk_bench_print_table(stdout, res);
+	sk_bench_print_targets(stdout, res);
+	return fflush(stdout) != 0 ? SK_TOOL_EXIT_FAIL : SK_TOOL_EXIT_OK;
+}
+
 int sk_tool_bench(int argc, char **argv)
 {
 	struct sk_bench_config cfg = {
@@ -158,129 +285,31 @@ int sk_tool_bench(int argc, char **argv)
 		.idle_threads = BENCH_IDLE_THREADS,
 	};
 	struct sk_bench_results res = { 0 };
-	int selected[16] = { 0 }, nselected = 0, nscen, i, s, ret;
-	const char *csv_path = NULL, *value;
+	int selected[16] = { 0 }, nselected = 0, nscen, s, ret;
+	const char *csv_path = NULL;
 	FILE *csv = NULL;
-	long v;
 
 	for (nscen = 0; sk_bench_scenarios[nscen].name; nscen++)
 		;
-	for (i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		int m;
-
-		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-			usage(stdout);
-			return SK_TOOL_EXIT_OK;
-		}
-		if (strcmp(arg, "--quick") == 0) {
-			cfg.quick = 1;
-			continue;
-		}
-		if ((m = sk_tool_option_value(CMD, argc, argv, &i, "--threads",
-					      &value))) {
-			if (m < 0)
-				return SK_TOOL_EXIT_USAGE;
-			if (sk_tool_parse_long(value, 1, BENCH_MAX_THREADS, &v))
-				return sk_tool_usage_error(
-					CMD,
-					"--threads wants a whole number from "
-					"1 to %d, not '%s'",
-					BENCH_MAX_THREADS, value);
-			cfg.max_threads = (int)v;
-			continue;
-		}
-		if ((m = sk_tool_option_value(CMD, argc, argv, &i, "--reps",
-					      &value))) {
-			if (m < 0)
-				return SK_TOOL_EXIT_USAGE;
-			if (sk_tool_parse_long(value, 1, BENCH_MAX_REPS, &v))
-				return sk_tool_usage_error(
-					CMD,
-					"--reps wants a whole number from 1 "
-					"to %d, not '%s'",
-					BENCH_MAX_REPS, value);
-			cfg.reps = (int)v;
-			continue;
-		}
-		if ((m = sk_tool_option_value(CMD, argc, argv, &i, "--csv",
-					      &value))) {
-			if (m < 0)
-				return SK_TOOL_EXIT_USAGE;
-			if (!*value)
-				return sk_tool_usage_error(
-					CMD, "--csv wants a file name");
-			csv_path = value;
-			continue;
-		}
-		if (arg[0] == '-')
-			return sk_tool_usage_error(CMD, "unknown option '%s'",
-						   arg);
-		for (s = 0; s < nscen; s++)
-			if (strcmp(arg, sk_bench_scenarios[s].name) == 0)
-				break;
-		if (s == nscen) {
-			char names[256] = "";
-
-			for (s = 0; s < nscen; s++)
-				snprintf(names + strlen(names),
-					 sizeof(names) - strlen(names), "%s%s",
-					 s ? ", " : "",
-					 sk_bench_scenarios[s].name);
-			return sk_tool_usage_error(
-				CMD, "unknown scenario '%s' (scenarios: %s)",
-				arg, names);
-		}
-		if (!selected[s]++)
-			nselected++;
-	}
+	ret = parse_args(argc, argv, &cfg, selected, nscen, &csv_path);
+	if (ret != 0)
+		return ret < 0 ? SK_TOOL_EXIT_OK : ret;
+	for (s = 0; s < nscen; s++)
+		nselected += selected[s];
 	if (!nselected)
 		for (s = 0; s < nscen; s++)
 			selected[s] = 1;
 	cfg.run_ns =
 		(cfg.quick ? BENCH_QUICK_RUN_MS : BENCH_RUN_MS) * 1000000ull;
 	cfg.warmup_ns = cfg.run_ns / 4;
-
 	if (csv_path) {
 		csv = open_csv(csv_path);
 		if (!csv)
 			return SK_TOOL_EXIT_FAIL;
 	}
-	sk_bench_setup();
-	print_preamble(stdout, &cfg);
-	ret = SK_TOOL_EXIT_OK;
-	for (s = 0; s < nscen && ret == SK_TOOL_EXIT_OK; s++) {
-		if (!selected[s])
-			continue;
-		if (sk_bench_scenarios[s].run(&cfg, &res) != 0)
-			ret = SK_TOOL_EXIT_FAIL;
-	}
-	if (ret == SK_TOOL_EXIT_OK) {
-		sk_bench_print_table(stdout, &res);
-		sk_bench_print_targets(stdout, &res);
-		if (fflush(stdout) != 0)
-			ret = SK_TOOL_EXIT_FAIL;
-	}
-	if (csv) {
-		int bad = 0, err = 0;
-
-		if (ret == SK_TOOL_EXIT_OK && sk_bench_write_csv(csv, &res)) {
-			bad = 1;
-			err = errno;
-		}
-		if (fclose(csv) != 0 && !bad) {
-			bad = 1;
-			err = errno;
-		}
-		if (bad) {
-			fprintf(stderr,
-				"scalekit bench: cannot write '%s': %s\n",
-				csv_path, strerror(err));
-			ret = SK_TOOL_EXIT_FAIL;
-		} else if (ret == SK_TOOL_EXIT_OK) {
-			sk_bench_progress("wrote %s", csv_path);
-		}
-	}
+	ret = run_selected(&cfg, selected, nscen, &res);
+	if (csv)
+		ret = finish_csv(csv, csv_path, ret, &res);
 	sk_bench_results_free(&res);
 	return ret;
 }

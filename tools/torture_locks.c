@@ -134,52 +134,52 @@ static void tl_rw_unlock(union tl_storage *s)
 	pthread_rwlock_unlock(&s->rw);
 }
 
-static unsigned int tl_rw_rdlock(union tl_storage *s)
-{
-	pthread_rwlock_rdlock(&s->rw);
-	return 0;
-}
+/*
+ * TL_ADAPTERS(x, m, init, destroy, lock, unlock) - tl_x_init(),
+ * tl_x_destroy(), tl_x_lock() and tl_x_unlock() on member m of union
+ * tl_storage, for a lock whose init cannot fail.
+ */
+#define TL_ADAPTERS(x, m, init, destroy, lock, unlock)    \
+	static int tl_##x##_init(union tl_storage *s)     \
+	{                                                 \
+		init(&s->m);                              \
+		return 0;                                 \
+	}                                                 \
+	static int tl_##x##_destroy(union tl_storage *s)  \
+	{                                                 \
+		return destroy(&s->m);                    \
+	}                                                 \
+	static void tl_##x##_lock(union tl_storage *s)    \
+	{                                                 \
+		lock(&s->m);                              \
+	}                                                 \
+	static void tl_##x##_unlock(union tl_storage *s)  \
+	{                                                 \
+		unlock(&s->m);                            \
+	}
 
-static int tl_rw_rdunlock(union tl_storage *s, unsigned int token)
-{
-	(void)token;
-	pthread_rwlock_unlock(&s->rw);
-	return 0;
-}
+/*
+ * TL_READ_ADAPTERS(x, m, rdlock, rdunlock) - tl_x_rdlock() and
+ * tl_x_rdunlock() for a read side that never asks for a retry.
+ */
+#define TL_READ_ADAPTERS(x, m, rdlock, rdunlock)                         \
+	static unsigned int tl_##x##_rdlock(union tl_storage *s)         \
+	{                                                                \
+		rdlock(&s->m);                                           \
+		return 0;                                                \
+	}                                                                \
+	static int tl_##x##_rdunlock(union tl_storage *s, unsigned int t) \
+	{                                                                \
+		(void)t;                                                 \
+		rdunlock(&s->m);                                         \
+		return 0;                                                \
+	}
 
-static int tl_rb_init(union tl_storage *s)
-{
-	sk_rwlock_rb_init(&s->rb);
-	return 0;
-}
+TL_READ_ADAPTERS(rw, rw, pthread_rwlock_rdlock, pthread_rwlock_unlock)
 
-static int tl_rb_destroy(union tl_storage *s)
-{
-	return sk_rwlock_rb_destroy(&s->rb);
-}
-
-static void tl_rb_wrlock(union tl_storage *s)
-{
-	sk_rwlock_rb_wrlock(&s->rb);
-}
-
-static void tl_rb_wrunlock(union tl_storage *s)
-{
-	sk_rwlock_rb_wrunlock(&s->rb);
-}
-
-static unsigned int tl_rb_rdlock(union tl_storage *s)
-{
-	sk_rwlock_rb_rdlock(&s->rb);
-	return 0;
-}
-
-static int tl_rb_rdunlock(union tl_storage *s, unsigned int token)
-{
-	(void)token;
-	sk_rwlock_rb_rdunlock(&s->rb);
-	return 0;
-}
+TL_ADAPTERS(rb, rb, sk_rwlock_rb_init, sk_rwlock_rb_destroy,
+	    sk_rwlock_rb_wrlock, sk_rwlock_rb_wrunlock)
+TL_READ_ADAPTERS(rb, rb, sk_rwlock_rb_rdlock, sk_rwlock_rb_rdunlock)
 
 static int tl_sl_init(union tl_storage *s)
 {
@@ -212,81 +212,14 @@ static int tl_sl_retry(union tl_storage *s, unsigned int token)
 	return sk_seqlock_read_retry(&s->sl, token);
 }
 
-static int tl_em_init(union tl_storage *s)
-{
-	sk_elided_mutex_init(&s->em);
-	return 0;
-}
-
-static int tl_em_destroy(union tl_storage *s)
-{
-	return sk_elided_mutex_destroy(&s->em);
-}
-
-static void tl_em_lock(union tl_storage *s)
-{
-	sk_elided_mutex_lock(&s->em);
-}
-
-static void tl_em_unlock(union tl_storage *s)
-{
-	sk_elided_mutex_unlock(&s->em);
-}
-
-static int tl_es_init(union tl_storage *s)
-{
-	sk_elided_spinlock_init(&s->es);
-	return 0;
-}
-
-static int tl_es_destroy(union tl_storage *s)
-{
-	return sk_elided_spinlock_destroy(&s->es);
-}
-
-static void tl_es_lock(union tl_storage *s)
-{
-	sk_elided_spinlock_lock(&s->es);
-}
-
-static void tl_es_unlock(union tl_storage *s)
-{
-	sk_elided_spinlock_unlock(&s->es);
-}
-
-static int tl_erw_init(union tl_storage *s)
-{
-	sk_elided_rwlock_init(&s->erw);
-	return 0;
-}
-
-static int tl_erw_destroy(union tl_storage *s)
-{
-	return sk_elided_rwlock_destroy(&s->erw);
-}
-
-static void tl_erw_wrlock(union tl_storage *s)
-{
-	sk_elided_rwlock_write_lock(&s->erw);
-}
-
-static void tl_erw_wrunlock(union tl_storage *s)
-{
-	sk_elided_rwlock_write_unlock(&s->erw);
-}
-
-static unsigned int tl_erw_rdlock(union tl_storage *s)
-{
-	sk_elided_rwlock_read_lock(&s->erw);
-	return 0;
-}
-
-static int tl_erw_rdunlock(union tl_storage *s, unsigned int token)
-{
-	(void)token;
-	sk_elided_rwlock_read_unlock(&s->erw);
-	return 0;
-}
+TL_ADAPTERS(em, em, sk_elided_mutex_init, sk_elided_mutex_destroy,
+	    sk_elided_mutex_lock, sk_elided_mutex_unlock)
+TL_ADAPTERS(es, es, sk_elided_spinlock_init, sk_elided_spinlock_destroy,
+	    sk_elided_spinlock_lock, sk_elided_spinlock_unlock)
+TL_ADAPTERS(erw, erw, sk_elided_rwlock_init, sk_elided_rwlock_destroy,
+	    sk_elided_rwlock_write_lock, sk_elided_rwlock_write_unlock)
+TL_READ_ADAPTERS(erw, erw, sk_elided_rwlock_read_lock,
+		 sk_elided_rwlock_read_unlock)
 
 static const struct tl_lock tl_locks[] = {
 	{ "pthread-mutex", "pthread_mutex_t (reference)", tl_mutex_init,
@@ -295,7 +228,7 @@ static const struct tl_lock tl_locks[] = {
 	  tl_rw_destroy, tl_rw_wrlock, tl_rw_unlock, tl_rw_rdlock,
 	  tl_rw_rdunlock, 0, 0 },
 	{ "rwlock-rb", "sk_rwlock_rb, read-biased", tl_rb_init,
-	  tl_rb_destroy, tl_rb_wrlock, tl_rb_wrunlock, tl_rb_rdlock,
+	  tl_rb_destroy, tl_rb_lock, tl_rb_unlock, tl_rb_rdlock,
 	  tl_rb_rdunlock, 0, 0 },
 	{ "seqlock", "sk_seqlock", tl_sl_init, tl_sl_destroy, tl_sl_lock,
 	  tl_sl_unlock, tl_sl_begin, tl_sl_retry, 1, 0 },
@@ -306,7 +239,7 @@ static const struct tl_lock tl_locks[] = {
 	  tl_es_init, tl_es_destroy, tl_es_lock, tl_es_unlock, NULL, NULL, 0,
 	  1 },
 	{ "elided-rwlock", "sk_elided_rwlock, on each elision backend",
-	  tl_erw_init, tl_erw_destroy, tl_erw_wrlock, tl_erw_wrunlock,
+	  tl_erw_init, tl_erw_destroy, tl_erw_lock, tl_erw_unlock,
 	  tl_erw_rdlock, tl_erw_rdunlock, 0, 1 },
 };
 
