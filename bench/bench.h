@@ -155,6 +155,23 @@ struct sk_bench_rcu_ops {
 					      .read_section = fn }
 
 /*
+ * SK_BENCH_QSBR_OPS(sym, nm, what, init, offline, exit, section, sync) -
+ * the ops sym of an online QSBR reader: registered by init, offline
+ * before blocking, unregistered by exit, reading with section.
+ */
+#define SK_BENCH_QSBR_OPS(sym, nm, what, init, offline, exit, section, \
+			  sync_fn)                                     \
+	const struct sk_bench_rcu_ops sym = {                          \
+		.name = nm,                                            \
+		.desc = what,                                          \
+		.thread_init = init,                                   \
+		.thread_offline = offline,                             \
+		.thread_exit = exit,                                   \
+		.read_section = section,                               \
+		.sync = sync_fn,                                       \
+	}
+
+/*
  * SK_BENCH_PEER_MISSING(sym, nm, what, lib) - the ops sym of a peer whose
  * library lib pkg-config did not find at build time: listed, not run.
  */

@@ -249,16 +249,10 @@ const struct sk_bench_rcu_ops sk_bench_scalekit_srcu_ops = {
 };
 
 /* The QSBR ops differ only in their name, line and read loop. */
-#define SK_QSBR_OPS(sym, nm, what, section)               \
-	const struct sk_bench_rcu_ops sym = {             \
-		.name = nm,                               \
-		.desc = what,                             \
-		.thread_init = sk_qsbr_thread_init,       \
-		.thread_offline = sk_rcu_thread_offline,  \
-		.thread_exit = sk_qsbr_thread_exit,       \
-		.read_section = section,                  \
-		.sync = sk_synchronize_rcu,               \
-	}
+#define SK_QSBR_OPS(sym, nm, what, section)                               \
+	SK_BENCH_QSBR_OPS(sym, nm, what, sk_qsbr_thread_init,             \
+			  sk_rcu_thread_offline, sk_qsbr_thread_exit, section, \
+			  sk_synchronize_rcu)
 
 SK_QSBR_OPS(sk_bench_scalekit_qsbr_ops, "scalekit-qsbr",
 	    "online QSBR thread: qsbr_read_lock/unlock + quiescent state "

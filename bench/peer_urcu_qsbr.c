@@ -42,16 +42,10 @@ static void qsbr_thread_offline(void)
 }
 
 /* The three ops differ only in their name, line and read loop. */
-#define URCU_QSBR_OPS(sym, nm, what, section)                 \
-	const struct sk_bench_rcu_ops sym = {                 \
-		.name = nm,                                   \
-		.desc = what,                                 \
-		.thread_init = urcu_qsbr_register_thread,     \
-		.thread_offline = qsbr_thread_offline,        \
-		.thread_exit = urcu_qsbr_unregister_thread,   \
-		.read_section = section,                      \
-		.sync = urcu_qsbr_synchronize_rcu,            \
-	}
+#define URCU_QSBR_OPS(sym, nm, what, section)                           \
+	SK_BENCH_QSBR_OPS(sym, nm, what, urcu_qsbr_register_thread,     \
+			  qsbr_thread_offline, urcu_qsbr_unregister_thread, \
+			  section, urcu_qsbr_synchronize_rcu)
 
 URCU_QSBR_OPS(sk_bench_urcu_qsbr_ops, "urcu-qsbr",
 	      "liburcu qsbr: read_lock/unlock + quiescent state every 1024",
