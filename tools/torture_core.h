@@ -15,11 +15,14 @@
  *    the pipe test (torture_pipe.c), an RCU list (torture_list.c), the
  *    resizable hash table (torture_rhash.c).
  *
- * torture.c owns the rest: the command line, the threads, stutter, churn,
- * fork, the callback flood, the monitor (progress lines, forward progress,
- * memory bound) and the final report.  torture_util.c holds what the
- * scenarios share (per-thread state, pools' leak check, nested sections,
- * grace-period waits, objects freed after a grace period).
+ * The harness owns the rest: torture.c the modes and the command line;
+ * torture_run.c one run, step by step (setup, threads, the monitor with
+ * stutter, --fork, forward progress and the memory bound, the shutdown,
+ * the final report); torture_threads.c the threads (readers, updaters,
+ * helpers, churn, the callback flood), the setup, the pools and the
+ * helpers below.  torture_util.c holds what the scenarios share
+ * (per-thread state, pools' leak check, nested sections, grace-period
+ * waits, objects freed after a grace period).
  */
 #ifndef SK_TORTURE_CORE_H
 #define SK_TORTURE_CORE_H
