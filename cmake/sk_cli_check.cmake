@@ -1,5 +1,10 @@
 # SPDX-License-Identifier: MIT
-# Running SK_CMD in script mode, for tests/bench.cmake and tests/torture.cmake.
+# The tests of the `scalekit` command: tests/bench.cmake, tests/torture.cmake
+# and tests/litmus.cmake include this file in both of their modes.
+# Declaring a test (configure time): sk_cli_test_defs() and sk_cli_add_test(),
+# which each file's own registration function calls.  Checking it (script
+# mode, cmake -P): running SK_CMD with sk_cli_run() / sk_cli_check().
+include_guard(GLOBAL)
 #
 # sk_cli_run(args): run SK_CMD with the ;-list args, behind the ;-list
 # SK_WRAP when that is set (e.g. valgrind and its options) and under
@@ -57,4 +62,46 @@ function(sk_cli_check args show_output)
   foreach(v RC OUT ERR SHOWN)
     set(SK_CLI_${v} "${SK_CLI_${v}}" PARENT_SCOPE)
   endforeach()
+endfunction()
+
+# ---- declaring the tests ----------------------------------------------------
+
+# sk_cli_test_defs(OUT TOOL ARGS RC [OPTS NAME...]): in OUT, the -D
+# definitions of a test's checker: SK_CMD (the program of target TOOL),
+# SK_ARGS, SK_RC, then -DSK_<NAME>=<value> for each NAME whose T_<NAME> the
+# calling function defines (its cmake_parse_arguments() prefix is T), then
+# SK_EMULATOR in a cross build.
+function(sk_cli_test_defs out tool args rc)
+  cmake_parse_arguments(D "" "" "OPTS" ${ARGN})
+  set(defs -DSK_CMD=$<TARGET_FILE:${tool}> "-DSK_ARGS=${args}" -DSK_RC=${rc})
+  foreach(v ${D_OPTS})
+    if(DEFINED T_${v})
+      list(APPEND defs "-DSK_${v}=${T_${v}}")
+    endif()
+  endforeach()
+  if(CMAKE_CROSSCOMPILING_EMULATOR)
+    list(JOIN CMAKE_CROSSCOMPILING_EMULATOR "|" emu)
+    list(APPEND defs "-DSK_EMULATOR=${emu}")
+  endif()
+  set(${out} "${defs}" PARENT_SCOPE)
+endfunction()
+
+# sk_cli_add_test(NAME SCRIPT LABELS TIMEOUT): the test NAME runs
+# `cmake <defs> -P SCRIPT`, where defs is the caller's variable of that
+# name, labelled with the caller's T_LABELS (LABELS when that is empty),
+# with the caller's T_TIMEOUT (TIMEOUT when that is empty) and, when the
+# caller's T_ENV is set, that environment.
+function(sk_cli_add_test name script labels timeout)
+  if(T_LABELS)
+    set(labels "${T_LABELS}")
+  endif()
+  if(T_TIMEOUT)
+    set(timeout ${T_TIMEOUT})
+  endif()
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} ${defs} -P ${script})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}"
+    TIMEOUT ${timeout})
+  if(T_ENV)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${T_ENV}")
+  endif()
 endfunction()

@@ -15,8 +15,8 @@
 #   SK_EMULATOR  the command SK_CMD runs under, words separated by "|"
 #                (cross builds: CMAKE_CROSSCOMPILING_EMULATOR; optional)
 
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_cli_check.cmake)
 if(CMAKE_SCRIPT_MODE_FILE)
-  include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_cli_check.cmake)
   string(REPLACE "|" ";" args "${SK_ARGS}")
   sk_cli_check("${args}" OFF)
   return()
@@ -25,20 +25,12 @@ endif()
 if(NOT TARGET scalekit_tool)
   return()
 endif()
-include(${PROJECT_SOURCE_DIR}/cmake/sk_cli_test.cmake)
 
 # sk_bench_cli_test(NAME RC ARGS [STDERR regex] [STDOUT regex] [LABELS ...])
 function(sk_bench_cli_test name rc args)
   cmake_parse_arguments(T "" "STDERR;STDOUT;TIMEOUT" "LABELS;ENV" ${ARGN})
   sk_cli_test_defs(defs scalekit_tool "${args}" ${rc} OPTS STDERR STDOUT)
-  if(NOT T_LABELS)
-    set(T_LABELS tools)
-  endif()
-  if(NOT T_TIMEOUT)
-    set(T_TIMEOUT 60)
-  endif()
-  sk_cli_add_test(${name} ${CMAKE_CURRENT_FUNCTION_LIST_FILE} "${T_LABELS}"
-    ${T_TIMEOUT})
+  sk_cli_add_test(${name} ${CMAKE_CURRENT_FUNCTION_LIST_FILE} tools 60)
 endfunction()
 
 # Smoke test: every scenario (no name given), every peer that was built,

@@ -19,8 +19,8 @@
 #                 text of its "// expect: <text>" first line, exit status 1,
 #                 no crash
 
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_cli_check.cmake)
 if(CMAKE_SCRIPT_MODE_FILE)
-  include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_cli_check.cmake)
   if(DEFINED SK_BAD_DIR)
     file(GLOB bad ${SK_BAD_DIR}/*.litmus)
     list(LENGTH bad n)
@@ -55,7 +55,6 @@ endif()
 if(NOT TARGET scalekit_tool)
   return()
 endif()
-include(${PROJECT_SOURCE_DIR}/cmake/sk_cli_test.cmake)
 
 set(sk_lit_dir ${PROJECT_SOURCE_DIR}/litmus)
 set(sk_lit_bad ${PROJECT_SOURCE_DIR}/tests/litmus-bad)
@@ -73,11 +72,8 @@ function(sk_litmus_test name rc args)
   endif()
   sk_cli_test_defs(defs scalekit_tool "${args}" ${rc}
     OPTS SECS SLOW_SECS STDOUT STDERR BAD_DIR)
-  if(NOT T_TIMEOUT)
-    set(T_TIMEOUT 120)
-  endif()
-  sk_cli_add_test(${name} ${CMAKE_CURRENT_FUNCTION_LIST_FILE}
-    "litmus;${T_LABELS}" ${T_TIMEOUT})
+  set(T_LABELS "litmus;${T_LABELS}")
+  sk_cli_add_test(${name} ${CMAKE_CURRENT_FUNCTION_LIST_FILE} litmus 120)
 endfunction()
 
 # The shipped suite, briefly: no FAIL (Never outcomes unseen) and no
