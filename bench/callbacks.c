@@ -434,26 +434,26 @@ static void add_pinned(const struct sk_bench_config *cfg,
 		       int ncounts, struct cb_rows *rows, struct cb_job *jobs,
 		       int *njobs)
 {
-	int c, i;
+	const struct {
+		struct sk_bench_row **rows;
+		const char *variant, *unit, *title;
+		int ratios;
+		const char *const *impls;
+	} kinds[] = {
+		{ rows->e2e, "end to end", "ns/cb", e2e_title, 1, cb_impls },
+		{ rows->mcbs, "end to end", "Mcb/s", mcbs_title, 0, cb_impls },
+		{ rows->enq, "enqueue", "ns/cb", enq_title, 1, cb_impls },
+		{ rows->batches, "batches", "per run", batch_title, 0,
+		  sk_impls },
+	};
+	int c, i, k;
 
-	for (c = 0; c < ncounts; c++)
-		rows->e2e[c] = sk_bench_row_add(res, "callbacks", "end to end",
-						"ns/cb", e2e_title, counts[c],
-						1, cb_impls, cfg->reps);
-	for (c = 0; c < ncounts; c++)
-		rows->mcbs[c] = sk_bench_row_add(res, "callbacks",
-						 "end to end", "Mcb/s",
-						 mcbs_title, counts[c], 0,
-						 cb_impls, cfg->reps);
-	for (c = 0; c < ncounts; c++)
-		rows->enq[c] = sk_bench_row_add(res, "callbacks", "enqueue",
-						"ns/cb", enq_title, counts[c],
-						1, cb_impls, cfg->reps);
-	for (c = 0; c < ncounts; c++)
-		rows->batches[c] = sk_bench_row_add(res, "callbacks",
-						    "batches", "per run",
-						    batch_title, counts[c], 0,
-						    sk_impls, cfg->reps);
+	for (k = 0; k < (int)(sizeof(kinds) / sizeof(kinds[0])); k++)
+		for (c = 0; c < ncounts; c++)
+			kinds[k].rows[c] = sk_bench_row_add(
+				res, "callbacks", kinds[k].variant,
+				kinds[k].unit, kinds[k].title, counts[c],
+				kinds[k].ratios, kinds[k].impls, cfg->reps);
 	for (i = 0; i < rows->e2e[0]->nimpl; i++)
 		for (c = 0; c < ncounts; c++)
 			if (!rows->e2e[c]->na[i])
