@@ -22,6 +22,8 @@
 /* Limits of the options: generous, yet small enough to catch typos. */
 #define BENCH_MAX_THREADS 1024
 #define BENCH_MAX_REPS 1000
+/* Room in the selection array for the scenarios of sk_bench_scenarios[]. */
+#define BENCH_MAX_SCENARIOS 64
 #define BENCH_DEFAULT_THREADS 2
 #define BENCH_DEFAULT_REPS 5
 #define BENCH_IDLE_THREADS 1000
@@ -285,12 +287,20 @@ int sk_tool_bench(int argc, char **argv)
 		.idle_threads = BENCH_IDLE_THREADS,
 	};
 	struct sk_bench_results res = { 0 };
-	int selected[16] = { 0 }, nselected = 0, nscen, s, ret;
+	int selected[BENCH_MAX_SCENARIOS] = { 0 }, nselected = 0, nscen, s;
 	const char *csv_path = NULL;
 	FILE *csv = NULL;
+	int ret;
 
 	for (nscen = 0; sk_bench_scenarios[nscen].name; nscen++)
 		;
+	if (nscen > BENCH_MAX_SCENARIOS) {
+		fprintf(stderr,
+			"scalekit bench: internal error: %d scenarios, room "
+			"for %d (BENCH_MAX_SCENARIOS)\n",
+			nscen, BENCH_MAX_SCENARIOS);
+		return SK_TOOL_EXIT_FAIL;
+	}
 	ret = parse_args(argc, argv, &cfg, selected, nscen, &csv_path);
 	if (ret != 0)
 		return ret < 0 ? SK_TOOL_EXIT_OK : ret;
