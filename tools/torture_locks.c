@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "scalekit/elide.h"
@@ -508,6 +509,51 @@ static void tl_on_abort(int sig)
 }
 
 /*
+ * A thread is still in the lock TL_HANG_S s after the stop of run r.  With
+ * a broken lock (--busted: a lock word that stays taken) that is its
+ * failure, and the verdict is that of the checks, as in tl_on_abort();
+ * with a working one it is a hang.  Does not return.
+ */
+static void tl_stuck(const struct tl_run *r, struct tl_thread *th,
+		     unsigned long n)
+{
+	unsigned long i, errors = 0;
+
+	fprintf(stderr, "ERROR: %s: a thread is still in the lock %d s after "
+			"the end of the run: hang\n",
+		r->label, TL_HANG_S);
+	if (!r->busted) {
+		fflush(stdout);
+		_exit(SK_TOOL_EXIT_FAIL);
+	}
+	for (i = 0; i < n; i++)
+		errors += __atomic_load_n(&th[i].errors, __ATOMIC_RELAXED);
+	printf("%s", errors ? "threads stuck in the broken lock after the "
+			      "checks had counted errors\n--busted: locks "
+			      "that do not exclude; the detector caught it, "
+			      "as it must\nFAILURE\n"
+			    : "threads stuck in the broken lock before any "
+			      "check failed\n--busted: NOT DETECTED: the "
+			      "detector is blind\nFAILURE\n");
+	fflush(stdout);
+	_exit(errors ? SK_TOOL_EXIT_FAIL : 3);
+}
+
+/* Join the started threads of run r within TL_HANG_S s (tl_stuck()). */
+static void tl_join_all(const struct tl_run *r, struct tl_thread *th,
+			unsigned long started)
+{
+	struct timespec deadline;
+	unsigned long i;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += TL_HANG_S;
+	for (i = 0; i < started; i++)
+		if (pthread_timedjoin_np(th[i].tid, NULL, &deadline) != 0)
+			tl_stuck(r, th, started);
+}
+
+/*
  * Torture lk (called label) with n threads for secs; the errors it found
  * (-1: setup).  busted: the lock is broken (twin: by the tool's twin).
  */
@@ -553,8 +599,7 @@ static long tl_run_one(const struct tl_lock *lk, const char *label,
 		_exit(SK_TOOL_EXIT_FAIL); /* threads stuck in a lock */
 	}
 	sk_atomic_store_release(&r.stop, 1);
-	for (i = 0; i < started; i++)
-		pthread_join(th[i].tid, NULL);
+	tl_join_all(&r, th, started);
 	if (started < n) {
 		fprintf(stderr, "scalekit torture: %s: cannot start %lu "
 				"threads\n",
