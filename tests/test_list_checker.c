@@ -811,8 +811,9 @@ static void hlist_random_sequences_without_gp(void)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	sk_chk_init(&chk, &list_ops, NULL);
 	SK_RUN(list_add_del_replace_at_every_position);

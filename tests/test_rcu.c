@@ -1218,8 +1218,7 @@ static void many_registered_threads(void)
 
 int main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	sk_test_args(argc, argv);
 	/* See the top of the file: a lost wake-up must hang. */
 	SK_CHECK_EQ(sk_rcu_set_stall_ms(86400000ul), 0);
 	seed = sk_test_seed_init();

@@ -387,8 +387,9 @@ static void on_alarm(int sig)
 	_exit(2);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	signal(SIGALRM, on_alarm);
 	alarm(HANG_S);
 	sk_test_seed_init();

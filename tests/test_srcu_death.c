@@ -612,8 +612,9 @@ static void grace_period_finds_excess_ends(void)
 	SK_CHECK_STR_CONTAINS(o.err, "found by a grace period");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN(synchronize_inside_own_section_aborts);
 	SK_RUN(expedited_inside_own_section_aborts);

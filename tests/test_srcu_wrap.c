@@ -454,7 +454,7 @@ static void on_alarm(int sig)
 
 int main(int argc, char **argv)
 {
-	sk_t_only = argc > 1 ? argv[1] : NULL;
+	sk_test_args(argc, argv);
 	signal(SIGALRM, on_alarm);
 	alarm(10 * HANG_S);
 	sk_test_seed_init();
