@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rcu_stress.h - a reusable RCU stress checker (tests, torture tool).
+ * rcu_stress.h - a reusable RCU stress checker for the test programs
+ * (test_rcu.c; test_srcu_stress.c reuses its object checks).  The
+ * `scalekit torture` tool does not use it: it has its own harness over
+ * struct sk_tort_ops (tools/torture_core.h).  Defined in
+ * tests/support/rcu_stress.c (the test support library).
  *
  * Readers follow one global pointer to a struct sk_stress_obj {magic, seq,
  * payload[]} while updaters replace it: allocate and fill a new object,

@@ -82,9 +82,7 @@ void lk_check_twin_caught(struct lk_spec spec);
 void lk_check_aborts(void (*fn)(void), const char *m1,
 		     const char *m2);
 
-/* A wait that never ends fails the test program with a message. */
-void lk_on_alarm(int sig);
-
+/* A wait that never ends fails the program with a message after s seconds. */
 void lk_arm_alarm(unsigned s);
 
 #endif /* SK_TEST_LOCKS_H */

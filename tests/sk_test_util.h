@@ -147,6 +147,14 @@ void sk_test_fork_child(void (*fn)(void), unsigned hang_s,
 #define SK_CHECK_ABORTED(st) \
 	SK_T_CHECK_WAIT(st, WIFSIGNALED, WTERMSIG, SIGABRT)
 
+/*
+ * Arm SIGALRM: unless alarm(0) disarms it within s seconds, the handler
+ * writes "HANG: <what> did not end within <s> s" on stderr (write(2)
+ * only: async-signal-safe) and ends the process with _exit(2).  what must
+ * outlive the deadline (a string literal).  Replaces the SIGALRM handler.
+ */
+void sk_test_deadline(const char *what, unsigned int s);
+
 /* Where stderr went while a capture runs. */
 struct sk_test_capture {
 	FILE *f;   /* the temporary file stderr writes to */

@@ -674,6 +674,7 @@ int main(int argc, char **argv)
 	seed = sk_test_seed_init();
 	slow = sk_test_slow();
 
+	/* 1. every function */
 	RUN(init_and_cleanup_reject_null);
 	RUN(cleanup_of_idle_domain_returns_0_and_init_reuses);
 	RUN(cleanup_with_reader_is_ebusy_and_domain_stays_usable);

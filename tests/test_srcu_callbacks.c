@@ -380,6 +380,7 @@ int main(int argc, char **argv)
 	seed = sk_test_seed_init();
 	slow = sk_test_slow();
 
+	/* 6. callbacks */
 	RUN(call_srcu_waits_for_preexisting_reader);
 	RUN(callbacks_run_in_fifo_order_exactly_once);
 	RUN(barrier_waits_for_callbacks_queued_before);

@@ -866,6 +866,7 @@ int main(int argc, char **argv)
 	seed = sk_test_seed_init();
 	slow = sk_test_slow();
 
+	/* 3. poison stress and its broken twins */
 	RUN(poison_stress_with_every_kind_of_reader);
 	RUN(poison_stress_catches_skipped_grace_period);
 	RUN(poison_stress_catches_gp_that_skips_an_index);

@@ -439,24 +439,13 @@ static void slot_cache_misses_a_gen_2_32_later(void)
 	domain_free(d);
 }
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "test_srcu_wrap: hang: still running after "
-				  "the alarm (a wait that never ended)\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
 #define RUN(fn) SK_RUN_SELECTED(fn)
 
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
-	signal(SIGALRM, on_alarm);
-	alarm(10 * HANG_S);
+	sk_test_deadline("test_srcu_wrap (a wait that never ended?)",
+			 10 * HANG_S);
 	sk_test_seed_init();
 	fprintf(stderr, "unsigned long: %u bits; slot caches %s\n",
 		(unsigned int)(sizeof(unsigned long) * 8),

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sk_test_elide.h: the elided locks behind one ops table, a deadline, the stress. */
+/* sk_test_elide.h: the elided locks behind one ops table, the stress. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <signal.h>
@@ -52,21 +52,9 @@ void elide_lock_init(struct elide_lock *l)
 
 /* ---- hang detection ------------------------------------------------------- */
 
-static const char *elide_hang_what = "?";
-
-static void elide_on_alarm(int sig)
-{
-	(void)sig;
-	fprintf(stderr, "HANG: %s did not finish within its deadline\n",
-		elide_hang_what);
-	_exit(2);
-}
-
 void elide_deadline(const char *what, unsigned int s)
 {
-	elide_hang_what = what;
-	signal(SIGALRM, elide_on_alarm);
-	alarm(s);
+	sk_test_deadline(what, s);
 }
 
 /* ---- mutual exclusion with a non-atomic counter -------------------------- */

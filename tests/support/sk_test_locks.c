@@ -127,19 +127,7 @@ void lk_check_aborts(void (*fn)(void), const char *m1,
 	SK_CHECK_STR_CONTAINS(c.err, m2);
 }
 
-void lk_on_alarm(int sig)
-{
-	static const char msg[] = "lock test: hang: still running after the "
-				  "alarm (a lock wait that never ended)\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
 void lk_arm_alarm(unsigned s)
 {
-	signal(SIGALRM, lk_on_alarm);
-	alarm(s);
+	sk_test_deadline("the lock test (a lock wait that never ended?)", s);
 }

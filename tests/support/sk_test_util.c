@@ -237,6 +237,34 @@ void sk_test_fork_child(void (*fn)(void), unsigned hang_s,
 		got ? "\n    " : "(nothing)\n", c->err);
 }
 
+static const char *deadline_what = "the test"; /* set before alarm() */
+static char deadline_secs[24];			 /* decimal, set with it */
+
+static void deadline_write(const char *s)
+{
+	if (write(2, s, strlen(s)) < 0)
+		_exit(2);
+}
+
+static void deadline_expired(int sig)
+{
+	(void)sig;
+	deadline_write("HANG: ");
+	deadline_write(deadline_what);
+	deadline_write(" did not end within ");
+	deadline_write(deadline_secs);
+	deadline_write(" s\n");
+	_exit(2);
+}
+
+void sk_test_deadline(const char *what, unsigned int s)
+{
+	deadline_what = what;
+	snprintf(deadline_secs, sizeof(deadline_secs), "%u", s);
+	signal(SIGALRM, deadline_expired);
+	alarm(s);
+}
+
 void sk_test_capture_begin(struct sk_test_capture *c)
 {
 	fflush(stderr);
