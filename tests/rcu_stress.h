@@ -183,6 +183,15 @@ void sk_stress_join(struct sk_stress *s,
 int sk_stress_run(const struct sk_stress_config *cfg,
 		  struct sk_stress_result *res);
 
+/* Make o a live object with update number seq (before it is published). */
+void sk_stress_obj_init(struct sk_stress_obj *o, unsigned long seq);
+
+/*
+ * Poison every field of o, after its grace period; with SK_STRESS_STORE,
+ * so atomically when broken (the readers may still hold o).
+ */
+void sk_stress_obj_poison(struct sk_stress_obj *o, int broken);
+
 /* One line for the log. */
 void sk_stress_print(const struct sk_stress_config *cfg,
 		     const struct sk_stress_result *res);

@@ -337,13 +337,7 @@ static void *ss_first_touch(void *arg)
 
 static void ss_poison(struct ss_run *run, struct ss_obj *o)
 {
-	int broken = run->cfg->broken;
-	unsigned int j;
-
-	SK_STRESS_STORE(broken, o->o.magic, SK_STRESS_POISON);
-	SK_STRESS_STORE(broken, o->o.seq, SK_STRESS_POISON);
-	for (j = 0; j < SK_STRESS_PAYLOAD; j++)
-		SK_STRESS_STORE(broken, o->o.payload[j], SK_STRESS_POISON);
+	sk_stress_obj_poison(&o->o, run->cfg->broken);
 }
 
 /* Keep o until the end of the run (broken runs free nothing early). */
@@ -475,7 +469,6 @@ static void *ss_updater(void *arg)
 	struct ss_run *run = me->run;
 	const struct ss_config *cfg = run->cfg;
 	unsigned long i, cookie;
-	unsigned int j;
 	int kind;
 
 	for (i = 0; cfg->updates ? i < cfg->updates : !ss_stopped(run); i++) {
@@ -488,10 +481,7 @@ static void *ss_updater(void *arg)
 		memset(&n->rh, 0, sizeof(n->rh));
 		n->run = run;
 		pthread_mutex_lock(&run->s.lock);
-		n->o.magic = SK_STRESS_MAGIC;
-		n->o.seq = ++run->s.seq;
-		for (j = 0; j < SK_STRESS_PAYLOAD; j++)
-			n->o.payload[j] = sk_stress_payload(n->o.seq, j);
+		sk_stress_obj_init(&n->o, ++run->s.seq);
 		old = (struct ss_obj *)run->s.gp;
 		/* Initialization before publication; pairs with dereference. */
 		sk_rcu_assign_pointer(run->s.gp, &n->o);
@@ -626,11 +616,8 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	run->queues = calloc(nq ? nq : 1, sizeof(*run->queues));
 	for (i = 0; i < nq; i++)
 		ho_init(&run->queues[i]);
-	first->o.magic = SK_STRESS_MAGIC;
-	first->o.seq = run->s.seq = 1;
+	sk_stress_obj_init(&first->o, run->s.seq = 1);
 	first->run = run;
-	for (j = 0; j < SK_STRESS_PAYLOAD; j++)
-		first->o.payload[j] = sk_stress_payload(1, j);
 	run->s.gp = &first->o;
 
 	for (i = 0; i < nt; i++) {

@@ -192,7 +192,7 @@ void *sk_stress_updater(void *arg)
 					     : sk_synchronize_rcu;
 	unsigned long qlen = cfg->broken ? cfg->updates : cfg->quarantine;
 	struct sk_stress_obj **q = calloc(qlen ? qlen : 1, sizeof(*q));
-	unsigned long i, qhead = 0, j;
+	unsigned long i, qhead = 0;
 
 	if (!q) {
 		t->errors++;
@@ -209,10 +209,7 @@ void *sk_stress_updater(void *arg)
 			break;
 		}
 		pthread_mutex_lock(&s->lock);
-		n->magic = SK_STRESS_MAGIC;
-		n->seq = ++s->seq;
-		for (j = 0; j < SK_STRESS_PAYLOAD; j++)
-			n->payload[j] = sk_stress_payload(n->seq, (unsigned)j);
+		sk_stress_obj_init(n, ++s->seq);
 		old = s->gp;
 		/* Initialization before publication; pairs with dereference. */
 		sk_rcu_assign_pointer(s->gp, n);
@@ -220,11 +217,7 @@ void *sk_stress_updater(void *arg)
 
 		gp_wait();
 
-		SK_STRESS_STORE(cfg->broken, old->magic, SK_STRESS_POISON);
-		SK_STRESS_STORE(cfg->broken, old->seq, SK_STRESS_POISON);
-		for (j = 0; j < SK_STRESS_PAYLOAD; j++)
-			SK_STRESS_STORE(cfg->broken, old->payload[j],
-					SK_STRESS_POISON);
+		sk_stress_obj_poison(old, cfg->broken);
 		if (qlen == 0) {
 			free(old);
 		} else {
@@ -364,7 +357,6 @@ int sk_stress_run(const struct sk_stress_config *cfg,
 	unsigned long nt = nr + nw + cfg->churn_threads, i, k = 0;
 	struct sk_stress_thread *t = calloc(nt ? nt : 1, sizeof(*t));
 	struct sk_stress s;
-	unsigned int j;
 
 	memset(res, 0, sizeof(*res));
 	if (!t)
@@ -379,10 +371,7 @@ int sk_stress_run(const struct sk_stress_config *cfg,
 		free(t);
 		return -ENOMEM;
 	}
-	s.gp->magic = SK_STRESS_MAGIC;
-	s.gp->seq = s.seq = 1;
-	for (j = 0; j < SK_STRESS_PAYLOAD; j++)
-		s.gp->payload[j] = sk_stress_payload(1, j);
+	sk_stress_obj_init(s.gp, s.seq = 1);
 
 	for (i = 0; i < cfg->general_readers; i++, k++)
 		sk_stress_start(&s, &t[k], k, sk_stress_general_reader);
@@ -425,4 +414,24 @@ void sk_stress_print(const struct sk_stress_config *cfg,
 		cfg->name ? cfg->name : "stress", res->updates, res->reads,
 		res->checks, res->violations, res->sync_calls, res->churned,
 		res->errors, res->first[0] ? "; first: " : "", res->first);
+}
+
+void sk_stress_obj_init(struct sk_stress_obj *o, unsigned long seq)
+{
+	unsigned int j;
+
+	o->magic = SK_STRESS_MAGIC;
+	o->seq = seq;
+	for (j = 0; j < SK_STRESS_PAYLOAD; j++)
+		o->payload[j] = sk_stress_payload(seq, j);
+}
+
+void sk_stress_obj_poison(struct sk_stress_obj *o, int broken)
+{
+	unsigned int j;
+
+	SK_STRESS_STORE(broken, o->magic, SK_STRESS_POISON);
+	SK_STRESS_STORE(broken, o->seq, SK_STRESS_POISON);
+	for (j = 0; j < SK_STRESS_PAYLOAD; j++)
+		SK_STRESS_STORE(broken, o->payload[j], SK_STRESS_POISON);
 }
