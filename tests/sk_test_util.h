@@ -130,6 +130,14 @@ void sk_test_fork_child(void (*fn)(void), unsigned hang_s,
 			int quick, struct sk_test_child *c);
 
 /*
+ * Run fn in a forked child (sk_test_fork_child(), quick, hang_s as there)
+ * and check that it died by SIGABRT with m1 and m2 (each unless NULL) on
+ * its stderr.  A child that exited instead is logged with its status.
+ */
+void sk_test_expect_abort(void (*fn)(void), unsigned hang_s, const char *m1,
+			  const char *m2);
+
+/*
  * Check that wait status st is(st) with val(st) == want (e.g. WIFEXITED,
  * WEXITSTATUS, 0).
  */

@@ -116,15 +116,9 @@ void lk_check_twin_caught(struct lk_spec spec)
 	SK_CHECK_GT(r.torn, 0);
 }
 
-void lk_check_aborts(void (*fn)(void), const char *m1,
-		     const char *m2)
+void lk_check_aborts(void (*fn)(void), const char *m1, const char *m2)
 {
-	static struct sk_test_child c;
-
-	sk_test_fork_child(fn, 30, 1, &c);
-	SK_CHECK_ABORTED(c.status);
-	SK_CHECK_STR_CONTAINS(c.err, m1);
-	SK_CHECK_STR_CONTAINS(c.err, m2);
+	sk_test_expect_abort(fn, 30, m1, m2);
 }
 
 void lk_arm_alarm(unsigned s)

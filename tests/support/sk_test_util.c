@@ -237,6 +237,24 @@ void sk_test_fork_child(void (*fn)(void), unsigned hang_s,
 		got ? "\n    " : "(nothing)\n", c->err);
 }
 
+void sk_test_expect_abort(void (*fn)(void), unsigned hang_s, const char *m1,
+			  const char *m2)
+{
+	/* Static: 8 KiB of stderr, and only the main thread runs children. */
+	static struct sk_test_child c;
+
+	sk_test_fork_child(fn, hang_s, 1, &c);
+	if (WIFEXITED(c.status))
+		fprintf(stderr, "  the misuse was not detected: the child "
+				"exited with status %d\n",
+			WEXITSTATUS(c.status));
+	SK_CHECK_ABORTED(c.status);
+	if (m1)
+		SK_CHECK_STR_CONTAINS(c.err, m1);
+	if (m2)
+		SK_CHECK_STR_CONTAINS(c.err, m2);
+}
+
 static const char *deadline_what = "the test"; /* set before alarm() */
 static char deadline_secs[24];			 /* decimal, set with it */
 
