@@ -81,7 +81,7 @@ check-tsan:
 #                                                   check-m32, check-generic
 #                               others (run only):  check-aarch64
 #   The asymmetric fences' two modes (membarrier(2) or the fallback fence):
-#   every job runs test_rcu, test_srcu and test_barrier both ways (the
+#   every job runs test_rcu, test_srcu_* and test_barrier both ways (the
 #   *_no_membarrier tests); qemu-user passes membarrier(2) through to the
 #   host kernel, so under it the default runs use membarrier too.
 #

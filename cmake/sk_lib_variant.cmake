@@ -3,7 +3,8 @@
 # sk_lib_variant(NAME DEFINE TESTS...): a test-only static build of the
 # library, compiled with -D<DEFINE>=1 (built only when a test needs it,
 # never installed), linked by each listed test instead of scalekit_static
-# (one copy of the library per program).  Used by tests/checker.cmake
+# (one copy of the library per program; the test's other libraries, e.g.
+# the test support library, stay).  Used by tests/checker.cmake
 # (SK_RCU_CHECKER) and tests/hooks.cmake (SK_TEST_HOOKS).
 function(sk_lib_variant name define)
   add_library(${name} STATIC EXCLUDE_FROM_ALL ${SK_SOURCES})
@@ -15,7 +16,9 @@ function(sk_lib_variant name define)
   target_link_libraries(${name} PUBLIC Threads::Threads)
   foreach(t ${ARGN})
     if(TARGET ${t})
-      set_property(TARGET ${t} PROPERTY LINK_LIBRARIES ${name})
+      get_property(libs TARGET ${t} PROPERTY LINK_LIBRARIES)
+      list(TRANSFORM libs REPLACE "^scalekit_static$" ${name})
+      set_property(TARGET ${t} PROPERTY LINK_LIBRARIES ${libs})
     endif()
   endforeach()
 endfunction()

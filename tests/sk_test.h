@@ -4,6 +4,15 @@
  * that print both values, a runner that counts (and one that also logs the
  * time each test took), a seeded RNG whose seed is printed on failure, and
  * a scale factor that shrinks work under sanitizers and valgrind.
+ *
+ * Every test program links the test support library (tests/support/,
+ * built once by tests/CMakeLists.txt); this header declares its part
+ * (tests/support/sk_test.c).  Only the macros and sk_test_rand(), which
+ * the stress loops call in every read section, are inline.
+ *
+ * A program's main() calls sk_test_args(argc, argv) first (after handling
+ * its own --child= modes): "test_x name" then runs only the SK_RUN tests
+ * whose function name contains "name".
  */
 #ifndef SK_TEST_H
 #define SK_TEST_H
@@ -15,9 +24,10 @@
 #include <string.h>
 #include <time.h>
 
-static int sk_t_failed_checks;
-static int sk_t_passed, sk_t_failed;
-static uint64_t sk_t_seed;
+extern int sk_t_failed_checks;	 /* failed checks so far */
+extern int sk_t_passed, sk_t_failed; /* tests run by SK_RUN */
+extern uint64_t sk_t_seed;		 /* sk_test_seed_init() */
+extern const char *sk_t_only;	 /* the name filter, or NULL */
 
 #define SK_T_FAIL(fmt, ...)                                                  \
 	do {                                                                 \
@@ -56,20 +66,14 @@ static uint64_t sk_t_seed;
 	} while (0)
 
 /* Check that got[0..ngot) equals want[0..nwant): the counts, then each int. */
-static inline void sk_test_check_ints(const int *got, int ngot,
-				      const int *want, int nwant)
-{
-	int i;
+void sk_test_check_ints(const int *got, int ngot, const int *want, int nwant);
 
-	SK_CHECK_EQ(ngot, nwant);
-	for (i = 0; i < nwant && i < ngot; i++)
-		SK_CHECK_EQ(got[i], want[i]);
-}
-
-/* Run one test function and count it. */
+/* Run one test function and count it, unless the name filter skips it. */
 #define SK_RUN(fn)                                                  \
 	do {                                                        \
 		int sk_before_ = sk_t_failed_checks;                \
+		if (!sk_test_selected(#fn))                         \
+			break;                                      \
 		fprintf(stderr, "--- %s\n", #fn);                   \
 		fn();                                               \
 		if (sk_t_failed_checks == sk_before_) {             \
@@ -82,64 +86,48 @@ static inline void sk_test_check_ints(const int *got, int ngot,
 	} while (0)
 
 /* Monotonic clock in seconds (for logs only: no test bounds time). */
-static inline double sk_test_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+double sk_test_now(void);
 
 /* SK_RUN, plus the wall time the test took (for the log only). */
 #define SK_RUN_TIMED(fn)                                                 \
 	do {                                                             \
 		double sk_t0_ = sk_test_now();                           \
+		if (!sk_test_selected(#fn))                              \
+			break;                                           \
 		SK_RUN(fn);                                              \
 		fprintf(stderr, "    (%.2f s)\n", sk_test_now() - sk_t0_); \
 	} while (0)
 
-/* Only the tests whose name contains this (argv[1]; NULL: all of them). */
-static const char *sk_t_only __attribute__((unused));
+/* SK_RUN_TIMED (every SK_RUN honours the name filter). */
+#define SK_RUN_SELECTED(fn) SK_RUN_TIMED(fn)
 
-/* SK_RUN_TIMED, for the tests selected by sk_t_only. */
-#define SK_RUN_SELECTED(fn)                                     \
-	do {                                                    \
-		if (!sk_t_only || strstr(#fn, sk_t_only))       \
-			SK_RUN_TIMED(fn);                       \
-	} while (0)
+/*
+ * Read the command line: no argument runs every test; one argument not
+ * starting with '-' is the name filter (sk_t_only).  Anything else prints
+ * the usage on stderr and exits with status 2.
+ */
+void sk_test_args(int argc, char **argv);
 
-/* Print the closing line CTest logs show and return the exit status. */
-static inline int sk_test_report(void)
-{
-	printf("%d passed, %d failed\n", sk_t_passed, sk_t_failed);
-	return sk_t_failed ? 1 : 0;
-}
+/* Nonzero when the test function called name passes the name filter. */
+int sk_test_selected(const char *name);
+
+/*
+ * Print the closing line CTest logs show and return the exit status: 0,
+ * 1 when a test failed, 2 when a name filter was given and no test
+ * matched it (with a message).
+ */
+int sk_test_report(void);
 
 /*
  * Divisor for thread and iteration counts: 1 normally, larger under
  * sanitizers or valgrind (SK_TEST_SLOW=1 is set by the test driver there).
+ * The support library is built with the programs' flags, so it sees the
+ * same sanitizer.
  */
-static inline unsigned sk_test_slow(void)
-{
-	const char *v = getenv("SK_TEST_SLOW");
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	return 8;
-#endif
-	return (v && *v && strcmp(v, "0")) ? 8 : 1;
-}
+unsigned sk_test_slow(void);
 
 /* Seed from SK_TEST_SEED or the clock; printed so a failure can be replayed. */
-static inline uint64_t sk_test_seed_init(void)
-{
-	const char *v = getenv("SK_TEST_SEED");
-
-	sk_t_seed = v ? strtoull(v, NULL, 0) : (uint64_t)time(NULL);
-	fprintf(stderr, "seed %" PRIu64 " (replay with SK_TEST_SEED=%" PRIu64
-			")\n",
-		sk_t_seed, sk_t_seed);
-	return sk_t_seed;
-}
+uint64_t sk_test_seed_init(void);
 
 /* xorshift64*: per-thread RNG state in *s (never 0). */
 static inline uint64_t sk_test_rand(uint64_t *s)

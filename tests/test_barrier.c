@@ -872,6 +872,7 @@ int main(int argc, char **argv)
 		printf("%d\n", sk_fence_uses_membarrier());
 		return 0;
 	}
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	sb_find_cpus();
 	/* Forks first, while the process is single-threaded (TSan). */

@@ -482,8 +482,7 @@ int main(int argc, char **argv)
 	prog = argv[0];
 	if (argc > 1 && !strcmp(argv[1], "--child=policy"))
 		return child_print_policy();
-	if (argc > 1)
-		sk_t_only = argv[1];
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN_SELECTED(mutex_held_across_first_thread); /* first thread */
 	SK_RUN_SELECTED(dispatch_matches_cpuid_and_probe);

@@ -376,8 +376,7 @@ int main(int argc, char **argv)
 {
 	pthread_t t;
 
-	if (argc > 1)
-		sk_t_only = argv[1];
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	/*
 	 * A process that never had a second thread takes the mutex without

@@ -357,8 +357,9 @@ void sk_kernel_idioms(struct list_head *list, struct list_head *head)
 }
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN(no_leaked_names);
 	SK_RUN(barriers_and_once);

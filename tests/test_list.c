@@ -737,8 +737,9 @@ static void stress_list_broken_twin_is_caught(void)
 	free(s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN(list_init_and_empty);
 	SK_RUN(list_add_and_add_tail);

@@ -121,30 +121,50 @@ static int list_load(void *arg, const struct sk_chk_kind *k,
 	return SK_CHK_NODE;
 }
 
+/*
+ * A reader at node (the link at offset link of an entry) moves to the
+ * entry's next pointer (offset next); SK_CHK_BAD when node is no entry.
+ */
+static int ent_enter(struct sk_chk_reader *r, const void *node, size_t link,
+		     size_t next)
+{
+	struct ent *e = ent_of(node, link);
+
+	if (!e)
+		return SK_CHK_BAD;
+	r->slot = (const char *)e + next;
+	return e->key;
+}
+
+/* Name the slot when it is the next pointer (offset next) of an entry. */
+static int ent_describe(const struct sk_chk_reader *r, size_t next,
+			const char *field, char *buf, size_t len)
+{
+	struct ent *e = ent_of(r->slot, next);
+
+	if (!e)
+		return 0;
+	snprintf(buf, len, "&%sentry(key %d)->%s", e->freed ? "freed " : "",
+		 e->orig_key, field);
+	return 1;
+}
+
 static int list_enter(void *arg, const struct sk_chk_kind *k,
 		      struct sk_chk_reader *r, const void *node)
 {
-	struct ent *e = ent_of(node, offsetof(struct ent, list));
-
 	(void)arg;
 	(void)k;
-	if (!e)
-		return SK_CHK_BAD;
-	r->slot = &e->list.next;
-	return e->key;
+	return ent_enter(r, node, offsetof(struct ent, list),
+			 offsetof(struct ent, list.next));
 }
 
 static void list_describe(void *arg, const struct sk_chk_reader *r,
 			  char *buf, size_t len)
 {
-	struct ent *e = ent_of(r->slot, offsetof(struct ent, list) +
-						offsetof(struct sk_list_head, next));
-
 	(void)arg;
-	if (e)
-		snprintf(buf, len, "&%sentry(key %d)->next",
-			 e->freed ? "freed " : "", e->orig_key);
-	else if (r->slot == &heads[0].next || r->slot == &heads[1].next)
+	if (ent_describe(r, offsetof(struct ent, list.next), "next", buf, len))
+		return;
+	if (r->slot == &heads[0].next || r->slot == &heads[1].next)
 		snprintf(buf, len, "&heads[%d].next",
 			 r->slot == &heads[1].next);
 	else
@@ -198,27 +218,18 @@ static int hlist_load(void *arg, const struct sk_chk_kind *k,
 static int hlist_enter(void *arg, const struct sk_chk_kind *k,
 		       struct sk_chk_reader *r, const void *node)
 {
-	struct ent *e = ent_of(node, offsetof(struct ent, hnode));
-
 	(void)arg;
 	(void)k;
-	if (!e)
-		return SK_CHK_BAD;
-	r->slot = &e->hnode.next;
-	return e->key;
+	return ent_enter(r, node, offsetof(struct ent, hnode),
+			 offsetof(struct ent, hnode.next));
 }
 
 static void hlist_describe(void *arg, const struct sk_chk_reader *r,
 			   char *buf, size_t len)
 {
-	struct ent *e = ent_of(r->slot, offsetof(struct ent, hnode) +
-						offsetof(struct sk_hlist_node, next));
-
 	(void)arg;
-	if (e)
-		snprintf(buf, len, "&%sentry(key %d)->hnode.next",
-			 e->freed ? "freed " : "", e->orig_key);
-	else
+	if (!ent_describe(r, offsetof(struct ent, hnode.next), "hnode.next",
+			  buf, len))
 		snprintf(buf, len, "&hhead->first (%p)", r->slot);
 }
 
@@ -811,8 +822,9 @@ static void hlist_random_sequences_without_gp(void)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	sk_chk_init(&chk, &list_ops, NULL);
 	SK_RUN(list_add_del_replace_at_every_position);

@@ -1137,10 +1137,7 @@ static void many_registered_threads(void)
 	m->s.gp = malloc(sizeof(*m->s.gp));
 	if (!m->s.gp)
 		abort();
-	m->s.gp->magic = SK_STRESS_MAGIC;
-	m->s.gp->seq = 1;
-	for (k = 0; k < SK_STRESS_PAYLOAD; k++)
-		m->s.gp->payload[k] = sk_stress_payload(1, (unsigned)k);
+	sk_stress_obj_init(m->s.gp, 1);
 
 	pthread_attr_init(&attr);
 	/* 64 KiB, or the platform's minimum (128 KiB on aarch64). */
@@ -1162,19 +1159,13 @@ static void many_registered_threads(void)
 	a = sk_test_rcu_stats();
 	for (k = 0; k < 5; k++) {
 		struct sk_stress_obj *old = m->s.gp, *nw = malloc(sizeof(*nw));
-		unsigned j;
 
 		if (!nw)
 			abort();
-		nw->magic = SK_STRESS_MAGIC;
-		nw->seq = k + 2;
-		for (j = 0; j < SK_STRESS_PAYLOAD; j++)
-			nw->payload[j] = sk_stress_payload(nw->seq, j);
+		sk_stress_obj_init(nw, (unsigned long)k + 2);
 		sk_rcu_assign_pointer(m->s.gp, nw);
 		sk_synchronize_rcu();
-		old->magic = SK_STRESS_POISON;
-		for (j = 0; j < SK_STRESS_PAYLOAD; j++)
-			old->payload[j] = SK_STRESS_POISON;
+		sk_stress_obj_poison(old, 0);
 		free(old);
 		sk_test_sleep_ms(5);
 	}
@@ -1218,8 +1209,7 @@ static void many_registered_threads(void)
 
 int main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	sk_test_args(argc, argv);
 	/* See the top of the file: a lost wake-up must hang. */
 	SK_CHECK_EQ(sk_rcu_set_stall_ms(86400000ul), 0);
 	seed = sk_test_seed_init();

@@ -1119,6 +1119,7 @@ int main(int argc, char **argv)
 		child_barrier_in_callback();
 		return 0;
 	}
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN(call_rcu_rejects_invalid_arguments);
 	SK_RUN(callback_waits_for_preexisting_reader);

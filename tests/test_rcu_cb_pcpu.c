@@ -376,21 +376,11 @@ static void create_destroy_cycles_lose_no_callback(void)
 	fprintf(stderr, "  %lu create/destroy cycles\n", cycles);
 }
 
-static void on_alarm(int sig)
+int main(int argc, char **argv)
 {
-	static const char msg[] = "test_rcu_cb_pcpu: HANG: no progress for "
-				  "240 s (a barrier or a worker is stuck)\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(2);
-	_exit(2);
-}
-
-int main(void)
-{
-	signal(SIGALRM, on_alarm);
-	alarm(HANG_S);
+	sk_test_args(argc, argv);
+	sk_test_deadline("test_rcu_cb_pcpu (a barrier or a worker is stuck?)",
+			 HANG_S);
 	sk_test_seed_init();
 	cpus_init();
 	SK_RUN(workers_create_destroy_return_documented_errors);

@@ -374,8 +374,9 @@ static void harness_rejects_silent_abort(void)
 	SK_CHECK(strstr(c.err, "read-side critical section") == NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN_TIMED(negative_control_correct_usage_exits_zero);
 	SK_RUN_TIMED(harness_rejects_silent_abort);

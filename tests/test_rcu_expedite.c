@@ -100,8 +100,9 @@ static void request_before_sleep_keeps_leader_polling(void)
 	alarm(0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	SK_RUN(request_before_sleep_keeps_leader_polling);
 	return sk_test_report();
 }

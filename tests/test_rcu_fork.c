@@ -788,6 +788,7 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strncmp(argv[1], "--child=first-call-fork=", 24))
 		return fc_child((unsigned)strtoul(argv[1] + 24, NULL, 10));
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	recs = mmap(NULL, NREC * sizeof(*recs), PROT_READ | PROT_WRITE,
 		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);

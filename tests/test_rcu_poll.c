@@ -1053,8 +1053,9 @@ static void online_qsbr_threads_can_wait(void)
 	SK_CHECK_EQ(LOAD(qs_err), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN(cookie_not_completed_while_preexisting_reader_holds);
 	SK_RUN(cookie_skips_grace_period_in_flight);

@@ -324,6 +324,7 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strncmp(argv[1], "--child=", 8))
 		return child_main(argv[1] + 8);
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN(stalled_reader_is_reported_with_backoff);
 	SK_RUN(stalled_qsbr_thread_is_reported);

@@ -263,6 +263,7 @@ int main(int argc, char **argv)
 		return child_control();
 	if (argc == 2 && !strcmp(argv[1], "--child=after-timeout"))
 		return child_after_timeout();
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN_TIMED(reader_leaving_wakes_a_sleeping_leader_once);
 	SK_RUN_TIMED(no_wake_syscall_after_a_timed_out_sleep);

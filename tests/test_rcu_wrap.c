@@ -295,8 +295,9 @@ static void gp_count_counts_grace_periods(void)
 	sk_test_thread_join(t);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	fprintf(stderr, "phase bits %d\n", SK_RCU_SEQ_BITS);
 	SK_RUN_TIMED(cookies_across_wrap);

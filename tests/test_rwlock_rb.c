@@ -218,7 +218,7 @@ static void busted_writer_twin_is_caught(void)
 
 int main(int argc, char **argv)
 {
-	sk_t_only = argc > 1 ? argv[1] : NULL;
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	/* Forks first, while the process is single-threaded (TSan). */
 	RUN(misuse_is_reported);

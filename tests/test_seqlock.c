@@ -109,7 +109,7 @@ static void misuse_is_reported(void)
 
 int main(int argc, char **argv)
 {
-	sk_t_only = argc > 1 ? argv[1] : NULL;
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	/* Forks first, while the process is single-threaded (TSan). */
 	RUN(misuse_is_reported);

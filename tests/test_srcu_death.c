@@ -41,12 +41,13 @@ static struct sk_test_child run_child(void (*fn)(void))
 	return c;
 }
 
-static void check_aborted(const struct sk_test_child *o)
+/*
+ * Run fn in a child; it must abort with m1 and (unless NULL) m2 on stderr.
+ * A child whose misuse call returned exits with CHILD_RETURNED.
+ */
+static void expect_abort(void (*fn)(void), const char *m1, const char *m2)
 {
-	if (WIFEXITED(o->status) && WEXITSTATUS(o->status) == CHILD_RETURNED)
-		fprintf(stderr, "  the misuse was not detected: the call "
-				"returned\n");
-	SK_CHECK_ABORTED(o->status);
+	sk_test_expect_abort(fn, 0, m1, m2);
 }
 
 /* ---- children ------------------------------------------------------------ */
@@ -394,25 +395,17 @@ static void child_cleanup_in_own_callback(void)
 
 static void synchronize_inside_own_section_aborts(void)
 {
-	struct sk_test_child o = run_child(child_synchronize_in_own_section);
+	expect_abort(child_synchronize_in_own_section,
+		     "sk_synchronize_srcu()", "same SRCU domain");
 
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_synchronize_srcu()");
-	SK_CHECK_STR_CONTAINS(o.err, "same SRCU domain");
-
-	o = run_child(child_synchronize_in_nested_own_section);
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_synchronize_srcu()");
-	SK_CHECK_STR_CONTAINS(o.err, "same SRCU domain");
+	expect_abort(child_synchronize_in_nested_own_section,
+		     "sk_synchronize_srcu()", "same SRCU domain");
 }
 
 static void expedited_inside_own_section_aborts(void)
 {
-	struct sk_test_child o = run_child(child_expedited_in_own_section);
-
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_synchronize_srcu_expedited()");
-	SK_CHECK_STR_CONTAINS(o.err, "same SRCU domain");
+	expect_abort(child_expedited_in_own_section,
+		     "sk_synchronize_srcu_expedited()", "same SRCU domain");
 }
 
 static void synchronize_inside_other_domain_section_is_allowed(void)
@@ -426,23 +419,17 @@ static void synchronize_inside_other_domain_section_is_allowed(void)
 
 static void barrier_inside_own_section_aborts(void)
 {
-	struct sk_test_child o = run_child(child_barrier_in_own_section);
-
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_barrier()");
-	SK_CHECK_STR_CONTAINS(o.err, "same SRCU domain");
+	expect_abort(child_barrier_in_own_section,
+		     "sk_srcu_barrier()", "same SRCU domain");
 }
 
 static void unbalanced_unlock_aborts(void)
 {
-	struct sk_test_child o = run_child(child_unlock_twice);
+	expect_abort(child_unlock_twice,
+		     "unbalanced sk_srcu_read_unlock()", NULL);
 
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
-
-	o = run_child(child_remote_unlock_twice);
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
+	expect_abort(child_remote_unlock_twice,
+		     "unbalanced sk_srcu_read_unlock()", NULL);
 }
 
 /*
@@ -453,24 +440,16 @@ static void unbalanced_unlock_aborts(void)
  */
 static void handed_off_section_ended_again_by_locker_aborts(void)
 {
-	struct sk_test_child o = run_child(child_remote_then_locker_unlock);
-
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
+	expect_abort(child_remote_then_locker_unlock,
+		     "unbalanced sk_srcu_read_unlock()", NULL);
 }
 
 static void bogus_idx_aborts(void)
 {
-	struct sk_test_child o = run_child(child_bogus_idx);
+	expect_abort(child_bogus_idx, "sk_srcu_read_unlock()", "12345");
 
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
-	SK_CHECK_STR_CONTAINS(o.err, "12345");
-
-	o = run_child(child_bogus_idx_fresh_domain);
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
-	SK_CHECK_STR_CONTAINS(o.err, "12345");
+	expect_abort(child_bogus_idx_fresh_domain,
+		     "sk_srcu_read_unlock()", "12345");
 }
 
 /*
@@ -480,10 +459,7 @@ static void bogus_idx_aborts(void)
  */
 static void bogus_idx_zero_aborts(void)
 {
-	struct sk_test_child o = run_child(child_bogus_idx_zero);
-
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+	expect_abort(child_bogus_idx_zero, "sk_srcu_read_unlock()", NULL);
 }
 
 /*
@@ -493,14 +469,10 @@ static void bogus_idx_zero_aborts(void)
  */
 static void idx_of_another_domain_aborts(void)
 {
-	struct sk_test_child o = run_child(child_idx_of_other_domain_used);
+	expect_abort(child_idx_of_other_domain_used,
+		     "sk_srcu_read_unlock()", NULL);
 
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
-
-	o = run_child(child_idx_of_other_domain);
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
+	expect_abort(child_idx_of_other_domain, "sk_srcu_read_unlock()", NULL);
 }
 
 /*
@@ -511,26 +483,17 @@ static void idx_of_another_domain_aborts(void)
  */
 static void idx_of_another_domain_over_open_section_aborts(void)
 {
-	struct sk_test_child o =
-		run_child(child_idx_of_other_domain_over_open_section);
+	expect_abort(child_idx_of_other_domain_over_open_section,
+		     "sk_srcu_read_unlock()", "another domain");
 
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
-	SK_CHECK_STR_CONTAINS(o.err, "another domain");
-
-	o = run_child(child_idx_of_other_domain_handed_off);
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_read_unlock()");
-	SK_CHECK_STR_CONTAINS(o.err, "another domain");
+	expect_abort(child_idx_of_other_domain_handed_off,
+		     "sk_srcu_read_unlock()", "another domain");
 }
 
 static void barrier_inside_srcu_callback_aborts(void)
 {
-	struct sk_test_child o = run_child(child_barrier_in_callback);
-
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_srcu_barrier()");
-	SK_CHECK_STR_CONTAINS(o.err, "SRCU callback");
+	expect_abort(child_barrier_in_callback,
+		     "sk_srcu_barrier()", "SRCU callback");
 }
 
 /*
@@ -595,25 +558,19 @@ static void child_use_after_cleanup(void)
 
 static void use_after_cleanup_aborts(void)
 {
-	struct sk_test_child o = run_child(child_use_after_cleanup);
-
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "sk_synchronize_srcu()");
-	SK_CHECK_STR_CONTAINS(o.err, "released");
+	expect_abort(child_use_after_cleanup,
+		     "sk_synchronize_srcu()", "released");
 }
 
 static void grace_period_finds_excess_ends(void)
 {
-	struct sk_test_child o =
-		run_child(child_excess_end_seen_by_grace_period);
-
-	check_aborted(&o);
-	SK_CHECK_STR_CONTAINS(o.err, "unbalanced sk_srcu_read_unlock()");
-	SK_CHECK_STR_CONTAINS(o.err, "found by a grace period");
+	expect_abort(child_excess_end_seen_by_grace_period,
+		     "unbalanced sk_srcu_read_unlock()", "found by a grace period");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN(synchronize_inside_own_section_aborts);
 	SK_RUN(expedited_inside_own_section_aborts);

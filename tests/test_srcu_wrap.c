@@ -33,6 +33,7 @@
 /* White box: the private state of a domain (d->state). */
 #include "internal/srcu.h"
 #include "sk_test.h"
+#include "sk_test_srcu.h"
 #include "sk_test_util.h"
 
 /* Test hooks of src/srcu_*.c (hidden: the tests link the static library). */
@@ -43,24 +44,6 @@ void sk__srcu_test_set_gen_next(uint64_t next);
 #define HANG_S 20
 
 /* ---- helpers ------------------------------------------------------------- */
-
-static struct sk_srcu *domain_new(void)
-{
-	/* struct sk_srcu is cache-line aligned: malloc() is not enough. */
-	struct sk_srcu *d = aligned_alloc(SK_CACHELINE, sizeof(*d));
-
-	if (!d || sk_srcu_init(d) != 0) {
-		fprintf(stderr, "cannot make a domain\n");
-		exit(2);
-	}
-	return d;
-}
-
-static void domain_free(struct sk_srcu *d)
-{
-	SK_CHECK_EQ(sk_srcu_cleanup(d), 0);
-	free(d);
-}
 
 /* Wait until *f is nonzero; 0 after HANG_S seconds (reported as a hang). */
 static int wait_flag(int *f, const char *what)
@@ -96,63 +79,6 @@ static int poll_until(struct sk_srcu *d, unsigned long cookie)
 	return 1;
 }
 
-/* A reader that holds a section of d until released. */
-struct holder {
-	struct sk_srcu *d;
-	pthread_t tid;
-	int in, release;
-};
-
-static void *holder_main(void *arg)
-{
-	struct holder *h = arg;
-	int idx = sk_srcu_read_lock(h->d);
-
-	STORE(h->in, 1);
-	while (!LOAD(h->release))
-		sk_test_sleep_us(200);
-	sk_srcu_read_unlock(h->d, idx);
-	return NULL;
-}
-
-static void holder_start(struct holder *h, struct sk_srcu *d)
-{
-	memset(h, 0, sizeof(*h));
-	h->d = d;
-	sk_test_thread_start(&h->tid, holder_main, h);
-	while (!LOAD(h->in))
-		sk_test_sleep_us(100);
-}
-
-static void holder_finish(struct holder *h)
-{
-	STORE(h->release, 1);
-	sk_test_thread_join(h->tid);
-}
-
-/* A thread that runs sk_synchronize_srcu(d) once. */
-struct syncer {
-	struct sk_srcu *d;
-	pthread_t tid;
-	int done;
-};
-
-static void *syncer_main(void *arg)
-{
-	struct syncer *s = arg;
-
-	sk_synchronize_srcu(s->d);
-	STORE(s->done, 1);
-	return NULL;
-}
-
-static void syncer_start(struct syncer *s, struct sk_srcu *d)
-{
-	memset(s, 0, sizeof(*s));
-	s->d = d;
-	sk_test_thread_start(&s->tid, syncer_main, s);
-}
-
 /*
  * A grace period of d must wait for a section that is open now: start
  * one, check it has not ended after a pause, call release(arg) (which
@@ -164,7 +90,7 @@ static int gp_waits_for_open_section(struct sk_srcu *d,
 	struct syncer s;
 	int early;
 
-	syncer_start(&s, d);
+	syncer_start(&s, d, 0);
 	sk_test_sleep_ms(30);
 	early = LOAD(s.done);
 	if (early)
@@ -180,17 +106,6 @@ static int gp_waits_for_open_section(struct sk_srcu *d,
 static void holder_release(void *arg)
 {
 	holder_finish(arg);
-}
-
-/* A callback that counts its runs. */
-struct counted {
-	struct sk_rcu_head rh;
-	int runs;
-};
-
-static void counted_cb(struct sk_rcu_head *h)
-{
-	INC(OF(h, struct counted, rh)->runs);
 }
 
 /* The slot of the caller's own section idx in d (private: d->state->dir). */
@@ -220,7 +135,7 @@ static void rounds_across(uint64_t b)
 
 	sk__srcu_test_set_seq(d, b - 3);
 	for (i = 0; i < 6; i++) {
-		holder_start(&h, d);
+		holder_start(&h, d, NULL);
 		c = sk_get_state_synchronize_srcu(d);
 		p = sk_start_poll_synchronize_srcu(d);
 		memset(&cb, 0, sizeof(cb));
@@ -245,7 +160,7 @@ static void rounds_across(uint64_t b)
 			    1);
 	}
 	/* A synchronize across the boundary waits for a reader too. */
-	holder_start(&h, d);
+	holder_start(&h, d, NULL);
 	SK_CHECK(gp_waits_for_open_section(d, holder_release, &h));
 	domain_free(d);
 }
@@ -288,7 +203,7 @@ static void no_cookie_reads_as_completed_across_ulong_wrap(void)
 	d = domain_new();
 	sk__srcu_test_set_seq(d, b - 3);
 	for (i = 0; i < 5; i++) {
-		holder_start(&h, d);
+		holder_start(&h, d, NULL);
 		c = sk_get_state_synchronize_srcu(d);
 		p = sk_start_poll_synchronize_srcu(d);
 		SK_CHECK(c != SK_RCU_COOKIE_COMPLETED);
@@ -439,24 +354,13 @@ static void slot_cache_misses_a_gen_2_32_later(void)
 	domain_free(d);
 }
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "test_srcu_wrap: hang: still running after "
-				  "the alarm (a wait that never ended)\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
 #define RUN(fn) SK_RUN_SELECTED(fn)
 
 int main(int argc, char **argv)
 {
-	sk_t_only = argc > 1 ? argv[1] : NULL;
-	signal(SIGALRM, on_alarm);
-	alarm(10 * HANG_S);
+	sk_test_args(argc, argv);
+	sk_test_deadline("test_srcu_wrap (a wait that never ended?)",
+			 10 * HANG_S);
 	sk_test_seed_init();
 	fprintf(stderr, "unsigned long: %u bits; slot caches %s\n",
 		(unsigned int)(sizeof(unsigned long) * 8),

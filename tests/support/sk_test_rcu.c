@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* sk_test_rcu.h: RCU statistics, the grace-period counter, a holder thread. */
+#define _GNU_SOURCE
+#include "sk_test_rcu.h"
+
+struct sk_rcu_stats sk_test_rcu_stats(void)
+{
+	struct sk_rcu_stats s;
+
+	memset(&s, 0, sizeof(s));
+	SK_CHECK_EQ(sk_rcu_get_stats(&s), 0);
+	return s;
+}
+
+unsigned long sk_test_gp_ctr(void)
+{
+	return sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+}
+
+void sk_test_wait_gp_started(unsigned long c0, int *or_flag)
+{
+	while (sk_test_gp_ctr() == c0 && !(or_flag && LOAD(*or_flag)))
+		sched_yield();
+}
+
+void *sk_test_holder_main(void *arg)
+{
+	struct sk_test_holder *h = arg;
+
+	if (h->qsbr)
+		sk_rcu_thread_online();
+	else
+		sk_rcu_read_lock();
+	STORE(h->in, 1);
+	while (!LOAD(h->go))
+		sched_yield();
+	if (h->inside)
+		h->inside(h);
+	/* Set before leaving: whoever sees left == 0 saw us inside. */
+	STORE(h->left, 1);
+	if (h->qsbr)
+		sk_rcu_thread_offline();
+	else
+		sk_rcu_read_unlock();
+	return NULL;
+}
+
+void sk_test_holder_start(struct sk_test_holder *h, int qsbr,
+			  void (*inside)(struct sk_test_holder *),
+			  void *arg)
+{
+	memset(h, 0, sizeof(*h));
+	h->qsbr = qsbr;
+	h->inside = inside;
+	h->arg = arg;
+	sk_test_thread_start(&h->t, sk_test_holder_main, h);
+	while (!LOAD(h->in))
+		sched_yield();
+}
+
+void sk_test_holder_release(struct sk_test_holder *h)
+{
+	STORE(h->go, 1);
+	sk_test_thread_join(h->t);
+}

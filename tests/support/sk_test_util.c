@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/* sk_test_util.h: threads, sleeping, forked and re-executed children, stderr capture. */
+#define _GNU_SOURCE
+#include "sk_test_util.h"
+
+void sk_test_thread_start_attr(pthread_t *t,
+			       const pthread_attr_t *attr,
+			       void *(*fn)(void *), void *arg)
+{
+	int rc = pthread_create(t, attr, fn, arg);
+
+	if (rc != 0) {
+		fprintf(stderr, "pthread_create: %s\n", strerror(rc));
+		exit(2);
+	}
+}
+
+void sk_test_thread_start(pthread_t *t, void *(*fn)(void *),
+			  void *arg)
+{
+	sk_test_thread_start_attr(t, NULL, fn, arg);
+}
+
+void *sk_test_thread_join(pthread_t t)
+{
+	void *ret = NULL;
+
+	pthread_join(t, &ret);
+	return ret;
+}
+
+long sk_test_gettid(void)
+{
+	return syscall(SYS_gettid);
+}
+
+void sk_test_sleep_us(unsigned long us)
+{
+	struct timespec ts = { (time_t)(us / 1000000),
+			       (long)(us % 1000000) * 1000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+void sk_test_sleep_ms(unsigned long ms)
+{
+	sk_test_sleep_us(ms * 1000UL);
+}
+
+int sk_test_count_substr(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	while ((hay = strstr(hay, needle)) != NULL) {
+		n++;
+		hay += strlen(needle);
+	}
+	return n;
+}
+
+pid_t sk_test_fork(void)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(2);
+	}
+	return pid;
+}
+
+size_t sk_test_read_all(int fd, char *out, size_t len)
+{
+	char sink[256];
+	size_t got = 0;
+	ssize_t n;
+
+	while (got + 1 < len &&
+	       ((n = read(fd, out + got, len - 1 - got)) > 0 ||
+		(n < 0 && errno == EINTR)))
+		if (n > 0)
+			got += (size_t)n;
+	out[got] = '\0';
+	while ((n = read(fd, sink, sizeof(sink))) > 0 ||
+	       (n < 0 && errno == EINTR))
+		;
+	close(fd);
+	return got;
+}
+
+int sk_test_wait(pid_t pid)
+{
+	int st = 0;
+
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return st;
+}
+
+void sk_test_pipe(int p[2])
+{
+	if (pipe(p) != 0) {
+		perror("pipe");
+		exit(2);
+	}
+}
+
+int sk_test_qemu_i386_tls_bug(const char *test)
+{
+	const char *emu = getenv("SK_TEST_EMULATOR");
+
+	if (!emu || !strstr(emu, "qemu-i386"))
+		return 0;
+	fprintf(stderr,
+		"  %s: skipped under qemu-i386 (a thread created during a "
+		"signal handler resets the handler thread's TLS base there)\n",
+		test);
+	return 1;
+}
+
+void sk_test_execve_self(char *const argv[], char *const envp[])
+{
+	const char *emu = getenv("SK_TEST_EMULATOR");
+	static char self[4096], words[1024];
+	char *args[64], *w;
+	ssize_t n;
+	int i = 0, j;
+
+	if (!emu || !*emu || strlen(emu) >= sizeof(words)) {
+		execve("/proc/self/exe", argv, envp);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return;
+	self[n] = '\0';
+	strcpy(words, emu);
+	for (w = strtok(words, " "); w && i < 32; w = strtok(NULL, " "))
+		args[i++] = w;
+	args[i++] = "-0"; /* qemu: the program's argv[0] */
+	args[i++] = argv[0];
+	args[i++] = self;
+	for (j = 1; argv[j] && i < 63; j++)
+		args[i++] = argv[j];
+	args[i] = NULL;
+	execve(args[0], args, envp);
+}
+
+int sk_test_exec_self(char *const argv[], char *const envp[],
+		      char *out, size_t len)
+{
+	int p[2];
+	pid_t pid;
+
+	sk_test_pipe(p);
+	pid = sk_test_fork();
+	if (pid == 0) {
+		close(p[0]);
+		dup2(p[1], 2);
+		close(p[1]);
+		sk_test_execve_self(argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	sk_test_read_all(p[0], out, len);
+	return sk_test_wait(pid);
+}
+
+int sk_test_run_child(const char *prog, const char *mode,
+		      const char *name, const char *value,
+		      char *out, size_t len)
+{
+	extern char **environ;
+	char flag[64], var[128];
+	char *argv[3], **envp;
+	size_t n = 0, i, nl = strlen(name);
+	int st;
+
+	for (i = 0; environ[i]; i++)
+		;
+	envp = calloc(i + 2, sizeof(*envp));
+	if (!envp)
+		abort();
+	for (i = 0; environ[i]; i++)
+		if (strncmp(environ[i], name, nl) != 0 || environ[i][nl] != '=')
+			envp[n++] = environ[i];
+	if (value) {
+		snprintf(var, sizeof(var), "%s=%s", name, value);
+		envp[n++] = var;
+	}
+	envp[n] = NULL;
+	snprintf(flag, sizeof(flag), "--child=%s", mode);
+	argv[0] = (char *)prog;
+	argv[1] = flag;
+	argv[2] = NULL;
+	st = sk_test_exec_self(argv, envp, out, len);
+	free(envp);
+	return st;
+}
+
+void sk_test_fork_child(void (*fn)(void), unsigned hang_s,
+			int quick, struct sk_test_child *c)
+{
+	size_t got;
+	int p[2];
+
+	memset(c, 0, sizeof(*c));
+	sk_test_pipe(p);
+	c->pid = sk_test_fork();
+	if (c->pid == 0) {
+		struct rlimit no_core = { 0, 0 };
+
+		/* Intended aborts leave no core files behind. */
+		setrlimit(RLIMIT_CORE, &no_core);
+		close(p[0]);
+		dup2(p[1], STDERR_FILENO);
+		close(p[1]);
+		if (hang_s)
+			alarm(hang_s);
+		fn();
+		if (!quick)
+			exit(0);
+		fflush(stderr);
+		_exit(0);
+	}
+	close(p[1]);
+	got = sk_test_read_all(p[0], c->err, sizeof(c->err));
+	c->status = sk_test_wait(c->pid);
+	fprintf(stderr, "  child %d: %s %d; stderr: %s%s", (int)c->pid,
+		WIFSIGNALED(c->status) ? "signal" : "exit",
+		WIFSIGNALED(c->status) ? WTERMSIG(c->status)
+				       : WEXITSTATUS(c->status),
+		got ? "\n    " : "(nothing)\n", c->err);
+}
+
+void sk_test_expect_abort(void (*fn)(void), unsigned hang_s, const char *m1,
+			  const char *m2)
+{
+	/* Static: 8 KiB of stderr, and only the main thread runs children. */
+	static struct sk_test_child c;
+
+	sk_test_fork_child(fn, hang_s, 1, &c);
+	if (WIFEXITED(c.status))
+		fprintf(stderr, "  the misuse was not detected: the child "
+				"exited with status %d\n",
+			WEXITSTATUS(c.status));
+	SK_CHECK_ABORTED(c.status);
+	if (m1)
+		SK_CHECK_STR_CONTAINS(c.err, m1);
+	if (m2)
+		SK_CHECK_STR_CONTAINS(c.err, m2);
+}
+
+static const char *deadline_what = "the test"; /* set before alarm() */
+static char deadline_secs[24];			 /* decimal, set with it */
+
+static void deadline_write(const char *s)
+{
+	if (write(2, s, strlen(s)) < 0)
+		_exit(2);
+}
+
+static void deadline_expired(int sig)
+{
+	(void)sig;
+	deadline_write("HANG: ");
+	deadline_write(deadline_what);
+	deadline_write(" did not end within ");
+	deadline_write(deadline_secs);
+	deadline_write(" s\n");
+	_exit(2);
+}
+
+void sk_test_deadline(const char *what, unsigned int s)
+{
+	deadline_what = what;
+	snprintf(deadline_secs, sizeof(deadline_secs), "%u", s);
+	signal(SIGALRM, deadline_expired);
+	alarm(s);
+}
+
+void sk_test_capture_begin(struct sk_test_capture *c)
+{
+	fflush(stderr);
+	c->f = tmpfile();
+	c->saved = dup(2);
+	if (!c->f || c->saved < 0) {
+		fprintf(stderr, "cannot capture stderr\n");
+		exit(2);
+	}
+	dup2(fileno(c->f), 2);
+}
+
+const char *sk_test_capture_end(struct sk_test_capture *c,
+				char *buf, size_t n)
+{
+	size_t k;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	rewind(c->f);
+	k = fread(buf, 1, n - 1, c->f);
+	buf[k] = '\0';
+	fclose(c->f);
+	fprintf(stderr, "  (captured) %s", k ? buf : "(nothing)\n");
+	return buf;
+}
