@@ -82,7 +82,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,9 +92,7 @@
 #include "internal/cbq.h"
 #include "internal/rcu.h"
 #include "internal/util.h"
-
-/* Backlog (callbacks) beyond which the worker expedites grace periods. */
-#define CB_BACKLOG_EXPEDITE 10000UL
+#include "internal/worker.h"
 
 /*
  * Laziness: with few callbacks pending the worker waits up to CB_LAZY_NS
@@ -107,35 +104,16 @@
 #define CB_LAZY_MAX 4096UL
 
 /*
- * Producers yield the CPU to the worker: beyond CB_THROTTLE callbacks of
- * their own pending, always (forward progress and bounded memory under a
- * flood); beyond CB_THROTTLE_BUSY, while the worker is running callbacks,
+ * Producers yield the CPU to the worker: beyond SK__CB_THROTTLE callbacks
+ * of their own pending, always (internal/worker.h); beyond
+ * CB_THROTTLE_BUSY, while the worker is running callbacks,
  * which is when our CPU time helps it: a producer that keeps close to a
  * busy worker finds the objects it freed still in cache.  While the worker
  * waits for a grace period, yielding would not make it any sooner.
  */
-#define CB_THROTTLE (1UL << 18)
 #define CB_THROTTLE_BUSY 4096UL
 
-/* cbw.sleeping states. */
-enum { CB_AWAKE, CB_IDLE, CB_LAZY };
-
 struct sk_rcu_barrier_state;
-
-/*
- * A callback worker: the default one (cb.w0, started on the first
- * sk_call_rcu()) or one of the per-CPU workers (pc.slot[cpu].w).  The
- * words of its sleep protocol are on their own cache line.
- */
-struct cbw {
-	int sleeping __attribute__((aligned(SK_CACHELINE))); /* futex, CB_* */
-	int urgent;   /* cut the lazy wait short */
-	int invoking; /* runs callbacks (relaxed: a hint for producers,
-			 orders nothing) */
-	int stop;     /* per-CPU worker: exit after the batch (pc.lock) */
-	int cpu;      /* its CPU (pinned there or not), -1: cb.w0 */
-	pthread_t thread;
-};
 
 struct cbq {
 	/* The queue: tail written by producers, head.next_ by the worker. */
@@ -147,7 +125,7 @@ struct cbq {
 	 * full barrier P1, see queue_kick()).  Changes only for per-CPU
 	 * queues (pcpu), between their worker and cb.w0.
 	 */
-	struct cbw *w;
+	struct sk__worker *w;
 	int pcpu; /* a per-CPU queue: its worker may change */
 
 	/* Consumer side: the worker. */
@@ -175,12 +153,12 @@ static struct {
 	pthread_mutex_t lock; /* queues list, worker start, busy flags, q->w */
 	struct sk__link queues;
 	struct cbq fallback; /* shared queue when malloc fails */
-	int worker_started;  /* acquire/release */
 	pthread_mutex_t barrier_lock; /* one sk_rcu_barrier() at a time */
 	pthread_key_t key;	      /* thread exit: orphan the queue */
 	pthread_once_t key_once;      /* creates key (see cb_init()) */
 
-	struct cbw w0; /* the default worker (also polled grace periods) */
+	struct sk__worker w0; /* the default worker (also polled grace periods),
+				 started under lock */
 	unsigned long poll_req; /* highest cookie sk_start_poll asked for */
 
 	/* Statistics (workers write, anyone reads). */
@@ -215,7 +193,7 @@ static struct {
  */
 struct cb_slot {
 	struct cbq q;
-	struct cbw w;
+	struct sk__worker w;
 	int running; /* w's thread exists (written under pc.lock) */
 };
 
@@ -232,7 +210,7 @@ int sk__cb_on_valgrind;
 static __thread struct cbq *my_q;
 static __thread int in_worker;
 
-static void cbq_init(struct cbq *q, int shared, struct cbw *w)
+static void cbq_init(struct cbq *q, int shared, struct sk__worker *w)
 {
 	sk__wfq_init(&q->wfq);
 	q->w = w;
@@ -355,13 +333,13 @@ static void run_batch(struct cbq *q)
 }
 
 /* The worker that drains q (cb.lock held, or after P1: see queue_kick()). */
-static struct cbw *cbq_worker(struct cbq *q)
+static struct sk__worker *cbq_worker(struct cbq *q)
 {
 	return sk_atomic_load_relaxed(&q->w);
 }
 
 /* No callback waits in a queue that w drains. */
-static int queues_empty(struct cbw *w)
+static int queues_empty(struct sk__worker *w)
 {
 	struct sk__link *l;
 	int empty = 1;
@@ -397,41 +375,32 @@ static void reap_orphans(void)
 }
 
 /* Polled grace periods are cb.w0's work. */
-static int poll_pending(struct cbw *w)
+static int poll_pending(struct sk__worker *w)
 {
 	return w == &cb.w0 &&
 	       !sk__rcu_done(sk_atomic_load_acquire(&cb.poll_req));
 }
 
 /* w has nothing to do: no callback, no poll request, no stop request. */
-static int worker_idle(struct cbw *w)
+static int worker_idle(struct sk__worker *w, uint64_t *timeout_ns)
 {
+	(void)timeout_ns;
 	return queues_empty(w) && !poll_pending(w) &&
 	       !sk_atomic_load_relaxed(&w->stop);
 }
 
-/* Sleep in state st (CB_IDLE or CB_LAZY) unless kicked meanwhile. */
-static void worker_sleep(struct cbw *w, int st, uint64_t timeout_ns)
+/* The lazy sleep's re-check: no urgent kick yet. */
+static int worker_unkicked(struct sk__worker *w, uint64_t *timeout_ns)
 {
-	/* W1: announce the sleep before re-checking. */
-	sk_atomic_xchg(&w->sleeping, st);
-	/* W2: W1 before the re-check's loads; pairs with K2. */
-	sk_smp_mb__after_atomic();
-	if (st == CB_LAZY ? !sk_atomic_load_relaxed(&w->urgent)
-			  : worker_idle(w)) {
-		if (timeout_ns)
-			sk__futex_wait_ns(&w->sleeping, st, timeout_ns);
-		else
-			sk__futex_wait(&w->sleeping, st);
-	}
-	sk_atomic_store_relaxed(&w->sleeping, CB_AWAKE);
+	(void)timeout_ns;
+	return !sk_atomic_load_relaxed(&w->urgent);
 }
 
 /*
  * Take a batch from every queue w drains: *todo lists the queues in
  * cb.queues order.  Returns the backlog (callbacks pending in them).
  */
-static unsigned long worker_take(struct cbw *w, struct cbq **todo)
+static unsigned long worker_take(struct sk__worker *w, struct cbq **todo)
 {
 	struct cbq **tailp = todo;
 	unsigned long backlog = 0;
@@ -457,7 +426,7 @@ static unsigned long worker_take(struct cbw *w, struct cbq **todo)
 }
 
 /* Wait for one grace period that started after the take (and polls). */
-static void worker_wait_gp(struct cbw *w, unsigned long backlog)
+static void worker_wait_gp(struct sk__worker *w, unsigned long backlog)
 {
 	unsigned long req, target;
 
@@ -472,12 +441,12 @@ static void worker_wait_gp(struct cbw *w, unsigned long backlog)
 	 * The grace period the batch waits for: S1 in sk__rcu_snap() orders
 	 * the take (and so every C1 push it saw) before it starts.
 	 */
-	sk__rcu_wait(target, backlog > CB_BACKLOG_EXPEDITE);
+	sk__rcu_wait(target, backlog > SK__CB_BACKLOG_EXPEDITE);
 	sk_atomic_fetch_add_relaxed(&cb.batches, 1UL);
 }
 
 /* Run the batches of todo, then let other workers take those queues. */
-static void worker_run(struct cbw *w, struct cbq *todo)
+static void worker_run(struct sk__worker *w, struct cbq *todo)
 {
 	struct cbq *q;
 
@@ -492,129 +461,45 @@ static void worker_run(struct cbw *w, struct cbq *todo)
 	pthread_mutex_unlock(&cb.lock);
 }
 
-static void *worker_main(void *arg)
+static void worker_loop(struct sk__worker *w)
 {
-	struct cbw *w = arg;
-	char name[16];
-
 	in_worker = 1;
-	if (w->cpu >= 0)
-		snprintf(name, sizeof(name), "sk-rcu-cb/%u",
-			 (unsigned)w->cpu % 10000u);
-	else
-		snprintf(name, sizeof(name), "sk-rcu-cb");
-	pthread_setname_np(pthread_self(), name);
 	/* A per-CPU worker stops between batches (sk_rcu_cb_workers_destroy). */
 	while (!sk_atomic_load_relaxed(&w->stop)) {
 		struct cbq *todo;
 		unsigned long backlog;
 
-		if (worker_idle(w)) {
-			worker_sleep(w, CB_IDLE, 0);
+		if (worker_idle(w, NULL)) {
+			sk__worker_sleep(w, SK__WK_IDLE, 0, worker_idle);
 			continue;
 		}
 		if (!sk_atomic_load_relaxed(&w->urgent))
-			worker_sleep(w, CB_LAZY, CB_LAZY_NS);
-		/* K3: consume the kicks before the take (see above). */
-		sk_atomic_xchg(&w->urgent, 0);
+			sk__worker_sleep(w, SK__WK_LAZY, CB_LAZY_NS,
+					 worker_unkicked);
+		/* WK-K3: consume the kicks before the take. */
+		sk__worker_take_kicks(w);
 		backlog = worker_take(w, &todo);
 		if (!todo && !poll_pending(w))
 			continue;
 		worker_wait_gp(w, backlog);
 		worker_run(w, todo);
 	}
-	return NULL;
 }
 
 /*
  * Start a worker thread on w for cpu (-1: the default worker), pinned to
- * it when pin, with every signal blocked: it takes no signal meant for
- * the application.  Returns 0 or -errno.
+ * it when pin.  Returns 0 or -errno (sk__worker_start()).
  */
-static int worker_start(struct cbw *w, int cpu, int pin)
+static int worker_start(struct sk__worker *w, int cpu, int pin)
 {
-	sigset_t all, old;
-	pthread_attr_t attr;
-	cpu_set_t set;
-	int err;
-
-	/*
-	 * Atomic: a producer that read q->w before a destroy may still kick
-	 * this worker (a spurious wake-up) while a later create reuses it.
-	 */
-	sk_atomic_store_relaxed(&w->sleeping, CB_AWAKE);
-	sk_atomic_store_relaxed(&w->urgent, 0);
-	sk_atomic_store_relaxed(&w->invoking, 0);
-	sk_atomic_store_relaxed(&w->stop, 0);
-	w->cpu = cpu;
-	err = -pthread_attr_init(&attr);
-	if (err)
-		return err;
-	if (pin) {
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		err = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (!err)
-		err = -pthread_create(&w->thread, &attr, worker_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return err;
+	return sk__worker_start(w, "sk-rcu-cb", worker_loop, cpu,
+				pin ? SK__WK_PIN : 0);
 }
 
 /* Start the default worker if needed.  Returns 0 or -errno. */
 static int worker_ensure(void)
 {
-	int err = 0;
-
-	if (SK_LIKELY(sk_atomic_load_acquire(&cb.worker_started)))
-		return 0;
-	pthread_mutex_lock(&cb.lock);
-	if (!cb.worker_started) {
-		err = worker_start(&cb.w0, -1, 0);
-		if (!err) {
-			pthread_detach(cb.w0.thread);
-			sk_atomic_store_release(&cb.worker_started, 1);
-		}
-	}
-	pthread_mutex_unlock(&cb.lock);
-	return err;
-}
-
-/*
- * Kicks of worker_wake(): an ordinary sk_call_rcu() wakes the worker from
- * an idle sleep only; a producer with a large backlog also from a lazy
- * sleep, as a hint (it calls again soon, and the lazy sleep ends after
- * 1 ms anyway); a barrier, a poll request and a stop request end (or
- * prevent) a lazy sleep for sure.
- */
-enum { CB_KICK_IDLE, CB_KICK_BACKLOG, CB_KICK_URGENT };
-
-/*
- * Wake w as kick says.  The caller has just made its request with an
- * atomic read-modify-write (the C1 push, the poll_req CAS, the barrier's
- * count) or a store followed by a full barrier (the stop request).
- */
-static void worker_wake(struct cbw *w, int kick)
-{
-	int st;
-
-	if (kick == CB_KICK_URGENT)
-		/* K1: urgent before the load of sleeping. */
-		sk_atomic_xchg(&w->urgent, 1);
-	else if (kick == CB_KICK_BACKLOG &&
-		 !sk_atomic_load_relaxed(&w->urgent))
-		/* A hint, unordered: no locked instruction per call. */
-		sk_atomic_store_relaxed(&w->urgent, 1);
-	/* K2: the request and K1 before the load; pairs with W2. */
-	sk_smp_mb__after_atomic();
-	st = sk_atomic_load_relaxed(&w->sleeping);
-	if (st == CB_AWAKE || (st == CB_LAZY && kick == CB_KICK_IDLE))
-		return;
-	if (sk_atomic_cmpxchg(&w->sleeping, &st, CB_AWAKE))
-		sk__futex_wake(&w->sleeping, 1);
+	return sk__worker_ensure(&cb.w0, &cb.lock, "sk-rcu-cb", worker_loop);
 }
 
 /*
@@ -625,15 +510,15 @@ static void worker_wake(struct cbw *w, int kick)
  * cb.w0, or the destroy's kick of cb.w0 comes after the push and its
  * re-check sees it.
  */
-static struct cbw *queue_kick(struct cbq *q, int kick)
+static struct sk__worker *queue_kick(struct cbq *q, int kick)
 {
-	struct cbw *w;
+	struct sk__worker *w;
 
 	if (SK_UNLIKELY(q->pcpu))
 		/* P1: the C1 push before the load of q->w; pairs with D1. */
 		sk_smp_mb__after_atomic();
 	w = cbq_worker(q);
-	worker_wake(w, kick);
+	sk__worker_wake(w, kick);
 	return w;
 }
 
@@ -658,7 +543,7 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
 {
 	unsigned long backlog;
 	struct cbq *q;
-	struct cbw *w;
+	struct sk__worker *w;
 	int err;
 
 	err = worker_ensure();
@@ -675,15 +560,15 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
 		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
 	backlog = sk_atomic_load_relaxed(&q->queued) -
 		  sk_atomic_load_relaxed(&q->invoked);
-	w = queue_kick(q, backlog > CB_LAZY_MAX ? CB_KICK_BACKLOG
-						: CB_KICK_IDLE);
+	w = queue_kick(q, backlog > CB_LAZY_MAX ? SK__WK_KICK_BACKLOG
+						: SK__WK_KICK_IDLE);
 	/*
 	 * Forward progress under a flood: a producer far ahead of the worker
 	 * gives up its CPU once per call (bounded work, no waiting on anyone);
 	 * see CB_THROTTLE_BUSY for the lower threshold.
 	 */
 	if (SK_UNLIKELY(backlog > CB_THROTTLE_BUSY) &&
-	    (backlog > CB_THROTTLE || sk_atomic_load_relaxed(&w->invoking)))
+	    (backlog > SK__CB_THROTTLE || sk_atomic_load_relaxed(&w->invoking)))
 		sched_yield();
 	return 0;
 }
@@ -740,7 +625,7 @@ static unsigned long barrier_push(struct sk_rcu_barrier_state *b)
 		sk_atomic_fetch_add(&b->count, 1UL);
 		sk__wfq_push(&q->wfq, &q->bhead);
 		/* q->w cannot change: cb.lock is held. */
-		worker_wake(cbq_worker(q), CB_KICK_URGENT);
+		sk__worker_wake(cbq_worker(q), SK__WK_KICK_URGENT);
 		n++;
 	}
 	pthread_mutex_unlock(&cb.lock);
@@ -780,7 +665,7 @@ unsigned long sk_start_poll_synchronize_rcu(void)
 	       !sk_atomic_cmpxchg(&cb.poll_req, &cur, cookie))
 		;
 	if (worker_ensure() == 0)
-		worker_wake(&cb.w0, CB_KICK_URGENT);
+		sk__worker_wake(&cb.w0, SK__WK_KICK_URGENT);
 	return cookie;
 }
 
@@ -842,9 +727,7 @@ void sk__rcu_cb_atfork_child(void)
 	sk__link_add_tail(&cb.fallback.link, &cb.queues);
 	my_q = NULL;
 	in_worker = 0;
-	cb.worker_started = 0;
-	cb.w0.sleeping = CB_AWAKE;
-	cb.w0.urgent = cb.w0.invoking = 0;
+	sk__worker_fork_child(&cb.w0);
 	cb.retired_queued = cb.retired_invoked = 0;
 	/*
 	 * No per-CPU worker runs in the child, and the slots' queues left
@@ -884,10 +767,7 @@ static void slot_stop(struct cb_slot *s)
 {
 	if (!s->running)
 		return;
-	sk_atomic_store_relaxed(&s->w.stop, 1);
-	/* The stop store before the kick's load of sleeping (K2 in it). */
-	worker_wake(&s->w, CB_KICK_URGENT);
-	pthread_join(s->w.thread, NULL);
+	sk__worker_stop(&s->w);
 	sk_atomic_store_relaxed(&s->running, 0);
 }
 
@@ -984,7 +864,7 @@ int sk_rcu_cb_workers_destroy(void)
 	for (i = 0; i < pc.ncpu; i++)
 		slot_stop(&pc.slot[i]);
 	/* Whatever the stopped workers left, or producers pushed since. */
-	worker_wake(&cb.w0, CB_KICK_URGENT);
+	sk__worker_wake(&cb.w0, SK__WK_KICK_URGENT);
 	pthread_mutex_unlock(&pc.lock);
 	return 0;
 }

@@ -5,17 +5,17 @@
  * complete legend of barrier pairs: src/internal/srcu.h.
  *
  * Labels placed here (partners in brackets):
- *   SRCU-W1  worker: full fence after storing sleeping [producers' seq_cst
- *            RMW + load of sleeping in worker_poke()/worker_kick()]
  *   SRCU-I   worker: full fence after storing in_work [mark_work()'s
  *            seq_cst load; SRCU-G in srcu_gp.c]
  *   SRCU-J   worker: release of cb_running [acquire in sk_srcu_barrier()]
- * Grace periods are waited for through srcu_gp.c (SRCU-S1 .. SRCU-K).
+ * Used from elsewhere: grace periods through srcu_gp.c (SRCU-S1 ..
+ * SRCU-K); the worker's sleep and kicks are src/worker.c's (WK-W1/WK-W2
+ * in sk__worker_sleep() against WK-K1/WK-K2 in sk__worker_wake(), WK-K3
+ * at the start of each round).
  *
- * The worker section (worker_poke/kick, worker_main's sleep, worker_ensure)
- * touches only the process-wide worker state; process() is the one SRCU
- * step it runs per listed domain.  A worker shared with rcu_cb.c replaces
- * that section and calls process() through an ops pointer.
+ * The worker is a struct sk__worker (internal/worker.h) whose loop visits
+ * each listed domain once per round; process() is the one SRCU step it
+ * runs per domain.
  */
 #define _GNU_SOURCE
 #include "internal/srcu.h"
@@ -23,37 +23,20 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 
 __thread int sk__srcu_in_worker;
 
 /* ---- worker ---------------------------------------------------------------- */
 
 /*
- * Work was published by a seq_cst RMW (queue tail, poll_req): wake the
- * worker if asleep.  The seq_cst load after that RMW pairs with SRCU-W1 (both
- * in the single total order of seq_cst operations and fences).
- */
-static void worker_poke(void)
-{
-	if (__atomic_load_n(&sk__srcu.sleeping, __ATOMIC_SEQ_CST)) {
-		sk_atomic_fetch_add(&sk__srcu.poke, 1);
-		sk__futex_wake(&sk__srcu.poke, 1);
-	}
-}
-
-/*
  * A domain's gp_mutex was released: the worker may have skipped it (and
- * work_visible() hides it until now).  The unconditional increment makes
- * the worker's futex wait, whose value it read before trying the mutex,
- * return at once if it has not slept yet.  The seq_cst RMW then seq_cst
- * load pair with SRCU-W1 as in worker_poke().
+ * work_visible() hides it until now).  An urgent kick: the worker's
+ * re-check before it sleeps reads urgent (WK-K1 .. WK-W2 in
+ * src/worker.c), so a kick during its round makes it look again.
  */
 void sk__srcu_worker_kick(void)
 {
-	sk_atomic_fetch_add(&sk__srcu.poke, 1);
-	if (__atomic_load_n(&sk__srcu.sleeping, __ATOMIC_SEQ_CST))
-		sk__futex_wake(&sk__srcu.poke, 1);
+	sk__worker_wake(&sk__srcu.worker, SK__WK_KICK_URGENT);
 }
 
 /* Work the worker could do on d now, without waiting for anyone. */
@@ -122,7 +105,7 @@ static int process(struct sk_srcu *d)
 	d->state->blocked =
 		want &&
 		!sk__srcu_advance(d, want,
-				  (long)backlog > (long)SRCU_CB_BACKLOG_EXPEDITE
+				  (long)backlog > (long)SK__CB_BACKLOG_EXPEDITE
 					  ? DRAIN_NONBLOCK_EXP
 					  : DRAIN_NONBLOCK);
 	if (d->state->b_first && gp_done(d, d->state->b_gp)) {
@@ -175,105 +158,95 @@ static int any_work_visible(int *blocked)
 	return vis;
 }
 
-static void *worker_main(void *arg)
+/* Naps while readers hold a domain: doubling (worker thread only). */
+static uint64_t nap_ns = SRCU_NAP_MIN_NS;
+
+/*
+ * The re-check of sk__worker_sleep(): nothing to do unless kicked (the
+ * urgent flag, read after WK-W2) or work is visible.  When readers hold
+ * a domain, sleep one nap only and double the next one.
+ */
+static int worker_idle(struct sk__worker *w, uint64_t *timeout_ns)
 {
-	uint64_t ns = SRCU_NAP_MIN_NS;
 	int blocked;
 
-	(void)arg;
-	sk__srcu_in_worker = 1;
-	pthread_setname_np(pthread_self(), "sk-srcu-cb");
-	for (;;) {
-		int seq = sk_atomic_load_acquire(&sk__srcu.poke);
-		int progress = 0, n = 0, len = 0;
-		struct sk__link *l;
+	if (sk_atomic_load_relaxed(&w->urgent) || any_work_visible(&blocked))
+		return 0;
+	if (blocked) {
+		*timeout_ns = nap_ns;
+		if (nap_ns < SRCU_NAP_MAX_NS)
+			nap_ns *= 2;
+	}
+	return 1;
+}
 
-		pthread_mutex_lock(&sk__srcu.lock);
-		for (l = sk__srcu.work.next; l != &sk__srcu.work; l = l->next)
-			len++;
-		/* Visit each listed domain once, rotating the list. */
-		for (n = 0; n < len && !sk__link_empty(&sk__srcu.work); n++) {
-			struct sk_srcu *d = srcu_of_link(sk__srcu.work.next);
-			int st;
+/* Unlist d after process() found it idle.  sk__srcu.lock held. */
+static void unlist_idle(struct sk_srcu *d)
+{
+	int one = 1;
 
-			sk__link_del(&d->state->work_link);
-			sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
-			sk__srcu.current = d;
-			pthread_mutex_unlock(&sk__srcu.lock);
-			st = process(d);
-			pthread_mutex_lock(&sk__srcu.lock);
-			sk__srcu.current = NULL;
-			pthread_cond_broadcast(&sk__srcu.idle_cv);
-			if (st == WORK_PROGRESS)
-				progress = 1;
-			if (st == WORK_IDLE) {
-				int one = 1;
+	/*
+	 * Unlist only if nothing was announced since process() consumed the
+	 * announcements (no window where a request is pending and in_work
+	 * reads 0).
+	 */
+	if (sk_atomic_cmpxchg(&d->state->in_work, &one, 0))
+		sk__link_del(&d->state->work_link);
+}
 
-				/*
-				 * Unlist only if nothing was announced since
-				 * process() consumed the announcements (no
-				 * window where a request is pending and
-				 * in_work reads 0).
-				 */
-				if (sk_atomic_cmpxchg(&d->state->in_work, &one,
-						      0))
-					sk__link_del(&d->state->work_link);
-			}
-		}
+/* Visit each listed domain once, rotating the list; 1 on progress. */
+static int worker_round(void)
+{
+	int progress = 0, n, len = 0;
+	struct sk__link *l;
+
+	pthread_mutex_lock(&sk__srcu.lock);
+	for (l = sk__srcu.work.next; l != &sk__srcu.work; l = l->next)
+		len++;
+	for (n = 0; n < len && !sk__link_empty(&sk__srcu.work); n++) {
+		struct sk_srcu *d = srcu_of_link(sk__srcu.work.next);
+		int st;
+
+		sk__link_del(&d->state->work_link);
+		sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
+		sk__srcu.current = d;
 		pthread_mutex_unlock(&sk__srcu.lock);
-		if (progress) {
-			ns = SRCU_NAP_MIN_NS;
+		st = process(d);
+		pthread_mutex_lock(&sk__srcu.lock);
+		sk__srcu.current = NULL;
+		pthread_cond_broadcast(&sk__srcu.idle_cv);
+		if (st == WORK_PROGRESS)
+			progress = 1;
+		if (st == WORK_IDLE)
+			unlist_idle(d);
+	}
+	pthread_mutex_unlock(&sk__srcu.lock);
+	return progress;
+}
+
+static void worker_loop(struct sk__worker *w)
+{
+	sk__srcu_in_worker = 1;
+	while (!sk_atomic_load_relaxed(&w->stop)) {
+		/* WK-K3: the kicks before the round's look at the domains. */
+		sk__worker_take_kicks(w);
+		if (worker_round()) {
+			nap_ns = SRCU_NAP_MIN_NS;
 			continue;
 		}
 		/*
-		 * SRCU-W1: announce the sleep before the re-check loads the
-		 * work
-		 * (store buffering; the fence because in C11 a seq_cst RMW
-		 * does not order later non-seq_cst loads).  Pairs with the
-		 * producers' seq_cst RMW that publishes the work followed by
-		 * their seq_cst load of sleeping in worker_poke(), and with
-		 * sk__srcu_worker_kick()'s increment of poke, which the futex
-		 * wait
-		 * reads after SRCU-W1: either we see the work or they wake us.
+		 * WK-W1/WK-W2 in it: the sleep announced before the re-check
+		 * loads the work; pairs with WK-K2 of the producers
+		 * (mark_work()) and of sk__srcu_worker_kick().
 		 */
-		sk_atomic_xchg(&sk__srcu.sleeping, 1);
-		sk_smp_mb();
-		if (!any_work_visible(&blocked)) {
-			if (!blocked) {
-				sk__futex_wait(&sk__srcu.poke, seq);
-			} else {
-				/* Readers hold a domain: look again later. */
-				sk__futex_wait_ns(&sk__srcu.poke, seq, ns);
-				if (ns < SRCU_NAP_MAX_NS)
-					ns *= 2;
-			}
-		}
-		sk_atomic_store_relaxed(&sk__srcu.sleeping, 0);
+		sk__worker_sleep(w, SK__WK_IDLE, 0, worker_idle);
 	}
-	return NULL;
 }
 
 static int worker_ensure(void)
 {
-	sigset_t all, old;
-	pthread_t th;
-	int err = 0;
-
-	if (SK_LIKELY(sk_atomic_load_acquire(&sk__srcu.worker_started)))
-		return 0;
-	pthread_mutex_lock(&sk__srcu.lock);
-	if (!sk__srcu.worker_started) {
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		err = -pthread_create(&th, NULL, worker_main, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (!err) {
-			pthread_detach(th);
-			sk_atomic_store_release(&sk__srcu.worker_started, 1);
-		}
-	}
-	pthread_mutex_unlock(&sk__srcu.lock);
-	return err ? -EAGAIN : 0;
+	return sk__worker_ensure(&sk__srcu.worker, &sk__srcu.lock,
+				 "sk-srcu-cb", worker_loop);
 }
 
 /*
@@ -295,7 +268,8 @@ static void mark_work(struct sk_srcu *d)
 		sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
 		pthread_mutex_unlock(&sk__srcu.lock);
 	}
-	worker_poke();
+	/* WK-K2 in it: the publishing RMW before the load of sleeping. */
+	sk__worker_wake(&sk__srcu.worker, SK__WK_KICK_IDLE);
 }
 
 int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
@@ -321,7 +295,7 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 	 * Forward progress under a flood: a producer far ahead of the worker
 	 * gives up its CPU once per call (bounded work, no waiting on anyone).
 	 */
-	if (SK_UNLIKELY((long)backlog > (long)SRCU_CB_THROTTLE) &&
+	if (SK_UNLIKELY((long)backlog > (long)SK__CB_THROTTLE) &&
 	    !sk__srcu_in_worker)
 		sched_yield();
 	return 0;
