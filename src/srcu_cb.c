@@ -26,7 +26,7 @@
 
 __thread int sk__srcu_in_worker;
 
-/* ---- worker ---------------------------------------------------------------- */
+/* ---- worker -------------------------------------------------------------- */
 
 /*
  * A domain's gp_mutex was released: the worker may have skipped it (and
