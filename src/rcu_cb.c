@@ -58,7 +58,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -480,8 +479,7 @@ static struct sk__rcu_cb_queue *queue_pick(void)
 	return q ? q : queue_get();
 }
 
-static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
-		   const char *api)
+static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 {
 	unsigned long backlog;
 	struct sk__rcu_cb_queue *q;
@@ -491,7 +489,7 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
 	err = sk__rcu_cb_worker_ensure();
 	if (err)
 		return err;
-	err = sk__cb_prepare(head, fn, api);
+	err = sk__cb_prepare(head, fn);
 	if (err)
 		return err;
 	q = queue_pick();
@@ -519,7 +517,7 @@ int sk_call_rcu(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 {
 	if (fn && sk__cb_is_free_fn(fn))
 		return -EINVAL;
-	return enqueue(head, fn, "sk_call_rcu()");
+	return enqueue(head, fn);
 }
 
 int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
@@ -527,7 +525,7 @@ int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
 	if (offset >= SK__CB_FREE_OFFSET_MAX)
 		return -EINVAL;
 	/* The offset travels in func_; run_batch() tells it apart. */
-	return enqueue(head, sk__cb_free_fn(offset), "SK_FREE_RCU()");
+	return enqueue(head, sk__cb_free_fn(offset));
 }
 
 static void barrier_cb(struct sk_rcu_head *h)

@@ -284,7 +284,7 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 	err = worker_ensure();
 	if (err)
 		return err;
-	err = sk__cb_prepare(head, fn, "sk_call_srcu()");
+	err = sk__cb_prepare(head, fn);
 	if (err)
 		return err;
 	sk__wfq_push(&d->state->cbq, head);
@@ -312,16 +312,23 @@ unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d)
 	while (want > cur &&
 	       !sk_atomic_cmpxchg(&d->state->poll_req, &cur, want))
 		;
-	if (worker_ensure() == 0)
-		mark_work(d);
+	/*
+	 * Listed even when the worker cannot start now: the request stays on
+	 * the worker's list, and the worker drives it once a later call has
+	 * started it (a grace period of d run by anyone completes it sooner).
+	 */
+	(void)worker_ensure();
+	mark_work(d);
 	return (unsigned long)want;
 }
 
 void sk_srcu_barrier(struct sk_srcu *d)
 {
+	struct sk_rcu_head *h;
 	int pending;
 
 	sk__srcu_ready(d, "sk_srcu_barrier()");
+	h = &d->state->barrier_head;
 	if (sk__srcu_in_worker)
 		sk__die("sk_srcu_barrier() called from an SRCU callback: it "
 			"would wait for itself forever");
@@ -338,20 +345,21 @@ void sk_srcu_barrier(struct sk_srcu *d)
 		  sk_atomic_load_acquire(&d->state->cb_running);
 	sk__srcu_gp_unlock(d);
 	if (pending) {
-		d->state->barrier_done = 0;
-		d->state->barrier_head.state_ = SK__CB_DONE;
 		/*
-		 * The worker runs the batch in flight to its end before it
-		 * takes the queue again, so the barrier head runs after it.
+		 * No worker start here: the sk_call_srcu() that queued a
+		 * pending callback started the worker before it queued (a fork
+		 * child drops the callbacks it inherits), so the worker runs.
+		 * It runs the batch in flight to its end before it takes the
+		 * queue again, so the barrier head runs after it.  barrier_mutex
+		 * serializes the barriers: the head is not queued.
 		 */
-		if (worker_ensure() == 0 &&
-		    sk__cb_prepare(&d->state->barrier_head, barrier_cb,
-				   "sk_srcu_barrier()") == 0) {
-			sk__wfq_push(&d->state->cbq, &d->state->barrier_head);
-			mark_work(d);
-			while (!sk_atomic_load_acquire(&d->state->barrier_done))
-				sk__futex_wait(&d->state->barrier_done, 0);
-		}
+		d->state->barrier_done = 0;
+		h->func_ = barrier_cb;
+		h->state_ = sk__cb_queued_mark(h);
+		sk__wfq_push(&d->state->cbq, h);
+		mark_work(d);
+		while (!sk_atomic_load_acquire(&d->state->barrier_done))
+			sk__futex_wait(&d->state->barrier_done, 0);
 	}
 	pthread_mutex_unlock(&d->state->barrier_mutex);
 }
