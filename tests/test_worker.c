@@ -166,17 +166,8 @@ static unsigned long start_poll_srcu(void *arg)
 	return sk_start_poll_synchronize_srcu(arg);
 }
 
-static struct sk_srcu *domain_new(void)
-{
-	/* struct sk_srcu is cache-line aligned: malloc() is not enough. */
-	struct sk_srcu *d = aligned_alloc(SK_CACHELINE, sizeof(*d));
-
-	if (!d || sk_srcu_init(d) != 0) {
-		fprintf(stderr, "cannot make a domain\n");
-		exit(2);
-	}
-	return d;
-}
+SK_SRCU_DEFINE_STATIC(dom_a);
+SK_SRCU_DEFINE_STATIC(dom_b);
 
 /*
  * The polled request is made on a domain (a) that nothing else touches
@@ -186,7 +177,7 @@ static struct sk_srcu *domain_new(void)
 static void srcu_start_failure_is_returned_and_retried(void)
 {
 	static struct sk_rcu_head h;
-	struct sk_srcu *a = domain_new(), *b = domain_new();
+	struct sk_srcu *a = &dom_a, *b = &dom_b;
 	unsigned long cookie;
 
 	runs = 0;
@@ -203,8 +194,6 @@ static void srcu_start_failure_is_returned_and_retried(void)
 	SK_CHECK_EQ(runs_get(), 1);
 	SK_CHECK_EQ(sk_srcu_cleanup(a), 0);
 	SK_CHECK_EQ(sk_srcu_cleanup(b), 0);
-	free(a);
-	free(b);
 }
 
 /* ---- per-CPU RCU workers ---------------------------------------------------- */
