@@ -3,10 +3,12 @@
  * Callback worker threads (internal/worker.h): start, name, sleep, kick,
  * stop and fork reset, for RCU and SRCU alike.
  *
- * Labels placed here (the worker's sleep and the kicks that end it are
- * store buffering: each side stores, then loads what the other stored;
- * tests/models/cb_wake.pml checks it, and its broken twins, under a weak
- * memory model):
+ * The labels of the worker protocol, the whole legend (placed here, but
+ * WK-K1 and WK-K2, which the inline sk__worker_wake() of
+ * internal/worker.h places in the kicker).  The worker's sleep and the
+ * kicks that end it are store buffering: each side stores, then loads
+ * what the other stored; tests/models/cb_wake.pml checks it, and its
+ * broken twins, under a weak memory model:
  *   WK-W1 (worker, xchg)  - sleeping = state, before the re-check.
  *   WK-W2 (worker, mb)    - full barrier: WK-W1 before the re-check's
  *                           loads (the module's work: queues, poll
@@ -153,22 +155,8 @@ int sk__worker_ensure(struct sk__worker *w, pthread_mutex_t *lock,
 	return err;
 }
 
-void sk__worker_wake(struct sk__worker *w, int kick)
+void sk__worker_wake_sleeper(struct sk__worker *w, int st)
 {
-	int st;
-
-	if (kick == SK__WK_KICK_URGENT)
-		/* WK-K1: urgent before the load of sleeping. */
-		sk_atomic_xchg(&w->urgent, 1);
-	else if (kick == SK__WK_KICK_BACKLOG &&
-		 !sk_atomic_load_relaxed(&w->urgent))
-		/* A hint, unordered: no locked instruction per call. */
-		sk_atomic_store_relaxed(&w->urgent, 1);
-	/* WK-K2: the request and WK-K1 before the load; pairs with WK-W2. */
-	sk_smp_mb__after_atomic();
-	st = sk_atomic_load_relaxed(&w->sleeping);
-	if (st == SK__WK_AWAKE || (st == SK__WK_LAZY && kick == SK__WK_KICK_IDLE))
-		return;
 	if (sk_atomic_cmpxchg(&w->sleeping, &st, SK__WK_AWAKE))
 		sk__futex_wake(&w->sleeping, 1);
 }

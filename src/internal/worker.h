@@ -98,12 +98,34 @@ int sk__worker_start(struct sk__worker *w, const char *name,
 int sk__worker_ensure(struct sk__worker *w, pthread_mutex_t *lock,
 		      const char *name, sk__worker_loop_fn *loop);
 
+/* The slow path of sk__worker_wake(): w sleeps in state st; wake it. */
+void sk__worker_wake_sleeper(struct sk__worker *w, int st);
+
 /*
  * Kick w as kick says (SK__WK_KICK_*).  The caller has just made its
  * request with an atomic read-modify-write, or with a store followed by a
- * full barrier.  Never blocks; any thread.
+ * full barrier.  Never blocks; any thread.  Inline: sk_call_rcu() and
+ * sk_call_srcu() kick on every call, and an awake worker costs a load.
  */
-void sk__worker_wake(struct sk__worker *w, int kick);
+static inline void sk__worker_wake(struct sk__worker *w, int kick)
+{
+	int st;
+
+	if (kick == SK__WK_KICK_URGENT)
+		/* WK-K1: urgent before the load of sleeping. */
+		sk_atomic_xchg(&w->urgent, 1);
+	else if (kick == SK__WK_KICK_BACKLOG &&
+		 !sk_atomic_load_relaxed(&w->urgent))
+		/* A hint, unordered: no locked instruction per call. */
+		sk_atomic_store_relaxed(&w->urgent, 1);
+	/* WK-K2: the request and WK-K1 before the load; pairs with WK-W2. */
+	sk_smp_mb__after_atomic();
+	st = sk_atomic_load_relaxed(&w->sleeping);
+	if (st == SK__WK_AWAKE ||
+	    (st == SK__WK_LAZY && kick == SK__WK_KICK_IDLE))
+		return;
+	sk__worker_wake_sleeper(w, st);
+}
 
 /*
  * Worker side: consume the kicks (WK-K3) before looking for work.
