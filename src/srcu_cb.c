@@ -61,68 +61,40 @@ static void barrier_cb(struct sk_rcu_head *h)
 	sk__futex_wake(&st->barrier_done, 1);
 }
 
-/* One step of the worker on d. */
-static int process(struct sk_srcu *d)
+/*
+ * Take d's queue as the batch (when none waits) and advance d's grace
+ * periods toward the batch's and the polled ones, as far as the readers
+ * allow without blocking.  gp_mutex held.
+ */
+static void advance(struct sk_srcu *d)
 {
-	struct sk_rcu_head *first = NULL, *last = NULL, *h, *next;
+	struct sk_srcu__state *st = d->state;
 	uint64_t want = 0, req;
-	unsigned long backlog, n = 0;
-	int pending;
+	unsigned long backlog;
+	int mode;
 
-	/*
-	 * Consume the announcements (in_work 2 -> 1) before looking at the
-	 * work: work announced later makes the unlisting CAS fail.
-	 */
-	sk_atomic_xchg(&d->state->in_work, 1);
-	/*
-	 * SRCU-I: in_work stored before the loads of the work and the trylock's
-	 * load of the mutex (store buffering: in C11 a seq_cst RMW does not
-	 * order later non-seq_cst loads).  Pairs with the producers' seq_cst
-	 * RMW that publishes the work (queue tail, poll_req) followed by
-	 * their seq_cst load of in_work in mark_work(): either we see the
-	 * work or they see in_work == 1 and announce again; and with SRCU-G in
-	 * sk__srcu_gp_unlock().
-	 */
-	sk_smp_mb();
-	if (pthread_mutex_trylock(&d->state->gp_mutex) != 0) {
-		/* Its holder kicks us on release (sk__srcu_gp_unlock()). */
-		d->state->busy_skip = 1;
-		return WORK_PENDING;
-	}
-	d->state->busy_skip = 0;
-	if (!d->state->b_first &&
-	    sk__wfq_take(&d->state->cbq, &d->state->b_first, &d->state->b_last))
-		d->state->b_gp = sk__srcu_gp_snap(d);
-	if (d->state->b_first)
-		want = d->state->b_gp;
-	req = sk_atomic_load_acquire(&d->state->poll_req);
+	if (!st->b_first && sk__wfq_take(&st->cbq, &st->b_first, &st->b_last))
+		st->b_gp = sk__srcu_gp_snap(d);
+	if (st->b_first)
+		want = st->b_gp;
+	req = sk_atomic_load_acquire(&st->poll_req);
 	if (!gp_done(d, req) && (!want || req > want))
 		want = req;
 	/* Modular difference, signed: exact across the counters' wrap. */
-	backlog = sk_atomic_load_relaxed(&d->state->cb_queued) -
-		  d->state->cb_invoked;
+	backlog = sk_atomic_load_relaxed(&st->cb_queued) - st->cb_invoked;
+	mode = (long)backlog > (long)SK__CB_BACKLOG_EXPEDITE
+		       ? DRAIN_NONBLOCK_EXP
+		       : DRAIN_NONBLOCK;
 	/* Blocked: readers hold want; the worker checks again after a nap. */
-	d->state->blocked =
-		want &&
-		!sk__srcu_advance(d, want,
-				  (long)backlog > (long)SK__CB_BACKLOG_EXPEDITE
-					  ? DRAIN_NONBLOCK_EXP
-					  : DRAIN_NONBLOCK);
-	if (d->state->b_first && gp_done(d, d->state->b_gp)) {
-		first = d->state->b_first;
-		last = d->state->b_last;
-		/*
-		 * Detached but not yet run: sk_srcu_barrier() and cleanup
-		 * see it as pending through cb_running.
-		 */
-		sk_atomic_store_relaxed(&d->state->cb_running, 1);
-		sk_atomic_store_relaxed(&d->state->b_first,
-					(struct sk_rcu_head *)NULL);
-		d->state->b_last = NULL;
-	}
-	pending = d->state->b_first || sk__srcu_poll_pending(d) ||
-		  !sk__wfq_empty(&d->state->cbq);
-	pthread_mutex_unlock(&d->state->gp_mutex);
+	st->blocked = want && !sk__srcu_advance(d, want, mode);
+}
+
+/* Run a batch detached by process(), first..last; then it is done. */
+static void run_detached(struct sk_srcu *d, struct sk_rcu_head *first,
+			 struct sk_rcu_head *last)
+{
+	struct sk_rcu_head *h, *next;
+	unsigned long n = 0;
 
 	for (h = first; h; h = next) {
 		next = sk__wfq_next(h, last);
@@ -130,13 +102,59 @@ static int process(struct sk_srcu *d)
 			n++;
 		sk__cb_invoke(h);
 	}
-	if (!first)
-		return pending ? WORK_PENDING : WORK_IDLE;
 	/* Release: the producers' backlog estimate after the runs. */
 	sk_atomic_store_release(&d->state->cb_invoked,
 				d->state->cb_invoked + n);
 	/* SRCU-J: release; pairs with the acquire in sk_srcu_barrier(). */
 	sk_atomic_store_release(&d->state->cb_running, 0);
+}
+
+/* One step of the worker on d. */
+static int process(struct sk_srcu *d)
+{
+	struct sk_srcu__state *st = d->state;
+	struct sk_rcu_head *first = NULL, *last = NULL;
+	int pending;
+
+	/*
+	 * Consume the announcements (in_work 2 -> 1) before looking at the
+	 * work: work announced later makes the unlisting CAS fail.
+	 */
+	sk_atomic_xchg(&st->in_work, 1);
+	/*
+	 * SRCU-I: in_work stored before the loads of the work and the
+	 * trylock's load of the mutex (store buffering: in C11 a seq_cst RMW
+	 * does not order later non-seq_cst loads).  Pairs with the
+	 * producers' seq_cst RMW that publishes the work (queue tail,
+	 * poll_req) followed by their seq_cst load of in_work in
+	 * mark_work(): either we see the work or they see in_work == 1 and
+	 * announce again; and with SRCU-G in sk__srcu_gp_unlock().
+	 */
+	sk_smp_mb();
+	if (pthread_mutex_trylock(&st->gp_mutex) != 0) {
+		/* Its holder kicks us on release (sk__srcu_gp_unlock()). */
+		st->busy_skip = 1;
+		return WORK_PENDING;
+	}
+	st->busy_skip = 0;
+	advance(d);
+	if (st->b_first && gp_done(d, st->b_gp)) {
+		first = st->b_first;
+		last = st->b_last;
+		/*
+		 * Detached but not yet run: sk_srcu_barrier() and cleanup
+		 * see it as pending through cb_running.
+		 */
+		sk_atomic_store_relaxed(&st->cb_running, 1);
+		sk_atomic_store_relaxed(&st->b_first, (struct sk_rcu_head *)NULL);
+		st->b_last = NULL;
+	}
+	pending = st->b_first || sk__srcu_poll_pending(d) ||
+		  !sk__wfq_empty(&st->cbq);
+	pthread_mutex_unlock(&st->gp_mutex);
+	if (!first)
+		return pending ? WORK_PENDING : WORK_IDLE;
+	run_detached(d, first, last);
 	return WORK_PROGRESS;
 }
 
