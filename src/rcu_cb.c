@@ -18,84 +18,53 @@
  * queue order.  Callbacks that arrive meanwhile form the next batch.
  * When the backlog grows, grace periods are expedited.
  *
- * Per-CPU workers (sk_rcu_cb_workers_create()).  One more queue per CPU,
- * with several producers, in the same list; each queue names the worker
- * that drains it (q->w: the default worker cb.w0, or the per-CPU worker
- * of its CPU), and every worker runs the loop above over its own queues.
- * sk_call_rcu() picks the queue of sched_getcpu() while the mode word
- * pc.on is set.  A queue is taken by a worker only when no other worker
- * still runs a batch of it (busy), so it keeps one consumer and its order
- * when it changes hands (destroy hands the per-CPU queues to cb.w0).
- *   R2 (create, release)  - the slots before pc.on; pairs with the
- *                           acquire in queue_pick().
- *   P1 (producer, mb)     - the C1 push before the load of q->w; pairs
- *                           with D1 (store buffering).
- *   D1 (destroy, mb)      - q->w = &cb.w0 before the kick of cb.w0: a
- *                           producer that still saw the old worker pushed
- *                           before the kick, so cb.w0's re-check (W2)
- *                           sees the callback.
- *   The stop request is a store before a kick (K1/K2); the worker's W2
- *   re-check reads it, as it reads a push.
- *   Litmus tests: P1/D1 - SB+mbs.litmus (the push is an exchange: also
- *   SB+xchg+mb.litmus); R2 - MP+rel+acq.litmus.
+ * Per-CPU workers (sk_rcu_cb_workers_create(), src/rcu_cb_pcpu.c): one
+ * more queue per CPU in the same list, drained by that CPU's worker; each
+ * queue names its worker (q->w), and every worker runs the loop above
+ * over its own queues.  What the two files share: internal/rcu_cb.h.
  *
- * Barrier pairs:
- *   C1 (producer, xchg)   - the caller's accesses before sk_call_rcu()
- *                           happen before the callback (the worker's
- *                           acquire C2' of the link).
- *   C2 (producer, release)- links the node; pairs with acquire C2' in the
- *                           worker's traversal.
- * The worker's sleep and the kicks that end it (store buffering: each side
- * stores, then loads what the other stored; tests/models/cb_wake.pml
- * checks the protocol, and its broken twins, under a weak memory model):
- *   W1 (worker, xchg)     - cb.sleeping = state, before the re-check.
- *   W2 (worker, mb)       - full barrier: W1 before the re-check's loads
- *                           (queues, poll_req, urgent); pairs with K2.
- *   K1 (kicker, xchg)     - urgent = 1 (urgent kicks only), before the
- *                           load of cb.sleeping: a worker that announces a
- *                           lazy sleep after that load sees it.
- *   K2 (kicker, mb)       - full barrier: the request (C1 push, the
- *                           poll_req CAS, K1) before the load of
- *                           cb.sleeping; pairs with W2.  Either the kicker
- *                           sees the sleep announced and wakes the worker,
- *                           or the worker's re-check sees the request.
- *   K3 (worker, xchg)     - urgent = 0 before the take.  A kick whose K1
- *                           it reads has its request (made before K1) seen
- *                           by the take; a later K1 leaves urgent set for
- *                           the next round.  A plain store could land after
- *                           a K1 whose request the take missed, and the
- *                           worker would then sleep lazily through it.
- * A seq_cst RMW is no full barrier for a later relaxed load in C11 (nor on
- * ARMv8.0: LDAXR/STLXR, then LDR), hence W2 and K2; on x86 the locked
- * instruction is one, and they only stop the compiler.
- * Litmus tests of these pairs (litmus/, see docs/litmus.md):
- *   C2/C2'            - MP+rel+acq.litmus.
- *   C1, W1/W2, K1/K2  - SB+xchg+mb.litmus (an exchange, then a load,
- *                       against a store, sk_smp_mb() and a load) and
- *                       SB+mbs.litmus.
- *   K3                - SB+xchg+mb.litmus.  Not covered: the callback
- *                       itself (the format has no call_rcu()); the grace
- *                       period a callback waits for is the one of
- *                       rcu-deferred-free.litmus.
+ * Labels placed here (partners in brackets; the overview of all pairs of
+ * RCU callbacks is in internal/rcu_cb.h):
+ *   CB-P1 (producer, mb)  - after the CB-C1 push onto a per-CPU queue,
+ *                           before the load of q->w [CB-D1 in
+ *                           rcu_cb_pcpu.c; store buffering]: either the
+ *                           load sees the default worker, or the
+ *                           destroy's kick of it comes after the push.
+ *   CB-I1 (worker, release) - q->invoked stored after the callbacks it
+ *                           counts ran [the acquire loads of invoked in
+ *                           sk_rcu_barrier()'s barrier_push(), the orphan
+ *                           reaper and the statistics].
+ *   CB-B1 (worker, release) - a barrier's done flag, set by the last of
+ *                           its marker callbacks [the acquire in
+ *                           sk_rcu_barrier()'s wait]: every callback run
+ *                           before a marker happens before the return.
+ * Used from elsewhere:
+ *   CB-C1 (producer, xchg), CB-C2/CB-C2' (release/acquire) - the push and
+ *     the worker's walk [internal/cbq.h]: the caller's accesses before
+ *     sk_call_rcu() happen before the callback.
+ *   WK-W1/WK-W2 (worker's sleep) against WK-K1/WK-K2 (the kicks: a push,
+ *     the poll_req CAS, a barrier push), and WK-K3 before the take
+ *     [src/worker.c].
+ *   The full barrier at the start of sk__rcu_snap() [rcu.c] orders the
+ *     take, and so every push it saw, before the grace period the batch
+ *     waits for.
+ * Litmus tests (litmus/, see docs/litmus.md): CB-C2/CB-C2', CB-I1 -
+ * MP+rel+acq.litmus; CB-C1, CB-P1 - SB+xchg+mb.litmus and SB+mbs.litmus.
+ * Not covered: the callback itself (the format has no call_rcu()); the
+ * grace period a callback waits for is the one of rcu-deferred-free.litmus.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "scalekit/rcu.h"
-#include "internal/cbq.h"
 #include "internal/rcu.h"
-#include "internal/util.h"
-
-/* Backlog (callbacks) beyond which the worker expedites grace periods. */
-#define CB_BACKLOG_EXPEDITE 10000UL
+#include "internal/rcu_cb.h"
 
 /*
  * Laziness: with few callbacks pending the worker waits up to CB_LAZY_NS
@@ -107,64 +76,14 @@
 #define CB_LAZY_MAX 4096UL
 
 /*
- * Producers yield the CPU to the worker: beyond CB_THROTTLE callbacks of
- * their own pending, always (forward progress and bounded memory under a
- * flood); beyond CB_THROTTLE_BUSY, while the worker is running callbacks,
+ * Producers yield the CPU to the worker: beyond SK__CB_THROTTLE callbacks
+ * of their own pending, always (internal/worker.h); beyond
+ * CB_THROTTLE_BUSY, while the worker is running callbacks,
  * which is when our CPU time helps it: a producer that keeps close to a
  * busy worker finds the objects it freed still in cache.  While the worker
  * waits for a grace period, yielding would not make it any sooner.
  */
-#define CB_THROTTLE (1UL << 18)
 #define CB_THROTTLE_BUSY 4096UL
-
-/* cbw.sleeping states. */
-enum { CB_AWAKE, CB_IDLE, CB_LAZY };
-
-struct sk_rcu_barrier_state;
-
-/*
- * A callback worker: the default one (cb.w0, started on the first
- * sk_call_rcu()) or one of the per-CPU workers (pc.slot[cpu].w).  The
- * words of its sleep protocol are on their own cache line.
- */
-struct cbw {
-	int sleeping __attribute__((aligned(SK_CACHELINE))); /* futex, CB_* */
-	int urgent;   /* cut the lazy wait short */
-	int invoking; /* runs callbacks (relaxed: a hint for producers,
-			 orders nothing) */
-	int stop;     /* per-CPU worker: exit after the batch (pc.lock) */
-	int cpu;      /* its CPU (pinned there or not), -1: cb.w0 */
-	pthread_t thread;
-};
-
-struct cbq {
-	/* The queue: tail written by producers, head.next_ by the worker. */
-	struct sk__wfq wfq __attribute__((aligned(SK_CACHELINE)));
-	unsigned long queued; /* callbacks accepted (barrier heads excluded) */
-	/*
-	 * The worker that drains the queue: written under cb.lock, read by
-	 * workers under it and by producers without it (relaxed, after a
-	 * full barrier P1, see queue_kick()).  Changes only for per-CPU
-	 * queues (pcpu), between their worker and cb.w0.
-	 */
-	struct cbw *w;
-	int pcpu; /* a per-CPU queue: its worker may change */
-
-	/* Consumer side: the worker. */
-	unsigned long invoked __attribute__((aligned(SK_CACHELINE)));
-	struct sk_rcu_head *b_first, *b_last; /* batch taken, not yet run */
-	struct cbq *b_next;		  /* next queue with a batch */
-	int busy;			  /* worker owns a batch (cb.lock) */
-
-	/* Guarded by cb.lock. */
-	struct sk__link link; /* in cb.queues */
-	int orphan;	      /* owner thread exited */
-	int shared;	      /* several producers: count atomically */
-
-	/* sk_rcu_barrier() (serialized by cb.barrier_lock). */
-	struct sk_rcu_head bhead;
-	struct sk_rcu_barrier_state *barrier;
-};
 
 struct sk_rcu_barrier_state {
 	unsigned long count; /* heads not yet run, + 1 for the caller */
@@ -174,13 +93,13 @@ struct sk_rcu_barrier_state {
 static struct {
 	pthread_mutex_t lock; /* queues list, worker start, busy flags, q->w */
 	struct sk__link queues;
-	struct cbq fallback; /* shared queue when malloc fails */
-	int worker_started;  /* acquire/release */
+	struct sk__rcu_cb_queue fallback; /* shared queue when malloc fails */
 	pthread_mutex_t barrier_lock; /* one sk_rcu_barrier() at a time */
 	pthread_key_t key;	      /* thread exit: orphan the queue */
 	pthread_once_t key_once;      /* creates key (see cb_init()) */
 
-	struct cbw w0; /* the default worker (also polled grace periods) */
+	struct sk__worker w0; /* the default worker (also polled grace periods),
+				 started under lock */
 	unsigned long poll_req; /* highest cookie sk_start_poll asked for */
 
 	/* Statistics (workers write, anyone reads). */
@@ -192,7 +111,7 @@ static struct {
 	/*
 	 * The list holds the fallback queue from the start, statically:
 	 * nothing is added at run time that a fork could catch half done.
-	 * The rest of the fallback is as cbq_init(&cb.fallback, 1) leaves it.
+	 * The rest of the fallback is as queue_init(&cb.fallback, 1) leaves it.
 	 */
 	.queues = { &cb.fallback.link, &cb.fallback.link },
 	.fallback = {
@@ -206,33 +125,19 @@ static struct {
 	.w0 = { .cpu = -1 },
 };
 
-/*
- * Per-CPU workers (sk_rcu_cb_workers_create()).  slot[] is allocated on
- * the first create and never freed: a producer that read on == 1 may
- * still push onto a slot's queue after a destroy, which then hands the
- * queue to cb.w0.  Guarded by lock, except on (acquire/release: slot and
- * ncpu are set before it) and what struct cbq says of its fields.
- */
-struct cb_slot {
-	struct cbq q;
-	struct cbw w;
-	int running; /* w's thread exists (written under pc.lock) */
-};
-
-static struct {
-	pthread_mutex_t lock; /* create/destroy */
-	struct cb_slot *slot; /* ncpu slots, one per configured CPU */
-	int ncpu;
-	int listed; /* the slots' queues are in cb.queues */
-	int on;	    /* producers use the slots' queues */
-} pc = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
 int sk__cb_on_valgrind;
 
-static __thread struct cbq *my_q;
-static __thread int in_worker;
+static __thread struct sk__rcu_cb_queue *my_q;
+__thread int sk__rcu_cb_in_worker;
 
-static void cbq_init(struct cbq *q, int shared, struct cbw *w)
+/* The queue at link l of cb.queues. */
+static struct sk__rcu_cb_queue *queue_of(struct sk__link *l)
+{
+	return SK_CONTAINER_OF(l, struct sk__rcu_cb_queue, link);
+}
+
+static void queue_init(struct sk__rcu_cb_queue *q, int shared,
+		       struct sk__worker *w)
 {
 	sk__wfq_init(&q->wfq);
 	q->w = w;
@@ -247,7 +152,7 @@ static void cbq_init(struct cbq *q, int shared, struct cbw *w)
 
 static void queue_exit(void *arg)
 {
-	struct cbq *q = arg;
+	struct sk__rcu_cb_queue *q = arg;
 
 	pthread_mutex_lock(&cb.lock);
 	q->orphan = 1; /* the worker frees it once drained */
@@ -278,9 +183,9 @@ __attribute__((constructor)) static void cb_init(void)
 }
 
 /* The calling thread's queue, created on first use. */
-static struct cbq *queue_get(void)
+static struct sk__rcu_cb_queue *queue_get(void)
 {
-	struct cbq *q = my_q;
+	struct sk__rcu_cb_queue *q = my_q;
 
 	if (SK_LIKELY(q != NULL))
 		return q;
@@ -288,7 +193,7 @@ static struct cbq *queue_get(void)
 	q = aligned_alloc(SK_CACHELINE, sizeof(*q));
 	if (!q)
 		return &cb.fallback;
-	cbq_init(q, 0, &cb.w0);
+	queue_init(q, 0, &cb.w0);
 	pthread_mutex_lock(&cb.lock);
 	sk__link_add_tail(&q->link, &cb.queues);
 	pthread_mutex_unlock(&cb.lock);
@@ -303,7 +208,7 @@ static struct cbq *queue_get(void)
  * over between workers) is left alone until that batch has run, so the
  * queue keeps one consumer at a time and its order.
  */
-static int cbq_take(struct cbq *q)
+static int queue_take(struct sk__rcu_cb_queue *q)
 {
 	if (q->busy || !sk__wfq_take(&q->wfq, &q->b_first, &q->b_last))
 		return 0;
@@ -318,7 +223,7 @@ static void barrier_cb(struct sk_rcu_head *h);
  * is published (release) before each barrier head, so sk_rcu_barrier()
  * and the statistics never see it lag behind a barrier.
  */
-static void run_batch(struct cbq *q)
+static void run_batch(struct sk__rcu_cb_queue *q)
 {
 	struct sk_rcu_head *h = q->b_first, *last = q->b_last, *next;
 	unsigned long n = q->invoked;
@@ -342,7 +247,7 @@ static void run_batch(struct cbq *q)
 				(const void *)((uintptr_t)next + 8 * stride), 1);
 		}
 		if (h->func_ == barrier_cb) {
-			/* Release: the barrier's caller sees the runs before. */
+			/* CB-I1: the barrier's caller sees the runs before. */
 			sk_atomic_store_release(&q->invoked, n);
 		} else {
 			n++;
@@ -350,27 +255,27 @@ static void run_batch(struct cbq *q)
 		sk__cb_invoke(h);
 	}
 	q->b_first = q->b_last = NULL;
-	/* Release: barrier/reaper/stats see invoked after the runs. */
+	/* CB-I1: barrier/reaper/stats see invoked after the runs. */
 	sk_atomic_store_release(&q->invoked, n);
 }
 
-/* The worker that drains q (cb.lock held, or after P1: see queue_kick()). */
-static struct cbw *cbq_worker(struct cbq *q)
+/* The worker that drains q (cb.lock held, or after CB-P1: queue_kick()). */
+static struct sk__worker *queue_worker(struct sk__rcu_cb_queue *q)
 {
 	return sk_atomic_load_relaxed(&q->w);
 }
 
 /* No callback waits in a queue that w drains. */
-static int queues_empty(struct cbw *w)
+static int queues_empty(struct sk__worker *w)
 {
 	struct sk__link *l;
 	int empty = 1;
 
 	pthread_mutex_lock(&cb.lock);
 	for (l = cb.queues.next; l != &cb.queues && empty; l = l->next) {
-		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+		struct sk__rcu_cb_queue *q = queue_of(l);
 
-		empty = cbq_worker(q) != w || sk__wfq_empty(&q->wfq);
+		empty = queue_worker(q) != w || sk__wfq_empty(&q->wfq);
 	}
 	pthread_mutex_unlock(&cb.lock);
 	return empty;
@@ -382,7 +287,7 @@ static void reap_orphans(void)
 	struct sk__link *l, *next;
 
 	for (l = cb.queues.next; l != &cb.queues; l = next) {
-		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+		struct sk__rcu_cb_queue *q = queue_of(l);
 
 		next = l->next;
 		if (!q->orphan || q->busy ||
@@ -397,51 +302,43 @@ static void reap_orphans(void)
 }
 
 /* Polled grace periods are cb.w0's work. */
-static int poll_pending(struct cbw *w)
+static int poll_pending(struct sk__worker *w)
 {
 	return w == &cb.w0 &&
 	       !sk__rcu_done(sk_atomic_load_acquire(&cb.poll_req));
 }
 
 /* w has nothing to do: no callback, no poll request, no stop request. */
-static int worker_idle(struct cbw *w)
+static int worker_idle(struct sk__worker *w, uint64_t *timeout_ns)
 {
+	(void)timeout_ns;
 	return queues_empty(w) && !poll_pending(w) &&
 	       !sk_atomic_load_relaxed(&w->stop);
 }
 
-/* Sleep in state st (CB_IDLE or CB_LAZY) unless kicked meanwhile. */
-static void worker_sleep(struct cbw *w, int st, uint64_t timeout_ns)
+/* The lazy sleep's re-check: no urgent kick yet. */
+static int worker_unkicked(struct sk__worker *w, uint64_t *timeout_ns)
 {
-	/* W1: announce the sleep before re-checking. */
-	sk_atomic_xchg(&w->sleeping, st);
-	/* W2: W1 before the re-check's loads; pairs with K2. */
-	sk_smp_mb__after_atomic();
-	if (st == CB_LAZY ? !sk_atomic_load_relaxed(&w->urgent)
-			  : worker_idle(w)) {
-		if (timeout_ns)
-			sk__futex_wait_ns(&w->sleeping, st, timeout_ns);
-		else
-			sk__futex_wait(&w->sleeping, st);
-	}
-	sk_atomic_store_relaxed(&w->sleeping, CB_AWAKE);
+	(void)timeout_ns;
+	return !sk_atomic_load_relaxed(&w->urgent);
 }
 
 /*
  * Take a batch from every queue w drains: *todo lists the queues in
  * cb.queues order.  Returns the backlog (callbacks pending in them).
  */
-static unsigned long worker_take(struct cbw *w, struct cbq **todo)
+static unsigned long worker_take(struct sk__worker *w,
+				 struct sk__rcu_cb_queue **todo)
 {
-	struct cbq **tailp = todo;
+	struct sk__rcu_cb_queue **tailp = todo;
 	unsigned long backlog = 0;
 	struct sk__link *l;
 
 	pthread_mutex_lock(&cb.lock);
 	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
-		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+		struct sk__rcu_cb_queue *q = queue_of(l);
 
-		if (cbq_worker(q) == w && cbq_take(q)) {
+		if (queue_worker(q) == w && queue_take(q)) {
 			backlog += sk_atomic_load_relaxed(&q->queued) -
 				   q->invoked;
 			*tailp = q;
@@ -457,7 +354,7 @@ static unsigned long worker_take(struct cbw *w, struct cbq **todo)
 }
 
 /* Wait for one grace period that started after the take (and polls). */
-static void worker_wait_gp(struct cbw *w, unsigned long backlog)
+static void worker_wait_gp(struct sk__worker *w, unsigned long backlog)
 {
 	unsigned long req, target;
 
@@ -469,17 +366,18 @@ static void worker_wait_gp(struct cbw *w, unsigned long backlog)
 	if (w == &cb.w0 && (long)(req - target) > 0)
 		target = req;
 	/*
-	 * The grace period the batch waits for: S1 in sk__rcu_snap() orders
-	 * the take (and so every C1 push it saw) before it starts.
+	 * The grace period the batch waits for: the full barrier that starts
+	 * sk__rcu_snap() orders the take (and so every CB-C1 push it saw)
+	 * before it starts.
 	 */
-	sk__rcu_wait(target, backlog > CB_BACKLOG_EXPEDITE);
+	sk__rcu_wait(target, backlog > SK__CB_BACKLOG_EXPEDITE);
 	sk_atomic_fetch_add_relaxed(&cb.batches, 1UL);
 }
 
 /* Run the batches of todo, then let other workers take those queues. */
-static void worker_run(struct cbw *w, struct cbq *todo)
+static void worker_run(struct sk__worker *w, struct sk__rcu_cb_queue *todo)
 {
-	struct cbq *q;
+	struct sk__rcu_cb_queue *q;
 
 	sk_atomic_store_relaxed(&w->invoking, 1);
 	for (q = todo; q; q = q->b_next)
@@ -492,148 +390,81 @@ static void worker_run(struct cbw *w, struct cbq *todo)
 	pthread_mutex_unlock(&cb.lock);
 }
 
-static void *worker_main(void *arg)
+static void worker_loop(struct sk__worker *w)
 {
-	struct cbw *w = arg;
-	char name[16];
-
-	in_worker = 1;
-	if (w->cpu >= 0)
-		snprintf(name, sizeof(name), "sk-rcu-cb/%u",
-			 (unsigned)w->cpu % 10000u);
-	else
-		snprintf(name, sizeof(name), "sk-rcu-cb");
-	pthread_setname_np(pthread_self(), name);
+	sk__rcu_cb_in_worker = 1;
 	/* A per-CPU worker stops between batches (sk_rcu_cb_workers_destroy). */
 	while (!sk_atomic_load_relaxed(&w->stop)) {
-		struct cbq *todo;
+		struct sk__rcu_cb_queue *todo;
 		unsigned long backlog;
 
-		if (worker_idle(w)) {
-			worker_sleep(w, CB_IDLE, 0);
+		if (worker_idle(w, NULL)) {
+			sk__worker_sleep(w, SK__WK_IDLE, 0, worker_idle);
 			continue;
 		}
 		if (!sk_atomic_load_relaxed(&w->urgent))
-			worker_sleep(w, CB_LAZY, CB_LAZY_NS);
-		/* K3: consume the kicks before the take (see above). */
-		sk_atomic_xchg(&w->urgent, 0);
+			sk__worker_sleep(w, SK__WK_LAZY, CB_LAZY_NS,
+					 worker_unkicked);
+		/* WK-K3: consume the kicks before the take. */
+		sk__worker_take_kicks(w);
 		backlog = worker_take(w, &todo);
 		if (!todo && !poll_pending(w))
 			continue;
 		worker_wait_gp(w, backlog);
 		worker_run(w, todo);
 	}
-	return NULL;
 }
 
-/*
- * Start a worker thread on w for cpu (-1: the default worker), pinned to
- * it when pin, with every signal blocked: it takes no signal meant for
- * the application.  Returns 0 or -errno.
- */
-static int worker_start(struct cbw *w, int cpu, int pin)
+int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags)
 {
-	sigset_t all, old;
-	pthread_attr_t attr;
-	cpu_set_t set;
-	int err;
-
-	/*
-	 * Atomic: a producer that read q->w before a destroy may still kick
-	 * this worker (a spurious wake-up) while a later create reuses it.
-	 */
-	sk_atomic_store_relaxed(&w->sleeping, CB_AWAKE);
-	sk_atomic_store_relaxed(&w->urgent, 0);
-	sk_atomic_store_relaxed(&w->invoking, 0);
-	sk_atomic_store_relaxed(&w->stop, 0);
-	w->cpu = cpu;
-	err = -pthread_attr_init(&attr);
-	if (err)
-		return err;
-	if (pin) {
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-		err = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (!err)
-		err = -pthread_create(&w->thread, &attr, worker_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return err;
+	return sk__worker_start(w, "sk-rcu-cb", worker_loop, cpu, flags);
 }
 
-/* Start the default worker if needed.  Returns 0 or -errno. */
-static int worker_ensure(void)
+int sk__rcu_cb_worker_ensure(void)
 {
-	int err = 0;
+	return sk__worker_ensure(&cb.w0, &cb.lock, "sk-rcu-cb", worker_loop);
+}
 
-	if (SK_LIKELY(sk_atomic_load_acquire(&cb.worker_started)))
-		return 0;
+struct sk__worker *sk__rcu_cb_default_worker(void)
+{
+	return &cb.w0;
+}
+
+void sk__rcu_cb_lock(void)
+{
 	pthread_mutex_lock(&cb.lock);
-	if (!cb.worker_started) {
-		err = worker_start(&cb.w0, -1, 0);
-		if (!err) {
-			pthread_detach(cb.w0.thread);
-			sk_atomic_store_release(&cb.worker_started, 1);
-		}
-	}
-	pthread_mutex_unlock(&cb.lock);
-	return err;
 }
 
-/*
- * Kicks of worker_wake(): an ordinary sk_call_rcu() wakes the worker from
- * an idle sleep only; a producer with a large backlog also from a lazy
- * sleep, as a hint (it calls again soon, and the lazy sleep ends after
- * 1 ms anyway); a barrier, a poll request and a stop request end (or
- * prevent) a lazy sleep for sure.
- */
-enum { CB_KICK_IDLE, CB_KICK_BACKLOG, CB_KICK_URGENT };
-
-/*
- * Wake w as kick says.  The caller has just made its request with an
- * atomic read-modify-write (the C1 push, the poll_req CAS, the barrier's
- * count) or a store followed by a full barrier (the stop request).
- */
-static void worker_wake(struct cbw *w, int kick)
+void sk__rcu_cb_unlock(void)
 {
-	int st;
+	pthread_mutex_unlock(&cb.lock);
+}
 
-	if (kick == CB_KICK_URGENT)
-		/* K1: urgent before the load of sleeping. */
-		sk_atomic_xchg(&w->urgent, 1);
-	else if (kick == CB_KICK_BACKLOG &&
-		 !sk_atomic_load_relaxed(&w->urgent))
-		/* A hint, unordered: no locked instruction per call. */
-		sk_atomic_store_relaxed(&w->urgent, 1);
-	/* K2: the request and K1 before the load; pairs with W2. */
-	sk_smp_mb__after_atomic();
-	st = sk_atomic_load_relaxed(&w->sleeping);
-	if (st == CB_AWAKE || (st == CB_LAZY && kick == CB_KICK_IDLE))
-		return;
-	if (sk_atomic_cmpxchg(&w->sleeping, &st, CB_AWAKE))
-		sk__futex_wake(&w->sleeping, 1);
+void sk__rcu_cb_add_cpu_queue(struct sk__rcu_cb_queue *q)
+{
+	queue_init(q, 1, &cb.w0);
+	q->pcpu = 1;
+	sk__link_add_tail(&q->link, &cb.queues);
 }
 
 /*
  * The worker of q, for a producer that has just pushed onto q.  A per-CPU
  * queue may be handed to cb.w0 meanwhile (sk_rcu_cb_workers_destroy()):
- * P1 orders the push before the load of q->w (store buffering against the
- * destroy's store of q->w and its full barrier D1): either the load sees
- * cb.w0, or the destroy's kick of cb.w0 comes after the push and its
- * re-check sees it.
+ * CB-P1 orders the push before the load of q->w (store buffering against
+ * the destroy's store of q->w and its full barrier CB-D1): either the
+ * load sees cb.w0, or the destroy's kick of cb.w0 comes after the push
+ * and its re-check sees it.
  */
-static struct cbw *queue_kick(struct cbq *q, int kick)
+static struct sk__worker *queue_kick(struct sk__rcu_cb_queue *q, int kick)
 {
-	struct cbw *w;
+	struct sk__worker *w;
 
 	if (SK_UNLIKELY(q->pcpu))
-		/* P1: the C1 push before the load of q->w; pairs with D1. */
+		/* CB-P1: the CB-C1 push before the load of q->w; pairs with
+		 * CB-D1. */
 		sk_smp_mb__after_atomic();
-	w = cbq_worker(q);
-	worker_wake(w, kick);
+	w = queue_worker(q);
+	sk__worker_wake(w, kick);
 	return w;
 }
 
@@ -641,30 +472,24 @@ static struct cbw *queue_kick(struct cbq *q, int kick)
  * The queue for the calling thread's callback: the queue of the CPU it
  * runs on while per-CPU workers run, else its own queue.
  */
-static struct cbq *queue_pick(void)
+static struct sk__rcu_cb_queue *queue_pick(void)
 {
-	/* Acquire pairs with the release R2 in sk_rcu_cb_workers_create(). */
-	if (SK_UNLIKELY(sk_atomic_load_acquire(&pc.on))) {
-		int cpu = sched_getcpu();
+	struct sk__rcu_cb_queue *q = sk__rcu_cb_cpu_queue();
 
-		if (cpu >= 0 && cpu < pc.ncpu)
-			return &pc.slot[cpu].q;
-	}
-	return queue_get();
+	return q ? q : queue_get();
 }
 
-static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
-		   const char *api)
+static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 {
 	unsigned long backlog;
-	struct cbq *q;
-	struct cbw *w;
+	struct sk__rcu_cb_queue *q;
+	struct sk__worker *w;
 	int err;
 
-	err = worker_ensure();
+	err = sk__rcu_cb_worker_ensure();
 	if (err)
 		return err;
-	err = sk__cb_prepare(head, fn, api);
+	err = sk__cb_prepare(head, fn);
 	if (err)
 		return err;
 	q = queue_pick();
@@ -675,15 +500,15 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *),
 		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
 	backlog = sk_atomic_load_relaxed(&q->queued) -
 		  sk_atomic_load_relaxed(&q->invoked);
-	w = queue_kick(q, backlog > CB_LAZY_MAX ? CB_KICK_BACKLOG
-						: CB_KICK_IDLE);
+	w = queue_kick(q, backlog > CB_LAZY_MAX ? SK__WK_KICK_BACKLOG
+						: SK__WK_KICK_IDLE);
 	/*
 	 * Forward progress under a flood: a producer far ahead of the worker
 	 * gives up its CPU once per call (bounded work, no waiting on anyone);
 	 * see CB_THROTTLE_BUSY for the lower threshold.
 	 */
 	if (SK_UNLIKELY(backlog > CB_THROTTLE_BUSY) &&
-	    (backlog > CB_THROTTLE || sk_atomic_load_relaxed(&w->invoking)))
+	    (backlog > SK__CB_THROTTLE || sk_atomic_load_relaxed(&w->invoking)))
 		sched_yield();
 	return 0;
 }
@@ -692,7 +517,7 @@ int sk_call_rcu(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 {
 	if (fn && sk__cb_is_free_fn(fn))
 		return -EINVAL;
-	return enqueue(head, fn, "sk_call_rcu()");
+	return enqueue(head, fn);
 }
 
 int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
@@ -700,15 +525,18 @@ int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
 	if (offset >= SK__CB_FREE_OFFSET_MAX)
 		return -EINVAL;
 	/* The offset travels in func_; run_batch() tells it apart. */
-	return enqueue(head, sk__cb_free_fn(offset), "SK_FREE_RCU()");
+	return enqueue(head, sk__cb_free_fn(offset));
 }
 
 static void barrier_cb(struct sk_rcu_head *h)
 {
-	struct cbq *q = SK_CONTAINER_OF(h, struct cbq, bhead);
+	struct sk__rcu_cb_queue *q =
+		SK_CONTAINER_OF(h, struct sk__rcu_cb_queue, bhead);
 	struct sk_rcu_barrier_state *b = q->barrier;
 
+	/* seq_cst: the markers of other queues (other workers) ran before. */
 	if (sk_atomic_fetch_add(&b->count, -1UL) == 1) {
+		/* CB-B1: release; pairs with the acquire in sk_rcu_barrier(). */
 		sk_atomic_store_release(&b->done, 1);
 		sk__futex_wake(&b->done, 1);
 	}
@@ -726,9 +554,9 @@ static unsigned long barrier_push(struct sk_rcu_barrier_state *b)
 
 	pthread_mutex_lock(&cb.lock);
 	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
-		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+		struct sk__rcu_cb_queue *q = queue_of(l);
 
-		/* Acquire pairs with the worker's release of invoked. */
+		/* Acquire pairs with CB-I1. */
 		if (sk_atomic_load_acquire(&q->queued) ==
 		    sk_atomic_load_acquire(&q->invoked))
 			continue;
@@ -740,7 +568,7 @@ static unsigned long barrier_push(struct sk_rcu_barrier_state *b)
 		sk_atomic_fetch_add(&b->count, 1UL);
 		sk__wfq_push(&q->wfq, &q->bhead);
 		/* q->w cannot change: cb.lock is held. */
-		worker_wake(cbq_worker(q), CB_KICK_URGENT);
+		sk__worker_wake(queue_worker(q), SK__WK_KICK_URGENT);
 		n++;
 	}
 	pthread_mutex_unlock(&cb.lock);
@@ -752,13 +580,14 @@ void sk_rcu_barrier(void)
 	struct sk_rcu_barrier_state b = { 1, 0 };
 	int was_online;
 
-	if (in_worker)
+	if (sk__rcu_cb_in_worker)
 		sk__die("sk_rcu_barrier() called from an RCU callback: it "
 			"would wait for itself forever");
 	was_online = sk__rcu_enter_wait("sk_rcu_barrier()");
 	pthread_mutex_lock(&cb.barrier_lock);
 	barrier_push(&b);
 	if (sk_atomic_fetch_add(&b.count, -1UL) != 1) {
+		/* CB-B1: acquire; the callbacks ran before the markers. */
 		while (!sk_atomic_load_acquire(&b.done))
 			sk__futex_wait(&b.done, 0);
 	}
@@ -779,8 +608,8 @@ unsigned long sk_start_poll_synchronize_rcu(void)
 	while ((long)(cookie - cur) > 0 &&
 	       !sk_atomic_cmpxchg(&cb.poll_req, &cur, cookie))
 		;
-	if (worker_ensure() == 0)
-		worker_wake(&cb.w0, CB_KICK_URGENT);
+	if (sk__rcu_cb_worker_ensure() == 0)
+		sk__worker_wake(&cb.w0, SK__WK_KICK_URGENT);
 	return cookie;
 }
 
@@ -792,7 +621,7 @@ int sk__rcu_cb_stats(struct sk_rcu_stats *st)
 	st->cb_queued = cb.retired_queued;
 	st->cb_invoked = cb.retired_invoked;
 	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
-		struct cbq *q = SK_CONTAINER_OF(l, struct cbq, link);
+		struct sk__rcu_cb_queue *q = queue_of(l);
 
 		st->cb_queued += sk_atomic_load_relaxed(&q->queued);
 		st->cb_invoked += sk_atomic_load_acquire(&q->invoked);
@@ -838,171 +667,13 @@ void sk__rcu_cb_atfork_child(void)
 	 * Depends on nothing the parent may have been doing at the fork.
 	 */
 	sk__link_init(&cb.queues);
-	cbq_init(&cb.fallback, 1, &cb.w0);
+	queue_init(&cb.fallback, 1, &cb.w0);
 	sk__link_add_tail(&cb.fallback.link, &cb.queues);
 	my_q = NULL;
-	in_worker = 0;
-	cb.worker_started = 0;
-	cb.w0.sleeping = CB_AWAKE;
-	cb.w0.urgent = cb.w0.invoking = 0;
+	sk__rcu_cb_in_worker = 0;
+	sk__worker_fork_child(&cb.w0);
 	cb.retired_queued = cb.retired_invoked = 0;
-	/*
-	 * No per-CPU worker runs in the child, and the slots' queues left
-	 * the list above: a later create there starts afresh.  pc.lock may
-	 * have been held by a create or destroy in another thread.
-	 */
-	pthread_mutex_init(&pc.lock, NULL);
-	pc.on = pc.listed = 0;
-	for (int i = 0; i < pc.ncpu; i++)
-		pc.slot[i].running = 0;
-}
-
-/* ---- per-CPU workers ------------------------------------------------------- */
-
-/* Allocate pc.slot on first use.  pc.lock held.  Returns 0 or -ENOMEM. */
-static int slots_alloc(void)
-{
-	long n;
-
-	if (pc.slot)
-		return 0;
-	n = sysconf(_SC_NPROCESSORS_CONF);
-	if (n < 1)
-		n = 1;
-	if (n > CPU_SETSIZE)
-		n = CPU_SETSIZE;
-	pc.slot = aligned_alloc(SK_CACHELINE, sizeof(*pc.slot) * (size_t)n);
-	if (!pc.slot)
-		return -ENOMEM;
-	memset(pc.slot, 0, sizeof(*pc.slot) * (size_t)n);
-	pc.ncpu = (int)n;
-	return 0;
-}
-
-/* Stop and join the per-CPU worker of s.  pc.lock held. */
-static void slot_stop(struct cb_slot *s)
-{
-	if (!s->running)
-		return;
-	sk_atomic_store_relaxed(&s->w.stop, 1);
-	/* The stop store before the kick's load of sleeping (K2 in it). */
-	worker_wake(&s->w, CB_KICK_URGENT);
-	pthread_join(s->w.thread, NULL);
-	sk_atomic_store_relaxed(&s->running, 0);
-}
-
-/*
- * Point every slot's queue at its worker (or at cb.w0 when it has none),
- * adding the queues to cb.queues the first time.  pc.lock held.
- */
-static void slots_attach(int to_w0)
-{
-	int i;
-
-	pthread_mutex_lock(&cb.lock);
-	for (i = 0; i < pc.ncpu; i++) {
-		struct cb_slot *s = &pc.slot[i];
-
-		if (!pc.listed) {
-			cbq_init(&s->q, 1, &cb.w0);
-			s->q.pcpu = 1;
-			sk__link_add_tail(&s->q.link, &cb.queues);
-		}
-		sk_atomic_store_relaxed(&s->q.w, (!to_w0 && s->running)
-							  ? &s->w : &cb.w0);
-	}
-	pc.listed = 1;
-	pthread_mutex_unlock(&cb.lock);
-}
-
-/* Start a worker for each CPU the caller may run on.  pc.lock held. */
-static int slots_start(unsigned flags)
-{
-	cpu_set_t allowed;
-	int i, err;
-
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
-		return -errno;
-	for (i = 0; i < pc.ncpu; i++) {
-		struct cb_slot *s = &pc.slot[i];
-
-		if (!CPU_ISSET(i, &allowed))
-			continue;
-		err = worker_start(&s->w, i,
-				   !(flags & SK_RCU_CB_WORKERS_UNPINNED));
-		if (err == -EINVAL && !(flags & SK_RCU_CB_WORKERS_UNPINNED))
-			continue; /* the CPU went away meanwhile */
-		if (err)
-			return err;
-		sk_atomic_store_relaxed(&s->running, 1);
-	}
-	return 0;
-}
-
-int sk_rcu_cb_workers_create(unsigned flags)
-{
-	int err, i;
-
-	if (flags & ~(unsigned)SK_RCU_CB_WORKERS_UNPINNED)
-		return -EINVAL;
-	if (in_worker)
-		return -EDEADLK;
-	err = worker_ensure(); /* the fallback runs before any slot */
-	if (err)
-		return err;
-	pthread_mutex_lock(&pc.lock);
-	err = pc.on ? -EEXIST : slots_alloc();
-	if (!err)
-		err = slots_start(flags);
-	if (err) {
-		for (i = 0; i < pc.ncpu && err != -EEXIST; i++)
-			slot_stop(&pc.slot[i]);
-	} else {
-		slots_attach(0);
-		/* R2: the slots before on; pairs with queue_pick()'s acquire. */
-		sk_atomic_store_release(&pc.on, 1);
-	}
-	pthread_mutex_unlock(&pc.lock);
-	return err;
-}
-
-int sk_rcu_cb_workers_destroy(void)
-{
-	int i;
-
-	if (in_worker)
-		return -EDEADLK;
-	pthread_mutex_lock(&pc.lock);
-	if (!pc.on) {
-		pthread_mutex_unlock(&pc.lock);
-		return -ENOENT;
-	}
-	sk_atomic_store_relaxed(&pc.on, 0);
-	slots_attach(1);
-	/* D1: the queues handed to cb.w0 before its kick; pairs with P1. */
-	sk_smp_mb();
-	for (i = 0; i < pc.ncpu; i++)
-		slot_stop(&pc.slot[i]);
-	/* Whatever the stopped workers left, or producers pushed since. */
-	worker_wake(&cb.w0, CB_KICK_URGENT);
-	pthread_mutex_unlock(&pc.lock);
-	return 0;
-}
-
-/*
- * No lock: a callback may ask while a destroy holds pc.lock and waits for
- * the callback's worker.
- */
-int sk_rcu_cb_workers_running(void)
-{
-	int i, n = 0;
-
-	/* Acquire pairs with R2: pc.slot and pc.ncpu are set. */
-	if (!sk_atomic_load_acquire(&pc.on))
-		return 0;
-	for (i = 0; i < pc.ncpu; i++)
-		n += sk_atomic_load_relaxed(&pc.slot[i].running);
-	return n;
+	sk__rcu_cb_pcpu_fork_child();
 }
 
 void sk__rcu_cb_set_busted(int what)

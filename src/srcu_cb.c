@@ -5,17 +5,17 @@
  * complete legend of barrier pairs: src/internal/srcu.h.
  *
  * Labels placed here (partners in brackets):
- *   SRCU-W1  worker: full fence after storing sleeping [producers' seq_cst
- *            RMW + load of sleeping in worker_poke()/worker_kick()]
  *   SRCU-I   worker: full fence after storing in_work [mark_work()'s
  *            seq_cst load; SRCU-G in srcu_gp.c]
  *   SRCU-J   worker: release of cb_running [acquire in sk_srcu_barrier()]
- * Grace periods are waited for through srcu_gp.c (SRCU-S1 .. SRCU-K).
+ * Used from elsewhere: grace periods through srcu_gp.c (SRCU-S1 ..
+ * SRCU-K); the worker's sleep and kicks are src/worker.c's (WK-W1/WK-W2
+ * in sk__worker_sleep() against WK-K1/WK-K2 in sk__worker_wake(), WK-K3
+ * at the start of each round).
  *
- * The worker section (worker_poke/kick, worker_main's sleep, worker_ensure)
- * touches only the process-wide worker state; process() is the one SRCU
- * step it runs per listed domain.  A worker shared with rcu_cb.c replaces
- * that section and calls process() through an ops pointer.
+ * The worker is a struct sk__worker (internal/worker.h) whose loop visits
+ * each listed domain once per round; process() is the one SRCU step it
+ * runs per domain.
  */
 #define _GNU_SOURCE
 #include "internal/srcu.h"
@@ -23,37 +23,20 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 
 __thread int sk__srcu_in_worker;
 
-/* ---- worker ---------------------------------------------------------------- */
-
-/*
- * Work was published by a seq_cst RMW (queue tail, poll_req): wake the
- * worker if asleep.  The seq_cst load after that RMW pairs with SRCU-W1 (both
- * in the single total order of seq_cst operations and fences).
- */
-static void worker_poke(void)
-{
-	if (__atomic_load_n(&sk__srcu.sleeping, __ATOMIC_SEQ_CST)) {
-		sk_atomic_fetch_add(&sk__srcu.poke, 1);
-		sk__futex_wake(&sk__srcu.poke, 1);
-	}
-}
+/* ---- worker -------------------------------------------------------------- */
 
 /*
  * A domain's gp_mutex was released: the worker may have skipped it (and
- * work_visible() hides it until now).  The unconditional increment makes
- * the worker's futex wait, whose value it read before trying the mutex,
- * return at once if it has not slept yet.  The seq_cst RMW then seq_cst
- * load pair with SRCU-W1 as in worker_poke().
+ * work_visible() hides it until now).  An urgent kick: the worker's
+ * re-check before it sleeps reads urgent (WK-K1 .. WK-W2 in
+ * src/worker.c), so a kick during its round makes it look again.
  */
 void sk__srcu_worker_kick(void)
 {
-	sk_atomic_fetch_add(&sk__srcu.poke, 1);
-	if (__atomic_load_n(&sk__srcu.sleeping, __ATOMIC_SEQ_CST))
-		sk__futex_wake(&sk__srcu.poke, 1);
+	sk__worker_wake(&sk__srcu.worker, SK__WK_KICK_URGENT);
 }
 
 /* Work the worker could do on d now, without waiting for anyone. */
@@ -78,68 +61,40 @@ static void barrier_cb(struct sk_rcu_head *h)
 	sk__futex_wake(&st->barrier_done, 1);
 }
 
-/* One step of the worker on d. */
-static int process(struct sk_srcu *d)
+/*
+ * Take d's queue as the batch (when none waits) and advance d's grace
+ * periods toward the batch's and the polled ones, as far as the readers
+ * allow without blocking.  gp_mutex held.
+ */
+static void advance(struct sk_srcu *d)
 {
-	struct sk_rcu_head *first = NULL, *last = NULL, *h, *next;
+	struct sk_srcu__state *st = d->state;
 	uint64_t want = 0, req;
-	unsigned long backlog, n = 0;
-	int pending;
+	unsigned long backlog;
+	int mode;
 
-	/*
-	 * Consume the announcements (in_work 2 -> 1) before looking at the
-	 * work: work announced later makes the unlisting CAS fail.
-	 */
-	sk_atomic_xchg(&d->state->in_work, 1);
-	/*
-	 * SRCU-I: in_work stored before the loads of the work and the trylock's
-	 * load of the mutex (store buffering: in C11 a seq_cst RMW does not
-	 * order later non-seq_cst loads).  Pairs with the producers' seq_cst
-	 * RMW that publishes the work (queue tail, poll_req) followed by
-	 * their seq_cst load of in_work in mark_work(): either we see the
-	 * work or they see in_work == 1 and announce again; and with SRCU-G in
-	 * sk__srcu_gp_unlock().
-	 */
-	sk_smp_mb();
-	if (pthread_mutex_trylock(&d->state->gp_mutex) != 0) {
-		/* Its holder kicks us on release (sk__srcu_gp_unlock()). */
-		d->state->busy_skip = 1;
-		return WORK_PENDING;
-	}
-	d->state->busy_skip = 0;
-	if (!d->state->b_first &&
-	    sk__wfq_take(&d->state->cbq, &d->state->b_first, &d->state->b_last))
-		d->state->b_gp = sk__srcu_gp_snap(d);
-	if (d->state->b_first)
-		want = d->state->b_gp;
-	req = sk_atomic_load_acquire(&d->state->poll_req);
+	if (!st->b_first && sk__wfq_take(&st->cbq, &st->b_first, &st->b_last))
+		st->b_gp = sk__srcu_gp_snap(d);
+	if (st->b_first)
+		want = st->b_gp;
+	req = sk_atomic_load_acquire(&st->poll_req);
 	if (!gp_done(d, req) && (!want || req > want))
 		want = req;
 	/* Modular difference, signed: exact across the counters' wrap. */
-	backlog = sk_atomic_load_relaxed(&d->state->cb_queued) -
-		  d->state->cb_invoked;
+	backlog = sk_atomic_load_relaxed(&st->cb_queued) - st->cb_invoked;
+	mode = (long)backlog > (long)SK__CB_BACKLOG_EXPEDITE
+		       ? DRAIN_NONBLOCK_EXP
+		       : DRAIN_NONBLOCK;
 	/* Blocked: readers hold want; the worker checks again after a nap. */
-	d->state->blocked =
-		want &&
-		!sk__srcu_advance(d, want,
-				  (long)backlog > (long)SRCU_CB_BACKLOG_EXPEDITE
-					  ? DRAIN_NONBLOCK_EXP
-					  : DRAIN_NONBLOCK);
-	if (d->state->b_first && gp_done(d, d->state->b_gp)) {
-		first = d->state->b_first;
-		last = d->state->b_last;
-		/*
-		 * Detached but not yet run: sk_srcu_barrier() and cleanup
-		 * see it as pending through cb_running.
-		 */
-		sk_atomic_store_relaxed(&d->state->cb_running, 1);
-		sk_atomic_store_relaxed(&d->state->b_first,
-					(struct sk_rcu_head *)NULL);
-		d->state->b_last = NULL;
-	}
-	pending = d->state->b_first || sk__srcu_poll_pending(d) ||
-		  !sk__wfq_empty(&d->state->cbq);
-	pthread_mutex_unlock(&d->state->gp_mutex);
+	st->blocked = want && !sk__srcu_advance(d, want, mode);
+}
+
+/* Run a batch detached by process(), first..last; then it is done. */
+static void run_detached(struct sk_srcu *d, struct sk_rcu_head *first,
+			 struct sk_rcu_head *last)
+{
+	struct sk_rcu_head *h, *next;
+	unsigned long n = 0;
 
 	for (h = first; h; h = next) {
 		next = sk__wfq_next(h, last);
@@ -147,13 +102,59 @@ static int process(struct sk_srcu *d)
 			n++;
 		sk__cb_invoke(h);
 	}
-	if (!first)
-		return pending ? WORK_PENDING : WORK_IDLE;
 	/* Release: the producers' backlog estimate after the runs. */
 	sk_atomic_store_release(&d->state->cb_invoked,
 				d->state->cb_invoked + n);
 	/* SRCU-J: release; pairs with the acquire in sk_srcu_barrier(). */
 	sk_atomic_store_release(&d->state->cb_running, 0);
+}
+
+/* One step of the worker on d. */
+static int process(struct sk_srcu *d)
+{
+	struct sk_srcu__state *st = d->state;
+	struct sk_rcu_head *first = NULL, *last = NULL;
+	int pending;
+
+	/*
+	 * Consume the announcements (in_work 2 -> 1) before looking at the
+	 * work: work announced later makes the unlisting CAS fail.
+	 */
+	sk_atomic_xchg(&st->in_work, 1);
+	/*
+	 * SRCU-I: in_work stored before the loads of the work and the
+	 * trylock's load of the mutex (store buffering: in C11 a seq_cst RMW
+	 * does not order later non-seq_cst loads).  Pairs with the
+	 * producers' seq_cst RMW that publishes the work (queue tail,
+	 * poll_req) followed by their seq_cst load of in_work in
+	 * mark_work(): either we see the work or they see in_work == 1 and
+	 * announce again; and with SRCU-G in sk__srcu_gp_unlock().
+	 */
+	sk_smp_mb();
+	if (pthread_mutex_trylock(&st->gp_mutex) != 0) {
+		/* Its holder kicks us on release (sk__srcu_gp_unlock()). */
+		st->busy_skip = 1;
+		return WORK_PENDING;
+	}
+	st->busy_skip = 0;
+	advance(d);
+	if (st->b_first && gp_done(d, st->b_gp)) {
+		first = st->b_first;
+		last = st->b_last;
+		/*
+		 * Detached but not yet run: sk_srcu_barrier() and cleanup
+		 * see it as pending through cb_running.
+		 */
+		sk_atomic_store_relaxed(&st->cb_running, 1);
+		sk_atomic_store_relaxed(&st->b_first, (struct sk_rcu_head *)NULL);
+		st->b_last = NULL;
+	}
+	pending = st->b_first || sk__srcu_poll_pending(d) ||
+		  !sk__wfq_empty(&st->cbq);
+	pthread_mutex_unlock(&st->gp_mutex);
+	if (!first)
+		return pending ? WORK_PENDING : WORK_IDLE;
+	run_detached(d, first, last);
 	return WORK_PROGRESS;
 }
 
@@ -175,105 +176,95 @@ static int any_work_visible(int *blocked)
 	return vis;
 }
 
-static void *worker_main(void *arg)
+/* Naps while readers hold a domain: doubling (worker thread only). */
+static uint64_t nap_ns = SRCU_NAP_MIN_NS;
+
+/*
+ * The re-check of sk__worker_sleep(): nothing to do unless kicked (the
+ * urgent flag, read after WK-W2) or work is visible.  When readers hold
+ * a domain, sleep one nap only and double the next one.
+ */
+static int worker_idle(struct sk__worker *w, uint64_t *timeout_ns)
 {
-	uint64_t ns = SRCU_NAP_MIN_NS;
 	int blocked;
 
-	(void)arg;
-	sk__srcu_in_worker = 1;
-	pthread_setname_np(pthread_self(), "sk-srcu-cb");
-	for (;;) {
-		int seq = sk_atomic_load_acquire(&sk__srcu.poke);
-		int progress = 0, n = 0, len = 0;
-		struct sk__link *l;
+	if (sk_atomic_load_relaxed(&w->urgent) || any_work_visible(&blocked))
+		return 0;
+	if (blocked) {
+		*timeout_ns = nap_ns;
+		if (nap_ns < SRCU_NAP_MAX_NS)
+			nap_ns *= 2;
+	}
+	return 1;
+}
 
-		pthread_mutex_lock(&sk__srcu.lock);
-		for (l = sk__srcu.work.next; l != &sk__srcu.work; l = l->next)
-			len++;
-		/* Visit each listed domain once, rotating the list. */
-		for (n = 0; n < len && !sk__link_empty(&sk__srcu.work); n++) {
-			struct sk_srcu *d = srcu_of_link(sk__srcu.work.next);
-			int st;
+/* Unlist d after process() found it idle.  sk__srcu.lock held. */
+static void unlist_idle(struct sk_srcu *d)
+{
+	int one = 1;
 
-			sk__link_del(&d->state->work_link);
-			sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
-			sk__srcu.current = d;
-			pthread_mutex_unlock(&sk__srcu.lock);
-			st = process(d);
-			pthread_mutex_lock(&sk__srcu.lock);
-			sk__srcu.current = NULL;
-			pthread_cond_broadcast(&sk__srcu.idle_cv);
-			if (st == WORK_PROGRESS)
-				progress = 1;
-			if (st == WORK_IDLE) {
-				int one = 1;
+	/*
+	 * Unlist only if nothing was announced since process() consumed the
+	 * announcements (no window where a request is pending and in_work
+	 * reads 0).
+	 */
+	if (sk_atomic_cmpxchg(&d->state->in_work, &one, 0))
+		sk__link_del(&d->state->work_link);
+}
 
-				/*
-				 * Unlist only if nothing was announced since
-				 * process() consumed the announcements (no
-				 * window where a request is pending and
-				 * in_work reads 0).
-				 */
-				if (sk_atomic_cmpxchg(&d->state->in_work, &one,
-						      0))
-					sk__link_del(&d->state->work_link);
-			}
-		}
+/* Visit each listed domain once, rotating the list; 1 on progress. */
+static int worker_round(void)
+{
+	int progress = 0, n, len = 0;
+	struct sk__link *l;
+
+	pthread_mutex_lock(&sk__srcu.lock);
+	for (l = sk__srcu.work.next; l != &sk__srcu.work; l = l->next)
+		len++;
+	for (n = 0; n < len && !sk__link_empty(&sk__srcu.work); n++) {
+		struct sk_srcu *d = srcu_of_link(sk__srcu.work.next);
+		int st;
+
+		sk__link_del(&d->state->work_link);
+		sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
+		sk__srcu.current = d;
 		pthread_mutex_unlock(&sk__srcu.lock);
-		if (progress) {
-			ns = SRCU_NAP_MIN_NS;
+		st = process(d);
+		pthread_mutex_lock(&sk__srcu.lock);
+		sk__srcu.current = NULL;
+		pthread_cond_broadcast(&sk__srcu.idle_cv);
+		if (st == WORK_PROGRESS)
+			progress = 1;
+		if (st == WORK_IDLE)
+			unlist_idle(d);
+	}
+	pthread_mutex_unlock(&sk__srcu.lock);
+	return progress;
+}
+
+static void worker_loop(struct sk__worker *w)
+{
+	sk__srcu_in_worker = 1;
+	while (!sk_atomic_load_relaxed(&w->stop)) {
+		/* WK-K3: the kicks before the round's look at the domains. */
+		sk__worker_take_kicks(w);
+		if (worker_round()) {
+			nap_ns = SRCU_NAP_MIN_NS;
 			continue;
 		}
 		/*
-		 * SRCU-W1: announce the sleep before the re-check loads the
-		 * work
-		 * (store buffering; the fence because in C11 a seq_cst RMW
-		 * does not order later non-seq_cst loads).  Pairs with the
-		 * producers' seq_cst RMW that publishes the work followed by
-		 * their seq_cst load of sleeping in worker_poke(), and with
-		 * sk__srcu_worker_kick()'s increment of poke, which the futex
-		 * wait
-		 * reads after SRCU-W1: either we see the work or they wake us.
+		 * WK-W1/WK-W2 in it: the sleep announced before the re-check
+		 * loads the work; pairs with WK-K2 of the producers
+		 * (mark_work()) and of sk__srcu_worker_kick().
 		 */
-		sk_atomic_xchg(&sk__srcu.sleeping, 1);
-		sk_smp_mb();
-		if (!any_work_visible(&blocked)) {
-			if (!blocked) {
-				sk__futex_wait(&sk__srcu.poke, seq);
-			} else {
-				/* Readers hold a domain: look again later. */
-				sk__futex_wait_ns(&sk__srcu.poke, seq, ns);
-				if (ns < SRCU_NAP_MAX_NS)
-					ns *= 2;
-			}
-		}
-		sk_atomic_store_relaxed(&sk__srcu.sleeping, 0);
+		sk__worker_sleep(w, SK__WK_IDLE, 0, worker_idle);
 	}
-	return NULL;
 }
 
 static int worker_ensure(void)
 {
-	sigset_t all, old;
-	pthread_t th;
-	int err = 0;
-
-	if (SK_LIKELY(sk_atomic_load_acquire(&sk__srcu.worker_started)))
-		return 0;
-	pthread_mutex_lock(&sk__srcu.lock);
-	if (!sk__srcu.worker_started) {
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		err = -pthread_create(&th, NULL, worker_main, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (!err) {
-			pthread_detach(th);
-			sk_atomic_store_release(&sk__srcu.worker_started, 1);
-		}
-	}
-	pthread_mutex_unlock(&sk__srcu.lock);
-	return err ? -EAGAIN : 0;
+	return sk__worker_ensure(&sk__srcu.worker, &sk__srcu.lock,
+				 "sk-srcu-cb", worker_loop);
 }
 
 /*
@@ -295,7 +286,8 @@ static void mark_work(struct sk_srcu *d)
 		sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
 		pthread_mutex_unlock(&sk__srcu.lock);
 	}
-	worker_poke();
+	/* WK-K2 in it: the publishing RMW before the load of sleeping. */
+	sk__worker_wake(&sk__srcu.worker, SK__WK_KICK_IDLE);
 }
 
 int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
@@ -310,7 +302,7 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 	err = worker_ensure();
 	if (err)
 		return err;
-	err = sk__cb_prepare(head, fn, "sk_call_srcu()");
+	err = sk__cb_prepare(head, fn);
 	if (err)
 		return err;
 	sk__wfq_push(&d->state->cbq, head);
@@ -321,7 +313,7 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 	 * Forward progress under a flood: a producer far ahead of the worker
 	 * gives up its CPU once per call (bounded work, no waiting on anyone).
 	 */
-	if (SK_UNLIKELY((long)backlog > (long)SRCU_CB_THROTTLE) &&
+	if (SK_UNLIKELY((long)backlog > (long)SK__CB_THROTTLE) &&
 	    !sk__srcu_in_worker)
 		sched_yield();
 	return 0;
@@ -338,16 +330,23 @@ unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d)
 	while (want > cur &&
 	       !sk_atomic_cmpxchg(&d->state->poll_req, &cur, want))
 		;
-	if (worker_ensure() == 0)
-		mark_work(d);
+	/*
+	 * Listed even when the worker cannot start now: the request stays on
+	 * the worker's list, and the worker drives it once a later call has
+	 * started it (a grace period of d run by anyone completes it sooner).
+	 */
+	(void)worker_ensure();
+	mark_work(d);
 	return (unsigned long)want;
 }
 
 void sk_srcu_barrier(struct sk_srcu *d)
 {
+	struct sk_rcu_head *h;
 	int pending;
 
 	sk__srcu_ready(d, "sk_srcu_barrier()");
+	h = &d->state->barrier_head;
 	if (sk__srcu_in_worker)
 		sk__die("sk_srcu_barrier() called from an SRCU callback: it "
 			"would wait for itself forever");
@@ -364,20 +363,21 @@ void sk_srcu_barrier(struct sk_srcu *d)
 		  sk_atomic_load_acquire(&d->state->cb_running);
 	sk__srcu_gp_unlock(d);
 	if (pending) {
-		d->state->barrier_done = 0;
-		d->state->barrier_head.state_ = SK__CB_DONE;
 		/*
-		 * The worker runs the batch in flight to its end before it
-		 * takes the queue again, so the barrier head runs after it.
+		 * No worker start here: the sk_call_srcu() that queued a
+		 * pending callback started the worker before it queued (a fork
+		 * child drops the callbacks it inherits), so the worker runs.
+		 * It runs the batch in flight to its end before it takes the
+		 * queue again, so the barrier head runs after it.  barrier_mutex
+		 * serializes the barriers: the head is not queued.
 		 */
-		if (worker_ensure() == 0 &&
-		    sk__cb_prepare(&d->state->barrier_head, barrier_cb,
-				   "sk_srcu_barrier()") == 0) {
-			sk__wfq_push(&d->state->cbq, &d->state->barrier_head);
-			mark_work(d);
-			while (!sk_atomic_load_acquire(&d->state->barrier_done))
-				sk__futex_wait(&d->state->barrier_done, 0);
-		}
+		d->state->barrier_done = 0;
+		h->func_ = barrier_cb;
+		h->state_ = sk__cb_queued_mark(h);
+		sk__wfq_push(&d->state->cbq, h);
+		mark_work(d);
+		while (!sk_atomic_load_acquire(&d->state->barrier_done))
+			sk__futex_wait(&d->state->barrier_done, 0);
 	}
 	pthread_mutex_unlock(&d->state->barrier_mutex);
 }

@@ -250,9 +250,7 @@ static void atfork_child(void)
 	pthread_mutex_unlock(&sk__srcu.lock);
 	pthread_cond_init(&sk__srcu.idle_cv, NULL);
 	sk__srcu.current = NULL;
-	sk__srcu.worker_started = 0;
-	sk__srcu.sleeping = 0;
-	sk__srcu.poke = 0;
+	sk__worker_fork_child(&sk__srcu.worker);
 	sk__srcu_in_worker = 0;
 }
 

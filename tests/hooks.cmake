@@ -12,4 +12,4 @@ endif()
 
 include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
 sk_lib_variant(scalekit_hooks SK_TEST_HOOKS test_rcu_wrap test_srcu_wrap
-  test_rcu_expedite test_rwlock_rb)
+  test_rcu_expedite test_rwlock_rb test_worker)

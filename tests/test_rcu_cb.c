@@ -19,11 +19,11 @@
  *     with nothing pending it starts no grace period;
  *   - SK_FREE_RCU() frees (malloc statistics; a leaking twin MUST be
  *     caught), also with the head at offset 0;
- *   - -EINVAL and -EBUSY ("already queued", every build) are returned as
- *     documented and the callback then runs once; a head queued twice
- *     loses no other callback (counts agree), SK_FREE_RCU() twice frees
- *     once; a copy of a queued head is not taken for it; the report is one
- *     message naming the call and the thread, and no abort;
+ *   - -EINVAL and -EBUSY (already queued, every build) are returned as
+ *     documented, printing nothing, and the callback then runs once; a
+ *     head queued twice loses no other callback (counts agree),
+ *     SK_FREE_RCU() twice frees once; a copy of a queued head is not taken
+ *     for it; a double queue is no abort;
  *   - sk_rcu_barrier() inside a read section or a callback aborts with a
  *     message (death tests: this program run again as a child);
  *   - a flood of callbacks from two threads makes forward progress within
@@ -813,7 +813,7 @@ static void dq_cb(struct sk_rcu_head *h)
 
 /*
  * Every build: queueing a head that is queued and has not run returns
- * -EBUSY and prints a message naming the call ("already queued"); the
+ * -EBUSY and prints nothing (a returned error is not printed); the
  * callback runs once.  The head is held in the queue by our own read
  * section meanwhile.  Once it has run, it may be queued again.
  */
@@ -836,8 +836,7 @@ static void double_queue_returns_ebusy_and_runs_once(void)
 	sk_rcu_read_unlock();
 	SK_CHECK_EQ(r1, 0);
 	SK_CHECK_EQ(r2, -EBUSY);
-	SK_CHECK_STR_CONTAINS(err, "sk_call_rcu()");
-	SK_CHECK_STR_CONTAINS(err, "already queued");
+	SK_CHECK_EQ(err[0], '\0'); /* a returned error prints nothing */
 	sk_rcu_barrier();
 	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(LOAD(dq_runs), 1);
@@ -866,7 +865,7 @@ static void dq_obj_cb(struct sk_rcu_head *h)
  * queued and invoked counts agree.  (Without the check, the second push
  * of h cut b off the queue: b never ran and the counts never matched
  * again.)  The same for SK_FREE_RCU() of one object twice: the second is
- * refused, naming SK_FREE_RCU() (without the check: a double free).
+ * refused (without the check: a double free).  Neither refusal prints.
  */
 static void double_queue_loses_no_other_callback(void)
 {
@@ -901,8 +900,7 @@ static void double_queue_loses_no_other_callback(void)
 	SK_CHECK_EQ(rf2, -EBUSY);
 	for (i = 0; i < 4; i++)
 		SK_CHECK_EQ(LOAD(o[i].runs), 1);
-	SK_CHECK_EQ(sk_test_count_substr(err, "already queued"), 2);
-	SK_CHECK_STR_CONTAINS(err, "SK_FREE_RCU()");
+	SK_CHECK_EQ(err[0], '\0'); /* returned errors print nothing */
 	SK_CHECK_EQ(s1.cb_queued - s0.cb_queued, 5);
 	SK_CHECK_EQ(s1.cb_invoked - s0.cb_invoked, 5);
 	SK_CHECK_EQ(s1.cb_queued, s1.cb_invoked);
@@ -942,7 +940,7 @@ static void copy_of_queued_head_is_not_queued(void)
 	SK_CHECK_EQ(LOAD(junk.runs), 1);
 }
 
-/* The child of double_queue_is_reported_once_naming_call_and_thread. */
+/* The child of double_queue_goes_on_and_prints_nothing. */
 static void child_double_queue(void)
 {
 	static struct sk_rcu_head h;
@@ -959,28 +957,19 @@ static void child_double_queue(void)
 }
 
 /*
- * The report of a double sk_call_rcu() (every build; in a child process,
- * as the death tests): the program goes on (exit 0: the report is not an
- * abort, the second request is dropped and -EBUSY returned), and stderr
- * holds exactly one library message, naming sk_call_rcu(), the head and
- * the calling thread.
+ * A double sk_call_rcu() in a fresh process (every build; in a child
+ * process, as the death tests): the program goes on (exit 0: no abort,
+ * the second request is dropped and -EBUSY returned, the callback runs
+ * once), and the library prints nothing: the error is returned.
  */
-static void double_queue_is_reported_once_naming_call_and_thread(void)
+static void double_queue_goes_on_and_prints_nothing(void)
 {
-	char out[4096], want[96];
+	char out[4096];
 	int st = run_child("double-queue", out, sizeof(out));
-	const char *p = strstr(out, "pid ");
 
 	SK_CHECK_EXIT_0(st);
-	SK_CHECK_EQ(sk_test_count_substr(out, "scalekit: "), 1);
-	/* Named: the call and the calling thread (the child's main thread,
-	 * whose tid is its pid). */
-	snprintf(want, sizeof(want),
-		 "scalekit: thread %ld: sk_call_rcu() on rcu_head 0x",
-		 p ? strtol(p + 4, NULL, 10) : -1L);
-	SK_CHECK_STR_CONTAINS(out, want);
-	SK_CHECK_STR_CONTAINS(out, "already queued");
-	SK_CHECK_STR_CONTAINS(out, "dropped");
+	SK_CHECK_STR_CONTAINS(out, "pid "); /* the capture works */
+	SK_CHECK_EQ(sk_test_count_substr(out, "scalekit"), 0);
 }
 
 /* ---- death tests ---------------------------------------------------------- */
@@ -1135,7 +1124,7 @@ int main(int argc, char **argv)
 	SK_RUN(double_queue_returns_ebusy_and_runs_once);
 	SK_RUN(double_queue_loses_no_other_callback);
 	SK_RUN(copy_of_queued_head_is_not_queued);
-	SK_RUN(double_queue_is_reported_once_naming_call_and_thread);
+	SK_RUN(double_queue_goes_on_and_prints_nothing);
 	SK_RUN(barrier_inside_read_section_aborts);
 	SK_RUN(barrier_inside_callback_aborts);
 	SK_RUN(flood_makes_progress_in_bounded_memory);

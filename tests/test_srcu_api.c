@@ -526,8 +526,7 @@ static void call_srcu_twice_on_a_queued_head_is_ebusy(void)
 	rc = sk_call_srcu(d, &c.rh, counted_cb);
 	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
-	SK_CHECK_STR_CONTAINS(msg, "sk_call_srcu()");
-	SK_CHECK_STR_CONTAINS(msg, "already queued");
+	SK_CHECK_EQ(msg[0], '\0'); /* a returned error prints nothing */
 	holder_finish(&h);
 	barrier_settle(d, &c);
 	SK_CHECK_EQ(__atomic_load_n(&c.runs, __ATOMIC_ACQUIRE), 1);

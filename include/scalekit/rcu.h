@@ -363,7 +363,12 @@ SK_API unsigned long sk_get_state_synchronize_rcu(void);
 /*
  * sk_start_poll_synchronize_rcu() - as sk_get_state_synchronize_rcu(),
  * and makes sure that grace period will start (the callback worker runs
- * it) without the caller blocking.
+ * it) without the caller blocking.  When the worker thread is not running
+ * yet and cannot be started (pthread_create() fails), the request is
+ * kept, not dropped: the worker runs it once a later sk_call_rcu() or
+ * sk_start_poll_synchronize_rcu() has started it, and any grace period
+ * that completes meanwhile (a sk_synchronize_rcu()) completes the cookie
+ * too; nothing is printed.
  * Context: any thread, also inside a read section.  Never blocks.
  * Ordering: full barrier before the snapshot.
  * Returns: the cookie.
@@ -412,10 +417,10 @@ SK_API void sk_cond_synchronize_rcu(unsigned long cookie);
  * fn runs after every read section that began before the call has ended.
  * Reclamation: fn may free the object containing head.
  * Returns: 0; -EINVAL (nothing queued) when head or fn is NULL; -EBUSY
- * when head is already queued and its callback has not started yet: a
- * message naming the call and the thread goes to stderr and the second
- * request is dropped, never queued (fn does not run for it, so what it
- * was to free stays allocated); the first stays queued.  Checked in every
+ * when head is already queued and its callback has not started yet:
+ * nothing is printed and the second request is dropped, never queued (fn
+ * does not run for it, so what it was to free stays allocated); the first
+ * stays queued.  Checked in every
  * build, from a mark that sk_call_rcu() writes into head and that
  * includes head's address: head needs no initialisation before its first
  * sk_call_rcu(), and a copy of a queued head is not taken for it.  Two

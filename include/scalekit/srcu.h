@@ -317,17 +317,22 @@ SK_API void sk_synchronize_srcu_expedited(struct sk_srcu *d);
  * the CPU once per call; beyond 10000 the worker expedites d's grace
  * periods.
  * Returns: 0, -EINVAL (NULL argument), -EBUSY (head already queued and
- * not yet run, in every build: one message on stderr, the second request
- * is dropped; as for sk_call_rcu(), two racing calls on one head are not
- * caught) or -EAGAIN (the worker thread could not start).
+ * not yet run, in every build: nothing is printed, the second request is
+ * dropped; as for sk_call_rcu(), two racing calls on one head are not
+ * caught) or -EAGAIN (or another error of pthread_create(), negated) when
+ * the worker thread is not running yet and cannot be started: nothing is
+ * queued and head is untouched; a later call tries again.
  */
 SK_API int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 			void (*fn)(struct sk_rcu_head *head));
 
 /*
  * sk_srcu_barrier() - wait until every callback queued on d before the
- * call has run.  Returns at once when none is pending.
- * Context: outside read sections of d and outside SRCU callbacks.  Blocks.
+ * call has run.  Returns at once when none is pending.  Never starts the
+ * worker thread and cannot fail: the sk_call_srcu() that queued a pending
+ * callback started it.
+ * Context: outside read sections of d and outside SRCU callbacks (either
+ * would deadlock: message and abort).  Blocks.
  */
 SK_API void sk_srcu_barrier(struct sk_srcu *d);
 
@@ -341,6 +346,11 @@ SK_API void sk_srcu_barrier(struct sk_srcu *d);
  * sk_get_state_synchronize_srcu(): cookie of a grace period that starts
  * after the call; never blocks.  sk_start_poll_synchronize_srcu(): the
  * same, and makes sure it starts (the worker drives it); never blocks.
+ * When the worker thread is not running yet and cannot be started
+ * (pthread_create() fails), the request is kept, not dropped: the worker
+ * drives it once a later sk_call_srcu() or sk_start_poll_synchronize_srcu()
+ * has started it, and any grace period of d that completes meanwhile (a
+ * sk_synchronize_srcu()) completes the cookie too; nothing is printed.
  * sk_poll_state_synchronize_srcu(): 1 once completed (then a full
  * barrier), else 0; 1 also on a domain that sk_srcu_cleanup() released
  * (no reader of it is left); never blocks.  Any thread, also inside a section.

@@ -4,23 +4,23 @@
  * wait-free multi-producer, single-consumer list of struct sk_rcu_head
  * with a sentinel, and the common rules for queueing and running a head.
  *
- * Barrier pairs:
- *   C1 (producer, xchg)    - publishes the node as the tail; a full barrier
- *                            (the caller's earlier accesses happen before
- *                            the callback; store buffering against a
- *                            consumer that announces it sleeps).
- *   C2 (producer, release) - links the node after its predecessor; pairs
- *                            with the consumer's acquire C2' in
- *                            sk__wfq_next() / sk__wfq_take().
- * Litmus tests (litmus/, see docs/litmus.md): C1 - SB+xchg+mb.litmus;
- * C2/C2' - MP+rel+acq.litmus.
+ * Labels placed here (the whole legend; users name them):
+ *   CB-C1 (producer, xchg)    - publishes the node as the tail; a full
+ *                               barrier (the caller's earlier accesses
+ *                               happen before the callback; the request
+ *                               of a worker kick, WK-K2 in src/worker.c).
+ *   CB-C2 (producer, release) - links the node after its predecessor;
+ *                               pairs with the consumer's acquire CB-C2'
+ *                               in sk__wfq_next() / sk__wfq_take().
+ *   CB-C2' (consumer, acquire) - see CB-C2.
+ * Litmus tests (litmus/, see docs/litmus.md): CB-C1 - SB+xchg+mb.litmus;
+ * CB-C2/CB-C2' - MP+rel+acq.litmus.
  */
 #ifndef SCALEKIT_INTERNAL_CBQ_H
 #define SCALEKIT_INTERNAL_CBQ_H
 
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "scalekit/rcu.h"
@@ -113,9 +113,9 @@ static inline void sk__wfq_push(struct sk__wfq *q, struct sk_rcu_head *h)
 	struct sk_rcu_head *prev;
 
 	sk_atomic_store_relaxed(&h->next_, (struct sk_rcu_head *)NULL);
-	/* C1: publish h as the tail; full barrier. */
+	/* CB-C1: publish h as the tail; full barrier. */
 	prev = sk_atomic_xchg(&q->tail, h);
-	/* C2: link h after prev; pairs with C2'. */
+	/* CB-C2: link h after prev; pairs with CB-C2'. */
 	sk_atomic_store_release(&prev->next_, h);
 }
 
@@ -130,7 +130,8 @@ static inline int sk__wfq_take(struct sk__wfq *q, struct sk_rcu_head **first,
 
 	if (sk__wfq_empty(q))
 		return 0;
-	/* C2': a producer that swapped the tail links within two instructions. */
+	/* CB-C2': a producer that swapped the tail links within two
+	 * instructions. */
 	while (!(f = sk_atomic_load_acquire(&q->head.next_)))
 		sk_cpu_relax();
 	sk_atomic_store_relaxed(&q->head.next_, (struct sk_rcu_head *)NULL);
@@ -148,34 +149,22 @@ static inline struct sk_rcu_head *sk__wfq_next(struct sk_rcu_head *h,
 
 	if (h == last)
 		return NULL;
-	/* C2': pairs with C2; the producer may still be linking. */
+	/* CB-C2': pairs with CB-C2; the producer may still be linking. */
 	while (!(next = sk_atomic_load_acquire(&h->next_)))
 		sk_cpu_relax();
 	return next;
 }
 
-/* Report a head queued twice (cold path of sk__cb_prepare()). */
-static inline __attribute__((cold)) int
-sk__cb_double_queue(struct sk_rcu_head *head, const char *api)
-{
-	fprintf(stderr,
-		"scalekit: thread %ld: %s on rcu_head %p that is already "
-		"queued and has not run yet; the second request is dropped "
-		"(its callback does not run for it)\n",
-		sk__gettid(), api, (void *)head);
-	return -EBUSY;
-}
-
 /*
  * Check and mark a head about to be queued with fn (fn may encode an
  * SK_FREE_RCU offset).  Returns 0, -EINVAL for NULL arguments, or -EBUSY
- * (with a message naming api) when the head is queued already: nothing in
- * the head changes then, so the queue it sits in stays intact.  Every
- * build.
+ * when the head is queued already (every build): nothing in the head
+ * changes then, so the queue it sits in stays intact, and the second
+ * request is dropped.  A detected double queue corrupts nothing, so by
+ * the error rule (docs/CONTRIBUTING.md) it is returned, never printed.
  */
 static inline int sk__cb_prepare(struct sk_rcu_head *head,
-				 void (*fn)(struct sk_rcu_head *),
-				 const char *api)
+				 void (*fn)(struct sk_rcu_head *))
 {
 	unsigned long mark;
 
@@ -189,7 +178,7 @@ static inline int sk__cb_prepare(struct sk_rcu_head *head,
 	 * orders the DONE store of sk__cb_invoke() before this load.
 	 */
 	if (SK_UNLIKELY(sk_atomic_load_relaxed(&head->state_) == mark))
-		return sk__cb_double_queue(head, api);
+		return -EBUSY;
 	sk_atomic_store_relaxed(&head->state_, mark);
 	head->func_ = fn;
 	return 0;

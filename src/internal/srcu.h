@@ -74,10 +74,10 @@
  *           caller's updates before the grace period it waits for.
  *   SRCU-E, SRCU-F  full barriers before and after the flip [srcu_gp.c]:
  *           the first drain, the flip and the second drain in order.
- *   SRCU-W1 worker, full fence after its seq_cst store of sleeping
- *           [srcu_cb.c]; store buffering with the producers' seq_cst RMW
- *           that publishes work followed by their seq_cst load of sleeping
- *           (worker_poke(), worker_kick()).
+ *   The worker's sleep and the kicks that end it (producers in
+ *           mark_work(), the gp_mutex holder in sk__srcu_worker_kick())
+ *           are the shared protocol of internal/worker.h: WK-W1/WK-W2
+ *           against WK-K1/WK-K2 [src/worker.c].
  *   SRCU-I  worker, full fence after its seq_cst store of in_work
  *           [srcu_cb.c]; store buffering with the producers' publishing
  *           RMW followed by their seq_cst load of in_work (mark_work()),
@@ -91,7 +91,7 @@
  *   SRCU-R  release of state->ready after the setup of a defined domain's
  *           state [srcu_domain.c]; pairs with the acquire in
  *           sk__srcu_ready() before any use of the state.
- *   SRCU-W1, SRCU-I and SRCU-G are explicit fences: in C11 a seq_cst RMW
+ *   SRCU-I and SRCU-G are explicit fences: in C11 a seq_cst RMW
  *   orders no later non-seq_cst load, so the RMW alone is not enough on
  *   weakly ordered CPUs (ARMv8.0 without LSE, POWER).
  *   Litmus tests (litmus/, see docs/litmus.md; smp_mb() stands for the
@@ -99,7 +99,7 @@
  *     SRCU-B/SRCU-D, SRCU-P/SRCU-Z  SB+mbs.litmus
  *     SRCU-C/SRCU-D                 LB+rel+mb.litmus
  *     SRCU-N, SRCU-X                MP+rel+acq.litmus
- *     SRCU-W1, SRCU-I, SRCU-G       SB+xchg+mb.litmus
+ *     SRCU-I, SRCU-G                SB+xchg+mb.litmus
  *     SRCU-S1, SRCU-E/SRCU-F and all of the above end to end through the
  *     real grace period: srcu-gp-before.litmus, srcu-gp-after.litmus,
  *     srcu-deferred-free.litmus (fail with --busted),
@@ -154,8 +154,6 @@
  *   cb_queued, cb_invoked: only their difference (the backlog) is used,
  *       read as signed.
  *   idx: only its low bit is used.  stats_gps: a statistic, may wrap.
- *   sk__srcu.poke: a futex value compared for equality within one worker
- *       round; 2^32 pokes in one round are not possible.
  *
  * Unbalanced unlocks: the unlock fast path compares the ends of the
  * locker's sections (its own and those others ended for it) with its
@@ -172,6 +170,7 @@
 #include "scalekit/srcu.h"
 #include "internal/cbq.h"
 #include "internal/util.h"
+#include "internal/worker.h"
 
 #define SRCU_MAX_THREADS (SK_SRCU_MAX_CHUNKS * SK_SRCU_CHUNK_SLOTS)
 
@@ -197,11 +196,6 @@ _Static_assert(SRCU_INC_MAX < 1UL << 16, "incarnation fits the tag");
 /* Naps while readers hold a grace period: doubling between these. */
 #define SRCU_NAP_MIN_NS 20000ULL
 #define SRCU_NAP_MAX_NS 1000000ULL
-
-/* Backlog (callbacks of a domain) beyond which the worker expedites. */
-#define SRCU_CB_BACKLOG_EXPEDITE 10000UL
-/* Backlog beyond which a producer yields the CPU to the worker. */
-#define SRCU_CB_THROTTLE (1UL << 18)
 
 enum { DRAIN_NONBLOCK, DRAIN_NONBLOCK_EXP, DRAIN_SLEEP, DRAIN_EXPEDITE };
 enum { WORK_IDLE, WORK_PENDING, WORK_PROGRESS };
@@ -300,9 +294,7 @@ struct sk__srcu_global {
 	struct sk__link work;	 /* domains with work (state->work_link) */
 	struct sk_srcu *current; /* domain the worker is processing */
 	pthread_cond_t idle_cv;	 /* signalled when current changes */
-	int worker_started;
-	int sleeping __attribute__((aligned(SK_CACHELINE))); /* worker */
-	int poke;					     /* futex */
+	struct sk__worker worker; /* started under lock (internal/worker.h) */
 };
 extern struct sk__srcu_global sk__srcu;
 

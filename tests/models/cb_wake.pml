@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cb_wake.pml - the sleep/wake protocol of the RCU callback worker
- * (src/rcu_cb.c: worker_main(), worker_sleep(), worker_wake()), checked
- * with spin under a weak memory model.
+ * cb_wake.pml - the sleep/wake protocol of the callback workers (the RCU
+ * worker's loop in src/rcu_cb.c on sk__worker_sleep(), sk__worker_wake()
+ * and sk__worker_take_kicks() of src/worker.c, which the SRCU worker
+ * shares), checked with spin under a weak memory model.  Labels: W1 is
+ * WK-W1 in the code, K2 is WK-K2, C1 is CB-C1, and so on.
  *
  * What is checked: the worker never blocks for good in a futex sleep while
  * work it must not sleep through is pending.  Spin reports such a state as
@@ -27,7 +29,7 @@
  * buffer is empty.  A futex system call starts
  * with a fence; FUTEX_WAIT compares and blocks atomically.
  *
- * The protocol (names as in src/rcu_cb.c):
+ * The protocol (names as in src/worker.c and src/rcu_cb.c):
  *   producer: C1 push (RMW on the queue); K1 urgent = 1 (RMW, urgent
  *             kicks only); K2 fence; load sleeping; if the worker sleeps
  *             in a state this kick must end (idle: any kick; lazy: an

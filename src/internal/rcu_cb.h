@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RCU callbacks, shared by src/rcu_cb.c (queues, the worker loop,
+ * sk_call_rcu(), sk_rcu_barrier(), polled starts, fork) and
+ * src/rcu_cb_pcpu.c (the per-CPU workers).  Never installed.
+ *
+ * Overview of the barrier pairs of RCU callbacks (the legend of each file
+ * says what it places):
+ *   CB-C1, CB-C2/CB-C2'  the push onto a queue and the worker's walk
+ *                        [internal/cbq.h]
+ *   CB-P1/CB-D1          a producer's load of q->w after its push against
+ *                        the hand-over of per-CPU queues to the default
+ *                        worker [rcu_cb.c / rcu_cb_pcpu.c]
+ *   CB-R2                the per-CPU slots before the mode word on
+ *                        [rcu_cb_pcpu.c; its acquire here]
+ *   CB-I1                q->invoked published after the runs [rcu_cb.c]
+ *   WK-W1/WK-W2, WK-K1/WK-K2, WK-K3
+ *                        the worker's sleep and the kicks [src/worker.c]
+ */
+#ifndef SCALEKIT_INTERNAL_RCU_CB_H
+#define SCALEKIT_INTERNAL_RCU_CB_H
+
+#include <pthread.h>
+#include <sched.h>
+
+#include "internal/cbq.h"
+#include "internal/util.h"
+#include "internal/worker.h"
+
+struct sk_rcu_barrier_state;
+
+/*
+ * The callback queue of one producer: a thread (allocated on its first
+ * callback, freed once drained after it exited), a CPU (per-CPU workers),
+ * or the shared fallback.  The list itself is a struct sk__wfq
+ * (internal/cbq.h); around it, the counts, the batch the worker took and
+ * the worker that drains it.
+ */
+struct sk__rcu_cb_queue {
+	/* The list: tail written by producers, head.next_ by the worker. */
+	struct sk__wfq wfq __attribute__((aligned(SK_CACHELINE)));
+	unsigned long queued; /* callbacks accepted (barrier heads excluded) */
+	/*
+	 * The worker that drains the queue: written under the queue list's
+	 * lock, read by workers under it and by producers without it
+	 * (relaxed, after the full barrier CB-P1).  Changes only for per-CPU
+	 * queues (pcpu), between their worker and the default worker.
+	 */
+	struct sk__worker *w;
+	int pcpu; /* a per-CPU queue: its worker may change */
+
+	/* Consumer side: the worker. */
+	unsigned long invoked __attribute__((aligned(SK_CACHELINE)));
+	struct sk_rcu_head *b_first, *b_last;  /* batch taken, not yet run */
+	struct sk__rcu_cb_queue *b_next;       /* next queue with a batch */
+	int busy; /* a worker owns a batch (list lock) */
+
+	/* Guarded by the queue list's lock. */
+	struct sk__link link; /* in the list of queues */
+	int orphan;	      /* owner thread exited */
+	int shared;	      /* several producers: count atomically */
+
+	/* sk_rcu_barrier() (serialized by its lock). */
+	struct sk_rcu_head bhead;
+	struct sk_rcu_barrier_state *barrier;
+};
+
+/*
+ * One CPU's queue and worker (sk_rcu_cb_workers_create()).  The slots are
+ * allocated on the first create and never freed: a producer that read
+ * on == 1 may still push onto a slot's queue after a destroy, which then
+ * hands the queue to the default worker.
+ */
+struct sk__rcu_cb_cpu {
+	struct sk__rcu_cb_queue q;
+	struct sk__worker w;
+	int running; /* w's thread exists (written under lock) */
+};
+
+/*
+ * The per-CPU workers' state (rcu_cb_pcpu.c).  Guarded by lock, except on
+ * (acquire/release CB-R2: slot and ncpu are set before it) and what
+ * struct sk__rcu_cb_queue says of its fields.
+ */
+struct sk__rcu_cb_pcpu {
+	pthread_mutex_t lock;	     /* create/destroy */
+	struct sk__rcu_cb_cpu *slot; /* ncpu slots, one per configured CPU */
+	int ncpu;
+	int listed; /* the slots' queues are in the list of queues */
+	int on;	    /* producers use the slots' queues */
+};
+extern struct sk__rcu_cb_pcpu sk__rcu_cb_pcpu;
+
+/*
+ * The queue of the CPU the caller runs on while per-CPU workers run, else
+ * NULL.  The acquire pairs with CB-R2 in sk_rcu_cb_workers_create().
+ */
+static inline struct sk__rcu_cb_queue *sk__rcu_cb_cpu_queue(void)
+{
+	if (SK_UNLIKELY(sk_atomic_load_acquire(&sk__rcu_cb_pcpu.on))) {
+		int cpu = sched_getcpu();
+
+		if (cpu >= 0 && cpu < sk__rcu_cb_pcpu.ncpu)
+			return &sk__rcu_cb_pcpu.slot[cpu].q;
+	}
+	return NULL;
+}
+
+/* ---- rcu_cb.c, for rcu_cb_pcpu.c ---- */
+
+/* Nonzero on an RCU callback worker thread. */
+extern __thread int sk__rcu_cb_in_worker;
+/* Start the default worker if needed.  Returns 0 or -errno. */
+int sk__rcu_cb_worker_ensure(void);
+/* Start a per-CPU worker on w (sk__worker_start()). */
+int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags);
+/* The default worker (started by sk__rcu_cb_worker_ensure()). */
+struct sk__worker *sk__rcu_cb_default_worker(void);
+/* Take and release the lock of the list of queues. */
+void sk__rcu_cb_lock(void);
+void sk__rcu_cb_unlock(void);
+/*
+ * Set up q as an empty per-CPU queue of the default worker and add it to
+ * the list of queues.  List lock held.
+ */
+void sk__rcu_cb_add_cpu_queue(struct sk__rcu_cb_queue *q);
+
+/* ---- rcu_cb_pcpu.c, for rcu_cb.c ---- */
+
+/* fork() child: no per-CPU worker runs; the slots leave the list. */
+void sk__rcu_cb_pcpu_fork_child(void);
+
+#endif /* SCALEKIT_INTERNAL_RCU_CB_H */

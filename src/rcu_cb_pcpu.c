@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-CPU RCU callback workers: sk_rcu_cb_workers_create(), _destroy()
+ * and _running().  The queues, the worker loop and sk_call_rcu() are in
+ * src/rcu_cb.c; what both files share: src/internal/rcu_cb.h.
+ *
+ * One more queue per CPU, with several producers, in the list of queues
+ * of rcu_cb.c; each queue names the worker that drains it (q->w: the
+ * default worker, or the per-CPU worker of its CPU), and every worker
+ * runs the same loop over its own queues.  sk_call_rcu() picks the queue
+ * of sched_getcpu() while the mode word pc->on is set.  A queue is taken
+ * by a worker only when no other worker still runs a batch of it (busy),
+ * so it keeps one consumer and its order when it changes hands (destroy
+ * hands the per-CPU queues to the default worker).
+ *
+ * Labels placed here (partners in brackets):
+ *   CB-R2 (create, release) - the slots and ncpu before pc->on [the
+ *                             acquire in sk__rcu_cb_cpu_queue(),
+ *                             internal/rcu_cb.h].
+ *   CB-D1 (destroy, mb)     - q->w = the default worker before its kick
+ *                             [CB-P1 in rcu_cb.c's queue_kick(): a
+ *                             producer's push before its load of q->w;
+ *                             store buffering]: a producer that still saw
+ *                             the old worker pushed before the kick, so
+ *                             the default worker's re-check (WK-W2) sees
+ *                             the callback.
+ * Used from src/worker.c: a stop request is a store before an urgent kick
+ * (WK-K1/WK-K2 in sk__worker_stop()); the worker's WK-W2 re-check reads
+ * it, as it reads a push.
+ * Litmus tests (litmus/, see docs/litmus.md): CB-P1/CB-D1 - SB+mbs.litmus
+ * (the push is an exchange: also SB+xchg+mb.litmus); CB-R2 -
+ * MP+rel+acq.litmus.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scalekit/rcu.h"
+#include "internal/rcu_cb.h"
+
+struct sk__rcu_cb_pcpu sk__rcu_cb_pcpu = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct sk__rcu_cb_pcpu *const pc = &sk__rcu_cb_pcpu;
+
+/* Allocate pc->slot on first use.  pc->lock held.  Returns 0 or -ENOMEM. */
+static int slots_alloc(void)
+{
+	long n;
+
+	if (pc->slot)
+		return 0;
+	n = sysconf(_SC_NPROCESSORS_CONF);
+	if (n < 1)
+		n = 1;
+	if (n > CPU_SETSIZE)
+		n = CPU_SETSIZE;
+	pc->slot = aligned_alloc(SK_CACHELINE, sizeof(*pc->slot) * (size_t)n);
+	if (!pc->slot)
+		return -ENOMEM;
+	memset(pc->slot, 0, sizeof(*pc->slot) * (size_t)n);
+	pc->ncpu = (int)n;
+	return 0;
+}
+
+/* Stop and join the per-CPU worker of s.  pc->lock held. */
+static void slot_stop(struct sk__rcu_cb_cpu *s)
+{
+	if (!s->running)
+		return;
+	sk__worker_stop(&s->w);
+	sk_atomic_store_relaxed(&s->running, 0);
+}
+
+/*
+ * Point every slot's queue at its worker (or at the default worker when
+ * it has none), adding the queues to the list of queues the first time.
+ * pc->lock held.
+ */
+static void slots_attach(int to_default)
+{
+	struct sk__worker *w0 = sk__rcu_cb_default_worker();
+	int i;
+
+	sk__rcu_cb_lock();
+	for (i = 0; i < pc->ncpu; i++) {
+		struct sk__rcu_cb_cpu *s = &pc->slot[i];
+
+		if (!pc->listed)
+			sk__rcu_cb_add_cpu_queue(&s->q);
+		sk_atomic_store_relaxed(&s->q.w, (!to_default && s->running)
+							 ? &s->w : w0);
+	}
+	pc->listed = 1;
+	sk__rcu_cb_unlock();
+}
+
+/* Start a worker for each CPU the caller may run on.  pc->lock held. */
+static int slots_start(unsigned flags)
+{
+	cpu_set_t allowed;
+	int i, err;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return -errno;
+	for (i = 0; i < pc->ncpu; i++) {
+		struct sk__rcu_cb_cpu *s = &pc->slot[i];
+
+		if (!CPU_ISSET(i, &allowed))
+			continue;
+		err = sk__rcu_cb_worker_start(
+			&s->w, i,
+			(flags & SK_RCU_CB_WORKERS_UNPINNED) ? 0 : SK__WK_PIN);
+		if (err == -EINVAL && !(flags & SK_RCU_CB_WORKERS_UNPINNED))
+			continue; /* the CPU went away meanwhile */
+		if (err)
+			return err;
+		sk_atomic_store_relaxed(&s->running, 1);
+	}
+	return 0;
+}
+
+int sk_rcu_cb_workers_create(unsigned flags)
+{
+	int err, i;
+
+	if (flags & ~(unsigned)SK_RCU_CB_WORKERS_UNPINNED)
+		return -EINVAL;
+	if (sk__rcu_cb_in_worker)
+		return -EDEADLK;
+	/* The default worker runs before any slot. */
+	err = sk__rcu_cb_worker_ensure();
+	if (err)
+		return err;
+	pthread_mutex_lock(&pc->lock);
+	err = pc->on ? -EEXIST : slots_alloc();
+	if (!err)
+		err = slots_start(flags);
+	if (err) {
+		for (i = 0; i < pc->ncpu && err != -EEXIST; i++)
+			slot_stop(&pc->slot[i]);
+	} else {
+		slots_attach(0);
+		/* CB-R2: the slots before on; pairs with the acquire in
+		 * sk__rcu_cb_cpu_queue(). */
+		sk_atomic_store_release(&pc->on, 1);
+	}
+	pthread_mutex_unlock(&pc->lock);
+	return err;
+}
+
+int sk_rcu_cb_workers_destroy(void)
+{
+	int i;
+
+	if (sk__rcu_cb_in_worker)
+		return -EDEADLK;
+	pthread_mutex_lock(&pc->lock);
+	if (!pc->on) {
+		pthread_mutex_unlock(&pc->lock);
+		return -ENOENT;
+	}
+	sk_atomic_store_relaxed(&pc->on, 0);
+	slots_attach(1);
+	/* CB-D1: the queues handed over before the kick; pairs with CB-P1. */
+	sk_smp_mb();
+	for (i = 0; i < pc->ncpu; i++)
+		slot_stop(&pc->slot[i]);
+	/* Whatever the stopped workers left, or producers pushed since. */
+	sk__worker_wake(sk__rcu_cb_default_worker(), SK__WK_KICK_URGENT);
+	pthread_mutex_unlock(&pc->lock);
+	return 0;
+}
+
+/*
+ * No lock: a callback may ask while a destroy holds pc->lock and waits for
+ * the callback's worker.
+ */
+int sk_rcu_cb_workers_running(void)
+{
+	int i, n = 0;
+
+	/* Acquire pairs with CB-R2: pc->slot and pc->ncpu are set. */
+	if (!sk_atomic_load_acquire(&pc->on))
+		return 0;
+	for (i = 0; i < pc->ncpu; i++)
+		n += sk_atomic_load_relaxed(&pc->slot[i].running);
+	return n;
+}
+
+void sk__rcu_cb_pcpu_fork_child(void)
+{
+	/*
+	 * No per-CPU worker runs in the child, and the slots' queues left
+	 * the list (rcu_cb.c's child handler rebuilt it): a later create
+	 * there starts afresh.  pc->lock may have been held by a create or
+	 * destroy in another thread.
+	 */
+	pthread_mutex_init(&pc->lock, NULL);
+	pc->on = pc->listed = 0;
+	for (int i = 0; i < pc->ncpu; i++)
+		pc->slot[i].running = 0;
+}
