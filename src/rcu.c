@@ -97,10 +97,10 @@
  *                   handshake or membarrier(2) served a given iteration,
  *                   and the handshake's timeout path.
  *
- * Batching.  Callers snapshot the counter (s), then take gp_lock.  Any grace
- * period that advanced the counter past s started after the snapshot and
- * so covers the caller; if one completed while the caller waited for the
- * lock, the caller returns without starting another.
+ * Batching.  Callers snapshot gp_seq (S1), then queue a wait node.  The
+ * caller that finds the queue empty leads: under gp_lock it takes every
+ * queued node and runs one grace period, which started after all their
+ * snapshots and so covers them all (see sk__rcu_wait()).
  */
 #define _GNU_SOURCE
 #include "scalekit/rcu.h"
@@ -208,6 +208,8 @@ struct rcu_chunk {
 
 static struct rcu_chunk first_chunk;
 
+struct gp_waiter; /* a caller waiting for a grace period, see "Batching" */
+
 static struct {
 	/*
 	 * Guarded by registry_lock: written (slots, chunks) under the write
@@ -245,13 +247,10 @@ static struct {
 	unsigned long ngps;
 	unsigned long completed __attribute__((aligned(SK_CACHELINE)));
 	/*
-	 * Callers that wait for a leader's grace period sleep on done_seq,
-	 * which is bumped after each leader releases gp_lock; waiters counts
-	 * them so that a leader without waiters makes no system call.
+	 * Callers waiting for a grace period (see "Batching"): a stack of
+	 * nodes, pushed by any caller (W1), taken whole by a leader (W2).
 	 */
-	int done_seq;
-	int waiters;
-	int leading; /* 1 while a leader holds gp_lock */
+	struct gp_waiter *wq __attribute__((aligned(SK_CACHELINE)));
 
 	pthread_key_t exit_key; /* destructor unregisters exiting threads */
 	pthread_once_t key_once;
@@ -1173,16 +1172,164 @@ static void lead(unsigned long target, int expedited)
 }
 
 /*
- * Batching: the first caller to get gp_lock leads; the others sleep on
- * done_seq instead of queueing on the mutex, and when a leader finishes,
- * every waiter whose snapshot it covered returns at once.  A waiter it did
- * not cover (it snapshot after the leader advanced the counter) competes
- * to lead the next grace period, which covers all such waiters together.
+ * Batching.  A caller waits on a node on its own stack, pushed on rcu.wq.
+ * The caller that pushes on an empty queue leads: it takes gp_lock, then
+ * takes every node off the queue at once (W2) and runs one grace period,
+ * which starts after all those pushes and so covers every snapshot taken
+ * before them.  It marks each node done (W3) and wakes the owners that
+ * sleep.  Callers that push while a leader waits for gp_lock join its
+ * batch, so concurrent callers share grace periods; the others spin for
+ * SK_RCU_WAITER_SPIN polls before sleeping on their node.
  */
+struct gp_waiter {
+	struct gp_waiter *next; /* pushed before this one; set before W1 */
+	unsigned long target;	/* cookie the caller waits for */
+	int expedited;		/* 1: the caller is expedited */
+	int state;		/* WQ_*, futex word */
+};
+
+/*
+ * Node states: the owner moves WAITING to SLEEPING before it sleeps; the
+ * leader moves either to DONE, and a SLEEPING one to RELEASED after its
+ * wake-up call: the owner leaves only once the leader no longer touches
+ * the node (at DONE from WAITING, at RELEASED from SLEEPING).
+ */
+enum { WQ_WAITING, WQ_SLEEPING, WQ_DONE, WQ_RELEASED };
+
+/* Polls of its node by a waiter before it sleeps. */
+#define SK_RCU_WAITER_SPIN 1000
+
+/*
+ * Push w on rcu.wq; returns 1 when the queue was empty (w leads).
+ * W1: release, the node's fields before it can be taken; pairs with W2.
+ */
+static int wq_push(struct gp_waiter *w)
+{
+	struct gp_waiter *old = sk_atomic_load_relaxed(&rcu.wq);
+
+	do
+		w->next = old;
+	while (!__atomic_compare_exchange_n(&rcu.wq, &old, w, 1,
+					    __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+	return old == NULL;
+}
+
+/* Latest not-yet-done target of the batch (0 with need == 0). */
+static unsigned long batch_target(struct gp_waiter *list, int *need,
+				  int *expedited)
+{
+	unsigned long t = 0;
+
+	for (*need = *expedited = 0; list; list = list->next) {
+		*expedited |= list->expedited;
+		if (sk__rcu_done(list->target))
+			continue;
+		if (!*need || (long)(list->target - t) > 0)
+			t = list->target;
+		*need = 1;
+	}
+	return t;
+}
+
+/*
+ * Take gp_lock, polling briefly before blocking on it.  The polls read
+ * gp_seq and completed, which differ while a leader runs a grace period,
+ * and try the lock only when they agree: the lock's cache line stays
+ * with its holder until it is about to be released.  Relaxed: a hint.
+ */
+static void gp_lock_take(void)
+{
+	int i;
+
+	for (i = 0; i < SK_RCU_WAITER_SPIN; i++) {
+		if (sk_atomic_load_relaxed(&rcu.gp_seq) ==
+			    sk_atomic_load_relaxed(&rcu.completed) &&
+		    pthread_mutex_trylock(&rcu.gp_lock) == 0)
+			return;
+		sk_cpu_relax();
+	}
+	pthread_mutex_lock(&rcu.gp_lock);
+}
+
+/*
+ * Mark every node of list but self done and wake the owners that sleep.
+ * W3: the exchange orders the grace period (completed, after G2) before
+ * the owner's acquire of DONE; next is read before, since the owner may
+ * leave as soon as it sees DONE.
+ */
+static void batch_release(struct gp_waiter *list, struct gp_waiter *self)
+{
+	struct gp_waiter *next;
+
+	for (; list; list = next) {
+		next = list->next;
+		if (list == self)
+			continue;
+		if (sk_atomic_xchg(&list->state, WQ_DONE) == WQ_SLEEPING) {
+			sk__futex_wake(&list->state, 1);
+			/* Release: the owner may reuse its stack after this. */
+			sk_atomic_store_release(&list->state, WQ_RELEASED);
+		}
+	}
+}
+
+/* Lead the batch that w opened: one grace period for all its nodes. */
+static void batch_lead(struct gp_waiter *self)
+{
+	struct gp_waiter *list;
+	unsigned long target;
+	int need, expedited;
+
+	gp_lock_take();
+	/* W2: acquire; pairs with W1: every node's fields are visible. */
+	list = __atomic_exchange_n(&rcu.wq, NULL, __ATOMIC_ACQUIRE);
+	target = batch_target(list, &need, &expedited);
+	if (SK_UNLIKELY(busted(SK__RCU_BUSTED_EARLY_WAKE)))
+		batch_release(list, self);
+	if (need)
+		lead(target, expedited);
+	if (SK_UNLIKELY(busted(SK__RCU_BUSTED_EARLY_WAKE)))
+		list = self;
+	pthread_mutex_unlock(&rcu.gp_lock);
+	batch_release(list, self);
+}
+
+/* Broken twin SK__RCU_BUSTED_NO_BATCH: a grace period of w's own. */
+static void lead_alone(struct gp_waiter *w)
+{
+	pthread_mutex_lock(&rcu.gp_lock);
+	lead(gp_next(rcu.gp_seq), w->expedited);
+	pthread_mutex_unlock(&rcu.gp_lock);
+}
+
+/* Wait until the leader has served w: spin, then sleep on w->state. */
+static void batch_wait(struct gp_waiter *w)
+{
+	int i, s = WQ_WAITING;
+
+	/* Acquire: pairs with W3, the grace period before the return. */
+	for (i = 0; i < SK_RCU_WAITER_SPIN; i++) {
+		if (sk_atomic_load_acquire(&w->state) >= WQ_DONE)
+			return;
+		sk_cpu_relax();
+	}
+	if (!sk_atomic_cmpxchg(&w->state, &s, WQ_SLEEPING))
+		return; /* DONE meanwhile (seq_cst: acquire, W3) */
+	while ((s = sk_atomic_load_acquire(&w->state)) != WQ_RELEASED) {
+		if (s == WQ_SLEEPING)
+			sk__futex_wait(&w->state, WQ_SLEEPING);
+		else
+			sched_yield(); /* DONE: the wake-up call is under way */
+	}
+}
+
 void sk__rcu_wait(unsigned long target, int expedited)
 {
-	int seq;
+	struct gp_waiter w = { NULL, target, expedited, WQ_WAITING };
 
+	if (sk__rcu_done(target))
+		return;
 	if (expedited) {
 		/* A sleeping leader switches to polling for us. */
 		sk_atomic_fetch_add(&rcu.expedite, 1UL);
@@ -1194,42 +1341,12 @@ void sk__rcu_wait(unsigned long target, int expedited)
 		wake_leader();
 		test_hook(SK__RCU_HOOK_EXPEDITE_ASKED);
 	}
-	while (!sk__rcu_done(target)) {
-		if (pthread_mutex_trylock(&rcu.gp_lock) == 0) {
-			/* seq_cst: read by W2 after waiters and done_seq. */
-			__atomic_store_n(&rcu.leading, 1, __ATOMIC_SEQ_CST);
-			lead(target, expedited);
-			/* seq_cst: cleared before W1's bump (pairs with W2). */
-			__atomic_store_n(&rcu.leading, 0, __ATOMIC_SEQ_CST);
-			pthread_mutex_unlock(&rcu.gp_lock);
-			/*
-			 * W1: read waiters after clearing leading, seq_cst;
-			 * pairs with W2: a waiter that counted itself after
-			 * this read sees leading clear (or a later leader's
-			 * 1, and that leader sees it) and does not sleep on
-			 * us; one counted before is woken by the bump.
-			 */
-			if (__atomic_load_n(&rcu.waiters, __ATOMIC_SEQ_CST)) {
-				sk_atomic_fetch_add(&rcu.done_seq, 1);
-				sk__futex_wake(&rcu.done_seq, INT_MAX);
-			}
-			break;
-		}
-		sk_atomic_fetch_add(&rcu.waiters, 1);
-		/*
-		 * W2: count ourselves, then read done_seq, then leading (all
-		 * seq_cst; pairs with W1).  Sleep only while a leader runs:
-		 * it sees us in waiters, and its bump, which comes after our
-		 * read, wakes us.  Otherwise the lock is free or being
-		 * released: try to lead.
-		 */
-		seq = __atomic_load_n(&rcu.done_seq, __ATOMIC_SEQ_CST);
-		if (!sk__rcu_done(target) &&
-		    __atomic_load_n(&rcu.leading, __ATOMIC_SEQ_CST))
-			sk__futex_wait(&rcu.done_seq, seq);
-		sk_atomic_fetch_add(&rcu.waiters, -1);
-	}
-	/* The acquire of completed orders the caller's frees after G2. */
+	if (SK_UNLIKELY(busted(SK__RCU_BUSTED_NO_BATCH)))
+		lead_alone(&w);
+	else if (wq_push(&w))
+		batch_lead(&w);
+	else
+		batch_wait(&w);
 	if (expedited)
 		sk_atomic_fetch_add(&rcu.expedite, -1UL);
 }
@@ -1334,7 +1451,7 @@ static void atfork_child(void)
 	pthread_rwlock_init(&rcu.registry_lock, NULL);
 	/* gp_lock may have been held by a thread that does not exist here. */
 	pthread_mutex_init(&rcu.gp_lock, NULL);
-	rcu.leading = rcu.waiters = 0;
+	rcu.wq = NULL;
 	sk_atomic_store_relaxed(&rcu.nreaders, 0UL);
 	sk_atomic_store_relaxed(&rcu.ngeneral, 0UL);
 	for (ch = &first_chunk; ch; ch = ch->next) {

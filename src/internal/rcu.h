@@ -52,13 +52,23 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
 
 /*
  * Broken twins of the grace-period paths, for the torture tool's
- * --busted-qsbr / --busted-handshake (never set otherwise):
+ * --busted-qsbr / --busted-handshake and test_rcu_batch (never set
+ * otherwise):
  * SK__RCU_BUSTED_QSBR_ONLY: a grace period that found no general reader
  * does not wait for the QSBR readers at all;
  * SK__RCU_BUSTED_HANDSHAKE: a handshake that timed out takes the readers
- * that did not answer for quiescent and skips membarrier(2) and the scan.
+ * that did not answer for quiescent and skips membarrier(2) and the scan;
+ * SK__RCU_BUSTED_NO_BATCH: every caller runs a grace period of its own
+ * (concurrent callers share none);
+ * SK__RCU_BUSTED_EARLY_WAKE: a leader releases the callers of its batch
+ * before its grace period instead of after it.
  */
-enum { SK__RCU_BUSTED_QSBR_ONLY = 1, SK__RCU_BUSTED_HANDSHAKE = 2 };
+enum {
+	SK__RCU_BUSTED_QSBR_ONLY = 1,
+	SK__RCU_BUSTED_HANDSHAKE = 2,
+	SK__RCU_BUSTED_NO_BATCH = 3,
+	SK__RCU_BUSTED_EARLY_WAKE = 4,
+};
 void sk__rcu_set_busted(int mode);
 
 /* Fill the callback counters of *st (src/rcu_cb.c). */
