@@ -579,24 +579,25 @@ void sk__rcu_wait(unsigned long target, int expedited)
 		sk_atomic_fetch_add(&sk__rcu.expedite, -1UL);
 }
 
-void sk_synchronize_rcu(void)
+/* sk_synchronize_rcu() and its expedited form; fn names it in messages. */
+static void synchronize(const char *fn, int expedited)
 {
-	int was_online = sk__rcu_enter_wait("sk_synchronize_rcu()");
+	int was_online = sk__rcu_enter_wait(fn);
 
 	sk_atomic_fetch_add_relaxed(&sk__rcu.sync_calls, 1UL);
-	sk__rcu_wait(sk__rcu_snap(), 0);
+	sk__rcu_wait(sk__rcu_snap(), expedited);
 	if (was_online)
 		sk_rcu_thread_online();
 }
 
+void sk_synchronize_rcu(void)
+{
+	synchronize("sk_synchronize_rcu()", 0);
+}
+
 void sk_synchronize_rcu_expedited(void)
 {
-	int was_online = sk__rcu_enter_wait("sk_synchronize_rcu_expedited()");
-
-	sk_atomic_fetch_add_relaxed(&sk__rcu.sync_calls, 1UL);
-	sk__rcu_wait(sk__rcu_snap(), 1);
-	if (was_online)
-		sk_rcu_thread_online();
+	synchronize("sk_synchronize_rcu_expedited()", 1);
 }
 
 #ifdef SK_TEST_HOOKS
