@@ -210,6 +210,7 @@ static int waiters_returned_early(void)
 {
 	struct sk_test_holder r1, r2;
 	struct waiter w[NTHREADS];
+	struct sk_rcu_stats s0 = sk_test_rcu_stats();
 	unsigned long c0;
 	int i, early = 0;
 
@@ -220,6 +221,9 @@ static int waiters_returned_early(void)
 	sk_test_wait_gp_started(c0, NULL);
 	for (i = 1; i < NTHREADS; i++)
 		waiter_start(&w[i], &r2);
+	/* All have entered sk_synchronize_rcu() (counted before queueing). */
+	while (sk_test_rcu_stats().sync_calls - s0.sync_calls < NTHREADS)
+		sched_yield();
 	usleep(50000); /* let them queue, spin out and sleep */
 	sk_test_holder_start(&r2, 0, NULL, NULL);
 	sk_test_holder_release(&r1);
