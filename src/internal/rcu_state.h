@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * State and helpers shared by the files of the RCU module (src/rcu.c,
+ * src/rcu_reader.c, src/rcu_gp.c, src/rcu_exp.c; see src/internal/rcu.h
+ * for the algorithm and all barrier pairs).  Not for src/rcu_cb.c, which
+ * uses internal/rcu.h only.  Places no fence.
+ */
+#ifndef SCALEKIT_INTERNAL_RCU_STATE_H
+#define SCALEKIT_INTERNAL_RCU_STATE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "scalekit/rcu.h"
+#include "internal/rcu.h"
+
+/*
+ * Polls of the blocking readers before a normal grace period sleeps on the
+ * futex (normal grace periods save CPU: they hardly spin), and before an
+ * expedited one starts yielding the CPU between polls.
+ */
+#define SK_RCU_SPIN_NORMAL 100
+#define SK_RCU_SPIN_EXPEDITED 1000
+
+/* Registry slots come in chunks of this many. */
+#define SK_RCU_CHUNK_SLOTS 64
+
+/* Most blocking readers a grace period tracks without rescanning all. */
+#define SK_RCU_PEND_MAX 128
+
+/*
+ * Expedited handshake: how long the leader waits for every reader's
+ * acknowledgement before it falls back to membarrier(2), and how many
+ * expedited grace periods skip the handshake after one that fell back
+ * (idle registered threads never answer, so keep trying only now and
+ * then).  futex holds SK_RCU_FUTEX_ACK while a handshake runs.
+ */
+#define SK_RCU_HANDSHAKE_NS 5000
+#define SK_RCU_HANDSHAKE_BACKOFF 15
+#define SK_RCU_HANDSHAKE_BACKOFF_MAX 63
+#define SK_RCU_FUTEX_ACK 1
+
+/* Scans per grace period: two where the phase wraps within reach. */
+#define SK_RCU_SCANS (SK_RCU_SEQ_BITS < 40 ? 2 : 1)
+
+/*
+ * A cookie ahead of the completed count by more than this names a grace
+ * period that completed 2^(bits-1) or more grace periods ago (it wrapped
+ * around): it reads as completed.  A valid cookie is at most 2 ahead.
+ */
+#define SK_RCU_COOKIE_AHEAD 1024UL
+
+/*
+ * Registry slot of a reader thread: where its reader word lives.  Slots
+ * sit in chunks that are never freed, so a grace period can keep pointers
+ * to slots across its sleeps; the reader word itself (thread-local) may
+ * only be read under registry_lock held for reading, because an exiting
+ * thread frees it after unregistering (write lock).
+ */
+struct rcu_slot {
+	unsigned long *ctrp; /* &sk_rcu__ctr of the owner, NULL when free */
+	uint64_t *ackp;	     /* &sk__rcu_ack of the owner */
+	long tid;	     /* kernel thread id of the owner */
+};
+
+struct rcu_chunk {
+	struct rcu_slot slots[SK_RCU_CHUNK_SLOTS];
+	uint64_t used;		/* bit i: slots[i] has an owner */
+	struct rcu_chunk *next; /* next chunk, or NULL */
+};
+
+struct gp_waiter; /* a caller waiting for a grace period (src/rcu_gp.c) */
+
+/* The module's global state (defined in src/rcu.c). */
+struct sk__rcu_state {
+	/*
+	 * Guarded by registry_lock: written (slots, chunks) under the write
+	 * lock by threads that register or unregister; read by grace
+	 * periods under the read lock, one scan pass at a time.
+	 */
+	pthread_rwlock_t registry_lock;
+	struct rcu_chunk *last_chunk; /* where new chunks are appended */
+	unsigned long nreaders;	      /* slots with an owner */
+	unsigned long ngeneral;	      /* owners not in QSBR mode */
+
+	/* Guarded by gp_lock: one grace period at a time. */
+	pthread_mutex_t gp_lock;
+	unsigned long sync_calls; /* atomic counter, any thread */
+	unsigned long gp_sleeps;  /* written by the leader */
+	unsigned long expedite;	  /* expedited callers waiting (atomic) */
+	uint64_t exp_seq;	  /* handshakes started (never wraps) */
+	unsigned int exp_skip;	  /* expedited GPs left without handshake */
+	unsigned int gp_skip;	  /* normal GPs left without handshake */
+	unsigned int gp_backoff;  /* gp_skip after the next failure */
+	int gp_general;		  /* this GP may wait for general readers */
+	unsigned long exp_handshakes; /* RCU-G1 done by handshake (stat) */
+	unsigned long exp_fallbacks;  /* expedited RCU-G1 by membarrier */
+	struct sk__rcu_gp_kinds kinds; /* first barriers of all GPs (stat) */
+
+	/*
+	 * Grace-period numbers, full width, modular: gp_seq is the last one
+	 * started, completed the last one completed (gp_seq or gp_seq - 1).
+	 * Written by the leader (release), read by any caller (acquire).
+	 * gp_seq never takes the value ULONG_MAX, so a cookie (gp_seq + 1)
+	 * is never SK_RCU_COOKIE_COMPLETED.  ngps counts grace periods run
+	 * (leader writes, stats read relaxed).
+	 */
+	unsigned long gp_seq;
+	unsigned long ngps;
+	unsigned long completed __attribute__((aligned(SK_CACHELINE)));
+	/*
+	 * Callers waiting for a grace period (see "Batching"): a stack of
+	 * nodes, pushed by any caller (RCU-W1), taken whole by a leader
+	 * (RCU-W2).
+	 */
+	struct gp_waiter *wq __attribute__((aligned(SK_CACHELINE)));
+
+	pthread_key_t exit_key; /* destructor unregisters exiting threads */
+	pthread_once_t key_once;
+};
+
+extern struct sk__rcu_state sk__rcu;
+extern struct rcu_chunk sk__rcu_first_chunk;
+/* Last handshake (sk__rcu.exp_seq) this thread acknowledged. */
+extern __thread uint64_t sk__rcu_ack __attribute__((tls_model("initial-exec")));
+/*
+ * 1 while the thread is registered in QSBR mode (not counted in
+ * sk__rcu.ngeneral): from its first sk_rcu_thread_online() until it enters
+ * a read section while offline or unregisters.  Written by the thread
+ * under the registry write lock.
+ */
+extern __thread int sk__rcu_qsbr_mode __attribute__((tls_model("initial-exec")));
+extern int sk__rcu_busted; /* SK__RCU_BUSTED_*, torture and tests only */
+
+/* Nesting part of reader word v (SK_RCU_QSBR_NEST: online QSBR base). */
+static inline unsigned long nest_of(unsigned long v)
+{
+	return v & SK_RCU_NEST_MASK;
+}
+
+/* Read-section depth for messages (a QSBR thread's base is not a section). */
+static inline unsigned long depth_of(unsigned long v)
+{
+	unsigned long n = nest_of(v);
+
+	return n > SK_RCU_QSBR_NEST ? n - SK_RCU_QSBR_NEST : n;
+}
+
+/*
+ * Does reader word v belong to a section that began before the scan whose
+ * counter word is c (its phase differs; see "Narrow words")?
+ */
+static inline int blocks_gp(unsigned long v, unsigned long c)
+{
+	return nest_of(v) && ((v ^ c) >> SK_RCU_SEQ_SHIFT);
+}
+
+/* Read slot s's reader word (0 when free).  Read lock held. */
+static inline unsigned long slot_word(struct rcu_slot *s)
+{
+	unsigned long *p = s->ctrp;
+
+	return p ? sk_atomic_load_relaxed(p) : 0;
+}
+
+/* Record that the reader of s no longer blocks (ordering for TSan). */
+static inline void slot_passed(struct rcu_slot *s)
+{
+	/* Ordering from RCU-G2 + RCU-U1, invisible to TSan. */
+	if (s->ctrp)
+		SK_TSAN_ACQUIRE(s->ctrp);
+}
+
+/* Is the broken twin mode (SK__RCU_BUSTED_*) on?  Relaxed: a test knob. */
+static inline int busted(int mode)
+{
+	return sk_atomic_load_relaxed(&sk__rcu_busted) == mode;
+}
+
+/* Count a grace period's first barrier (leader only; stats read relaxed). */
+static inline void count_kind(unsigned long *c)
+{
+	sk_atomic_store_relaxed(c, *c + 1);
+}
+
+/* Create the thread-exit key (pthread_once; src/rcu_reader.c). */
+void sk__rcu_key_init(void);
+
+/* Wake a leader sleeping on readers (src/rcu_gp.c). */
+void sk__rcu_wake_leader(void);
+
+/*
+ * RCU-G1 by handshake, or 0 when the caller must issue the heavy fence
+ * (src/rcu_exp.c).  Caller holds gp_lock, after RCU-R1.
+ */
+int sk__rcu_gp_handshake(int expedited, unsigned long c);
+
+/* Stall watchdog: name every reader that still holds the scan of c. */
+void sk__rcu_report_stall(struct rcu_slot **pend, unsigned long n,
+			  unsigned long c, uint64_t waited_ns);
+
+#endif

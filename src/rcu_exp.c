@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RCU: the reader handshake that stands for a grace period's first
+ * barrier, the stall watchdog's report, and the polled grace-period API.
+ * The algorithm and the module's overview: src/internal/rcu.h.
+ *
+ * Barrier pairs placed here [partner's file]:
+ *   RCU-H0  leader: release store of the handshake number after RCU-R1
+ *           [rcu_gp.c]; pairs with the reader's acquire before RCU-H1
+ *           [rcu_reader.c].
+ *   RCU-H2  leader: acquire load of every answer; pairs with the reader's
+ *           release after RCU-H1 [rcu_reader.c].  All answers stand for
+ *           RCU-G1 [rcu_gp.c].
+ *   The polled API's full barrier after an observed completion orders
+ *   the caller's frees after RCU-G2 [rcu_gp.c].
+ */
+#define _GNU_SOURCE
+#include "scalekit/rcu.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <limits.h>
+#include <sched.h>
+#include <string.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal/rcu.h"
+#include "internal/rcu_state.h"
+#include "internal/util.h"
+
+/*
+ * Does reader word v already stand for an answer to a handshake after the
+ * advance to counter word c?  It is inside a section (or QSBR online) in
+ * c's phase: it loaded c (acquire, RCU-L1) before storing v, so its section
+ * and every later one see what RCU-R1 published, and v is its latest store.
+ * A QSBR thread that announced between RCU-R1 and the request would
+ * otherwise answer only after the next grace period began.  Only where
+ * one scan suffices: with narrow phases a stale word may equal c.
+ */
+static inline int word_is_answer(unsigned long v, unsigned long c)
+{
+	return SK_RCU_SCANS == 1 && nest_of(v) &&
+	       !((v ^ c) >> SK_RCU_SEQ_SHIFT);
+}
+
+/*
+ * Has every registered reader but the caller answered handshake e (or
+ * shown a word of counter word c, see word_is_answer())?  Registry read
+ * lock held.
+ */
+static int all_acked(uint64_t e, unsigned long c)
+{
+	struct rcu_chunk *ch;
+
+	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next) {
+		uint64_t used = ch->used;
+
+		while (used) {
+			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
+
+			used &= used - 1;
+			/* RCU-H2: acquire; pairs with the reader's release. */
+			if (s->ackp != &sk__rcu_ack &&
+			    sk_atomic_load_acquire(s->ackp) != e &&
+			    !word_is_answer(slot_word(s), c))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * Ask every registered reader for a barrier (RCU-H0) and wait up to
+ * SK_RCU_HANDSHAKE_NS for all answers; returns 1 when all answered.
+ * Registry read lock taken here.
+ */
+static int handshake_round(unsigned long c)
+{
+	uint64_t e = sk__rcu.exp_seq + 1, deadline;
+	int all;
+
+	/* RCU-H0: release: RCU-R1 before the request number; pairs with the
+	 * readers' acquire of exp_seq. */
+	sk_atomic_store_release(&sk__rcu.exp_seq, e);
+	/* Readers take their slow path and answer (after exp_seq). */
+	sk_atomic_store_release(&sk_rcu__gp.futex, SK_RCU_FUTEX_ACK);
+	deadline = sk__now_ns() + SK_RCU_HANDSHAKE_NS;
+	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
+	while (!(all = all_acked(e, c)) && sk__now_ns() < deadline)
+		sk_cpu_relax();
+	pthread_rwlock_unlock(&sk__rcu.registry_lock);
+	sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
+	return all;
+}
+
+/*
+ * RCU-G1 by handshake (RCU-H0/RCU-H1/RCU-H2), tried by every grace period
+ * that waits for general readers: 1 when every other registered reader
+ * answered within SK_RCU_HANDSHAKE_NS, 0 when the caller must issue the
+ * heavy fence.  Busy readers answer within about a microsecond, where
+ * membarrier(2) costs an IPI round trip.  After a failure (an idle
+ * registered thread never answers) the next SK_RCU_HANDSHAKE_BACKOFF
+ * expedited grace periods go straight to membarrier(2) (exp_skip); for
+ * normal ones (gp_skip) the skip doubles with every further failure (up
+ * to SK_RCU_HANDSHAKE_BACKOFF_MAX) and resets after a success, so idle
+ * threads cost them at most one timeout per that many grace periods.
+ * Caller holds gp_lock, after RCU-R1.
+ */
+int sk__rcu_gp_handshake(int expedited, unsigned long c)
+{
+	unsigned int *skip = expedited ? &sk__rcu.exp_skip : &sk__rcu.gp_skip;
+	int all;
+
+	if (*skip && !busted(SK__RCU_BUSTED_HANDSHAKE)) {
+		(*skip)--;
+		all = 0;
+	} else if ((all = handshake_round(c))) {
+		if (!expedited)
+			sk__rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
+	} else if (expedited) {
+		*skip = SK_RCU_HANDSHAKE_BACKOFF;
+	} else {
+		*skip = sk__rcu.gp_backoff;
+		if (sk__rcu.gp_backoff < SK_RCU_HANDSHAKE_BACKOFF_MAX)
+			sk__rcu.gp_backoff = 2 * sk__rcu.gp_backoff + 1;
+	}
+	if (expedited)
+		sk_atomic_fetch_add_relaxed(
+			all ? &sk__rcu.exp_handshakes : &sk__rcu.exp_fallbacks, 1UL);
+	count_kind(all ? &sk__rcu.kinds.handshake : &sk__rcu.kinds.heavy);
+	return all;
+}
+
+/* Copy the name of thread tid (as set by pthread_setname_np) into buf. */
+static void thread_name(long tid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", tid);
+	buf[0] = '\0';
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	if (!buf[0])
+		snprintf(buf, len, "?");
+}
+
+/* Stall watchdog: name every reader that still holds the scan of c. */
+void sk__rcu_report_stall(struct rcu_slot **pend, unsigned long n,
+			 unsigned long c, uint64_t waited_ns)
+{
+	unsigned long i, k = 0, ms = (unsigned long)(waited_ns / 1000000u);
+	unsigned long words[SK_RCU_PEND_MAX];
+	long tids[SK_RCU_PEND_MAX];
+	char name[32];
+
+	/* The readers that still block, read once: header and lines agree. */
+	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
+	for (i = 0; i < n && i < SK_RCU_PEND_MAX; i++) {
+		unsigned long v = slot_word(pend[i]);
+
+		if (blocks_gp(v, c)) {
+			words[k] = v;
+			tids[k++] = pend[i]->tid;
+		}
+	}
+	pthread_rwlock_unlock(&sk__rcu.registry_lock);
+	if (!k)
+		return; /* all left since the last scan: nothing to report */
+	fprintf(stderr,
+		"scalekit: RCU stall: grace period %lu has waited %lu ms "
+		"(threshold %lu ms: SCALEKIT_RCU_STALL_MS or "
+		"sk_rcu_set_stall_ms()) for %lu reader(s)%s:\n",
+		sk__rcu.ngps + 1, ms, sk_rcu_get_stall_ms(),
+		n > SK_RCU_PEND_MAX ? n : k,
+		n > SK_RCU_PEND_MAX ? " (the first ones listed)" : "");
+	for (i = 0; i < k; i++) {
+		thread_name(tids[i], name, sizeof(name));
+		fprintf(stderr,
+			"scalekit:   thread %ld (\"%s\"), %s for at least %lu "
+			"ms\n",
+			tids[i], name,
+			nest_of(words[i]) >= SK_RCU_QSBR_NEST
+				? "QSBR online without a quiescent state"
+				: "inside a read-side critical section",
+			ms);
+	}
+	fflush(stderr);
+}
+
+unsigned long sk_get_state_synchronize_rcu(void)
+{
+	return sk__rcu_snap();
+}
+
+int sk_poll_state_synchronize_rcu(unsigned long cookie)
+{
+	if (!sk__rcu_done(cookie))
+		return 0;
+	/* Later frees after the observed completion (pairs with RCU-G2). */
+	sk_smp_mb();
+	return 1;
+}
+
+void sk_cond_synchronize_rcu(unsigned long cookie)
+{
+	int was_online;
+
+	if (sk_poll_state_synchronize_rcu(cookie))
+		return;
+	was_online = sk__rcu_enter_wait("sk_cond_synchronize_rcu()");
+	sk__rcu_wait(cookie, 0);
+	if (was_online)
+		sk_rcu_thread_online();
+}
+

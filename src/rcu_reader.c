@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RCU, reader side: the registry of reader threads and the reader slow
+ * paths (registration, QSBR online/offline and quiescent states, the
+ * answer to a grace period's handshake or wake-up request), and the
+ * check every blocking grace-period call makes first.  The algorithm and
+ * the module's overview: src/internal/rcu.h.
+ *
+ * Barrier pairs placed here [partner's file]:
+ *   RCU-M   count_add(): full fences before and after a registry count
+ *           changes; pairs with the leader's full barrier after RCU-R1
+ *           [rcu_gp.c] (store buffering).
+ *   RCU-L1  acquire load of the counter when going online or announcing a
+ *           quiescent state; pairs with RCU-R1 [rcu_gp.c].
+ *   RCU-Q1  full fence before a QSBR thread's new word (quiescent state,
+ *           offline): its earlier loads first; pairs with RCU-G2 [rcu_gp.c].
+ *   RCU-Q2  full fence after it (quiescent state, offline, online): the
+ *           word before the futex load and later loads; pairs with RCU-G1
+ *           and RCU-G3 [rcu_gp.c].
+ *   RCU-H1  full barrier between reading a handshake request (acquire,
+ *           pairs with RCU-H0 [rcu_exp.c]) and answering it (release,
+ *           pairs with RCU-H2 [rcu_exp.c]).
+ */
+#define _GNU_SOURCE
+#include "scalekit/rcu.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <limits.h>
+#include <sched.h>
+#include <string.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal/rcu.h"
+#include "internal/rcu_state.h"
+#include "internal/util.h"
+
+static void reader_exit(void *arg);
+
+void sk__rcu_key_init(void)
+{
+	if (pthread_key_create(&sk__rcu.exit_key, reader_exit) != 0)
+		sk__die("pthread_key_create failed: cannot track thread exit");
+}
+
+/*
+ * Change a registry count (nreaders, ngeneral) that grace periods read
+ * without the registry lock.  Write lock held.  RCU-M: the full fences pair
+ * with the leader's full barrier between RCU-R1 and its loads of the counts
+ * (other_readers()).  Before: the thread's earlier sections (and their
+ * loads) come before a leader that reads the new count (it then skips
+ * the heavy fence).  After: store buffering, either the leader reads the
+ * new count, or this thread's later RCU-L1 loads see the leader's RCU-R1 (its
+ * sections start in the new phase and see every earlier unlink).
+ */
+static void count_add(unsigned long *c, long d)
+{
+	sk_smp_mb();
+	sk_atomic_store_relaxed(c, *c + (unsigned long)d);
+	sk_smp_mb();
+}
+
+/* Find a free slot, adding a chunk if all are taken.  Write lock held. */
+static struct rcu_slot *slot_alloc(void)
+{
+	struct rcu_chunk *ch;
+	int i;
+
+	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next)
+		if (ch->used != ~(uint64_t)0)
+			break;
+	if (!ch) {
+		ch = calloc(1, sizeof(*ch));
+		if (!ch)
+			return NULL;
+		sk__rcu.last_chunk->next = ch;
+		sk__rcu.last_chunk = ch;
+	}
+	i = __builtin_ctzll(~ch->used);
+	ch->used |= (uint64_t)1 << i;
+	ch->slots[i].ctrp = &sk_rcu__ctr;
+	ch->slots[i].ackp = &sk__rcu_ack;
+	ch->slots[i].tid = sk__gettid();
+	count_add(&sk__rcu.nreaders, 1);
+	return &ch->slots[i];
+}
+
+/* Give the calling thread's slot back.  Write lock held. */
+static void slot_free(void)
+{
+	struct rcu_chunk *ch;
+	int i;
+
+	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next) {
+		for (i = 0; i < SK_RCU_CHUNK_SLOTS; i++) {
+			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
+				ch->slots[i].ctrp = NULL;
+				ch->used &= ~((uint64_t)1 << i);
+				count_add(&sk__rcu.nreaders, -1);
+				return;
+			}
+		}
+	}
+}
+
+/* Register the calling thread.  Returns 0 or -ENOMEM. */
+static int reader_register(void)
+{
+	struct rcu_slot *s;
+
+	pthread_once(&sk__rcu.key_once, sk__rcu_key_init);
+	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
+	s = slot_alloc();
+	if (s) {
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+		/* General until sk_rcu_thread_online(). */
+		count_add(&sk__rcu.ngeneral, 1);
+		sk__rcu_qsbr_mode = 0;
+	}
+	pthread_rwlock_unlock(&sk__rcu.registry_lock);
+	if (!s)
+		return -ENOMEM;
+	/* Keys below PTHREAD_KEYS_MAX use static slots: this cannot fail. */
+	pthread_setspecific(sk__rcu.exit_key, &sk_rcu__ctr);
+	return 0;
+}
+
+static void reader_unregister(void)
+{
+	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
+	slot_free();
+	if (!sk__rcu_qsbr_mode)
+		count_add(&sk__rcu.ngeneral, -1);
+	sk__rcu_qsbr_mode = 0;
+	sk_atomic_store_relaxed(&sk_rcu__ctr, 0UL);
+	pthread_rwlock_unlock(&sk__rcu.registry_lock);
+	pthread_setspecific(sk__rcu.exit_key, NULL);
+}
+
+/*
+ * Enter or leave QSBR mode (counted in sk__rcu.ngeneral or not).  Registered
+ * thread outside any section; the fences of count_add() are pair RCU-M.
+ */
+static void set_qsbr_mode(int on)
+{
+	if (sk__rcu_qsbr_mode == on)
+		return;
+	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
+	count_add(&sk__rcu.ngeneral, on ? -1 : 1);
+	sk__rcu_qsbr_mode = on;
+	pthread_rwlock_unlock(&sk__rcu.registry_lock);
+}
+
+/*
+ * Outermost sk_rcu_read_lock() of an unregistered thread (register it) or
+ * of an offline QSBR thread (SK_RCU_QOFF: count it as general again; its
+ * light fences need the grace period's heavy fence).
+ */
+void sk_rcu__register_slow(void)
+{
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr)) {
+		set_qsbr_mode(0);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+		return;
+	}
+	if (reader_register() != 0)
+		sk__die("sk_rcu_read_lock(): out of memory registering the "
+			"thread (call sk_rcu_register_thread() first to get "
+			"an error code instead)");
+}
+
+int sk_rcu_register_thread(void)
+{
+	return sk_atomic_load_relaxed(&sk_rcu__ctr) ? 0 : reader_register();
+}
+
+/*
+ * Leave QSBR online state: the thread no longer holds references.  Full
+ * fences, not light ones: a grace period that waits only for QSBR-mode
+ * threads issues full fences, not membarrier(2) (see "QSBR-only grace
+ * periods").
+ */
+static void go_offline(void)
+{
+	/* RCU-Q1: earlier loads before the store; pairs with RCU-G2. */
+	sk_smp_mb();
+	SK_TSAN_RELEASE(&sk_rcu__ctr);
+	sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG | SK_RCU_QOFF);
+	/* RCU-Q2: the store before the futex load; pairs with RCU-G3. */
+	sk_smp_mb();
+	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex))
+		sk_rcu__wake_gp();
+}
+
+static const char *in_section_msg =
+	"called inside an RCU read-side critical section";
+
+int sk_rcu_unregister_thread(void)
+{
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+
+	if (!v)
+		return -EINVAL;
+	if (nest_of(v) == SK_RCU_QSBR_NEST)
+		go_offline();
+	else if (nest_of(v) != 0)
+		sk__die("sk_rcu_unregister_thread() %s (nesting depth %lu)",
+			in_section_msg, depth_of(v));
+	reader_unregister();
+	return 0;
+}
+
+/* Thread-exit destructor of registered threads. */
+static void reader_exit(void *arg)
+{
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+
+	(void)arg;
+	if (nest_of(v) == SK_RCU_QSBR_NEST)
+		go_offline();
+	else if (nest_of(v) != 0)
+		sk__die("thread exited inside an RCU read-side critical section "
+			"(nesting depth %lu): missing sk_rcu_read_unlock()",
+			depth_of(v));
+	if (v)
+		reader_unregister();
+}
+
+int sk_rcu_thread_online(void)
+{
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+
+	if (nest_of(v) == SK_RCU_QSBR_NEST)
+		return 0;
+	if (nest_of(v) != 0)
+		sk__die("sk_rcu_thread_online() %s", in_section_msg);
+	if (!v && reader_register() != 0)
+		return -ENOMEM;
+	set_qsbr_mode(1);
+	/* RCU-L1: acquire pairs with the counter advance RCU-R1. */
+	sk_atomic_store_relaxed(
+		&sk_rcu__ctr,
+		(sk_atomic_load_acquire(&sk_rcu__gp.ctr) & ~SK_RCU_NEST_MASK) |
+			SK_RCU_QSBR_NEST);
+	/*
+	 * RCU-Q2: the store before the loads that follow; pairs with RCU-G1
+	 * (full, not light: see go_offline()).
+	 */
+	sk_smp_mb();
+	return 0;
+}
+
+void sk_rcu_thread_offline(void)
+{
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+
+	if (nest_of(v) != SK_RCU_QSBR_NEST)
+		sk__die("sk_rcu_thread_offline() called by a thread that is not "
+			"an online QSBR reader outside sk_rcu_read_lock() "
+			"(nesting depth %lu)",
+			depth_of(v));
+	go_offline();
+}
+
+void sk_rcu__unlock_misuse(void)
+{
+	sk__die("unbalanced sk_rcu_read_unlock(): the thread is not inside an "
+		"RCU read-side critical section");
+}
+
+void sk_rcu__nest_overflow(void)
+{
+	sk__die("sk_rcu_read_lock() nested deeper than %lu levels: missing "
+		"sk_rcu_read_unlock() (or unbounded recursion)",
+		SK_RCU_QSBR_NEST - 1);
+}
+
+/*
+ * Slow path of sk_rcu_quiescent_state(): a grace period began since the
+ * last announcement (or misuse).  Announce the current phase between two
+ * full fences, which pair with the grace period's heavy or full fences
+ * (with only QSBR-mode threads registered, grace periods use full fences).
+ */
+void sk_rcu__quiescent_slow(void)
+{
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr), gp;
+
+	if (nest_of(v) != SK_RCU_QSBR_NEST)
+		sk_rcu__qs_misuse();
+	/* RCU-L1: acquire pairs with the counter advance RCU-R1. */
+	gp = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+	/* RCU-Q1: earlier loads before the announcement; pairs with RCU-G2. */
+	sk_smp_mb();
+	SK_TSAN_RELEASE(&sk_rcu__ctr);
+	sk_atomic_store_relaxed(&sk_rcu__ctr,
+				(gp & ~SK_RCU_NEST_MASK) | SK_RCU_QSBR_NEST);
+	/*
+	 * RCU-Q2: announcement before the futex load and later loads; pairs
+	 * with RCU-G1/RCU-G3 (a futex of 1 asks for the handshake,
+	 * RCU-H0/RCU-H1).
+	 */
+	sk_smp_mb();
+	if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
+		sk_rcu__wake_gp();
+}
+
+void sk_rcu__qs_misuse(void)
+{
+	unsigned long n = nest_of(sk_atomic_load_relaxed(&sk_rcu__ctr));
+
+	if (n > SK_RCU_QSBR_NEST)
+		sk__die("sk_rcu_quiescent_state() %s", in_section_msg);
+	sk__die("sk_rcu_quiescent_state() called by a thread that is not an "
+		"online QSBR reader (call sk_rcu_thread_online() first)");
+}
+
+/* A reader answers an expedited handshake (see RCU-H1 above). */
+static void ack_handshake(void)
+{
+	uint64_t e;
+
+	if (!sk_atomic_load_relaxed(&sk_rcu__ctr))
+		return; /* not registered: no grace period waits for us */
+	/*
+	 * Acquire: pairs with RCU-H0, so the counter advance of handshake e is
+	 * visible from here on.  Answer only a number read before the
+	 * barrier: a later one's advance might not be visible to our next
+	 * sections.
+	 */
+	e = sk_atomic_load_acquire(&sk__rcu.exp_seq);
+	if (sk_atomic_load_relaxed(&sk__rcu_ack) == e)
+		return; /* answered e already, with a barrier after reading it */
+	/*
+	 * RCU-H1: full barrier between reading the request and answering it,
+	 * the reader's half of what membarrier(2)'s interrupt would do.  The
+	 * acquire above and the release below already give the handshake
+	 * what it needs (our ctr stores before the answer, our later
+	 * sections after the request, which ordered the counter advance);
+	 * the barrier makes the answer mean all that the interrupt means, at
+	 * the cost of one fence per thread and request.
+	 */
+	sk_smp_mb();
+	/* Release: pairs with the leader's acquire (RCU-H2). */
+	sk_atomic_store_release(&sk__rcu_ack, e);
+}
+
+void sk_rcu__wake_gp(void)
+{
+	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex) == SK_RCU_FUTEX_ACK)
+		ack_handshake();
+	else
+		sk__rcu_wake_leader();
+}
+
+int sk__rcu_enter_wait(const char *fn)
+{
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+
+	if (nest_of(v) == SK_RCU_QSBR_NEST) {
+		go_offline();
+		return 1;
+	}
+	if (nest_of(v) != 0)
+		sk__die("%s %s (nesting depth %lu): it would wait for itself "
+			"forever",
+			fn, in_section_msg, depth_of(v));
+	return 0;
+}
+
