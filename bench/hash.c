@@ -142,7 +142,7 @@ static void die(const char *what)
 static struct {
 	long nkeys; /* a power of two */
 	struct hobj *objs;
-	struct sk_rhash sk;
+	struct sk_rhash *sk;
 	int have_sk;
 #ifdef HASH_HAVE_LFHT
 	struct cds_lfht *lf;
@@ -193,11 +193,11 @@ static int set_build(long nkeys)
 	p.key_offset = offsetof(struct hobj, key);
 	p.key_len = sizeof(uint64_t);
 	p.initial_buckets = (unsigned long)nkeys;
-	if (sk_rhash_init(&W.sk, &p))
+	if (!(W.sk = sk_rhash_create(&p)))
 		goto nomem;
 	W.have_sk = 1;
 	for (i = 0; i < nkeys; i++)
-		if (sk_rhash_insert(&W.sk, &W.objs[i].sk))
+		if (sk_rhash_insert(W.sk, &W.objs[i].sk))
 			die("sk_rhash_insert failed");
 
 #ifdef HASH_HAVE_LFHT
@@ -243,7 +243,7 @@ static void set_free(void)
 	}
 #endif
 	if (W.have_sk)
-		sk_rhash_destroy(&W.sk, NULL, NULL);
+		sk_rhash_destroy(W.sk, NULL, NULL);
 	free(W.objs);
 	memset(&W, 0, sizeof(W));
 }
@@ -269,7 +269,7 @@ static void rhash_thread_exit(void)
 
 static void rhash_lookups(long n)
 {
-	struct sk_rhash *ht = &W.sk;
+	struct sk_rhash *ht = W.sk;
 	uint64_t mask = (uint64_t)W.nkeys - 1, s = rng;
 	long i;
 
@@ -397,7 +397,7 @@ static void rhash_upd_init(void)
 
 	pool_alloc();
 	for (i = 0; i < UPD_HALF; i++)
-		if (sk_rhash_insert(&W.sk, &pool[i].sk))
+		if (sk_rhash_insert(W.sk, &pool[i].sk))
 			die("sk_rhash_insert failed");
 }
 
@@ -412,9 +412,9 @@ static void rhash_updates(long n)
 		struct hobj *out = pool + (1 - in_half) * UPD_HALF;
 
 		for (i = 0; i < UPD_HALF; i++) {
-			if (SK_UNLIKELY(sk_rhash_insert(&W.sk, &out[i].sk)))
+			if (SK_UNLIKELY(sk_rhash_insert(W.sk, &out[i].sk)))
 				die("sk_rhash_insert failed");
-			if (SK_UNLIKELY(sk_rhash_remove(&W.sk, &in[i].sk)))
+			if (SK_UNLIKELY(sk_rhash_remove(W.sk, &in[i].sk)))
 				die("sk_rhash_remove failed");
 		}
 		/* Removed objects are reinserted after a grace period only. */
@@ -429,7 +429,7 @@ static void rhash_upd_exit(void)
 	int i;
 
 	for (i = 0; i < UPD_HALF; i++)
-		if (sk_rhash_remove(&W.sk, &in[i].sk))
+		if (sk_rhash_remove(W.sk, &in[i].sk))
 			die("sk_rhash_remove failed");
 	sk_synchronize_rcu();
 	free(pool);
@@ -538,8 +538,8 @@ static void *resizer_main(void *arg)
 	struct resizer *rz = arg;
 
 	while (!__atomic_load_n(&rz->stop, __ATOMIC_RELAXED)) {
-		if (sk_rhash_resize(&W.sk, 2 * rz->base) ||
-		    sk_rhash_resize(&W.sk, rz->base))
+		if (sk_rhash_resize(W.sk, 2 * rz->base) ||
+		    sk_rhash_resize(W.sk, rz->base))
 			die("sk_rhash_resize failed");
 		rz->cycles++;
 	}
@@ -823,7 +823,7 @@ int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 			  njobs, cfg->reps, cfg->run_ns / 1e6,
 			  cfg->warmup_ns / 1e6);
 	err = run_jobs(cfg, "hash-update", "updates", jobs, njobs, NULL);
-	if (!err && sk_rhash_count(&W.sk) != (unsigned long)W.nkeys)
+	if (!err && sk_rhash_count(W.sk) != (unsigned long)W.nkeys)
 		die("sk_rhash_count differs from the key count after the "
 		    "updates");
 	set_free();
@@ -934,8 +934,8 @@ static void *lat_resizer_main(void *arg)
 #endif
 	while (!__atomic_load_n(&rz->stop, __ATOMIC_RELAXED)) {
 		if (!lf) {
-			if (sk_rhash_resize(&W.sk, 2 * rz->base) ||
-			    sk_rhash_resize(&W.sk, rz->base))
+			if (sk_rhash_resize(W.sk, 2 * rz->base) ||
+			    sk_rhash_resize(W.sk, rz->base))
 				die("sk_rhash_resize failed");
 		}
 #ifdef HASH_HAVE_LFHT
@@ -969,8 +969,8 @@ static uint64_t timed_pair(struct hobj *o, int lf)
 	if (lf == LAT_EMPTY) {
 		sk_barrier(); /* nothing to time */
 	} else if (lf == LAT_RHASH) {
-		if (sk_rhash_insert(&W.sk, &o->sk) ||
-		    sk_rhash_remove(&W.sk, &o->sk))
+		if (sk_rhash_insert(W.sk, &o->sk) ||
+		    sk_rhash_remove(W.sk, &o->sk))
 			die("sk_rhash insert/remove failed");
 	}
 #ifdef HASH_HAVE_LFHT
@@ -1140,7 +1140,7 @@ static void *grow_inserter(void *arg)
 		if (g->lf == LAT_EMPTY) {
 			sk_barrier(); /* nothing to time */
 		} else if (g->lf == LAT_RHASH) {
-			if (sk_rhash_insert(&W.sk, &o->sk))
+			if (sk_rhash_insert(W.sk, &o->sk))
 				die("sk_rhash_insert failed");
 		}
 #ifdef HASH_HAVE_LFHT
@@ -1183,7 +1183,7 @@ static void *grow_looker(void *arg)
 
 		if (g->lf != LAT_LFHT) {
 			sk_rcu_read_lock();
-			(void)sk_rhash_lookup(&W.sk, &k);
+			(void)sk_rhash_lookup(W.sk, &k);
 			sk_rcu_read_unlock();
 		}
 #ifdef HASH_HAVE_LFHT
@@ -1225,7 +1225,7 @@ static int grow_tables(long nkeys, int lf)
 		p.key_len = sizeof(uint64_t);
 		p.initial_buckets = 1;
 		p.min_buckets = 1;
-		if (sk_rhash_init(&W.sk, &p))
+		if (!(W.sk = sk_rhash_create(&p)))
 			return -1;
 		W.have_sk = 1;
 	}
@@ -1266,7 +1266,7 @@ static int grow_once(int lf, long nkeys, double *total_ms, double *worst_us)
 	*total_ms = (double)(sk_bench_now_ns() - t0) / 1e6;
 	*worst_us = (double)g.worst / 1e3;
 	if (lf != LAT_LFHT)
-		sk_rhash_barrier(&W.sk); /* the last background grow */
+		sk_rhash_barrier(W.sk); /* the last background grow */
 	set_free();
 	return 0;
 }

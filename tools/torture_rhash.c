@@ -55,7 +55,7 @@ struct rh_obj {
 };
 
 struct rh_state {
-	struct sk_rhash ht;
+	struct sk_rhash *ht;
 	unsigned long nkeys;		  /* stable + volatile keys */
 	struct rh_obj *stable[RH_STABLE]; /* never change */
 	struct sk_tort_pool pool0;
@@ -179,7 +179,8 @@ static int rh_setup(struct sk_tort *T)
 				 ? UINT64_MAX
 				 : (uint64_t)(T->cfg->fault_rate *
 					      18446744073709551616.0);
-	err = sk_rhash_init(&S->ht, &p);
+	S->ht = sk_rhash_create(&p);
+	err = S->ht ? 0 : -errno;
 	if (err)
 		goto free_state;
 	S->nkeys = RH_STABLE + T->cfg->updaters * RH_VOL;
@@ -187,7 +188,7 @@ static int rh_setup(struct sk_tort *T)
 	for (k = 0; k < RH_STABLE; k++) {
 		struct rh_obj *o = new_obj(T, &S->pool0, k, 0);
 
-		err = o ? sk_rhash_insert_unique(&S->ht, &o->node) : -ENOMEM;
+		err = o ? sk_rhash_insert_unique(S->ht, &o->node) : -ENOMEM;
 		if (err) {
 			if (o)
 				poison_retire(T, &o->o);
@@ -202,7 +203,7 @@ static int rh_setup(struct sk_tort *T)
 
 destroy_table:
 	/* No thread has started: the objects go back to pool0 at once. */
-	sk_rhash_destroy(&S->ht, free_obj, T);
+	sk_rhash_destroy(S->ht, free_obj, T);
 	sk_tort_pool_destroy(&S->pool0);
 free_state:
 	rh_cur = NULL;
@@ -266,7 +267,7 @@ static void rh_iterate(struct sk_tort_thread *t, struct rh_state *S)
 	struct sk_rhash_iter it;
 	struct rh_obj *o;
 
-	sk_rhash_iter_start(&S->ht, &it);
+	sk_rhash_iter_start(S->ht, &it);
 	while ((o = sk_rhash_iter_next(&it)) != NULL) {
 		unsigned long key;
 
@@ -324,13 +325,13 @@ static void rh_read_one(struct sk_tort_thread *t)
 		key = stable ? sk_tort_below(&t->rng, RH_STABLE)
 			     : RH_STABLE + sk_tort_below(&t->rng,
 							 S->nkeys - RH_STABLE);
-		o = sk_rhash_lookup(&S->ht, &key);
+		o = sk_rhash_lookup(S->ht, &key);
 		if (!o) {
 			if (stable)
 				sk_tort_error(T, t,
 					      "stable key %lu not found (%lu "
 					      "buckets)",
-					      key, sk_rhash_buckets(&S->ht));
+					      key, sk_rhash_buckets(S->ht));
 		} else if (obj_ok(t, o, key, "found by a lookup")) {
 			found[nf] = o;
 			fkey[nf++] = key;
@@ -386,7 +387,7 @@ static void rh_insert_dup(struct sk_tort_thread *t, struct rh_obj *n,
 {
 	struct rh_state *S = t->T->priv;
 	struct rh_updater *u = t->priv;
-	int r = sk_rhash_insert_unique(&S->ht, &n->node);
+	int r = sk_rhash_insert_unique(S->ht, &n->node);
 
 	if (r != -EEXIST)
 		sk_tort_error(t->T, t,
@@ -395,7 +396,7 @@ static void rh_insert_dup(struct sk_tort_thread *t, struct rh_obj *n,
 			      which, key, r);
 	if (r == 0) {
 		/* Undo, so that the final check holds. */
-		sk_rhash_remove(&S->ht, &n->node);
+		sk_rhash_remove(S->ht, &n->node);
 		rh_retire(t, n);
 	} else {
 		sk_tort_pool_retire(&u->up.pool, n);
@@ -445,8 +446,8 @@ static void rh_update_body(struct sk_tort_thread *t)
 		if (!n)
 			goto nomem;
 		r = sk_tort_one_in(&t->rng, 2)
-			    ? sk_rhash_insert_unique(&S->ht, &n->node)
-			    : sk_rhash_insert(&S->ht, &n->node);
+			    ? sk_rhash_insert_unique(S->ht, &n->node)
+			    : sk_rhash_insert(S->ht, &n->node);
 		if (r) {
 			sk_tort_error(T, t,
 				      "insert of absent key %lu returned %d",
@@ -459,7 +460,7 @@ static void rh_update_body(struct sk_tort_thread *t)
 	} else {
 		switch (sk_tort_below(&t->rng, 4)) {
 		case 0:
-			r = sk_rhash_remove(&S->ht, &e->node);
+			r = sk_rhash_remove(S->ht, &e->node);
 			if (r) {
 				sk_tort_error(T, t,
 					      "remove of key %lu returned %d",
@@ -475,7 +476,7 @@ static void rh_update_body(struct sk_tort_thread *t)
 				    sk_tort_rand(&t->rng) >> 8);
 			if (!n)
 				goto nomem;
-			r = sk_rhash_replace(&S->ht, &e->node, &n->node);
+			r = sk_rhash_replace(S->ht, &e->node, &n->node);
 			if (r) {
 				sk_tort_error(T, t,
 					      "replace of key %lu returned %d",
@@ -497,7 +498,7 @@ static void rh_update_body(struct sk_tort_thread *t)
 		default:
 			/* Only this thread changes the key: exact answer. */
 			sk_rcu_read_lock();
-			o = sk_rhash_lookup(&S->ht, &key);
+			o = sk_rhash_lookup(S->ht, &key);
 			if (o != e)
 				sk_tort_error(T, t,
 					      "lookup of own key %lu found %p, "
@@ -533,7 +534,7 @@ static void rh_extra_one(struct sk_tort_thread *t)
 
 	if (sk_tort_one_in(&t->rng, 8))
 		n = 1UL << (RH_BIG_LOG + sk_tort_below(&t->rng, RH_BIG_LOGS));
-	r = sk_rhash_resize(&S->ht, n);
+	r = sk_rhash_resize(S->ht, n);
 	if (r == 0) {
 		sk_tort_inc(&S->resizes);
 	} else if (r == -ENOMEM && T->cfg->fault_rate > 0) {
@@ -543,7 +544,7 @@ static void rh_extra_one(struct sk_tort_thread *t)
 	}
 	/* The table array may be freed by an automatic resize. */
 	sk_rcu_read_lock();
-	b = sk_rhash_buckets(&S->ht);
+	b = sk_rhash_buckets(S->ht);
 	sk_rcu_read_unlock();
 	if (!b || (b & (b - 1)))
 		sk_tort_error(T, t, "%lu buckets: not a power of two", b);
@@ -565,7 +566,7 @@ static void rh_finish(struct sk_tort *T)
 	seen = calloc(S->nkeys, sizeof(*seen));
 	sk_rcu_read_lock();
 	for (k = 0; k < RH_STABLE; k++)
-		if (sk_rhash_lookup(&S->ht, &k) != S->stable[k])
+		if (sk_rhash_lookup(S->ht, &k) != S->stable[k])
 			sk_tort_error(T, NULL,
 				      "final table: stable key %lu "
 				      "lost",
@@ -579,7 +580,7 @@ static void rh_finish(struct sk_tort *T)
 		for (k = 0; k < RH_VOL; k++) {
 			unsigned long key = u->base + k;
 
-			o = sk_rhash_lookup(&S->ht, &key);
+			o = sk_rhash_lookup(S->ht, &key);
 			if (o != u->model[k])
 				sk_tort_error(T, NULL,
 					      "final table: key %lu is %p, the "
@@ -590,7 +591,7 @@ static void rh_finish(struct sk_tort *T)
 				expect++;
 		}
 	}
-	sk_rhash_iter_start(&S->ht, &it);
+	sk_rhash_iter_start(S->ht, &it);
 	while ((o = sk_rhash_iter_next(&it)) != NULL && n <= 2 * S->nkeys) {
 		n++;
 		if (o->key >= S->nkeys || o->magic != SK_TORT_MAGIC) {
@@ -609,13 +610,13 @@ static void rh_finish(struct sk_tort *T)
 			      "final iteration returned %lu objects, the "
 			      "model has %lu",
 			      n, expect);
-	c = sk_rhash_count(&S->ht);
+	c = sk_rhash_count(S->ht);
 	if (c != expect)
 		sk_tort_error(T, NULL,
 			      "sk_rhash_count() is %lu, the model has %lu", c,
 			      expect);
 	free(seen);
-	sk_rhash_destroy(&S->ht, free_obj, T);
+	sk_rhash_destroy(S->ht, free_obj, T);
 	sk_tort_pools_count(T, &S->pool0, &allocated, &freed);
 	if (allocated != freed)
 		sk_tort_error(T, NULL, "%lu objects allocated, %lu freed",
@@ -651,7 +652,7 @@ static void rh_progress(struct sk_tort *T, char *buf, size_t len)
 	struct rh_state *S = T->priv;
 
 	snprintf(buf, len, "%lu buckets, %lu resizes, %lu faults",
-		 sk_rhash_buckets(&S->ht), sk_atomic_load_relaxed(&S->resizes),
+		 sk_rhash_buckets(S->ht), sk_atomic_load_relaxed(&S->resizes),
 		 sk_atomic_load_relaxed(&S->faults));
 }
 
