@@ -422,14 +422,108 @@ static void rh_update_one(struct sk_tort_thread *t)
 	sk_rcu_read_unlock();
 }
 
+/*
+ * The end of an update of key i that replaced e by n (NULL: removed it):
+ * r is its result; the model follows, e is retired, counter counted.
+ * Returns r.
+ */
+static int rh_swapped(struct sk_tort_thread *t, unsigned long i,
+		      struct rh_obj *e, struct rh_obj *n, int r,
+		      const char *what, int counter)
+{
+	struct rh_updater *u = t->priv;
+
+	if (r) {
+		sk_tort_error(t->T, t, "%s of key %lu returned %d", what,
+			      u->base + i, r);
+		if (n)
+			sk_tort_pool_retire(&u->up.pool, n);
+		return r;
+	}
+	u->model[i] = n;
+	if (e)
+		rh_retire(t, e);
+	sk_tort_inc(&t->st->x[counter]);
+	return 0;
+}
+
+/* Key i (u->base + i) is absent: insert it, unique or not. */
+static int rh_update_absent(struct sk_tort_thread *t, unsigned long i)
+{
+	struct rh_state *S = t->T->priv;
+	struct rh_updater *u = t->priv;
+	struct rh_obj *n = new_obj(t->T, &u->up.pool, u->base + i,
+				   sk_tort_rand(&t->rng) >> 8);
+
+	if (!n)
+		return -ENOMEM;
+	rh_swapped(t, i, NULL, n,
+		   sk_tort_one_in(&t->rng, 2)
+			   ? sk_rhash_insert_unique(S->ht, &n->node)
+			   : sk_rhash_insert(S->ht, &n->node),
+		   "insert", RX_INSERTS);
+	return 0;
+}
+
+/* Only this thread changes key i: the lookup's answer is exact. */
+static void rh_own_lookup(struct sk_tort_thread *t, unsigned long key,
+			  struct rh_obj *e)
+{
+	struct rh_state *S = t->T->priv;
+	struct rh_obj *o;
+
+	sk_rcu_read_lock();
+	o = sk_rhash_lookup(S->ht, &key);
+	if (o != e)
+		sk_tort_error(t->T, t,
+			      "lookup of own key %lu found %p, the model says "
+			      "%p",
+			      key, (void *)o, (void *)e);
+	sk_rcu_read_unlock();
+	sk_tort_inc(&t->st->x[RX_OWN_LOOKUPS]);
+}
+
+/* Key i is present in e: remove, replace, duplicate insert or lookup. */
+static int rh_update_present(struct sk_tort_thread *t, unsigned long i,
+			     struct rh_obj *e)
+{
+	struct rh_state *S = t->T->priv;
+	struct rh_updater *u = t->priv;
+	unsigned long key = u->base + i;
+	struct rh_obj *n;
+
+	switch (sk_tort_below(&t->rng, 4)) {
+	case 0:
+		rh_swapped(t, i, e, NULL, sk_rhash_remove(S->ht, &e->node),
+			   "remove", RX_REMOVES);
+		return 0;
+	case 1:
+		n = new_obj(t->T, &u->up.pool, key, sk_tort_rand(&t->rng) >> 8);
+		if (!n)
+			return -ENOMEM;
+		rh_swapped(t, i, e, n,
+			   sk_rhash_replace(S->ht, &e->node, &n->node),
+			   "replace", RX_REPLACES);
+		return 0;
+	case 2:
+		n = new_obj(t->T, &u->up.pool, key, 7);
+		if (!n)
+			return -ENOMEM;
+		rh_insert_dup(t, n, key, "present");
+		sk_tort_inc(&t->st->x[RX_DUP_INSERTS]);
+		return 0;
+	default:
+		rh_own_lookup(t, key, e);
+		return 0;
+	}
+}
+
 static void rh_update_body(struct sk_tort_thread *t)
 {
 	struct sk_tort *T = t->T;
-	struct rh_state *S = T->priv;
 	struct rh_updater *u = t->priv;
-	unsigned long i = sk_tort_below(&t->rng, RH_VOL), key = u->base + i;
-	struct rh_obj *e = u->model[i], *n, *o;
-	int r;
+	unsigned long i = sk_tort_below(&t->rng, RH_VOL);
+	struct rh_obj *e = u->model[i], *n;
 
 	if (u->up.pending)
 		sk_tort_reap_pending(T, &u->up);
@@ -441,79 +535,12 @@ static void rh_update_body(struct sk_tort_thread *t)
 		if (n)
 			rh_insert_dup(t, n, sk, "stable");
 	}
-	if (!e) {
-		n = new_obj(T, &u->up.pool, key, sk_tort_rand(&t->rng) >> 8);
-		if (!n)
-			goto nomem;
-		r = sk_tort_one_in(&t->rng, 2)
-			    ? sk_rhash_insert_unique(S->ht, &n->node)
-			    : sk_rhash_insert(S->ht, &n->node);
-		if (r) {
-			sk_tort_error(T, t,
-				      "insert of absent key %lu returned %d",
-				      key, r);
-			sk_tort_pool_retire(&u->up.pool, n);
-		} else {
-			u->model[i] = n;
-			sk_tort_inc(&t->st->x[RX_INSERTS]);
-		}
-	} else {
-		switch (sk_tort_below(&t->rng, 4)) {
-		case 0:
-			r = sk_rhash_remove(S->ht, &e->node);
-			if (r) {
-				sk_tort_error(T, t,
-					      "remove of key %lu returned %d",
-					      key, r);
-				break;
-			}
-			u->model[i] = NULL;
-			rh_retire(t, e);
-			sk_tort_inc(&t->st->x[RX_REMOVES]);
-			break;
-		case 1:
-			n = new_obj(T, &u->up.pool, key,
-				    sk_tort_rand(&t->rng) >> 8);
-			if (!n)
-				goto nomem;
-			r = sk_rhash_replace(S->ht, &e->node, &n->node);
-			if (r) {
-				sk_tort_error(T, t,
-					      "replace of key %lu returned %d",
-					      key, r);
-				sk_tort_pool_retire(&u->up.pool, n);
-				break;
-			}
-			u->model[i] = n;
-			rh_retire(t, e);
-			sk_tort_inc(&t->st->x[RX_REPLACES]);
-			break;
-		case 2:
-			n = new_obj(T, &u->up.pool, key, 7);
-			if (!n)
-				goto nomem;
-			rh_insert_dup(t, n, key, "present");
-			sk_tort_inc(&t->st->x[RX_DUP_INSERTS]);
-			break;
-		default:
-			/* Only this thread changes the key: exact answer. */
-			sk_rcu_read_lock();
-			o = sk_rhash_lookup(S->ht, &key);
-			if (o != e)
-				sk_tort_error(T, t,
-					      "lookup of own key %lu found %p, "
-					      "the model says %p",
-					      key, (void *)o, (void *)e);
-			sk_rcu_read_unlock();
-			sk_tort_inc(&t->st->x[RX_OWN_LOOKUPS]);
-			break;
-		}
+	if (e ? rh_update_present(t, i, e) : rh_update_absent(t, i)) {
+		sk_tort_error(T, t, "out of memory");
+		usleep(1000);
+		return;
 	}
 	sk_tort_inc(&t->st->updates);
-	return;
-nomem:
-	sk_tort_error(T, t, "out of memory");
-	usleep(1000);
 }
 
 /* ---- resizer ------------------------------------------------------------- */
