@@ -80,6 +80,11 @@
  *         background work's writes before the next queueing.
  *  RH-W2  releases of ht->pending (work done, array freed); pair with the
  *         acquire in sk_rhash_barrier().
+ *  RH-W3  an update's store of ht->recheck before its load of
+ *         ht->explicit_resizes, and sk_rhash_resize()'s decrement of
+ *         explicit_resizes before its exchange of recheck (seq_cst
+ *         both): one of the two sees the other, so a load-factor check
+ *         left to a running explicit resize is never lost.
  */
 #define _GNU_SOURCE
 #include "internal/rhash.h"

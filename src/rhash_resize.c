@@ -159,6 +159,24 @@ static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
 }
 
 /*
+ * Bring the lines the migration of old buckets ahead of i will touch
+ * into the cache before their stripe locks are taken, so that each lock
+ * is held for cache-hot work only: a migrator preempted while it holds a
+ * stripe stalls that stripe's updaters, and shorter holds make that
+ * rarer.  Hints only: the bucket heads are read without the lock
+ * (relaxed; the array stays allocated while resize_lock is held) and
+ * their nodes are prefetched, never dereferenced.
+ */
+static inline void migrate_prefetch(struct sk_rhash_table *t, unsigned long i,
+				    unsigned long to)
+{
+	if (i + 16 < to)
+		__builtin_prefetch(&t->buckets[i + 16]);
+	if (i + 4 < to)
+		__builtin_prefetch(sk_atomic_load_relaxed(&t->buckets[i + 4]));
+}
+
+/*
  * Migrate old buckets [from, to) of the running resize, one step of one
  * bucket per hold of its stripe lock.  No lock held.
  */
@@ -173,8 +191,9 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
 	for (i = from; i < to; i++) {
 		struct sk_rhash_stripe *s = &ht->stripes[i & mask];
 
+		migrate_prefetch(t, i, to);
 		for (;;) {
-			pthread_mutex_lock(&s->lock);
+			sk__rhash_stripe_lock(s);
 			more = migrate_step(t, f, i);
 			pthread_mutex_unlock(&s->lock);
 			if (!more)
@@ -236,6 +255,26 @@ static int resize_locked(struct sk_rhash *ht, unsigned long nbuckets)
 	return 0;
 }
 
+static void background_resize(struct sk_rcu_head *head);
+
+/* Queue the background work unless it is queued.  Never waits. */
+static void queue_work(struct sk_rhash *ht)
+{
+	int idle = 0;
+
+	/*
+	 * One queued work per table: it rechecks the load factor.  RH-W1:
+	 * the cmpxchg (full barrier) pairs with the release in work_done():
+	 * the previous work's writes happen before this queueing.
+	 */
+	if (sk_atomic_load_relaxed(&ht->work_queued) ||
+	    !sk_atomic_cmpxchg(&ht->work_queued, &idle, 1))
+		return;
+	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
+	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
+	(void)sk_call_rcu(&ht->work, background_resize);
+}
+
 int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
 {
 	int err;
@@ -245,9 +284,21 @@ int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
 	if (sk_rcu_read_ongoing())
 		sk__die("sk_rhash_resize() called inside an RCU read-side "
 			"critical section: it waits for grace periods");
+	/* RH-W3: before the lock; pairs with the load in maybe_resize(). */
+	sk_atomic_fetch_add(&ht->explicit_resizes, 1);
 	pthread_mutex_lock(&ht->resize_lock);
 	err = resize_locked(ht, nbuckets);
 	pthread_mutex_unlock(&ht->resize_lock);
+	sk_atomic_fetch_add(&ht->explicit_resizes, -1);
+	/*
+	 * RH-W3: an update that crossed a load-factor limit while we
+	 * resized left the check to us (the seq_cst decrement above before
+	 * this exchange; pairs with the store and load in maybe_resize():
+	 * either it saw no explicit resize and queued the work, or we see
+	 * its request here).
+	 */
+	if (sk_atomic_xchg(&ht->recheck, 0))
+		queue_work(ht);
 	return err;
 }
 
@@ -273,8 +324,6 @@ static unsigned long wanted_size(struct sk_rhash *ht, unsigned long size,
 		size /= 2;
 	return size;
 }
-
-static void background_resize(struct sk_rcu_head *head);
 
 /* The background work is done: let updates queue it again. */
 static void work_done(struct sk_rhash *ht)
@@ -383,8 +432,6 @@ void sk_rhash_barrier(struct sk_rhash *ht)
 void sk__rhash_maybe_resize(struct sk_rhash *ht, unsigned long size,
 			    long count, int grow_check)
 {
-	int idle = 0;
-
 	if (!ht->p.automatic_resize)
 		return;
 	if (grow_check ? size >= ht->p.max_buckets ||
@@ -392,16 +439,20 @@ void sk__rhash_maybe_resize(struct sk_rhash *ht, unsigned long size,
 		       : size <= ht->p.min_buckets || !ht->p.shrink_below_pct ||
 				 above(count + 1, size, ht->p.shrink_below_pct))
 		return;
-	/*
-	 * One queued work per table: it rechecks the load factor.  The
-	 * RH-W1: the cmpxchg (full barrier) pairs with the release in
-	 * work_done(): the previous work's writes happen before this
-	 * queueing.
-	 */
-	if (sk_atomic_load_relaxed(&ht->work_queued) ||
-	    !sk_atomic_cmpxchg(&ht->work_queued, &idle, 1))
+	if (sk_atomic_load_relaxed(&ht->work_queued))
 		return;
-	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
-	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
-	(void)sk_call_rcu(&ht->work, background_resize);
+	/*
+	 * While explicit resizes run, the work would find resize_lock taken
+	 * and end, to be queued again by the next flush: thousands of
+	 * wake-ups of the callback worker per second, which then competes
+	 * with the resizer and the updaters for the CPUs.  Leave the check
+	 * to the explicit resize instead.  RH-W3: the store before the
+	 * load (seq_cst both); pairs with sk_rhash_resize()'s decrement and
+	 * exchange.
+	 */
+	(void)sk_atomic_xchg(&ht->recheck, 1);
+	if (__atomic_load_n(&ht->explicit_resizes, __ATOMIC_SEQ_CST))
+		return;
+	sk_atomic_store_relaxed(&ht->recheck, 0);
+	queue_work(ht);
 }

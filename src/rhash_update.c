@@ -51,7 +51,7 @@ static int lock_bucket(struct sk_rhash *ht, unsigned long h,
 		 * No holder of a stripe lock waits for a grace period, so
 		 * blocking here inside the read section is fine.
 		 */
-		pthread_mutex_lock(&s->lock);
+		sk__rhash_stripe_lock(s);
 		/*
 		 * RH-U1: re-read under the lock: a resize that changed the stripe
 		 * mapping did so holding every stripe (the mutex orders its

@@ -890,6 +890,7 @@ static int run_victim(int what, const char *name)
  */
 struct rs_resizer {
 	struct sk_rhash *ht;
+	unsigned long to; /* buckets */
 	int rc;
 };
 
@@ -897,7 +898,7 @@ static void *rs_resize_thread(void *arg)
 {
 	struct rs_resizer *r = (struct rs_resizer *)arg;
 
-	r->rc = sk_rhash_resize(r->ht, 4096);
+	r->rc = sk_rhash_resize(r->ht, r->to);
 	return NULL;
 }
 
@@ -934,6 +935,7 @@ static void update_in_read_section_during_resize_works(void)
 	for (i = 0; i < 20000; i++)
 		SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
 	r.ht = ht;
+	r.to = 4096;
 	r.rc = -1;
 	sk_rcu_read_lock();
 	pthread_create(&t, NULL, rs_resize_thread, &r);
@@ -954,6 +956,49 @@ static void update_in_read_section_during_resize_works(void)
 	SK_CHECK_EQ(r.rc, 0);
 	SK_CHECK_EQ(sk_rhash_buckets(ht), 4096);
 	check_all(ht, o, 20002, "after updates inside a section mid-resize");
+	sk_rhash_destroy(ht, NULL, NULL);
+	free(o);
+}
+
+/*
+ * Updates that cross the load factor while an explicit resize runs leave
+ * the check to that resize (no background work is queued meanwhile); the
+ * resize must queue it when it ends.  The resizer is held in its grace
+ * period by our read section while 4000 inserts cross the limit; after it
+ * ends, the background grow must bring the table to the load factor.  A
+ * resize that forgot the check leaves 128 buckets.
+ */
+static void grow_left_to_an_explicit_resize_happens(void)
+{
+	struct sk_rhash_params p = obj_params(64);
+	struct sk_rhash *ht;
+	struct obj *o = objs_new(4000);
+	struct rs_resizer r;
+	pthread_t t;
+	int i;
+
+	alarm(120); /* a hang is a bug too */
+	p.automatic_resize = 1;
+	p.min_buckets = 64;
+	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
+	r.ht = ht;
+	r.to = 128;
+	r.rc = -1;
+	sk_rcu_read_lock();
+	pthread_create(&t, NULL, rs_resize_thread, &r);
+	wait_resize_switched(ht); /* now waiting for our section */
+	for (i = 0; i < 4000; i++)
+		SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
+	SK_CHECK_EQ(sk_rhash_buckets(ht), 128); /* nothing else ran */
+	sk_rcu_read_unlock();
+	pthread_join(t, NULL);
+	SK_CHECK_EQ(r.rc, 0);
+	sk_rhash_barrier(ht);
+	alarm(0);
+	fprintf(stderr, "  4000 objects: %lu buckets after the resize\n",
+		sk_rhash_buckets(ht));
+	SK_CHECK_GT(sk_rhash_buckets(ht), 2048);
+	check_all(ht, o, 4000, "after the grow left to a resize");
 	sk_rhash_destroy(ht, NULL, NULL);
 	free(o);
 }
@@ -1097,6 +1142,7 @@ int main(void)
 	SK_RUN(automatic_grow_allocation_failure_keeps_insert);
 	SK_RUN(automatic_resize_follows_load_factor);
 	SK_RUN(update_in_read_section_during_resize_works);
+	SK_RUN(grow_left_to_an_explicit_resize_happens);
 	SK_RUN(lookup_in_read_section_holds_back_the_free);
 	SK_RUN(insert_never_reads_a_freed_bucket_array);
 	SK_RUN(remove_never_reads_a_freed_bucket_array);

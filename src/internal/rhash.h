@@ -89,6 +89,8 @@ struct sk_rhash {
 	int work_active;	 /* the work holds resize_lock (a resize runs) */
 	int work_queued;	 /* work queued or running (atomic) */
 	long pending;		 /* work + deferred array frees (atomic) */
+	int explicit_resizes;	 /* sk_rhash_resize() calls running (atomic) */
+	int recheck;		 /* an update left the check to them (atomic) */
 };
 
 /* ---- hashing and keys (inline: the lookup and update fast paths) -------- */
@@ -199,6 +201,28 @@ sk__rhash_stripe_of(struct sk_rhash *ht, struct sk_rhash_table *t,
 		    struct sk_rhash_table *f, unsigned long h)
 {
 	return &ht->stripes[h & sk__rhash_stripe_mask(ht, t, f)];
+}
+
+/*
+ * Lock a stripe.  Stripe locks are held for short stretches only (one
+ * update, one migration step), so a waiter spins a while before it
+ * sleeps: a futex sleep costs a wake-up and a trip through the scheduler
+ * (milliseconds on a busy machine) where the holder is about to let go.
+ * Ordering: the mutex's (acquire).
+ */
+#define RHASH_SPIN 256 /* trylocks, sk_cpu_relax() x 8 apart */
+
+static inline void sk__rhash_stripe_lock(struct sk_rhash_stripe *s)
+{
+	int i, j;
+
+	for (i = 0; i < RHASH_SPIN; i++) {
+		if (pthread_mutex_trylock(&s->lock) == 0)
+			return;
+		for (j = 0; j < 8; j++)
+			sk_cpu_relax();
+	}
+	pthread_mutex_lock(&s->lock);
 }
 
 /* ---- shared functions ------------------------------------------------- */
