@@ -17,7 +17,8 @@
  *                table continuously between 2^16 and 2^17 buckets, against
  *                the same run without the resizer: "rhash-resizing" and
  *                "rhash" are the same lookups, the ratio is
- *                resizing / steady.
+ *                resizing / steady.  Each repetition is the median of
+ *                RESIZE_WINDOWS interleaved windows of both.
  *  hash-update   T threads insert and remove objects of their own in a
  *                table of 2^16 keys: a thread owns 2 x 2048 objects; one
  *                round inserts the 2048 that are out and removes the 2048
@@ -41,6 +42,15 @@
 #include "scalekit/rcu.h"
 
 #define MAX_COUNTS 16
+
+/*
+ * hash-resize: windows per repetition, interleaved (steady, resizing,
+ * resizing, steady, ...), each half a run long; a repetition's figure is
+ * the median of its windows.  One window per repetition swung the ratio
+ * from 0.4 to 1.5 between runs: a single window of the resizing job
+ * depends on where in its grow/shrink cycle the scheduler's hiccups fall.
+ */
+#define RESIZE_WINDOWS 5
 
 /* hash-update: objects per half of a thread's pool (one round). */
 #define UPD_HALF (SK_BENCH_CHUNK / 2)
@@ -317,67 +327,117 @@ struct hash_job {
 	int col;
 };
 
+double sk_bench_hash_median(double *v, int n)
+{
+	int i, j;
+
+	/* Few values: a simple sort. */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double x = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : NAN;
+}
+
+/* Warm up every job once (cfg->warmup_ns).  0 or -errno; *failed. */
+static int warm_up(const struct sk_bench_config *cfg, struct hash_job *jobs,
+		   int njobs, struct hash_job **failed)
+{
+	double mops, rps;
+	int i, err;
+
+	for (i = 0; i < njobs; i++) {
+		*failed = &jobs[i];
+		err = measure(jobs[i].ops, jobs[i].threads, jobs[i].resize,
+			      cfg->warmup_ns, &mops, &rps);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * One repetition: `windows` interleaved windows of every job (the start
+ * rotated, so that no job always runs first), each job's figure the median
+ * of its windows; one window of cfg->run_ns, or several of half that.
+ * rv[] collects the resizer's rates.  0 or -errno; *failed.
+ */
+static int run_rep(const struct sk_bench_config *cfg, struct hash_job *jobs,
+		   int njobs, int rep, int windows, double *win, double *rv,
+		   int *nrv, struct hash_job **failed)
+{
+	uint64_t ns = windows > 1 ? cfg->run_ns / 2 : cfg->run_ns;
+	double rps = NAN;
+	int i, w, err;
+
+	for (w = 0; w < windows; w++) {
+		for (i = 0; i < njobs; i++) {
+			int j = (i + rep + w) % njobs;
+			struct hash_job *jb = &jobs[j];
+
+			*failed = jb;
+			err = measure(jb->ops, jb->threads, jb->resize, ns,
+				      &win[j * windows + w], &rps);
+			if (err)
+				return err;
+			if (jb->resize)
+				rv[(*nrv)++] = rps;
+		}
+	}
+	for (i = 0; i < njobs; i++)
+		jobs[i].row->rep[jobs[i].col][rep] =
+			sk_bench_hash_median(&win[i * windows], windows);
+	return 0;
+}
+
 /*
  * Warm up every job once, then run cfg->reps rounds of all jobs, storing
- * Mops/s.  Returns 0, or -1 after a message.
+ * Mops/s (per round the median of `windows` interleaved windows);
+ * *rps_median (if not NULL) gets the resizer's median rate.  Returns 0,
+ * or -1 after a message.
  */
 static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
 		    const char *what, struct hash_job *jobs, int njobs,
-		    double *rps_median)
+		    int windows, double *rps_median)
 {
-	double mops, rps = NAN, *rv;
-	int i, rep, err, nrv = 0;
+	double *rv = calloc((size_t)(cfg->reps * windows) + 1, sizeof(*rv));
+	double *win = calloc((size_t)(njobs * windows), sizeof(*win));
 	struct hash_job *jb = NULL;
+	int i, rep, err = -ENOMEM, nrv = 0;
 
-	rv = calloc((size_t)cfg->reps + 1, sizeof(*rv));
-	if (!rv)
-		return -1;
-	for (i = 0; i < njobs; i++) {
-		jb = &jobs[i];
-		err = measure(jb->ops, jb->threads, jb->resize, cfg->warmup_ns,
-			      &mops, &rps);
+	if (!rv || !win || (err = warm_up(cfg, jobs, njobs, &jb)))
+		goto fail;
+	for (rep = 0; rep < cfg->reps; rep++) {
+		err = run_rep(cfg, jobs, njobs, rep, windows, win, rv, &nrv,
+			      &jb);
 		if (err)
 			goto fail;
-	}
-	for (rep = 0; rep < cfg->reps; rep++) {
-		for (i = 0; i < njobs; i++) {
-			/* Rotate the start so no job always runs first. */
-			jb = &jobs[(i + rep) % njobs];
-			err = measure(jb->ops, jb->threads, jb->resize,
-				      cfg->run_ns, &mops, &rps);
-			if (err)
-				goto fail;
-			jb->row->rep[jb->col][rep] = mops;
-			if (jb->resize)
-				rv[nrv++] = rps;
+		for (i = 0; i < njobs; i++)
 			sk_bench_progress("%s: rep %d/%d, %s, %d thread%s, "
 					  "%-14s %8.2f M%s/s%s",
 					  scenario, rep + 1, cfg->reps,
-					  jb->row->variant, jb->threads,
-					  jb->threads == 1 ? " " : "s",
-					  jb->name, mops, what,
-					  jb->resize ? " (resizing)" : "");
-		}
+					  jobs[i].row->variant, jobs[i].threads,
+					  jobs[i].threads == 1 ? " " : "s",
+					  jobs[i].name,
+					  jobs[i].row->rep[jobs[i].col][rep],
+					  what,
+					  jobs[i].resize ? " (resizing)" : "");
 	}
-	if (rps_median && nrv) {
-		/* Few values: a simple sort. */
-		for (i = 1; i < nrv; i++)
-			for (rep = i; rep > 0 && rv[rep - 1] > rv[rep]; rep--) {
-				double x = rv[rep];
-
-				rv[rep] = rv[rep - 1];
-				rv[rep - 1] = x;
-			}
-		*rps_median = nrv % 2 ? rv[nrv / 2]
-				      : (rv[nrv / 2 - 1] + rv[nrv / 2]) / 2;
-	}
+	if (rps_median && nrv)
+		*rps_median = sk_bench_hash_median(rv, nrv);
 	free(rv);
+	free(win);
 	return 0;
 
 fail:
 	fprintf(stderr, "scalekit bench: %s: cannot run %s on %d threads: %s\n",
-		scenario, jb->name, jb->threads, strerror(-err));
+		scenario, jb ? jb->name : "a job", jb ? jb->threads : 0,
+		strerror(-err));
 	free(rv);
+	free(win);
 	return -1;
 }
 
@@ -445,7 +505,7 @@ int sk_bench_hash_lookup_run(const struct sk_bench_config *cfg,
 				  (sk_bench_now_ns() - t0) / 1e6, njobs,
 				  cfg->reps, cfg->run_ns / 1e6,
 				  cfg->warmup_ns / 1e6);
-		if (run_jobs(cfg, "hash-lookup", "lookups", jobs, njobs,
+		if (run_jobs(cfg, "hash-lookup", "lookups", jobs, njobs, 1,
 			     NULL)) {
 			sk_bench_hash_free();
 			return -1;
@@ -481,7 +541,8 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	sk_bench_progress("hash-resize: 2 runs x %d reps, %.0f ms each "
 			  "(warm-up %.0f ms)",
 			  cfg->reps, cfg->run_ns / 1e6, cfg->warmup_ns / 1e6);
-	if (run_jobs(cfg, "hash-resize", "lookups", jobs, 2, &rps)) {
+	if (run_jobs(cfg, "hash-resize", "lookups", jobs, 2,
+		     RESIZE_WINDOWS, &rps)) {
 		sk_bench_hash_free();
 		return -1;
 	}
@@ -529,7 +590,7 @@ int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 			  "(warm-up %.0f ms)",
 			  njobs, cfg->reps, cfg->run_ns / 1e6,
 			  cfg->warmup_ns / 1e6);
-	err = run_jobs(cfg, "hash-update", "updates", jobs, njobs, NULL);
+	err = run_jobs(cfg, "hash-update", "updates", jobs, njobs, 1, NULL);
 	if (!err && sk_rhash_count(sk_bench_hash_w.sk) != (unsigned long)sk_bench_hash_w.nkeys)
 		sk_bench_hash_die("sk_rhash_count differs from the key count after the "
 		    "updates");

@@ -132,4 +132,7 @@ int sk_bench_hash_build(long nkeys, unsigned long buckets, int insert,
 			const struct sk_bench_hash_ops *only);
 void sk_bench_hash_free(void);
 
+/* Median of n values (sorts them); NAN when n is 0. */
+double sk_bench_hash_median(double *v, int n);
+
 #endif /* SK_BENCH_HASH_H */

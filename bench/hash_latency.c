@@ -103,21 +103,6 @@ static void lat_stats(struct lat *l, double *worst_us, double *p999_us)
 	*p999_us = (double)l->ns[(size_t)((double)(l->n - 1) * 0.999)] / 1e3;
 }
 
-/* Median of n values (sorts them). */
-static double median_of(double *v, int n)
-{
-	int i, j;
-
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			double x = v[j];
-
-			v[j] = v[j - 1];
-			v[j - 1] = x;
-		}
-	return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : NAN;
-}
-
 /* Record "worst of rhash in row <= limit_us" as a target (at most). */
 static void worst_target(struct sk_bench_results *res,
 			 const struct sk_bench_row *row, double limit_us,
@@ -203,8 +188,8 @@ static int lat_scenario_run(const struct sk_bench_config *cfg,
 		if (sc->once(cfg, &sk_bench_hash_empty, &ba[rep], &bb[rep]))
 			sk_bench_hash_die("cannot run the baseline");
 	}
-	sk_bench_note_add(res, sc->note, median_of(ba, cfg->reps),
-			  median_of(bb, cfg->reps));
+	sk_bench_note_add(res, sc->note, sk_bench_hash_median(ba, cfg->reps),
+			  sk_bench_hash_median(bb, cfg->reps));
 	free(ba);
 	sc->targets(res, a, b);
 	return 0;
