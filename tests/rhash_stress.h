@@ -512,6 +512,23 @@ static inline unsigned long sk_rhs_verify(struct sk_rhs *s)
 	return bad;
 }
 
+/* The run's table: one bucket to start with, up to 2^max_log2. */
+static inline struct sk_rhash *
+sk_rhs_table_create(const struct sk_rhs_config *cfg)
+{
+	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+
+	p.head_offset = offsetof(struct sk_rhs_obj, node);
+	p.key_offset = offsetof(struct sk_rhs_obj, key);
+	p.key_len = sizeof(uint64_t);
+	p.seed = (unsigned long)cfg->seed;
+	p.initial_buckets = 1;
+	p.min_buckets = 1;
+	p.max_buckets = 1UL << (cfg->max_log2 ? cfg->max_log2 : 10);
+	p.automatic_resize = cfg->automatic_resize;
+	return sk_rhash_create(&p);
+}
+
 /*
  * Run one stress configuration; res receives the sums.
  * Returns 0, or -errno when the table or a thread could not be created.
@@ -519,7 +536,6 @@ static inline unsigned long sk_rhs_verify(struct sk_rhs *s)
 static inline int sk_rhs_run(const struct sk_rhs_config *cfg,
 			     struct sk_rhs_result *res)
 {
-	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
 	unsigned int nthreads = cfg->readers + cfg->updaters + cfg->resizers;
 	struct sk_rhs_thread *th;
 	pthread_t *tid;
@@ -550,15 +566,7 @@ static inline int sk_rhs_run(const struct sk_rhs_config *cfg,
 		abort();
 	pthread_mutex_init(&s->res_lock, NULL);
 	s->updaters_left = (int)cfg->updaters;
-	p.head_offset = offsetof(struct sk_rhs_obj, node);
-	p.key_offset = offsetof(struct sk_rhs_obj, key);
-	p.key_len = sizeof(uint64_t);
-	p.seed = (unsigned long)cfg->seed;
-	p.initial_buckets = 1;
-	p.min_buckets = 1;
-	p.max_buckets = 1UL << (cfg->max_log2 ? cfg->max_log2 : 10);
-	p.automatic_resize = cfg->automatic_resize;
-	s->ht = sk_rhash_create(&p);
+	s->ht = sk_rhs_table_create(cfg);
 	err = s->ht ? 0 : -errno;
 	if (err)
 		goto out;

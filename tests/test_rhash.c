@@ -786,6 +786,26 @@ static void *resize_thread(void *arg)
  * A victim that never touches the array passes too.  Returns the touches
  * of freed mappings.
  */
+/* The victim's operation itself completed correctly. */
+static void victim_result_check(const struct victim *v, int held_back,
+				struct obj *o)
+{
+	if (v->what == V_INSERT || v->what == V_REMOVE)
+		SK_CHECK_EQ(v->result, 0);
+	if (v->what == V_BUCKETS)
+		SK_CHECK(v->result == 1 || v->result == 2);
+	if (v->what == V_LOOKUP_IN_SECTION) {
+		SK_CHECK_EQ(v->result, 1);
+		SK_CHECK(held_back);
+	}
+	sk_rcu_read_lock();
+	if (v->what == V_INSERT)
+		SK_CHECK(sk_rhash_lookup(v->ht, &o[0].key) == &o[0]);
+	if (v->what == V_REMOVE)
+		SK_CHECK(sk_rhash_lookup(v->ht, &o[5].key) == NULL);
+	sk_rcu_read_unlock();
+}
+
 static int run_victim(int what, const char *name)
 {
 	struct sk_rhash_params p = obj_params(1);
@@ -855,21 +875,7 @@ static int run_victim(int what, const char *name)
 			     : "touched the array OUTSIDE a read section",
 		uaf_faults, uaf_faults ? " (use after free)" : "");
 	SK_CHECK_EQ(unexpected_faults, 0);
-	/* The operation itself completed correctly. */
-	if (what == V_INSERT || what == V_REMOVE)
-		SK_CHECK_EQ(v.result, 0);
-	if (what == V_BUCKETS)
-		SK_CHECK(v.result == 1 || v.result == 2);
-	if (what == V_LOOKUP_IN_SECTION) {
-		SK_CHECK_EQ(v.result, 1);
-		SK_CHECK(stopped && in_section);
-	}
-	sk_rcu_read_lock();
-	if (what == V_INSERT)
-		SK_CHECK(sk_rhash_lookup(ht, &o[0].key) == &o[0]);
-	if (what == V_REMOVE)
-		SK_CHECK(sk_rhash_lookup(ht, &o[5].key) == NULL);
-	sk_rcu_read_unlock();
+	victim_result_check(&v, stopped && in_section, o);
 	sk_rhash_destroy(ht, NULL, NULL);
 	for (i = 0; i < nmaps; i++)
 		munmap(maps[i].p, maps[i].len);

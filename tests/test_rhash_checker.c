@@ -1060,37 +1060,43 @@ static void *resize_to_4(void *arg)
 	return NULL;
 }
 
-static void maybe_resize_never_reads_a_freed_bucket_array(void)
+/*
+ * A table of one bucket on mapped arrays (map_alloc), automatic: 31
+ * objects fit in the one bucket, so the 32nd insert is the first to make a
+ * grow due, however often the library looks at the load factor.
+ */
+static void one_bucket_table_create(void)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
-	struct sigaction sa, old;
-	pthread_t tv, tr;
-	int i, stopped, in_section;
 
-	if (sk_test_qemu_i386_tls_bug("maybe_resize"))
-		return;
 	p.head_offset = offsetof(struct obj, node);
 	p.key_offset = offsetof(struct obj, key);
 	p.key_len = 8;
 	p.initial_buckets = 1;
 	p.min_buckets = 1;
 	p.automatic_resize = 1;
-	/*
-	 * 31 objects fit in the one bucket: the victim's insert, the 32nd,
-	 * is the first to make a grow due, however often the library looks
-	 * at the load factor.
-	 */
 	p.grow_above_pct = 3100;
 	p.alloc = map_alloc;
 	p.free = map_free;
 	identity_hash_on = 0;
 	nobjs = 0;
+	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
+}
+
+static void maybe_resize_never_reads_a_freed_bucket_array(void)
+{
+	struct sigaction sa, old;
+	pthread_t tv, tr;
+	int i, stopped, in_section;
+
+	if (sk_test_qemu_i386_tls_bug("maybe_resize"))
+		return;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = segv_handler;
 	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGSEGV, &sa, &old);
-	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
+	one_bucket_table_create();
 	for (i = 0; i < 31; i++) {
 		struct obj *o;
 
