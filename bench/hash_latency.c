@@ -284,6 +284,10 @@ static int update_resize_once(const struct sk_bench_config *cfg,
 	__atomic_store_n(&rz.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(rz.tid, NULL);
 	free(pool);
+	sk_bench_progress("hash-update-resize: %s: %zu pairs timed, all "
+			  "recorded%s", t->name, l.n,
+			  l.n == l.cap ? " (the buffer filled: the worst "
+					 "kept)" : "");
 	lat_stats(&l, worst, p999);
 	return 0;
 }
