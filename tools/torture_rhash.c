@@ -33,6 +33,7 @@
 #include "scalekit/list.h" /* sk_container_of */
 #include "scalekit/rhash.h"
 #include "torture_core.h"
+#include "torture_stamp.h"
 
 #define RH_STABLE 256
 #define RH_VOL 256 /* volatile keys per updater */
@@ -48,10 +49,7 @@
 struct rh_obj {
 	struct sk_tort_obj o; /* first: freed after a grace period */
 	struct sk_rhash_node node;
-	unsigned long key;
-	unsigned long magic;
-	unsigned long gen;
-	unsigned long check; /* rh_check(key, gen) */
+	struct sk_tort_stamp st; /* key, gen, check: rh_check(key, gen) */
 };
 
 struct rh_state {
@@ -129,10 +127,7 @@ static struct rh_obj *new_obj(struct sk_tort *T, struct sk_tort_pool *pool,
 
 	if (!o)
 		return NULL;
-	SK_TORT_STORE(T, o->key, key);
-	SK_TORT_STORE(T, o->gen, gen);
-	SK_TORT_STORE(T, o->check, rh_check(key, gen));
-	SK_TORT_STORE(T, o->magic, SK_TORT_MAGIC);
+	sk_tort_stamp_set(T, &o->st, key, gen, rh_check(key, gen));
 	return o;
 }
 
@@ -140,8 +135,7 @@ static void poison_retire(struct sk_tort *T, struct sk_tort_obj *head)
 {
 	struct rh_obj *o = (struct rh_obj *)head;
 
-	SK_TORT_STORE(T, o->magic, SK_TORT_POISON);
-	SK_TORT_STORE(T, o->check, SK_TORT_POISON);
+	sk_tort_stamp_poison(T, &o->st);
 	sk_tort_pool_retire(head->pool, o);
 }
 
@@ -160,7 +154,7 @@ static int rh_setup(struct sk_tort *T)
 	if (!S)
 		return -ENOMEM;
 	p.head_offset = offsetof(struct rh_obj, node);
-	p.key_offset = offsetof(struct rh_obj, key);
+	p.key_offset = offsetof(struct rh_obj, st.key);
 	p.key_len = sizeof(unsigned long);
 	p.seed = (unsigned long)T->cfg->seed;
 	/*
@@ -234,11 +228,11 @@ static int obj_ok(struct sk_tort_thread *t, struct rh_obj *o,
 	struct sk_tort *T = t->T;
 	unsigned long key, gen, check;
 
-	if (!sk_tort_magic_ok(t, "object", o, when, SK_TORT_LOAD(T, o->magic)))
+	if (!sk_tort_magic_ok(t, "object", o, when, SK_TORT_LOAD(T, o->st.magic)))
 		return 0;
-	key = SK_TORT_LOAD(T, o->key);
-	gen = SK_TORT_LOAD(T, o->gen);
-	check = SK_TORT_LOAD(T, o->check);
+	key = SK_TORT_LOAD(T, o->st.key);
+	gen = SK_TORT_LOAD(T, o->st.gen);
+	check = SK_TORT_LOAD(T, o->st.check);
 	if (check != rh_check(key, gen)) {
 		sk_tort_error(T, t, "object %p %s: corrupted (key %lu)",
 			      (void *)o, when, key);
@@ -281,7 +275,7 @@ static void rh_iterate(struct sk_tort_thread *t, struct rh_state *S)
 		}
 		if (!obj_ok(t, o, ~0UL, "returned by an iteration"))
 			return;
-		key = SK_TORT_LOAD(t->T, o->key);
+		key = SK_TORT_LOAD(t->T, o->st.key);
 		if (key >= S->nkeys) {
 			sk_tort_error(t->T, t, "iteration: unknown key %lu",
 				      key);
@@ -621,14 +615,14 @@ static void rh_finish(struct sk_tort *T)
 	sk_rhash_iter_start(S->ht, &it);
 	while ((o = sk_rhash_iter_next(&it)) != NULL && n <= 2 * S->nkeys) {
 		n++;
-		if (o->key >= S->nkeys || o->magic != SK_TORT_MAGIC) {
+		if (o->st.key >= S->nkeys || o->st.magic != SK_TORT_MAGIC) {
 			sk_tort_error(T, NULL, "final table: bad object %p",
 				      (void *)o);
-		} else if (seen && seen[o->key]++) {
+		} else if (seen && seen[o->st.key]++) {
 			sk_tort_error(T, NULL,
 				      "final iteration: key %lu returned "
 				      "twice",
-				      o->key);
+				      o->st.key);
 		}
 	}
 	sk_rcu_read_unlock();
