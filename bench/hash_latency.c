@@ -15,7 +15,9 @@
  *                      continuously (the baseline: while sk_rhash
  *                      resizes).  Every pair is recorded, for both tables
  *                      alike (up to 2^22 pairs; beyond that the worst
- *                      replaces the last): worst and p99.9.
+ *                      replaces the last): worst and p99.9.  The grace
+ *                      period before objects are reused comes once per
+ *                      LAT_POOL pairs, untimed.
  *  hash-grow           2 threads insert 2^20 keys into a table of one
  *                      bucket (automatic resizing) while 1 thread looks
  *                      up: the total time and the worst single insert
@@ -197,7 +199,15 @@ static int lat_scenario_run(const struct sk_bench_config *cfg,
 
 /* ---- hash-update-resize ---------------------------------------------- */
 
-#define LAT_POOL 4096 /* objects an updater cycles through */
+/*
+ * Objects the updater cycles through: a removed object is inserted again
+ * only after a grace period, which the loop waits for (untimed) once per
+ * LAT_POOL pairs.  Large, so that both tables' pairs are timed alike: with
+ * 4096, cds_lfht's grace period waited for its resizer's whole resize
+ * (its resize runs in read-side sections) and ended the window after
+ * 4096 pairs, while sk_rhash's did not.
+ */
+#define LAT_POOL (1L << 20)
 
 /* The resizer: base <-> 2 * base buckets until stopped. */
 struct lat_resizer {
@@ -261,7 +271,7 @@ static int update_resize_once(const struct sk_bench_config *cfg,
 	static struct lat l = { .cap = 1UL << 22 };
 	struct lat_resizer rz = { .t = host_of(t),
 				  .base = (unsigned long)sk_bench_hash_w.nkeys };
-	struct hobj *pool = aligned_alloc(64, sizeof(*pool) * LAT_POOL);
+	struct hobj *pool = aligned_alloc(64, sizeof(*pool) * (size_t)LAT_POOL);
 	long i;
 	int err;
 
@@ -271,7 +281,7 @@ static int update_resize_once(const struct sk_bench_config *cfg,
 		free(pool);
 		return -ENOMEM;
 	}
-	memset(pool, 0, sizeof(*pool) * LAT_POOL);
+	memset(pool, 0, sizeof(*pool) * (size_t)LAT_POOL);
 	for (i = 0; i < LAT_POOL; i++)
 		pool[i].key = sk_bench_hash_key(
 			(uint64_t)sk_bench_hash_w.nkeys + (uint64_t)i);
