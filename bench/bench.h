@@ -7,7 +7,8 @@
  * (harness.c) owns threads, timing, warm-up, repetitions and statistics;
  * a scenario (read.c: read and srcu-read; sync.c: sync, expedited and
  * srcu-sync; poll.c; callbacks.c; hash.c: hash-lookup, hash-resize and
- * hash-update) decides what to measure and which
+ * hash-update; hash_latency.c: hash-update-resize, hash-grow) decides
+ * what to measure and which
  * implementations it compares; an adapter (peer_*.c) knows one library
  * and nothing else.  Adding a peer means one adapter file, one line in
  * the registry in harness.c and its name in the scenario tables.
@@ -203,8 +204,9 @@ extern const struct sk_bench_rcu_ops sk_bench_ck_epoch_ops;
 extern const struct sk_bench_rcu_ops sk_bench_pthread_rwlock_ops;
 extern const struct sk_bench_rcu_ops sk_bench_pthread_mutex_ops;
 /*
- * Hash-table adapters (hash.c): read_section(n) is n lookups, each in its
- * own read section; the hash-* scenarios only.
+ * Hash-table adapters (peer_scalekit_rhash.c, peer_urcu_lfht.c; the
+ * table side of each is in bench/hash.h): read_section(n) is n lookups,
+ * each in its own read section; the hash-* scenarios only.
  */
 extern const struct sk_bench_rcu_ops sk_bench_rhash_ops;
 extern const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops;

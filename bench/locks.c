@@ -279,7 +279,7 @@ struct hul_node {
 
 static struct hul_node *hul_nodes; /* HUL_KEYS entries */
 static struct hul_node *hul_buckets[HUL_BUCKETS];
-static struct sk_rhash hul_rhash;
+static struct sk_rhash *hul_rhash;
 
 /* The guard of one table implementation: read and write sides. */
 struct hul_lock {
@@ -357,7 +357,7 @@ static int hul_build(void)
 	p.head_offset = offsetof(struct hul_node, rh);
 	p.key_offset = offsetof(struct hul_node, key);
 	p.key_len = sizeof(long);
-	if (sk_rhash_init(&hul_rhash, &p)) {
+	if (!(hul_rhash = sk_rhash_create(&p))) {
 		free(hul_nodes);
 		return -ENOMEM;
 	}
@@ -367,7 +367,7 @@ static int hul_build(void)
 		n->key = k;
 		n->next = hul_buckets[hul_bucket(k)];
 		hul_buckets[hul_bucket(k)] = n;
-		if (sk_rhash_insert(&hul_rhash, &n->rh))
+		if (sk_rhash_insert(hul_rhash, &n->rh))
 			return -ENOMEM;
 	}
 	return 0;
@@ -391,7 +391,7 @@ static void hul_op(struct hul_thread *t, uint64_t r)
 
 	if (!lk->rd) {
 		sk_rcu_read_lock();
-		n = sk_rhash_lookup(&hul_rhash, &key);
+		n = sk_rhash_lookup(hul_rhash, &key);
 		if (n && update)
 			SK_WRITE_ONCE(n->val, SK_READ_ONCE(n->val) + 1);
 		else if (n)
@@ -754,7 +754,7 @@ int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 			      "hash-under-lock-vs-glibc", na);
 	}
 	sk_synchronize_rcu(); /* the last lookups are over */
-	sk_rhash_destroy(&hul_rhash, NULL, NULL);
+	sk_rhash_destroy(hul_rhash, NULL, NULL);
 	free(hul_nodes);
 	hul_nodes = NULL;
 	memset(hul_buckets, 0, sizeof(hul_buckets));

@@ -103,7 +103,7 @@ struct sk_rhs_result {
 /* Everything the threads share. */
 struct sk_rhs {
 	const struct sk_rhs_config *cfg;
-	struct sk_rhash ht;
+	struct sk_rhash *ht;
 	unsigned long nkeys;
 	unsigned long *seq;   /* per key: odd while its updater changes it */
 	int *present;	      /* per key: valid while seq is even */
@@ -201,7 +201,7 @@ static inline void sk_rhs_lookups(struct sk_rhs_thread *t)
 			s1 = __atomic_load_n(&s->seq[k], __ATOMIC_ACQUIRE);
 			p = __atomic_load_n(&s->present[k], __ATOMIC_RELAXED);
 		}
-		o = (struct sk_rhs_obj *)sk_rhash_lookup(&s->ht, &k);
+		o = (struct sk_rhs_obj *)sk_rhash_lookup(s->ht, &k);
 		if (o)
 			sk_rhs_check_obj(t, o, k, i == 0);
 		/* The lookup's loads before the second read of seq. */
@@ -243,10 +243,10 @@ static inline void sk_rhs_iterate(struct sk_rhs_thread *t, unsigned long *s1,
 		p[k] = __atomic_load_n(&s->present[k], __ATOMIC_RELAXED);
 	}
 	/* Inside the section: the array cannot be freed under us. */
-	b = sk_rhash_buckets(&s->ht);
+	b = sk_rhash_buckets(s->ht);
 	if (b > t->r.max_buckets_seen)
 		t->r.max_buckets_seen = b;
-	sk_rhash_iter_start(&s->ht, &it);
+	sk_rhash_iter_start(s->ht, &it);
 	while ((o = (struct sk_rhs_obj *)sk_rhash_iter_next(&it)) != NULL) {
 		sk_rhs_check_obj(t, o, ~0ull, n == 0);
 		if (o->key < s->nkeys)
@@ -379,22 +379,22 @@ static void *sk_rhs_updater(void *arg)
 		if (!o) {
 			n = sk_rhs_new(key, ++gen);
 			if (r & 1) {
-				if (sk_rhash_insert_unique(&s->ht, &n->node))
+				if (sk_rhash_insert_unique(s->ht, &n->node))
 					abort();
-			} else if (sk_rhash_insert(&s->ht, &n->node)) {
+			} else if (sk_rhash_insert(s->ht, &n->node)) {
 				abort();
 			}
 			m[j] = n;
 			t->r.inserts++;
 		} else if (r == 0) {
 			n = sk_rhs_new(key, ++gen);
-			if (sk_rhash_replace(&s->ht, &o->node, &n->node))
+			if (sk_rhash_replace(s->ht, &o->node, &n->node))
 				abort();
 			m[j] = n;
 			sk_rhs_retire(t, o, &quarantine, 1);
 			t->r.replaces++;
 		} else {
-			if (sk_rhash_remove(&s->ht, &o->node))
+			if (sk_rhash_remove(s->ht, &o->node))
 				abort();
 			m[j] = NULL;
 			sk_rhs_retire(t, o, &quarantine, 0);
@@ -435,7 +435,7 @@ static void *sk_rhs_resizer(void *arg)
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		unsigned long n = 1UL << (sk_rhs_rand(&t->rng) %
 					  (s->cfg->max_log2 + 1));
-		int err = sk_rhash_resize(&s->ht, n);
+		int err = sk_rhash_resize(s->ht, n);
 
 		if (err)
 			t->r.resize_errors++;
@@ -485,12 +485,12 @@ static inline unsigned long sk_rhs_verify(struct sk_rhs *s)
 					       [k % cfg->keys_per_updater];
 		uint64_t key = k;
 
-		o = (struct sk_rhs_obj *)sk_rhash_lookup(&s->ht, &key);
+		o = (struct sk_rhs_obj *)sk_rhash_lookup(s->ht, &key);
 		if (o != m)
 			bad++;
 		want += m != NULL;
 	}
-	sk_rhash_iter_start(&s->ht, &it);
+	sk_rhash_iter_start(s->ht, &it);
 	while ((o = (struct sk_rhs_obj *)sk_rhash_iter_next(&it)) != NULL) {
 		if (o->key >= s->nkeys || ++got > s->nkeys) {
 			bad++;
@@ -506,10 +506,27 @@ static inline unsigned long sk_rhs_verify(struct sk_rhs *s)
 		if (seen[k] != (m != NULL))
 			bad++;
 	}
-	if (got != want || sk_rhash_count(&s->ht) != want)
+	if (got != want || sk_rhash_count(s->ht) != want)
 		bad++;
 	free(seen);
 	return bad;
+}
+
+/* The run's table: one bucket to start with, up to 2^max_log2. */
+static inline struct sk_rhash *
+sk_rhs_table_create(const struct sk_rhs_config *cfg)
+{
+	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+
+	p.head_offset = offsetof(struct sk_rhs_obj, node);
+	p.key_offset = offsetof(struct sk_rhs_obj, key);
+	p.key_len = sizeof(uint64_t);
+	p.seed = (unsigned long)cfg->seed;
+	p.initial_buckets = 1;
+	p.min_buckets = 1;
+	p.max_buckets = 1UL << (cfg->max_log2 ? cfg->max_log2 : 10);
+	p.automatic_resize = cfg->automatic_resize;
+	return sk_rhash_create(&p);
 }
 
 /*
@@ -519,7 +536,6 @@ static inline unsigned long sk_rhs_verify(struct sk_rhs *s)
 static inline int sk_rhs_run(const struct sk_rhs_config *cfg,
 			     struct sk_rhs_result *res)
 {
-	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
 	unsigned int nthreads = cfg->readers + cfg->updaters + cfg->resizers;
 	struct sk_rhs_thread *th;
 	pthread_t *tid;
@@ -550,15 +566,8 @@ static inline int sk_rhs_run(const struct sk_rhs_config *cfg,
 		abort();
 	pthread_mutex_init(&s->res_lock, NULL);
 	s->updaters_left = (int)cfg->updaters;
-	p.head_offset = offsetof(struct sk_rhs_obj, node);
-	p.key_offset = offsetof(struct sk_rhs_obj, key);
-	p.key_len = sizeof(uint64_t);
-	p.seed = (unsigned long)cfg->seed;
-	p.initial_buckets = 1;
-	p.min_buckets = 1;
-	p.max_buckets = 1UL << (cfg->max_log2 ? cfg->max_log2 : 10);
-	p.automatic_resize = cfg->automatic_resize;
-	err = sk_rhash_init(&s->ht, &p);
+	s->ht = sk_rhs_table_create(cfg);
+	err = s->ht ? 0 : -errno;
 	if (err)
 		goto out;
 	for (i = 0; i < nthreads; i++) {
@@ -587,7 +596,7 @@ static inline int sk_rhs_run(const struct sk_rhs_config *cfg,
 	/* Every callback (poisoning and freeing) has run. */
 	sk_rcu_barrier();
 	res->final_mismatch = sk_rhs_verify(s);
-	sk_rhash_destroy(&s->ht, sk_rhs_free_obj, NULL);
+	sk_rhash_destroy(s->ht, sk_rhs_free_obj, NULL);
 out:
 	for (u = 0; u < cfg->updaters; u++)
 		free(s->model[u]);

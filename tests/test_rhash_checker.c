@@ -70,6 +70,7 @@
 /* Test knob of the checker build of the library (src/rhash.c). */
 extern int sk_rhash__test_broken;
 
+#include "../src/internal/rhash.h" /* white box: ht->tbl, ht->p.seed */
 #include "rcu_checker.h"
 #include "sk_test.h"
 #include "sk_test_util.h"
@@ -100,7 +101,7 @@ struct obj {
 static struct obj objs[MAX_OBJS];
 static int nobjs;
 static uint64_t keyval[MAX_IDS]; /* key of each id */
-static struct sk_rhash ht;
+static struct sk_rhash *ht;
 static struct sk_chk chk;
 
 /* ---- allocator: every block recorded, freed blocks quarantined -------- */
@@ -189,7 +190,7 @@ static unsigned long identity_hash(const void *key, size_t len,
 static unsigned long hash_of(uint64_t key)
 {
 	return identity_hash_on ? (unsigned long)key
-				: sk_rhash_hash(&key, 8, ht.p.seed);
+				: sk_rhash_hash(&key, 8, ht->p.seed);
 }
 
 static struct obj *obj_new(int id)
@@ -224,7 +225,7 @@ static struct obj *obj_of(const void *p)
 
 static struct chk_tbl *cur_tbl(void)
 {
-	return (struct chk_tbl *)sk_rcu_dereference(ht.tbl);
+	return (struct chk_tbl *)sk_rcu_dereference(ht->tbl);
 }
 
 /* ---- reader model ----------------------------------------------------- */
@@ -373,7 +374,7 @@ static void rh_describe(void *arg, const struct sk_chk_reader *r, char *buf,
 static const char *rh_root_name(void *arg, const void *root)
 {
 	(void)arg;
-	return root == &ht ? "the table" : NULL;
+	return root == ht ? "the table" : NULL;
 }
 
 static const struct sk_chk_ops rh_ops = {
@@ -404,14 +405,14 @@ static void table_init(unsigned long buckets, int identity)
 	p.free = q_free;
 	identity_hash_on = identity;
 	nobjs = 0;
-	SK_CHECK_EQ(sk_rhash_init(&ht, &p), 0);
+	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
 	SK_CHECK_EQ(cur_tbl()->size, buckets);
 	SK_CHECK_EQ(cur_tbl()->mask, buckets - 1);
 }
 
 static void table_destroy(void)
 {
-	sk_rhash_destroy(&ht, NULL, NULL);
+	sk_rhash_destroy(ht, NULL, NULL);
 	SK_CHECK_EQ(live_blocks(), 0);
 	q_release_all();
 }
@@ -439,7 +440,7 @@ static void check_table(const uint64_t *present, const char *label)
 		SK_T_FAIL("%s: %d nodes in foreign chains after the operation",
 			  label, bad);
 	sk_rcu_read_lock();
-	sk_rhash_iter_start(&ht, &it);
+	sk_rhash_iter_start(ht, &it);
 	while ((o = (struct obj *)sk_rhash_iter_next(&it)) != NULL) {
 		if (o->freed || o->id < 0 || o->id >= MAX_IDS) {
 			bad++;
@@ -458,7 +459,7 @@ static void check_table(const uint64_t *present, const char *label)
 			break;
 		}
 		if (want) {
-			o = (struct obj *)sk_rhash_lookup(&ht, &keyval[id]);
+			o = (struct obj *)sk_rhash_lookup(ht, &keyval[id]);
 			if (!o || o->id != id) {
 				SK_T_FAIL("%s: lookup of key id %d fails",
 					  label, id);
@@ -468,7 +469,7 @@ static void check_table(const uint64_t *present, const char *label)
 	}
 	sk_rcu_read_unlock();
 	SK_CHECK_EQ(bad, 0);
-	SK_CHECK_EQ(sk_rhash_count(&ht), n);
+	SK_CHECK_EQ(sk_rhash_count(ht), n);
 }
 
 /* Readers: a lookup of every id in [0, nids), one iteration. */
@@ -478,8 +479,8 @@ static void add_readers(int nids, const uint64_t *stable)
 
 	sk_chk_clear_kinds(&chk);
 	for (id = 0; id < nids; id++)
-		sk_chk_add_lookup(&chk, &ht, id, sk_chk_bit(stable, id));
-	sk_chk_add_iter(&chk, &ht, stable, 0);
+		sk_chk_add_lookup(&chk, ht, id, sk_chk_bit(stable, id));
+	sk_chk_add_iter(&chk, ht, stable, 0);
 }
 
 /* ---- key sets ------------------------------------------------------------ */
@@ -521,7 +522,7 @@ static void fill(int n, const int *order, uint64_t *present)
 	for (i = 0; i < n; i++) {
 		struct obj *o = obj_new(order[i]);
 
-		SK_CHECK_EQ(sk_rhash_insert(&ht, &o->node), 0);
+		SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
 		sk_chk_bit_set(present, order[i]);
 	}
 }
@@ -552,11 +553,11 @@ static unsigned long resize_case(unsigned long from, unsigned long to,
 					 : "");
 	add_readers(n, present);
 	sk_chk_begin(&chk, label);
-	SK_CHECK_EQ(sk_rhash_resize(&ht, to), 0);
+	SK_CHECK_EQ(sk_rhash_resize(ht, to), 0);
 	v = sk_chk_end(&chk);
 	if (v && expect_ok)
 		SK_T_FAIL("%s: %lu violation(s): %s", label, v, chk.first);
-	SK_CHECK_EQ(sk_rhash_buckets(&ht), to);
+	SK_CHECK_EQ(sk_rhash_buckets(ht), to);
 	if (expect_ok)
 		check_table(present, label);
 	/* Stripes and the current array are all that stays allocated. */
@@ -708,18 +709,18 @@ static void update_case(unsigned long buckets, int n, int op, int id)
 	switch (op) {
 	case U_INSERT:
 		o = obj_new(n);
-		SK_CHECK_EQ(sk_rhash_insert(&ht, &o->node), 0);
+		SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
 		sk_chk_bit_set(present, n);
 		break;
 	case U_REMOVE:
-		SK_CHECK_EQ(sk_rhash_remove(&ht, &victim->node), 0);
+		SK_CHECK_EQ(sk_rhash_remove(ht, &victim->node), 0);
 		gp_then_free_later();
 		obj_free(victim);
 		present[id / 64] &= ~(1ull << (id % 64));
 		break;
 	case U_REPLACE:
 		o = obj_new(id);
-		SK_CHECK_EQ(sk_rhash_replace(&ht, &victim->node, &o->node), 0);
+		SK_CHECK_EQ(sk_rhash_replace(ht, &victim->node, &o->node), 0);
 		gp_then_free_later();
 		obj_free(victim);
 		break;
@@ -794,18 +795,18 @@ static void mid_update(struct sk_rhash *h)
 	case U_INSERT:
 		mid.into_migrated = mid.b < partly_moved_bucket();
 		o = obj_new(mid.id);
-		SK_CHECK_EQ(sk_rhash_insert(&ht, &o->node), 0);
+		SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
 		sk_chk_bit_set(mid.present, mid.id);
 		break;
 	case U_REMOVE:
-		SK_CHECK_EQ(sk_rhash_remove(&ht, &mid.victim->node), 0);
+		SK_CHECK_EQ(sk_rhash_remove(ht, &mid.victim->node), 0);
 		gp_then_free_later();
 		obj_free(mid.victim);
 		mid.present[mid.id / 64] &= ~(1ull << (mid.id % 64));
 		break;
 	case U_REPLACE:
 		o = obj_new(mid.id);
-		SK_CHECK_EQ(sk_rhash_replace(&ht, &mid.victim->node, &o->node),
+		SK_CHECK_EQ(sk_rhash_replace(ht, &mid.victim->node, &o->node),
 			    0);
 		gp_then_free_later();
 		obj_free(mid.victim);
@@ -821,7 +822,7 @@ static int lost_keys(const uint64_t *present)
 	sk_rcu_read_lock();
 	for (id = 0; id < MAX_IDS; id++)
 		if (sk_chk_bit(present, id) &&
-		    !sk_rhash_lookup(&ht, &keyval[id]))
+		    !sk_rhash_lookup(ht, &keyval[id]))
 			lost++;
 	sk_rcu_read_unlock();
 	return lost;
@@ -864,7 +865,7 @@ static int mid_case(unsigned long from, unsigned long to, int n, int at,
 	add_readers(n + 1, stable);
 	sk_rhash__test_step_hook = mid_update;
 	sk_chk_begin(&chk, label);
-	SK_CHECK_EQ(sk_rhash_resize(&ht, to), 0);
+	SK_CHECK_EQ(sk_rhash_resize(ht, to), 0);
 	v = sk_chk_end(&chk);
 	sk_rhash__test_step_hook = NULL;
 	if (v && expect_ok)
@@ -962,7 +963,7 @@ static void resize_reports_its_grace_periods(void)
 	add_readers(8, present);
 	gps = chk.st.gp_events;
 	sk_chk_begin(&chk, "grow 1 -> 2, 8 keys");
-	SK_CHECK_EQ(sk_rhash_resize(&ht, 2), 0);
+	SK_CHECK_EQ(sk_rhash_resize(ht, 2), 0);
 	SK_CHECK_EQ(sk_chk_end(&chk), 0);
 	/* One, before the old array's free; no lock is held across it. */
 	SK_CHECK_EQ(chk.st.gp_events - gps, 1);
@@ -1037,7 +1038,7 @@ static void *victim_insert(void *arg)
 {
 	(void)arg;
 	i_am_victim = 1;
-	if (sk_rhash_insert(&ht, &victim_obj.node))
+	if (sk_rhash_insert(ht, &victim_obj.node))
 		abort();
 	__atomic_store_n(&victim_done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -1054,52 +1055,58 @@ static void *victim_insert(void *arg)
 static void *resize_to_4(void *arg)
 {
 	(void)arg;
-	if (sk_rhash_resize(&ht, 4))
+	if (sk_rhash_resize(ht, 4))
 		abort();
 	return NULL;
 }
 
-static void maybe_resize_never_reads_a_freed_bucket_array(void)
+/*
+ * A table of one bucket on mapped arrays (map_alloc), automatic: 31
+ * objects fit in the one bucket, so the 32nd insert is the first to make a
+ * grow due, however often the library looks at the load factor.
+ */
+static void one_bucket_table_create(void)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
-	struct sigaction sa, old;
-	pthread_t tv, tr;
-	int i, stopped, in_section;
 
-	if (sk_test_qemu_i386_tls_bug("maybe_resize"))
-		return;
 	p.head_offset = offsetof(struct obj, node);
 	p.key_offset = offsetof(struct obj, key);
 	p.key_len = 8;
 	p.initial_buckets = 1;
 	p.min_buckets = 1;
 	p.automatic_resize = 1;
-	/*
-	 * 31 objects fit in the one bucket: the victim's insert, the 32nd,
-	 * is the first to make a grow due, however often the library looks
-	 * at the load factor.
-	 */
 	p.grow_above_pct = 3100;
 	p.alloc = map_alloc;
 	p.free = map_free;
 	identity_hash_on = 0;
 	nobjs = 0;
+	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
+}
+
+static void maybe_resize_never_reads_a_freed_bucket_array(void)
+{
+	struct sigaction sa, old;
+	pthread_t tv, tr;
+	int i, stopped, in_section;
+
+	if (sk_test_qemu_i386_tls_bug("maybe_resize"))
+		return;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = segv_handler;
 	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGSEGV, &sa, &old);
-	SK_CHECK_EQ(sk_rhash_init(&ht, &p), 0);
+	one_bucket_table_create();
 	for (i = 0; i < 31; i++) {
 		struct obj *o;
 
 		keyval[i] = (uint64_t)i;
 		o = obj_new(i);
-		SK_CHECK_EQ(sk_rhash_insert(&ht, &o->node), 0);
+		SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
 	}
-	SK_CHECK_EQ(sk_rhash_buckets(&ht), 1);
+	SK_CHECK_EQ(sk_rhash_buckets(ht), 1);
 	for (t0_map = 0; t0_map < nmaps; t0_map++)
-		if (maps[t0_map].p == (char *)ht.tbl)
+		if (maps[t0_map].p == (char *)ht->tbl)
 			break;
 	SK_CHECK(t0_map < nmaps);
 	memset(&victim_obj, 0, sizeof(victim_obj));
@@ -1133,7 +1140,7 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	} else {
 		pthread_join(tr, NULL);
 		/* A background grow that ran first frees t0 by callback. */
-		sk_rhash_barrier(&ht);
+		sk_rhash_barrier(ht);
 		SK_CHECK(maps[t0_map].freed);
 		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
 		pthread_join(tv, NULL);
@@ -1147,8 +1154,8 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 			     : "touched the array OUTSIDE a read section",
 		uaf_faults, uaf_faults ? " (use after free)" : "");
 	SK_CHECK_EQ(uaf_faults, 0);
-	SK_CHECK_EQ(sk_rhash_count(&ht), 32);
-	sk_rhash_destroy(&ht, NULL, NULL);
+	SK_CHECK_EQ(sk_rhash_count(ht), 32);
+	sk_rhash_destroy(ht, NULL, NULL);
 	for (i = 0; i < nmaps; i++)
 		munmap(maps[i].p, maps[i].len);
 	nmaps = 0;

@@ -25,6 +25,7 @@
 
 #include "scalekit/list.h"
 #include "torture_core.h"
+#include "torture_stamp.h"
 
 #define LIST_KEYS 1024
 #define LIST_STABLE_EVERY 8
@@ -34,10 +35,7 @@
 struct list_elem {
 	struct sk_tort_obj o; /* first: freed after a grace period */
 	struct sk_list_head link;
-	unsigned long key;
-	unsigned long magic;
-	unsigned long gen;
-	unsigned long check; /* list_check(key, gen) */
+	struct sk_tort_stamp st; /* key, gen, check: list_check(key, gen) */
 };
 
 struct list_state {
@@ -75,10 +73,7 @@ static struct list_elem *new_elem(struct sk_tort *T, struct sk_tort_pool *pool,
 
 	if (!e)
 		return NULL;
-	SK_TORT_STORE(T, e->key, key);
-	SK_TORT_STORE(T, e->gen, gen);
-	SK_TORT_STORE(T, e->check, list_check(key, gen));
-	SK_TORT_STORE(T, e->magic, SK_TORT_MAGIC);
+	sk_tort_stamp_set(T, &e->st, key, gen, list_check(key, gen));
 	return e;
 }
 
@@ -86,9 +81,8 @@ static void poison_retire(struct sk_tort *T, struct sk_tort_obj *o)
 {
 	struct list_elem *e = (struct list_elem *)o;
 
-	SK_TORT_STORE(T, e->magic, SK_TORT_POISON);
-	SK_TORT_STORE(T, e->key, SK_TORT_POISON);
-	SK_TORT_STORE(T, e->check, SK_TORT_POISON);
+	sk_tort_stamp_poison(T, &e->st);
+	SK_TORT_STORE(T, e->st.key, SK_TORT_POISON);
 	/* The links stay: a reader standing on e walks on (see list.h). */
 	sk_tort_pool_retire(o->pool, e);
 }
@@ -149,11 +143,11 @@ static int elem_ok(struct sk_tort_thread *t, struct list_elem *e,
 	struct sk_tort *T = t->T;
 	unsigned long key, check, gen;
 
-	if (!sk_tort_magic_ok(t, "element", e, when, SK_TORT_LOAD(T, e->magic)))
+	if (!sk_tort_magic_ok(t, "element", e, when, SK_TORT_LOAD(T, e->st.magic)))
 		return 0;
-	key = SK_TORT_LOAD(T, e->key);
-	gen = SK_TORT_LOAD(T, e->gen);
-	check = SK_TORT_LOAD(T, e->check);
+	key = SK_TORT_LOAD(T, e->st.key);
+	gen = SK_TORT_LOAD(T, e->st.gen);
+	check = SK_TORT_LOAD(T, e->st.check);
 	if (check != list_check(key, gen)) {
 		sk_tort_error(T, t, "element %p %s: key %lu corrupted",
 			      (void *)e, when, key);
@@ -193,7 +187,7 @@ static void list_read_one(struct sk_tort_thread *t)
 			bad = 1;
 			break;
 		}
-		key = SK_TORT_LOAD(T, e->key);
+		key = SK_TORT_LOAD(T, e->st.key);
 		if (key >= LIST_KEYS || (long)key <= prev) {
 			sk_tort_error(T, t,
 				      "key %lu after key %ld: the list is not "
@@ -285,13 +279,13 @@ static void list_update_one(struct sk_tort_thread *t)
 	}
 	pthread_mutex_lock(&S->lock);
 	e = S->model[key];
-	SK_TORT_STORE(T, n->gen, ++S->gen);
-	SK_TORT_STORE(T, n->check, list_check(key, S->gen));
+	SK_TORT_STORE(T, n->st.gen, ++S->gen);
+	SK_TORT_STORE(T, n->st.check, list_check(key, S->gen));
 	if (!e) {
 		/* Insert before the first larger key (or at the end). */
 		at = &S->head;
 		sk_list_for_each_entry (pos, &S->head, link) {
-			if (pos->key > key) {
+			if (pos->st.key > key) {
 				at = &pos->link;
 				break;
 			}
@@ -335,21 +329,21 @@ static void list_finish(struct sk_tort *T)
 
 	/* No reader or updater is left: check the list against the model. */
 	sk_list_for_each_entry (e, &S->head, link) {
-		if (e->magic != SK_TORT_MAGIC || e->key >= LIST_KEYS ||
-		    (long)e->key <= prev) {
+		if (e->st.magic != SK_TORT_MAGIC || e->st.key >= LIST_KEYS ||
+		    (long)e->st.key <= prev) {
 			sk_tort_error(T, NULL,
 				      "final list: bad element %p (key %lu "
 				      "after %ld)",
-				      (void *)e, e->key, prev);
+				      (void *)e, e->st.key, prev);
 			break;
 		}
-		if (S->model[e->key] != e)
+		if (S->model[e->st.key] != e)
 			sk_tort_error(T, NULL,
 				      "final list: key %lu is element %p, "
 				      "the model says %p",
-				      e->key, (void *)e,
-				      (void *)S->model[e->key]);
-		prev = (long)e->key;
+				      e->st.key, (void *)e,
+				      (void *)S->model[e->st.key]);
+		prev = (long)e->st.key;
 		n++;
 	}
 	if (n != S->present)

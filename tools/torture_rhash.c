@@ -33,6 +33,7 @@
 #include "scalekit/list.h" /* sk_container_of */
 #include "scalekit/rhash.h"
 #include "torture_core.h"
+#include "torture_stamp.h"
 
 #define RH_STABLE 256
 #define RH_VOL 256 /* volatile keys per updater */
@@ -48,14 +49,11 @@
 struct rh_obj {
 	struct sk_tort_obj o; /* first: freed after a grace period */
 	struct sk_rhash_node node;
-	unsigned long key;
-	unsigned long magic;
-	unsigned long gen;
-	unsigned long check; /* rh_check(key, gen) */
+	struct sk_tort_stamp st; /* key, gen, check: rh_check(key, gen) */
 };
 
 struct rh_state {
-	struct sk_rhash ht;
+	struct sk_rhash *ht;
 	unsigned long nkeys;		  /* stable + volatile keys */
 	struct rh_obj *stable[RH_STABLE]; /* never change */
 	struct sk_tort_pool pool0;
@@ -129,10 +127,7 @@ static struct rh_obj *new_obj(struct sk_tort *T, struct sk_tort_pool *pool,
 
 	if (!o)
 		return NULL;
-	SK_TORT_STORE(T, o->key, key);
-	SK_TORT_STORE(T, o->gen, gen);
-	SK_TORT_STORE(T, o->check, rh_check(key, gen));
-	SK_TORT_STORE(T, o->magic, SK_TORT_MAGIC);
+	sk_tort_stamp_set(T, &o->st, key, gen, rh_check(key, gen));
 	return o;
 }
 
@@ -140,8 +135,7 @@ static void poison_retire(struct sk_tort *T, struct sk_tort_obj *head)
 {
 	struct rh_obj *o = (struct rh_obj *)head;
 
-	SK_TORT_STORE(T, o->magic, SK_TORT_POISON);
-	SK_TORT_STORE(T, o->check, SK_TORT_POISON);
+	sk_tort_stamp_poison(T, &o->st);
 	sk_tort_pool_retire(head->pool, o);
 }
 
@@ -160,7 +154,7 @@ static int rh_setup(struct sk_tort *T)
 	if (!S)
 		return -ENOMEM;
 	p.head_offset = offsetof(struct rh_obj, node);
-	p.key_offset = offsetof(struct rh_obj, key);
+	p.key_offset = offsetof(struct rh_obj, st.key);
 	p.key_len = sizeof(unsigned long);
 	p.seed = (unsigned long)T->cfg->seed;
 	/*
@@ -179,7 +173,8 @@ static int rh_setup(struct sk_tort *T)
 				 ? UINT64_MAX
 				 : (uint64_t)(T->cfg->fault_rate *
 					      18446744073709551616.0);
-	err = sk_rhash_init(&S->ht, &p);
+	S->ht = sk_rhash_create(&p);
+	err = S->ht ? 0 : -errno;
 	if (err)
 		goto free_state;
 	S->nkeys = RH_STABLE + T->cfg->updaters * RH_VOL;
@@ -187,7 +182,7 @@ static int rh_setup(struct sk_tort *T)
 	for (k = 0; k < RH_STABLE; k++) {
 		struct rh_obj *o = new_obj(T, &S->pool0, k, 0);
 
-		err = o ? sk_rhash_insert_unique(&S->ht, &o->node) : -ENOMEM;
+		err = o ? sk_rhash_insert_unique(S->ht, &o->node) : -ENOMEM;
 		if (err) {
 			if (o)
 				poison_retire(T, &o->o);
@@ -202,7 +197,7 @@ static int rh_setup(struct sk_tort *T)
 
 destroy_table:
 	/* No thread has started: the objects go back to pool0 at once. */
-	sk_rhash_destroy(&S->ht, free_obj, T);
+	sk_rhash_destroy(S->ht, free_obj, T);
 	sk_tort_pool_destroy(&S->pool0);
 free_state:
 	rh_cur = NULL;
@@ -233,11 +228,11 @@ static int obj_ok(struct sk_tort_thread *t, struct rh_obj *o,
 	struct sk_tort *T = t->T;
 	unsigned long key, gen, check;
 
-	if (!sk_tort_magic_ok(t, "object", o, when, SK_TORT_LOAD(T, o->magic)))
+	if (!sk_tort_magic_ok(t, "object", o, when, SK_TORT_LOAD(T, o->st.magic)))
 		return 0;
-	key = SK_TORT_LOAD(T, o->key);
-	gen = SK_TORT_LOAD(T, o->gen);
-	check = SK_TORT_LOAD(T, o->check);
+	key = SK_TORT_LOAD(T, o->st.key);
+	gen = SK_TORT_LOAD(T, o->st.gen);
+	check = SK_TORT_LOAD(T, o->st.check);
 	if (check != rh_check(key, gen)) {
 		sk_tort_error(T, t, "object %p %s: corrupted (key %lu)",
 			      (void *)o, when, key);
@@ -266,7 +261,7 @@ static void rh_iterate(struct sk_tort_thread *t, struct rh_state *S)
 	struct sk_rhash_iter it;
 	struct rh_obj *o;
 
-	sk_rhash_iter_start(&S->ht, &it);
+	sk_rhash_iter_start(S->ht, &it);
 	while ((o = sk_rhash_iter_next(&it)) != NULL) {
 		unsigned long key;
 
@@ -280,7 +275,7 @@ static void rh_iterate(struct sk_tort_thread *t, struct rh_state *S)
 		}
 		if (!obj_ok(t, o, ~0UL, "returned by an iteration"))
 			return;
-		key = SK_TORT_LOAD(t->T, o->key);
+		key = SK_TORT_LOAD(t->T, o->st.key);
 		if (key >= S->nkeys) {
 			sk_tort_error(t->T, t, "iteration: unknown key %lu",
 				      key);
@@ -324,13 +319,13 @@ static void rh_read_one(struct sk_tort_thread *t)
 		key = stable ? sk_tort_below(&t->rng, RH_STABLE)
 			     : RH_STABLE + sk_tort_below(&t->rng,
 							 S->nkeys - RH_STABLE);
-		o = sk_rhash_lookup(&S->ht, &key);
+		o = sk_rhash_lookup(S->ht, &key);
 		if (!o) {
 			if (stable)
 				sk_tort_error(T, t,
 					      "stable key %lu not found (%lu "
 					      "buckets)",
-					      key, sk_rhash_buckets(&S->ht));
+					      key, sk_rhash_buckets(S->ht));
 		} else if (obj_ok(t, o, key, "found by a lookup")) {
 			found[nf] = o;
 			fkey[nf++] = key;
@@ -386,7 +381,7 @@ static void rh_insert_dup(struct sk_tort_thread *t, struct rh_obj *n,
 {
 	struct rh_state *S = t->T->priv;
 	struct rh_updater *u = t->priv;
-	int r = sk_rhash_insert_unique(&S->ht, &n->node);
+	int r = sk_rhash_insert_unique(S->ht, &n->node);
 
 	if (r != -EEXIST)
 		sk_tort_error(t->T, t,
@@ -395,7 +390,7 @@ static void rh_insert_dup(struct sk_tort_thread *t, struct rh_obj *n,
 			      which, key, r);
 	if (r == 0) {
 		/* Undo, so that the final check holds. */
-		sk_rhash_remove(&S->ht, &n->node);
+		sk_rhash_remove(S->ht, &n->node);
 		rh_retire(t, n);
 	} else {
 		sk_tort_pool_retire(&u->up.pool, n);
@@ -421,14 +416,108 @@ static void rh_update_one(struct sk_tort_thread *t)
 	sk_rcu_read_unlock();
 }
 
+/*
+ * The end of an update of key i that replaced e by n (NULL: removed it):
+ * r is its result; the model follows, e is retired, counter counted.
+ * Returns r.
+ */
+static int rh_swapped(struct sk_tort_thread *t, unsigned long i,
+		      struct rh_obj *e, struct rh_obj *n, int r,
+		      const char *what, int counter)
+{
+	struct rh_updater *u = t->priv;
+
+	if (r) {
+		sk_tort_error(t->T, t, "%s of key %lu returned %d", what,
+			      u->base + i, r);
+		if (n)
+			sk_tort_pool_retire(&u->up.pool, n);
+		return r;
+	}
+	u->model[i] = n;
+	if (e)
+		rh_retire(t, e);
+	sk_tort_inc(&t->st->x[counter]);
+	return 0;
+}
+
+/* Key i (u->base + i) is absent: insert it, unique or not. */
+static int rh_update_absent(struct sk_tort_thread *t, unsigned long i)
+{
+	struct rh_state *S = t->T->priv;
+	struct rh_updater *u = t->priv;
+	struct rh_obj *n = new_obj(t->T, &u->up.pool, u->base + i,
+				   sk_tort_rand(&t->rng) >> 8);
+
+	if (!n)
+		return -ENOMEM;
+	rh_swapped(t, i, NULL, n,
+		   sk_tort_one_in(&t->rng, 2)
+			   ? sk_rhash_insert_unique(S->ht, &n->node)
+			   : sk_rhash_insert(S->ht, &n->node),
+		   "insert", RX_INSERTS);
+	return 0;
+}
+
+/* Only this thread changes key i: the lookup's answer is exact. */
+static void rh_own_lookup(struct sk_tort_thread *t, unsigned long key,
+			  struct rh_obj *e)
+{
+	struct rh_state *S = t->T->priv;
+	struct rh_obj *o;
+
+	sk_rcu_read_lock();
+	o = sk_rhash_lookup(S->ht, &key);
+	if (o != e)
+		sk_tort_error(t->T, t,
+			      "lookup of own key %lu found %p, the model says "
+			      "%p",
+			      key, (void *)o, (void *)e);
+	sk_rcu_read_unlock();
+	sk_tort_inc(&t->st->x[RX_OWN_LOOKUPS]);
+}
+
+/* Key i is present in e: remove, replace, duplicate insert or lookup. */
+static int rh_update_present(struct sk_tort_thread *t, unsigned long i,
+			     struct rh_obj *e)
+{
+	struct rh_state *S = t->T->priv;
+	struct rh_updater *u = t->priv;
+	unsigned long key = u->base + i;
+	struct rh_obj *n;
+
+	switch (sk_tort_below(&t->rng, 4)) {
+	case 0:
+		rh_swapped(t, i, e, NULL, sk_rhash_remove(S->ht, &e->node),
+			   "remove", RX_REMOVES);
+		return 0;
+	case 1:
+		n = new_obj(t->T, &u->up.pool, key, sk_tort_rand(&t->rng) >> 8);
+		if (!n)
+			return -ENOMEM;
+		rh_swapped(t, i, e, n,
+			   sk_rhash_replace(S->ht, &e->node, &n->node),
+			   "replace", RX_REPLACES);
+		return 0;
+	case 2:
+		n = new_obj(t->T, &u->up.pool, key, 7);
+		if (!n)
+			return -ENOMEM;
+		rh_insert_dup(t, n, key, "present");
+		sk_tort_inc(&t->st->x[RX_DUP_INSERTS]);
+		return 0;
+	default:
+		rh_own_lookup(t, key, e);
+		return 0;
+	}
+}
+
 static void rh_update_body(struct sk_tort_thread *t)
 {
 	struct sk_tort *T = t->T;
-	struct rh_state *S = T->priv;
 	struct rh_updater *u = t->priv;
-	unsigned long i = sk_tort_below(&t->rng, RH_VOL), key = u->base + i;
-	struct rh_obj *e = u->model[i], *n, *o;
-	int r;
+	unsigned long i = sk_tort_below(&t->rng, RH_VOL);
+	struct rh_obj *e = u->model[i], *n;
 
 	if (u->up.pending)
 		sk_tort_reap_pending(T, &u->up);
@@ -440,79 +529,12 @@ static void rh_update_body(struct sk_tort_thread *t)
 		if (n)
 			rh_insert_dup(t, n, sk, "stable");
 	}
-	if (!e) {
-		n = new_obj(T, &u->up.pool, key, sk_tort_rand(&t->rng) >> 8);
-		if (!n)
-			goto nomem;
-		r = sk_tort_one_in(&t->rng, 2)
-			    ? sk_rhash_insert_unique(&S->ht, &n->node)
-			    : sk_rhash_insert(&S->ht, &n->node);
-		if (r) {
-			sk_tort_error(T, t,
-				      "insert of absent key %lu returned %d",
-				      key, r);
-			sk_tort_pool_retire(&u->up.pool, n);
-		} else {
-			u->model[i] = n;
-			sk_tort_inc(&t->st->x[RX_INSERTS]);
-		}
-	} else {
-		switch (sk_tort_below(&t->rng, 4)) {
-		case 0:
-			r = sk_rhash_remove(&S->ht, &e->node);
-			if (r) {
-				sk_tort_error(T, t,
-					      "remove of key %lu returned %d",
-					      key, r);
-				break;
-			}
-			u->model[i] = NULL;
-			rh_retire(t, e);
-			sk_tort_inc(&t->st->x[RX_REMOVES]);
-			break;
-		case 1:
-			n = new_obj(T, &u->up.pool, key,
-				    sk_tort_rand(&t->rng) >> 8);
-			if (!n)
-				goto nomem;
-			r = sk_rhash_replace(&S->ht, &e->node, &n->node);
-			if (r) {
-				sk_tort_error(T, t,
-					      "replace of key %lu returned %d",
-					      key, r);
-				sk_tort_pool_retire(&u->up.pool, n);
-				break;
-			}
-			u->model[i] = n;
-			rh_retire(t, e);
-			sk_tort_inc(&t->st->x[RX_REPLACES]);
-			break;
-		case 2:
-			n = new_obj(T, &u->up.pool, key, 7);
-			if (!n)
-				goto nomem;
-			rh_insert_dup(t, n, key, "present");
-			sk_tort_inc(&t->st->x[RX_DUP_INSERTS]);
-			break;
-		default:
-			/* Only this thread changes the key: exact answer. */
-			sk_rcu_read_lock();
-			o = sk_rhash_lookup(&S->ht, &key);
-			if (o != e)
-				sk_tort_error(T, t,
-					      "lookup of own key %lu found %p, "
-					      "the model says %p",
-					      key, (void *)o, (void *)e);
-			sk_rcu_read_unlock();
-			sk_tort_inc(&t->st->x[RX_OWN_LOOKUPS]);
-			break;
-		}
+	if (e ? rh_update_present(t, i, e) : rh_update_absent(t, i)) {
+		sk_tort_error(T, t, "out of memory");
+		usleep(1000);
+		return;
 	}
 	sk_tort_inc(&t->st->updates);
-	return;
-nomem:
-	sk_tort_error(T, t, "out of memory");
-	usleep(1000);
 }
 
 /* ---- resizer ------------------------------------------------------------- */
@@ -533,7 +555,7 @@ static void rh_extra_one(struct sk_tort_thread *t)
 
 	if (sk_tort_one_in(&t->rng, 8))
 		n = 1UL << (RH_BIG_LOG + sk_tort_below(&t->rng, RH_BIG_LOGS));
-	r = sk_rhash_resize(&S->ht, n);
+	r = sk_rhash_resize(S->ht, n);
 	if (r == 0) {
 		sk_tort_inc(&S->resizes);
 	} else if (r == -ENOMEM && T->cfg->fault_rate > 0) {
@@ -543,7 +565,7 @@ static void rh_extra_one(struct sk_tort_thread *t)
 	}
 	/* The table array may be freed by an automatic resize. */
 	sk_rcu_read_lock();
-	b = sk_rhash_buckets(&S->ht);
+	b = sk_rhash_buckets(S->ht);
 	sk_rcu_read_unlock();
 	if (!b || (b & (b - 1)))
 		sk_tort_error(T, t, "%lu buckets: not a power of two", b);
@@ -565,7 +587,7 @@ static void rh_finish(struct sk_tort *T)
 	seen = calloc(S->nkeys, sizeof(*seen));
 	sk_rcu_read_lock();
 	for (k = 0; k < RH_STABLE; k++)
-		if (sk_rhash_lookup(&S->ht, &k) != S->stable[k])
+		if (sk_rhash_lookup(S->ht, &k) != S->stable[k])
 			sk_tort_error(T, NULL,
 				      "final table: stable key %lu "
 				      "lost",
@@ -579,7 +601,7 @@ static void rh_finish(struct sk_tort *T)
 		for (k = 0; k < RH_VOL; k++) {
 			unsigned long key = u->base + k;
 
-			o = sk_rhash_lookup(&S->ht, &key);
+			o = sk_rhash_lookup(S->ht, &key);
 			if (o != u->model[k])
 				sk_tort_error(T, NULL,
 					      "final table: key %lu is %p, the "
@@ -590,17 +612,17 @@ static void rh_finish(struct sk_tort *T)
 				expect++;
 		}
 	}
-	sk_rhash_iter_start(&S->ht, &it);
+	sk_rhash_iter_start(S->ht, &it);
 	while ((o = sk_rhash_iter_next(&it)) != NULL && n <= 2 * S->nkeys) {
 		n++;
-		if (o->key >= S->nkeys || o->magic != SK_TORT_MAGIC) {
+		if (o->st.key >= S->nkeys || o->st.magic != SK_TORT_MAGIC) {
 			sk_tort_error(T, NULL, "final table: bad object %p",
 				      (void *)o);
-		} else if (seen && seen[o->key]++) {
+		} else if (seen && seen[o->st.key]++) {
 			sk_tort_error(T, NULL,
 				      "final iteration: key %lu returned "
 				      "twice",
-				      o->key);
+				      o->st.key);
 		}
 	}
 	sk_rcu_read_unlock();
@@ -609,13 +631,13 @@ static void rh_finish(struct sk_tort *T)
 			      "final iteration returned %lu objects, the "
 			      "model has %lu",
 			      n, expect);
-	c = sk_rhash_count(&S->ht);
+	c = sk_rhash_count(S->ht);
 	if (c != expect)
 		sk_tort_error(T, NULL,
 			      "sk_rhash_count() is %lu, the model has %lu", c,
 			      expect);
 	free(seen);
-	sk_rhash_destroy(&S->ht, free_obj, T);
+	sk_rhash_destroy(S->ht, free_obj, T);
 	sk_tort_pools_count(T, &S->pool0, &allocated, &freed);
 	if (allocated != freed)
 		sk_tort_error(T, NULL, "%lu objects allocated, %lu freed",
@@ -651,7 +673,7 @@ static void rh_progress(struct sk_tort *T, char *buf, size_t len)
 	struct rh_state *S = T->priv;
 
 	snprintf(buf, len, "%lu buckets, %lu resizes, %lu faults",
-		 sk_rhash_buckets(&S->ht), sk_atomic_load_relaxed(&S->resizes),
+		 sk_rhash_buckets(S->ht), sk_atomic_load_relaxed(&S->resizes),
 		 sk_atomic_load_relaxed(&S->faults));
 }
 

@@ -44,7 +44,7 @@ extern "C" {
 /*
  * Triplett checker hooks.  Built with SK_RCU_CHECKER defined, every
  * publication and every grace-period wait in list.h (and in the library's
- * rhash.c, built so) calls sk_rcu_checker_hook, which a test points at a
+ * rhash*.c, built so) calls sk_rcu_checker_hook, which a test points at a
  * function that runs complete readers against the intermediate state.
  * The hook exists only in the test build of the library
  * (tests/checker.cmake), never in the installed one.

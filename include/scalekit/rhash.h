@@ -21,7 +21,6 @@
 #ifndef SCALEKIT_RHASH_H
 #define SCALEKIT_RHASH_H
 
-#include <pthread.h>
 #include <stddef.h>
 
 #include "scalekit/rcu.h"
@@ -68,37 +67,9 @@ struct sk_rhash_params {
 	}
 
 struct sk_rhash_table;
-struct sk_rhash_stripe;
 
-/*
- * A table.  All fields are private.  Fields written by different threads
- * live on different cache lines: lookups read only the first group.
- */
-struct sk_rhash {
-	/*
-	 * Read-mostly.  Guarded by: set by init; tbl changes only in
-	 * resizes.  A lookup reads tbl, mode and the first six fields of p:
-	 * one cache line when the table is cache-line aligned.
-	 */
-	struct sk_rhash_table *tbl;	 /* RCU-protected bucket array */
-	unsigned int mode;		 /* lookup fast path chosen by init */
-	struct sk_rhash_params p;	 /* parameters as validated */
-	struct sk_rhash_stripe *stripes; /* per-bucket-group locks + counts */
-	unsigned long nstripes;		 /* power of two */
-	/* Written by updaters, one atomic add per batch of a stripe. */
-	long count __attribute__((aligned(SK_CACHELINE))); /* flushed part */
-	/* Guarded by resize_lock (resizing: also read without it). */
-	pthread_mutex_t resize_lock
-		__attribute__((aligned(SK_CACHELINE))); /* one resize at a time */
-	unsigned long resizes;	/* completed resizes (stat) */
-	int resizing;		/* a future array is published (stat) */
-	/* Background resizing (src/rhash.c). */
-	struct sk_rcu_head work; /* queued by an update, re-queues itself */
-	unsigned long work_next; /* next old bucket to migrate */
-	int work_active;	 /* the work holds resize_lock (a resize runs) */
-	int work_queued;	 /* work queued or running (atomic) */
-	long pending;		 /* work + deferred array frees (atomic) */
-};
+/* A table (sk_rhash_create()).  Opaque: all its fields are private. */
+struct sk_rhash;
 
 /*
  * sk_rhash_hash() - the default hash (64-bit mixing of key_len bytes).
@@ -108,18 +79,18 @@ SK_API unsigned long sk_rhash_hash(const void *key, size_t key_len,
 				   unsigned long seed);
 
 /*
- * sk_rhash_init() - create an empty table.
+ * sk_rhash_create() - allocate an empty table (through params->alloc).
  * Context: any thread; may allocate; never blocks otherwise.
- * Returns: 0; -EINVAL for NULL pointers, initial_buckets not a power of
- * two (or 0), min > max, a variable-key table (key_len 0) without hashfn
- * or cmpfn; -ENOMEM.
+ * Returns: the table; NULL with errno EINVAL for a NULL params,
+ * initial_buckets not a power of two (or 0), min or max not a power of
+ * two, min > max, a variable-key table (key_len 0) without hashfn or
+ * cmpfn; NULL with errno ENOMEM.
  */
-SK_API int sk_rhash_init(struct sk_rhash *ht,
-			 const struct sk_rhash_params *params);
+SK_API struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params);
 
 /*
- * sk_rhash_destroy() - free the table's memory; if free_obj is not NULL
- * it is called on every object still in the table.
+ * sk_rhash_destroy() - free the table and its memory; if free_obj is not
+ * NULL it is called on every object still in the table.  NULL: nothing.
  * Context: no reader or updater may use the table any more (wait for a
  * grace period after the last lookup).  Waits for the table's background
  * resizing (sk_rhash_barrier()) when some is queued: then outside any

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hash-table scenarios of `scalekit bench` (hash-lookup, hash-resize,
+ * hash-update in hash.c; hash-update-resize, hash-grow in hash_latency.c)
+ * and their table adapters, one per table: peer_scalekit_rhash.c
+ * (sk_rhash) and peer_urcu_lfht.c (liburcu's cds_lfht).
+ *
+ * Both tables hold the same objects: one 64-byte, cache-line-aligned
+ * object per key, with the key, an sk_rhash_node and a cds_lfht_node in
+ * the same line, so both tables touch the same memory per object.  Keys
+ * are 8 bytes, key i is (i + 1) * 0x9e3779b97f4a7c15 (distinct, not
+ * small integers), and both tables hash them with the same function:
+ * sk_rhash_hash() with seed 0, which sk_rhash calls itself and which
+ * cds_lfht users compute and pass in; here an inline copy, checked against
+ * sk_rhash_hash() at setup, so that the peer pays no call for it either.
+ */
+#ifndef SK_BENCH_HASH_H
+#define SK_BENCH_HASH_H
+
+#include <stdint.h>
+
+#include "bench.h"
+#include "scalekit/rhash.h"
+
+/* ---- objects and keys ------------------------------------------------- */
+
+struct hobj {
+	uint64_t key;
+	struct sk_rhash_node sk; /* sk_rhash's link */
+	/* cds_lfht's link (struct cds_lfht_node, peer_urcu_lfht.c). */
+	unsigned long lf[2] __attribute__((aligned(16)));
+} __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct hobj) == 64, "one cache line per object");
+
+static inline uint64_t sk_bench_hash_key(uint64_t i)
+{
+	return (i + 1) * 0x9e3779b97f4a7c15ULL;
+}
+
+static inline uint64_t sk_bench_hash_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* sk_rhash_hash(&key, 8, 0), inline (checked in sk_bench_hash_build()). */
+static inline unsigned long sk_bench_hash_of(uint64_t key)
+{
+	uint64_t h = 8 * 0x9e3779b97f4a7c15ULL;
+
+	h = sk_bench_hash_mix(h ^ key) + 0x9e3779b97f4a7c15ULL;
+	return (unsigned long)sk_bench_hash_mix(h);
+}
+
+/* xorshift64*: the index of the next key to look up. */
+static inline uint64_t sk_bench_hash_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return (x * 0x2545f4914f6cdd1dULL) >> 16;
+}
+
+/* ---- the tables --------------------------------------------------------- */
+
+/*
+ * A table adapter.  build/destroy run on the main thread between runs;
+ * the others on a thread between thread_init and thread_exit.  insert and
+ * remove are one update each (outside a read section for sk_rhash, inside
+ * one for cds_lfht, as each API asks); synchronize waits for a grace
+ * period of the table's RCU; resize is one explicit resize (NULL: none);
+ * barrier waits for the table's background resizing (NULL: none).
+ */
+struct sk_bench_hash_ops {
+	const char *name;
+	const struct sk_bench_rcu_ops *lookups; /* hash-lookup's adapter */
+	int (*build)(unsigned long buckets); /* automatic resizing on */
+	void (*destroy)(void);
+	void (*thread_init)(void);
+	void (*thread_exit)(void);
+	void (*insert)(struct hobj *o);
+	void (*remove)(struct hobj *o);
+	void (*lookup)(uint64_t key);
+	void (*synchronize)(void);
+	void (*resize)(unsigned long nbuckets);
+	void (*barrier)(void);
+};
+
+extern const struct sk_bench_hash_ops sk_bench_hash_rhash;
+extern const struct sk_bench_hash_ops sk_bench_hash_lfht; /* name NULL: n/a */
+/* Times nothing: the clock-and-scheduler baseline of the latency runs. */
+extern const struct sk_bench_hash_ops sk_bench_hash_empty;
+
+/* The adapter of impl (row->impl[i]), or NULL. */
+const struct sk_bench_hash_ops *
+sk_bench_hash_ops_of(const struct sk_bench_rcu_ops *impl);
+
+/*
+ * The key set every adapter works on.  Written by the main thread between
+ * runs (thread creation orders it before the adapters' loops), read-only
+ * during a run except for the tables themselves, which the adapters keep.
+ */
+struct sk_bench_hash_set {
+	long nkeys; /* a power of two */
+	struct hobj *objs;
+	struct sk_rhash *sk;   /* peer_scalekit_rhash.c */
+	struct cds_lfht *lf;   /* peer_urcu_lfht.c */
+};
+extern struct sk_bench_hash_set sk_bench_hash_w;
+
+/* Lookup threads take seeds 1, 2, ... in each run: every run, same keys. */
+extern __thread uint64_t sk_bench_hash_rng;
+void sk_bench_hash_seed_thread(void);
+void sk_bench_hash_seed_reset(void);
+
+__attribute__((noreturn)) void sk_bench_hash_die(const char *what);
+
+/*
+ * nkeys objects (keys 0..nkeys-1), and the table of only (NULL: of every
+ * table built in) with buckets buckets; insert: every object inserted.
+ * Returns 0 or -1 after a message.
+ */
+int sk_bench_hash_build(long nkeys, unsigned long buckets, int insert,
+			const struct sk_bench_hash_ops *only);
+void sk_bench_hash_free(void);
+
+/* Median of n values (sorts them); NAN when n is 0. */
+double sk_bench_hash_median(double *v, int n);
+
+#endif /* SK_BENCH_HASH_H */

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private declarations of the resizable hash table, shared by
+ * src/rhash.c (lifecycle, lookups, iteration), src/rhash_update.c
+ * (insert, remove, replace) and src/rhash_resize.c (resizing, migration,
+ * background work).  The algorithm, the Triplett rules and the complete
+ * legend of the RH-xx pairing labels are in src/rhash.c.
+ */
+#ifndef SCALEKIT_INTERNAL_RHASH_H
+#define SCALEKIT_INTERNAL_RHASH_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "scalekit/rhash.h"
+
+#ifdef SK_TSAN
+#define RHASH_MAX_STRIPES 32UL /* lock_all() under TSan's 64-lock limit */
+#else
+#define RHASH_MAX_STRIPES 256UL
+#endif
+
+/*
+ * Counting.  A stripe keeps the count changes of its updates in delta and
+ * adds them to ht->count once they reach a batch of
+ * size >> RHASH_BATCH_SHIFT / nstripes (at least 1), then checks the load
+ * factor.  The unflushed deltas of all stripes stay below 1/16 of the
+ * bucket count: automatic resizes come at most that late, and the common
+ * case costs an add and a compare on the stripe's own cache line.
+ */
+#define RHASH_BATCH_SHIFT 4
+
+/* Lookup fast paths (ht->mode). */
+#define RHASH_MODE_GENERIC 0 /* hashfn / cmpfn / key_len as given */
+#define RHASH_MODE_U64	   1 /* 8-byte keys, sk_rhash_hash(), no cmpfn */
+
+#ifdef SK_RCU_CHECKER
+/* Test knob (scalekit/rhash.h): only in the checker build. */
+extern int sk_rhash__test_broken;
+#define RHASH_BROKEN(k) (sk_rhash__test_broken == (k))
+#else
+#define RHASH_BROKEN(k) 0
+#endif
+
+struct sk_rhash_table {
+	unsigned long size;		 /* buckets, a power of two */
+	unsigned long mask;		 /* size - 1 */
+	struct sk_rhash_table *future;	 /* RCU: array a resize fills, or NULL */
+	struct sk_rhash *ht;		 /* owner (deferred free) */
+	struct sk_rcu_head rcu;		 /* deferred free after a resize */
+	struct sk_rhash_node *buckets[]; /* chain heads (RCU) */
+};
+
+/* One cache line per stripe: updaters of different stripes share nothing. */
+struct sk_rhash_stripe {
+	pthread_mutex_t lock; /* guards the stripe's buckets and delta */
+	long delta; /* count changes not yet added to ht->count (guarded by lock;
+		       read without it by sk_rhash_count()) */
+} __attribute__((aligned(SK_CACHELINE)));
+
+/*
+ * A table, allocated cache-line aligned by sk_rhash_create() together with
+ * its stripes.  Fields written by different threads live on different
+ * cache lines: lookups read only the first group.
+ */
+struct sk_rhash {
+	/*
+	 * Read-mostly.  Guarded by: set by create; tbl changes only in
+	 * resizes.  A lookup reads tbl, mode and the first six fields of p:
+	 * one cache line.
+	 */
+	struct sk_rhash_table *tbl;	 /* RCU-protected bucket array */
+	unsigned int mode;		 /* lookup fast path chosen by create */
+	struct sk_rhash_params p;	 /* parameters as validated */
+	struct sk_rhash_stripe *stripes; /* per-bucket-group locks + counts */
+	unsigned long nstripes;		 /* power of two */
+	void *mem;			 /* the allocation holding ht */
+	/* Written by updaters, one atomic add per batch of a stripe. */
+	long count __attribute__((aligned(SK_CACHELINE))); /* flushed part */
+	/* Guarded by resize_lock (resizing: also read without it). */
+	pthread_mutex_t resize_lock
+		__attribute__((aligned(SK_CACHELINE))); /* one resize at a time */
+	unsigned long resizes;	/* completed resizes (stat) */
+	int resizing;		/* a future array is published (stat) */
+	/* Background resizing (src/rhash_resize.c). */
+	struct sk_rcu_head work; /* queued by an update, re-queues itself */
+	unsigned long work_next; /* next old bucket to migrate */
+	int work_active;	 /* the work holds resize_lock (a resize runs) */
+	int work_queued;	 /* work queued or running (atomic) */
+	long pending;		 /* work + deferred array frees (atomic) */
+	int explicit_resizes;	 /* sk_rhash_resize() calls running (atomic) */
+	int recheck;		 /* an update left the check to them (atomic) */
+};
+
+/* ---- hashing and keys (inline: the lookup and update fast paths) -------- */
+
+static inline uint64_t sk__rhash_mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* sk_rhash_hash(), inlined where len is a constant. */
+static inline unsigned long sk__rhash_hash_bytes(const void *key, size_t len,
+						 unsigned long seed)
+{
+	const unsigned char *p = key;
+	uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ULL), w;
+
+	while (len >= 8) {
+		memcpy(&w, p, 8);
+		h = sk__rhash_mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
+		p += 8;
+		len -= 8;
+	}
+	if (len) {
+		w = 0;
+		memcpy(&w, p, len);
+		h = sk__rhash_mix64(h ^ w);
+	}
+	return (unsigned long)sk__rhash_mix64(h);
+}
+
+static inline uint64_t sk__rhash_load_u64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* sk_rhash_hash() of an 8-byte key already loaded (lookup fast path). */
+static inline unsigned long sk__rhash_hash_u64(uint64_t w, unsigned long seed)
+{
+	return sk__rhash_hash_bytes(&w, sizeof(w), seed);
+}
+
+static inline void *sk__rhash_obj(struct sk_rhash *ht, struct sk_rhash_node *n)
+{
+	return (char *)n - ht->p.head_offset;
+}
+
+static inline const void *sk__rhash_key(struct sk_rhash *ht, const void *obj)
+{
+	return (const char *)obj + ht->p.key_offset;
+}
+
+static inline unsigned long sk__rhash_hash_key(struct sk_rhash *ht,
+					       const void *key)
+{
+	if (SK_LIKELY(ht->mode == RHASH_MODE_U64))
+		return sk__rhash_hash_u64(sk__rhash_load_u64(key), ht->p.seed);
+	return ht->p.hashfn(key, ht->p.key_len, ht->p.seed);
+}
+
+static inline int sk__rhash_key_matches(struct sk_rhash *ht, const void *key,
+					const void *obj)
+{
+	const void *k = sk__rhash_key(ht, obj);
+
+	if (ht->p.cmpfn)
+		return ht->p.cmpfn(key, obj) == 0;
+	switch (ht->p.key_len) {
+	case 4:
+		return *(const uint32_t *)key == *(const uint32_t *)k;
+	case 8:
+		return *(const uint64_t *)key == *(const uint64_t *)k;
+	default:
+		return memcmp(key, k, ht->p.key_len) == 0;
+	}
+}
+
+static inline int sk__rhash_is_pow2(unsigned long x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* ---- stripes ---------------------------------------------------------- */
+
+/*
+ * The stripe mask of arrays t and f (NULL: none): the smaller array's
+ * mask, modulo the stripe count.  While a resize runs, an old bucket and
+ * the new buckets its nodes go to share a stripe.
+ */
+static inline unsigned long sk__rhash_stripe_mask(struct sk_rhash *ht,
+						  struct sk_rhash_table *t,
+						  struct sk_rhash_table *f)
+{
+	return (f && f->mask < t->mask ? f->mask : t->mask) &
+	       (ht->nstripes - 1);
+}
+
+/* The stripe of hash h while t is current and f (or NULL) its future. */
+static inline struct sk_rhash_stripe *
+sk__rhash_stripe_of(struct sk_rhash *ht, struct sk_rhash_table *t,
+		    struct sk_rhash_table *f, unsigned long h)
+{
+	return &ht->stripes[h & sk__rhash_stripe_mask(ht, t, f)];
+}
+
+/*
+ * Lock a stripe.  Stripe locks are held for short stretches only (one
+ * update, one migration step), so a waiter spins a while before it
+ * sleeps: a futex sleep costs a wake-up and a trip through the scheduler
+ * (milliseconds on a busy machine) where the holder is about to let go.
+ * Ordering: the mutex's (acquire).
+ */
+#define RHASH_SPIN 256 /* trylocks, sk_cpu_relax() x 8 apart */
+
+static inline void sk__rhash_stripe_lock(struct sk_rhash_stripe *s)
+{
+	int i, j;
+
+	for (i = 0; i < RHASH_SPIN; i++) {
+		if (pthread_mutex_trylock(&s->lock) == 0)
+			return;
+		for (j = 0; j < 8; j++)
+			sk_cpu_relax();
+	}
+	pthread_mutex_lock(&s->lock);
+}
+
+/* ---- shared functions ------------------------------------------------- */
+
+/* A zeroed bucket array of size buckets (p.alloc), or NULL. */
+struct sk_rhash_table *sk__rhash_table_alloc(struct sk_rhash *ht,
+					     unsigned long size);
+
+/*
+ * Automatic resizing, after an update that flushed its stripe's batch
+ * (src/rhash_update.c): size is the bucket count the update counted
+ * against, count the flushed total, grow nonzero after an insert.  Called
+ * with no lock held, maybe inside a read section.  Queues the background
+ * resize; never waits.
+ */
+void sk__rhash_maybe_resize(struct sk_rhash *ht, unsigned long size,
+			    long count, int grow);
+
+#endif /* SCALEKIT_INTERNAL_RHASH_H */

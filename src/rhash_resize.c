@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The resizable hash table's resizes: publishing the future array,
+ * migrating the old buckets into it in bounded steps, switching the
+ * table, and the background work that does all that for automatic
+ * resizing.  The algorithm and the legend of the RH-xx labels are in
+ * src/rhash.c.
+ */
+#define _GNU_SOURCE
+#include "internal/rhash.h"
+
+#include <errno.h>
+#include <stddef.h>
+
+#include "internal/util.h"
+#include "scalekit/list.h" /* checker hooks, SK__PUBLISH */
+
+/* Migration time per background callback (then it re-queues itself). */
+#define RHASH_WORK_NS 500000u
+/* Old buckets migrated between two looks at the clock. */
+#define RHASH_WORK_BATCH 256UL
+
+#ifdef SK_RCU_CHECKER
+/*
+ * Checker builds only (tests/checker.cmake; the test declares it): called
+ * by a resize between two migration steps of one old bucket (the bucket
+ * partly moved, no stripe lock held, resize_lock held), so that a test can
+ * update the table there.
+ */
+extern void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
+void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
+#endif
+
+
+static void lock_all(struct sk_rhash *ht)
+{
+	unsigned long i;
+
+	for (i = 0; i < ht->nstripes; i++)
+		pthread_mutex_lock(&ht->stripes[i].lock);
+}
+
+static void unlock_all(struct sk_rhash *ht)
+{
+	unsigned long i;
+
+	for (i = ht->nstripes; i-- > 0;)
+		pthread_mutex_unlock(&ht->stripes[i].lock);
+}
+
+/*
+ * Publish *pp = v (the future array, or the table) where that changes the
+ * stripe mapping from mask `from` to mask `to`: while holding every stripe
+ * lock when it does, so that an updater that holds a stripe sees the
+ * mapping it locked by; without them when it does not (tables of
+ * nstripes buckets and more), so that no updater waits for all stripes.
+ * Brief either way: no grace period inside.
+ */
+static void publish_table(struct sk_rhash *ht, struct sk_rhash_table **pp,
+			  struct sk_rhash_table *v, unsigned long from,
+			  unsigned long to)
+{
+	if (from != to)
+		lock_all(ht);
+	/* RH-P1 [pub]: the array's heads, then the pointer to it. */
+	SK__PUBLISH(*pp, v);
+	if (from != to)
+		unlock_all(ht);
+}
+
+/*
+ * Start a resize to nbuckets: publish the empty future array.  resize_lock
+ * held, no resize running.  Returns 0 or -ENOMEM (nothing changed).
+ */
+static int resize_begin(struct sk_rhash *ht, unsigned long nbuckets)
+{
+	struct sk_rhash_table *t = ht->tbl, *f = sk__rhash_table_alloc(ht, nbuckets);
+
+	if (!f)
+		return -ENOMEM;
+	publish_table(ht, &t->future, f, sk__rhash_stripe_mask(ht, t, NULL),
+		      sk__rhash_stripe_mask(ht, t, f));
+	sk_atomic_store_relaxed(&ht->resizing, 1); /* stat for tests, tools */
+	return 0;
+}
+
+/*
+ * Move the nodes *link .. last (the end of an old chain, all of bucket d
+ * of f) to the head of f's chain d.  Their stripe is locked.
+ */
+static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
+		     struct sk_rhash_node *last, unsigned long d)
+{
+	struct sk_rhash_node *first = *link;
+
+	if (RHASH_BROKEN(SK_RHASH__BROKEN_CUT_FIRST)) {
+		/* Broken twin: cut the run off before f has it. */
+		SK__PUBLISH(*link, NULL);
+		SK__PUBLISH(last->next, f->buckets[d]);
+		SK__PUBLISH(f->buckets[d], first);
+		return;
+	}
+	/*
+	 * RH-M1 [one]: readers in the run walk on into f's chain d.  Skipped
+	 * when last->next already is f's head (NULL, as f's chain d is still
+	 * empty in most moves of a grow): the state does not change, and
+	 * readers keep the node's cache line.
+	 */
+	if (last->next != f->buckets[d])
+		SK__PUBLISH(last->next, f->buckets[d]);
+	/* RH-M2 [pub]: the run's nodes, then f's head. */
+	SK__PUBLISH(f->buckets[d], first);
+	/*
+	 * RH-M3 [one]: the old chain ends before the run.  Release: RH-M2
+	 * (and the publication of f) before RH-M3; pairs with RH-L1.
+	 */
+	SK__PUBLISH(*link, NULL);
+}
+
+/*
+ * Links remembered per walk of an old chain: one walk moves up to this
+ * many runs from the chain's tail.  The checker build remembers 2, so
+ * that its small chains are migrated in several steps.
+ */
+#ifdef SK_RCU_CHECKER
+#define RHASH_RING 2
+#else
+#define RHASH_RING 256
+#endif
+
+/*
+ * One step of the migration of old bucket i of t to f, under the bucket's
+ * stripe lock: walk the chain once, remembering its last RHASH_RING links,
+ * and move up to RHASH_RING tail runs.  Returns nonzero when nodes are left
+ * (the caller drops the lock and steps again: the lock is held for one walk
+ * of the chain at a time, however long the chain is).  The old chain only
+ * shrinks while f is published (inserts go to f).
+ */
+static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
+			unsigned long i)
+{
+	struct sk_rhash_node **ring[RHASH_RING], **pp;
+	unsigned long n = 0, k, j, d;
+
+	for (pp = &t->buckets[i]; *pp; pp = &(*pp)->next)
+		ring[n++ % RHASH_RING] = pp;
+	/* ring[(k - 1) % R] is the link to the chain's last node. */
+	for (k = n; k > 0 && n - k < RHASH_RING;) {
+		struct sk_rhash_node *last = *ring[(k - 1) % RHASH_RING];
+
+		d = last->hash & f->mask;
+		for (j = k - 1; j > 0 && n - j < RHASH_RING &&
+		     ((*ring[(j - 1) % RHASH_RING])->hash & f->mask) == d;)
+			j--;
+		move_run(f, ring[j % RHASH_RING], last, d);
+		k = j;
+	}
+	return k > 0;
+}
+
+/*
+ * Bring the lines the migration of old buckets ahead of i will touch
+ * into the cache before their stripe locks are taken, so that each lock
+ * is held for cache-hot work only: a migrator preempted while it holds a
+ * stripe stalls that stripe's updaters, and shorter holds make that
+ * rarer.  Hints only: the bucket heads are read without the lock
+ * (relaxed; the array stays allocated while resize_lock is held) and
+ * their nodes are prefetched, never dereferenced.
+ */
+static inline void migrate_prefetch(struct sk_rhash_table *t, unsigned long i,
+				    unsigned long to)
+{
+	if (i + 16 < to)
+		__builtin_prefetch(&t->buckets[i + 16]);
+	if (i + 4 < to)
+		__builtin_prefetch(sk_atomic_load_relaxed(&t->buckets[i + 4]));
+}
+
+/*
+ * Migrate old buckets [from, to) of the running resize, one step of one
+ * bucket per hold of its stripe lock.  No lock held.
+ */
+static void migrate_range(struct sk_rhash *ht, unsigned long from,
+			  unsigned long to)
+{
+	/* Only resizes change tbl and future; resize_lock is held. */
+	struct sk_rhash_table *t = ht->tbl, *f = t->future;
+	unsigned long i, mask = sk__rhash_stripe_mask(ht, t, f);
+	int more;
+
+	for (i = from; i < to; i++) {
+		struct sk_rhash_stripe *s = &ht->stripes[i & mask];
+
+		migrate_prefetch(t, i, to);
+		for (;;) {
+			sk__rhash_stripe_lock(s);
+			more = migrate_step(t, f, i);
+			pthread_mutex_unlock(&s->lock);
+			if (!more)
+				break;
+#ifdef SK_RCU_CHECKER
+			/* Old bucket i partly moved, no stripe lock held. */
+			if (sk_rhash__test_step_hook)
+				sk_rhash__test_step_hook(ht);
+#endif
+		}
+	}
+}
+
+/*
+ * End a resize whose old array is empty: publish the future array as the
+ * table.  Returns the old array, to be freed after a grace period.
+ */
+static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
+{
+	struct sk_rhash_table *t = ht->tbl, *f = t->future;
+
+	/*
+	 * t->future stays: readers still in t walk on into f until the
+	 * grace period before t's free.
+	 */
+	publish_table(ht, &ht->tbl, f, sk__rhash_stripe_mask(ht, t, f),
+		      sk__rhash_stripe_mask(ht, f, NULL));
+	sk_atomic_store_relaxed(&ht->resizing, 0);
+	/* Relaxed: a statistic (tests poll it without resize_lock). */
+	sk_atomic_store_relaxed(&ht->resizes, ht->resizes + 1);
+	return t;
+}
+
+/* A grace period inside a resize (checked under SK_RCU_CHECKER). */
+static void resize_gp(void)
+{
+	if (RHASH_BROKEN(SK_RHASH__BROKEN_NO_GP))
+		return; /* broken twin: free the old array at once */
+	sk_synchronize_rcu();
+	SK__RCU_CHECK(SK_RCU_CHECK_GP);
+}
+
+/* Resize to nbuckets in the caller's thread.  resize_lock held. */
+static int resize_locked(struct sk_rhash *ht, unsigned long nbuckets)
+{
+	struct sk_rhash_table *old;
+	int err;
+
+	if (ht->tbl->size == nbuckets)
+		return 0;
+	err = resize_begin(ht, nbuckets);
+	if (err)
+		return err;
+	migrate_range(ht, 0, ht->tbl->size);
+	old = resize_finish(ht);
+	/* RH-G1 [gp]: readers of the old array finish before its free. */
+	resize_gp();
+	ht->p.free(old);
+	return 0;
+}
+
+static void background_resize(struct sk_rcu_head *head);
+
+/* Queue the background work unless it is queued.  Never waits. */
+static void queue_work(struct sk_rhash *ht)
+{
+	int idle = 0;
+
+	/*
+	 * One queued work per table: it rechecks the load factor.  RH-W1:
+	 * the cmpxchg (full barrier) pairs with the release in work_done():
+	 * the previous work's writes happen before this queueing.
+	 */
+	if (sk_atomic_load_relaxed(&ht->work_queued) ||
+	    !sk_atomic_cmpxchg(&ht->work_queued, &idle, 1))
+		return;
+	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
+	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
+	(void)sk_call_rcu(&ht->work, background_resize);
+}
+
+int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
+{
+	int err;
+
+	if (!ht || !sk__rhash_is_pow2(nbuckets))
+		return -EINVAL;
+	if (sk_rcu_read_ongoing())
+		sk__die("sk_rhash_resize() called inside an RCU read-side "
+			"critical section: it waits for grace periods");
+	/* RH-W3: before the lock; pairs with the load in maybe_resize(). */
+	sk_atomic_fetch_add(&ht->explicit_resizes, 1);
+	pthread_mutex_lock(&ht->resize_lock);
+	err = resize_locked(ht, nbuckets);
+	pthread_mutex_unlock(&ht->resize_lock);
+	sk_atomic_fetch_add(&ht->explicit_resizes, -1);
+	/*
+	 * RH-W3: an update that crossed a load-factor limit while we
+	 * resized left the check to us (the seq_cst decrement above before
+	 * this exchange; pairs with the store and load in maybe_resize():
+	 * either it saw no explicit resize and queued the work, or we see
+	 * its request here).
+	 */
+	if (sk_atomic_xchg(&ht->recheck, 0))
+		queue_work(ht);
+	return err;
+}
+
+/* ---- background resizing ---------------------------------------------------- */
+
+/* count > size * pct / 100, without overflow. */
+static int above(long count, unsigned long size, unsigned int pct)
+{
+	return count > 0 &&
+	       (unsigned long)count > size / 100 * pct + size % 100 * pct / 100;
+}
+
+/* The size the load factor asks for, from size (a power of two). */
+static unsigned long wanted_size(struct sk_rhash *ht, unsigned long size,
+				 long count)
+{
+	const struct sk_rhash_params *p = &ht->p;
+
+	while (size < p->max_buckets && above(count, size, p->grow_above_pct))
+		size *= 2;
+	while (size > p->min_buckets && p->shrink_below_pct &&
+	       !above(count + 1, size, p->shrink_below_pct))
+		size /= 2;
+	return size;
+}
+
+/* The background work is done: let updates queue it again. */
+static void work_done(struct sk_rhash *ht)
+{
+	/* RH-W1: the work's writes before a new queueing (cmpxchg). */
+	sk_atomic_store_release(&ht->work_queued, 0);
+	/* RH-W2: pairs with the acquire in sk_rhash_barrier(). */
+	__atomic_fetch_sub(&ht->pending, 1, __ATOMIC_RELEASE);
+}
+
+static void free_table_cb(struct sk_rcu_head *head)
+{
+	struct sk_rhash_table *t =
+		(struct sk_rhash_table *)((char *)head -
+					  offsetof(struct sk_rhash_table, rcu));
+	struct sk_rhash *ht = t->ht;
+
+	ht->p.free(t);
+	/* RH-W2: the free before sk_rhash_barrier() returns. */
+	__atomic_fetch_sub(&ht->pending, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Start the background resize if the load factor still asks for one.
+ * Returns nonzero when a resize now runs (resize_lock stays held).
+ */
+static int background_start(struct sk_rhash *ht)
+{
+	unsigned long want;
+
+	/* An explicit resize runs: it decides; updates queue us again. */
+	if (pthread_mutex_trylock(&ht->resize_lock) != 0)
+		return 0;
+	want = wanted_size(ht, ht->tbl->size, (long)sk_rhash_count(ht));
+	if (want != ht->tbl->size && resize_begin(ht, want) == 0) {
+		ht->work_next = 0;
+		ht->work_active = 1;
+		return 1;
+	}
+	/* -ENOMEM: retried after a later flush. */
+	pthread_mutex_unlock(&ht->resize_lock);
+	return 0;
+}
+
+/*
+ * The callback of ht->work, on the callback worker: migrate for about
+ * RHASH_WORK_NS, then re-queue, or finish.  Never waits for a grace
+ * period; blocks only on stripe locks (held briefly by updaters).  Holds
+ * resize_lock from the start to the end of a resize, across callbacks.
+ */
+static void background_resize(struct sk_rcu_head *head)
+{
+	struct sk_rhash *ht = (struct sk_rhash *)((char *)head -
+						  offsetof(struct sk_rhash, work));
+	uint64_t end = sk__now_ns() + RHASH_WORK_NS;
+	unsigned long size, next;
+	struct sk_rhash_table *old;
+
+	if (!ht->work_active && !background_start(ht)) {
+		work_done(ht);
+		return;
+	}
+	size = ht->tbl->size;
+	do {
+		next = ht->work_next + RHASH_WORK_BATCH;
+		next = next < size ? next : size;
+		migrate_range(ht, ht->work_next, next);
+		ht->work_next = next;
+	} while (next < size && sk__now_ns() < end);
+	if (next < size) {
+		(void)sk_call_rcu(&ht->work, background_resize);
+		return;
+	}
+	old = resize_finish(ht);
+	ht->work_active = 0;
+	size = ht->tbl->size;
+	pthread_mutex_unlock(&ht->resize_lock);
+	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
+	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
+	/* RH-G1 [gp]: readers of the old array finish before the
+	 * callback frees it. */
+	(void)sk_call_rcu(&old->rcu, free_table_cb);
+	/*
+	 * Updates went on during the resize (their checks found the work
+	 * queued): if the load factor now asks for another size, go on.
+	 */
+	if (wanted_size(ht, size, (long)sk_rhash_count(ht)) != size)
+		(void)sk_call_rcu(&ht->work, background_resize);
+	else
+		work_done(ht);
+}
+
+void sk_rhash_barrier(struct sk_rhash *ht)
+{
+	/*
+	 * The background work re-queues itself until done and queues the
+	 * free of each array it replaced: wait until none is left.
+	 * RH-W2 acquire: pairs with the releases in work_done() and
+	 * free_table_cb(); their writes happen before the return.
+	 */
+	while (sk_atomic_load_acquire(&ht->pending))
+		sk_rcu_barrier();
+}
+
+/* See src/internal/rhash.h. */
+void sk__rhash_maybe_resize(struct sk_rhash *ht, unsigned long size,
+			    long count, int grow_check)
+{
+	if (!ht->p.automatic_resize)
+		return;
+	if (grow_check ? size >= ht->p.max_buckets ||
+				 !above(count, size, ht->p.grow_above_pct)
+		       : size <= ht->p.min_buckets || !ht->p.shrink_below_pct ||
+				 above(count + 1, size, ht->p.shrink_below_pct))
+		return;
+	if (sk_atomic_load_relaxed(&ht->work_queued))
+		return;
+	/*
+	 * While explicit resizes run, the work would find resize_lock taken
+	 * and end, to be queued again by the next flush: thousands of
+	 * wake-ups of the callback worker per second, which then competes
+	 * with the resizer and the updaters for the CPUs.  Leave the check
+	 * to the explicit resize instead.  RH-W3: the store before the
+	 * load (seq_cst both); pairs with sk_rhash_resize()'s decrement and
+	 * exchange.
+	 */
+	(void)sk_atomic_xchg(&ht->recheck, 1);
+	if (__atomic_load_n(&ht->explicit_resizes, __ATOMIC_SEQ_CST))
+		return;
+	sk_atomic_store_relaxed(&ht->recheck, 0);
+	queue_work(ht);
+}
