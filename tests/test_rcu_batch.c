@@ -20,7 +20,6 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,17 +39,6 @@ unsigned long sk__rcu_gp_count(void);
 #define ROUNDS 2000
 /* A hang (a waiter nobody wakes) ends the test here with a message. */
 #define HANG_S 120
-
-static void on_alarm(int sig)
-{
-	static const char msg[] = "HANG: test_rcu_batch: a synchronize call "
-				  "never returned\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(3);
-	_exit(3);
-}
 
 /* ---- rounds of concurrent calls ----------------------------------------- */
 
@@ -260,9 +248,8 @@ static void busted_early_wake_is_caught(void)
 
 int main(int argc, char **argv)
 {
-	sk_t_only = argc > 1 ? argv[1] : NULL;
-	signal(SIGALRM, on_alarm);
-	alarm(HANG_S);
+	sk_test_args(argc, argv);
+	sk_test_deadline("test_rcu_batch: a synchronize call", HANG_S);
 	SK_RUN_SELECTED(concurrent_calls_share_grace_periods);
 	SK_RUN_SELECTED(busted_no_batch_is_caught);
 	SK_RUN_SELECTED(waiters_return_after_the_grace_period);

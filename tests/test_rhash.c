@@ -1134,8 +1134,9 @@ static void stress_broken_twin_is_caught(void)
 	SK_CHECK_EQ(r.final_mismatch, 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN(resize_inside_read_section_dies); /* forks: before threads */
 	SK_RUN(init_rejects_bad_params);

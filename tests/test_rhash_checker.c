@@ -1161,8 +1161,9 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	nmaps = 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	sk_chk_init(&chk, &rh_ops, NULL);
 	SK_RUN(resize_reports_its_grace_periods);
