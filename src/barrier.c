@@ -26,14 +26,14 @@
 #include "internal/util.h"
 
 /* 1 when membarrier PRIVATE_EXPEDITED is registered for this process. */
-int sk__fence_sys;
+int sk_barrier__fence_sys;
 
 /*
  * The variable TSan builds of the fences operate on (see barrier.h).  It
  * exists in every build so that the library's export list does not
  * depend on how an application is compiled.
  */
-SK_API unsigned long sk__tsan_fence;
+SK_API unsigned long sk_barrier__tsan_fence;
 
 static long sys_membarrier(int cmd, unsigned int flags)
 {
@@ -52,7 +52,7 @@ __attribute__((constructor)) static void sk_barrier_init(void)
 	if (sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) != 0)
 		return;
 	/* Single-threaded here (constructor); relaxed suffices. */
-	__atomic_store_n(&sk__fence_sys, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&sk_barrier__fence_sys, 1, __ATOMIC_RELAXED);
 }
 
 /* membarrier(2) calls issued by sk_fence_heavy() (see sk__fence_heavy_count). */
@@ -70,7 +70,7 @@ unsigned long sk__fence_heavy_count(void)
 
 void sk_fence_heavy(void)
 {
-	if (__atomic_load_n(&sk__fence_sys, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&sk_barrier__fence_sys, __ATOMIC_RELAXED)) {
 		/* A statistic: relaxed, orders nothing. */
 		__atomic_fetch_add(&heavy_calls, 1UL, __ATOMIC_RELAXED);
 		/*
@@ -91,5 +91,5 @@ void sk_fence_heavy(void)
 
 int sk_fence_uses_membarrier(void)
 {
-	return __atomic_load_n(&sk__fence_sys, __ATOMIC_RELAXED);
+	return __atomic_load_n(&sk_barrier__fence_sys, __ATOMIC_RELAXED);
 }

@@ -495,7 +495,7 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 	q = queue_pick();
 	sk__wfq_push(&q->wfq, head);
 	if (SK_UNLIKELY(q->shared))
-		sk_atomic_fetch_add(&q->queued, 1UL);
+		sk_atomic_fetch_add_seq_cst(&q->queued, 1UL);
 	else
 		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
 	backlog = sk_atomic_load_relaxed(&q->queued) -
@@ -535,7 +535,7 @@ static void barrier_cb(struct sk_rcu_head *h)
 	struct sk_rcu_barrier_state *b = q->barrier;
 
 	/* seq_cst: the markers of other queues (other workers) ran before. */
-	if (sk_atomic_fetch_add(&b->count, -1UL) == 1) {
+	if (sk_atomic_fetch_add_seq_cst(&b->count, -1UL) == 1) {
 		/* CB-B1: release; pairs with the acquire in sk_rcu_barrier(). */
 		sk_atomic_store_release(&b->done, 1);
 		sk__futex_wake(&b->done, 1);
@@ -565,7 +565,7 @@ static unsigned long barrier_push(struct sk_rcu_barrier_state *b)
 		q->barrier = b;
 		q->bhead.func_ = barrier_cb;
 		q->bhead.state_ = sk__cb_queued_mark(&q->bhead);
-		sk_atomic_fetch_add(&b->count, 1UL);
+		sk_atomic_fetch_add_seq_cst(&b->count, 1UL);
 		sk__wfq_push(&q->wfq, &q->bhead);
 		/* q->w cannot change: cb.lock is held. */
 		sk__worker_wake(queue_worker(q), SK__WK_KICK_URGENT);
@@ -586,7 +586,7 @@ void sk_rcu_barrier(void)
 	was_online = sk__rcu_enter_wait("sk_rcu_barrier()");
 	pthread_mutex_lock(&cb.barrier_lock);
 	barrier_push(&b);
-	if (sk_atomic_fetch_add(&b.count, -1UL) != 1) {
+	if (sk_atomic_fetch_add_seq_cst(&b.count, -1UL) != 1) {
 		/* CB-B1: acquire; the callbacks ran before the markers. */
 		while (!sk_atomic_load_acquire(&b.done))
 			sk__futex_wait(&b.done, 0);
@@ -606,7 +606,7 @@ unsigned long sk_start_poll_synchronize_rcu(void)
 
 	/* Raise poll_req to cookie (max); the worker runs that grace period. */
 	while ((long)(cookie - cur) > 0 &&
-	       !sk_atomic_cmpxchg(&cb.poll_req, &cur, cookie))
+	       !sk_atomic_cmpxchg_seq_cst(&cb.poll_req, &cur, cookie))
 		;
 	if (sk__rcu_cb_worker_ensure() == 0)
 		sk__worker_wake(&cb.w0, SK__WK_KICK_URGENT);

@@ -77,7 +77,7 @@ void sk__rcu_wake_leader(void)
 	 * this load.  Only the first waker pays for the system call.
 	 */
 	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex) == -1 &&
-	    sk_atomic_cmpxchg(&sk_rcu__gp.futex, &expected, 0))
+	    sk_atomic_cmpxchg_seq_cst(&sk_rcu__gp.futex, &expected, 0))
 		sk__futex_wake(&sk_rcu__gp.futex, 1);
 }
 
@@ -257,7 +257,7 @@ static void wait_for_readers(unsigned long c, int expedited, int scan_no,
  */
 static inline void gp_fence_after_scan(int general)
 {
-#if defined(SK__ARCH_X86)
+#if defined(SK_BARRIER__ARCH_X86)
 	(void)general;
 	sk_smp_mb();
 #else
@@ -499,7 +499,7 @@ static void batch_release(struct gp_waiter *list, struct gp_waiter *self)
 		next = list->next;
 		if (list == self)
 			continue;
-		if (sk_atomic_xchg(&list->state, WQ_DONE) == WQ_SLEEPING) {
+		if (sk_atomic_xchg_seq_cst(&list->state, WQ_DONE) == WQ_SLEEPING) {
 			sk__futex_wake(&list->state, 1);
 			/* Release: the owner may reuse its stack after this. */
 			sk_atomic_store_release(&list->state, WQ_RELEASED);
@@ -547,7 +547,7 @@ static void batch_wait(struct gp_waiter *w)
 			return;
 		sk_cpu_relax();
 	}
-	if (!sk_atomic_cmpxchg(&w->state, &s, WQ_SLEEPING))
+	if (!sk_atomic_cmpxchg_seq_cst(&w->state, &s, WQ_SLEEPING))
 		return; /* DONE meanwhile (seq_cst: acquire, RCU-W3) */
 	while ((s = sk_atomic_load_acquire(&w->state)) != WQ_RELEASED) {
 		if (s == WQ_SLEEPING)
@@ -565,7 +565,7 @@ void sk__rcu_wait(unsigned long target, int expedited)
 		return;
 	if (expedited) {
 		/* A sleeping leader switches to polling for us. */
-		sk_atomic_fetch_add(&sk__rcu.expedite, 1UL);
+		sk_atomic_fetch_add_seq_cst(&sk__rcu.expedite, 1UL);
 		/*
 		 * RCU-E1: the count before sk__rcu_wake_leader() reads futex;
 		 * pairs with RCU-G3 (store buffering with a leader going to
@@ -582,7 +582,7 @@ void sk__rcu_wait(unsigned long target, int expedited)
 	else
 		batch_wait(&w);
 	if (expedited)
-		sk_atomic_fetch_add(&sk__rcu.expedite, -1UL);
+		sk_atomic_fetch_add_seq_cst(&sk__rcu.expedite, -1UL);
 }
 
 /* sk_synchronize_rcu() and its expedited form; fn names it in messages. */

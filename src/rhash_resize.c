@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "internal/util.h"
-#include "scalekit/list.h" /* checker hooks, SK__PUBLISH */
+#include "scalekit/list.h" /* checker hooks, SK_LIST__PUBLISH */
 
 /* Migration time per background callback (then it re-queues itself). */
 #define RHASH_WORK_NS 500000u
@@ -63,7 +63,7 @@ static void publish_table(struct sk_rhash *ht, struct sk_rhash_table **pp,
 	if (from != to)
 		lock_all(ht);
 	/* RH-P1 [pub]: the array's heads, then the pointer to it. */
-	SK__PUBLISH(*pp, v);
+	SK_LIST__PUBLISH(*pp, v);
 	if (from != to)
 		unlock_all(ht);
 }
@@ -95,9 +95,9 @@ static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 
 	if (RHASH_BROKEN(SK_RHASH__BROKEN_CUT_FIRST)) {
 		/* Broken twin: cut the run off before f has it. */
-		SK__PUBLISH(*link, NULL);
-		SK__PUBLISH(last->next, f->buckets[d]);
-		SK__PUBLISH(f->buckets[d], first);
+		SK_LIST__PUBLISH(*link, NULL);
+		SK_LIST__PUBLISH(last->next, f->buckets[d]);
+		SK_LIST__PUBLISH(f->buckets[d], first);
 		return;
 	}
 	/*
@@ -107,14 +107,14 @@ static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 	 * readers keep the node's cache line.
 	 */
 	if (last->next != f->buckets[d])
-		SK__PUBLISH(last->next, f->buckets[d]);
+		SK_LIST__PUBLISH(last->next, f->buckets[d]);
 	/* RH-M2 [pub]: the run's nodes, then f's head. */
-	SK__PUBLISH(f->buckets[d], first);
+	SK_LIST__PUBLISH(f->buckets[d], first);
 	/*
 	 * RH-M3 [one]: the old chain ends before the run.  Release: RH-M2
 	 * (and the publication of f) before RH-M3; pairs with RH-L1.
 	 */
-	SK__PUBLISH(*link, NULL);
+	SK_LIST__PUBLISH(*link, NULL);
 }
 
 /*
@@ -233,7 +233,7 @@ static void resize_gp(void)
 	if (RHASH_BROKEN(SK_RHASH__BROKEN_NO_GP))
 		return; /* broken twin: free the old array at once */
 	sk_synchronize_rcu();
-	SK__RCU_CHECK(SK_RCU_CHECK_GP);
+	SK_LIST__RCU_CHECK(SK_RCU_CHECK_GP);
 }
 
 /* Resize to nbuckets in the caller's thread.  resize_lock held. */
@@ -268,7 +268,7 @@ static void queue_work(struct sk_rhash *ht)
 	 * the previous work's writes happen before this queueing.
 	 */
 	if (sk_atomic_load_relaxed(&ht->work_queued) ||
-	    !sk_atomic_cmpxchg(&ht->work_queued, &idle, 1))
+	    !sk_atomic_cmpxchg_seq_cst(&ht->work_queued, &idle, 1))
 		return;
 	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
 	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
@@ -281,15 +281,15 @@ int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
 
 	if (!ht || !sk__rhash_is_pow2(nbuckets))
 		return -EINVAL;
-	if (sk_rcu_read_ongoing())
+	if (sk_rcu_read_lock_held())
 		sk__die("sk_rhash_resize() called inside an RCU read-side "
 			"critical section: it waits for grace periods");
 	/* RH-W3: before the lock; pairs with the load in maybe_resize(). */
-	sk_atomic_fetch_add(&ht->explicit_resizes, 1);
+	sk_atomic_fetch_add_seq_cst(&ht->explicit_resizes, 1);
 	pthread_mutex_lock(&ht->resize_lock);
 	err = resize_locked(ht, nbuckets);
 	pthread_mutex_unlock(&ht->resize_lock);
-	sk_atomic_fetch_add(&ht->explicit_resizes, -1);
+	sk_atomic_fetch_add_seq_cst(&ht->explicit_resizes, -1);
 	/*
 	 * RH-W3: an update that crossed a load-factor limit while we
 	 * resized left the check to us (the seq_cst decrement above before
@@ -297,7 +297,7 @@ int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
 	 * either it saw no explicit resize and queued the work, or we see
 	 * its request here).
 	 */
-	if (sk_atomic_xchg(&ht->recheck, 0))
+	if (sk_atomic_xchg_seq_cst(&ht->recheck, 0))
 		queue_work(ht);
 	return err;
 }
@@ -450,7 +450,7 @@ void sk__rhash_maybe_resize(struct sk_rhash *ht, unsigned long size,
 	 * load (seq_cst both); pairs with sk_rhash_resize()'s decrement and
 	 * exchange.
 	 */
-	(void)sk_atomic_xchg(&ht->recheck, 1);
+	(void)sk_atomic_xchg_seq_cst(&ht->recheck, 1);
 	if (__atomic_load_n(&ht->explicit_resizes, __ATOMIC_SEQ_CST))
 		return;
 	sk_atomic_store_relaxed(&ht->recheck, 0);

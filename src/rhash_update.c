@@ -10,7 +10,7 @@
 #include <errno.h>
 
 #include "internal/util.h"
-#include "scalekit/list.h" /* checker hooks, SK__PUBLISH */
+#include "scalekit/list.h" /* checker hooks, SK_LIST__PUBLISH */
 
 #ifdef SK_RCU_CHECKER
 /* Test knob (scalekit/rhash.h): only in the checker build. */
@@ -152,7 +152,7 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 	node->hash = h;
 	node->next = *head;
 	/* RH-P1 [pub]: node's fields and object, then the pointer. */
-	SK__PUBLISH(*head, node);
+	SK_LIST__PUBLISH(*head, node);
 	check = count_update(ht, s, size, 1, &count);
 	unlock_bucket(s);
 	if (check)
@@ -213,7 +213,7 @@ int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 	}
 	size = f ? f->size : t->size;
 	/* [one] readers either still see node or skip it; node->next stays. */
-	SK__PUBLISH(*pp, node->next);
+	SK_LIST__PUBLISH(*pp, node->next);
 	check = count_update(ht, s, size, -1, &count);
 	unlock_bucket(s);
 	if (check)
@@ -250,7 +250,7 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	new_node->next = old_node->next;
 	/* RH-P1 [pub]: the new object, then the pointer to it; readers
 	 * see the old or the new one. */
-	SK__PUBLISH(*pp, new_node);
+	SK_LIST__PUBLISH(*pp, new_node);
 	unlock_bucket(s);
 	return 0;
 }

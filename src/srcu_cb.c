@@ -120,7 +120,7 @@ static int process(struct sk_srcu *d)
 	 * Consume the announcements (in_work 2 -> 1) before looking at the
 	 * work: work announced later makes the unlisting CAS fail.
 	 */
-	sk_atomic_xchg(&st->in_work, 1);
+	sk_atomic_xchg_seq_cst(&st->in_work, 1);
 	/*
 	 * SRCU-I: in_work stored before the loads of the work and the
 	 * trylock's load of the mutex (store buffering: in C11 a seq_cst RMW
@@ -208,7 +208,7 @@ static void unlist_idle(struct sk_srcu *d)
 	 * announcements (no window where a request is pending and in_work
 	 * reads 0).
 	 */
-	if (sk_atomic_cmpxchg(&d->state->in_work, &one, 0))
+	if (sk_atomic_cmpxchg_seq_cst(&d->state->in_work, &one, 0))
 		sk__link_del(&d->state->work_link);
 }
 
@@ -281,7 +281,7 @@ static void mark_work(struct sk_srcu *d)
 	 * as process() consumes it before looking at the work.
 	 */
 	if (__atomic_load_n(&d->state->in_work, __ATOMIC_SEQ_CST) != 2 &&
-	    sk_atomic_xchg(&d->state->in_work, 2) == 0) {
+	    sk_atomic_xchg_seq_cst(&d->state->in_work, 2) == 0) {
 		pthread_mutex_lock(&sk__srcu.lock);
 		sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
 		pthread_mutex_unlock(&sk__srcu.lock);
@@ -328,7 +328,7 @@ unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d)
 	cur = sk_atomic_load_relaxed(&d->state->poll_req);
 
 	while (want > cur &&
-	       !sk_atomic_cmpxchg(&d->state->poll_req, &cur, want))
+	       !sk_atomic_cmpxchg_seq_cst(&d->state->poll_req, &cur, want))
 		;
 	/*
 	 * Listed even when the worker cannot start now: the request stays on

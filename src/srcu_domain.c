@@ -47,14 +47,14 @@ void sk__srcu_ready(struct sk_srcu *d, const char *fn)
 	int r;
 
 	if (SK_UNLIKELY(!st))
-		sk__die("%s on SRCU domain %p, which sk_srcu_cleanup() "
+		sk__die("%s on SRCU domain %p, which sk_srcu_destroy() "
 			"released: call sk_srcu_init() first",
 			fn, (void *)d);
 	r = sk_atomic_load_acquire(&st->ready);
 	if (SK_LIKELY(r == 2))
 		return;
 	/* Zeroed static storage: the first caller sets it up. */
-	if (r == 0 && sk_atomic_cmpxchg(&st->ready, &r, 1)) {
+	if (r == 0 && sk_atomic_cmpxchg_seq_cst(&st->ready, &r, 1)) {
 		sk__srcu_state_setup(d, st);
 		/* SRCU-R: release: the setup before any use; pairs with the acquire
 		 * above. */
@@ -128,7 +128,7 @@ static const char *cleanup_refusal(struct sk_srcu *d)
 	return NULL;
 }
 
-int sk_srcu_cleanup(struct sk_srcu *d)
+int sk_srcu_destroy(struct sk_srcu *d)
 {
 	const char *why = NULL;
 	unsigned int k;
@@ -137,7 +137,7 @@ int sk_srcu_cleanup(struct sk_srcu *d)
 		return -EINVAL;
 	if (!d->state)
 		return 0; /* released already */
-	sk__srcu_ready(d, "sk_srcu_cleanup()");
+	sk__srcu_ready(d, "sk_srcu_destroy()");
 	/*
 	 * From a callback of d (the worker's own read of sk__srcu.current): its
 	 * batch is pending, and waiting for the worker to leave d below

@@ -439,7 +439,7 @@ unsigned long sk_get_state_synchronize_srcu(struct sk_srcu *d)
 int sk_poll_state_synchronize_srcu(struct sk_srcu *d, unsigned long cookie)
 {
 	/*
-	 * Released by sk_srcu_cleanup(): it found no reader inside a section
+	 * Released by sk_srcu_destroy(): it found no reader inside a section
 	 * and none may start one since, so every grace period has elapsed.
 	 */
 	if (!d->state) {

@@ -137,7 +137,7 @@ static uint64_t domain_gen(struct sk_srcu *d)
 	if (SK_LIKELY(g != 0))
 		return g;
 	ng = sk__srcu_gen_new();
-	if (sk_atomic_cmpxchg(&d->gen, &g, ng))
+	if (sk_atomic_cmpxchg_seq_cst(&d->gen, &g, ng))
 		return ng;
 	return g; /* another thread assigned it */
 }
@@ -180,7 +180,7 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 		 * acquire of dir[k], and the acquire of nchunks in sums().
 		 */
 		while (n < k + 1 &&
-		       !sk_atomic_cmpxchg(&d->state->nchunks, &n, k + 1))
+		       !sk_atomic_cmpxchg_seq_cst(&d->state->nchunks, &n, k + 1))
 			;
 		/* Release: the zeroed slots (and SRCU-N) before the pointer. */
 		if (!__atomic_compare_exchange_n(&dir[k], &ch, nc, 0,
@@ -240,7 +240,7 @@ static void slot_take(struct sk_srcu_slot *s, unsigned int t)
 	       sk_atomic_load_relaxed(&s->unlock[1]);
 	s->key = (unsigned long)inc << (SRCU_T_BITS + 1) | (unsigned long)t
 								   << 1;
-	sk_atomic_xchg(&s->tag, (unsigned long)inc << SRCU_TAG_SHIFT |
+	sk_atomic_xchg_seq_cst(&s->tag, (unsigned long)inc << SRCU_TAG_SHIFT |
 					(open & SRCU_TAG_COUNT));
 }
 
@@ -252,7 +252,7 @@ static void slot_take(struct sk_srcu_slot *s, unsigned int t)
  */
 static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s, uint64_t gen)
 {
-	if (!sk__fence_sys_get())
+	if (!sk_barrier__fence_sys_get())
 		return;
 	sk_srcu__tls.ent[SK_SRCU__WAY(d)].slot = s;
 	sk_srcu__tls.ent[SK_SRCU__WAY(d)].gen = gen;
@@ -290,8 +290,8 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 		}
 		r->bind[r->n++] = d;
 		slot_take(s, r->t);
-		sk_atomic_fetch_add(&d->state->nlive, 1UL);
-		sk_atomic_fetch_add(&d->state->binds, (uint64_t)1);
+		sk_atomic_fetch_add_seq_cst(&d->state->nlive, 1UL);
+		sk_atomic_fetch_add_seq_cst(&d->state->binds, (uint64_t)1);
 		pthread_mutex_unlock(&sk__srcu.lock);
 		/* SRCU-P: binds++ before our first section; pairs with SRCU-Z. */
 		sk_smp_mb();
@@ -310,7 +310,7 @@ int sk_srcu__read_lock_slow(struct sk_srcu *d)
 	bit = (int)(sk_atomic_load_relaxed(&d->idx) & 1);
 
 	if (!s) {
-		sk_atomic_fetch_add(&d->state->shared.lock[bit], 1UL);
+		sk_atomic_fetch_add_seq_cst(&d->state->shared.lock[bit], 1UL);
 		/* SRCU-B: lock count before the section (full barrier). */
 		sk_smp_mb__after_atomic();
 		return bit;
@@ -392,11 +392,11 @@ static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx,
 			  int live)
 {
 	int bit = idx & 1;
-	unsigned long r = sk_atomic_fetch_add(&s->remote[bit], 1UL) + 1;
+	unsigned long r = sk_atomic_fetch_add_seq_cst(&s->remote[bit], 1UL) + 1;
 	unsigned long u, w = sk_atomic_load_relaxed(&s->tag);
 
 	while (live && w >> SRCU_TAG_SHIFT == (unsigned int)idx >> 16 &&
-	       !sk_atomic_cmpxchg(&s->tag, &w, tag_count_add(w)))
+	       !sk_atomic_cmpxchg_seq_cst(&s->tag, &w, tag_count_add(w)))
 		;
 	u = sk_atomic_load_relaxed(&s->unlock[bit]);
 	if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0) {
@@ -424,7 +424,7 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 		die_bogus(d, idx);
 	if (tag == 0) {
 		/* Shared counters.  SRCU-C: the RMW is a full barrier. */
-		u = sk_atomic_fetch_add(&d->state->shared.unlock[bit], 1UL) + 1;
+		u = sk_atomic_fetch_add_seq_cst(&d->state->shared.unlock[bit], 1UL) + 1;
 		/* Every lock before a counted unlock is visible (RMW chain). */
 		if ((long)(u - sk_atomic_load_acquire(
 				       &d->state->shared.lock[bit])) > 0)

@@ -60,7 +60,7 @@ static int injected_failure(void)
 {
 	int n = sk_atomic_load_relaxed(&fail_starts);
 
-	while (n > 0 && !sk_atomic_cmpxchg(&fail_starts, &n, n - 1))
+	while (n > 0 && !sk_atomic_cmpxchg_seq_cst(&fail_starts, &n, n - 1))
 		;
 	return n > 0 ? sk_atomic_load_relaxed(&fail_err) : 0;
 }
@@ -157,21 +157,21 @@ int sk__worker_ensure(struct sk__worker *w, pthread_mutex_t *lock,
 
 void sk__worker_wake_sleeper(struct sk__worker *w, int st)
 {
-	if (sk_atomic_cmpxchg(&w->sleeping, &st, SK__WK_AWAKE))
+	if (sk_atomic_cmpxchg_seq_cst(&w->sleeping, &st, SK__WK_AWAKE))
 		sk__futex_wake(&w->sleeping, 1);
 }
 
 int sk__worker_take_kicks(struct sk__worker *w)
 {
 	/* WK-K3: consume the kicks before the look for work (see above). */
-	return sk_atomic_xchg(&w->urgent, 0);
+	return sk_atomic_xchg_seq_cst(&w->urgent, 0);
 }
 
 void sk__worker_sleep(struct sk__worker *w, int st, uint64_t timeout_ns,
 		      int (*idle)(struct sk__worker *w, uint64_t *timeout_ns))
 {
 	/* WK-W1: announce the sleep before re-checking. */
-	sk_atomic_xchg(&w->sleeping, st);
+	sk_atomic_xchg_seq_cst(&w->sleeping, st);
 	/* WK-W2: WK-W1 before the re-check's loads; pairs with WK-K2. */
 	sk_smp_mb__after_atomic();
 	if (idle(w, &timeout_ns)) {

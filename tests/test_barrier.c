@@ -84,10 +84,10 @@ static void ww_wake(unsigned int *w, unsigned int *sleepers)
 static void ww_sleep(unsigned int *w, unsigned int *sleepers, unsigned int seen)
 {
 	/* A full barrier on x86 and in C11 (seq_cst); pairs with ww_wake(). */
-	sk_atomic_fetch_add(sleepers, 1U);
+	sk_atomic_fetch_add_seq_cst(sleepers, 1U);
 	if (SK_READ_ONCE(*w) == seen)
 		syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-	sk_atomic_fetch_add(sleepers, -1U);
+	sk_atomic_fetch_add_seq_cst(sleepers, -1U);
 }
 
 /* Spin, then sleep: call each time the awaited value is not there yet. */
@@ -240,14 +240,14 @@ static void atomic_wrappers(void)
 	sk_atomic_store_relaxed(&x, 7UL);
 	SK_CHECK_EQ(sk_smp_load_acquire(&x), 7);
 	sk_smp_store_release(&x, 8UL);
-	SK_CHECK_EQ(sk_atomic_xchg(&x, 9UL), 8);
-	SK_CHECK_EQ(sk_atomic_fetch_add(&x, 1UL), 9);
+	SK_CHECK_EQ(sk_atomic_xchg_seq_cst(&x, 9UL), 8);
+	SK_CHECK_EQ(sk_atomic_fetch_add_seq_cst(&x, 1UL), 9);
 	SK_CHECK_EQ(sk_atomic_fetch_add_relaxed(&x, -1UL), 10);
 	e = 9;
-	SK_CHECK(sk_atomic_cmpxchg(&x, &e, 11UL));
+	SK_CHECK(sk_atomic_cmpxchg_seq_cst(&x, &e, 11UL));
 	SK_CHECK_EQ(x, 11);
 	e = 3;
-	SK_CHECK(!sk_atomic_cmpxchg(&x, &e, 12UL));
+	SK_CHECK(!sk_atomic_cmpxchg_seq_cst(&x, &e, 12UL));
 	SK_CHECK_EQ(e, 11);
 	SK_CHECK_EQ(x, 11);
 	/* Every barrier is usable as a statement in both fence modes. */
@@ -297,7 +297,7 @@ static void fence_mode_matches_environment(void)
 		kernel ? "offers PRIVATE_EXPEDITED" : "lacks PRIVATE_EXPEDITED",
 		sk_fence_uses_membarrier() ? "uses membarrier" : "fallback");
 	SK_CHECK_EQ(sk_fence_uses_membarrier(), expect);
-	SK_CHECK_EQ(SK_READ_ONCE(sk__fence_sys), expect);
+	SK_CHECK_EQ(SK_READ_ONCE(sk_barrier__fence_sys), expect);
 	/*
 	 * The library registered the process exactly when it uses
 	 * membarrier: the command fails with EPERM in an unregistered one.

@@ -90,34 +90,34 @@ static void *nesting_thread(void *arg)
 	int depth;
 
 	(void)arg;
-	SK_CHECK_EQ(sk_rcu_read_ongoing(), 0);
+	SK_CHECK_EQ(sk_rcu_read_lock_held(), 0);
 	sk_rcu_read_lock();
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	sk_rcu_read_lock();
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	sk_rcu_read_unlock();
 	/* The inner unlock does not end the outer section. */
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	sk_rcu_read_unlock();
-	SK_CHECK_EQ(sk_rcu_read_ongoing(), 0);
+	SK_CHECK_EQ(sk_rcu_read_lock_held(), 0);
 	/* Deep nesting (recursive code). */
 	for (depth = 0; depth < 1000; depth++)
 		sk_rcu_read_lock();
 	for (depth = 0; depth < 999; depth++) {
 		sk_rcu_read_unlock();
-		if (!sk_rcu_read_ongoing())
+		if (!sk_rcu_read_lock_held())
 			break;
 	}
 	SK_CHECK_EQ(depth, 999);
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	sk_rcu_read_unlock();
-	SK_CHECK_EQ(sk_rcu_read_ongoing(), 0);
+	SK_CHECK_EQ(sk_rcu_read_lock_held(), 0);
 	/* Sections may follow one another; synchronize works in between. */
 	sk_rcu_read_lock();
 	sk_rcu_read_unlock();
 	sk_synchronize_rcu();
 	sk_rcu_read_lock();
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	sk_rcu_read_unlock();
 	return NULL;
 }
@@ -317,46 +317,46 @@ static void *qsbr_unit_fn(void *arg)
 	unsigned long base = readers_now();
 
 	(void)arg;
-	SK_CHECK_EQ(sk_rcu_read_ongoing(), 0);
+	SK_CHECK_EQ(sk_rcu_read_lock_held(), 0);
 	sk_rcu_thread_online();
 	SK_CHECK_EQ(readers_now(), base + 1);
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	/* Online is idempotent. */
 	SK_CHECK_EQ(sk_rcu_thread_online(), 0);
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	SK_CHECK_EQ(readers_now(), base + 1);
 	sk_rcu_quiescent_state();
 	sk_rcu_quiescent_state();
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	/* read_lock nests inside online. */
 	sk_rcu_read_lock();
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	sk_rcu_read_unlock();
 	/* Still online: quiescent_state is allowed (it aborts otherwise). */
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	sk_rcu_quiescent_state();
 	/* The QSBR flavor's markers nest and balance (SK_DEBUG: counted). */
 	sk_rcu_qsbr_read_lock();
 	sk_rcu_qsbr_read_lock();
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	sk_rcu_qsbr_read_unlock();
 	sk_rcu_qsbr_read_unlock();
 	sk_rcu_quiescent_state();
 	/* Offline: no longer a reader, but may use read_lock. */
 	sk_rcu_thread_offline();
-	SK_CHECK_EQ(sk_rcu_read_ongoing(), 0);
+	SK_CHECK_EQ(sk_rcu_read_lock_held(), 0);
 	SK_CHECK_EQ(readers_now(), base + 1);
 	sk_rcu_read_lock();
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	sk_rcu_read_unlock();
-	SK_CHECK_EQ(sk_rcu_read_ongoing(), 0);
+	SK_CHECK_EQ(sk_rcu_read_lock_held(), 0);
 	/* A grace period does not wait for an offline thread. */
 	sk_synchronize_rcu();
 	sk_rcu_thread_online();
-	SK_CHECK(sk_rcu_read_ongoing());
+	SK_CHECK(sk_rcu_read_lock_held());
 	/* Unregistering an online thread puts it offline first. */
 	SK_CHECK_EQ(sk_rcu_unregister_thread(), 0);
-	SK_CHECK_EQ(sk_rcu_read_ongoing(), 0);
+	SK_CHECK_EQ(sk_rcu_read_lock_held(), 0);
 	SK_CHECK_EQ(readers_now(), base);
 	SK_CHECK_EQ(sk_rcu_unregister_thread(), -EINVAL);
 	return NULL;
@@ -399,7 +399,7 @@ static void *sync_from_online_fn(void *arg)
 		/* Would wait for itself forever unless it goes offline. */
 		sk_synchronize_rcu();
 		/* ... and back online after (else quiescent_state aborts). */
-		SK_CHECK(sk_rcu_read_ongoing());
+		SK_CHECK(sk_rcu_read_lock_held());
 		sk_rcu_quiescent_state();
 	}
 	b = sk_test_rcu_stats();
@@ -833,7 +833,7 @@ static void *batch_caller(void *arg)
 	struct batch *b = arg;
 
 	sk_synchronize_rcu();
-	sk_atomic_fetch_add(&b->returned, 1);
+	sk_atomic_fetch_add_seq_cst(&b->returned, 1);
 	return NULL;
 }
 
@@ -1057,7 +1057,7 @@ static void *many_fn(void *arg)
 		sk_rcu_read_unlock();
 		break;
 	}
-	sk_atomic_fetch_add(&m->ready, 1UL);
+	sk_atomic_fetch_add_seq_cst(&m->ready, 1UL);
 
 	/* IDLE: one in ten reads until the phase changes. */
 	if (idx % 10 == 0) {
@@ -1082,17 +1082,17 @@ static void *many_fn(void *arg)
 		sk_rcu_thread_online();
 	else
 		sk_rcu_read_lock();
-	sk_atomic_fetch_add(&m->entered, 1UL);
+	sk_atomic_fetch_add_seq_cst(&m->entered, 1UL);
 	many_wait(m, MANY_HOLD, idx);
-	sk_atomic_fetch_add(&m->left, 1UL);
+	sk_atomic_fetch_add_seq_cst(&m->left, 1UL);
 	if (idx % 2)
 		sk_rcu_thread_offline();
 	else
 		sk_rcu_read_unlock();
 
 	many_wait(m, MANY_EXIT, 0);
-	sk_atomic_fetch_add(&m->violations, t.violations);
-	sk_atomic_fetch_add(&m->reads, t.reads);
+	sk_atomic_fetch_add_seq_cst(&m->violations, t.violations);
+	sk_atomic_fetch_add_seq_cst(&m->reads, t.reads);
 	/* Half unregister explicitly, the rest at exit. */
 	if (idx % 2)
 		SK_CHECK_EQ(sk_rcu_unregister_thread(), 0);

@@ -939,7 +939,7 @@ static void *mode_switcher(void *arg)
 		}
 		usleep(100);
 	}
-	if (sk_rcu_read_ongoing())
+	if (sk_rcu_read_lock_held())
 		sk_rcu_thread_offline();
 	return NULL;
 }
@@ -1015,17 +1015,17 @@ static void *qsbr_waiter(void *arg)
 	for (i = 0; i < n; i++) {
 		sk_rcu_quiescent_state();
 		sk_synchronize_rcu_expedited();
-		if (!sk_rcu_read_ongoing())
+		if (!sk_rcu_read_lock_held())
 			INC(qs_err);
 		sk_rcu_quiescent_state();
 		sk_cond_synchronize_rcu(sk_get_state_synchronize_rcu());
-		if (!sk_rcu_read_ongoing())
+		if (!sk_rcu_read_lock_held())
 			INC(qs_err);
 		sk_cond_synchronize_rcu(sk_start_poll_synchronize_rcu());
-		if (!sk_rcu_read_ongoing())
+		if (!sk_rcu_read_lock_held())
 			INC(qs_err);
 		sk_synchronize_rcu();
-		if (!sk_rcu_read_ongoing())
+		if (!sk_rcu_read_lock_held())
 			INC(qs_err);
 	}
 	sk_rcu_thread_offline();

@@ -1009,7 +1009,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc)
 		__atomic_fetch_add(&uaf_faults, 1, __ATOMIC_RELAXED);
 	} else if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i) {
 		__atomic_store_n(&armed, -1, __ATOMIC_RELAXED);
-		__atomic_store_n(&paused_in_section, sk_rcu_read_ongoing(),
+		__atomic_store_n(&paused_in_section, sk_rcu_read_lock_held(),
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&paused, 1, __ATOMIC_RELEASE);
 		while (!__atomic_load_n(&release_victim, __ATOMIC_ACQUIRE))

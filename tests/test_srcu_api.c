@@ -43,7 +43,7 @@ static uint64_t seed;
 static void init_and_cleanup_reject_null(void)
 {
 	SK_CHECK_EQ(sk_srcu_init(NULL), -EINVAL);
-	SK_CHECK_EQ(sk_srcu_cleanup(NULL), -EINVAL);
+	SK_CHECK_EQ(sk_srcu_destroy(NULL), -EINVAL);
 }
 
 static void cleanup_of_idle_domain_returns_0_and_init_reuses(void)
@@ -52,14 +52,14 @@ static void cleanup_of_idle_domain_returns_0_and_init_reuses(void)
 	int round, idx;
 
 	/* Never read: nothing allocated. */
-	SK_CHECK_EQ(sk_srcu_cleanup(d), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(d), 0);
 	for (round = 0; round < 3; round++) {
 		SK_CHECK_EQ(sk_srcu_init(d), 0);
 		idx = sk_srcu_read_lock(d);
 		SK_CHECK(idx >= 0);
 		sk_srcu_read_unlock(d, idx);
 		sk_synchronize_srcu(d);
-		SK_CHECK_EQ(sk_srcu_cleanup(d), 0);
+		SK_CHECK_EQ(sk_srcu_destroy(d), 0);
 	}
 	free(d);
 }
@@ -85,7 +85,7 @@ static void cleanup_with_reader_is_ebusy_and_domain_stays_usable(void)
 
 	holder_start(&h, d, NULL);
 	sk_test_capture_begin(&cap);
-	rc = sk_srcu_cleanup(d);
+	rc = sk_srcu_destroy(d);
 	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
 	SK_CHECK_EQ(msg[0], '\0'); /* a returned error prints nothing */
@@ -105,14 +105,14 @@ static void cleanup_with_reader_is_ebusy_and_domain_stays_usable(void)
 	barrier_settle(d, &c);
 	SK_CHECK_EQ(__atomic_load_n(&c.runs, __ATOMIC_ACQUIRE), 1);
 	sk_synchronize_srcu(d);
-	SK_CHECK_EQ(sk_srcu_cleanup(d), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(d), 0);
 
 	/* Same with a section whose locker exited: it ends on this thread. */
 	SK_CHECK_EQ(sk_srcu_init(d), 0);
 	sk_test_thread_start(&t, lock_and_exit, d);
 	pthread_join(t, &ret);
 	sk_test_capture_begin(&cap);
-	rc = sk_srcu_cleanup(d);
+	rc = sk_srcu_destroy(d);
 	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
 	SK_CHECK_EQ(msg[0], '\0');
@@ -135,7 +135,7 @@ static void cleanup_with_pending_callback_or_poll_is_ebusy(void)
 	holder_start(&h, d, NULL);
 	SK_CHECK_EQ(sk_call_srcu(d, &c.rh, counted_cb), 0);
 	sk_test_capture_begin(&cap);
-	rc = sk_srcu_cleanup(d);
+	rc = sk_srcu_destroy(d);
 	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
 	SK_CHECK_EQ(msg[0], '\0'); /* a returned error prints nothing */
@@ -148,7 +148,7 @@ static void cleanup_with_pending_callback_or_poll_is_ebusy(void)
 	holder_start(&h, d, NULL);
 	cookie = sk_start_poll_synchronize_srcu(d);
 	sk_test_capture_begin(&cap);
-	rc = sk_srcu_cleanup(d);
+	rc = sk_srcu_destroy(d);
 	sk_test_capture_end(&cap, msg, sizeof(msg));
 	SK_CHECK_EQ(rc, -EBUSY);
 	SK_CHECK_EQ(msg[0], '\0'); /* a returned error prints nothing */
@@ -163,7 +163,7 @@ static void cleanup_with_pending_callback_or_poll_is_ebusy(void)
 
 /*
  * A callback that starts a polled grace period of its domain as it ends,
- * after a pause during which the test thread calls sk_srcu_cleanup().
+ * after a pause during which the test thread calls sk_srcu_destroy().
  */
 struct rc_cb {
 	struct sk_rcu_head rh;
@@ -184,7 +184,7 @@ static void rc_cb_fn(struct sk_rcu_head *h)
 }
 
 /*
- * One round: the callback above runs; sk_srcu_cleanup() called meanwhile
+ * One round: the callback above runs; sk_srcu_destroy() called meanwhile
  * waits (holding the domain's grace-period mutex) for the worker to leave
  * the domain, and, the callback having started a polled grace period, is
  * refused just as the worker comes back to drive it (unless the test
@@ -199,7 +199,7 @@ static int rc_round(struct sk_srcu *d, unsigned long *refused)
 
 	SK_CHECK_EQ(sk_call_srcu(d, &c.rh, rc_cb_fn), 0);
 	flag_wait(&c.in);
-	if (sk_srcu_cleanup(d) == 0) {
+	if (sk_srcu_destroy(d) == 0) {
 		/* Called too late (a loaded machine): all was over. */
 		flag_wait(&c.polled);
 		SK_CHECK(sk_poll_state_synchronize_srcu(d, c.cookie));
@@ -219,7 +219,7 @@ static int rc_round(struct sk_srcu *d, unsigned long *refused)
 }
 
 /*
- * A refused sk_srcu_cleanup() held the domain's grace-period mutex; a
+ * A refused sk_srcu_destroy() held the domain's grace-period mutex; a
  * worker that tried the domain meanwhile skipped it and waits for the
  * holder's kick.  Library bug seen here: the refusal released the mutex
  * without the kick, the worker slept with no timeout and a program that
@@ -246,7 +246,7 @@ static void refused_cleanup_keeps_polled_gp_going(void)
 	if (hung) {
 		fprintf(stderr,
 			"  hang: round %lu: the polled grace period of a "
-			"domain whose sk_srcu_cleanup() was refused did not "
+			"domain whose sk_srcu_destroy() was refused did not "
 			"complete in %d s\n",
 			hung, HANG_S);
 		sk_synchronize_srcu(d); /* completes it: the test goes on */
@@ -292,21 +292,21 @@ static void static_initializer_gives_a_working_domain(void)
 	/* Used before any sk_srcu_init(): the initializer is enough. */
 	static_domain_exercise(&static_dom);
 	static_domain_exercise(&static_member.d);
-	SK_CHECK_EQ(sk_srcu_cleanup(&static_dom), 0);
-	SK_CHECK_EQ(sk_srcu_cleanup(&static_member.d), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(&static_dom), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(&static_member.d), 0);
 	/* A released static domain comes back with sk_srcu_init(). */
 	SK_CHECK_EQ(sk_srcu_init(&static_dom), 0);
 	static_domain_exercise(&static_dom);
-	SK_CHECK_EQ(sk_srcu_cleanup(&static_dom), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(&static_dom), 0);
 }
 
 static void defined_domain_works_before_and_after_cleanup(void)
 {
 	static_domain_exercise(&defined_dom);
-	SK_CHECK_EQ(sk_srcu_cleanup(&defined_dom), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(&defined_dom), 0);
 	/* Its state is the program's: still usable without sk_srcu_init(). */
 	static_domain_exercise(&defined_dom);
-	SK_CHECK_EQ(sk_srcu_cleanup(&defined_dom), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(&defined_dom), 0);
 }
 
 /* Threads that meet at a start flag, then use a fresh defined domain. */
@@ -352,7 +352,7 @@ static void defined_domain_first_use_races_are_safe(void)
 		SK_CHECK_EQ(u[i].held, 1);
 	}
 	static_domain_exercise(&raced_dom);
-	SK_CHECK_EQ(sk_srcu_cleanup(&raced_dom), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(&raced_dom), 0);
 }
 
 static void *held_elsewhere(void *arg)

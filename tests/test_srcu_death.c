@@ -92,7 +92,7 @@ static void child_synchronize_in_other_domain_section(void)
 	sk_synchronize_srcu_expedited(&dom_a);
 	sk_srcu_barrier(&dom_a);
 	sk_srcu_read_unlock(&dom_b, idx);
-	if (sk_srcu_cleanup(&dom_a) != 0 || sk_srcu_cleanup(&dom_b) != 0)
+	if (sk_srcu_destroy(&dom_a) != 0 || sk_srcu_destroy(&dom_b) != 0)
 		_exit(4);
 	_exit(0);
 }
@@ -324,7 +324,7 @@ static int cleanup_rc = 1, other_ran;
 static void cleanup_own_domain_cb(struct sk_rcu_head *h)
 {
 	(void)h;
-	STORE(cleanup_rc, sk_srcu_cleanup(&dom_a));
+	STORE(cleanup_rc, sk_srcu_destroy(&dom_a));
 }
 
 static struct sk_srcu dom_c = SK_SRCU_INITIALIZER(dom_c);
@@ -333,7 +333,7 @@ static struct sk_srcu dom_c = SK_SRCU_INITIALIZER(dom_c);
 static void other_domain_cb(struct sk_rcu_head *h)
 {
 	(void)h;
-	STORE(other_ran, sk_srcu_cleanup(&dom_c) == 0 ? 1 : 2);
+	STORE(other_ran, sk_srcu_destroy(&dom_c) == 0 ? 1 : 2);
 }
 
 /* Wait until *f differs from v; 0 after HANG_S seconds (a hang). */
@@ -350,7 +350,7 @@ static int wait_change(int *f, int v)
 }
 
 /*
- * A callback of a calls sk_srcu_cleanup(a): -EBUSY (its own batch is
+ * A callback of a calls sk_srcu_destroy(a): -EBUSY (its own batch is
  * pending), and the worker goes on: a callback of b runs (and releases
  * domain c, which is allowed), a stays usable and can be released once
  * idle.
@@ -368,25 +368,25 @@ static void child_cleanup_in_own_callback(void)
 		_exit(6);
 	}
 	if (!wait_change(&cleanup_rc, 1)) {
-		fprintf(stderr, "hang: sk_srcu_cleanup() in a callback of its "
+		fprintf(stderr, "hang: sk_srcu_destroy() in a callback of its "
 				"domain did not return in %d s\n",
 			HANG_S);
 		_exit(6);
 	}
 	if (LOAD(other_ran) != 1) {
-		fprintf(stderr, "sk_srcu_cleanup() of an idle domain in a "
+		fprintf(stderr, "sk_srcu_destroy() of an idle domain in a "
 				"callback of another one failed\n");
 		_exit(7);
 	}
 	if (LOAD(cleanup_rc) != -EBUSY) {
-		fprintf(stderr, "sk_srcu_cleanup() in a callback of its "
+		fprintf(stderr, "sk_srcu_destroy() in a callback of its "
 				"domain returned %d\n",
 			LOAD(cleanup_rc));
 		_exit(7);
 	}
 	sk_synchronize_srcu(&dom_a);
 	sk_srcu_barrier(&dom_a);
-	if (sk_srcu_cleanup(&dom_a) != 0 || sk_srcu_cleanup(&dom_b) != 0)
+	if (sk_srcu_destroy(&dom_a) != 0 || sk_srcu_destroy(&dom_b) != 0)
 		_exit(8);
 	_exit(0);
 }
@@ -497,7 +497,7 @@ static void barrier_inside_srcu_callback_aborts(void)
 }
 
 /*
- * Library bug seen here: sk_srcu_cleanup(a) from a callback of a waited
+ * Library bug seen here: sk_srcu_destroy(a) from a callback of a waited
  * for the worker to leave a, i.e. for itself: the worker hung, and with
  * it every SRCU domain of the process (b's callback never ran).
  */
@@ -547,10 +547,10 @@ static void child_use_after_cleanup(void)
 {
 	struct sk_srcu *d = aligned_alloc(SK_CACHELINE, sizeof(*d));
 
-	if (!d || sk_srcu_init(d) != 0 || sk_srcu_cleanup(d) != 0)
+	if (!d || sk_srcu_init(d) != 0 || sk_srcu_destroy(d) != 0)
 		_exit(4);
 	/* Allowed: a second cleanup, and polling an old cookie. */
-	if (sk_srcu_cleanup(d) != 0 || !sk_poll_state_synchronize_srcu(d, 5))
+	if (sk_srcu_destroy(d) != 0 || !sk_poll_state_synchronize_srcu(d, 5))
 		_exit(5);
 	sk_synchronize_srcu(d);
 	_exit(CHILD_RETURNED);

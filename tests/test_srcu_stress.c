@@ -686,7 +686,7 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	while (__atomic_load_n(&run->cb_run, __ATOMIC_ACQUIRE) !=
 	       __atomic_load_n(&run->cb_queued, __ATOMIC_RELAXED))
 		sk_test_sleep_us(100);
-	SK_CHECK_EQ(sk_srcu_cleanup(run->d), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(run->d), 0);
 	free(run->d);
 
 	res = run->res;

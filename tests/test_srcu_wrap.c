@@ -343,7 +343,7 @@ static void slot_cache_misses_a_gen_2_32_later(void)
 
 	sk_srcu_read_unlock(d, sk_srcu_read_lock(d)); /* caches the slot */
 	g = d->gen;
-	SK_CHECK_EQ(sk_srcu_cleanup(d), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(d), 0);
 	sk__srcu_test_set_gen_next(g + (1ULL << 32) - 1);
 	SK_CHECK_EQ(sk_srcu_init(d), 0);
 	SK_CHECK(d->gen == g + (1ULL << 32));

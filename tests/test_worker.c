@@ -190,8 +190,8 @@ static void srcu_start_failure_is_returned_and_retried(void)
 	SK_CHECK(poll_until_done(poll_srcu, a, cookie, "SRCU"));
 	sk_srcu_barrier(b);
 	SK_CHECK_EQ(runs_get(), 1);
-	SK_CHECK_EQ(sk_srcu_cleanup(a), 0);
-	SK_CHECK_EQ(sk_srcu_cleanup(b), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(a), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(b), 0);
 }
 
 /* ---- per-CPU RCU workers ---------------------------------------------------- */

@@ -871,7 +871,7 @@ static void teardown(struct lt_run *R)
 
 	for (k = 0; k < LT_MAX_LOCS; k++) {
 		if (R->srcu[k]) {
-			sk_srcu_cleanup(R->srcu[k]);
+			sk_srcu_destroy(R->srcu[k]);
 			free(R->srcu[k]);
 		}
 	}

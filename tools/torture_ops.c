@@ -311,7 +311,7 @@ static void srcu_cleanup(void)
 		return;
 	sk_srcu_barrier(d);
 	/* A domain still busy is kept (leaked) rather than freed in use. */
-	if (sk_srcu_cleanup(d) == 0)
+	if (sk_srcu_destroy(d) == 0)
 		free(d);
 	tort_srcu = NULL;
 }

@@ -36,9 +36,9 @@ extern "C" {
 #define SK_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /*
- * The CPU the code below is written for.  SK__ARCH_X86 (x86-64 and i386):
+ * The CPU the code below is written for.  SK_BARRIER__ARCH_X86 (x86-64 and i386):
  * total store order, and a locked instruction is a full barrier;
- * SK__ARCH_X86_64 in addition on x86-64; SK__ARCH_ARM64 on aarch64.
+ * SK_BARRIER__ARCH_X86_64 in addition on x86-64; SK_BARRIER__ARCH_ARM64 on aarch64.
  * Neither elsewhere: only the portable C11 path (__atomic builtins).
  *
  * SK_ARCH_GENERIC, when defined (CMake -DSK_ARCH_GENERIC=ON), takes the
@@ -47,12 +47,12 @@ extern "C" {
  * for the same ordering: no layout or ABI changes.
  */
 #if !defined(SK_ARCH_GENERIC) && (defined(__x86_64__) || defined(__i386__))
-#define SK__ARCH_X86 1
+#define SK_BARRIER__ARCH_X86 1
 #if defined(__x86_64__)
-#define SK__ARCH_X86_64 1
+#define SK_BARRIER__ARCH_X86_64 1
 #endif
 #elif !defined(SK_ARCH_GENERIC) && defined(__aarch64__)
-#define SK__ARCH_ARM64 1
+#define SK_BARRIER__ARCH_ARM64 1
 #endif
 
 /* Size of a cache line on the CPUs scalekit is tuned for. */
@@ -105,11 +105,11 @@ void __tsan_release(void *addr);
 #define sk_atomic_load_acquire(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define sk_atomic_store_relaxed(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define sk_atomic_store_release(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define sk_atomic_xchg(p, v)          __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
-#define sk_atomic_fetch_add(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define sk_atomic_xchg_seq_cst(p, v)          __atomic_exchange_n((p), (v), __ATOMIC_SEQ_CST)
+#define sk_atomic_fetch_add_seq_cst(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define sk_atomic_fetch_add_relaxed(p, v) \
 	__atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
-#define sk_atomic_cmpxchg(p, expp, v)                                  \
+#define sk_atomic_cmpxchg_seq_cst(p, expp, v)                                  \
 	__atomic_compare_exchange_n((p), (expp), (v), 0, __ATOMIC_SEQ_CST, \
 				    __ATOMIC_SEQ_CST)
 
@@ -121,9 +121,9 @@ void __tsan_release(void *addr);
 #define sk_barrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 /* sk_cpu_relax() - hint to the CPU inside a spin loop. */
-#if defined(SK__ARCH_X86)
+#if defined(SK_BARRIER__ARCH_X86)
 #define sk_cpu_relax() __builtin_ia32_pause()
-#elif defined(SK__ARCH_ARM64)
+#elif defined(SK_BARRIER__ARCH_ARM64)
 #define sk_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
 #else
 #define sk_cpu_relax() sk_barrier()
@@ -139,9 +139,9 @@ void __tsan_release(void *addr);
  * non-TSan stress tests cover that side.
  */
 #ifdef SK_TSAN
-SK_API extern unsigned long sk__tsan_fence;
-#define SK__FENCE_RMW(order) ((void)__atomic_fetch_add(&sk__tsan_fence, 0UL, order))
-#define SK__FENCE_ACQ() ((void)__atomic_load_n(&sk__tsan_fence, __ATOMIC_ACQUIRE))
+SK_API extern unsigned long sk_barrier__tsan_fence;
+#define SK_BARRIER__FENCE_RMW(order) ((void)__atomic_fetch_add(&sk_barrier__tsan_fence, 0UL, order))
+#define SK_BARRIER__FENCE_ACQ() ((void)__atomic_load_n(&sk_barrier__tsan_fence, __ATOMIC_ACQUIRE))
 #endif
 
 /*
@@ -153,8 +153,8 @@ SK_API extern unsigned long sk__tsan_fence;
 static inline void sk_smp_mb(void)
 {
 #if defined(SK_TSAN)
-	SK__FENCE_RMW(__ATOMIC_SEQ_CST);
-#elif defined(SK__ARCH_X86_64)
+	SK_BARRIER__FENCE_RMW(__ATOMIC_SEQ_CST);
+#elif defined(SK_BARRIER__ARCH_X86_64)
 	/* A locked no-op on the stack is a full barrier and cheaper than mfence. */
 	__asm__ __volatile__("lock; addl $0,-4(%%rsp)" ::: "memory", "cc");
 #else
@@ -169,7 +169,7 @@ static inline void sk_smp_mb(void)
  * acquire fence, which also orders earlier loads before later stores.
  */
 #ifdef SK_TSAN
-#define sk_smp_rmb() SK__FENCE_ACQ()
+#define sk_smp_rmb() SK_BARRIER__FENCE_ACQ()
 #else
 #define sk_smp_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 #endif
@@ -181,7 +181,7 @@ static inline void sk_smp_mb(void)
  * release fence, which also orders earlier loads before later stores.
  */
 #ifdef SK_TSAN
-#define sk_smp_wmb() SK__FENCE_RMW(__ATOMIC_RELEASE)
+#define sk_smp_wmb() SK_BARRIER__FENCE_RMW(__ATOMIC_RELEASE)
 #else
 #define sk_smp_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
 #endif
@@ -205,7 +205,7 @@ static inline void sk_smp_mb(void)
  * On x86 every locked instruction is already a full barrier, so these only
  * stop the compiler.
  */
-#if defined(SK__ARCH_X86)
+#if defined(SK_BARRIER__ARCH_X86)
 #define sk_smp_mb__before_atomic() sk_barrier()
 #define sk_smp_mb__after_atomic()  sk_barrier()
 #else
@@ -228,19 +228,19 @@ static inline void sk_smp_mb(void)
  * the environment variable SCALEKIT_NO_MEMBARRIER=1 forces the fallback
  * (used by the tests to exercise both paths).
  *
- * ABI: sk__fence_sys is 1 when the light side may be a compiler barrier.
+ * ABI: sk_barrier__fence_sys is 1 when the light side may be a compiler barrier.
  * It never changes after initialization.
  */
-SK_API extern int sk__fence_sys;
+SK_API extern int sk_barrier__fence_sys;
 
 /*
  * sk_fence_light() - the cheap side of the asymmetric pair.
  * Context: any thread, any context; never blocks.
  * Ordering: pairs with sk_fence_heavy() as if both were sk_smp_mb().
  */
-static inline int sk__fence_sys_get(void)
+static inline int sk_barrier__fence_sys_get(void)
 {
-#if defined(SK__ARCH_X86_64) && !defined(SK_TSAN)
+#if defined(SK_BARRIER__ARCH_X86_64) && !defined(SK_TSAN)
 	const int *p;
 	int v;
 
@@ -252,29 +252,29 @@ static inline int sk__fence_sys_get(void)
 	 * fence) is always safe.  Through the GOT, so that it links into
 	 * executables and shared objects alike.
 	 */
-	__asm__("movq sk__fence_sys@GOTPCREL(%%rip), %0\n\t"
+	__asm__("movq sk_barrier__fence_sys@GOTPCREL(%%rip), %0\n\t"
 		"movl (%0), %1"
 		: "=r"(p), "=r"(v));
 	return v;
 #else
-	return __atomic_load_n(&sk__fence_sys, __ATOMIC_RELAXED);
+	return __atomic_load_n(&sk_barrier__fence_sys, __ATOMIC_RELAXED);
 #endif
 }
 
 static inline void sk_fence_light(void)
 {
-	if (SK_LIKELY(sk__fence_sys_get()))
+	if (SK_LIKELY(sk_barrier__fence_sys_get()))
 		sk_barrier();
 	else
 		sk_smp_mb();
 }
 
 /*
- * sk__fence_light_sys(sys) - sk_fence_light() with sys read beforehand by
- * sk__fence_sys_get() (fast paths read it once, where it is unconditional,
+ * sk_barrier__fence_light_sys(sys) - sk_fence_light() with sys read beforehand by
+ * sk_barrier__fence_sys_get() (fast paths read it once, where it is unconditional,
  * so that a loop around them loads it once).
  */
-static inline void sk__fence_light_sys(int sys)
+static inline void sk_barrier__fence_light_sys(int sys)
 {
 	if (SK_LIKELY(sys))
 		sk_barrier();

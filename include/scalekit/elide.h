@@ -72,12 +72,12 @@
 #if defined(__has_include)
 #if __has_include(<sys/single_threaded.h>)
 #include <sys/single_threaded.h>
-#define SK__ELIDE_SINGLE_THREADED() \
+#define SK_ELIDE__SINGLE_THREADED() \
 	__atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED)
 #endif
 #endif
-#ifndef SK__ELIDE_SINGLE_THREADED
-#define SK__ELIDE_SINGLE_THREADED() 0
+#ifndef SK_ELIDE__SINGLE_THREADED
+#define SK_ELIDE__SINGLE_THREADED() 0
 #endif
 
 #ifdef __cplusplus
@@ -295,7 +295,7 @@ static inline void sk_elided_mutex_lock(struct sk_elided_mutex *m)
 	 * L0: the only thread: no other thread to order against (a thread
 	 * created later starts after pthread_create(), which orders).
 	 */
-	if (SK__ELIDE_SINGLE_THREADED() &&
+	if (SK_ELIDE__SINGLE_THREADED() &&
 	    __atomic_load_n(&m->word, __ATOMIC_RELAXED) == 0) {
 		__atomic_store_n(&m->word, SK_ELIDED_MUTEX_LOCKED,
 				 __ATOMIC_RELAXED);
@@ -332,7 +332,7 @@ static inline void sk_elided_mutex_unlock(struct sk_elided_mutex *m)
 {
 	int l = SK_ELIDED_MUTEX_LOCKED;
 
-	if (SK__ELIDE_SINGLE_THREADED() &&
+	if (SK_ELIDE__SINGLE_THREADED() &&
 	    __atomic_load_n(&m->word, __ATOMIC_RELAXED) == l) {
 		/* U0: the only thread, as L0; release for the compiler. */
 		__atomic_store_n(&m->word, 0, __ATOMIC_RELEASE);

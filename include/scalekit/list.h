@@ -53,20 +53,20 @@ enum { SK_RCU_CHECK_PUBLISH = 1, SK_RCU_CHECK_GP = 2 };
 
 #ifdef SK_RCU_CHECKER
 extern void (*sk_rcu_checker_hook)(int event);
-#define SK__RCU_CHECK(ev)                            \
+#define SK_LIST__RCU_CHECK(ev)                            \
 	do {                                         \
 		if (sk_rcu_checker_hook)             \
 			sk_rcu_checker_hook(ev);     \
 	} while (0)
 #else
-#define SK__RCU_CHECK(ev) ((void)0)
+#define SK_LIST__RCU_CHECK(ev) ((void)0)
 #endif
 
 /* A publication (release store) of a reader-visible pointer, checked. */
-#define SK__PUBLISH(p, v)                              \
+#define SK_LIST__PUBLISH(p, v)                              \
 	do {                                           \
 		sk_rcu_assign_pointer(p, v);           \
-		SK__RCU_CHECK(SK_RCU_CHECK_PUBLISH);   \
+		SK_LIST__RCU_CHECK(SK_RCU_CHECK_PUBLISH);   \
 	} while (0)
 
 /* Poison for the prev pointers of deleted entries. */
@@ -100,7 +100,7 @@ static inline int sk_list_empty(const struct sk_list_head *h)
 	return SK_READ_ONCE(h->next) == h;
 }
 
-static inline void sk__list_add_rcu(struct sk_list_head *n,
+static inline void sk_list__add_rcu(struct sk_list_head *n,
 				    struct sk_list_head *prev,
 				    struct sk_list_head *next)
 {
@@ -108,7 +108,7 @@ static inline void sk__list_add_rcu(struct sk_list_head *n,
 	n->next = next;
 	n->prev = prev;
 	/* [pub] n's fields, then the pointer to n (readers: opposite order). */
-	SK__PUBLISH(prev->next, n);
+	SK_LIST__PUBLISH(prev->next, n);
 	/* [one] readers never follow prev pointers. */
 	next->prev = n;
 }
@@ -121,14 +121,14 @@ static inline void sk__list_add_rcu(struct sk_list_head *n,
 static inline void sk_list_add_rcu(struct sk_list_head *n,
 				   struct sk_list_head *head)
 {
-	sk__list_add_rcu(n, head, head->next);
+	sk_list__add_rcu(n, head, head->next);
 }
 
 /* sk_list_add_tail_rcu() - insert n right before head (at the end). */
 static inline void sk_list_add_tail_rcu(struct sk_list_head *n,
 					struct sk_list_head *head)
 {
-	sk__list_add_rcu(n, head->prev, head);
+	sk_list__add_rcu(n, head->prev, head);
 }
 
 /*
@@ -142,7 +142,7 @@ static inline void sk_list_del_rcu(struct sk_list_head *entry)
 	struct sk_list_head *prev = entry->prev, *next = entry->next;
 
 	/* [one] readers either still see entry or skip it. */
-	SK__PUBLISH(prev->next, next);
+	SK_LIST__PUBLISH(prev->next, next);
 	/* [one] readers never follow prev pointers. */
 	next->prev = prev;
 	/* entry->next stays for readers on entry; prev is poisoned. */
@@ -161,7 +161,7 @@ static inline void sk_list_replace_rcu(struct sk_list_head *old,
 	n->next = old->next;
 	n->prev = old->prev;
 	/* [pub] n's fields (and object), then the pointer to n. */
-	SK__PUBLISH(n->prev->next, n);
+	SK_LIST__PUBLISH(n->prev->next, n);
 	/* [one] readers never follow prev pointers. */
 	n->next->prev = n;
 	old->prev = (struct sk_list_head *)SK_LIST_POISON_PREV;
@@ -183,7 +183,7 @@ static inline void sk_list_splice_init_rcu(struct sk_list_head *list,
 	if (first == list)
 		return;
 	/* [one] readers of list now find it empty. */
-	SK__PUBLISH(list->next, list);
+	SK_LIST__PUBLISH(list->next, list);
 	list->prev = list;
 	/*
 	 * [gp] a reader of list reads list->next, then last->next; we write
@@ -191,12 +191,12 @@ static inline void sk_list_splice_init_rcu(struct sk_list_head *list,
 	 * pointing last at the other list (it would never find list again).
 	 */
 	sync();
-	SK__RCU_CHECK(SK_RCU_CHECK_GP);
+	SK_LIST__RCU_CHECK(SK_RCU_CHECK_GP);
 	/* [priv] no reader can reach first..last now. */
 	last->next = at_next;
 	first->prev = at;
 	/* [pub] the chain's links, then the pointer into it. */
-	SK__PUBLISH(at->next, first);
+	SK_LIST__PUBLISH(at->next, first);
 	/* [one] readers never follow prev pointers. */
 	at_next->prev = last;
 }
@@ -287,7 +287,7 @@ static inline void sk_hlist_add_head_rcu(struct sk_hlist_node *n,
 	n->next = first;
 	n->pprev = &h->first;
 	/* [pub] n's fields, then the pointer to n. */
-	SK__PUBLISH(h->first, n);
+	SK_LIST__PUBLISH(h->first, n);
 	/* [one] readers never follow pprev. */
 	if (first)
 		first->pprev = &n->next;
@@ -301,7 +301,7 @@ static inline void sk_hlist_add_before_rcu(struct sk_hlist_node *n,
 	n->pprev = next->pprev;
 	n->next = next;
 	/* [pub] n's fields, then the pointer to n. */
-	SK__PUBLISH(*n->pprev, n);
+	SK_LIST__PUBLISH(*n->pprev, n);
 	/* [one] readers never follow pprev. */
 	next->pprev = &n->next;
 }
@@ -314,7 +314,7 @@ static inline void sk_hlist_add_behind_rcu(struct sk_hlist_node *n,
 	n->next = prev->next;
 	n->pprev = &prev->next;
 	/* [pub] n's fields, then the pointer to n. */
-	SK__PUBLISH(prev->next, n);
+	SK_LIST__PUBLISH(prev->next, n);
 	/* [one] readers never follow pprev. */
 	if (n->next)
 		n->next->pprev = &n->next;
@@ -329,7 +329,7 @@ static inline void sk_hlist_del_rcu(struct sk_hlist_node *n)
 	struct sk_hlist_node *next = n->next, **pprev = n->pprev;
 
 	/* [one] readers either still see n or skip it. */
-	SK__PUBLISH(*pprev, next);
+	SK_LIST__PUBLISH(*pprev, next);
 	/* [one] readers never follow pprev. */
 	if (next)
 		next->pprev = pprev;
@@ -346,7 +346,7 @@ static inline void sk_hlist_replace_rcu(struct sk_hlist_node *old,
 	n->next = next;
 	n->pprev = old->pprev;
 	/* [pub] n's fields, then the pointer to n. */
-	SK__PUBLISH(*n->pprev, n);
+	SK_LIST__PUBLISH(*n->pprev, n);
 	/* [one] readers never follow pprev. */
 	if (next)
 		next->pprev = &n->next;
@@ -360,7 +360,7 @@ static inline void sk_hlist_replace_rcu(struct sk_hlist_node *old,
 #define sk_hlist_next_rcu(n) sk_rcu_dereference((n)->next)
 
 /* The entry containing node n, or NULL when n is NULL. */
-#define sk__hlist_entry_safe(n, type, member)                           \
+#define sk_list__hlist_entry_safe(n, type, member)                           \
 	__extension__({                                                 \
 		struct sk_hlist_node *sk_n_ = (n);                      \
 		sk_n_ ? sk_hlist_entry(sk_n_, type, member) : NULL;     \
@@ -371,10 +371,10 @@ static inline void sk_hlist_replace_rcu(struct sk_hlist_node *old,
  * section; same visiting guarantee as sk_list_for_each_entry_rcu().
  */
 #define sk_hlist_for_each_entry_rcu(pos, head, member)                      \
-	for (pos = sk__hlist_entry_safe(sk_hlist_first_rcu(head),           \
+	for (pos = sk_list__hlist_entry_safe(sk_hlist_first_rcu(head),           \
 					__typeof__(*pos), member);          \
 	     pos;                                                           \
-	     pos = sk__hlist_entry_safe(sk_hlist_next_rcu(&pos->member),    \
+	     pos = sk_list__hlist_entry_safe(sk_hlist_next_rcu(&pos->member),    \
 					__typeof__(*pos), member))
 
 #ifdef __cplusplus

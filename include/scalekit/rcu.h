@@ -107,7 +107,7 @@ SK_API __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
 static inline void sk_rcu_read_lock(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
-	int sys = sk__fence_sys_get(); /* first: a loop loads it once */
+	int sys = sk_barrier__fence_sys_get(); /* first: a loop loads it once */
 
 	if (SK_LIKELY(!(v & SK_RCU_NEST_MASK))) {
 		/* Unregistered, or an offline QSBR thread: slow path. */
@@ -124,7 +124,7 @@ static inline void sk_rcu_read_lock(void)
 		 * RCU-L2: orders the store before the section's loads; pairs
 		 * with the heavy fence RCU-G1 issued before the reader scan.
 		 */
-		sk__fence_light_sys(sys);
+		sk_barrier__fence_light_sys(sys);
 	} else {
 		/*
 		 * Nested: the low 14 bits of the depth wrap to 0 exactly when
@@ -151,14 +151,14 @@ static inline void sk_rcu_read_unlock(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 	unsigned long n = v & SK_RCU_NEST_MASK;
-	int sys = sk__fence_sys_get(); /* first: a loop loads it once */
+	int sys = sk_barrier__fence_sys_get(); /* first: a loop loads it once */
 
 	if (SK_LIKELY(n == 1)) {
 		/*
 		 * RCU-U1: orders the section's loads before the store; pairs
 		 * with RCU-G2 after the reader scan.
 		 */
-		sk__fence_light_sys(sys);
+		sk_barrier__fence_light_sys(sys);
 		SK_TSAN_RELEASE(&sk_rcu__ctr);
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
 		/*
@@ -168,7 +168,7 @@ static inline void sk_rcu_read_unlock(void)
 		 * period asks for a handshake (RCU-H0); the slow path
 		 * answers it with a full barrier (RCU-H1).
 		 */
-		sk__fence_light_sys(sys);
+		sk_barrier__fence_light_sys(sys);
 		if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
 			sk_rcu__wake_gp();
 	} else if (SK_UNLIKELY(n == 0 || n == SK_RCU_QSBR_NEST)) {
@@ -179,11 +179,11 @@ static inline void sk_rcu_read_unlock(void)
 }
 
 /*
- * sk_rcu_read_ongoing() - nonzero inside a read-side critical section
+ * sk_rcu_read_lock_held() - nonzero inside a read-side critical section
  * (for a QSBR thread: while it is online).
  * Context: any thread; never blocks.  Ordering: none.
  */
-static inline int sk_rcu_read_ongoing(void)
+static inline int sk_rcu_read_lock_held(void)
 {
 	return (sk_atomic_load_relaxed(&sk_rcu__ctr) & SK_RCU_NEST_MASK) != 0;
 }

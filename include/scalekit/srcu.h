@@ -154,7 +154,7 @@ SK_API void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx);
 
 /*
  * sk_srcu_init() - initialize a domain (or re-initialize one that
- * sk_srcu_cleanup() released): allocates its private state.
+ * sk_srcu_destroy() released): allocates its private state.
  * Context: any thread; the domain must not be in use.  Never blocks.
  * Returns: 0, -EINVAL when d is NULL or not aligned to SK_CACHELINE, or
  * -ENOMEM (d unchanged).
@@ -162,9 +162,9 @@ SK_API void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx);
 SK_API int sk_srcu_init(struct sk_srcu *d);
 
 /*
- * sk_srcu_cleanup() - release the memory of a domain.  Once it returned 0,
+ * sk_srcu_destroy() - release the memory of a domain.  Once it returned 0,
  * a domain whose state sk_srcu_init() allocated must be initialized again
- * before any other use (sk_srcu_cleanup() and
+ * before any other use (sk_srcu_destroy() and
  * sk_poll_state_synchronize_srcu() excepted; any other call prints a
  * message and aborts); a domain from SK_SRCU_DEFINE() or
  * SK_SRCU_INITIALIZER() stays usable.
@@ -175,7 +175,7 @@ SK_API int sk_srcu_init(struct sk_srcu *d);
  * callbacks or a polled grace period are pending, which includes a call
  * from a callback of d.
  */
-SK_API int sk_srcu_cleanup(struct sk_srcu *d);
+SK_API int sk_srcu_destroy(struct sk_srcu *d);
 
 /*
  * sk_srcu_read_lock() - enter a read-side critical section of d.
@@ -352,7 +352,7 @@ SK_API void sk_srcu_barrier(struct sk_srcu *d);
  * has started it, and any grace period of d that completes meanwhile (a
  * sk_synchronize_srcu()) completes the cookie too; nothing is printed.
  * sk_poll_state_synchronize_srcu(): 1 once completed (then a full
- * barrier), else 0; 1 also on a domain that sk_srcu_cleanup() released
+ * barrier), else 0; 1 also on a domain that sk_srcu_destroy() released
  * (no reader of it is left); never blocks.  Any thread, also inside a section.
  */
 SK_API unsigned long sk_get_state_synchronize_srcu(struct sk_srcu *d);

@@ -114,7 +114,7 @@ static inline void sk__wfq_push(struct sk__wfq *q, struct sk_rcu_head *h)
 
 	sk_atomic_store_relaxed(&h->next_, (struct sk_rcu_head *)NULL);
 	/* CB-C1: publish h as the tail; full barrier. */
-	prev = sk_atomic_xchg(&q->tail, h);
+	prev = sk_atomic_xchg_seq_cst(&q->tail, h);
 	/* CB-C2: link h after prev; pairs with CB-C2'. */
 	sk_atomic_store_release(&prev->next_, h);
 }
@@ -137,7 +137,7 @@ static inline int sk__wfq_take(struct sk__wfq *q, struct sk_rcu_head **first,
 	sk_atomic_store_relaxed(&q->head.next_, (struct sk_rcu_head *)NULL);
 	*first = f;
 	/* Producers now append after the sentinel again. */
-	*last = sk_atomic_xchg(&q->tail, &q->head);
+	*last = sk_atomic_xchg_seq_cst(&q->tail, &q->head);
 	return 1;
 }
 

@@ -210,7 +210,7 @@ struct sk_srcu__state {
 	int ready;	     /* 0 zeroed, 1 being initialized, 2 ready
 				   (release/acquire) */
 	int owned;	     /* allocated by sk_srcu_init(): freed by
-				   sk_srcu_cleanup() */
+				   sk_srcu_destroy() */
 	/* Slots: read side slow paths and grace-period scans. */
 	struct sk_srcu_slot **dir; /* chunks of slots by thread index */
 	unsigned int nchunks;	   /* dir entries that may be set (raised
@@ -259,7 +259,7 @@ struct sk_srcu__state {
  * (SRCU-R: acquire of st->ready, pairs with the release ending the setup).
  * Every public entry point calls it before touching d->state.  Prints a
  * message naming fn and aborts when d has no state (released by
- * sk_srcu_cleanup() and not initialized again).
+ * sk_srcu_destroy() and not initialized again).
  */
 void sk__srcu_ready(struct sk_srcu *d, const char *fn);
 /* The domain on the worker's list at link l (st->work_link). */

@@ -113,7 +113,7 @@ static inline void sk__worker_wake(struct sk__worker *w, int kick)
 
 	if (kick == SK__WK_KICK_URGENT)
 		/* WK-K1: urgent before the load of sleeping. */
-		sk_atomic_xchg(&w->urgent, 1);
+		sk_atomic_xchg_seq_cst(&w->urgent, 1);
 	else if (kick == SK__WK_KICK_BACKLOG &&
 		 !sk_atomic_load_relaxed(&w->urgent))
 		/* A hint, unordered: no locked instruction per call. */

@@ -48,7 +48,7 @@ struct sk_srcu *domain_new(void)
 
 void domain_free(struct sk_srcu *d)
 {
-	SK_CHECK_EQ(sk_srcu_cleanup(d), 0);
+	SK_CHECK_EQ(sk_srcu_destroy(d), 0);
 	free(d);
 }
 
