@@ -109,7 +109,7 @@ void __tsan_release(void *addr);
 #define sk_atomic_fetch_add_seq_cst(p, v)     __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 #define sk_atomic_fetch_add_relaxed(p, v) \
 	__atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
-#define sk_atomic_cmpxchg_seq_cst(p, expp, v)                                  \
+#define sk_atomic_cmpxchg_seq_cst(p, expp, v)                              \
 	__atomic_compare_exchange_n((p), (expp), (v), 0, __ATOMIC_SEQ_CST, \
 				    __ATOMIC_SEQ_CST)
 

@@ -53,7 +53,7 @@ enum { SK_RCU_CHECK_PUBLISH = 1, SK_RCU_CHECK_GP = 2 };
 
 #ifdef SK_RCU_CHECKER
 extern void (*sk_rcu_checker_hook)(int event);
-#define SK_LIST__RCU_CHECK(ev)                            \
+#define SK_LIST__RCU_CHECK(ev)                       \
 	do {                                         \
 		if (sk_rcu_checker_hook)             \
 			sk_rcu_checker_hook(ev);     \
@@ -64,8 +64,8 @@ extern void (*sk_rcu_checker_hook)(int event);
 
 /* A publication (release store) of a reader-visible pointer, checked. */
 #define SK_LIST__PUBLISH(p, v)                              \
-	do {                                           \
-		sk_rcu_assign_pointer(p, v);           \
+	do {                                                \
+		sk_rcu_assign_pointer(p, v);                \
 		SK_LIST__RCU_CHECK(SK_RCU_CHECK_PUBLISH);   \
 	} while (0)
 
@@ -214,19 +214,19 @@ static inline void sk_list_splice_init_rcu(struct sk_list_head *list,
 				 __typeof__(*pos), member))
 
 /* sk_list_first_or_null_rcu() - first entry or NULL; in a read section. */
-#define sk_list_first_or_null_rcu(head, type, member)                 \
-	__extension__({                                               \
-		struct sk_list_head *sk_h_ = (head);                  \
+#define sk_list_first_or_null_rcu(head, type, member)                         \
+	__extension__({                                                       \
+		struct sk_list_head *sk_h_ = (head);                          \
 		struct sk_list_head *sk_n_ = sk_rcu_dereference(sk_h_->next); \
-		sk_n_ != sk_h_ ? sk_list_entry(sk_n_, type, member) : NULL; \
+		sk_n_ != sk_h_ ? sk_list_entry(sk_n_, type, member) : NULL;   \
 	})
 
 /* sk_list_next_or_null_rcu() - entry after ptr or NULL; in a read section. */
-#define sk_list_next_or_null_rcu(head, ptr, type, member)             \
-	__extension__({                                               \
-		struct sk_list_head *sk_h_ = (head);                  \
-		struct sk_list_head *sk_n_ =                          \
-			sk_rcu_dereference((ptr)->next);              \
+#define sk_list_next_or_null_rcu(head, ptr, type, member)                   \
+	__extension__({                                                     \
+		struct sk_list_head *sk_h_ = (head);                        \
+		struct sk_list_head *sk_n_ =                                \
+			sk_rcu_dereference((ptr)->next);                    \
 		sk_n_ != sk_h_ ? sk_list_entry(sk_n_, type, member) : NULL; \
 	})
 
@@ -360,7 +360,7 @@ static inline void sk_hlist_replace_rcu(struct sk_hlist_node *old,
 #define sk_hlist_next_rcu(n) sk_rcu_dereference((n)->next)
 
 /* The entry containing node n, or NULL when n is NULL. */
-#define sk_list__hlist_entry_safe(n, type, member)                           \
+#define sk_list__hlist_entry_safe(n, type, member)                      \
 	__extension__({                                                 \
 		struct sk_hlist_node *sk_n_ = (n);                      \
 		sk_n_ ? sk_hlist_entry(sk_n_, type, member) : NULL;     \
@@ -370,11 +370,11 @@ static inline void sk_hlist_replace_rcu(struct sk_hlist_node *old,
  * sk_hlist_for_each_entry_rcu(pos, head, member) - iterate inside a read
  * section; same visiting guarantee as sk_list_for_each_entry_rcu().
  */
-#define sk_hlist_for_each_entry_rcu(pos, head, member)                      \
-	for (pos = sk_list__hlist_entry_safe(sk_hlist_first_rcu(head),           \
-					__typeof__(*pos), member);          \
-	     pos;                                                           \
-	     pos = sk_list__hlist_entry_safe(sk_hlist_next_rcu(&pos->member),    \
+#define sk_hlist_for_each_entry_rcu(pos, head, member)                        \
+	for (pos = sk_list__hlist_entry_safe(sk_hlist_first_rcu(head),        \
+					__typeof__(*pos), member);            \
+	     pos;                                                             \
+	     pos = sk_list__hlist_entry_safe(sk_hlist_next_rcu(&pos->member), \
 					__typeof__(*pos), member))
 
 #ifdef __cplusplus
