@@ -58,11 +58,15 @@ struct elide_stress {
 	unsigned long counter;		  /* guarded by the lock */
 	unsigned long shadow;		  /* written with counter */
 	unsigned long torn;		  /* readers that saw them differ */
+	int nthreads;			  /* writers + readers of the run */
+	int started;			  /* threads at the start line */
 };
 
 /*
- * Run nthreads writers (and nreaders readers when st->rd_ops is set);
- * returns the number of lost updates (0 when the lock excludes).
+ * Run nthreads writers (and nreaders readers when st->rd_ops is set),
+ * released together once all have started (so that they overlap even
+ * where thread creation is slow, e.g. under TSan); returns the number of
+ * lost updates (0 when the lock excludes).
  */
 unsigned long elide_stress_run(struct elide_stress *st, int nthreads,
 			       int nreaders);

@@ -79,6 +79,14 @@ static void elide_set(struct elide_stress *st, unsigned long *p,
 		*(volatile unsigned long *)p = v;
 }
 
+/* Wait until all n threads of the run have started. */
+static void elide_start_line(struct elide_stress *st, int n)
+{
+	__atomic_fetch_add(&st->started, 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(&st->started, __ATOMIC_ACQUIRE) < n)
+		sched_yield();
+}
+
 /*
  * The read-modify-write of counter is split by sched_yield(), so two
  * threads inside at once lose an update even on one CPU.
@@ -88,6 +96,7 @@ static void *elide_stress_thread(void *arg)
 	struct elide_stress *st = arg;
 	unsigned long i, c;
 
+	elide_start_line(st, st->nthreads);
 	for (i = 0; i < st->iters; i++) {
 		if (!st->nolock)
 			st->ops->lock(st->lock);
@@ -108,6 +117,7 @@ static void *elide_reader_thread(void *arg)
 	struct elide_stress *st = arg;
 	unsigned long i;
 
+	elide_start_line(st, st->nthreads);
 	for (i = 0; i < st->iters; i++) {
 		st->rd_ops->lock(st->lock);
 		if (elide_get(st, &st->counter) != elide_get(st, &st->shadow))
@@ -129,11 +139,13 @@ unsigned long elide_stress_run(struct elide_stress *st, int nthreads,
 
 	st->counter = st->shadow = 0;
 	st->torn = 0;
-	for (i = 0; i < nthreads + nreaders && i < 16; i++)
+	st->started = 0;
+	st->nthreads = nthreads + nreaders < 16 ? nthreads + nreaders : 16;
+	for (i = 0; i < st->nthreads; i++)
 		sk_test_thread_start(&t[i], i < nthreads ? elide_stress_thread
 							  : elide_reader_thread,
 				     st);
-	for (i = 0; i < nthreads + nreaders && i < 16; i++)
+	for (i = 0; i < st->nthreads; i++)
 		sk_test_thread_join(t[i]);
 	return (unsigned long)nthreads * st->iters - st->counter;
 }
