@@ -30,6 +30,7 @@ struct sk_rcu__gp_state sk_rcu__gp = {
 
 __thread unsigned long sk_rcu__ctr __attribute__((tls_model("initial-exec")));
 __thread uint64_t sk__rcu_ack __attribute__((tls_model("initial-exec")));
+__thread int sk_rcu__hs_seen __attribute__((tls_model("initial-exec")));
 __thread int sk__rcu_qsbr_mode __attribute__((tls_model("initial-exec")));
 
 struct rcu_chunk sk__rcu_first_chunk;

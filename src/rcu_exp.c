@@ -85,7 +85,7 @@ static int handshake_round(unsigned long c)
 	 * readers' acquire of exp_seq. */
 	sk_atomic_store_release(&sk__rcu.exp_seq, e);
 	/* Readers take their slow path and answer (after exp_seq). */
-	sk_atomic_store_release(&sk_rcu__gp.futex, SK_RCU_FUTEX_ACK);
+	sk_atomic_store_release(&sk_rcu__gp.futex, sk__rcu_hs_word(e));
 	deadline = sk__now_ns() + SK_RCU_HANDSHAKE_NS;
 	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
 	while (!(all = all_acked(e, c)) && sk__now_ns() < deadline)

@@ -331,7 +331,7 @@ static void ack_handshake(void)
 	 */
 	e = sk_atomic_load_acquire(&sk__rcu.exp_seq);
 	if (sk_atomic_load_relaxed(&sk__rcu_ack) == e)
-		return; /* answered e already, with a barrier after reading it */
+		goto answered; /* with a barrier after reading e */
 	/*
 	 * RCU-H1: full barrier between reading the request and answering it,
 	 * the reader's half of what membarrier(2)'s interrupt would do.  The
@@ -344,11 +344,18 @@ static void ack_handshake(void)
 	sk_smp_mb();
 	/* Release: pairs with the leader's acquire (RCU-H2). */
 	sk_atomic_store_release(&sk__rcu_ack, e);
+answered:
+	/*
+	 * Later unlocks skip the slow path while futex names e.  Relaxed:
+	 * only this thread reads it; skipping an answered request needs no
+	 * order, and a value that names another request is never skipped.
+	 */
+	sk_atomic_store_relaxed(&sk_rcu__hs_seen, sk__rcu_hs_word(e));
 }
 
 void sk_rcu__wake_gp(void)
 {
-	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex) == SK_RCU_FUTEX_ACK)
+	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex) > 0)
 		ack_handshake();
 	else
 		sk__rcu_wake_leader();

@@ -69,10 +69,11 @@ struct sk_rcu_head {
 /*
  * Grace-period state read by the fast paths.  Guarded by: ctr is written
  * only by the grace-period leader; futex by the leader (to -1 when it
- * sleeps on readers, to 1 while an expedited grace period asks readers
- * for a handshake, back to 0) and by readers that wake it (-1 to 0).
- * Readers take their slow path on any nonzero value.  Alone on its cache
- * line, read-mostly.
+ * sleeps on readers, to a positive request value while a grace period
+ * asks readers for a handshake, back to 0) and by readers that wake it
+ * (-1 to 0).  Readers take their slow path on any nonzero value, except
+ * a handshake value they answered already (sk_rcu__hs_seen).  Alone on
+ * its cache line, read-mostly.
  */
 struct sk_rcu__gp_state {
 	unsigned long ctr; /* ABI: (phase << 16) | SK_RCU_REG | 1 */
@@ -81,6 +82,14 @@ struct sk_rcu__gp_state {
 
 SK_API extern struct sk_rcu__gp_state sk_rcu__gp;
 SK_API extern __thread unsigned long sk_rcu__ctr
+	__attribute__((tls_model("initial-exec")));
+/*
+ * ABI: the futex value of the last handshake this thread answered (0:
+ * none).  While a grace period asks for a handshake, futex holds a
+ * positive value that names the request; a reader that already answered
+ * it skips the slow path on its later unlocks.
+ */
+SK_API extern __thread int sk_rcu__hs_seen
 	__attribute__((tls_model("initial-exec")));
 
 /* Slow paths of the inline functions; not for direct use. */
@@ -152,6 +161,7 @@ static inline void sk_rcu_read_unlock(void)
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 	unsigned long n = v & SK_RCU_NEST_MASK;
 	int sys = sk_barrier__fence_sys_get(); /* first: a loop loads it once */
+	int f;
 
 	if (SK_LIKELY(n == 1)) {
 		/*
@@ -166,10 +176,13 @@ static inline void sk_rcu_read_unlock(void)
 		 * buffering); pairs with the heavy fence RCU-G3 after the
 		 * waiter sets futex.  A nonzero futex is also how a grace
 		 * period asks for a handshake (RCU-H0); the slow path
-		 * answers it with a full barrier (RCU-H1).
+		 * answers it with a full barrier (RCU-H1), once per request:
+		 * a value equal to sk_rcu__hs_seen is one it answered.
 		 */
 		sk_barrier__fence_light_sys(sys);
-		if (SK_UNLIKELY(sk_atomic_load_relaxed(&sk_rcu__gp.futex)))
+		f = sk_atomic_load_relaxed(&sk_rcu__gp.futex);
+		if (SK_UNLIKELY(f) &&
+		    f != sk_atomic_load_relaxed(&sk_rcu__hs_seen))
 			sk_rcu__wake_gp();
 	} else if (SK_UNLIKELY(n == 0 || n == SK_RCU_QSBR_NEST)) {
 		sk_rcu__unlock_misuse();

@@ -33,12 +33,22 @@
  * acknowledgement before it falls back to membarrier(2), and how many
  * expedited grace periods skip the handshake after one that fell back
  * (idle registered threads never answer, so keep trying only now and
- * then).  futex holds SK_RCU_FUTEX_ACK while a handshake runs.
+ * then).  futex holds sk__rcu_hs_word(e) while handshake e runs.
  */
 #define SK_RCU_HANDSHAKE_NS 5000
 #define SK_RCU_HANDSHAKE_BACKOFF 15
 #define SK_RCU_HANDSHAKE_BACKOFF_MAX 63
-#define SK_RCU_FUTEX_ACK 1
+/*
+ * The futex value of handshake request e: positive (sleeping leaders use
+ * -1), and different for 2^30 consecutive requests.  A reader whose
+ * sk_rcu__hs_seen equals it answered e (or, after 2^30 requests, an
+ * older one: it then does not answer, and the leader falls back to
+ * membarrier(2) after its timeout; never unsafe).
+ */
+static inline int sk__rcu_hs_word(uint64_t e)
+{
+	return (int)(e & 0x3fffffff) + 1;
+}
 
 /* Scans per grace period: two where the phase wraps within reach. */
 #define SK_RCU_SCANS (SK_RCU_SEQ_BITS < 40 ? 2 : 1)
