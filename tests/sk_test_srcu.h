@@ -146,4 +146,17 @@ unsigned long gen_begin(struct gen_dom *g);
 /* After the grace period: no section that read <= g0 is still open. */
 void gen_check(struct gen_dom *g, unsigned long g0);
 
+/*
+ * The test_srcu_* programs' seed (sk_test_seed_init()) and slow-down
+ * factor (sk_test_slow(): 1, or 8 under sanitizers), set by
+ * sk_test_srcu_start(), which their main() calls first (after
+ * sk_test_args()).
+ */
+extern uint64_t sk_tsrcu_seed;
+extern unsigned int sk_tsrcu_slow;
+void sk_test_srcu_start(int argc, char **argv);
+
+/* Their tests run by name (sk_test_args()'s filter) with their time. */
+#define RUN(fn) SK_RUN_SELECTED(fn)
+
 #endif /* SK_TEST_SRCU_H */

@@ -35,8 +35,6 @@
 #include "sk_test_srcu.h"
 #include "sk_test_util.h"
 
-static unsigned int slow; /* sk_test_slow(): 1, or 8 under sanitizers */
-static uint64_t seed;
 
 /* ---- 1. unit tests ------------------------------------------------------- */
 
@@ -229,7 +227,7 @@ static int rc_round(struct sk_srcu *d, unsigned long *refused)
  */
 static void refused_cleanup_keeps_polled_gp_going(void)
 {
-	unsigned long r, refused = 0, hung = 0, rounds = 200 / slow;
+	unsigned long r, refused = 0, hung = 0, rounds = 200 / sk_tsrcu_slow;
 	struct sk_srcu *d = domain_new();
 	struct sk_test_capture cap;
 	char msg[256];
@@ -457,7 +455,7 @@ static void dereference_reads_the_published_object(void)
 {
 	struct sk_srcu *d = domain_new();
 	struct mp_obj first = { 0, 0 }, *p;
-	unsigned long n = 200000 / slow, bad = 0, last = 0, reads = 0;
+	unsigned long n = 200000 / sk_tsrcu_slow, bad = 0, last = 0, reads = 0;
 	pthread_t t;
 	void *objs;
 	int idx;
@@ -631,8 +629,8 @@ static void start_poll_request_is_never_dropped(void)
 {
 	struct sk_srcu *d = domain_new();
 	unsigned long i, k, lost = 0;
-	unsigned long n = slow > 1 ? 12500 : 50000;
-	uint64_t rng = seed | 1;
+	unsigned long n = sk_tsrcu_slow > 1 ? 12500 : 50000;
+	uint64_t rng = sk_tsrcu_seed | 1;
 
 	for (i = 0; i < n && !lost; i++) {
 		unsigned long c;
@@ -665,13 +663,9 @@ static void start_poll_request_is_never_dropped(void)
 	domain_free(d);
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 int main(int argc, char **argv)
 {
-	sk_test_args(argc, argv);
-	seed = sk_test_seed_init();
-	slow = sk_test_slow();
+	sk_test_srcu_start(argc, argv);
 
 	/* 1. every function */
 	RUN(init_and_cleanup_reject_null);

@@ -30,8 +30,6 @@
 #include "sk_test_srcu.h"
 #include "sk_test_util.h"
 
-static unsigned int slow; /* sk_test_slow(): 1, or 8 under sanitizers */
-static uint64_t seed;
 
 /* ---- 6. callbacks -------------------------------------------------------- */
 
@@ -77,7 +75,7 @@ static void fifo_cb(struct sk_rcu_head *h)
 static void callbacks_run_in_fifo_order_exactly_once(void)
 {
 	struct sk_srcu *d = domain_new();
-	unsigned long i, n = 20000 / slow, bad = 0, twice = 0;
+	unsigned long i, n = 20000 / sk_tsrcu_slow, bad = 0, twice = 0;
 	struct ordered *o = calloc(n, sizeof(*o));
 	struct holder h;
 
@@ -262,7 +260,7 @@ struct md_thread {
 static void *md_reader(void *arg)
 {
 	struct md_thread *me = arg;
-	uint64_t rng = seed * 131 + me->i + 1;
+	uint64_t rng = sk_tsrcu_seed * 131 + me->i + 1;
 
 	while (!flag_get(&md->stop)) {
 		unsigned int k = (unsigned int)(sk_test_rand(&rng) % MD_DOMS);
@@ -275,7 +273,7 @@ static void *md_reader(void *arg)
 static void *md_queuer(void *arg)
 {
 	struct md_thread *me = arg;
-	uint64_t rng = seed * 977 + me->i + 1;
+	uint64_t rng = sk_tsrcu_seed * 977 + me->i + 1;
 	unsigned long k;
 
 	for (k = 0; k < md->per_thread; k++) {
@@ -313,7 +311,7 @@ static unsigned long md_run_once(int broken)
 
 	md = calloc(1, sizeof(*md));
 	md->broken = broken;
-	md->per_thread = (broken ? 2000 : 10000) / slow;
+	md->per_thread = (broken ? 2000 : 10000) / sk_tsrcu_slow;
 	total = md->per_thread * MD_THREADS;
 	for (j = 0; j < MD_DOMS; j++)
 		gen_dom_init(&md->g[j]);
@@ -372,13 +370,9 @@ static void callbacks_from_many_threads_and_domains(void)
 	SK_CHECK_GT(md_run_once(1), 0); /* the checker MUST catch it */
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 int main(int argc, char **argv)
 {
-	sk_test_args(argc, argv);
-	seed = sk_test_seed_init();
-	slow = sk_test_slow();
+	sk_test_srcu_start(argc, argv);
 
 	/* 6. callbacks */
 	RUN(call_srcu_waits_for_preexisting_reader);

@@ -38,8 +38,6 @@
 #include "sk_test_srcu.h"
 #include "sk_test_util.h"
 
-static unsigned int slow; /* sk_test_slow(): 1, or 8 under sanitizers */
-static uint64_t seed;
 
 /* ---- 2. the guarantee with sleeping readers ------------------------------ */
 
@@ -200,7 +198,7 @@ struct overlap {
 static void *overlapping_reader(void *arg)
 {
 	struct overlap *o = arg;
-	uint64_t rng = seed ^ (uintptr_t)&rng;
+	uint64_t rng = sk_tsrcu_seed ^ (uintptr_t)&rng;
 
 	while (!flag_get(&o->stop)) {
 		int idx = sk_srcu_read_lock(o->d);
@@ -218,7 +216,7 @@ static void *overlapping_reader(void *arg)
 static void grace_periods_end_under_continuous_readers(void)
 {
 	struct overlap o = { .d = domain_new() };
-	unsigned long i, n = 400 / slow, before;
+	unsigned long i, n = 400 / sk_tsrcu_slow, before;
 	pthread_t t[3];
 	int k;
 
@@ -411,7 +409,7 @@ struct gen_thread {
 static void *gen_reader(void *arg)
 {
 	struct gen_thread *me = arg;
-	uint64_t rng = seed * 31 + (uint64_t)me->r + 1;
+	uint64_t rng = sk_tsrcu_seed * 31 + (uint64_t)me->r + 1;
 
 	while (!flag_get(&me->run->stop))
 		gen_section(&me->run->g, me->r, &rng, 200);
@@ -422,7 +420,7 @@ static void *gen_syncer(void *arg)
 {
 	struct gen_thread *me = arg;
 	struct gen_run *run = me->run;
-	unsigned long i, n = 300 / slow;
+	unsigned long i, n = 300 / sk_tsrcu_slow;
 
 	gate_wait(&run->go);
 	for (i = 0; i < n; i++) {
@@ -472,7 +470,7 @@ static unsigned long gen_run_syncers(int broken, unsigned int nsync)
 		"violations\n",
 		broken ? "BROKEN (no wait)" : "synchronize", nsync, run.calls,
 		run.g.checks, v);
-	SK_CHECK_EQ(run.calls, nsync * (300 / slow));
+	SK_CHECK_EQ(run.calls, nsync * (300 / sk_tsrcu_slow));
 	domain_free(run.g.d);
 	return v;
 }
@@ -521,13 +519,9 @@ static void concurrent_synchronize_callers_share_grace_periods(void)
 	domain_free(d);
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 int main(int argc, char **argv)
 {
-	sk_test_args(argc, argv);
-	seed = sk_test_seed_init();
-	slow = sk_test_slow();
+	sk_test_srcu_start(argc, argv);
 
 	/* 2. sleeping and handed-off readers */
 	RUN(grace_period_waits_for_sleeping_reader);

@@ -37,8 +37,6 @@
 #include "sk_test_srcu.h"
 #include "sk_test_util.h"
 
-static unsigned int slow; /* sk_test_slow(): 1, or 8 under sanitizers */
-static uint64_t seed;
 
 /* ---- 3. poison stress ---------------------------------------------------- */
 
@@ -623,7 +621,8 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	for (i = 0; i < nt; i++) {
 		t[i].run = run;
 		t[i].t.s = &run->s;
-		t[i].t.rng = (seed + 1) * 0x9e3779b97f4a7c15ull + i * 7919 + 1;
+		t[i].t.rng = (sk_tsrcu_seed + 1) * 0x9e3779b97f4a7c15ull +
+			     i * 7919 + 1;
 		sk_test_rand(&t[i].t.rng);
 	}
 	for (i = 0; i < cfg->readers + cfg->sleepers; i++, k++) {
@@ -724,7 +723,7 @@ static void poison_stress_with_every_kind_of_reader(void)
 		.handoffs = 1,
 		.ephemeral = 1,
 		.updaters = 2,
-		.updates = 1200 / slow,
+		.updates = 1200 / sk_tsrcu_slow,
 		.syncers = 1,
 		.gp_mask = SS_REAL_MASK,
 		.sleep_us = 300,
@@ -781,7 +780,7 @@ static void poison_stress_catches_gp_that_skips_an_index(void)
 		.handoffs = 1,
 		.ephemeral = 1,
 		.updaters = 2,
-		.updates = 1000 / slow,
+		.updates = 1000 / sk_tsrcu_slow,
 		.gp_mask = 1u << SS_EMU,
 		.sleep_us = 300,
 		.broken = 1, /* atomic loads, nothing freed before the end */
@@ -817,7 +816,7 @@ static void first_sections_in_new_chunks_are_waited_for(void)
 		.gp_mask = (1u << SS_SYNC) | (1u << SS_EXPEDITED),
 		.quiet = 1,
 	};
-	unsigned int round, rounds = 40 / slow + 2;
+	unsigned int round, rounds = 40 / sk_tsrcu_slow + 2;
 	unsigned long violations = 0, checks = 0, updates = 0;
 	struct sk_stress_result r;
 
@@ -845,13 +844,9 @@ static void first_sections_in_new_chunks_are_waited_for(void)
 	SK_CHECK_GT(violations, 0); /* the checker MUST catch it */
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 int main(int argc, char **argv)
 {
-	sk_test_args(argc, argv);
-	seed = sk_test_seed_init();
-	slow = sk_test_slow();
+	sk_test_srcu_start(argc, argv);
 
 	/* 3. poison stress and its broken twins */
 	RUN(poison_stress_with_every_kind_of_reader);

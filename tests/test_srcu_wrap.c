@@ -354,7 +354,6 @@ static void slot_cache_misses_a_gen_2_32_later(void)
 	domain_free(d);
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
 
 int main(int argc, char **argv)
 {

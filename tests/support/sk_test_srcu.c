@@ -213,3 +213,13 @@ void gen_check(struct gen_dom *g, unsigned long g0)
 			__atomic_fetch_add(&g->violations, 1, __ATOMIC_RELAXED);
 	}
 }
+
+uint64_t sk_tsrcu_seed;
+unsigned int sk_tsrcu_slow = 1;
+
+void sk_test_srcu_start(int argc, char **argv)
+{
+	sk_test_args(argc, argv);
+	sk_tsrcu_seed = sk_test_seed_init();
+	sk_tsrcu_slow = sk_test_slow();
+}
