@@ -52,6 +52,7 @@
 
 #include "scalekit/rcu.h"
 #include "scalekit/rhash.h"
+#include "sk_test.h"
 
 #define SK_RHS_POISON	((unsigned long)0x6b6b6b6b6b6b6b6bULL) /* a freed object */
 #define SK_RHS_PAYLOAD	4
@@ -121,17 +122,6 @@ struct sk_rhs_thread {
 	struct sk_rhs_result r;
 };
 
-static inline uint64_t sk_rhs_rand(uint64_t *s)
-{
-	uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dull;
-}
-
 static inline uint64_t sk_rhs_payload(uint64_t key, uint64_t gen, int i)
 {
 	uint64_t x = key * 0x9e3779b97f4a7c15ull ^ gen * 0xbf58476d1ce4e5b9ull;
@@ -192,7 +182,8 @@ static inline void sk_rhs_lookups(struct sk_rhs_thread *t)
 	sk_rcu_read_lock();
 	for (i = 0; i < n; i++) {
 		/* A few keys beyond the updaters' ranges: never present. */
-		uint64_t k = sk_rhs_rand(&t->rng) % (s->nkeys + s->nkeys / 16 + 1);
+		uint64_t k = sk_test_rand(&t->rng) %
+			     (s->nkeys + s->nkeys / 16 + 1);
 		unsigned long s1 = 0, s2 = 1;
 		int p = 0;
 		struct sk_rhs_obj *o;
@@ -363,8 +354,8 @@ static void *sk_rhs_updater(void *arg)
 	struct sk_rhs_obj *quarantine = NULL, *q_old = NULL;
 
 	for (i = 0; i < cfg->updates && !sk_rhs_failed(s); i++) {
-		unsigned long j = (unsigned long)(sk_rhs_rand(&t->rng) % K);
-		uint64_t key = base + j, r = sk_rhs_rand(&t->rng) % 4;
+		unsigned long j = (unsigned long)(sk_test_rand(&t->rng) % K);
+		uint64_t key = base + j, r = sk_test_rand(&t->rng) % 4;
 		struct sk_rhs_obj *o = m[j], *n;
 
 		/*
@@ -433,7 +424,7 @@ static void *sk_rhs_resizer(void *arg)
 	struct sk_rhs *s = t->s;
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
-		unsigned long n = 1UL << (sk_rhs_rand(&t->rng) %
+		unsigned long n = 1UL << (sk_test_rand(&t->rng) %
 					  (s->cfg->max_log2 + 1));
 		int err = sk_rhash_resize(s->ht, n);
 
