@@ -687,52 +687,9 @@ static void resize_inside_read_section_dies(void)
  * ht->tbl, until the test lets it go.  A fault on a freed mapping is a use
  * after free: counted, then the mapping is made readable again so that
  * the victim runs on (reading the old contents, as it would with glibc).
+ * The handler and the handshake are in tests/support/sk_test_maps.c.
  */
 #include "sk_test_maps.h"
-
-static int armed = -1;		/* map whose next touch pauses the toucher */
-static int paused, release_victim; /* handshake with the handler */
-static int paused_in_section;	/* the victim was inside a read section */
-static int victim_done;
-static int uaf_faults;		/* touches of freed mappings */
-static int unexpected_faults;
-
-static void segv_handler(int sig, siginfo_t *si, void *uc)
-{
-	char *a = (char *)si->si_addr;
-	int i = map_find(a), e = errno;
-
-	(void)uc;
-	if (i < 0) {
-		signal(sig, SIG_DFL); /* a real crash: let it happen */
-		return;
-	}
-	if (__atomic_load_n(&maps[i].freed, __ATOMIC_ACQUIRE)) {
-		__atomic_fetch_add(&uaf_faults, 1, __ATOMIC_RELAXED);
-		mprotect(maps[i].p, maps[i].len, PROT_READ | PROT_WRITE);
-	} else if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i) {
-		__atomic_store_n(&armed, -1, __ATOMIC_RELAXED);
-		__atomic_store_n(&paused_in_section, sk_rcu_read_lock_held(),
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&paused, 1, __ATOMIC_RELEASE);
-		while (!__atomic_load_n(&release_victim, __ATOMIC_ACQUIRE))
-			sched_yield();
-	} else {
-		__atomic_fetch_add(&unexpected_faults, 1, __ATOMIC_RELAXED);
-		mprotect(maps[i].p, maps[i].len, PROT_READ | PROT_WRITE);
-	}
-	errno = e;
-}
-
-static int map_of(const void *p)
-{
-	int i;
-
-	for (i = 0; i < nmaps; i++)
-		if (maps[i].p == p)
-			return i;
-	return -1;
-}
 
 enum { V_INSERT, V_REMOVE, V_BUCKETS, V_LOOKUP_IN_SECTION };
 
@@ -763,7 +720,7 @@ static void *victim_thread(void *arg)
 		sk_rcu_read_unlock();
 		break;
 	}
-	__atomic_store_n(&victim_done, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&map_victim_done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -809,7 +766,7 @@ static void victim_result_check(const struct victim *v, int held_back,
 static int run_victim(int what, const char *name)
 {
 	struct sk_rhash_params p = obj_params(1);
-	struct sigaction sa, old;
+	struct sigaction old;
 	struct obj *o = objs_new(8);
 	struct victim v;
 	struct sk_rhash *ht;
@@ -821,16 +778,10 @@ static int run_victim(int what, const char *name)
 		return 0;
 	}
 	nmaps = 0;
-	armed = -1;
-	paused = release_victim = uaf_faults = unexpected_faults = 0;
-	paused_in_section = victim_done = 0;
+	map_pause_reset();
 	p.alloc = map_alloc;
 	p.free = map_free;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = segv_handler;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, &old);
+	map_segv_install(&old);
 
 	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
 	for (i = 1; i < 8; i++)
@@ -841,47 +792,23 @@ static int run_victim(int what, const char *name)
 	v.what = what;
 	v.o = what == V_INSERT ? &o[0] : &o[5];
 	v.result = 0;
-	__atomic_store_n(&armed, t0, __ATOMIC_RELEASE);
-	mprotect(maps[t0].p, maps[t0].len, PROT_NONE);
+	map_arm(t0);
 	pthread_create(&tv, NULL, victim_thread, &v);
-	while (!(stopped = __atomic_load_n(&paused, __ATOMIC_ACQUIRE)) &&
-	       !__atomic_load_n(&victim_done, __ATOMIC_ACQUIRE))
-		sched_yield();
-	__atomic_store_n(&armed, -1, __ATOMIC_RELEASE);
 	/* The victim holds a pointer to the array (or has finished). */
-	mprotect(maps[t0].p, maps[t0].len, PROT_READ | PROT_WRITE);
+	stopped = map_wait_victim(t0);
 	if (stopped)
-		in_section = __atomic_load_n(&paused_in_section,
+		in_section = __atomic_load_n(&map_paused_in_section,
 					     __ATOMIC_RELAXED);
 	pthread_create(&tr, NULL, resize_thread, ht);
-	if (stopped && in_section) {
-		/* The resize must wait for the victim's read section. */
-		usleep(50000);
-		SK_CHECK(!__atomic_load_n(&maps[t0].freed, __ATOMIC_ACQUIRE));
-		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
-		pthread_join(tv, NULL);
-		pthread_join(tr, NULL);
-	} else {
-		pthread_join(tr, NULL);
-		SK_CHECK(maps[t0].freed); /* the array is gone meanwhile */
-		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
-		pthread_join(tv, NULL);
-	}
+	map_race_victim(tv, tr, t0, stopped && in_section, NULL);
 	sigaction(SIGSEGV, &old, NULL);
-	fprintf(stderr, "  %s: %s; %d read(s) of the freed bucket array%s\n",
-		name,
-		!stopped     ? "never touched the array"
-		: in_section ? "touched the array inside a read section"
-			     : "touched the array OUTSIDE a read section",
-		uaf_faults, uaf_faults ? " (use after free)" : "");
-	SK_CHECK_EQ(unexpected_faults, 0);
+	map_victim_report(name, stopped, in_section);
+	SK_CHECK_EQ(map_unexpected_faults, 0);
 	victim_result_check(&v, stopped && in_section, o);
 	sk_rhash_destroy(ht, NULL, NULL);
-	for (i = 0; i < nmaps; i++)
-		munmap(maps[i].p, maps[i].len);
-	nmaps = 0;
+	map_unmap_all();
 	free(o);
-	return uaf_faults;
+	return map_uaf_faults;
 }
 
 /*
