@@ -825,6 +825,7 @@ struct rs_resizer {
 	struct sk_rhash *ht;
 	unsigned long to; /* buckets */
 	int rc;
+	pthread_t t;
 };
 
 static void *rs_resize_thread(void *arg)
@@ -854,24 +855,38 @@ static void wait_resize_switched(struct sk_rhash *ht)
 		sched_yield();
 }
 
+/* Open our read section, then start a thread resizing ht to `to` buckets. */
+static void rs_start_in_section(struct rs_resizer *r, struct sk_rhash *ht,
+				unsigned long to)
+{
+	r->ht = ht;
+	r->to = to;
+	r->rc = -1;
+	sk_rcu_read_lock();
+	pthread_create(&r->t, NULL, rs_resize_thread, r);
+}
+
+/* Close our read section and wait for the resizer: it succeeded. */
+static void rs_finish(struct rs_resizer *r)
+{
+	sk_rcu_read_unlock();
+	pthread_join(r->t, NULL);
+	SK_CHECK_EQ(r->rc, 0);
+}
+
 static void update_in_read_section_during_resize_works(void)
 {
 	struct sk_rhash_params p = obj_params(4);
 	struct sk_rhash *ht;
 	struct obj *o = objs_new(20002);
 	struct rs_resizer r;
-	pthread_t t;
 	int i;
 
 	alarm(120); /* a hang is the bug this guards against */
 	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
 	for (i = 0; i < 20000; i++)
 		SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
-	r.ht = ht;
-	r.to = 4096;
-	r.rc = -1;
-	sk_rcu_read_lock();
-	pthread_create(&t, NULL, rs_resize_thread, &r);
+	rs_start_in_section(&r, ht, 4096);
 	wait_resize_started(ht);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[20000].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert_unique(ht, &o[20000].node), -EEXIST);
@@ -883,10 +898,8 @@ static void update_in_read_section_during_resize_works(void)
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[20001].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[0].node), 0);
 	SK_CHECK(sk_rhash_lookup(ht, &o[20001].key) == &o[20001]);
-	sk_rcu_read_unlock();
-	pthread_join(t, NULL);
+	rs_finish(&r);
 	alarm(0);
-	SK_CHECK_EQ(r.rc, 0);
 	SK_CHECK_EQ(sk_rhash_buckets(ht), 4096);
 	check_all(ht, o, 20002, "after updates inside a section mid-resize");
 	sk_rhash_destroy(ht, NULL, NULL);
@@ -907,25 +920,18 @@ static void grow_left_to_an_explicit_resize_happens(void)
 	struct sk_rhash *ht;
 	struct obj *o = objs_new(4000);
 	struct rs_resizer r;
-	pthread_t t;
 	int i;
 
 	alarm(120); /* a hang is a bug too */
 	p.automatic_resize = 1;
 	p.min_buckets = 64;
 	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
-	r.ht = ht;
-	r.to = 128;
-	r.rc = -1;
-	sk_rcu_read_lock();
-	pthread_create(&t, NULL, rs_resize_thread, &r);
+	rs_start_in_section(&r, ht, 128);
 	wait_resize_switched(ht); /* now waiting for our section */
 	for (i = 0; i < 4000; i++)
 		SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
 	SK_CHECK_EQ(sk_rhash_buckets(ht), 128); /* nothing else ran */
-	sk_rcu_read_unlock();
-	pthread_join(t, NULL);
-	SK_CHECK_EQ(r.rc, 0);
+	rs_finish(&r);
 	sk_rhash_barrier(ht);
 	alarm(0);
 	fprintf(stderr, "  4000 objects: %lu buckets after the resize\n",
@@ -986,15 +992,22 @@ static struct sk_rhs_config stress_cfg(const char *name)
 	return c;
 }
 
+/* Run c: no failure, and the table ends equal to the updaters' models. */
+static void stress_run_clean(const struct sk_rhs_config *c,
+			     struct sk_rhs_result *r)
+{
+	SK_CHECK_EQ(sk_rhs_run(c, r), 0);
+	sk_rhs_print(c, r);
+	SK_CHECK_EQ(sk_rhs_failures(r), 0);
+	SK_CHECK_EQ(r->final_mismatch, 0);
+}
+
 static void stress_lookups_iterations_updates_resizes(void)
 {
 	struct sk_rhs_config c = stress_cfg("stress");
 	struct sk_rhs_result r;
 
-	SK_CHECK_EQ(sk_rhs_run(&c, &r), 0);
-	sk_rhs_print(&c, &r);
-	SK_CHECK_EQ(sk_rhs_failures(&r), 0);
-	SK_CHECK_EQ(r.final_mismatch, 0);
+	stress_run_clean(&c, &r);
 	SK_CHECK_GT(r.checked_keys, 0);
 	SK_CHECK_GT(r.iterations, 0);
 	SK_CHECK_GT(r.resizes, 0);
@@ -1010,10 +1023,7 @@ static void stress_with_automatic_resize(void)
 	c.resizers = 0;
 	c.keys_per_updater = 1024;
 	c.max_log2 = 10;
-	SK_CHECK_EQ(sk_rhs_run(&c, &r), 0);
-	sk_rhs_print(&c, &r);
-	SK_CHECK_EQ(sk_rhs_failures(&r), 0);
-	SK_CHECK_EQ(r.final_mismatch, 0);
+	stress_run_clean(&c, &r);
 	SK_CHECK_GT(r.max_buckets_seen, 1);
 }
 
@@ -1030,10 +1040,7 @@ static void stress_updates_inside_read_sections(void)
 	c.updates_in_section = 1;
 	c.automatic_resize = 1;
 	c.updates /= 2;
-	SK_CHECK_EQ(sk_rhs_run(&c, &r), 0);
-	sk_rhs_print(&c, &r);
-	SK_CHECK_EQ(sk_rhs_failures(&r), 0);
-	SK_CHECK_EQ(r.final_mismatch, 0);
+	stress_run_clean(&c, &r);
 	SK_CHECK_GT(r.resizes, 0);
 	SK_CHECK_EQ(r.resize_errors, 0);
 }
