@@ -230,18 +230,23 @@ static struct chk_tbl *cur_tbl(void)
 
 /* ---- reader model ----------------------------------------------------- */
 
-static void rh_start(void *arg, const struct sk_chk_kind *k,
-		     struct sk_chk_reader *r)
+/* A reader of kind k enters table t: its first bucket, or the key's. */
+static void rh_enter_table(struct chk_tbl *t, const struct sk_chk_kind *k,
+			   struct sk_chk_reader *r)
 {
-	struct chk_tbl *t = cur_tbl();
-
-	(void)arg;
 	r->ctx = t;
 	r->aux = 0;
 	if (k->key == SK_CHK_ITER)
 		r->slot = &t->buckets[0];
 	else
 		r->slot = &t->buckets[hash_of(keyval[k->key]) & t->mask];
+}
+
+static void rh_start(void *arg, const struct sk_chk_kind *k,
+		     struct sk_chk_reader *r)
+{
+	(void)arg;
+	rh_enter_table(cur_tbl(), k, r);
 }
 
 static unsigned long tbl_size(const void *t);
@@ -261,12 +266,7 @@ static int rh_in_future(const struct sk_chk_kind *k, struct sk_chk_reader *r)
 
 	if (!f)
 		return SK_CHK_END;
-	r->ctx = f;
-	r->aux = 0;
-	if (k->key == SK_CHK_ITER)
-		r->slot = &f->buckets[0];
-	else
-		r->slot = &f->buckets[hash_of(keyval[k->key]) & f->mask];
+	rh_enter_table(f, k, r);
 	return SK_CHK_MOVED;
 }
 
