@@ -182,7 +182,8 @@ static inline void sk_rhs_lookups(struct sk_rhs_thread *t)
 	sk_rcu_read_lock();
 	for (i = 0; i < n; i++) {
 		/* A few keys beyond the updaters' ranges: never present. */
-		uint64_t k = sk_test_rand(&t->rng) % (s->nkeys + s->nkeys / 16 + 1);
+		uint64_t k = sk_test_rand(&t->rng) %
+			     (s->nkeys + s->nkeys / 16 + 1);
 		unsigned long s1 = 0, s2 = 1;
 		int p = 0;
 		struct sk_rhs_obj *o;

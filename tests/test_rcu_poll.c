@@ -101,6 +101,39 @@ static void spin_until_done(unsigned long c)
 		sched_yield();
 }
 
+/*
+ * Wait for a full grace period in one of four ways: 0 synchronize,
+ * 1 expedited, 2 cond on a fresh cookie, 3 start a poll and spin on it.
+ */
+static void sync_by(int kind)
+{
+	switch (kind) {
+	case 0:
+		sk_synchronize_rcu();
+		break;
+	case 1:
+		sk_synchronize_rcu_expedited();
+		break;
+	case 2:
+		sk_cond_synchronize_rcu(sk_get_state_synchronize_rcu());
+		break;
+	default:
+		spin_until_done(sk_start_poll_synchronize_rcu());
+	}
+}
+
+/* Run n (at most 3) threads of fn with arg and wait for them all. */
+static void run_threads(int n, void *(*fn)(void *), void *arg)
+{
+	pthread_t t[3];
+	int i;
+
+	for (i = 0; i < n; i++)
+		sk_test_thread_start(&t[i], fn, arg);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+}
+
 /* ---- tests ----------------------------------------------------------------- */
 
 /*
@@ -203,7 +236,6 @@ static void start_poll_completes_without_synchronize(void)
 {
 	struct sk_rcu_stats s0, s1;
 	struct sk_test_holder r;
-	pthread_t t[3];
 	unsigned long c, c0;
 	int i, early = 0;
 
@@ -230,11 +262,8 @@ static void start_poll_completes_without_synchronize(void)
 	spin_until_done(c);
 
 	sp_err = 0;
-	for (i = 0; i < 3; i++)
-		sk_test_thread_start(&t[i], start_poll_thread,
-				     (void *)(uintptr_t)(300 / sk_test_slow()));
-	for (i = 0; i < 3; i++)
-		pthread_join(t[i], NULL);
+	run_threads(3, start_poll_thread,
+		    (void *)(uintptr_t)(300 / sk_test_slow()));
 	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(LOAD(sp_err), 0);
 	SK_CHECK_EQ(s1.sync_calls, s0.sync_calls);
@@ -393,18 +422,14 @@ static void *gp_driver(void *arg)
 
 	(void)arg;
 	while (!LOAD(es.stop)) {
-		switch (n++ % 4) {
-		case 0:
-			sk_synchronize_rcu();
-			break;
-		case 1:
-			sk_synchronize_rcu_expedited();
-			break;
-		case 2:
+		int kind = (int)(n++ % 4);
+
+		if (kind < 2) {
+			sync_by(kind); /* normal, expedited */
+		} else if (kind == 2) {
 			sk_start_poll_synchronize_rcu();
 			usleep(50);
-			break;
-		default:
+		} else {
 			usleep(100); /* idle windows */
 		}
 	}
@@ -643,19 +668,7 @@ static void *pv_updater(void *arg)
 	for (i = 0; i < pv.iters; i++) {
 		struct pobj *old = pv_replace();
 
-		switch (kind) {
-		case 0:
-			sk_synchronize_rcu();
-			break;
-		case 1:
-			sk_synchronize_rcu_expedited();
-			break;
-		case 2:
-			sk_cond_synchronize_rcu(sk_get_state_synchronize_rcu());
-			break;
-		default:
-			spin_until_done(sk_start_poll_synchronize_rcu());
-		}
+		sync_by(kind);
 		__atomic_store_n(&old->val, PV_POISON, __ATOMIC_RELAXED);
 		free(old);
 	}
@@ -1041,15 +1054,8 @@ static void *qsbr_waiter(void *arg)
  */
 static void online_qsbr_threads_can_wait(void)
 {
-	pthread_t t[2];
-	int i;
-
 	qs_err = 0;
-	for (i = 0; i < 2; i++)
-		sk_test_thread_start(&t[i], qsbr_waiter,
-				     (void *)(uintptr_t)(300 / sk_test_slow()));
-	for (i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
+	run_threads(2, qsbr_waiter, (void *)(uintptr_t)(300 / sk_test_slow()));
 	SK_CHECK_EQ(LOAD(qs_err), 0);
 }
 

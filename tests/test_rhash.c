@@ -687,52 +687,9 @@ static void resize_inside_read_section_dies(void)
  * ht->tbl, until the test lets it go.  A fault on a freed mapping is a use
  * after free: counted, then the mapping is made readable again so that
  * the victim runs on (reading the old contents, as it would with glibc).
+ * The handler and the handshake are in tests/support/sk_test_maps.c.
  */
 #include "sk_test_maps.h"
-
-static int armed = -1;		/* map whose next touch pauses the toucher */
-static int paused, release_victim; /* handshake with the handler */
-static int paused_in_section;	/* the victim was inside a read section */
-static int victim_done;
-static int uaf_faults;		/* touches of freed mappings */
-static int unexpected_faults;
-
-static void segv_handler(int sig, siginfo_t *si, void *uc)
-{
-	char *a = (char *)si->si_addr;
-	int i = map_find(a), e = errno;
-
-	(void)uc;
-	if (i < 0) {
-		signal(sig, SIG_DFL); /* a real crash: let it happen */
-		return;
-	}
-	if (__atomic_load_n(&maps[i].freed, __ATOMIC_ACQUIRE)) {
-		__atomic_fetch_add(&uaf_faults, 1, __ATOMIC_RELAXED);
-		mprotect(maps[i].p, maps[i].len, PROT_READ | PROT_WRITE);
-	} else if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i) {
-		__atomic_store_n(&armed, -1, __ATOMIC_RELAXED);
-		__atomic_store_n(&paused_in_section, sk_rcu_read_lock_held(),
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&paused, 1, __ATOMIC_RELEASE);
-		while (!__atomic_load_n(&release_victim, __ATOMIC_ACQUIRE))
-			sched_yield();
-	} else {
-		__atomic_fetch_add(&unexpected_faults, 1, __ATOMIC_RELAXED);
-		mprotect(maps[i].p, maps[i].len, PROT_READ | PROT_WRITE);
-	}
-	errno = e;
-}
-
-static int map_of(const void *p)
-{
-	int i;
-
-	for (i = 0; i < nmaps; i++)
-		if (maps[i].p == p)
-			return i;
-	return -1;
-}
 
 enum { V_INSERT, V_REMOVE, V_BUCKETS, V_LOOKUP_IN_SECTION };
 
@@ -763,7 +720,7 @@ static void *victim_thread(void *arg)
 		sk_rcu_read_unlock();
 		break;
 	}
-	__atomic_store_n(&victim_done, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&map_victim_done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -809,7 +766,7 @@ static void victim_result_check(const struct victim *v, int held_back,
 static int run_victim(int what, const char *name)
 {
 	struct sk_rhash_params p = obj_params(1);
-	struct sigaction sa, old;
+	struct sigaction old;
 	struct obj *o = objs_new(8);
 	struct victim v;
 	struct sk_rhash *ht;
@@ -821,16 +778,10 @@ static int run_victim(int what, const char *name)
 		return 0;
 	}
 	nmaps = 0;
-	armed = -1;
-	paused = release_victim = uaf_faults = unexpected_faults = 0;
-	paused_in_section = victim_done = 0;
+	map_pause_reset();
 	p.alloc = map_alloc;
 	p.free = map_free;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = segv_handler;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, &old);
+	map_segv_install(&old);
 
 	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
 	for (i = 1; i < 8; i++)
@@ -841,47 +792,23 @@ static int run_victim(int what, const char *name)
 	v.what = what;
 	v.o = what == V_INSERT ? &o[0] : &o[5];
 	v.result = 0;
-	__atomic_store_n(&armed, t0, __ATOMIC_RELEASE);
-	mprotect(maps[t0].p, maps[t0].len, PROT_NONE);
+	map_arm(t0);
 	pthread_create(&tv, NULL, victim_thread, &v);
-	while (!(stopped = __atomic_load_n(&paused, __ATOMIC_ACQUIRE)) &&
-	       !__atomic_load_n(&victim_done, __ATOMIC_ACQUIRE))
-		sched_yield();
-	__atomic_store_n(&armed, -1, __ATOMIC_RELEASE);
 	/* The victim holds a pointer to the array (or has finished). */
-	mprotect(maps[t0].p, maps[t0].len, PROT_READ | PROT_WRITE);
+	stopped = map_wait_victim(t0);
 	if (stopped)
-		in_section = __atomic_load_n(&paused_in_section,
+		in_section = __atomic_load_n(&map_paused_in_section,
 					     __ATOMIC_RELAXED);
 	pthread_create(&tr, NULL, resize_thread, ht);
-	if (stopped && in_section) {
-		/* The resize must wait for the victim's read section. */
-		usleep(50000);
-		SK_CHECK(!__atomic_load_n(&maps[t0].freed, __ATOMIC_ACQUIRE));
-		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
-		pthread_join(tv, NULL);
-		pthread_join(tr, NULL);
-	} else {
-		pthread_join(tr, NULL);
-		SK_CHECK(maps[t0].freed); /* the array is gone meanwhile */
-		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
-		pthread_join(tv, NULL);
-	}
+	map_race_victim(tv, tr, t0, stopped && in_section, NULL);
 	sigaction(SIGSEGV, &old, NULL);
-	fprintf(stderr, "  %s: %s; %d read(s) of the freed bucket array%s\n",
-		name,
-		!stopped     ? "never touched the array"
-		: in_section ? "touched the array inside a read section"
-			     : "touched the array OUTSIDE a read section",
-		uaf_faults, uaf_faults ? " (use after free)" : "");
-	SK_CHECK_EQ(unexpected_faults, 0);
+	map_victim_report(name, stopped, in_section);
+	SK_CHECK_EQ(map_unexpected_faults, 0);
 	victim_result_check(&v, stopped && in_section, o);
 	sk_rhash_destroy(ht, NULL, NULL);
-	for (i = 0; i < nmaps; i++)
-		munmap(maps[i].p, maps[i].len);
-	nmaps = 0;
+	map_unmap_all();
 	free(o);
-	return uaf_faults;
+	return map_uaf_faults;
 }
 
 /*
@@ -898,6 +825,7 @@ struct rs_resizer {
 	struct sk_rhash *ht;
 	unsigned long to; /* buckets */
 	int rc;
+	pthread_t t;
 };
 
 static void *rs_resize_thread(void *arg)
@@ -927,24 +855,38 @@ static void wait_resize_switched(struct sk_rhash *ht)
 		sched_yield();
 }
 
+/* Open our read section, then start a thread resizing ht to `to` buckets. */
+static void rs_start_in_section(struct rs_resizer *r, struct sk_rhash *ht,
+				unsigned long to)
+{
+	r->ht = ht;
+	r->to = to;
+	r->rc = -1;
+	sk_rcu_read_lock();
+	pthread_create(&r->t, NULL, rs_resize_thread, r);
+}
+
+/* Close our read section and wait for the resizer: it succeeded. */
+static void rs_finish(struct rs_resizer *r)
+{
+	sk_rcu_read_unlock();
+	pthread_join(r->t, NULL);
+	SK_CHECK_EQ(r->rc, 0);
+}
+
 static void update_in_read_section_during_resize_works(void)
 {
 	struct sk_rhash_params p = obj_params(4);
 	struct sk_rhash *ht;
 	struct obj *o = objs_new(20002);
 	struct rs_resizer r;
-	pthread_t t;
 	int i;
 
 	alarm(120); /* a hang is the bug this guards against */
 	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
 	for (i = 0; i < 20000; i++)
 		SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
-	r.ht = ht;
-	r.to = 4096;
-	r.rc = -1;
-	sk_rcu_read_lock();
-	pthread_create(&t, NULL, rs_resize_thread, &r);
+	rs_start_in_section(&r, ht, 4096);
 	wait_resize_started(ht);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[20000].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert_unique(ht, &o[20000].node), -EEXIST);
@@ -956,10 +898,8 @@ static void update_in_read_section_during_resize_works(void)
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[20001].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[0].node), 0);
 	SK_CHECK(sk_rhash_lookup(ht, &o[20001].key) == &o[20001]);
-	sk_rcu_read_unlock();
-	pthread_join(t, NULL);
+	rs_finish(&r);
 	alarm(0);
-	SK_CHECK_EQ(r.rc, 0);
 	SK_CHECK_EQ(sk_rhash_buckets(ht), 4096);
 	check_all(ht, o, 20002, "after updates inside a section mid-resize");
 	sk_rhash_destroy(ht, NULL, NULL);
@@ -980,25 +920,18 @@ static void grow_left_to_an_explicit_resize_happens(void)
 	struct sk_rhash *ht;
 	struct obj *o = objs_new(4000);
 	struct rs_resizer r;
-	pthread_t t;
 	int i;
 
 	alarm(120); /* a hang is a bug too */
 	p.automatic_resize = 1;
 	p.min_buckets = 64;
 	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
-	r.ht = ht;
-	r.to = 128;
-	r.rc = -1;
-	sk_rcu_read_lock();
-	pthread_create(&t, NULL, rs_resize_thread, &r);
+	rs_start_in_section(&r, ht, 128);
 	wait_resize_switched(ht); /* now waiting for our section */
 	for (i = 0; i < 4000; i++)
 		SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
 	SK_CHECK_EQ(sk_rhash_buckets(ht), 128); /* nothing else ran */
-	sk_rcu_read_unlock();
-	pthread_join(t, NULL);
-	SK_CHECK_EQ(r.rc, 0);
+	rs_finish(&r);
 	sk_rhash_barrier(ht);
 	alarm(0);
 	fprintf(stderr, "  4000 objects: %lu buckets after the resize\n",
@@ -1059,15 +992,22 @@ static struct sk_rhs_config stress_cfg(const char *name)
 	return c;
 }
 
+/* Run c: no failure, and the table ends equal to the updaters' models. */
+static void stress_run_clean(const struct sk_rhs_config *c,
+			     struct sk_rhs_result *r)
+{
+	SK_CHECK_EQ(sk_rhs_run(c, r), 0);
+	sk_rhs_print(c, r);
+	SK_CHECK_EQ(sk_rhs_failures(r), 0);
+	SK_CHECK_EQ(r->final_mismatch, 0);
+}
+
 static void stress_lookups_iterations_updates_resizes(void)
 {
 	struct sk_rhs_config c = stress_cfg("stress");
 	struct sk_rhs_result r;
 
-	SK_CHECK_EQ(sk_rhs_run(&c, &r), 0);
-	sk_rhs_print(&c, &r);
-	SK_CHECK_EQ(sk_rhs_failures(&r), 0);
-	SK_CHECK_EQ(r.final_mismatch, 0);
+	stress_run_clean(&c, &r);
 	SK_CHECK_GT(r.checked_keys, 0);
 	SK_CHECK_GT(r.iterations, 0);
 	SK_CHECK_GT(r.resizes, 0);
@@ -1083,10 +1023,7 @@ static void stress_with_automatic_resize(void)
 	c.resizers = 0;
 	c.keys_per_updater = 1024;
 	c.max_log2 = 10;
-	SK_CHECK_EQ(sk_rhs_run(&c, &r), 0);
-	sk_rhs_print(&c, &r);
-	SK_CHECK_EQ(sk_rhs_failures(&r), 0);
-	SK_CHECK_EQ(r.final_mismatch, 0);
+	stress_run_clean(&c, &r);
 	SK_CHECK_GT(r.max_buckets_seen, 1);
 }
 
@@ -1103,10 +1040,7 @@ static void stress_updates_inside_read_sections(void)
 	c.updates_in_section = 1;
 	c.automatic_resize = 1;
 	c.updates /= 2;
-	SK_CHECK_EQ(sk_rhs_run(&c, &r), 0);
-	sk_rhs_print(&c, &r);
-	SK_CHECK_EQ(sk_rhs_failures(&r), 0);
-	SK_CHECK_EQ(r.final_mismatch, 0);
+	stress_run_clean(&c, &r);
 	SK_CHECK_GT(r.resizes, 0);
 	SK_CHECK_EQ(r.resize_errors, 0);
 }

@@ -230,18 +230,23 @@ static struct chk_tbl *cur_tbl(void)
 
 /* ---- reader model ----------------------------------------------------- */
 
-static void rh_start(void *arg, const struct sk_chk_kind *k,
-		     struct sk_chk_reader *r)
+/* A reader of kind k enters table t: its first bucket, or the key's. */
+static void rh_enter_table(struct chk_tbl *t, const struct sk_chk_kind *k,
+			   struct sk_chk_reader *r)
 {
-	struct chk_tbl *t = cur_tbl();
-
-	(void)arg;
 	r->ctx = t;
 	r->aux = 0;
 	if (k->key == SK_CHK_ITER)
 		r->slot = &t->buckets[0];
 	else
 		r->slot = &t->buckets[hash_of(keyval[k->key]) & t->mask];
+}
+
+static void rh_start(void *arg, const struct sk_chk_kind *k,
+		     struct sk_chk_reader *r)
+{
+	(void)arg;
+	rh_enter_table(cur_tbl(), k, r);
 }
 
 static unsigned long tbl_size(const void *t);
@@ -261,12 +266,7 @@ static int rh_in_future(const struct sk_chk_kind *k, struct sk_chk_reader *r)
 
 	if (!f)
 		return SK_CHK_END;
-	r->ctx = f;
-	r->aux = 0;
-	if (k->key == SK_CHK_ITER)
-		r->slot = &f->buckets[0];
-	else
-		r->slot = &f->buckets[hash_of(keyval[k->key]) & f->mask];
+	rh_enter_table(f, k, r);
 	return SK_CHK_MOVED;
 }
 
@@ -388,24 +388,38 @@ static const struct sk_chk_ops rh_ops = {
 
 /* ---- table set-up and final checks ------------------------------------ */
 
-static void table_init(unsigned long buckets, int identity)
+/* Parameters of a table of struct obj (8-byte keys) from buckets up. */
+static struct sk_rhash_params obj_table_params(unsigned long buckets)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
 
 	p.head_offset = offsetof(struct obj, node);
 	p.key_offset = offsetof(struct obj, key);
 	p.key_len = 8;
-	p.hashfn = identity ? identity_hash : NULL;
-	p.seed = 0x5eed;
 	p.initial_buckets = buckets;
 	p.min_buckets = 1;
+	return p;
+}
+
+/* Create ht from p, no objects yet; identity: identity_hash is in use. */
+static void table_create(const struct sk_rhash_params *p, int identity)
+{
+	identity_hash_on = identity;
+	nobjs = 0;
+	SK_CHECK((ht = sk_rhash_create(p)) != NULL);
+}
+
+static void table_init(unsigned long buckets, int identity)
+{
+	struct sk_rhash_params p = obj_table_params(buckets);
+
+	p.hashfn = identity ? identity_hash : NULL;
+	p.seed = 0x5eed;
 	p.max_buckets = 1UL << 20;
 	p.automatic_resize = 0;
 	p.alloc = q_alloc;
 	p.free = q_free;
-	identity_hash_on = identity;
-	nobjs = 0;
-	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
+	table_create(&p, identity);
 	SK_CHECK_EQ(cur_tbl()->size, buckets);
 	SK_CHECK_EQ(cur_tbl()->mask, buckets - 1);
 }
@@ -986,40 +1000,14 @@ const char *__asan_default_options(void)
  * "armed", the current array is PROT_NONE too and the first thread to touch
  * it stops in the SIGSEGV handler until released.  A touch of a freed
  * mapping is a use after free: counted, then the mapping is made readable
- * again so that the thread goes on with the old contents.
+ * again so that the thread goes on with the old contents (the handler:
+ * map_segv_install(), tests/support/sk_test_maps.c).
  */
 #include "sk_test_maps.h"
 
-static int armed = -1, paused, release_victim, uaf_faults, t0_map;
-static int paused_in_section, victim_done;
+static int t0_map;
 static __thread int i_am_victim;
 static int arm_in_hook;
-
-static void segv_handler(int sig, siginfo_t *si, void *uc)
-{
-	char *a = (char *)si->si_addr;
-	int i = map_find(a), e = errno;
-
-	(void)uc;
-	if (i < 0) {
-		signal(sig, SIG_DFL); /* a real crash */
-		return;
-	}
-	if (__atomic_load_n(&maps[i].freed, __ATOMIC_ACQUIRE)) {
-		__atomic_fetch_add(&uaf_faults, 1, __ATOMIC_RELAXED);
-	} else if (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) == i) {
-		__atomic_store_n(&armed, -1, __ATOMIC_RELAXED);
-		__atomic_store_n(&paused_in_section, sk_rcu_read_lock_held(),
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&paused, 1, __ATOMIC_RELEASE);
-		while (!__atomic_load_n(&release_victim, __ATOMIC_ACQUIRE))
-			sched_yield();
-		errno = e;
-		return; /* the access is retried */
-	}
-	mprotect(maps[i].p, maps[i].len, PROT_READ | PROT_WRITE);
-	errno = e;
-}
 
 /* Checker hook: the victim's insert has published its node. */
 static void arm_hook(int ev)
@@ -1028,8 +1016,7 @@ static void arm_hook(int ev)
 	    !__atomic_load_n(&arm_in_hook, __ATOMIC_RELAXED))
 		return;
 	arm_in_hook = 0;
-	__atomic_store_n(&armed, t0_map, __ATOMIC_RELEASE);
-	mprotect(maps[t0_map].p, maps[t0_map].len, PROT_NONE);
+	map_arm(t0_map);
 }
 
 static struct obj victim_obj;
@@ -1040,7 +1027,7 @@ static void *victim_insert(void *arg)
 	i_am_victim = 1;
 	if (sk_rhash_insert(ht, &victim_obj.node))
 		abort();
-	__atomic_store_n(&victim_done, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&map_victim_done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -1060,6 +1047,11 @@ static void *resize_to_4(void *arg)
 	return NULL;
 }
 
+static void table_barrier(void)
+{
+	sk_rhash_barrier(ht);
+}
+
 /*
  * A table of one bucket on mapped arrays (map_alloc), automatic: 31
  * objects fit in the one bucket, so the 32nd insert is the first to make a
@@ -1067,35 +1059,24 @@ static void *resize_to_4(void *arg)
  */
 static void one_bucket_table_create(void)
 {
-	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+	struct sk_rhash_params p = obj_table_params(1);
 
-	p.head_offset = offsetof(struct obj, node);
-	p.key_offset = offsetof(struct obj, key);
-	p.key_len = 8;
-	p.initial_buckets = 1;
-	p.min_buckets = 1;
 	p.automatic_resize = 1;
 	p.grow_above_pct = 3100;
 	p.alloc = map_alloc;
 	p.free = map_free;
-	identity_hash_on = 0;
-	nobjs = 0;
-	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
+	table_create(&p, 0);
 }
 
 static void maybe_resize_never_reads_a_freed_bucket_array(void)
 {
-	struct sigaction sa, old;
+	struct sigaction old;
 	pthread_t tv, tr;
 	int i, stopped, in_section;
 
 	if (sk_test_qemu_i386_tls_bug("maybe_resize"))
 		return;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = segv_handler;
-	sa.sa_flags = SA_SIGINFO;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGSEGV, &sa, &old);
+	map_segv_install(&old);
 	one_bucket_table_create();
 	for (i = 0; i < 31; i++) {
 		struct obj *o;
@@ -1105,10 +1086,8 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 		SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
 	}
 	SK_CHECK_EQ(sk_rhash_buckets(ht), 1);
-	for (t0_map = 0; t0_map < nmaps; t0_map++)
-		if (maps[t0_map].p == (char *)ht->tbl)
-			break;
-	SK_CHECK(t0_map < nmaps);
+	t0_map = map_of(ht->tbl);
+	SK_CHECK(t0_map >= 0);
 	memset(&victim_obj, 0, sizeof(victim_obj));
 	victim_obj.key = 1000;
 	arm_in_hook = 1;
@@ -1121,44 +1100,21 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	 */
 	sk_rcu_read_lock();
 	pthread_create(&tv, NULL, victim_insert, NULL);
-	while (!(stopped = __atomic_load_n(&paused, __ATOMIC_ACQUIRE)) &&
-	       !__atomic_load_n(&victim_done, __ATOMIC_ACQUIRE))
-		sched_yield();
-	__atomic_store_n(&armed, -1, __ATOMIC_RELEASE);
 	/* The victim is in maybe_resize(), holding a pointer to the array. */
-	mprotect(maps[t0_map].p, maps[t0_map].len, PROT_READ | PROT_WRITE);
+	stopped = map_wait_victim(t0_map);
 	sk_rcu_read_unlock();
 	in_section = stopped &&
-		     __atomic_load_n(&paused_in_section, __ATOMIC_RELAXED);
+		     __atomic_load_n(&map_paused_in_section, __ATOMIC_RELAXED);
 	pthread_create(&tr, NULL, resize_to_4, NULL);
-	if (in_section) {
-		usleep(50000);
-		SK_CHECK(!__atomic_load_n(&maps[t0_map].freed, __ATOMIC_ACQUIRE));
-		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
-		pthread_join(tv, NULL);
-		pthread_join(tr, NULL);
-	} else {
-		pthread_join(tr, NULL);
-		/* A background grow that ran first frees t0 by callback. */
-		sk_rhash_barrier(ht);
-		SK_CHECK(maps[t0_map].freed);
-		__atomic_store_n(&release_victim, 1, __ATOMIC_RELEASE);
-		pthread_join(tv, NULL);
-	}
+	/* A background grow that ran first frees t0 by callback. */
+	map_race_victim(tv, tr, t0_map, in_section, table_barrier);
 	sk_rcu_checker_hook = NULL;
 	sigaction(SIGSEGV, &old, NULL);
-	fprintf(stderr, "  maybe_resize: %s; %d read(s) of the freed bucket "
-		"array%s\n",
-		!stopped     ? "never touched the array"
-		: in_section ? "touched the array inside a read section"
-			     : "touched the array OUTSIDE a read section",
-		uaf_faults, uaf_faults ? " (use after free)" : "");
-	SK_CHECK_EQ(uaf_faults, 0);
+	map_victim_report("maybe_resize", stopped, in_section);
+	SK_CHECK_EQ(map_uaf_faults, 0);
 	SK_CHECK_EQ(sk_rhash_count(ht), 32);
 	sk_rhash_destroy(ht, NULL, NULL);
-	for (i = 0; i < nmaps; i++)
-		munmap(maps[i].p, maps[i].len);
-	nmaps = 0;
+	map_unmap_all();
 }
 
 int main(int argc, char **argv)

@@ -116,29 +116,32 @@ static void writer_revokes_bias_and_it_comes_back(void)
 static struct sk_rwlock_rb try_l = SK_RWLOCK_RB_INITIALIZER;
 static int try_got; /* what another thread's trylock returned */
 
-static void *try_rd_thread(void *arg)
+/* A trylock and its unlock, tried on try_l from another thread. */
+struct try_op {
+	int (*trylock)(struct sk_rwlock_rb *l);
+	void (*unlock)(struct sk_rwlock_rb *l);
+};
+
+static struct try_op try_rd = { sk_rwlock_rb_tryrdlock,
+				sk_rwlock_rb_rdunlock };
+static struct try_op try_wr = { sk_rwlock_rb_trywrlock,
+				sk_rwlock_rb_wrunlock };
+
+static void *try_thread(void *arg)
 {
-	(void)arg;
-	try_got = sk_rwlock_rb_tryrdlock(&try_l);
+	struct try_op *op = (struct try_op *)arg;
+
+	try_got = op->trylock(&try_l);
 	if (try_got == 0)
-		sk_rwlock_rb_rdunlock(&try_l);
+		op->unlock(&try_l);
 	return NULL;
 }
 
-static void *try_wr_thread(void *arg)
-{
-	(void)arg;
-	try_got = sk_rwlock_rb_trywrlock(&try_l);
-	if (try_got == 0)
-		sk_rwlock_rb_wrunlock(&try_l);
-	return NULL;
-}
-
-static int try_from_thread(void *(*fn)(void *))
+static int try_from_thread(struct try_op *op)
 {
 	pthread_t t;
 
-	sk_test_thread_start(&t, fn, NULL);
+	sk_test_thread_start(&t, try_thread, op);
 	sk_test_thread_join(t);
 	return try_got;
 }
@@ -148,24 +151,24 @@ static void trylock_semantics(void)
 	/* A biased reader (in the table) keeps writers out, not readers. */
 	sk_rwlock_rb_rdlock(&try_l);
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&try_l), 1);
-	SK_CHECK_EQ(try_from_thread(try_wr_thread), -EBUSY);
+	SK_CHECK_EQ(try_from_thread(&try_wr), -EBUSY);
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&try_l), 1); /* given back */
-	SK_CHECK_EQ(try_from_thread(try_rd_thread), 0);
+	SK_CHECK_EQ(try_from_thread(&try_rd), 0);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&try_l), -EBUSY);
 	sk_rwlock_rb_rdunlock(&try_l);
 	/* A writer keeps both out. */
 	SK_CHECK_EQ(sk_rwlock_rb_trywrlock(&try_l), 0);
-	SK_CHECK_EQ(try_from_thread(try_wr_thread), -EBUSY);
-	SK_CHECK_EQ(try_from_thread(try_rd_thread), -EBUSY);
+	SK_CHECK_EQ(try_from_thread(&try_wr), -EBUSY);
+	SK_CHECK_EQ(try_from_thread(&try_rd), -EBUSY);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&try_l), -EBUSY);
 	sk_rwlock_rb_wrunlock(&try_l);
 	/* The writer revoked the bias: this reader takes the real lock. */
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&try_l), 0);
 	sk_rwlock_rb_rdlock(&try_l);
-	SK_CHECK_EQ(try_from_thread(try_wr_thread), -EBUSY);
-	SK_CHECK_EQ(try_from_thread(try_rd_thread), 0);
+	SK_CHECK_EQ(try_from_thread(&try_wr), -EBUSY);
+	SK_CHECK_EQ(try_from_thread(&try_rd), 0);
 	sk_rwlock_rb_rdunlock(&try_l);
-	SK_CHECK_EQ(try_from_thread(try_wr_thread), 0);
+	SK_CHECK_EQ(try_from_thread(&try_wr), 0);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&try_l), 0);
 }
 

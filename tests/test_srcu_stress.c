@@ -714,21 +714,41 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	return res;
 }
 
-static void poison_stress_with_every_kind_of_reader(void)
+/*
+ * The poison stress with every kind of reader: 2 plain, 2 that sleep up
+ * to 300 us inside, a locker/unlocker pair and a spawner of lockers that
+ * exit mid-section; updaters updating updates times each, picking their
+ * grace periods from gp_mask.
+ */
+static struct ss_config ss_every_reader(const char *name,
+					unsigned int updaters,
+					unsigned long updates,
+					unsigned int gp_mask)
 {
 	struct ss_config cfg = {
-		.name = "srcu stress",
+		.name = name,
 		.readers = 2,
 		.sleepers = 2,
 		.handoffs = 1,
 		.ephemeral = 1,
-		.updaters = 2,
-		.updates = 1200 / sk_tsrcu_slow,
-		.syncers = 1,
-		.gp_mask = SS_REAL_MASK,
+		.updaters = updaters,
+		.updates = updates,
+		.gp_mask = gp_mask,
 		.sleep_us = 300,
 	};
-	struct sk_stress_result r = ss_run_one(&cfg);
+
+	return cfg;
+}
+
+static void poison_stress_with_every_kind_of_reader(void)
+{
+	struct ss_config cfg = ss_every_reader("srcu stress", 2,
+					       1200 / sk_tsrcu_slow,
+					       SS_REAL_MASK);
+	struct sk_stress_result r;
+
+	cfg.syncers = 1;
+	r = ss_run_one(&cfg);
 
 	SK_CHECK_EQ(r.violations, 0);
 	SK_CHECK_EQ(r.errors, 0);
@@ -739,26 +759,29 @@ static void poison_stress_with_every_kind_of_reader(void)
 		fprintf(stderr, "  first violation: %s\n", r.first);
 }
 
+/*
+ * Run a broken twin (cfg->broken set, updaters pausing 50 us between
+ * updates): the checker must catch it.
+ */
+static void ss_check_twin_caught(struct ss_config *cfg)
+{
+	struct sk_stress_result r;
+
+	cfg->pace_us = 50;
+	cfg->broken = 1;
+	r = ss_run_one(cfg);
+	SK_CHECK_GT(r.checks, 0);
+	SK_CHECK_GT(r.violations, 0); /* the checker MUST catch it */
+}
+
 /* BUSTED twin 1: the updater skips the grace period. */
 static void poison_stress_catches_skipped_grace_period(void)
 {
-	struct ss_config cfg = {
-		.name = "srcu stress, BROKEN: no grace period",
-		.readers = 2,
-		.sleepers = 2,
-		.handoffs = 1,
-		.ephemeral = 1,
-		.updaters = 1,
-		.updates = 4000,
-		.gp_mask = 1u << SS_SKIP,
-		.sleep_us = 300,
-		.pace_us = 50,
-		.broken = 1,
-	};
-	struct sk_stress_result r = ss_run_one(&cfg);
+	struct ss_config cfg = ss_every_reader("srcu stress, BROKEN: no grace "
+					       "period", 1, 4000,
+					       1u << SS_SKIP);
 
-	SK_CHECK_GT(r.checks, 0);
-	SK_CHECK_GT(r.violations, 0); /* the checker MUST catch it */
+	ss_check_twin_caught(&cfg);
 }
 
 /*
@@ -773,19 +796,14 @@ static void poison_stress_catches_skipped_grace_period(void)
  */
 static void poison_stress_catches_gp_that_skips_an_index(void)
 {
-	struct ss_config cfg = {
-		.name = "srcu stress, emulated scan-flip-scan (control)",
-		.readers = 2,
-		.sleepers = 2,
-		.handoffs = 1,
-		.ephemeral = 1,
-		.updaters = 2,
-		.updates = 1000 / sk_tsrcu_slow,
-		.gp_mask = 1u << SS_EMU,
-		.sleep_us = 300,
-		.broken = 1, /* atomic loads, nothing freed before the end */
-	};
-	struct sk_stress_result r = ss_run_one(&cfg);
+	struct ss_config cfg = ss_every_reader("srcu stress, emulated "
+					       "scan-flip-scan (control)", 2,
+					       1000 / sk_tsrcu_slow,
+					       1u << SS_EMU);
+	struct sk_stress_result r;
+
+	cfg.broken = 1; /* atomic loads, nothing freed before the end */
+	r = ss_run_one(&cfg);
 
 	SK_CHECK_EQ(r.violations, 0);
 	SK_CHECK_EQ(r.updates, cfg.updaters * cfg.updates);
@@ -795,10 +813,7 @@ static void poison_stress_catches_gp_that_skips_an_index(void)
 	cfg.gp_mask = 1u << SS_EMU_SKIP_OLD;
 	cfg.updaters = 1;
 	cfg.updates = 4000;
-	cfg.pace_us = 50;
-	r = ss_run_one(&cfg);
-	SK_CHECK_GT(r.checks, 0);
-	SK_CHECK_GT(r.violations, 0); /* the checker MUST catch it */
+	ss_check_twin_caught(&cfg);
 }
 
 /*
