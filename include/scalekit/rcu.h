@@ -71,9 +71,10 @@ struct sk_rcu_head {
  * only by the grace-period leader; futex by the leader (to -1 when it
  * sleeps on readers, to a positive request value while a grace period
  * asks readers for a handshake, back to 0) and by readers that wake it
- * (-1 to 0).  Readers take their slow path on any nonzero value, except
- * a handshake value they answered already (sk_rcu__hs_seen).  Alone on
- * its cache line, read-mostly.
+ * (-1 to 0).  sk_rcu_read_unlock() takes its slow path on any nonzero
+ * value except a handshake value its thread answered already
+ * (sk_rcu__hs_seen); the QSBR slow paths call sk_rcu__wake_gp() on any
+ * nonzero value.  Alone on its cache line, read-mostly.
  */
 struct sk_rcu__gp_state {
 	unsigned long ctr; /* ABI: (phase << 16) | SK_RCU_REG | 1 */
