@@ -87,6 +87,7 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k)
 	k->handshake = sk_atomic_load_relaxed(&sk__rcu.kinds.handshake);
 	k->heavy = sk_atomic_load_relaxed(&sk__rcu.kinds.heavy);
 	k->qsbr_only = sk_atomic_load_relaxed(&sk__rcu.kinds.qsbr_only);
+	k->quiet = sk_atomic_load_relaxed(&sk__rcu.kinds.quiet);
 }
 
 /*

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RCU: the reader handshake that stands for a grace period's first
- * barrier, the stall watchdog's report, and the polled grace-period API.
+ * RCU: the reader handshake (the quiet round, then the request) that
+ * stands for a grace period's first barrier, the stall watchdog's report,
+ * and the polled grace-period API.
  * The algorithm and the module's overview: src/internal/rcu.h.
  *
  * Barrier pairs placed here [partner's file]:
@@ -11,6 +12,10 @@
  *   RCU-H2  leader: acquire load of every answer; pairs with the reader's
  *           release after RCU-H1 [rcu_reader.c].  All answers stand for
  *           RCU-G1 [rcu_gp.c].
+ *   The quiet round places no fence: its relaxed loads of reader words
+ *   rely on RCU-R1/RCU-L1 (a word of the new phase was stored after the
+ *   reader's acquire of the advanced counter), and the leader's local
+ *   full barrier after it orders its own later loads [rcu_gp.c].
  *   The polled API's full barrier after an observed completion orders
  *   the caller's frees after RCU-G2 [rcu_gp.c].
  */
@@ -72,6 +77,72 @@ static int all_acked(uint64_t e, unsigned long c)
 }
 
 /*
+ * Is every registered reader but the caller inside a section of counter
+ * word c (word_is_answer())?  Marks each as passed for the scan (TSan).
+ * Registry read lock held.
+ */
+static int all_in_phase(unsigned long c)
+{
+	struct rcu_chunk *ch;
+
+	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next) {
+		uint64_t used = ch->used;
+
+		while (used) {
+			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
+
+			used &= used - 1;
+			if (s->ackp == &sk__rcu_ack)
+				continue;
+			if (!word_is_answer(slot_word(s), c) &&
+			    !busted(SK__RCU_BUSTED_QUIET))
+				return 0;
+			slot_passed(s);
+		}
+	}
+	return 1;
+}
+
+/* Spin until the clock reaches t, without touching shared lines. */
+static void spin_until(uint64_t t)
+{
+	while (sk__now_ns() < t)
+		sk_cpu_relax();
+}
+
+/*
+ * The quiet round of a normal grace period: wait for every reader to show
+ * a section of counter word c without asking (see word_is_answer()).  A
+ * reader that runs sections loads the advanced counter at its next
+ * sk_rcu_read_lock() (RCU-L1, acquire, pairs with RCU-R1), so it answers
+ * within a fraction of a microsecond, with no futex store for it to miss,
+ * no slow path and no fence.  The leader looks only every
+ * SK_RCU_QUIET_GAP_NS (see there).  A word of c also shows that the reader
+ * left every section that began before RCU-R1, so no scan needs to read it
+ * again.  Returns 1 when all showed one within SK_RCU_QUIET_NS; 0 at once
+ * when an expedited caller waits (it asks instead) or where one scan does
+ * not suffice.
+ */
+static int quiet_round(unsigned long c)
+{
+	uint64_t now = sk__now_ns(), end = now + SK_RCU_QUIET_NS;
+	int all;
+
+	if (SK_RCU_SCANS != 1)
+		return 0;
+	for (now += SK_RCU_QUIET_FIRST_NS;; now += SK_RCU_QUIET_GAP_NS) {
+		spin_until(now);
+		if (sk_atomic_load_relaxed(&sk__rcu.expedite))
+			return 0;
+		pthread_rwlock_rdlock(&sk__rcu.registry_lock);
+		all = all_in_phase(c);
+		pthread_rwlock_unlock(&sk__rcu.registry_lock);
+		if (all || now >= end)
+			return all;
+	}
+}
+
+/*
  * Ask every registered reader for a barrier (RCU-H0) and wait up to
  * SK_RCU_HANDSHAKE_NS for all answers; returns 1 when all answered.
  * Registry read lock taken here.
@@ -116,6 +187,12 @@ int sk__rcu_gp_handshake(int expedited, unsigned long c)
 	if (*skip && !busted(SK__RCU_BUSTED_HANDSHAKE)) {
 		(*skip)--;
 		all = 0;
+	} else if (!expedited && !busted(SK__RCU_BUSTED_HANDSHAKE) &&
+		   quiet_round(c)) {
+		sk__rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
+		count_kind(&sk__rcu.kinds.handshake);
+		count_kind(&sk__rcu.kinds.quiet);
+		return SK_RCU_HS_QUIET;
 	} else if ((all = handshake_round(c))) {
 		if (!expedited)
 			sk__rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
@@ -130,7 +207,7 @@ int sk__rcu_gp_handshake(int expedited, unsigned long c)
 		sk_atomic_fetch_add_relaxed(
 			all ? &sk__rcu.exp_handshakes : &sk__rcu.exp_fallbacks, 1UL);
 	count_kind(all ? &sk__rcu.kinds.handshake : &sk__rcu.kinds.heavy);
-	return all;
+	return all ? SK_RCU_HS_ASKED : SK_RCU_HS_NONE;
 }
 
 /* Copy the name of thread tid (as set by pthread_setname_np) into buf. */

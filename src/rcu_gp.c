@@ -329,29 +329,40 @@ static unsigned long advance_phase(void)
 	return w;
 }
 
+/* What a grace period does after RCU-G1 (gp_fence_before_scan()). */
+enum {
+	GP_SKIP, /* nothing: a busted twin's grace period that does not wait */
+	GP_SCAN, /* wait for the readers (scan), then RCU-G2 */
+	GP_SEEN, /* the quiet round saw every reader pass: RCU-G2 only */
+};
+
 /*
  * RCU-G1: the phase advance before reading reader words; pairs with
- * RCU-L2/RCU-Q2.  With general readers: the handshake, else membarrier(2).  With QSBR-mode
- * threads only, whose RCU-Q2 is a full fence: a full fence.  Returns 0 when
- * the (busted) grace period must not scan.
+ * RCU-L2/RCU-Q2.  With general readers: the handshake, else membarrier(2).
+ * With QSBR-mode threads only, whose RCU-Q2 is a full fence: a full fence.
+ * Returns what follows (GP_*).
  */
 static int gp_fence_before_scan(int expedited, int general, unsigned long c)
 {
+	int hs;
+
 	expedited = expedited || sk_atomic_load_relaxed(&sk__rcu.expedite);
 	if (!general) {
 		count_kind(&sk__rcu.kinds.qsbr_only);
 		sk_smp_mb();
-		return !busted(SK__RCU_BUSTED_QSBR_ONLY);
+		return busted(SK__RCU_BUSTED_QSBR_ONLY) ? GP_SKIP : GP_SCAN;
 	}
-	if (sk__rcu_gp_handshake(expedited, c)) {
-		/* After RCU-H2: the leader's own later loads, locally. */
+	hs = sk__rcu_gp_handshake(expedited, c);
+	if (hs != SK_RCU_HS_NONE) {
+		/* After RCU-H2 or the quiet round's loads: the leader's own
+		 * later loads, locally. */
 		sk_smp_mb();
-		return 1;
+		return hs == SK_RCU_HS_QUIET ? GP_SEEN : GP_SCAN;
 	}
 	if (busted(SK__RCU_BUSTED_HANDSHAKE))
-		return 0;
+		return GP_SKIP;
 	sk_fence_heavy();
-	return 1;
+	return GP_SCAN;
 }
 
 /* The grace-period number after s; skips ULONG_MAX (see sk__rcu.gp_seq). */
@@ -364,7 +375,7 @@ static inline unsigned long gp_next(unsigned long s)
 static void lead(unsigned long target, int expedited)
 {
 	unsigned long c, w;
-	int i, kind, scans = gp_scans();
+	int i, kind, next, scans = gp_scans();
 
 	if (sk__rcu_done(target))
 		return;
@@ -383,9 +394,11 @@ static void lead(unsigned long target, int expedited)
 	sk_smp_mb();
 	kind = other_readers();
 	sk__rcu.gp_general = kind == RD_GENERAL;
-	if (kind != RD_NONE &&
-	    gp_fence_before_scan(expedited, kind == RD_GENERAL, w)) {
-		for (i = 0; i < scans; i++) {
+	next = kind == RD_NONE ? GP_SKIP
+			       : gp_fence_before_scan(expedited,
+						      kind == RD_GENERAL, w);
+	if (next != GP_SKIP) {
+		for (i = 0; next == GP_SCAN && i < scans; i++) {
 			if (i) {
 				w = advance_phase();
 				/* RCU-R1 before the second scan's loads. */

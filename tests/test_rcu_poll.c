@@ -892,7 +892,7 @@ static void expedited_handshake_then_fallback(void)
 /* Hidden in the library (src/barrier.c, src/internal/rcu.h); linked statically. */
 unsigned long sk__fence_heavy_count(void);
 struct sk__rcu_gp_kinds {
-	unsigned long handshake, heavy, qsbr_only;
+	unsigned long handshake, heavy, qsbr_only, quiet;
 };
 void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
 

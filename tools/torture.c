@@ -121,7 +121,12 @@ static void usage_broken_and_rest(FILE *f)
 		"  --busted-handshake\n"
 		"                  rcu, mixed: a handshake that times out skips "
 		"membarrier(2)\n"
-		"                  and the scan (must FAIL)\n"
+		"                  and the scan (must FAIL)\n"		"  --busted-quiet  rcu, mixed: a normal grace period's quiet round "
+		"takes every\n"
+		"                  reader for passed and skips the scan (must "
+		"FAIL; 64-bit\n"
+		"                  builds only: with 32-bit words there is no "
+		"quiet round)\n"
 		"  --fault-rate P  rhash: make a fraction P (0..1) of the "
 		"table's allocations\n"
 		"                  fail\n"
@@ -315,6 +320,7 @@ static const struct tort_flag_opt {
 	{ "--busted", offsetof(struct sk_tort_config, busted) },
 	{ "--busted-qsbr", offsetof(struct sk_tort_config, busted_qsbr) },
 	{ "--busted-handshake", offsetof(struct sk_tort_config, busted_hs) },
+	{ "--busted-quiet", offsetof(struct sk_tort_config, busted_quiet) },
 	{ "--cb-pcpu", offsetof(struct sk_tort_config, cb_pcpu) },
 	{ "--in-section", offsetof(struct sk_tort_config, in_section) },
 };

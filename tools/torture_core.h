@@ -179,7 +179,7 @@ struct sk_tort_config {
 	unsigned int gp_mask; /* bit g: SK_TORT_GP_* allowed */
 	unsigned long nesting;
 	int sleep, churn, fork, flood, stutter, busted;
-	int busted_qsbr, busted_hs; /* broken library paths: must FAIL */
+	int busted_qsbr, busted_hs, busted_quiet; /* broken library paths: must FAIL */
 	int cb_pcpu;	   /* per-CPU callback workers, cycled every second */
 	int in_section;	   /* rhash: updates inside read sections */
 	double fault_rate; /* rhash: fraction of failing allocations */

@@ -27,10 +27,14 @@
  * Hidden in the library (src/internal/rcu.h); the tool links it
  * statically.  --busted-qsbr and --busted-handshake switch it on.
  */
-enum { SK__RCU_BUSTED_QSBR_ONLY = 1, SK__RCU_BUSTED_HANDSHAKE = 2 };
+enum {
+	SK__RCU_BUSTED_QSBR_ONLY = 1,
+	SK__RCU_BUSTED_HANDSHAKE = 2,
+	SK__RCU_BUSTED_QUIET = 5,
+};
 void sk__rcu_set_busted(int mode);
 struct sk__rcu_gp_kinds {
-	unsigned long handshake, heavy, qsbr_only;
+	unsigned long handshake, heavy, qsbr_only, quiet;
 };
 void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
 
@@ -243,12 +247,13 @@ static const struct sk_tort_ops *run_pick_ops(struct tort_run *R)
 		sk__rcu_cb_set_busted(2); /* SK__CB_BUSTED_NO_GP */
 	} else if (cfg->busted) {
 		sk_tort_make_busted(R->ops_in, &R->busted_ops);
-	} else if (cfg->busted_qsbr || cfg->busted_hs) {
+	} else if (cfg->busted_qsbr || cfg->busted_hs || cfg->busted_quiet) {
 		/* Real grace periods, broken inside the library. */
 		R->busted_ops = *R->ops_in;
 		R->busted_ops.busted = 1;
 		sk__rcu_set_busted(cfg->busted_qsbr ? SK__RCU_BUSTED_QSBR_ONLY
-						    : SK__RCU_BUSTED_HANDSHAKE);
+				   : cfg->busted_hs ? SK__RCU_BUSTED_HANDSHAKE
+						    : SK__RCU_BUSTED_QUIET);
 	} else {
 		return R->ops_in;
 	}
@@ -567,10 +572,11 @@ static void report_counts(struct tort_run *R, const struct sk_tort_stats *sum)
 			g1->exp_fallbacks - g0->exp_fallbacks);
 	sk__rcu_get_gp_kinds(&k1);
 	if (g1->have_cb)
-		fprintf(out, "\n%sRCU first barriers: %lu handshakes, %lu "
-			     "membarriers, %lu QSBR-only",
+		fprintf(out, "\n%sRCU first barriers: %lu handshakes (%lu "
+			     "quiet), %lu membarriers, %lu QSBR-only",
 			prefix, k1.handshake - R->k0.handshake,
-			k1.heavy - R->k0.heavy, k1.qsbr_only - R->k0.qsbr_only);
+			k1.quiet - R->k0.quiet, k1.heavy - R->k0.heavy,
+			k1.qsbr_only - R->k0.qsbr_only);
 	fprintf(out, "\n%supdates by grace-period type:", prefix);
 	for (i = 0; i < SK_TORT_GP_NR; i++)
 		if (R->cfg->gp_mask & (1u << i))

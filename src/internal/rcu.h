@@ -62,11 +62,13 @@
  *   RCU-Q2  QSBR thread, full fence after it (quiescent state, offline,
  *           online) [rcu_reader.c]; pairs with RCU-G1 and RCU-G3.
  *   RCU-G1  leader, after the advance, before reading any reader word
- *           [rcu_gp.c]: the handshake (RCU-H0..H2), else the heavy fence;
- *           a full fence for QSBR-only grace periods (RCU-M).  Pairs with
- *           RCU-L2/RCU-Q2: a reader either has made its word visible (and
- *           is waited for), or its section's loads come after RCU-G1 and
- *           see every unlink made before it.
+ *           [rcu_gp.c]: the handshake (the quiet round, else RCU-H0..H2),
+ *           else the heavy fence; a full fence for QSBR-only grace periods
+ *           (RCU-M).  Pairs with RCU-L2/RCU-Q2: a reader either has made
+ *           its word visible (and is waited for), or its section's loads
+ *           come after RCU-G1 and see every unlink made before it.  The
+ *           quiet round needs no reader fence: a word of the new phase
+ *           was stored after RCU-L1 read the advance (RCU-R1).
  *   RCU-G2  leader, after the scan, before completion [rcu_gp.c]: heavy (a
  *           local sk_smp_mb() on x86, TSO, and for QSBR-only grace
  *           periods).  Pairs with RCU-U1/RCU-Q1: the sections' loads are
@@ -158,9 +160,10 @@ unsigned long sk__rcu_gp_count(void);
 
 /*
  * How grace periods took their first barrier (RCU-G1), counted since start:
- * by handshake with the readers, by membarrier(2) (sk_fence_heavy()), or
- * with a full fence because only QSBR-mode threads were registered
- * besides the caller.  Grace periods that found no other reader count in
+ * by handshake with the readers (of those, how many by the quiet round,
+ * without a request), by membarrier(2) (sk_fence_heavy()), or with a full
+ * fence because only QSBR-mode threads were registered besides the
+ * caller.  Grace periods that found no other reader count in
  * none.  Relaxed loads, orders nothing; never blocks; any thread.  Hidden
  * (tests and the torture tool link the library statically).
  */
@@ -168,13 +171,14 @@ struct sk__rcu_gp_kinds {
 	unsigned long handshake; /* RCU-G1 by handshake, normal and expedited */
 	unsigned long heavy;	 /* RCU-G1 by sk_fence_heavy() */
 	unsigned long qsbr_only; /* RCU-G1 by a full fence, no general reader */
+	unsigned long quiet;	 /* of handshake: by the quiet round, unasked */
 };
 void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
 
 /*
  * Broken twins of the grace-period paths, for the torture tool's
- * --busted-qsbr / --busted-handshake and test_rcu_batch (never set
- * otherwise):
+ * --busted-qsbr / --busted-handshake / --busted-quiet, test_rcu_batch and
+ * test_rcu_quiet (never set otherwise):
  * SK__RCU_BUSTED_QSBR_ONLY: a grace period that found no general reader
  * does not wait for the QSBR readers at all;
  * SK__RCU_BUSTED_HANDSHAKE: a handshake that timed out takes the readers
@@ -182,13 +186,16 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
  * SK__RCU_BUSTED_NO_BATCH: every caller runs a grace period of its own
  * (concurrent callers share none);
  * SK__RCU_BUSTED_EARLY_WAKE: a leader releases the callers of its batch
- * before its grace period instead of after it.
+ * before its grace period instead of after it;
+ * SK__RCU_BUSTED_QUIET: the quiet round takes every reader for passed at
+ * its first look, whatever its word shows (and skips the scan).
  */
 enum {
 	SK__RCU_BUSTED_QSBR_ONLY = 1,
 	SK__RCU_BUSTED_HANDSHAKE = 2,
 	SK__RCU_BUSTED_NO_BATCH = 3,
 	SK__RCU_BUSTED_EARLY_WAKE = 4,
+	SK__RCU_BUSTED_QUIET = 5,
 };
 void sk__rcu_set_busted(int mode);
 

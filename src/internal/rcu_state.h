@@ -36,6 +36,17 @@
  * then).  futex holds sk__rcu_hs_word(e) while handshake e runs.
  */
 #define SK_RCU_HANDSHAKE_NS 5000
+/*
+ * The quiet round of a normal grace period, before its handshake request:
+ * the leader first waits SK_RCU_QUIET_FIRST_NS without touching any
+ * reader's line, then looks at the reader words every SK_RCU_QUIET_GAP_NS
+ * for at most SK_RCU_QUIET_NS in all.  Each look takes the line of every
+ * busy reader's word, which that reader then misses on its next store; the
+ * gaps bound how often a grace period makes it pay that.
+ */
+#define SK_RCU_QUIET_FIRST_NS 1000
+#define SK_RCU_QUIET_GAP_NS 500
+#define SK_RCU_QUIET_NS 3000
 #define SK_RCU_HANDSHAKE_BACKOFF 15
 #define SK_RCU_HANDSHAKE_BACKOFF_MAX 63
 /*
@@ -200,9 +211,14 @@ void sk__rcu_key_init(void);
 void sk__rcu_wake_leader(void);
 
 /*
- * RCU-G1 by handshake, or 0 when the caller must issue the heavy fence
- * (src/rcu_exp.c).  Caller holds gp_lock, after RCU-R1.
+ * RCU-G1 by handshake (src/rcu_exp.c): SK_RCU_HS_NONE when the caller must
+ * issue the heavy fence, SK_RCU_HS_ASKED when every reader answered a
+ * request (the scan follows as usual), SK_RCU_HS_QUIET when the quiet
+ * round saw every reader inside a section of counter word c: that stands
+ * for RCU-G1 and for the scan, which it makes needless.  Caller holds
+ * gp_lock, after RCU-R1.
  */
+enum { SK_RCU_HS_NONE, SK_RCU_HS_ASKED, SK_RCU_HS_QUIET };
 int sk__rcu_gp_handshake(int expedited, unsigned long c);
 
 /* Stall watchdog: name every reader that still holds the scan of c. */
