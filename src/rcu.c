@@ -25,7 +25,9 @@
 #endif
 
 struct sk_rcu__gp_state sk_rcu__gp = {
-	.ctr = (1UL << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1, .futex = 0
+	.ctr = (1UL << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1,
+	.qs_word = (1UL << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | SK_RCU_QSBR_NEST,
+	.futex = 0
 };
 
 __thread unsigned long sk_rcu__ctr __attribute__((tls_model("initial-exec")));

@@ -324,8 +324,7 @@ static unsigned long advance_phase(void)
 {
 	unsigned long w = sk_rcu__gp.ctr + (1UL << SK_RCU_SEQ_SHIFT);
 
-	/* RCU-R1: advance the counter; pairs with RCU-L1 (read lock). */
-	sk_atomic_store_release(&sk_rcu__gp.ctr, w);
+	sk__rcu_set_ctr(w);
 	return w;
 }
 
@@ -635,8 +634,7 @@ int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase)
 	sk__rcu.gp_seq = gp;
 	sk_atomic_store_relaxed(&sk__rcu.ngps, 0UL);
 	sk_atomic_store_release(&sk__rcu.completed, gp);
-	sk_atomic_store_release(&sk_rcu__gp.ctr,
-				(phase << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1);
+	sk__rcu_set_ctr((phase << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1);
 	pthread_mutex_unlock(&sk__rcu.gp_lock);
 	return 0;
 }

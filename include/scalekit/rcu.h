@@ -78,6 +78,12 @@ struct sk_rcu_head {
  */
 struct sk_rcu__gp_state {
 	unsigned long ctr; /* ABI: (phase << 16) | SK_RCU_REG | 1 */
+	/*
+	 * ABI: ctr + SK_RCU_QSBR_NEST - 1, stored before ctr: the word of an
+	 * online QSBR thread that has announced ctr's phase (saves the
+	 * quiescent state's fast path an addition).
+	 */
+	unsigned long qs_word;
 	int futex;	   /* ABI: nonzero: readers call sk_rcu__wake_gp() */
 } __attribute__((aligned(SK_CACHELINE)));
 
@@ -282,12 +288,13 @@ static inline void sk_rcu_quiescent_state(void)
 	/*
 	 * No grace period began since the last announcement (and the thread
 	 * is an online QSBR reader outside sk_rcu_read_lock()): the word
-	 * equals the counter word with the QSBR depth instead of depth 1.
+	 * equals the counter word with the QSBR depth instead of depth 1
+	 * (qs_word).  A stale qs_word only delays an announcement, as a
+	 * stale ctr would.
 	 * Relaxed: nobody waits for this thread, so nothing needs ordering;
 	 * the slow path orders with full fences (RCU-Q1/RCU-Q2).
 	 */
-	if (SK_LIKELY(v == sk_atomic_load_relaxed(&sk_rcu__gp.ctr) +
-				  (SK_RCU_QSBR_NEST - 1)))
+	if (SK_LIKELY(v == sk_atomic_load_relaxed(&sk_rcu__gp.qs_word)))
 		return;
 	sk_rcu__quiescent_slow();
 }

@@ -204,6 +204,20 @@ static inline void count_kind(unsigned long *c)
 	sk_atomic_store_relaxed(c, *c + 1);
 }
 
+/*
+ * Store counter word w (RCU-R1) and its QSBR form.  Caller holds gp_lock.
+ * qs_word first, relaxed: the quiescent state's fast path only compares
+ * it, and a thread that sees it before the new ctr takes the slow path,
+ * whose acquire of ctr (RCU-Q2's side) orders the rest.
+ */
+static inline void sk__rcu_set_ctr(unsigned long w)
+{
+	sk_atomic_store_relaxed(&sk_rcu__gp.qs_word,
+				w + (SK_RCU_QSBR_NEST - 1));
+	/* RCU-R1: advance the counter; pairs with RCU-L1 (read lock). */
+	sk_atomic_store_release(&sk_rcu__gp.ctr, w);
+}
+
 /* Create the thread-exit key (pthread_once; src/rcu_reader.c). */
 void sk__rcu_key_init(void);
 
