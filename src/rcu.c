@@ -93,6 +93,133 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k)
 }
 
 /*
+ * Counts of synchronize calls (sk_rcu_stats.sync_calls), one per calling
+ * thread: a shared atomic counter cost every call a locked instruction
+ * (about a sixth of an uncontended call without readers).  A thread's
+ * first call links its thread-local count into sync_counts; its exit adds
+ * the count to sync_exited and unlinks it.  Guarded by sync_lock, except
+ * n, which only its thread writes (relaxed) and the stats read (relaxed).
+ */
+struct sync_count {
+	unsigned long n;
+	struct sync_count *next, **pprev;
+};
+
+static __thread struct sync_count my_sync
+	__attribute__((tls_model("initial-exec")));
+/* my_sync is linked (read and written by its thread only: other threads
+ * write my_sync.pprev, under sync_lock). */
+static __thread int my_sync_on __attribute__((tls_model("initial-exec")));
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sync_count *sync_counts;
+static unsigned long sync_exited;
+static pthread_key_t sync_key;
+static pthread_once_t sync_once = PTHREAD_ONCE_INIT;
+
+static void sync_count_unlink(struct sync_count *c)
+{
+	if (c->next)
+		c->next->pprev = c->pprev;
+	*c->pprev = c->next;
+	c->pprev = NULL;
+}
+
+/* Thread-exit destructor of sync_key: keep the exiting thread's count. */
+static void sync_count_exit(void *arg)
+{
+	struct sync_count *c = arg;
+
+	pthread_mutex_lock(&sync_lock);
+	sync_exited += sk_atomic_load_relaxed(&c->n);
+	sync_count_unlink(c);
+	pthread_mutex_unlock(&sync_lock);
+	/* The exiting thread itself: a later call (another destructor's)
+	 * links it again, with a count from 0. */
+	c->n = 0;
+	my_sync_on = 0;
+}
+
+static void sync_key_init(void)
+{
+	if (pthread_key_create(&sync_key, sync_count_exit) != 0)
+		sk__die("pthread_key_create failed: cannot track thread exit");
+}
+
+/* The first call of a thread links its count. */
+static void sync_count_link(void)
+{
+	pthread_once(&sync_once, sync_key_init);
+	pthread_mutex_lock(&sync_lock);
+	my_sync.next = sync_counts;
+	if (sync_counts)
+		sync_counts->pprev = &my_sync.next;
+	my_sync.pprev = &sync_counts;
+	sync_counts = &my_sync;
+	pthread_mutex_unlock(&sync_lock);
+	my_sync_on = 1;
+	if (pthread_setspecific(sync_key, &my_sync) != 0)
+		sk__die("pthread_setspecific failed: cannot track thread exit");
+}
+
+void sk__rcu_count_sync(void)
+{
+	if (SK_UNLIKELY(!my_sync_on))
+		sync_count_link();
+	/* Relaxed: only this thread writes n; the stats read it. */
+	sk_atomic_store_relaxed(&my_sync.n, my_sync.n + 1);
+}
+
+/* All calls so far: exited threads' and the live ones'. */
+static unsigned long sync_count_sum(void)
+{
+	struct sync_count *c;
+	unsigned long sum;
+
+	pthread_mutex_lock(&sync_lock);
+	sum = sync_exited;
+	for (c = sync_counts; c; c = c->next)
+		sum += sk_atomic_load_relaxed(&c->n);
+	pthread_mutex_unlock(&sync_lock);
+	return sum;
+}
+
+/*
+ * The child of a fork keeps only its own thread's count in the list: the
+ * other threads' counts are summed in the parent, under sync_lock, into
+ * fork_base, which becomes the child's sync_exited (their memory may be
+ * reused by the child's threads).
+ */
+static unsigned long fork_base;
+
+static void sync_count_fork_prepare(void)
+{
+	struct sync_count *c;
+
+	pthread_mutex_lock(&sync_lock);
+	fork_base = sync_exited;
+	for (c = sync_counts; c; c = c->next)
+		if (c != &my_sync)
+			fork_base += sk_atomic_load_relaxed(&c->n);
+}
+
+static void sync_count_fork_parent(void)
+{
+	pthread_mutex_unlock(&sync_lock);
+}
+
+static void sync_count_fork_child(void)
+{
+	pthread_mutex_init(&sync_lock, NULL);
+	sync_exited = fork_base;
+	sync_counts = NULL;
+	if (my_sync_on) {
+		my_sync.next = NULL;
+		my_sync.pprev = &sync_counts;
+		sync_counts = &my_sync;
+	}
+}
+
+/*
  * fork(): only the forking thread exists in the child.  The registry is
  * rebuilt with that thread alone (if registered); locks are made usable;
  * a grace period that was running in the parent simply never completes in
@@ -100,6 +227,7 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k)
  */
 static void atfork_prepare(void)
 {
+	sync_count_fork_prepare();
 	sk__rcu_cb_atfork_prepare();
 	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
 }
@@ -108,6 +236,7 @@ static void atfork_parent(void)
 {
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
 	sk__rcu_cb_atfork_parent();
+	sync_count_fork_parent();
 }
 
 static void atfork_child(void)
@@ -150,6 +279,7 @@ static void atfork_child(void)
 	sk__rcu.gp_skip = 0;
 	sk__rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
 	sk__rcu_cb_atfork_child();
+	sync_count_fork_child();
 }
 
 unsigned long sk__rcu_gp_count(void)
@@ -163,7 +293,7 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	if (!st)
 		return -EINVAL;
 	st->grace_periods = sk_atomic_load_relaxed(&sk__rcu.ngps);
-	st->sync_calls = sk_atomic_load_relaxed(&sk__rcu.sync_calls);
+	st->sync_calls = sync_count_sum();
 	st->gp_sleeps = sk_atomic_load_relaxed(&sk__rcu.gp_sleeps);
 	st->exp_handshakes = sk_atomic_load_relaxed(&sk__rcu.exp_handshakes);
 	st->exp_fallbacks = sk_atomic_load_relaxed(&sk__rcu.exp_fallbacks);

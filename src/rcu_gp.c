@@ -602,7 +602,7 @@ static void synchronize(const char *fn, int expedited)
 {
 	int was_online = sk__rcu_enter_wait(fn);
 
-	sk_atomic_fetch_add_relaxed(&sk__rcu.sync_calls, 1UL);
+	sk__rcu_count_sync();
 	sk__rcu_wait(sk__rcu_snap(), expedited);
 	if (was_online)
 		sk_rcu_thread_online();

@@ -74,6 +74,34 @@ static void synchronize_with_zero_registered_readers(void)
 	SK_CHECK_EQ(b.readers, 0);
 }
 
+static void *sync_and_exit(void *arg)
+{
+	int i;
+
+	for (i = 0; i < 25; i++)
+		sk_synchronize_rcu();
+	return arg;
+}
+
+/*
+ * sync_calls counts per thread: the calls of threads that have exited
+ * still count, exactly.
+ */
+static void sync_calls_of_exited_threads_count(void)
+{
+	struct sk_rcu_stats a = sk_test_rcu_stats(), b;
+	pthread_t t[4];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		sk_test_thread_start(&t[i], sync_and_exit, NULL);
+	for (i = 0; i < 4; i++)
+		sk_test_thread_join(t[i]);
+	sk_synchronize_rcu();
+	b = sk_test_rcu_stats();
+	SK_CHECK_EQ(b.sync_calls - a.sync_calls, 4 * 25 + 1);
+}
+
 static void get_stats_null_is_einval(void)
 {
 	struct sk_rcu_stats st;
@@ -1217,6 +1245,7 @@ int main(int argc, char **argv)
 		sk_fence_uses_membarrier() ? "membarrier" : "fallback");
 
 	SK_RUN_TIMED(synchronize_with_zero_registered_readers);
+	SK_RUN_TIMED(sync_calls_of_exited_threads_count);
 	SK_RUN_TIMED(get_stats_null_is_einval);
 	SK_RUN_TIMED(read_lock_nesting_and_ongoing);
 	SK_RUN_TIMED(dereference_and_assign_pointer);

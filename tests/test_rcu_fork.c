@@ -314,15 +314,24 @@ static void child_cb(struct sk_rcu_head *h)
 	INC(child_ran);
 }
 
+/* sync_calls just before the fork, in the parent (the child's copy). */
+static unsigned long calls_before_fork;
+
 static void child_after_fork_in_gp(void)
 {
 	static struct sk_rcu_head h[10];
+	struct sk_rcu_stats s0, s1;
 	unsigned long c;
 	int i;
 
+	/* The calls of the parent's threads, gone here, still count. */
+	SK_CHECK_EQ(sk_rcu_get_stats(&s0), 0);
+	SK_CHECK_LE(calls_before_fork, s0.sync_calls);
 	for (i = 0; i < 3; i++)
 		sk_synchronize_rcu();
 	sk_synchronize_rcu_expedited();
+	SK_CHECK_EQ(sk_rcu_get_stats(&s1), 0);
+	SK_CHECK_EQ(s1.sync_calls - s0.sync_calls, 4);
 	c = sk_get_state_synchronize_rcu();
 	sk_cond_synchronize_rcu(c);
 	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(c), 1);
@@ -359,6 +368,7 @@ static void fork_while_synchronize_waits(void)
 		sk_test_thread_start(&s.t, syncer_main, &s);
 		sk_test_wait_gp_started(c0, NULL);
 		usleep(10000); /* normal: asleep on the futex by now */
+		calls_before_fork = sk_test_rcu_stats().sync_calls;
 		pid = sk_test_fork();
 		if (pid == 0)
 			child_after_fork_in_gp();

@@ -106,7 +106,6 @@ struct sk__rcu_state {
 
 	/* Guarded by gp_lock: one grace period at a time. */
 	pthread_mutex_t gp_lock;
-	unsigned long sync_calls; /* atomic counter, any thread */
 	unsigned long gp_sleeps;  /* written by the leader */
 	unsigned long expedite;	  /* expedited callers waiting (atomic) */
 	uint64_t exp_seq;	  /* handshakes started (never wraps) */
@@ -217,6 +216,9 @@ static inline void sk__rcu_set_ctr(unsigned long w)
 	/* RCU-R1: advance the counter; pairs with RCU-L1 (read lock). */
 	sk_atomic_store_release(&sk_rcu__gp.ctr, w);
 }
+
+/* Count a synchronize call of the caller's (sk_rcu_stats.sync_calls). */
+void sk__rcu_count_sync(void);
 
 /* Create the thread-exit key (pthread_once; src/rcu_reader.c). */
 void sk__rcu_key_init(void);
