@@ -209,7 +209,6 @@ static void sync_count_fork_parent(void)
 
 static void sync_count_fork_child(void)
 {
-	pthread_mutex_init(&sync_lock, NULL);
 	sync_exited = fork_base;
 	sync_counts = NULL;
 	if (my_sync_on) {
@@ -217,6 +216,8 @@ static void sync_count_fork_child(void)
 		my_sync.pprev = &sync_counts;
 		sync_counts = &my_sync;
 	}
+	/* Held by this thread since the prepare handler, as in the parent. */
+	pthread_mutex_unlock(&sync_lock);
 }
 
 /*

@@ -5,8 +5,9 @@
  * algorithm and the module's overview: src/internal/rcu.h.
  *
  * Barrier pairs placed here [partner's file]:
- *   RCU-S1  caller: full barrier before its snapshot of gp_seq; pairs with
- *           RCU-G1.
+ *   RCU-S1  caller of a cookie: full barrier before its snapshot of gp_seq;
+ *           pairs with RCU-G1.  sk_synchronize_rcu() takes no snapshot:
+ *           its unlinks reach the leader through RCU-W1/RCU-W2.
  *   RCU-R0  leader: release store of gp_seq; pairs with the snapshot's
  *           acquire.
  *   RCU-R1  leader: release store of the counter advance; pairs with
@@ -428,8 +429,9 @@ static void lead(unsigned long target, int expedited)
  */
 struct gp_waiter {
 	struct gp_waiter *next; /* pushed before this one; set before RCU-W1 */
-	unsigned long target;	/* cookie the caller waits for */
+	unsigned long target;	/* cookie the caller waits for, unless fresh */
 	int expedited;		/* 1: the caller is expedited */
+	int fresh;		/* 1: any grace period started after RCU-W2 */
 	int state;		/* WQ_*, futex word */
 };
 
@@ -460,18 +462,25 @@ static int wq_push(struct gp_waiter *w)
 	return old == NULL;
 }
 
-/* Latest not-yet-done target of the batch (0 with need == 0). */
+/*
+ * Latest not-yet-done target of the batch (0 with need == 0).  Caller
+ * holds gp_lock (gp_seq is stable).
+ */
 static unsigned long batch_target(struct gp_waiter *list, int *need,
 				  int *expedited)
 {
 	unsigned long t = 0;
 
 	for (*need = *expedited = 0; list; list = list->next) {
+		unsigned long nt = list->target;
+
 		*expedited |= list->expedited;
-		if (sk__rcu_done(list->target))
+		if (list->fresh) /* the next one, which the leader starts */
+			nt = sk__rcu.gp_seq + 1; /* as a cookie: never 0 */
+		else if (sk__rcu_done(nt))
 			continue;
-		if (!*need || (long)(list->target - t) > 0)
-			t = list->target;
+		if (!*need || (long)(nt - t) > 0)
+			t = nt;
 		*need = 1;
 	}
 	return t;
@@ -569,12 +578,11 @@ static void batch_wait(struct gp_waiter *w)
 	}
 }
 
-void sk__rcu_wait(unsigned long target, int expedited)
+/* Wait on node w until a leader has served it (see "Batching" above). */
+static void wait_node(struct gp_waiter *w)
 {
-	struct gp_waiter w = { NULL, target, expedited, WQ_WAITING };
+	int expedited = w->expedited;
 
-	if (sk__rcu_done(target))
-		return;
 	if (expedited) {
 		/* A sleeping leader switches to polling for us. */
 		sk_atomic_fetch_add_seq_cst(&sk__rcu.expedite, 1UL);
@@ -588,22 +596,37 @@ void sk__rcu_wait(unsigned long target, int expedited)
 		test_hook(SK__RCU_HOOK_EXPEDITE_ASKED);
 	}
 	if (SK_UNLIKELY(busted(SK__RCU_BUSTED_NO_BATCH)))
-		lead_alone(&w);
-	else if (wq_push(&w))
-		batch_lead(&w);
+		lead_alone(w);
+	else if (wq_push(w))
+		batch_lead(w);
 	else
-		batch_wait(&w);
+		batch_wait(w);
 	if (expedited)
 		sk_atomic_fetch_add_seq_cst(&sk__rcu.expedite, -1UL);
 }
 
-/* sk_synchronize_rcu() and its expedited form; fn names it in messages. */
+void sk__rcu_wait(unsigned long target, int expedited)
+{
+	struct gp_waiter w = { NULL, target, expedited, 0, WQ_WAITING };
+
+	if (!sk__rcu_done(target))
+		wait_node(&w);
+}
+
+/*
+ * sk_synchronize_rcu() and its expedited form; fn names it in messages.
+ * No snapshot, so no RCU-S1: the node is fresh, served by a grace period
+ * that its leader starts after taking it, and the caller's unlinks reach
+ * that leader through RCU-W1/RCU-W2 (release, acquire) before its RCU-R1
+ * and RCU-G1.
+ */
 static void synchronize(const char *fn, int expedited)
 {
+	struct gp_waiter w = { NULL, 0, expedited, 1, WQ_WAITING };
 	int was_online = sk__rcu_enter_wait(fn);
 
 	sk__rcu_count_sync();
-	sk__rcu_wait(sk__rcu_snap(), expedited);
+	wait_node(&w);
 	if (was_online)
 		sk_rcu_thread_online();
 }

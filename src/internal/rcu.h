@@ -37,14 +37,17 @@
  * (started) and completed, in full unsigned long width; comparisons are
  * modular (see sk__rcu_done()).
  *
- * Batching.  Callers snapshot gp_seq (RCU-S1), then queue a wait node.  The
+ * Batching.  Callers with a cookie snapshot gp_seq (RCU-S1), then queue a
+ * wait node; sk_synchronize_rcu() queues a "fresh" node without one.  The
  * caller that finds the queue empty leads: under gp_lock it takes every
  * queued node and runs one grace period, which started after all their
- * snapshots and so covers them all (src/rcu_gp.c).
+ * snapshots and pushes and so covers them all (src/rcu_gp.c).
  *
  * All barrier pairs of the module [file]:
- *   RCU-S1  caller, sk_smp_mb() [rcu_gp.c]: its unlinks before its snapshot
- *           of gp_seq; pairs with RCU-G1.
+ *   RCU-S1  caller of a cookie, sk_smp_mb() [rcu_gp.c]: its unlinks before
+ *           its snapshot of gp_seq; pairs with RCU-G1.  A fresh node's
+ *           caller (sk_synchronize_rcu()) has no snapshot: its unlinks
+ *           reach the leader by RCU-W1/RCU-W2, before RCU-R1 and RCU-G1.
  *   RCU-R0  leader, release store of gp_seq [rcu_gp.c]; pairs with the
  *           acquire of the snapshot.
  *   RCU-R1  leader, release store of the counter advance [rcu_gp.c]; pairs
