@@ -53,7 +53,9 @@ static void usage(FILE *f)
 		"  --iterations N  at most N iterations per test "
 		"(default 2000000)\n"
 		"  --seconds S     at most S seconds per test (default 5; "
-		"decimals allowed)\n"
+		"decimals allowed);\n"
+		"                  a test stops at once when an outcome it "
+		"expects Never is seen\n"
 		"  --threads N     threads per test (default: processes, at "
 		"most the CPUs)\n"
 		"  --seed N        seed of the random delays (default 1)\n"
@@ -77,10 +79,11 @@ static void usage(FILE *f)
 
 static enum lt_expect expected(const struct lt_test *t)
 {
+	if (lt_expects_never(t))
+		return LT_NEVER;
 	if (t->expect != LT_EXPECT_NONE)
 		return t->expect;
-	return t->quant == LT_NOT_EXISTS ? LT_NEVER :
-	       t->quant == LT_FORALL	 ? LT_ALWAYS : LT_SOMETIMES;
+	return t->quant == LT_FORALL ? LT_ALWAYS : LT_SOMETIMES;
 }
 
 static enum verdict judge(const struct lt_test *t, const struct lt_result *r)

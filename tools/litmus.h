@@ -208,6 +208,13 @@ struct lt_result {
 int lt_run(const struct lt_test *t, const struct lt_opts *o,
 	   struct lt_result *res);
 
+/* lt_expects_never() - nonzero when t's outcome must never be seen. */
+static inline int lt_expects_never(const struct lt_test *t)
+{
+	return t->expect == LT_NEVER ||
+	       (t->expect == LT_EXPECT_NONE && t->quant == LT_NOT_EXISTS);
+}
+
 /* lt_cond_eval() - evaluate condition c of t over the observed values. */
 int lt_cond_eval(const struct lt_test *t, int c, const long *val);
 

@@ -644,9 +644,11 @@ static void plan_batch(struct lt_ctx *c)
 			R->batch = fit < 1 ? 1 : (int)fit;
 	}
 	R->nthis = left < (unsigned long)R->batch ? (int)left : R->batch;
-	/* At least one batch, however late the threads got going. */
+	/* At least one batch, however late the threads got going.  A
+	 * Never outcome once seen decides the verdict (FAIL): stop. */
 	if (sk_atomic_load_relaxed(&R->abort) ||
-	    (spent >= R->o->seconds && R->res->iterations))
+	    (spent >= R->o->seconds && R->res->iterations) ||
+	    (R->res->positive && lt_expects_never(t)))
 		R->nthis = 0;
 	/* Rotate which thread (CPU) runs which process; shuffle when a
 	 * thread runs several, so that every order gets its turn. */
