@@ -51,37 +51,30 @@ static inline int word_is_answer(unsigned long v, unsigned long c)
 }
 
 /*
- * Has every registered reader but the caller answered handshake e (or
- * shown a word of counter word c, see word_is_answer())?  Registry read
- * lock held.
+ * Has reader s answered handshake e (or shown a word of counter word c, see
+ * word_is_answer())?  e == 0: no request yet (the quiet round), only the
+ * word counts, and a reader that shows it is marked passed for the scan
+ * (TSan).
  */
-static int all_acked(uint64_t e, unsigned long c)
+static int slot_answered(struct rcu_slot *s, uint64_t e, unsigned long c)
 {
-	struct rcu_chunk *ch;
-
-	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next) {
-		uint64_t used = ch->used;
-
-		while (used) {
-			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
-
-			used &= used - 1;
-			/* RCU-H2: acquire; pairs with the reader's release. */
-			if (s->ackp != &sk__rcu_ack &&
-			    sk_atomic_load_acquire(s->ackp) != e &&
-			    !word_is_answer(slot_word(s), c))
-				return 0;
-		}
+	if (!e) {
+		if (!word_is_answer(slot_word(s), c) &&
+		    !busted(SK__RCU_BUSTED_QUIET))
+			return 0;
+		slot_passed(s);
+		return 1;
 	}
-	return 1;
+	/* RCU-H2: acquire; pairs with the reader's release. */
+	return sk_atomic_load_acquire(s->ackp) == e ||
+	       word_is_answer(slot_word(s), c);
 }
 
 /*
- * Is every registered reader but the caller inside a section of counter
- * word c (word_is_answer())?  Marks each as passed for the scan (TSan).
+ * Has every registered reader but the caller answered (slot_answered())?
  * Registry read lock held.
  */
-static int all_in_phase(unsigned long c)
+static int all_answered(uint64_t e, unsigned long c)
 {
 	struct rcu_chunk *ch;
 
@@ -92,12 +85,8 @@ static int all_in_phase(unsigned long c)
 			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
 
 			used &= used - 1;
-			if (s->ackp == &sk__rcu_ack)
-				continue;
-			if (!word_is_answer(slot_word(s), c) &&
-			    !busted(SK__RCU_BUSTED_QUIET))
+			if (s->ackp != &sk__rcu_ack && !slot_answered(s, e, c))
 				return 0;
-			slot_passed(s);
 		}
 	}
 	return 1;
@@ -135,7 +124,7 @@ static int quiet_round(unsigned long c)
 		if (sk_atomic_load_relaxed(&sk__rcu.expedite))
 			return 0;
 		pthread_rwlock_rdlock(&sk__rcu.registry_lock);
-		all = all_in_phase(c);
+		all = all_answered(0, c);
 		pthread_rwlock_unlock(&sk__rcu.registry_lock);
 		if (all || now >= end)
 			return all;
@@ -159,7 +148,7 @@ static int handshake_round(unsigned long c)
 	sk_atomic_store_release(&sk_rcu__gp.futex, sk__rcu_hs_word(e));
 	deadline = sk__now_ns() + SK_RCU_HANDSHAKE_NS;
 	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
-	while (!(all = all_acked(e, c)) && sk__now_ns() < deadline)
+	while (!(all = all_answered(e, c)) && sk__now_ns() < deadline)
 		sk_cpu_relax();
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
 	sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
