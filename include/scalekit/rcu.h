@@ -242,7 +242,8 @@ SK_API int sk_rcu_register_thread(void);
  * Threads are unregistered automatically when they exit.  Calling it inside
  * a read-side critical section prints a message and aborts.  A QSBR thread
  * is put offline first.
- * Context: any thread; may block briefly on the registry lock.
+ * Context: any thread; may block briefly on the registry lock and on the
+ * lock of the per-thread synchronize counts (sync_calls is their sum).
  * Ordering: full barrier.
  * Returns: 0, or -EINVAL if the thread was not registered.
  */
@@ -541,7 +542,9 @@ SK_API int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset);
 /* Counters kept by the RCU domain (see sk_rcu_get_stats()). */
 struct sk_rcu_stats {
 	unsigned long grace_periods; /* grace periods completed */
-	unsigned long sync_calls;    /* sk_synchronize_rcu() calls */
+	unsigned long sync_calls;    /* sk_synchronize_rcu() calls, with the
+					_expedited ones (also of exited
+					threads) */
 	unsigned long gp_sleeps;     /* times a grace period slept on a futex */
 	unsigned long readers;	     /* threads in the registry now */
 	unsigned long cb_queued;     /* sk_call_rcu() calls accepted */
@@ -558,7 +561,8 @@ struct sk_rcu_stats {
 
 /*
  * sk_rcu_get_stats() - copy a snapshot of the domain's counters to *st.
- * Context: any thread; may block briefly on the registry lock.
+ * Context: any thread; may block briefly on the registry lock and on the
+ * lock of the per-thread synchronize counts (sync_calls is their sum).
  * Ordering: none (counters are read one by one).
  * Returns: 0, or -EINVAL when st is NULL.
  */
