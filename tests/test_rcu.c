@@ -756,13 +756,18 @@ static void stress_expect_clean(struct sk_stress_config c)
 	SK_CHECK_EQ(readers_now(), base);
 }
 
-/* Run c with a no-op grace period (up to 10 seeds): it MUST be caught. */
+/*
+ * Run c with the busted twin of its ops (grace periods that do not wait;
+ * up to 10 seeds): it MUST be caught.
+ */
 static void stress_until_caught(struct sk_stress_config c)
 {
 	struct sk_stress_result r;
+	struct sk_tort_ops busted;
 	int attempt;
 
-	c.gp_wait = no_grace_period;
+	sk_tort_make_busted(c.ops ? c.ops : &sk_tort_mixed_ops, &busted);
+	c.ops = &busted;
 	c.broken = 1;
 	for (attempt = 0; attempt < 10; attempt++) {
 		c.seed = seed + (uint64_t)attempt;
