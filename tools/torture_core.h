@@ -3,14 +3,17 @@
  * tools/torture_core.h - what the parts of `scalekit torture` share.
  *
  * Two axes, as in the kernel's rcutorture:
- *  - struct sk_tort_ops: one per synchronization primitive (RCU with
- *    general readers, QSBR readers, both mixed, SRCU, ...): how a reader
- *    enters and leaves a section, how an updater waits for a grace period
- *    (synchronous, expedited, callback, polled cookie, conditional).  A new
- *    primitive plugs in with one ops structure and one line in the mode
- *    table of torture.c; the harness and the scenarios do not change.
- *    Every ops gets a "busted" twin for free (sk_tort_make_busted()): the
- *    same readers, grace periods that do not wait.
+ *  - struct sk_tort_ops (torture_ops.h): one per synchronization
+ *    primitive (RCU with general readers, QSBR readers, both mixed, SRCU,
+ *    ...): how a reader enters and leaves a section, how an updater waits
+ *    for a grace period (synchronous, expedited, callback, polled cookie,
+ *    conditional).  A new primitive plugs in with one ops structure and
+ *    one line in the mode table of torture.c; the harness and the
+ *    scenarios do not change.  Every ops gets a "busted" twin for free
+ *    (sk_tort_make_busted()): the same readers, grace periods that do not
+ *    wait.  The ops are a library of their own (sk_tort_ops) that the
+ *    tests' stress checks run on too; a run holds the instance its ops'
+ *    init() made in T->ctx and passes it to every call.
  *  - struct sk_tort_scenario: what the readers and updaters do with it:
  *    the pipe test (torture_pipe.c), an RCU list (torture_list.c), the
  *    resizable hash table (torture_rhash.c).

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `scalekit torture`: one struct sk_tort_ops per primitive under test,
- * and the busted twin of any of them.
+ * The sk_tort_ops library (torture_ops.h): one struct sk_tort_ops per
+ * primitive, and the busted twin of any of them, for `scalekit torture`
+ * and the tests' stress checks.
  *
  *   rcu    general readers, sk_rcu_read_lock()/unlock()
  *   qsbr   QSBR readers: online, sk_rcu_quiescent_state() between sections
  *   mixed  even readers general, odd readers QSBR, one RCU domain
- *   srcu   sk_srcu_read_lock() on one domain; sections may sleep and may
- *          be ended by another thread
+ *   srcu   sk_srcu_read_lock() on the domain of its instance (init() makes
+ *          one per call); sections may sleep and may be ended by another
+ *          thread
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,7 +19,7 @@
 
 #include "scalekit/rcu.h"
 #include "scalekit/srcu.h"
-#include "torture_core.h"
+#include "torture_ops.h"
 
 const char *const sk_tort_gp_names[SK_TORT_GP_NR] = {
 	"sync", "exp", "cb", "poll", "cond",
@@ -102,7 +104,10 @@ static void rcu_unlock(void *ctx, int idx)
 	sk_rcu_read_unlock();
 }
 
-/* Hidden in the library (src/internal/rcu.h); the tool links it statically. */
+/*
+ * Hidden in the library (src/internal/rcu.h); every user of these ops
+ * links the library statically.
+ */
 unsigned long sk__rcu_gp_count(void);
 
 static unsigned long rcu_gp_seq(void *ctx)
