@@ -5,11 +5,24 @@
  * grace period: struct sk_tort_ops (rcutorture's struct rcu_torture_ops).
  *
  * Who uses it: `scalekit torture` (every scenario of tools/torture_*.c
- * calls the primitive through the ops of its run) and the stress checks
- * of the tests (tests/support/rcu_stress.c for RCU, test_srcu_stress.c
- * for SRCU).  Both link the ops as one small static library, sk_tort_ops
- * (tools/torture_ops.c alone, built in every configuration, the test-only
- * ones too); it names no scalekit library: its user links one after it.
+ * calls the primitive through the ops of its run) and the concurrency
+ * checks of the tests with their broken twins: the RCU poison stress
+ * (tests/support/rcu_stress.c, run by test_rcu.c), the SRCU poison stress
+ * (test_srcu_stress.c), the SRCU generation checker (sk_test_srcu.c's
+ * gen_*, run by test_srcu_gp.c and test_srcu_callbacks.c), test_rcu.c's
+ * holder and mid-grace-period checks, test_rcu_cb.c's callback checks and
+ * test_rcu_poll.c's reader/updater check.  The tool and the tests link
+ * the ops as one small static library, sk_tort_ops (tools/torture_ops.c
+ * alone, built in every configuration, the test-only ones too); it names
+ * no scalekit library: its user links one after it.
+ *
+ * Not through the ops, on purpose: tests whose subject is one API call
+ * (the holder/syncer helpers of sk_test_srcu.h, test_srcu_api.c), that
+ * steer or break the library from inside (its hidden test hooks and
+ * SK__RCU_BUSTED_* twins: test_rcu_batch, test_rcu_cb_pcpu,
+ * test_rcu_wrap, test_srcu_wrap, test_rcu_expedite), or whose subject is
+ * a user of RCU and whose twin breaks that user, not the grace period
+ * (test_list.c, whose twin poisons at once; the rhash tests).
  *
  * An ops is a constant table of functions; the functions that act on one
  * instance of the primitive (an SRCU domain) take the instance as their
