@@ -624,7 +624,7 @@ static struct {
 	unsigned long bad, reads; /* reads: published every 1024 */
 	unsigned long iters;	  /* per correct updater */
 	unsigned long twin_reads; /* broken updater: stop after these */
-	const struct sk_tort_ops *ops; /* the updaters' grace periods */
+	const struct sk_tort_ops *ops; /* sections, grace periods */
 } pv;
 
 static void *pv_reader(void *arg)
@@ -847,6 +847,7 @@ static void handshake_then_fallback(void *(*reader)(void *), const char *kind)
 	pthread_t rd, idle;
 
 	memset(&pv, 0, sizeof(pv));
+	pv.ops = &sk_tort_rcu_ops; /* pv_reader()'s sections */
 	pv.ptr = malloc(sizeof(*pv.ptr));
 	if (!pv.ptr)
 		abort();
@@ -990,6 +991,7 @@ static void qsbr_only_grace_periods_skip_membarrier(void)
 	pthread_t rd[2], sw;
 
 	memset(&pv, 0, sizeof(pv));
+	pv.ops = &sk_tort_rcu_ops; /* pv_reader()'s sections */
 	pv.ptr = malloc(sizeof(*pv.ptr));
 	if (!pv.ptr)
 		abort();
