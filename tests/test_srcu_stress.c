@@ -622,20 +622,14 @@ static void ss_join_role(struct ss_thread *t, unsigned int nt, int role)
 			sk_test_thread_join(t[i].tid);
 }
 
-/* Run one stress; returns the result (violations, reads...). */
-static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
+/* A run of cfg: an instance of its ops (a domain), the first object. */
+static struct ss_run *ss_run_new(const struct ss_config *cfg, unsigned int nq)
 {
-	unsigned int nq = cfg->handoffs + cfg->ephemeral;
-	unsigned int nt = cfg->readers + cfg->sleepers + 2 * nq +
-			  cfg->first_touch + cfg->updaters + cfg->syncers;
-	struct ss_thread *t = calloc(nt ? nt : 1, sizeof(*t));
 	struct ss_run *run = calloc(1, sizeof(*run));
 	struct ss_obj *first = calloc(1, sizeof(*first));
-	struct sk_stress_result res;
-	unsigned int i, k = 0, j;
-	unsigned long x;
+	unsigned int i;
 
-	if (!t || !run || !first) {
+	if (!run || !first) {
 		fprintf(stderr, "out of memory\n");
 		exit(2);
 	}
@@ -659,6 +653,15 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	sk_stress_obj_init(&first->o, run->s.seq = 1);
 	first->run = run;
 	run->s.gp = &first->o;
+	return run;
+}
+
+/* Start the nt threads t of every role; first-touch ones released. */
+static void ss_start_all(struct ss_run *run, struct ss_thread *t,
+			 unsigned int nt, unsigned int nq)
+{
+	const struct ss_config *cfg = run->cfg;
+	unsigned int i, k = 0;
 
 	for (i = 0; i < nt; i++) {
 		t[i].run = run;
@@ -683,20 +686,28 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 		ss_start(&t[k++], R_SYNCER, ss_syncer);
 	for (i = 0; i < cfg->first_touch; i++)
 		ss_start(&t[k++], R_TOUCH, ss_first_touch);
-	if (cfg->first_touch) {
-		/* Release the first sections once the updaters are busy. */
-		for (;;) {
-			unsigned long seq;
+	if (!cfg->first_touch)
+		return;
+	/* Release the first sections once the updaters are busy. */
+	for (;;) {
+		unsigned long seq;
 
-			pthread_mutex_lock(&run->s.lock);
-			seq = run->s.seq;
-			pthread_mutex_unlock(&run->s.lock);
-			if (seq >= 3)
-				break;
-			sk_test_sleep_us(100);
-		}
-		pthread_barrier_wait(&run->touch);
+		pthread_mutex_lock(&run->s.lock);
+		seq = run->s.seq;
+		pthread_mutex_unlock(&run->s.lock);
+		if (seq >= 3)
+			break;
+		sk_test_sleep_us(100);
 	}
+	pthread_barrier_wait(&run->touch);
+}
+
+/* Stop and join every thread, sum their counters, drain the callbacks. */
+static void ss_stop_all(struct ss_run *run, struct ss_thread *t,
+			unsigned int nt, unsigned int nq)
+{
+	const struct ss_config *cfg = run->cfg;
+	unsigned int i;
 
 	if (cfg->updates) {
 		/* Updaters finish by count, then the readers stop. */
@@ -728,16 +739,15 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	       __atomic_load_n(&run->cb_queued, __ATOMIC_RELAXED))
 		sk_test_sleep_us(100);
 	SK_CHECK_EQ(run->ops->cleanup(run->ctx), 0);
+}
 
-	res = run->res;
-	res.errors += run->errors;
-	if (!cfg->quiet || res.violations)
-		sk_stress_print(&run->scfg, &res);
-	if (run->poll_lost)
-		fprintf(stderr,
-			"  %s: %lu polled grace periods dropped by "
-			"the library (re-requested)\n",
-			cfg->name, run->poll_lost);
+/* Free the objects of run and its nt threads t, then run and t. */
+static void ss_run_free(struct ss_run *run, struct ss_thread *t,
+			unsigned int nt)
+{
+	unsigned int i, j;
+	unsigned long x;
+
 	for (i = 0; i < nt; i++)
 		for (j = 0; j < SS_QUARANTINE; j++)
 			free(t[i].quar[j]);
@@ -748,10 +758,38 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	free(run->kept);
 	free((struct ss_obj *)run->s.gp);
 	free(run->queues);
-	if (cfg->first_touch)
+	if (run->cfg->first_touch)
 		pthread_barrier_destroy(&run->touch);
 	free(run);
 	free(t);
+}
+
+/* Run one stress; returns the result (violations, reads...). */
+static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
+{
+	unsigned int nq = cfg->handoffs + cfg->ephemeral;
+	unsigned int nt = cfg->readers + cfg->sleepers + 2 * nq +
+			  cfg->first_touch + cfg->updaters + cfg->syncers;
+	struct ss_thread *t = calloc(nt ? nt : 1, sizeof(*t));
+	struct ss_run *run = ss_run_new(cfg, nq);
+	struct sk_stress_result res;
+
+	if (!t) {
+		fprintf(stderr, "out of memory\n");
+		exit(2);
+	}
+	ss_start_all(run, t, nt, nq);
+	ss_stop_all(run, t, nt, nq);
+	res = run->res;
+	res.errors += run->errors;
+	if (!cfg->quiet || res.violations)
+		sk_stress_print(&run->scfg, &res);
+	if (run->poll_lost)
+		fprintf(stderr,
+			"  %s: %lu polled grace periods dropped by "
+			"the library (re-requested)\n",
+			cfg->name, run->poll_lost);
+	ss_run_free(run, t, nt);
 	return res;
 }
 
