@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rcu_stress.h - a reusable RCU stress checker for the test programs
- * (test_rcu.c; test_srcu_stress.c reuses its object checks).  The
- * `scalekit torture` tool does not use it: it has its own harness over
- * struct sk_tort_ops (tools/torture_core.h).  Defined in
- * tests/support/rcu_stress.c (the test support library).
+ * rcu_stress.h - the RCU poison stress checker of the test programs
+ * (test_rcu.c; test_srcu_stress.c reuses its object checks and counters
+ * with SRCU readers of its own).  Defined in tests/support/rcu_stress.c
+ * (the test support library).  It calls the primitive only through a
+ * struct sk_tort_ops (tools/torture_ops.h, the sk_tort_ops library that
+ * `scalekit torture` runs on too): readers enter and leave sections,
+ * QSBR readers go online, offline and quiescent, updaters wait for grace
+ * periods, all by the ops of cfg.ops (default: sk_tort_mixed_ops, whose
+ * even-numbered readers are general and odd ones QSBR).  The harness
+ * around them (threads, the object, the checks) is this file's, not the
+ * tool's: the tool runs for a time and reports, a test runs a fixed
+ * number of updates and asserts on the counts.
  *
  * Readers follow one global pointer to a struct sk_stress_obj {magic, seq,
  * payload[]} while updaters replace it: allocate and fill a new object,
- * publish it with sk_rcu_assign_pointer(), wait with the grace-period
- * primitive under test, then poison every field of the old object and put
- * it in a quarantine; objects leave the quarantine (free()) only after
- * cfg.quarantine later updates by the same updater, so a reader that still
- * holds an object after its grace period reads poison, not memory glibc
- * handed to someone else.
+ * publish it with sk_rcu_assign_pointer(), wait with the ops' sync(), then
+ * poison every field of the old object and put it in a quarantine;
+ * objects leave the quarantine (free()) only after cfg.quarantine later
+ * updates by the same updater, so a reader that still holds an object
+ * after its grace period reads poison, not memory glibc handed to someone
+ * else.
  *
  * Readers check, inside their section and several times with spin delays
  * (and now and then a sched_yield()) in between, that the object is live:
@@ -21,15 +28,19 @@
  * Every failed check is counted, never fatal, so a broken primitive can be
  * run and its detection asserted (the kernel's BUSTED torture type).
  *
- * Reader kinds: general readers (sk_rcu_read_lock(), sometimes nested),
- * QSBR readers (online, sk_rcu_quiescent_state() every qs_every reads,
- * holding every reference obtained since the last quiescent state and
- * re-checking all of them; sometimes offline, reading with read_lock),
- * and churn threads that are created, register (explicitly, implicitly or
- * as QSBR), read and exit without end.  Extra sync threads call the
- * grace-period primitive in a loop to exercise batching.
+ * Reader kinds: general readers (readlock(), sometimes nested), QSBR
+ * readers (reader_start() makes them QSBR; quiescent() every qs_every
+ * reads, holding every reference obtained since the last quiescent state
+ * and re-checking all of them; sometimes paused (offline), reading with
+ * readlock_nest()), and churn threads that are created, start as one of
+ * the ops' reader kinds (six ways with the mixed ops: general registered
+ * explicitly or on first use, QSBR leaving in its three ways, and an
+ * explicitly registered one that exits without reader_stop()), read and
+ * exit without end.  Extra sync threads call sync() in a loop to exercise
+ * batching.
  *
- * Broken primitives (cfg.broken = 1): readers and the poisoner use
+ * Broken primitives (cfg.broken = 1, e.g. cfg.ops made by
+ * sk_tort_make_busted()): readers and the poisoner use
  * SK_READ_ONCE/SK_WRITE_ONCE on the objects so TSan does not report the
  * races the broken primitive causes, and nothing is freed before the end
  * of the run so ASan does not stop at the first use after free.  With a
@@ -50,6 +61,7 @@
 
 #include "scalekit/rcu.h"
 #include "sk_test.h"
+#include "torture_ops.h"
 
 #define SK_STRESS_MAGIC ((unsigned long)0x5ca1ab1e0b1ec7edULL)  /* a live object */
 #define SK_STRESS_POISON ((unsigned long)0x6b6b6b6b6b6b6b6bULL) /* after its grace period */
@@ -68,16 +80,16 @@ struct sk_stress_config {
 	unsigned int qsbr_readers;    /* QSBR readers */
 	unsigned int updaters;	      /* threads replacing the object */
 	unsigned long updates;	      /* replacements per updater */
-	unsigned int sync_threads;    /* threads only calling gp_wait() */
-	unsigned long sync_calls;     /* gp_wait() calls per sync thread */
+	unsigned int sync_threads;    /* threads only calling sync() */
+	unsigned long sync_calls;     /* sync() calls per sync thread */
 	unsigned int churn_threads;   /* spawners of short-lived readers */
 	unsigned int qs_every;	      /* QSBR: quiescent state every K reads */
 	unsigned int spin_in;	      /* max pause loops inside a section */
 	unsigned int spin_out;	      /* max pause loops between sections */
 	unsigned int quarantine;      /* poisoned objects kept per updater */
 	size_t churn_stack;	      /* stack size of churn threads, 0: 128K */
-	int broken;		      /* gp_wait() is known broken (see top) */
-	void (*gp_wait)(void);	      /* NULL: sk_synchronize_rcu */
+	int broken;		      /* the grace period is known broken */
+	const struct sk_tort_ops *ops; /* NULL: sk_tort_mixed_ops */
 	uint64_t seed;
 };
 
@@ -86,7 +98,7 @@ struct sk_stress_result {
 	unsigned long checks;	  /* object checks */
 	unsigned long violations; /* failed checks */
 	unsigned long updates;	  /* objects replaced */
-	unsigned long sync_calls; /* gp_wait() calls by sync threads */
+	unsigned long sync_calls; /* sync() calls by sync threads */
 	unsigned long churned;	  /* short-lived reader threads run */
 	unsigned long errors;	  /* setup failures (thread creation...) */
 	char first[200];	  /* the first violation, for the log */
@@ -100,6 +112,7 @@ struct sk_stress {
 	unsigned long seq;    /* last seq published; guarded by lock */
 	pthread_mutex_t lock; /* serializes updaters */
 	const struct sk_stress_config *cfg;
+	void *ctx; /* the instance of the ops (NULL for RCU's) */
 	struct sk_stress_result *res;
 	pthread_mutex_t res_lock; /* guards res->first and the sums */
 };
@@ -108,6 +121,7 @@ struct sk_stress_thread {
 	struct sk_stress *s;
 	pthread_t tid;
 	uint64_t rng;
+	unsigned long idx; /* number among the run's threads: kind_hint */
 	unsigned long reads, checks, violations, updates, calls, churned;
 	unsigned long errors;
 	unsigned long last_seq;	  /* highest seq seen: never goes backwards */
@@ -144,15 +158,21 @@ unsigned long sk_stress_check(struct sk_stress_thread *t,
 			      const struct sk_stress_obj *p,
 			      int last_seq);
 
-/* One general read-side critical section, sometimes nested. */
+/* The primitive of s: s->cfg->ops, or sk_tort_mixed_ops. */
+const struct sk_tort_ops *sk_stress_ops(const struct sk_stress *s);
+
+/*
+ * One general read-side critical section (readlock()), sometimes with a
+ * nested one (readlock_nest()).
+ */
 void sk_stress_general_read(struct sk_stress_thread *t);
 
 void *sk_stress_general_reader(void *arg);
 
 /*
- * A QSBR reader: online all the time except for short offline spells; it
- * keeps every reference obtained since its last quiescent state and
- * re-checks them all at every read.
+ * A QSBR reader (after reader_start() made it one): online all the time
+ * except for short paused spells; it keeps every reference obtained since
+ * its last quiescent state and re-checks them all at every read.
  */
 void sk_stress_qsbr_loop(struct sk_stress_thread *t,
 			 unsigned long max);
@@ -163,7 +183,7 @@ void *sk_stress_updater(void *arg);
 
 void *sk_stress_syncer(void *arg);
 
-/* A short-lived reader: registers one of four ways, reads, exits. */
+/* A short-lived reader: starts as one of six kinds, reads, exits. */
 void *sk_stress_ephemeral(void *arg);
 
 void *sk_stress_churner(void *arg);
@@ -177,8 +197,9 @@ void sk_stress_join(struct sk_stress *s,
 
 /*
  * Run the stress described by cfg until every updater and sync thread has
- * finished; fill *res.  Returns 0, or -ENOMEM / -EAGAIN when setup failed
- * (res->errors is then nonzero too).
+ * finished; fill *res.  An instance of the ops is made by its init() (when
+ * it has one) and cleaned up at the end.  Returns 0, or -ENOMEM / -EAGAIN
+ * or init()'s error when setup failed (res->errors is then nonzero too).
  */
 int sk_stress_run(const struct sk_stress_config *cfg,
 		  struct sk_stress_result *res);

@@ -15,6 +15,7 @@
 
 #include "scalekit/rcu.h"
 #include "scalekit/srcu.h"
+#include "torture_ops.h"
 
 /* *f, loaded with acquire; pairs with flag_set(). */
 int flag_get(int *f);
@@ -115,12 +116,16 @@ void poll_wait(struct sk_srcu *d, unsigned long cookie,
  * Readers record, inside each section, the generation they read; every
  * updater bumps the generation to g0 + 1 and then waits.  A section that
  * read a generation <= g0 began before the wait and must have ended when
- * it returns: the updater then may not see it still open.
+ * it returns: the updater then may not see it still open.  The domain is
+ * an instance of an SRCU torture ops (tools/torture_ops.h): the readers
+ * and the updaters' waits go through ops, so a checker runs as well on
+ * the ops' busted twin, which it must catch.
  */
 #define GEN_READERS 4
 
 struct gen_dom {
-	struct sk_srcu *d;
+	const struct sk_tort_ops *ops; /* sk_tort_srcu_ops or its twin */
+	void *ctx;		       /* the instance: one domain */
 	unsigned long gen __attribute__((aligned(SK_CACHELINE)));
 	struct {
 		unsigned long v; /* 2 * generation + 1 inside, else 0 */
@@ -130,8 +135,14 @@ struct gen_dom {
 	unsigned long sections;	  /* atomic: sections ended */
 };
 
-/* Zero g and give it a domain_new() domain. */
-void gen_dom_init(struct gen_dom *g);
+/*
+ * Zero g and give it a new instance of ops (NULL: sk_tort_srcu_ops);
+ * fails the test when its init() fails.
+ */
+void gen_dom_init(struct gen_dom *g, const struct sk_tort_ops *ops);
+
+/* Clean up g's instance (checked to return 0: no section still open). */
+void gen_dom_fini(struct gen_dom *g);
 
 /* One section of reader r in g; sleeps up to sleep_us inside. */
 void gen_section(struct gen_dom *g, int r, uint64_t *rng,

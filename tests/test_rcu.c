@@ -47,10 +47,12 @@ static void wait_flag(int *flag)
 		sk_test_sleep_ms(1);
 }
 
-/* The BROKEN grace period of the twins. */
-static void no_grace_period(void)
-{
-}
+/*
+ * The grace periods of the tests (through the torture tool's RCU ops) and
+ * of their BROKEN twins (the ops' busted twin: a full barrier, no wait).
+ */
+static const struct sk_tort_ops *const rcu_ops = &sk_tort_rcu_ops;
+static struct sk_tort_ops busted_rcu_ops;
 
 /* ------------------------------------------------------------------------
  * Unit tests.
@@ -522,8 +524,8 @@ static void *holder_fn(void *arg)
 	return NULL;
 }
 
-/* Returns 1 when gp_wait() returned while the holder was still inside. */
-static int hold_run(enum hold_kind kind, void (*gp_wait)(void))
+/* Returns 1 when ops' sync() returned while the holder was still inside. */
+static int hold_run(enum hold_kind kind, const struct sk_tort_ops *ops)
 {
 	struct hold h = { .kind = kind };
 	int early;
@@ -532,7 +534,7 @@ static int hold_run(enum hold_kind kind, void (*gp_wait)(void))
 	h.sleeps_base = sk_test_rcu_stats().gp_sleeps;
 	sk_test_thread_start(&t, holder_fn, &h);
 	wait_flag(&h.entered);
-	gp_wait();
+	ops->sync(NULL);
 	early = !sk_atomic_load_acquire(&h.leaving);
 	sk_atomic_store_release(&h.returned, 1);
 	sk_test_thread_join(t);
@@ -547,8 +549,7 @@ static void grace_period_waits_for_preexisting_readers(void)
 		unsigned long sleeps = sk_test_rcu_stats().gp_sleeps;
 
 		fprintf(stderr, "  holder: %s\n", hold_name[kind]);
-		SK_CHECK_EQ(hold_run((enum hold_kind)kind, sk_synchronize_rcu),
-			    0);
+		SK_CHECK_EQ(hold_run((enum hold_kind)kind, rcu_ops), 0);
 		/* It slept on the futex and the holder's exit woke it. */
 		SK_CHECK_GT(sk_test_rcu_stats().gp_sleeps - sleeps, 0);
 	}
@@ -562,8 +563,8 @@ static void grace_period_broken_twin_is_caught(void)
 	for (kind = 0; kind < HOLD_KINDS; kind++) {
 		caught = 0;
 		for (attempt = 0; attempt < 20 && !caught; attempt++)
-			caught =
-				hold_run((enum hold_kind)kind, no_grace_period);
+			caught = hold_run((enum hold_kind)kind,
+					  &busted_rcu_ops);
 		if (!caught)
 			SK_T_FAIL("broken twin not caught for holder %s",
 				  hold_name[kind]);
@@ -645,10 +646,10 @@ static void grace_period_ignores_later_readers(void)
  *   r1 holds grace period c (started by s1); r2 enters after c started (c
  *   does not wait for it); s2 calls synchronize during c; r1 leaves, c
  *   completes, s1 returns.  s2 must still wait for r2.
- * The BROKEN twin replaces s2's grace period by a no-op.
+ * The BROKEN twin replaces s2's grace period by the busted one.
  */
 struct midgp {
-	void (*gp_wait)(void);
+	const struct sk_tort_ops *ops; /* s2's grace period */
 	unsigned long cookie; /* polled cookie while s1's grace period runs */
 	int s1_done;
 	int r2_entered, r2_leaving, r2_saw_return;
@@ -687,16 +688,16 @@ static void *midgp_s2(void *arg)
 {
 	struct midgp *m = arg;
 
-	m->gp_wait();
+	m->ops->sync(NULL);
 	m->s2_early = !sk_atomic_load_acquire(&m->r2_leaving);
 	sk_atomic_store_release(&m->s2_returned, 1);
 	return NULL;
 }
 
 /* Returns 1 when s2 returned while r2 was inside; -1 on a setup failure. */
-static int midgp_run(void (*gp_wait)(void))
+static int midgp_run(const struct sk_tort_ops *ops)
 {
-	struct midgp m = { .gp_wait = gp_wait };
+	struct midgp m = { .ops = ops };
 	struct sk_rcu_stats a = sk_test_rcu_stats();
 	struct sk_test_holder r1;
 	pthread_t s1, r2, s2;
@@ -715,7 +716,7 @@ static int midgp_run(void (*gp_wait)(void))
 	wait_flag(&m.r2_entered);
 	sk_test_thread_start(&s2, midgp_s2, &m);
 	/* s2 has entered sk_synchronize_rcu() (for the real one). */
-	if (gp_wait == sk_synchronize_rcu)
+	if (!ops->busted)
 		while (sk_test_rcu_stats().sync_calls - a.sync_calls < 2)
 			sk_test_sleep_ms(1);
 	sk_test_sleep_ms(10);
@@ -733,7 +734,7 @@ static void grace_period_caller_arriving_mid_gp_waits_for_next(void)
 	int i;
 
 	for (i = 0; i < 3; i++)
-		SK_CHECK_EQ(midgp_run(sk_synchronize_rcu), 0);
+		SK_CHECK_EQ(midgp_run(rcu_ops), 0);
 }
 
 static void grace_period_mid_gp_broken_twin_is_caught(void)
@@ -741,7 +742,7 @@ static void grace_period_mid_gp_broken_twin_is_caught(void)
 	int attempt, caught = 0;
 
 	for (attempt = 0; attempt < 20 && caught != 1; attempt++)
-		caught = midgp_run(no_grace_period);
+		caught = midgp_run(&busted_rcu_ops);
 	SK_CHECK_EQ(caught, 1);
 }
 
@@ -784,13 +785,18 @@ static void stress_expect_clean(struct sk_stress_config c)
 	SK_CHECK_EQ(readers_now(), base);
 }
 
-/* Run c with a no-op grace period (up to 10 seeds): it MUST be caught. */
+/*
+ * Run c with the busted twin of its ops (grace periods that do not wait;
+ * up to 10 seeds): it MUST be caught.
+ */
 static void stress_until_caught(struct sk_stress_config c)
 {
 	struct sk_stress_result r;
+	struct sk_tort_ops busted;
 	int attempt;
 
-	c.gp_wait = no_grace_period;
+	sk_tort_make_busted(c.ops ? c.ops : &sk_tort_mixed_ops, &busted);
+	c.ops = &busted;
 	c.broken = 1;
 	for (attempt = 0; attempt < 10; attempt++) {
 		c.seed = seed + (uint64_t)attempt;
@@ -1241,6 +1247,7 @@ int main(int argc, char **argv)
 	/* See the top of the file: a lost wake-up must hang. */
 	SK_CHECK_EQ(sk_rcu_set_stall_ms(86400000ul), 0);
 	seed = sk_test_seed_init();
+	sk_tort_make_busted(rcu_ops, &busted_rcu_ops);
 	fprintf(stderr, "fence mode: %s\n",
 		sk_fence_uses_membarrier() ? "membarrier" : "fallback");
 

@@ -48,30 +48,17 @@
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
+#include "torture_ops.h"
 
-/* Ways to queue a callback: the library, and broken twins of it. */
-struct cb_ops {
-	const char *name;
-	int (*call)(struct sk_rcu_head *h, void (*fn)(struct sk_rcu_head *));
-	void (*barrier)(void);
-};
-
-static const struct cb_ops real_ops = { "sk_call_rcu", sk_call_rcu,
-					sk_rcu_barrier };
-
-/* BROKEN: runs the callback at once, without a grace period. */
-static int call_now(struct sk_rcu_head *h, void (*fn)(struct sk_rcu_head *))
-{
-	fn(h);
-	return 0;
-}
-
-static void barrier_noop(void)
-{
-}
-
-static const struct cb_ops broken_now_ops = { "run at once (BROKEN)", call_now,
-					      barrier_noop };
+/*
+ * Ways to queue a callback (call() and cb_barrier() of a torture ops,
+ * tools/torture_ops.h): the library (the RCU ops), and broken twins of
+ * it, made by main(): the ops' busted twin (runs the callback at once,
+ * without a grace period; its barrier waits for nothing) and the LIFO one
+ * below.
+ */
+static const struct sk_tort_ops *const real_ops = &sk_tort_rcu_ops;
+static struct sk_tort_ops broken_now_ops, broken_lifo_ops;
 
 /*
  * BROKEN: keeps callbacks on a stack and runs them from the barrier, last
@@ -84,8 +71,10 @@ static struct {
 	size_t n, cap;
 } lifo = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static int call_lifo(struct sk_rcu_head *h, void (*fn)(struct sk_rcu_head *))
+static int call_lifo(void *ctx, struct sk_rcu_head *h,
+		     void (*fn)(struct sk_rcu_head *))
 {
+	(void)ctx;
 	pthread_mutex_lock(&lifo.lock);
 	if (lifo.n == lifo.cap) {
 		lifo.cap = lifo.cap ? 2 * lifo.cap : 1024;
@@ -100,8 +89,9 @@ static int call_lifo(struct sk_rcu_head *h, void (*fn)(struct sk_rcu_head *))
 	return 0;
 }
 
-static void barrier_lifo(void)
+static void barrier_lifo(void *ctx)
 {
+	(void)ctx;
 	pthread_mutex_lock(&lifo.lock);
 	if (lifo.n)
 		lifo.fn[lifo.n - 1](lifo.h[lifo.n - 1]);
@@ -117,8 +107,15 @@ static void barrier_lifo(void)
 	pthread_mutex_unlock(&lifo.lock);
 }
 
-static const struct cb_ops broken_lifo_ops = { "LIFO + duplicate (BROKEN)",
-					       call_lifo, barrier_lifo };
+/* The broken twins of the RCU ops' callbacks. */
+static void make_broken_ops(void)
+{
+	sk_tort_make_busted(real_ops, &broken_now_ops);
+	broken_lifo_ops = *real_ops;
+	broken_lifo_ops.name = "LIFO + duplicate (BROKEN)";
+	broken_lifo_ops.call = call_lifo;
+	broken_lifo_ops.cb_barrier = barrier_lifo;
+}
 
 /*
  * Run this program again with --child=mode (fork + exec, so that the child
@@ -208,7 +205,8 @@ static void read_freed_inside(struct sk_test_holder *h)
  * R then reads the flag as the last thing in its section.  Returns 1 when
  * R saw the callback run inside its section.
  */
-static int reader_sees_callback_early(const struct cb_ops *ops, int qsbr)
+static int reader_sees_callback_early(const struct sk_tort_ops *ops,
+				      int qsbr)
 {
 	static struct gobj o;
 	struct sk_test_holder h;
@@ -217,11 +215,11 @@ static int reader_sees_callback_early(const struct cb_ops *ops, int qsbr)
 	memset(&o, 0, sizeof(o));
 	sk_test_holder_start(&h, qsbr, read_freed_inside, &o);
 	c0 = sk_test_gp_ctr();
-	SK_CHECK_EQ(ops->call(&o.rcu, gobj_free), 0);
+	SK_CHECK_EQ(ops->call(NULL, &o.rcu, gobj_free), 0);
 	sk_test_wait_gp_started(c0, &o.freed);
 	usleep(20000);
 	sk_test_holder_release(&h);
-	ops->barrier();
+	ops->cb_barrier(NULL);
 	SK_CHECK_EQ(LOAD(o.freed), 1);
 	return LOAD(o.seen_inside);
 }
@@ -237,7 +235,7 @@ static void callback_waits_for_preexisting_reader(void)
 	int i, early = 0;
 
 	for (i = 0; i < 6; i++)
-		early += reader_sees_callback_early(&real_ops, i & 1);
+		early += reader_sees_callback_early(real_ops, i & 1);
 	SK_CHECK_EQ(early, 0);
 	SK_CHECK_EQ(reader_sees_callback_early(&broken_now_ops, 0), 1);
 	SK_CHECK_EQ(reader_sees_callback_early(&broken_now_ops, 1), 1);
@@ -281,7 +279,7 @@ struct fnode {
 };
 
 static struct {
-	const struct cb_ops *ops;
+	const struct sk_tort_ops *ops;
 	struct fnode *nodes;
 	unsigned n; /* per producer */
 	unsigned next[FIFO_PRODUCERS];
@@ -323,7 +321,7 @@ static void *fifo_producer(void *arg)
 		/* Some calls from inside a read section (allowed). */
 		if (in_section)
 			sk_rcu_read_lock();
-		if (fifo.ops->call(&n->rcu, fifo_cb) != 0)
+		if (fifo.ops->call(NULL, &n->rcu, fifo_cb) != 0)
 			INC(fifo.call_err);
 		if (in_section)
 			sk_rcu_read_unlock();
@@ -336,7 +334,8 @@ struct fifo_result {
 	unsigned long not_once, short_count, on_producer;
 };
 
-static struct fifo_result run_fifo(const struct cb_ops *ops, unsigned n)
+static struct fifo_result run_fifo(const struct sk_tort_ops *ops,
+				   unsigned n)
 {
 	pthread_t t[FIFO_PRODUCERS];
 	struct fifo_result r;
@@ -354,7 +353,7 @@ static struct fifo_result run_fifo(const struct cb_ops *ops, unsigned n)
 		sk_test_thread_start(&t[p], fifo_producer, (void *)(uintptr_t)p);
 	for (p = 0; p < FIFO_PRODUCERS; p++)
 		sk_test_thread_join(t[p]);
-	ops->barrier();
+	ops->cb_barrier(NULL);
 	for (i = 0; i < total; i++) {
 		struct fnode *x = &fifo.nodes[i];
 
@@ -388,7 +387,7 @@ static void every_callback_runs_once_in_producer_order(void)
 
 	sk_rcu_barrier();
 	s0 = sk_test_rcu_stats();
-	r = run_fifo(&real_ops, n);
+	r = run_fifo(real_ops, n);
 	s1 = sk_test_rcu_stats();
 	SK_CHECK_EQ(r.call_err, 0);
 	SK_CHECK_EQ(r.not_once, 0);
@@ -529,7 +528,7 @@ static struct {
 	unsigned long count[BAR_PRODUCERS];
 	unsigned long call_err;
 	int queued, go; /* producers done queueing; may exit */
-	const struct cb_ops *ops;
+	const struct sk_tort_ops *ops;
 	unsigned long seen; /* sum of counts right after the barrier */
 	int barrier_done;
 } bar;
@@ -560,7 +559,7 @@ static void *bar_barrier_thread(void *arg)
 	int p;
 
 	(void)arg;
-	bar.ops->barrier();
+	bar.ops->cb_barrier(NULL);
 	for (p = 0; p < BAR_PRODUCERS; p++)
 		sum += LOAD(bar.count[p]);
 	STORE(bar.seen, sum);
@@ -569,12 +568,13 @@ static void *bar_barrier_thread(void *arg)
 }
 
 /*
- * Returns the number of callbacks run when ops->barrier() returned.  While
+ * Returns the number of callbacks run when ops->cb_barrier() returned.  While
  * the producers queue, a reader holds a section, so no callback can run;
  * the barrier is called from another thread and the reader is released
  * 20 ms later (unless the barrier already returned).
  */
-static unsigned long barrier_sees(const struct cb_ops *ops, unsigned long m)
+static unsigned long barrier_sees(const struct sk_tort_ops *ops,
+				  unsigned long m)
 {
 	pthread_t t[BAR_PRODUCERS], b;
 	struct sk_test_holder h;
@@ -619,7 +619,7 @@ static void barrier_waits_for_every_producer(void)
 {
 	unsigned long m = 20000 / sk_test_slow();
 
-	SK_CHECK_EQ(barrier_sees(&real_ops, m), BAR_PRODUCERS * m);
+	SK_CHECK_EQ(barrier_sees(real_ops, m), BAR_PRODUCERS * m);
 	SK_CHECK_LE(barrier_sees(&broken_now_ops, m) + 1, BAR_PRODUCERS * m);
 }
 
@@ -1109,6 +1109,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	sk_test_args(argc, argv);
+	make_broken_ops();
 	sk_test_seed_init();
 	SK_RUN(call_rcu_rejects_invalid_arguments);
 	SK_RUN(callback_waits_for_preexisting_reader);

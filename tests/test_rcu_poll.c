@@ -40,6 +40,7 @@
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
+#include "torture_ops.h"
 
 /* Cookie order: a is not older than b. */
 static int cookie_ge(unsigned long a, unsigned long b)
@@ -102,23 +103,30 @@ static void spin_until_done(unsigned long c)
 }
 
 /*
- * Wait for a full grace period in one of four ways: 0 synchronize,
- * 1 expedited, 2 cond on a fresh cookie, 3 start a poll and spin on it.
+ * Wait for a full grace period of ops (tools/torture_ops.h: the RCU ops,
+ * or their busted twin, which waits for nothing) in one of four ways:
+ * 0 synchronize, 1 expedited, 2 cond on a fresh cookie, 3 start a poll
+ * and spin on it.
  */
-static void sync_by(int kind)
+static void sync_by(const struct sk_tort_ops *ops, int kind)
 {
+	unsigned long c;
+
 	switch (kind) {
 	case 0:
-		sk_synchronize_rcu();
+		ops->sync(NULL);
 		break;
 	case 1:
-		sk_synchronize_rcu_expedited();
+		ops->exp_sync(NULL);
 		break;
 	case 2:
-		sk_cond_synchronize_rcu(sk_get_state_synchronize_rcu());
+		ops->cond_sync(NULL, ops->get_gp_state(NULL));
 		break;
 	default:
-		spin_until_done(sk_start_poll_synchronize_rcu());
+		/* As spin_until_done(), through ops. */
+		c = ops->start_gp_poll(NULL);
+		while (!ops->poll_gp_state(NULL, c))
+			sched_yield();
 	}
 }
 
@@ -425,7 +433,7 @@ static void *gp_driver(void *arg)
 		int kind = (int)(n++ % 4);
 
 		if (kind < 2) {
-			sync_by(kind); /* normal, expedited */
+			sync_by(&sk_tort_rcu_ops, kind); /* normal, expedited */
 		} else if (kind == 2) {
 			sk_start_poll_synchronize_rcu();
 			usleep(50);
@@ -616,7 +624,7 @@ static struct {
 	unsigned long bad, reads; /* reads: published every 1024 */
 	unsigned long iters;	  /* per correct updater */
 	unsigned long twin_reads; /* broken updater: stop after these */
-	int broken;
+	const struct sk_tort_ops *ops; /* sections, grace periods */
 } pv;
 
 static void *pv_reader(void *arg)
@@ -627,14 +635,15 @@ static void *pv_reader(void *arg)
 	while (!LOAD(pv.stop)) {
 		struct pobj *p;
 		unsigned long v1, v2;
+		int idx;
 
-		sk_rcu_read_lock();
-		p = sk_rcu_dereference(pv.ptr);
+		idx = pv.ops->readlock(NULL);
+		p = pv.ops->deref((void *const *)&pv.ptr);
 		v1 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
 		for (k = 0; k < 50; k++)
 			sk_cpu_relax();
 		v2 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
-		sk_rcu_read_unlock();
+		pv.ops->readunlock(NULL, idx);
 		if (v1 != PV_MAGIC || v2 != PV_MAGIC)
 			INC(pv.bad);
 		if (++reads % 1024 == 0) {
@@ -657,66 +666,74 @@ static struct pobj *pv_replace(void)
 	return __atomic_exchange_n(&pv.ptr, n, __ATOMIC_ACQ_REL);
 }
 
+/*
+ * Does the updater go on after i updates?  With the busted ops (the
+ * BROKEN twin): until a reader notices or the readers have done
+ * twin_reads reads.
+ */
+static int pv_more(unsigned long i)
+{
+	if (!pv.ops->busted)
+		return i < pv.iters;
+	return !LOAD(pv.bad) &&
+	       __atomic_load_n(&pv.reads, __ATOMIC_RELAXED) < pv.twin_reads;
+}
+
+/* Free the n stashed objects after a real grace period. */
+static void pv_free_stash(struct pobj **stash, unsigned long n)
+{
+	sk_synchronize_rcu();
+	while (n)
+		free(stash[--n]);
+}
+
+/*
+ * Replace, wait with ops in way kind, poison, free.  With the busted ops
+ * the old object is poisoned without a grace period and freed only after
+ * a real one (stashed), to stay memory-safe.
+ */
 static void *pv_updater(void *arg)
 {
 	int kind = (int)(uintptr_t)arg;
-	unsigned long i;
+	struct pobj *stash[1024];
+	unsigned long i, n = 0, k;
 
 	/* Start once the readers run, so that updates overlap reads. */
 	while (__atomic_load_n(&pv.reads, __ATOMIC_RELAXED) < 2048)
 		sched_yield();
-	for (i = 0; i < pv.iters; i++) {
+	for (i = 0; pv_more(i); i++) {
 		struct pobj *old = pv_replace();
 
-		sync_by(kind);
+		sync_by(pv.ops, kind);
 		__atomic_store_n(&old->val, PV_POISON, __ATOMIC_RELAXED);
-		free(old);
-	}
-	return NULL;
-}
-
-/*
- * BROKEN: poisons the old object without waiting for a grace period (it
- * frees it only after a real one, to stay memory-safe), until a reader
- * notices or the readers have done twin_reads reads.
- */
-static void *pv_broken_updater(void *arg)
-{
-	struct pobj *stash[1024];
-	unsigned long n = 0, k;
-
-	(void)arg;
-	while (__atomic_load_n(&pv.reads, __ATOMIC_RELAXED) < 2048)
-		sched_yield();
-	while (!LOAD(pv.bad) &&
-	       __atomic_load_n(&pv.reads, __ATOMIC_RELAXED) < pv.twin_reads) {
-		struct pobj *old = pv_replace();
-
-		__atomic_store_n(&old->val, PV_POISON, __ATOMIC_RELAXED);
+		if (!pv.ops->busted) {
+			free(old);
+			continue;
+		}
 		stash[n++] = old;
 		if (n == 1024) {
-			sk_synchronize_rcu();
-			while (n)
-				free(stash[--n]);
+			pv_free_stash(stash, n);
+			n = 0;
 		}
 		for (k = 0; k < 200; k++)
 			sk_cpu_relax();
 	}
-	sk_synchronize_rcu();
-	while (n)
-		free(stash[--n]);
+	if (n)
+		pv_free_stash(stash, n);
 	return NULL;
 }
 
 static unsigned long run_pv(int broken, int nupdaters, unsigned long iters)
 {
+	static struct sk_tort_ops busted;
 	pthread_t rd[2], up[4];
 	int i;
 
 	memset(&pv, 0, sizeof(pv));
 	pv.iters = iters;
 	pv.twin_reads = 2000000 / sk_test_slow();
-	pv.broken = broken;
+	sk_tort_make_busted(&sk_tort_rcu_ops, &busted);
+	pv.ops = broken ? &busted : &sk_tort_rcu_ops;
 	pv.ptr = malloc(sizeof(*pv.ptr));
 	if (!pv.ptr)
 		abort();
@@ -724,9 +741,7 @@ static unsigned long run_pv(int broken, int nupdaters, unsigned long iters)
 	for (i = 0; i < 2; i++)
 		sk_test_thread_start(&rd[i], pv_reader, NULL);
 	for (i = 0; i < nupdaters; i++)
-		sk_test_thread_start(&up[i],
-				     broken ? pv_broken_updater : pv_updater,
-				     (void *)(uintptr_t)i);
+		sk_test_thread_start(&up[i], pv_updater, (void *)(uintptr_t)i);
 	for (i = 0; i < nupdaters; i++)
 		pthread_join(up[i], NULL);
 	STORE(pv.stop, 1);
@@ -832,6 +847,7 @@ static void handshake_then_fallback(void *(*reader)(void *), const char *kind)
 	pthread_t rd, idle;
 
 	memset(&pv, 0, sizeof(pv));
+	pv.ops = &sk_tort_rcu_ops; /* pv_reader()'s sections */
 	pv.ptr = malloc(sizeof(*pv.ptr));
 	if (!pv.ptr)
 		abort();
@@ -975,6 +991,7 @@ static void qsbr_only_grace_periods_skip_membarrier(void)
 	pthread_t rd[2], sw;
 
 	memset(&pv, 0, sizeof(pv));
+	pv.ops = &sk_tort_rcu_ops; /* pv_reader()'s sections */
 	pv.ptr = malloc(sizeof(*pv.ptr));
 	if (!pv.ptr)
 		abort();

@@ -5,7 +5,8 @@
  * may requeue themselves; the barrier waits for callbacks queued before it
  * and for a running one; many threads on many domains, checked by the
  * generation checker of sk_test_srcu.h, whose broken twin (a "call_srcu"
- * that runs the callback at once) MUST be caught.
+ * that runs the callback at once: the busted twin of the torture tool's
+ * SRCU ops, through which that check calls every domain) MUST be caught.
  *
  * No assertion bounds wall-clock time.  "test_srcu_callbacks <name>" runs only
  * the tests whose name contains <name>.
@@ -232,7 +233,8 @@ struct md_run {
 	unsigned long order_bad;	/* atomic */
 	unsigned long run_count;	/* atomic */
 	int stop;
-	int broken;
+	int broken;		    /* the domains are the busted twin's */
+	struct sk_tort_ops busted; /* the SRCU ops' busted twin */
 	unsigned long per_thread;
 	struct md_cb *cbs[MD_THREADS];
 };
@@ -287,14 +289,13 @@ static void *md_queuer(void *arg)
 		c->seq = k;
 		c->g = &md->g[dom];
 		if (inside) /* queued from inside a section of dom */
-			idx = sk_srcu_read_lock(c->g->d);
+			idx = c->g->ops->readlock(c->g->ctx);
 		c->g0 = gen_begin(c->g);
-		if (md->broken)
-			md_cb_fn(&c->rh); /* BROKEN: no grace period */
-		else if (sk_call_srcu(c->g->d, &c->rh, md_cb_fn) != 0)
-			SK_T_FAIL("%s", "sk_call_srcu failed");
+		/* Busted twin: runs md_cb_fn() at once, no grace period. */
+		if (c->g->ops->call(c->g->ctx, &c->rh, md_cb_fn) != 0)
+			SK_T_FAIL("%s", "call failed");
 		if (inside)
-			sk_srcu_read_unlock(c->g->d, idx);
+			c->g->ops->readunlock(c->g->ctx, idx);
 		if (md->broken)
 			sk_test_sleep_us(20); /* let the readers overlap */
 		else if (((x >> 12) & 63) == 0)
@@ -313,8 +314,9 @@ static unsigned long md_run_once(int broken)
 	md->broken = broken;
 	md->per_thread = (broken ? 2000 : 10000) / sk_tsrcu_slow;
 	total = md->per_thread * MD_THREADS;
-	for (j = 0; j < MD_DOMS; j++)
-		gen_dom_init(&md->g[j]);
+	sk_tort_make_busted(&sk_tort_srcu_ops, &md->busted);
+	for (j = 0; j < MD_DOMS; j++) /* one ops, MD_DOMS instances */
+		gen_dom_init(&md->g[j], broken ? &md->busted : NULL);
 	for (i = 0; i < MD_THREADS; i++) {
 		md->cbs[i] = calloc(md->per_thread, sizeof(struct md_cb));
 		for (j = 0; j < MD_DOMS; j++)
@@ -333,7 +335,7 @@ static unsigned long md_run_once(int broken)
 	for (i = 0; i < MD_THREADS; i++)
 		sk_test_thread_join(q[i].tid);
 	for (j = 0; j < MD_DOMS; j++)
-		sk_srcu_barrier(md->g[j].d);
+		md->g[j].ops->cb_barrier(md->g[j].ctx);
 	while (__atomic_load_n(&md->run_count, __ATOMIC_ACQUIRE) < total)
 		sk_test_sleep_us(100);
 	flag_set(&md->stop);
@@ -346,7 +348,7 @@ static unsigned long md_run_once(int broken)
 				not_once++;
 	for (j = 0; j < MD_DOMS; j++) {
 		viol += md->g[j].violations;
-		domain_free(md->g[j].d);
+		gen_dom_fini(&md->g[j]);
 	}
 	fprintf(stderr,
 		"  %s: %lu callbacks on %d domains from %d threads, "

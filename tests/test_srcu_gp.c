@@ -10,7 +10,8 @@
  *    nothing idle, also by the hundred.
  * 5. Concurrent synchronize callers keep the guarantee and share grace
  *    periods, checked by the generation checker of sk_test_srcu.h; its
- *    broken twin, a synchronize that does not wait, MUST be caught.
+ *    broken twin, a synchronize that does not wait (the busted twin of
+ *    the torture tool's SRCU ops), MUST be caught.
  *
  * No assertion bounds wall-clock time; a sleep only gives a broken library
  * the chance to misbehave before a "not yet" check.  The CPU-time bounds
@@ -393,9 +394,8 @@ static void many_domains_work_and_cost_nothing_idle(void)
 /* ---- 5. concurrent synchronize callers: generation checker --------------- */
 
 struct gen_run {
-	struct gen_dom g;
+	struct gen_dom g; /* g.ops: the SRCU ops, or its busted twin */
 	int stop;
-	int broken; /* synchronize is a no-op */
 	unsigned long calls;
 	struct gate go;
 };
@@ -426,12 +426,11 @@ static void *gen_syncer(void *arg)
 	for (i = 0; i < n; i++) {
 		unsigned long g0 = gen_begin(&run->g);
 
-		if (!run->broken) {
-			if ((i + (unsigned long)me->r) % 3 == 0)
-				sk_synchronize_srcu_expedited(run->g.d);
-			else
-				sk_synchronize_srcu(run->g.d);
-		}
+		/* The grace period gen_check() relies on (none: busted). */
+		if ((i + (unsigned long)me->r) % 3 == 0)
+			run->g.ops->exp_sync(run->g.ctx);
+		else
+			run->g.ops->sync(run->g.ctx);
 		gen_check(&run->g, g0);
 		__atomic_fetch_add(&run->calls, 1, __ATOMIC_RELAXED);
 	}
@@ -442,12 +441,13 @@ static unsigned long gen_run_syncers(int broken, unsigned int nsync)
 {
 	struct gen_run run;
 	struct gen_thread rd[GEN_READERS], sy[8];
+	struct sk_tort_ops busted;
 	unsigned long v;
 	unsigned int i;
 
 	memset(&run, 0, sizeof(run));
-	gen_dom_init(&run.g);
-	run.broken = broken;
+	sk_tort_make_busted(&sk_tort_srcu_ops, &busted);
+	gen_dom_init(&run.g, broken ? &busted : NULL);
 	gate_init(&run.go);
 	for (i = 0; i < GEN_READERS; i++) {
 		rd[i] = (struct gen_thread){ &run, (int)i, 0 };
@@ -471,7 +471,7 @@ static unsigned long gen_run_syncers(int broken, unsigned int nsync)
 		broken ? "BROKEN (no wait)" : "synchronize", nsync, run.calls,
 		run.g.checks, v);
 	SK_CHECK_EQ(run.calls, nsync * (300 / sk_tsrcu_slow));
-	domain_free(run.g.d);
+	gen_dom_fini(&run.g);
 	return v;
 }
 

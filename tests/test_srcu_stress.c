@@ -2,10 +2,18 @@
 /*
  * test_srcu_stress.c - srcu.h: a poison stress with every kind of reader
  * (the object checks of rcu_stress.h on the SRCU read side), and its
- * broken twins, which MUST be caught: the updater skips the grace period;
- * and a grace period emulated by this file on the counters of srcu.h that
- * drains the stale index and flips but never drains the index the
- * pre-existing readers use (its correct emulation is run as a control).
+ * broken twins, which MUST be caught: the busted twin of the SRCU ops
+ * (grace periods that do not wait); and a grace period emulated by this
+ * file on the counters of srcu.h that drains the stale index and flips
+ * but never drains the index the pre-existing readers use (its correct
+ * emulation is run as a control).
+ *
+ * Every call on the domain goes through the torture tool's SRCU ops
+ * (tools/torture_ops.h: sk_tort_srcu_ops, one instance = one domain per
+ * run), its busted twin (sk_tort_make_busted()) or, for the emulation,
+ * a copy of the ops whose sync() is this file's grace period.  The one
+ * exception: a polled cookie is waited for by poll_wait()
+ * (sk_test_srcu.h), which also sees a request the library dropped.
  *
  * White box (src/internal/srcu.h): the emulated grace period reads the
  * counters (the private dir and shared, the ABI slots and idx) and writes
@@ -40,16 +48,13 @@
 
 /* ---- 3. poison stress ---------------------------------------------------- */
 
-/* How an updater waits before poisoning the object it replaced. */
+/* How an updater waits before poisoning the object it replaced (ops). */
 enum ss_gp {
-	SS_SYNC,	 /* sk_synchronize_srcu() */
-	SS_EXPEDITED,	 /* sk_synchronize_srcu_expedited() */
-	SS_CALL,	 /* sk_call_srcu(): the callback poisons and frees */
-	SS_POLL,	 /* start_poll, then poll in a loop */
-	SS_COND,	 /* get_state; synchronize only if not yet completed */
-	SS_SKIP,	 /* BROKEN: no grace period at all */
-	SS_EMU,		 /* test-emulated scan-flip-scan (control) */
-	SS_EMU_SKIP_OLD, /* BROKEN emulation: never drains the readers' index */
+	SS_SYNC,      /* sync() */
+	SS_EXPEDITED, /* exp_sync() */
+	SS_CALL,      /* call(): the callback poisons and frees */
+	SS_POLL,      /* start_gp_poll(), then poll in a loop */
+	SS_COND,      /* get_gp_state(); sync() only if not yet completed */
 };
 
 #define SS_REAL_MASK                                                \
@@ -73,6 +78,8 @@ struct ss_config {
 	unsigned int pace_us;  /* updater pause between updates */
 	int broken;	       /* grace period known broken (or emulated) */
 	int quiet;	       /* print the result only on a violation */
+	/* The primitive: NULL for sk_tort_srcu_ops, or a twin of it. */
+	const struct sk_tort_ops *ops;
 };
 
 struct ss_obj {
@@ -96,7 +103,9 @@ struct ho_queue {
 };
 
 struct ss_run {
-	struct sk_srcu *d;
+	const struct sk_tort_ops *ops; /* every call on the domain */
+	void *ctx;		       /* the ops' instance: the domain */
+	struct sk_srcu *d;	       /* its domain (white box: poll_wait) */
 	struct sk_stress s;	      /* rcu_stress.h: gp, stop, seq, lock */
 	struct sk_stress_config scfg; /* name, broken: for the checker */
 	struct sk_stress_result res;
@@ -111,8 +120,7 @@ struct ss_run {
 	unsigned long poll_lost;	 /* atomic */
 	unsigned long errors;		 /* atomic */
 	int updaters_done;
-	pthread_barrier_t touch;  /* first_touch threads start at once */
-	pthread_mutex_t emu_lock; /* serializes emulated grace periods */
+	pthread_barrier_t touch; /* first_touch threads start at once */
 };
 
 struct ss_thread {
@@ -187,6 +195,12 @@ static int ss_detected(struct ss_run *run)
 	return seen;
 }
 
+/* The object, loaded inside a section of the domain. */
+static struct sk_stress_obj *ss_deref(struct ss_run *run)
+{
+	return run->ops->deref((void *const *)&run->s.gp);
+}
+
 static void ss_read(struct ss_thread *me, int sleeper)
 {
 	struct ss_run *run = me->run;
@@ -195,15 +209,15 @@ static void ss_read(struct ss_thread *me, int sleeper)
 	struct sk_stress_obj *p, *q;
 	int idx, idx2, k;
 
-	idx = sk_srcu_read_lock(run->d);
-	p = sk_srcu_dereference(run->s.gp, run->d);
+	idx = run->ops->readlock(run->ctx);
+	p = ss_deref(run);
 	sk_stress_check(t, p, 1);
 	if ((r & 7) == 0) {
 		/* Nested: q stays protected by the outer section. */
-		idx2 = sk_srcu_read_lock(run->d);
-		q = sk_srcu_dereference(run->s.gp, run->d);
+		idx2 = run->ops->readlock_nest(run->ctx);
+		q = ss_deref(run);
 		sk_stress_check(t, q, 1);
-		sk_srcu_read_unlock(run->d, idx2);
+		run->ops->readunlock_nest(run->ctx, idx2);
 		sk_stress_check(t, q, 0);
 	}
 	if (sleeper && ((r >> 3) & 3) == 0) {
@@ -218,7 +232,7 @@ static void ss_read(struct ss_thread *me, int sleeper)
 		sched_yield();
 		sk_stress_check(t, p, 0);
 	}
-	sk_srcu_read_unlock(run->d, idx);
+	run->ops->readunlock(run->ctx, idx);
 	t->reads++;
 }
 
@@ -239,8 +253,8 @@ static void *ss_reader(void *arg)
 static void ss_lock_and_hand_off(struct ss_thread *me)
 {
 	struct ss_run *run = me->run;
-	int idx = sk_srcu_read_lock(run->d);
-	struct sk_stress_obj *p = sk_srcu_dereference(run->s.gp, run->d);
+	int idx = run->ops->readlock(run->ctx);
+	struct sk_stress_obj *p = ss_deref(run);
 
 	sk_stress_check(&me->t, p, 1);
 	sk_stress_spin(&me->t.rng, 200);
@@ -276,7 +290,8 @@ static void *ss_unlocker(void *arg)
 			sk_test_sleep_us(1 + (r >> 8) % run->cfg->sleep_us);
 			sk_stress_check(&me->t, it.p, 0);
 		}
-		sk_srcu_read_unlock(run->d, it.idx);
+		/* The section another thread entered (can_handoff). */
+		run->ops->readunlock(run->ctx, it.idx);
 	}
 	return NULL;
 }
@@ -323,12 +338,12 @@ static void *ss_first_touch(void *arg)
 	int idx;
 
 	pthread_barrier_wait(&run->touch);
-	idx = sk_srcu_read_lock(run->d);
-	p = sk_srcu_dereference(run->s.gp, run->d);
+	idx = run->ops->readlock(run->ctx);
+	p = ss_deref(run);
 	sk_stress_check(&me->t, p, 1);
 	sk_test_sleep_us(500 + sk_test_rand(&me->t.rng) % 1500);
 	sk_stress_check(&me->t, p, 0);
-	sk_srcu_read_unlock(run->d, idx);
+	run->ops->readunlock(run->ctx, idx);
 	me->t.reads++;
 	return NULL;
 }
@@ -430,12 +445,15 @@ static void emu_drain(struct sk_srcu *d, int bit)
  * readers entered on ("ends without waiting for one index").  Only this
  * function writes d->idx during an emulated run.
  */
-static void emu_grace_period(struct ss_run *run, int skip_old)
+static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void emu_grace_period(void *ctx, int skip_old)
 {
-	struct sk_srcu *d = run->d;
+	struct sk_srcu *d = sk_tort_srcu_domain(ctx);
 	unsigned long idx;
 
-	pthread_mutex_lock(&run->emu_lock);
+	/* Emulated grace periods one at a time (one domain at a time). */
+	pthread_mutex_lock(&emu_lock);
 	sk_smp_mb();
 	idx = SK_READ_ONCE(d->idx);
 	emu_drain(d, (int)(idx & 1) ^ 1); /* stale readers */
@@ -444,8 +462,35 @@ static void emu_grace_period(struct ss_run *run, int skip_old)
 	sk_smp_mb();
 	if (!skip_old)
 		emu_drain(d, (int)(idx & 1)); /* pre-existing readers */
-	pthread_mutex_unlock(&run->emu_lock);
+	pthread_mutex_unlock(&emu_lock);
 	sk_smp_mb();
+}
+
+static void emu_sync(void *ctx)
+{
+	emu_grace_period(ctx, 0);
+}
+
+static void emu_sync_skip_old(void *ctx)
+{
+	emu_grace_period(ctx, 1);
+}
+
+/*
+ * The SRCU ops with the emulated grace period as their only one (the
+ * updaters' gp_mask must be SS_SYNC alone): its readers and domains are
+ * sk_tort_srcu_ops', so what the twin changes is the grace period only.
+ */
+static struct sk_tort_ops emu_ops(int skip_old)
+{
+	struct sk_tort_ops o = sk_tort_srcu_ops;
+
+	o.sync = skip_old ? emu_sync_skip_old : emu_sync;
+	o.exp_sync = NULL;
+	o.call = NULL;
+	o.get_gp_state = o.start_gp_poll = NULL;
+	o.poll_gp_state = NULL;
+	return o;
 }
 
 static int ss_pick(struct ss_thread *me)
@@ -461,13 +506,49 @@ static int ss_pick(struct ss_thread *me)
 	return SS_SYNC;
 }
 
+/* Wait with grace-period kind k, then poison old and retire it. */
+static void ss_wait_and_retire(struct ss_thread *me, struct ss_obj *old, int k)
+{
+	struct ss_run *run = me->run;
+	const struct sk_tort_ops *ops = run->ops;
+	unsigned long cookie;
+
+	switch (k) {
+	case SS_EXPEDITED:
+		ops->exp_sync(run->ctx);
+		break;
+	case SS_CALL:
+		__atomic_fetch_add(&run->cb_queued, 1, __ATOMIC_RELAXED);
+		if (ops->call(run->ctx, &old->rh, ss_cb) == 0)
+			return; /* ss_cb() retires it after the grace period */
+		__atomic_fetch_add(&run->errors, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&run->cb_queued, 1, __ATOMIC_RELAXED);
+		ops->sync(run->ctx);
+		break;
+	case SS_POLL:
+		/* Polled by poll_wait(), which sees a dropped request. */
+		cookie = ops->start_gp_poll(run->ctx);
+		poll_wait(run->d, cookie, &me->lost);
+		break;
+	case SS_COND:
+		cookie = ops->get_gp_state(run->ctx);
+		sk_stress_spin(&me->t.rng, 2000);
+		if (!ops->poll_gp_state(run->ctx, cookie))
+			ops->sync(run->ctx);
+		break;
+	default:
+		ops->sync(run->ctx);
+		break;
+	}
+	ss_retire(me, old);
+}
+
 static void *ss_updater(void *arg)
 {
 	struct ss_thread *me = arg;
 	struct ss_run *run = me->run;
 	const struct ss_config *cfg = run->cfg;
-	unsigned long i, cookie;
-	int kind;
+	unsigned long i;
 
 	for (i = 0; cfg->updates ? i < cfg->updates : !ss_stopped(run); i++) {
 		struct ss_obj *n = malloc(sizeof(*n)), *old;
@@ -485,49 +566,7 @@ static void *ss_updater(void *arg)
 		sk_rcu_assign_pointer(run->s.gp, &n->o);
 		pthread_mutex_unlock(&run->s.lock);
 
-		kind = ss_pick(me);
-		switch (kind) {
-		case SS_SYNC:
-			sk_synchronize_srcu(run->d);
-			ss_retire(me, old);
-			break;
-		case SS_EXPEDITED:
-			sk_synchronize_srcu_expedited(run->d);
-			ss_retire(me, old);
-			break;
-		case SS_CALL:
-			__atomic_fetch_add(&run->cb_queued, 1,
-					   __ATOMIC_RELAXED);
-			if (sk_call_srcu(run->d, &old->rh, ss_cb) != 0) {
-				__atomic_fetch_add(&run->errors, 1,
-						   __ATOMIC_RELAXED);
-				__atomic_fetch_sub(&run->cb_queued, 1,
-						   __ATOMIC_RELAXED);
-				sk_synchronize_srcu(run->d);
-				ss_retire(me, old);
-			}
-			break;
-		case SS_POLL:
-			cookie = sk_start_poll_synchronize_srcu(run->d);
-			poll_wait(run->d, cookie, &me->lost);
-			ss_retire(me, old);
-			break;
-		case SS_COND:
-			cookie = sk_get_state_synchronize_srcu(run->d);
-			sk_stress_spin(&me->t.rng, 2000);
-			if (!sk_poll_state_synchronize_srcu(run->d, cookie))
-				sk_synchronize_srcu(run->d);
-			ss_retire(me, old);
-			break;
-		case SS_SKIP:
-			ss_retire(me, old);
-			break;
-		case SS_EMU:
-		case SS_EMU_SKIP_OLD:
-			emu_grace_period(run, kind == SS_EMU_SKIP_OLD);
-			ss_retire(me, old);
-			break;
-		}
+		ss_wait_and_retire(me, old, ss_pick(me));
 		me->t.updates++;
 		if (cfg->pace_us)
 			sk_test_sleep_us(cfg->pace_us);
@@ -543,12 +582,13 @@ static void *ss_updater(void *arg)
 static void *ss_syncer(void *arg)
 {
 	struct ss_thread *me = arg;
+	struct ss_run *run = me->run;
 
-	while (!flag_get(&me->run->updaters_done)) {
+	while (!flag_get(&run->updaters_done)) {
 		if (sk_test_rand(&me->t.rng) & 1)
-			sk_synchronize_srcu(me->run->d);
+			run->ops->sync(run->ctx);
 		else
-			sk_synchronize_srcu_expedited(me->run->d);
+			run->ops->exp_sync(run->ctx);
 		me->t.calls++;
 	}
 	return NULL;
@@ -582,25 +622,22 @@ static void ss_join_role(struct ss_thread *t, unsigned int nt, int role)
 			sk_test_thread_join(t[i].tid);
 }
 
-/* Run one stress; returns the result (violations, reads...). */
-static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
+/* A run of cfg: an instance of its ops (a domain), the first object. */
+static struct ss_run *ss_run_new(const struct ss_config *cfg, unsigned int nq)
 {
-	unsigned int nq = cfg->handoffs + cfg->ephemeral;
-	unsigned int nt = cfg->readers + cfg->sleepers + 2 * nq +
-			  cfg->first_touch + cfg->updaters + cfg->syncers;
-	struct ss_thread *t = calloc(nt ? nt : 1, sizeof(*t));
 	struct ss_run *run = calloc(1, sizeof(*run));
 	struct ss_obj *first = calloc(1, sizeof(*first));
-	struct sk_stress_result res;
-	unsigned int i, k = 0, j;
-	unsigned long x;
+	unsigned int i;
 
-	if (!t || !run || !first) {
+	if (!run || !first) {
 		fprintf(stderr, "out of memory\n");
 		exit(2);
 	}
 	run->cfg = cfg;
-	run->d = domain_new();
+	run->ops = cfg->ops ? cfg->ops : &sk_tort_srcu_ops;
+	if (run->ops->init(&run->ctx) != 0)
+		SK_T_FAIL("%s", "the SRCU ops' init failed");
+	run->d = sk_tort_srcu_domain(run->ctx);
 	run->scfg.name = cfg->name;
 	run->scfg.broken = cfg->broken;
 	run->s.cfg = &run->scfg;
@@ -608,7 +645,6 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	pthread_mutex_init(&run->s.lock, NULL);
 	pthread_mutex_init(&run->s.res_lock, NULL);
 	pthread_mutex_init(&run->keep_lock, NULL);
-	pthread_mutex_init(&run->emu_lock, NULL);
 	if (cfg->first_touch)
 		pthread_barrier_init(&run->touch, NULL, cfg->first_touch + 1);
 	run->queues = calloc(nq ? nq : 1, sizeof(*run->queues));
@@ -617,6 +653,15 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	sk_stress_obj_init(&first->o, run->s.seq = 1);
 	first->run = run;
 	run->s.gp = &first->o;
+	return run;
+}
+
+/* Start the nt threads t of every role; first-touch ones released. */
+static void ss_start_all(struct ss_run *run, struct ss_thread *t,
+			 unsigned int nt, unsigned int nq)
+{
+	const struct ss_config *cfg = run->cfg;
+	unsigned int i, k = 0;
 
 	for (i = 0; i < nt; i++) {
 		t[i].run = run;
@@ -641,20 +686,28 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 		ss_start(&t[k++], R_SYNCER, ss_syncer);
 	for (i = 0; i < cfg->first_touch; i++)
 		ss_start(&t[k++], R_TOUCH, ss_first_touch);
-	if (cfg->first_touch) {
-		/* Release the first sections once the updaters are busy. */
-		for (;;) {
-			unsigned long seq;
+	if (!cfg->first_touch)
+		return;
+	/* Release the first sections once the updaters are busy. */
+	for (;;) {
+		unsigned long seq;
 
-			pthread_mutex_lock(&run->s.lock);
-			seq = run->s.seq;
-			pthread_mutex_unlock(&run->s.lock);
-			if (seq >= 3)
-				break;
-			sk_test_sleep_us(100);
-		}
-		pthread_barrier_wait(&run->touch);
+		pthread_mutex_lock(&run->s.lock);
+		seq = run->s.seq;
+		pthread_mutex_unlock(&run->s.lock);
+		if (seq >= 3)
+			break;
+		sk_test_sleep_us(100);
 	}
+	pthread_barrier_wait(&run->touch);
+}
+
+/* Stop and join every thread, sum their counters, drain the callbacks. */
+static void ss_stop_all(struct ss_run *run, struct ss_thread *t,
+			unsigned int nt, unsigned int nq)
+{
+	const struct ss_config *cfg = run->cfg;
+	unsigned int i;
 
 	if (cfg->updates) {
 		/* Updaters finish by count, then the readers stop. */
@@ -681,22 +734,20 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 		ss_sum(run, &t[i]);
 
 	/* Callbacks: the barrier, then make sure every one has run. */
-	sk_srcu_barrier(run->d);
+	run->ops->cb_barrier(run->ctx);
 	while (__atomic_load_n(&run->cb_run, __ATOMIC_ACQUIRE) !=
 	       __atomic_load_n(&run->cb_queued, __ATOMIC_RELAXED))
 		sk_test_sleep_us(100);
-	SK_CHECK_EQ(sk_srcu_destroy(run->d), 0);
-	free(run->d);
+	SK_CHECK_EQ(run->ops->cleanup(run->ctx), 0);
+}
 
-	res = run->res;
-	res.errors += run->errors;
-	if (!cfg->quiet || res.violations)
-		sk_stress_print(&run->scfg, &res);
-	if (run->poll_lost)
-		fprintf(stderr,
-			"  %s: %lu polled grace periods dropped by "
-			"the library (re-requested)\n",
-			cfg->name, run->poll_lost);
+/* Free the objects of run and its nt threads t, then run and t. */
+static void ss_run_free(struct ss_run *run, struct ss_thread *t,
+			unsigned int nt)
+{
+	unsigned int i, j;
+	unsigned long x;
+
 	for (i = 0; i < nt; i++)
 		for (j = 0; j < SS_QUARANTINE; j++)
 			free(t[i].quar[j]);
@@ -707,10 +758,38 @@ static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
 	free(run->kept);
 	free((struct ss_obj *)run->s.gp);
 	free(run->queues);
-	if (cfg->first_touch)
+	if (run->cfg->first_touch)
 		pthread_barrier_destroy(&run->touch);
 	free(run);
 	free(t);
+}
+
+/* Run one stress; returns the result (violations, reads...). */
+static struct sk_stress_result ss_run_one(const struct ss_config *cfg)
+{
+	unsigned int nq = cfg->handoffs + cfg->ephemeral;
+	unsigned int nt = cfg->readers + cfg->sleepers + 2 * nq +
+			  cfg->first_touch + cfg->updaters + cfg->syncers;
+	struct ss_thread *t = calloc(nt ? nt : 1, sizeof(*t));
+	struct ss_run *run = ss_run_new(cfg, nq);
+	struct sk_stress_result res;
+
+	if (!t) {
+		fprintf(stderr, "out of memory\n");
+		exit(2);
+	}
+	ss_start_all(run, t, nt, nq);
+	ss_stop_all(run, t, nt, nq);
+	res = run->res;
+	res.errors += run->errors;
+	if (!cfg->quiet || res.violations)
+		sk_stress_print(&run->scfg, &res);
+	if (run->poll_lost)
+		fprintf(stderr,
+			"  %s: %lu polled grace periods dropped by "
+			"the library (re-requested)\n",
+			cfg->name, run->poll_lost);
+	ss_run_free(run, t, nt);
 	return res;
 }
 
@@ -774,13 +853,27 @@ static void ss_check_twin_caught(struct ss_config *cfg)
 	SK_CHECK_GT(r.violations, 0); /* the checker MUST catch it */
 }
 
-/* BUSTED twin 1: the updater skips the grace period. */
+/* The busted twin of the SRCU ops: grace periods that do not wait. */
+static const struct sk_tort_ops *ss_busted_ops(void)
+{
+	static struct sk_tort_ops busted;
+
+	sk_tort_make_busted(&sk_tort_srcu_ops, &busted);
+	return &busted;
+}
+
+/*
+ * BUSTED twin 1: the updater's grace periods do not wait (synchronous,
+ * expedited or conditional; not callbacks, which the twin would run at
+ * once, nor polls, which poll_wait() checks against the library).
+ */
 static void poison_stress_catches_skipped_grace_period(void)
 {
-	struct ss_config cfg = ss_every_reader("srcu stress, BROKEN: no grace "
-					       "period", 1, 4000,
-					       1u << SS_SKIP);
+	struct ss_config cfg = ss_every_reader(
+		"srcu stress, BROKEN: no grace period", 1, 4000,
+		(1u << SS_SYNC) | (1u << SS_EXPEDITED) | (1u << SS_COND));
 
+	cfg.ops = ss_busted_ops();
 	ss_check_twin_caught(&cfg);
 }
 
@@ -799,9 +892,11 @@ static void poison_stress_catches_gp_that_skips_an_index(void)
 	struct ss_config cfg = ss_every_reader("srcu stress, emulated "
 					       "scan-flip-scan (control)", 2,
 					       1000 / sk_tsrcu_slow,
-					       1u << SS_EMU);
+					       1u << SS_SYNC);
+	struct sk_tort_ops emu = emu_ops(0), emu_broken = emu_ops(1);
 	struct sk_stress_result r;
 
+	cfg.ops = &emu;
 	cfg.broken = 1; /* atomic loads, nothing freed before the end */
 	r = ss_run_one(&cfg);
 
@@ -810,7 +905,7 @@ static void poison_stress_catches_gp_that_skips_an_index(void)
 
 	cfg.name = "srcu stress, BROKEN emulation: pre-existing readers' "
 		   "index not drained";
-	cfg.gp_mask = 1u << SS_EMU_SKIP_OLD;
+	cfg.ops = &emu_broken;
 	cfg.updaters = 1;
 	cfg.updates = 4000;
 	ss_check_twin_caught(&cfg);
@@ -849,7 +944,7 @@ static void first_sections_in_new_chunks_are_waited_for(void)
 	SK_CHECK_GT(checks, 0);
 
 	cfg.name = "srcu first-touch, BROKEN: no grace period";
-	cfg.gp_mask = 1u << SS_SKIP;
+	cfg.ops = ss_busted_ops();
 	cfg.broken = 1;
 	cfg.pace_us = 50;
 	cfg.quiet = 0;

@@ -3,14 +3,17 @@
  * tools/torture_core.h - what the parts of `scalekit torture` share.
  *
  * Two axes, as in the kernel's rcutorture:
- *  - struct sk_tort_ops: one per synchronization primitive (RCU with
- *    general readers, QSBR readers, both mixed, SRCU, ...): how a reader
- *    enters and leaves a section, how an updater waits for a grace period
- *    (synchronous, expedited, callback, polled cookie, conditional).  A new
- *    primitive plugs in with one ops structure and one line in the mode
- *    table of torture.c; the harness and the scenarios do not change.
- *    Every ops gets a "busted" twin for free (sk_tort_make_busted()): the
- *    same readers, grace periods that do not wait.
+ *  - struct sk_tort_ops (torture_ops.h): one per synchronization
+ *    primitive (RCU with general readers, QSBR readers, both mixed, SRCU,
+ *    ...): how a reader enters and leaves a section, how an updater waits
+ *    for a grace period (synchronous, expedited, callback, polled cookie,
+ *    conditional).  A new primitive plugs in with one ops structure and
+ *    one line in the mode table of torture.c; the harness and the
+ *    scenarios do not change.  Every ops gets a "busted" twin for free
+ *    (sk_tort_make_busted()): the same readers, grace periods that do not
+ *    wait.  The ops are a library of their own (sk_tort_ops) that the
+ *    tests' stress checks run on too; a run holds the instance its ops'
+ *    init() made in T->ctx and passes it to every call.
  *  - struct sk_tort_scenario: what the readers and updaters do with it:
  *    the pipe test (torture_pipe.c), an RCU list (torture_list.c), the
  *    resizable hash table (torture_rhash.c).
@@ -32,6 +35,7 @@
 #include <stdio.h>
 
 #include "scalekit/rcu.h"
+#include "torture_ops.h"
 
 /* Stages of an element after its removal (RCU_TORTURE_PIPE_LEN). */
 #define SK_TORT_PIPE_LEN 10
@@ -43,131 +47,6 @@
 /* Values of live and freed objects, shared by the scenarios. */
 #define SK_TORT_MAGIC ((unsigned long)0x70e7ce11a11feULL)	    /* live */
 #define SK_TORT_POISON ((unsigned long)0x6b6b6b6b6b6b6b6bULL) /* freed (poisoned first) */
-
-/* The grace-period primitives an updater may pick (--gp). */
-enum sk_tort_gp {
-	SK_TORT_GP_SYNC, /* synchronize */
-	SK_TORT_GP_EXP,	 /* synchronize_expedited */
-	SK_TORT_GP_CB,	 /* call (callback after a grace period) */
-	SK_TORT_GP_POLL, /* start_poll + poll until done */
-	SK_TORT_GP_COND, /* get_state + cond_synchronize */
-	SK_TORT_GP_NR
-};
-
-extern const char *const sk_tort_gp_names[SK_TORT_GP_NR];
-
-/* Per-thread PRNG (splitmix64): every random choice comes from one. */
-struct sk_tort_rng {
-	uint64_t s;
-};
-
-static inline uint64_t sk_tort_rand(struct sk_tort_rng *r)
-{
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n); 0 when n is 0. */
-static inline unsigned long sk_tort_below(struct sk_tort_rng *r,
-					  unsigned long n)
-{
-	return n ? (unsigned long)(sk_tort_rand(r) % n) : 0;
-}
-
-/* 1 with probability 1/n. */
-static inline int sk_tort_one_in(struct sk_tort_rng *r, unsigned long n)
-{
-	return sk_tort_below(r, n) == 0;
-}
-
-/* Grace-period counters of a primitive, for the report and the monitor. */
-struct sk_tort_gp_stats {
-	unsigned long gps;	  /* grace periods completed */
-	unsigned long cb_queued;  /* callbacks accepted by the library */
-	unsigned long cb_invoked; /* callbacks the library ran */
-	unsigned long exp_handshakes, exp_fallbacks; /* expedited G1 kinds */
-	int have_cb;		  /* the library counts callbacks itself */
-};
-
-/*
- * One synchronization primitive (rcutorture's struct rcu_torture_ops).
- * Function pointers that a primitive lacks are NULL; the harness refuses
- * --gp types whose functions are missing.  Reader functions run on reader
- * threads, update functions on updater (and callback) threads.
- */
-struct sk_tort_ops {
-	const char *name;
-	const char *desc;
-	int busted;	 /* grace periods do not wait: the run must FAIL */
-	int can_sleep;	 /* readers may block inside a section */
-	int can_handoff; /* a section may end on another thread */
-	int global_rcu;	 /* grace periods are the global RCU domain's
-			    (SK_FREE_RCU and sk_rhash may be used) */
-
-	/* Set up / tear down the primitive (a domain...).  0 or -errno. */
-	int (*init)(void);
-	void (*cleanup)(void);
-
-	/*
-	 * Reader threads: reader_start() returns 1 when the thread is a QSBR
-	 * reader (it holds what it reads until quiescent()), 0 otherwise;
-	 * kind_hint is the reader's number (mixed: the parity picks the kind).
-	 * reader_pause()/resume() bracket a stutter pause or a long sleep
-	 * outside sections; reader_stop() runs before the thread exits.
-	 */
-	int (*reader_start)(unsigned long kind_hint);
-	void (*reader_pause)(void);
-	void (*reader_resume)(void);
-	void (*reader_stop)(void);
-	int (*readlock)(void);	     /* outermost: returns an index */
-	void (*readunlock)(int idx); /* may run on another thread if
-					     can_handoff */
-	int (*readlock_nest)(void);  /* nested inside readlock() */
-	void (*readunlock_nest)(int idx);
-	void (*quiescent)(void); /* QSBR: between sections */
-	/* Delay inside a section (spin, yield, sleep when allowed). */
-	void (*read_delay)(struct sk_tort_rng *rng, int sleep_ok);
-	/* Load an RCU-protected pointer inside a section. */
-	void *(*deref)(void *const *pp);
-
-	/* Updaters. */
-	void (*updater_start)(void);	 /* e.g. QSBR updaters go online */
-	void (*updater_quiescent)(void); /* between updates / poll tries */
-	void (*updater_stop)(void);
-	void (*sync)(void);
-	void (*exp_sync)(void);
-	int (*call)(struct sk_rcu_head *head,
-		    void (*fn)(struct sk_rcu_head *head));
-	void (*cb_barrier)(void);
-	unsigned long (*get_gp_state)(void);
-	unsigned long (*start_gp_poll)(void);
-	int (*poll_gp_state)(unsigned long cookie);
-	void (*cond_sync)(unsigned long cookie);
-
-	/* A counter that advances with grace periods (Reader Batch). */
-	unsigned long (*gp_seq)(void);
-	void (*stats)(struct sk_tort_gp_stats *st);
-};
-
-/* The primitives (torture_ops.c). */
-extern const struct sk_tort_ops sk_tort_rcu_ops;
-extern const struct sk_tort_ops sk_tort_qsbr_ops;
-extern const struct sk_tort_ops sk_tort_mixed_ops;
-extern const struct sk_tort_ops sk_tort_srcu_ops;
-
-/*
- * sk_tort_make_busted() - out = real with grace periods that do not wait
- * (sync is a full barrier, callbacks run at once, cookies complete at
- * once).  Readers are those of real.
- */
-void sk_tort_make_busted(const struct sk_tort_ops *real,
-			 struct sk_tort_ops *out);
-
-/* Does ops implement grace-period type g? */
-int sk_tort_ops_has_gp(const struct sk_tort_ops *ops, int g);
 
 /* The command line, as parsed. */
 struct sk_tort_config {
@@ -291,6 +170,7 @@ extern const struct sk_tort_scenario sk_tort_rhash_scenario;
 struct sk_tort {
 	const struct sk_tort_config *cfg;
 	const struct sk_tort_ops *ops;
+	void *ctx; /* the instance of ops that init() made (or NULL) */
 	const struct sk_tort_scenario *scen;
 	const char *prefix; /* "" or "fork child: " on messages */
 
@@ -361,9 +241,6 @@ void sk_tort_stutter_wait(struct sk_tort_thread *t);
 
 /* A --gp type picked at random among the allowed ones. */
 int sk_tort_pick_gp(struct sk_tort_thread *t);
-
-/* Spin for up to max pause instructions. */
-void sk_tort_spin(struct sk_tort_rng *rng, unsigned long max);
 
 /*
  * Loads and stores of object fields that readers check.  With a working

@@ -169,7 +169,7 @@ static void list_read_one(struct sk_tort_thread *t)
 	struct list_elem *e;
 	int idx, bad = 0;
 
-	idx = ops->readlock();
+	idx = ops->readlock(T->ctx);
 	depth = sk_tort_nest_lock(t, nidx, 0);
 	delay_at = sk_tort_below(&t->rng, LIST_KEYS / 2);
 	sk_list_for_each_entry_rcu (e, &S->head, link) {
@@ -219,7 +219,7 @@ static void list_read_one(struct sk_tort_thread *t)
 	for (i = 0; i < nseen; i++)
 		elem_ok(t, seen[i], "at the end of the walk's section");
 	sk_tort_nest_unlock(t, nidx, depth);
-	ops->readunlock(idx);
+	ops->readunlock(T->ctx, idx);
 	sk_tort_add(&t->st->x[LX_ELEMS_SEEN], steps);
 	sk_tort_inc(&t->st->reads);
 }

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `scalekit torture`: one struct sk_tort_ops per primitive under test,
- * and the busted twin of any of them.
+ * The sk_tort_ops library (torture_ops.h): one struct sk_tort_ops per
+ * primitive, and the busted twin of any of them, for `scalekit torture`
+ * and the tests' stress checks.
  *
  *   rcu    general readers, sk_rcu_read_lock()/unlock()
  *   qsbr   QSBR readers: online, sk_rcu_quiescent_state() between sections
  *   mixed  even readers general, odd readers QSBR, one RCU domain
- *   srcu   sk_srcu_read_lock() on one domain; sections may sleep and may
- *          be ended by another thread
+ *   srcu   sk_srcu_read_lock() on the domain of its instance (init() makes
+ *          one per call); sections may sleep and may be ended by another
+ *          thread
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,7 +19,7 @@
 
 #include "scalekit/rcu.h"
 #include "scalekit/srcu.h"
-#include "torture_core.h"
+#include "torture_ops.h"
 
 const char *const sk_tort_gp_names[SK_TORT_GP_NR] = {
 	"sync", "exp", "cb", "poll", "cond",
@@ -55,8 +57,17 @@ static void *deref_rcu(void *const *pp)
 	return sk_rcu_dereference(*(void **)pp);
 }
 
-static void noop(void)
+static void noop(void *ctx)
 {
+	(void)ctx;
+}
+
+void sk_tort_spin(struct sk_tort_rng *rng, unsigned long max)
+{
+	unsigned long n = sk_tort_below(rng, max + 1);
+
+	while (n--)
+		sk_cpu_relax();
 }
 
 /* ---- RCU, general readers ------------------------------------------------ */
@@ -79,23 +90,29 @@ static void rcu_reader_stop(void)
 		sk_rcu_unregister_thread();
 }
 
-static int rcu_lock(void)
+static int rcu_lock(void *ctx)
 {
+	(void)ctx;
 	sk_rcu_read_lock();
 	return 0;
 }
 
-static void rcu_unlock(int idx)
+static void rcu_unlock(void *ctx, int idx)
 {
+	(void)ctx;
 	(void)idx;
 	sk_rcu_read_unlock();
 }
 
-/* Hidden in the library (src/internal/rcu.h); the tool links it statically. */
+/*
+ * Hidden in the library (src/internal/rcu.h); every user of these ops
+ * links the library statically.
+ */
 unsigned long sk__rcu_gp_count(void);
 
-static unsigned long rcu_gp_seq(void)
+static unsigned long rcu_gp_seq(void *ctx)
 {
+	(void)ctx;
 	/*
 	 * Grace periods completed, full width: the batch histogram counts
 	 * grace periods on every target.  (Not the reader word's phase: it
@@ -105,10 +122,11 @@ static unsigned long rcu_gp_seq(void)
 	return sk__rcu_gp_count();
 }
 
-static void rcu_stats(struct sk_tort_gp_stats *st)
+static void rcu_stats(void *ctx, struct sk_tort_gp_stats *st)
 {
 	struct sk_rcu_stats s;
 
+	(void)ctx;
 	sk_rcu_get_stats(&s);
 	st->gps = s.grace_periods;
 	st->cb_queued = s.cb_queued;
@@ -118,13 +136,61 @@ static void rcu_stats(struct sk_tort_gp_stats *st)
 	st->have_cb = 1;
 }
 
-#define RCU_UPDATE_OPS                                                        \
-	.sync = sk_synchronize_rcu, .exp_sync = sk_synchronize_rcu_expedited, \
-	.call = sk_call_rcu, .cb_barrier = sk_rcu_barrier,                    \
-	.get_gp_state = sk_get_state_synchronize_rcu,                         \
-	.start_gp_poll = sk_start_poll_synchronize_rcu,                       \
-	.poll_gp_state = sk_poll_state_synchronize_rcu,                       \
-	.cond_sync = sk_cond_synchronize_rcu, .gp_seq = rcu_gp_seq,           \
+/* The global RCU domain's grace periods (ctx: NULL, unused). */
+static void rcu_sync(void *ctx)
+{
+	(void)ctx;
+	sk_synchronize_rcu();
+}
+
+static void rcu_exp_sync(void *ctx)
+{
+	(void)ctx;
+	sk_synchronize_rcu_expedited();
+}
+
+static int rcu_call(void *ctx, struct sk_rcu_head *head,
+		    void (*fn)(struct sk_rcu_head *head))
+{
+	(void)ctx;
+	return sk_call_rcu(head, fn);
+}
+
+static void rcu_barrier(void *ctx)
+{
+	(void)ctx;
+	sk_rcu_barrier();
+}
+
+static unsigned long rcu_get_state(void *ctx)
+{
+	(void)ctx;
+	return sk_get_state_synchronize_rcu();
+}
+
+static unsigned long rcu_start_poll(void *ctx)
+{
+	(void)ctx;
+	return sk_start_poll_synchronize_rcu();
+}
+
+static int rcu_poll(void *ctx, unsigned long cookie)
+{
+	(void)ctx;
+	return sk_poll_state_synchronize_rcu(cookie);
+}
+
+static void rcu_cond_sync(void *ctx, unsigned long cookie)
+{
+	(void)ctx;
+	sk_cond_synchronize_rcu(cookie);
+}
+
+#define RCU_UPDATE_OPS                                                 \
+	.sync = rcu_sync, .exp_sync = rcu_exp_sync, .call = rcu_call, \
+	.cb_barrier = rcu_barrier, .get_gp_state = rcu_get_state,     \
+	.start_gp_poll = rcu_start_poll, .poll_gp_state = rcu_poll,   \
+	.cond_sync = rcu_cond_sync, .gp_seq = rcu_gp_seq,             \
 	.stats = rcu_stats
 
 const struct sk_tort_ops sk_tort_rcu_ops = {
@@ -190,17 +256,28 @@ static void qsbr_reader_stop(void)
 	qsbr_reader = 0;
 }
 
-static int qsbr_lock(void)
+/*
+ * An online QSBR reader's section: the QSBR flavor's markers (nothing
+ * unless SK_DEBUG); other threads of the qsbr and mixed ops read as
+ * general readers.
+ */
+static int qsbr_lock(void *ctx)
 {
-	if (!qsbr_reader)
+	(void)ctx;
+	if (qsbr_reader)
+		sk_rcu_qsbr_read_lock();
+	else
 		sk_rcu_read_lock();
 	return 0;
 }
 
-static void qsbr_unlock(int idx)
+static void qsbr_unlock(void *ctx, int idx)
 {
+	(void)ctx;
 	(void)idx;
-	if (!qsbr_reader)
+	if (qsbr_reader)
+		sk_rcu_qsbr_read_unlock();
+	else
 		sk_rcu_read_unlock();
 }
 
@@ -279,111 +356,110 @@ const struct sk_tort_ops sk_tort_mixed_ops = {
 
 /* ---- SRCU ---------------------------------------------------------------- */
 
-/* The domain of this run (a fresh one per run: the fork child's too). */
-static struct sk_srcu *tort_srcu;
+/*
+ * One instance: a domain of its own (the tool makes a fresh one per run,
+ * the fork child's too; the tests one per stress run) and the grace-period
+ * count at its creation.  struct sk_srcu is cache-line aligned, so the
+ * instance is allocated with aligned_alloc(): malloc() is not enough.
+ */
+struct tort_srcu {
+	struct sk_srcu d;
+	unsigned long gp_base;
+};
 
-static int srcu_init(void)
+struct sk_srcu *sk_tort_srcu_domain(void *ctx)
 {
-	struct sk_srcu *d;
+	return &((struct tort_srcu *)ctx)->d;
+}
+
+static unsigned long srcu_gp_seq(void *ctx)
+{
+	/* ABI field: the index flips once per grace period. */
+	return sk_atomic_load_relaxed(&sk_tort_srcu_domain(ctx)->idx);
+}
+
+static int srcu_init(void **ctx)
+{
+	struct tort_srcu *s = aligned_alloc(SK_CACHELINE, sizeof(*s));
 	int err;
 
-	if (sk_tort_setup_fault())
+	if (!s)
 		return -ENOMEM;
-	/* struct sk_srcu is cache-line aligned: malloc() is not enough. */
-	d = aligned_alloc(SK_CACHELINE, sizeof(*d));
-
-	if (!d)
-		return -ENOMEM;
-	err = sk_srcu_init(d);
+	err = sk_srcu_init(&s->d);
 	if (err) {
-		free(d);
+		free(s);
 		return err;
 	}
-	tort_srcu = d;
+	s->gp_base = srcu_gp_seq(s);
+	*ctx = s;
 	return 0;
 }
 
-static void srcu_cleanup(void)
+static int srcu_cleanup(void *ctx)
 {
-	struct sk_srcu *d = tort_srcu;
+	struct tort_srcu *s = ctx;
+	int err;
 
-	if (!d)
-		return;
-	sk_srcu_barrier(d);
+	sk_srcu_barrier(&s->d);
 	/* A domain still busy is kept (leaked) rather than freed in use. */
-	if (sk_srcu_destroy(d) == 0)
-		free(d);
-	tort_srcu = NULL;
+	err = sk_srcu_destroy(&s->d);
+	if (err == 0)
+		free(s);
+	return err;
 }
 
-static int srcu_lock(void)
+static int srcu_lock(void *ctx)
 {
-	return sk_srcu_read_lock(tort_srcu);
+	return sk_srcu_read_lock(sk_tort_srcu_domain(ctx));
 }
 
-static void srcu_unlock(int idx)
+static void srcu_unlock(void *ctx, int idx)
 {
-	sk_srcu_read_unlock(tort_srcu, idx);
+	sk_srcu_read_unlock(sk_tort_srcu_domain(ctx), idx);
 }
 
-static void srcu_sync(void)
+static void srcu_sync(void *ctx)
 {
-	sk_synchronize_srcu(tort_srcu);
+	sk_synchronize_srcu(sk_tort_srcu_domain(ctx));
 }
 
-static void srcu_exp_sync(void)
+static void srcu_exp_sync(void *ctx)
 {
-	sk_synchronize_srcu_expedited(tort_srcu);
+	sk_synchronize_srcu_expedited(sk_tort_srcu_domain(ctx));
 }
 
-static int srcu_call(struct sk_rcu_head *head,
+static int srcu_call(void *ctx, struct sk_rcu_head *head,
 		     void (*fn)(struct sk_rcu_head *head))
 {
-	return sk_call_srcu(tort_srcu, head, fn);
+	return sk_call_srcu(sk_tort_srcu_domain(ctx), head, fn);
 }
 
-static void srcu_barrier(void)
+static void srcu_barrier(void *ctx)
 {
-	sk_srcu_barrier(tort_srcu);
+	sk_srcu_barrier(sk_tort_srcu_domain(ctx));
 }
 
-static unsigned long srcu_get_state(void)
+static unsigned long srcu_get_state(void *ctx)
 {
-	return sk_get_state_synchronize_srcu(tort_srcu);
+	return sk_get_state_synchronize_srcu(sk_tort_srcu_domain(ctx));
 }
 
-static unsigned long srcu_start_poll(void)
+static unsigned long srcu_start_poll(void *ctx)
 {
-	return sk_start_poll_synchronize_srcu(tort_srcu);
+	return sk_start_poll_synchronize_srcu(sk_tort_srcu_domain(ctx));
 }
 
-static int srcu_poll(unsigned long cookie)
+static int srcu_poll(void *ctx, unsigned long cookie)
 {
-	return sk_poll_state_synchronize_srcu(tort_srcu, cookie);
+	return sk_poll_state_synchronize_srcu(sk_tort_srcu_domain(ctx),
+					      cookie);
 }
 
-static unsigned long srcu_gp_seq(void)
+static void srcu_stats(void *ctx, struct sk_tort_gp_stats *st)
 {
-	/* ABI field: the index flips once per grace period. */
-	return sk_atomic_load_relaxed(&tort_srcu->idx);
-}
-
-static unsigned long srcu_gp_base;
-
-static void srcu_stats(struct sk_tort_gp_stats *st)
-{
-	st->gps = srcu_gp_seq() - srcu_gp_base;
+	st->gps = srcu_gp_seq(ctx) - ((struct tort_srcu *)ctx)->gp_base;
 	st->cb_queued = st->cb_invoked = 0;
 	st->have_cb = 0;
-}
-
-static int srcu_init_counted(void)
-{
-	int err = srcu_init();
-
-	if (!err)
-		srcu_gp_base = srcu_gp_seq();
-	return err;
 }
 
 /* SRCU has no cond_synchronize: --gp cond is refused for it. */
@@ -392,7 +468,7 @@ const struct sk_tort_ops sk_tort_srcu_ops = {
 	.desc = "SRCU, one domain; sections may sleep and end on another thread",
 	.can_sleep = 1,
 	.can_handoff = 1,
-	.init = srcu_init_counted,
+	.init = srcu_init,
 	.cleanup = srcu_cleanup,
 	.readlock = srcu_lock,
 	.readunlock = srcu_unlock,
@@ -420,49 +496,52 @@ const struct sk_tort_ops sk_tort_srcu_ops = {
  */
 static unsigned long busted_gps;
 
-static void busted_sync(void)
+static void busted_sync(void *ctx)
 {
+	(void)ctx;
 	sk_smp_mb();
 	sk_atomic_fetch_add_relaxed(&busted_gps, 1UL);
 }
 
-static int busted_call(struct sk_rcu_head *head,
+static int busted_call(void *ctx, struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *head))
 {
 	if (!head || !fn)
 		return -EINVAL;
-	busted_sync();
+	busted_sync(ctx);
 	fn(head); /* at once, on the caller's thread */
 	return 0;
 }
 
-static unsigned long busted_get_state(void)
+static unsigned long busted_get_state(void *ctx)
 {
+	(void)ctx;
 	sk_smp_mb();
 	return sk_atomic_load_relaxed(&busted_gps) + 1;
 }
 
-static int busted_poll(unsigned long cookie)
+static int busted_poll(void *ctx, unsigned long cookie)
 {
 	(void)cookie;
-	busted_sync();
+	busted_sync(ctx);
 	return 1;
 }
 
-static void busted_cond(unsigned long cookie)
+static void busted_cond(void *ctx, unsigned long cookie)
 {
 	(void)cookie;
-	busted_sync();
+	busted_sync(ctx);
 }
 
-static unsigned long busted_seq(void)
+static unsigned long busted_seq(void *ctx)
 {
+	(void)ctx;
 	return sk_atomic_load_relaxed(&busted_gps);
 }
 
-static void busted_stats(struct sk_tort_gp_stats *st)
+static void busted_stats(void *ctx, struct sk_tort_gp_stats *st)
 {
-	st->gps = busted_seq();
+	st->gps = busted_seq(ctx);
 	st->cb_queued = st->cb_invoked = 0;
 	st->have_cb = 0;
 }

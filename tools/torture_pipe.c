@@ -212,7 +212,7 @@ static unsigned int handoff_run(struct sk_tort_thread *t, int closing)
 			check_pipe(t, p, batch[i].pipe0,
 				   sk_atomic_load_relaxed(&p->pipe),
 				   "a handed-off section");
-		T->ops->readunlock(batch[i].idx);
+		T->ops->readunlock(T->ctx, batch[i].idx);
 		sk_tort_inc(&t->st->x[PX_HANDOFFS]);
 	}
 	return n;
@@ -247,15 +247,15 @@ static void pipe_read_one(struct sk_tort_thread *t)
 	struct pipe_elem *p;
 	int idx, live;
 
-	idx = ops->readlock();
+	idx = ops->readlock(T->ctx);
 	p = ops->deref((void *const *)&S->current);
 	if (!p) {
 		sk_tort_error(T, t, "the global pointer is NULL");
-		ops->readunlock(idx);
+		ops->readunlock(T->ctx, idx);
 		return;
 	}
 	pipe0 = sk_atomic_load_relaxed(&p->pipe);
-	seq0 = ops->gp_seq();
+	seq0 = ops->gp_seq(T->ctx);
 	live = check_elem(t, p, "at the start of a section");
 	depth = sk_tort_nest_lock(t, nidx, 1);
 	ops->read_delay(&t->rng, T->cfg->sleep);
@@ -263,7 +263,7 @@ static void pipe_read_one(struct sk_tort_thread *t)
 	pipe1 = sk_atomic_load_relaxed(&p->pipe);
 	if (live)
 		live = check_elem(t, p, "at the end of a section");
-	batch = ops->gp_seq() - seq0;
+	batch = ops->gp_seq(T->ctx) - seq0;
 	if (live)
 		check_pipe(t, p, pipe0, pipe1, "a read section");
 	sk_tort_inc(&t->st->pipe[pipe1 < SK_TORT_PIPE_LEN ? pipe1
@@ -276,7 +276,7 @@ static void pipe_read_one(struct sk_tort_thread *t)
 	if (ops->can_handoff && sk_tort_one_in(&t->rng, 16) &&
 	    handoff_post(S, idx, p, pipe0))
 		return;
-	ops->readunlock(idx);
+	ops->readunlock(T->ctx, idx);
 	/* A QSBR reader keeps the element until its quiescent state. */
 	if (t->qsbr && r->nheld < PIPE_HOLD) {
 		r->held[r->nheld] = p;
@@ -360,7 +360,7 @@ static void pipe_cb(struct sk_rcu_head *h)
 		return;
 	}
 	sk_atomic_fetch_add_relaxed(&T->cb_requeued, 1UL);
-	err = T->ops->call(&e->rh, pipe_cb);
+	err = T->ops->call(T->ctx, &e->rh, pipe_cb);
 	if (err) {
 		/* Cannot age it any more: leak it rather than free early. */
 		sk_tort_cb_done(T);
@@ -411,7 +411,7 @@ static void pipe_update_one(struct sk_tort_thread *t)
 	if (g == SK_TORT_GP_CB) {
 		sk_atomic_fetch_add_relaxed(&T->cb_pending, 1UL);
 		sk_tort_inc(&t->st->cb_queued);
-		err = ops->call(&old->rh, pipe_cb);
+		err = ops->call(T->ctx, &old->rh, pipe_cb);
 		if (err) {
 			sk_tort_cb_done(T);
 			sk_tort_error(T, t, "call returned %d", err);
@@ -438,7 +438,7 @@ static void pipe_finish(struct sk_tort *T)
 
 	/* Every reader is gone: the removed elements may go at once. */
 	if (T->ops->sync)
-		T->ops->sync();
+		T->ops->sync(T->ctx);
 	for (i = 0; i < T->nthreads; i++) {
 		struct sk_tort_thread *t = &T->threads[i];
 		struct pipe_updater *u = t->priv;

@@ -310,7 +310,7 @@ static void rh_read_one(struct sk_tort_thread *t)
 	struct rh_obj *o;
 	int idx;
 
-	idx = ops->readlock();
+	idx = ops->readlock(T->ctx);
 	depth = sk_tort_nest_lock(t, nidx, 0);
 	n = 1 + sk_tort_below(&t->rng, 8);
 	for (i = 0; i < n; i++) {
@@ -344,7 +344,7 @@ static void rh_read_one(struct sk_tort_thread *t)
 	for (i = 0; i < nf; i++)
 		obj_ok(t, found[i], fkey[i], "at the end of the section");
 	sk_tort_nest_unlock(t, nidx, depth);
-	ops->readunlock(idx);
+	ops->readunlock(T->ctx, idx);
 	sk_tort_inc(&t->st->reads);
 }
 

@@ -301,7 +301,7 @@ static void run_start_threads(struct tort_run *R)
 
 	if (R->cfg->cb_pcpu)
 		cb_pcpu_cycle(T, 1, 0);
-	T->ops->stats(&R->gs0);
+	T->ops->stats(T->ctx, &R->gs0);
 	sk__rcu_get_gp_kinds(&R->k0);
 	R->start = sk_tort_now_ns();
 	for (i = 0; i < T->nthreads; i++) {
@@ -360,7 +360,7 @@ static void mon_sample(struct tort_run *R, struct tort_monitor *M,
 			      "resident memory %lu MiB is above the bound of "
 			      "%lu MiB (--rss-limit)",
 			      r / 1024, cfg->rss_limit_mib);
-	T->ops->stats(&gs);
+	T->ops->stats(T->ctx, &gs);
 	if (gs.gps != M->last_gps || M->paused) {
 		M->last_gps = gs.gps;
 		M->last_gp_ns = now;
@@ -411,7 +411,7 @@ static void mon_progress(struct tort_run *R, struct tort_monitor *M,
 	struct sk_tort_gp_stats gs;
 
 	sk_tort_sum_stats(T, &sum);
-	T->ops->stats(&gs);
+	T->ops->stats(T->ctx, &gs);
 	print_progress(T, R->mode->name, (now - R->start) / 1e9,
 		       (now - M->prev_progress_ns) / 1e9, &sum, &M->prev_sum,
 		       gs.gps, M->prev_progress_gps, rss_kib());
@@ -521,16 +521,16 @@ static void run_drain(struct tort_run *R)
 	if (R->cfg->cb_pcpu)
 		cb_pcpu_cycle(T, 0, 1); /* what is left goes to the default */
 	if (ops->cb_barrier)
-		ops->cb_barrier();
+		ops->cb_barrier(T->ctx);
 	while (sk_atomic_load_acquire(&T->cb_pending) && ops->cb_barrier) {
-		ops->cb_barrier();
+		ops->cb_barrier(T->ctx);
 		usleep(1000);
 	}
 	if (T->scen->finish)
 		T->scen->finish(T);
 	if (ops->cb_barrier)
-		ops->cb_barrier();
-	ops->stats(&R->gs_end);
+		ops->cb_barrier(T->ctx);
+	ops->stats(T->ctx, &R->gs_end);
 	sk_tort_ops_cleanup(T);
 	pthread_mutex_lock(&R->wd.lock);
 	R->wd.done = 1;

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "tool.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -37,14 +38,6 @@ uint64_t sk_tort_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void sk_tort_spin(struct sk_tort_rng *rng, unsigned long max)
-{
-	unsigned long n = sk_tort_below(rng, max + 1);
-
-	while (n--)
-		sk_cpu_relax();
 }
 
 const char *sk_tort_role_name(enum sk_tort_role r)
@@ -487,7 +480,7 @@ static void *flood_main(void *arg)
 			memset(&f->rh, 0, sizeof(f->rh));
 			f->T = T;
 			sk_atomic_fetch_add_relaxed(&T->cb_pending, 1UL);
-			err = T->ops->call(&f->rh, flood_done);
+			err = T->ops->call(T->ctx, &f->rh, flood_done);
 			if (err) {
 				sk_tort_cb_done(T);
 				free(f);
@@ -578,7 +571,11 @@ long sk_tort_ops_live(void)
 
 static int tort_ops_init(struct sk_tort *T)
 {
-	int err = T->ops->init ? T->ops->init() : 0;
+	int err = 0;
+
+	/* The instance's allocation is one of the setup's (see tort_fault). */
+	if (T->ops->init)
+		err = sk_tort_setup_fault() ? -ENOMEM : T->ops->init(&T->ctx);
 
 	if (!err)
 		tort_ops_live++;
@@ -587,8 +584,10 @@ static int tort_ops_init(struct sk_tort *T)
 
 void sk_tort_ops_cleanup(struct sk_tort *T)
 {
+	/* A busy instance is leaked rather than freed (its cleanup says). */
 	if (T->ops->cleanup)
-		T->ops->cleanup();
+		(void)T->ops->cleanup(T->ctx);
+	T->ctx = NULL;
 	tort_ops_live--;
 }
 

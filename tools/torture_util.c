@@ -92,7 +92,7 @@ unsigned long sk_tort_nest_lock(struct sk_tort_thread *t, int *nidx, int spin)
 	unsigned long k;
 
 	for (k = 0; k < depth; k++) {
-		nidx[k] = ops->readlock_nest();
+		nidx[k] = ops->readlock_nest(t->T->ctx);
 		if (spin && sk_tort_one_in(&t->rng, 4))
 			sk_tort_spin(&t->rng, 20);
 	}
@@ -103,7 +103,7 @@ void sk_tort_nest_unlock(struct sk_tort_thread *t, const int *nidx,
 			 unsigned long depth)
 {
 	while (depth-- > 0)
-		t->T->ops->readunlock_nest(nidx[depth]);
+		t->T->ops->readunlock_nest(t->T->ctx, nidx[depth]);
 }
 
 /* ---- grace periods ------------------------------------------------------- */
@@ -117,8 +117,8 @@ void sk_tort_wait_gp(struct sk_tort_thread *t, int g,
 
 	switch (g) {
 	case SK_TORT_GP_POLL:
-		cookie = ops->start_gp_poll();
-		while (!ops->poll_gp_state(cookie)) {
+		cookie = ops->start_gp_poll(T->ctx);
+		while (!ops->poll_gp_state(T->ctx, cookie)) {
 			if (!T->scen->plain_updaters && ops->updater_quiescent)
 				ops->updater_quiescent();
 			if (sk_tort_one_in(&t->rng, 2))
@@ -128,18 +128,18 @@ void sk_tort_wait_gp(struct sk_tort_thread *t, int g,
 		}
 		break;
 	case SK_TORT_GP_COND:
-		cookie = ops->get_gp_state();
+		cookie = ops->get_gp_state(T->ctx);
 		/* Sometimes let a grace period go by before asking. */
 		if (cond_delay_us && sk_tort_one_in(&t->rng, 2))
 			usleep((useconds_t)sk_tort_below(&t->rng,
 							 cond_delay_us));
-		ops->cond_sync(cookie);
+		ops->cond_sync(T->ctx, cookie);
 		break;
 	case SK_TORT_GP_EXP:
-		ops->exp_sync();
+		ops->exp_sync(T->ctx);
 		break;
 	default:
-		ops->sync();
+		ops->sync(T->ctx);
 		break;
 	}
 }
@@ -182,16 +182,16 @@ void sk_tort_obj_retire(struct sk_tort_thread *t, struct sk_tort_obj *o, int g,
 	case SK_TORT_GP_CB:
 		sk_tort_inc(&t->st->cb_queued);
 		sk_atomic_fetch_add_relaxed(&T->cb_pending, 1UL);
-		err = ops->call(&o->rh, obj_free_cb);
+		err = ops->call(T->ctx, &o->rh, obj_free_cb);
 		if (err) {
 			sk_tort_cb_done(T);
 			sk_tort_error(T, t, "call returned %d", err);
-			ops->sync();
+			ops->sync(T->ctx);
 			T->scen->obj_free(T, o);
 		}
 		break;
 	case SK_TORT_GP_POLL:
-		o->cookie = ops->start_gp_poll();
+		o->cookie = ops->start_gp_poll(T->ctx);
 		o->next_pending = u->pending;
 		u->pending = o;
 		break;
@@ -207,7 +207,7 @@ void sk_tort_reap_pending(struct sk_tort *T, struct sk_tort_updater *u)
 	struct sk_tort_obj **pp = &u->pending, *o;
 
 	while ((o = *pp) != NULL) {
-		if (T->ops->poll_gp_state(o->cookie)) {
+		if (T->ops->poll_gp_state(T->ctx, o->cookie)) {
 			*pp = o->next_pending;
 			T->scen->obj_free(T, o);
 		} else {

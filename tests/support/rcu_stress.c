@@ -79,22 +79,34 @@ unsigned long sk_stress_check(struct sk_stress_thread *t,
 	return seq;
 }
 
-void sk_stress_general_read(struct sk_stress_thread *t)
+const struct sk_tort_ops *sk_stress_ops(const struct sk_stress *s)
 {
+	return s->cfg->ops ? s->cfg->ops : &sk_tort_mixed_ops;
+}
+
+/*
+ * A general section; paused: the thread is a paused QSBR reader, whose
+ * readlock() marks a section only while it is online: its sections are
+ * readlock_nest()'s, full ones (see torture_ops.h).
+ */
+static void general_read(struct sk_stress_thread *t, int paused)
+{
+	const struct sk_tort_ops *ops = sk_stress_ops(t->s);
+	void *ctx = t->s->ctx;
 	const struct sk_stress_config *cfg = t->s->cfg;
 	struct sk_stress_obj *p, *q;
 	uint64_t r = sk_test_rand(&t->rng);
-	int k;
+	int idx, idx2, k;
 
-	sk_rcu_read_lock();
-	p = sk_rcu_dereference(t->s->gp);
+	idx = paused ? ops->readlock_nest(ctx) : ops->readlock(ctx);
+	p = ops->deref((void *const *)&t->s->gp);
 	sk_stress_check(t, p, 1);
 	if ((r & 7) == 0) {
 		/* Nested section: still protected after the inner unlock. */
-		sk_rcu_read_lock();
-		q = sk_rcu_dereference(t->s->gp);
+		idx2 = ops->readlock_nest(ctx);
+		q = ops->deref((void *const *)&t->s->gp);
 		sk_stress_check(t, q, 1);
-		sk_rcu_read_unlock();
+		ops->readunlock_nest(ctx, idx2);
 		sk_stress_check(t, q, 0);
 	}
 	for (k = 0; k < 3; k++) {
@@ -106,24 +118,63 @@ void sk_stress_general_read(struct sk_stress_thread *t)
 		sched_yield();
 		sk_stress_check(t, p, 0);
 	}
-	sk_rcu_read_unlock();
+	if (paused)
+		ops->readunlock_nest(ctx, idx);
+	else
+		ops->readunlock(ctx, idx);
 	t->reads++;
+}
+
+void sk_stress_general_read(struct sk_stress_thread *t)
+{
+	general_read(t, 0);
+}
+
+static void general_loop(struct sk_stress_thread *t)
+{
+	while (!sk_atomic_load_acquire(&t->s->stop)) {
+		general_read(t, 0);
+		sk_stress_spin(&t->rng, t->s->cfg->spin_out);
+	}
 }
 
 void *sk_stress_general_reader(void *arg)
 {
 	struct sk_stress_thread *t = arg;
+	const struct sk_tort_ops *ops = sk_stress_ops(t->s);
 
-	while (!sk_atomic_load_acquire(&t->s->stop)) {
-		sk_stress_general_read(t);
-		sk_stress_spin(&t->rng, t->s->cfg->spin_out);
-	}
+	/* Even hints: general readers (one in two registers explicitly). */
+	if (ops->reader_start)
+		ops->reader_start(2 * t->idx);
+	general_loop(t);
+	if (ops->reader_stop)
+		ops->reader_stop();
 	return NULL;
+}
+
+/* A QSBR reader's section: it holds p (and every earlier one) after it. */
+static struct sk_stress_obj *qsbr_read(struct sk_stress_thread *t,
+				       struct sk_stress_obj **held,
+				       unsigned int nheld)
+{
+	const struct sk_tort_ops *ops = sk_stress_ops(t->s);
+	int idx = ops->readlock(t->s->ctx); /* the QSBR flavor's markers */
+	struct sk_stress_obj *p = ops->deref((void *const *)&t->s->gp);
+	unsigned int i;
+
+	sk_stress_check(t, p, 1);
+	sk_stress_spin(&t->rng, t->s->cfg->spin_in);
+	for (i = 0; i < nheld; i++)
+		sk_stress_check(t, held[i], 0);
+	ops->readunlock(t->s->ctx, idx);
+	t->reads++;
+	return p;
 }
 
 void sk_stress_qsbr_loop(struct sk_stress_thread *t,
 			 unsigned long max)
 {
+	const struct sk_tort_ops *ops = sk_stress_ops(t->s);
 	const struct sk_stress_config *cfg = t->s->cfg;
 	struct sk_stress_obj *held[SK_STRESS_HOLD_MAX];
 	unsigned int every = cfg->qs_every ? cfg->qs_every : 1;
@@ -132,33 +183,23 @@ void sk_stress_qsbr_loop(struct sk_stress_thread *t,
 
 	if (every > SK_STRESS_HOLD_MAX)
 		every = SK_STRESS_HOLD_MAX;
-	sk_rcu_thread_online();
 	while (!sk_atomic_load_acquire(&t->s->stop) && n < max) {
 		uint64_t r = sk_test_rand(&t->rng);
-		struct sk_stress_obj *p;
 
-		/* The QSBR flavor's section markers (empty unless SK_DEBUG). */
-		sk_rcu_qsbr_read_lock();
-		p = sk_rcu_dereference(t->s->gp);
-		sk_stress_check(t, p, 1);
-		held[nheld++] = p;
-		sk_stress_spin(&t->rng, cfg->spin_in);
-		for (i = 0; i < nheld; i++)
-			sk_stress_check(t, held[i], 0);
-		sk_rcu_qsbr_read_unlock();
-		t->reads++;
+		held[nheld] = qsbr_read(t, held, nheld);
+		nheld++;
 		if (++n % every == 0 || nheld == SK_STRESS_HOLD_MAX) {
 			nheld = 0;
-			sk_rcu_quiescent_state();
+			ops->quiescent();
 		}
 		if ((r & 63) == 0) {
-			/* Offline: hold nothing, read with read_lock. */
+			/* Paused (offline): hold nothing, read in a section. */
 			nheld = 0;
-			sk_rcu_thread_offline();
+			ops->reader_pause();
 			if ((r & 0x1c0) == 0)
 				sched_yield();
-			sk_stress_general_read(t);
-			sk_rcu_thread_online();
+			general_read(t, 1);
+			ops->reader_resume();
 		} else if ((r & 0x3ff00) == 0) {
 			/* Preempted while online, holding references. */
 			sched_yield();
@@ -167,20 +208,62 @@ void sk_stress_qsbr_loop(struct sk_stress_thread *t,
 		}
 		sk_stress_spin(&t->rng, cfg->spin_out);
 	}
-	sk_rcu_thread_offline();
 }
 
 void *sk_stress_qsbr_reader(void *arg)
 {
 	struct sk_stress_thread *t = arg;
+	const struct sk_tort_ops *ops = sk_stress_ops(t->s);
 
-	if ((t->rng & 1) && sk_rcu_register_thread() != 0)
-		t->errors++;
-	sk_stress_qsbr_loop(t, ~0UL);
-	/* Explicit unregistration for half of them, thread exit for the rest. */
-	if ((t->rng >> 1) & 1)
-		sk_rcu_unregister_thread();
+	/*
+	 * Odd hints: QSBR readers of the mixed ops, leaving in the three
+	 * ways reader_stop() takes by turns.  An ops without QSBR readers
+	 * makes this a general reader.
+	 */
+	if (ops->reader_start && ops->reader_start(2 * t->idx + 1))
+		sk_stress_qsbr_loop(t, ~0UL);
+	else
+		general_loop(t);
+	if (ops->reader_stop)
+		ops->reader_stop();
 	return NULL;
+}
+
+/* Updaters and sync threads: QSBR updaters of the ops go online. */
+static void updater_begin(const struct sk_tort_ops *ops)
+{
+	if (ops->updater_start)
+		ops->updater_start();
+}
+
+static void updater_end(const struct sk_tort_ops *ops)
+{
+	if (ops->updater_stop)
+		ops->updater_stop();
+}
+
+/* Wait for a grace period (then quiescent, for a QSBR updater). */
+static void updater_wait(const struct sk_tort_ops *ops, void *ctx)
+{
+	ops->sync(ctx);
+	if (ops->updater_quiescent)
+		ops->updater_quiescent();
+}
+
+/* Replace the object by a new one; returns the old one (NULL: ENOMEM). */
+static struct sk_stress_obj *replace(struct sk_stress *s)
+{
+	struct sk_stress_obj *n = malloc(sizeof(*n)), *old;
+
+	if (!n)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	sk_stress_obj_init(n, ++s->seq);
+	old = s->gp;
+	/* Initialization before publication; pairs with dereference. */
+	sk_rcu_assign_pointer(s->gp, n);
+	pthread_mutex_unlock(&s->lock);
+	return old;
 }
 
 void *sk_stress_updater(void *arg)
@@ -188,8 +271,7 @@ void *sk_stress_updater(void *arg)
 	struct sk_stress_thread *t = arg;
 	struct sk_stress *s = t->s;
 	const struct sk_stress_config *cfg = s->cfg;
-	void (*gp_wait)(void) = cfg->gp_wait ? cfg->gp_wait
-					     : sk_synchronize_rcu;
+	const struct sk_tort_ops *ops = sk_stress_ops(s);
 	unsigned long qlen = cfg->broken ? cfg->updates : cfg->quarantine;
 	struct sk_stress_obj **q = calloc(qlen ? qlen : 1, sizeof(*q));
 	unsigned long i, qhead = 0;
@@ -201,21 +283,16 @@ void *sk_stress_updater(void *arg)
 	/* What is left in the quarantine is freed once the readers stopped. */
 	t->q = q;
 	t->qlen = qlen;
+	updater_begin(ops);
 	for (i = 0; i < cfg->updates; i++) {
-		struct sk_stress_obj *n = malloc(sizeof(*n)), *old;
+		struct sk_stress_obj *old = replace(s);
 
-		if (!n) {
+		if (!old) {
 			t->errors++;
 			break;
 		}
-		pthread_mutex_lock(&s->lock);
-		sk_stress_obj_init(n, ++s->seq);
-		old = s->gp;
-		/* Initialization before publication; pairs with dereference. */
-		sk_rcu_assign_pointer(s->gp, n);
-		pthread_mutex_unlock(&s->lock);
-
-		gp_wait();
+		/* Readers that may hold old end before it is poisoned. */
+		updater_wait(ops, s->ctx);
 
 		sk_stress_obj_poison(old, cfg->broken);
 		if (qlen == 0) {
@@ -229,57 +306,50 @@ void *sk_stress_updater(void *arg)
 		if ((sk_test_rand(&t->rng) & 31) == 0)
 			sched_yield();
 	}
+	updater_end(ops);
 	return NULL;
 }
 
 void *sk_stress_syncer(void *arg)
 {
 	struct sk_stress_thread *t = arg;
-	const struct sk_stress_config *cfg = t->s->cfg;
-	void (*gp_wait)(void) = cfg->gp_wait ? cfg->gp_wait
-					     : sk_synchronize_rcu;
+	const struct sk_tort_ops *ops = sk_stress_ops(t->s);
 	unsigned long i;
 
-	for (i = 0; i < cfg->sync_calls; i++) {
-		gp_wait();
+	updater_begin(ops);
+	for (i = 0; i < t->s->cfg->sync_calls; i++) {
+		updater_wait(ops, t->s->ctx);
 		t->calls++;
 	}
+	updater_end(ops);
 	return NULL;
 }
 
+/*
+ * With the mixed ops, kind k: 0 general registered explicitly, 2 general
+ * registered by its first section, 4 explicitly registered and exiting
+ * without reader_stop() (so without unregistering); 1, 3, 5 QSBR, leaving
+ * offline then unregistered, unregistered while online, and exiting
+ * online (the library puts it offline).
+ */
 void *sk_stress_ephemeral(void *arg)
 {
 	struct sk_stress_thread *t = arg;
+	const struct sk_tort_ops *ops = sk_stress_ops(t->s);
 	unsigned int i, n = 1 + (unsigned)(sk_test_rand(&t->rng) % 8);
+	unsigned long kind = (unsigned long)(t->rng % 6);
+	int qsbr = ops->reader_start ? ops->reader_start(kind) : 0;
 
-	switch (t->rng % 4) {
-	case 0: /* registered implicitly by the first read_lock */
-		for (i = 0; i < n; i++)
-			sk_stress_general_read(t);
-		break;
-	case 1: /* explicit register and unregister */
-		if (sk_rcu_register_thread() != 0)
-			t->errors++;
-		for (i = 0; i < n; i++)
-			sk_stress_general_read(t);
-		if (sk_rcu_unregister_thread() != 0)
-			t->errors++;
-		break;
-	case 2: /* QSBR, exits online: the exit handler puts it offline */
-		sk_rcu_thread_online();
-		for (i = 0; i < n; i++) {
-			sk_stress_check(t, sk_rcu_dereference(t->s->gp), 1);
-			t->reads++;
-			sk_rcu_quiescent_state();
+	for (i = 0; i < n; i++) {
+		if (qsbr) {
+			qsbr_read(t, NULL, 0);
+			ops->quiescent();
+		} else {
+			general_read(t, 0);
 		}
-		break;
-	default: /* explicit register, exit without unregistering */
-		if (sk_rcu_register_thread() != 0)
-			t->errors++;
-		for (i = 0; i < n; i++)
-			sk_stress_general_read(t);
-		break;
 	}
+	if (kind != 4 && ops->reader_stop)
+		ops->reader_stop();
 	return NULL;
 }
 
@@ -320,6 +390,7 @@ int sk_stress_start(struct sk_stress *s,
 	int rc;
 
 	t->s = s;
+	t->idx = idx;
 	t->rng = (s->cfg->seed + 1) * 0x9e3779b97f4a7c15ull + idx * 7919 + 1;
 	sk_test_rand(&t->rng);
 	rc = pthread_create(&t->tid, NULL, fn, t);
@@ -349,40 +420,64 @@ void sk_stress_join(struct sk_stress *s,
 	res->errors += t->errors;
 }
 
+/* Start the threads of cfg in t: readers, churners, updaters, syncers. */
+static void stress_start_all(struct sk_stress *s, struct sk_stress_thread *t)
+{
+	const struct sk_stress_config *cfg = s->cfg;
+	unsigned long i, k = 0;
+
+	for (i = 0; i < cfg->general_readers; i++, k++)
+		sk_stress_start(s, &t[k], k, sk_stress_general_reader);
+	for (i = 0; i < cfg->qsbr_readers; i++, k++)
+		sk_stress_start(s, &t[k], k, sk_stress_qsbr_reader);
+	for (i = 0; i < cfg->churn_threads; i++, k++)
+		sk_stress_start(s, &t[k], k, sk_stress_churner);
+	for (i = 0; i < cfg->updaters; i++, k++)
+		sk_stress_start(s, &t[k], k, sk_stress_updater);
+	for (i = 0; i < cfg->sync_threads; i++, k++)
+		sk_stress_start(s, &t[k], k, sk_stress_syncer);
+}
+
+/* Free the quarantines of the nt threads t, then t. */
+static void stress_free_threads(struct sk_stress_thread *t, unsigned long nt)
+{
+	unsigned long i, j;
+
+	for (i = 0; i < nt; i++) {
+		for (j = 0; j < t[i].qlen; j++)
+			free(t[i].q[j]);
+		free(t[i].q);
+	}
+	free(t);
+}
+
 int sk_stress_run(const struct sk_stress_config *cfg,
 		  struct sk_stress_result *res)
 {
+	const struct sk_tort_ops *ops = cfg->ops ? cfg->ops : &sk_tort_mixed_ops;
 	unsigned long nr = cfg->general_readers + cfg->qsbr_readers;
 	unsigned long nw = cfg->updaters + cfg->sync_threads;
-	unsigned long nt = nr + nw + cfg->churn_threads, i, k = 0;
+	unsigned long nt = nr + nw + cfg->churn_threads, i;
 	struct sk_stress_thread *t = calloc(nt ? nt : 1, sizeof(*t));
 	struct sk_stress s;
+	int err;
 
 	memset(res, 0, sizeof(*res));
-	if (!t)
-		return -ENOMEM;
 	memset(&s, 0, sizeof(s));
 	s.cfg = cfg;
 	s.res = res;
+	s.gp = malloc(sizeof(*s.gp));
+	err = !t || !s.gp ? -ENOMEM : ops->init ? ops->init(&s.ctx) : 0;
+	if (err) {
+		res->errors++;
+		free(s.gp);
+		free(t);
+		return err;
+	}
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_mutex_init(&s.res_lock, NULL);
-	s.gp = malloc(sizeof(*s.gp));
-	if (!s.gp) {
-		free(t);
-		return -ENOMEM;
-	}
 	sk_stress_obj_init(s.gp, s.seq = 1);
-
-	for (i = 0; i < cfg->general_readers; i++, k++)
-		sk_stress_start(&s, &t[k], k, sk_stress_general_reader);
-	for (i = 0; i < cfg->qsbr_readers; i++, k++)
-		sk_stress_start(&s, &t[k], k, sk_stress_qsbr_reader);
-	for (i = 0; i < cfg->churn_threads; i++, k++)
-		sk_stress_start(&s, &t[k], k, sk_stress_churner);
-	for (i = 0; i < cfg->updaters; i++, k++)
-		sk_stress_start(&s, &t[k], k, sk_stress_updater);
-	for (i = 0; i < cfg->sync_threads; i++, k++)
-		sk_stress_start(&s, &t[k], k, sk_stress_syncer);
+	stress_start_all(&s, t);
 
 	/* Updaters and sync threads finish by themselves; then stop readers. */
 	for (i = nr + cfg->churn_threads; i < nt; i++)
@@ -391,15 +486,11 @@ int sk_stress_run(const struct sk_stress_config *cfg,
 	for (i = 0; i < nr + cfg->churn_threads; i++)
 		sk_stress_join(&s, &t[i]);
 
-	for (i = 0; i < nt; i++) {
-		unsigned long j2;
-
-		for (j2 = 0; j2 < t[i].qlen; j2++)
-			free(t[i].q[j2]);
-		free(t[i].q);
-	}
+	/* Waits for the instance's callbacks; a busy one is an error. */
+	if (ops->cleanup && ops->cleanup(s.ctx) != 0)
+		res->errors++;
+	stress_free_threads(t, nt);
 	free(s.gp);
-	free(t);
 	pthread_mutex_destroy(&s.lock);
 	pthread_mutex_destroy(&s.res_lock);
 	return res->errors ? -EAGAIN : 0;

@@ -166,16 +166,24 @@ void poll_wait(struct sk_srcu *d, unsigned long cookie,
 	}
 }
 
-void gen_dom_init(struct gen_dom *g)
+void gen_dom_init(struct gen_dom *g, const struct sk_tort_ops *ops)
 {
 	memset(g, 0, sizeof(*g));
-	g->d = domain_new();
+	g->ops = ops ? ops : &sk_tort_srcu_ops;
+	if (g->ops->init(&g->ctx) != 0)
+		SK_T_FAIL("%s", "the SRCU ops' init failed");
+}
+
+void gen_dom_fini(struct gen_dom *g)
+{
+	SK_CHECK_EQ(g->ops->cleanup(g->ctx), 0);
+	g->ctx = NULL;
 }
 
 void gen_section(struct gen_dom *g, int r, uint64_t *rng,
 		 unsigned int sleep_us_max)
 {
-	int idx = sk_srcu_read_lock(g->d);
+	int idx = g->ops->readlock(g->ctx);
 	unsigned long gen = SK_READ_ONCE(g->gen);
 	uint64_t x = sk_test_rand(rng);
 
@@ -185,7 +193,7 @@ void gen_section(struct gen_dom *g, int r, uint64_t *rng,
 	else
 		sk_stress_spin(rng, 300);
 	SK_WRITE_ONCE(g->rec[r].v, 0UL);
-	sk_srcu_read_unlock(g->d, idx);
+	g->ops->readunlock(g->ctx, idx);
 	__atomic_fetch_add(&g->sections, 1, __ATOMIC_RELAXED);
 }
 
