@@ -309,23 +309,18 @@ sk_torture_test(torture_rcu_exp_handshake 0
   STDOUT "${sk_exp_pipe}[1-9][0-9]*${sk_exp_tail}"
   SLOW_STDOUT "${sk_exp_pipe}[0-9]+${sk_exp_tail}")
 set_tests_properties(torture_rcu_exp_handshake PROPERTIES RUN_SERIAL TRUE)
-# Normal grace periods, one reader and one updater: some must pass by the
-# quiet round (the reader seen in the new phase within SK_RCU_QUIET_NS,
-# unasked).  Where one scan does not suffice (32-bit words) the round never
-# runs, and under TSan or qemu-user the reader rarely runs in time: there
-# the count is only reported.
+# Normal grace periods, one reader and one updater, where the quiet round
+# runs (the reader seen in the new phase within SK_RCU_QUIET_NS, unasked):
+# every grace period must stay correct; how many passed quietly is only
+# reported, since a loaded machine may keep the reader off its CPU for the
+# whole run (one such run saw none).  test_rcu_quiet asserts that the round
+# is taken (it retries for up to 30 s) and catches its broken twin.
 set(sk_quiet_head "Reader Pipe: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\n.*RCU first barriers: [0-9]+ handshakes \\(")
 set(sk_quiet_tail " quiet\\).*max pipe count: [01]  errors: 0\nSUCCESS\n$")
-if(CMAKE_SIZEOF_VOID_P EQUAL 8)
-  set(sk_quiet_count "[1-9][0-9]*")
-else()
-  set(sk_quiet_count "0")
-endif()
 sk_torture_test(torture_rcu_quiet 0
   "torture|rcu|--gp|sync|--readers|1|--updaters|1|--duration|@DUR@|--seed|20"
   DURATION 5 SLOW_DURATION 3
-  STDOUT "${sk_quiet_head}${sk_quiet_count}${sk_quiet_tail}"
-  SLOW_STDOUT "${sk_quiet_head}[0-9]+${sk_quiet_tail}")
+  STDOUT "${sk_quiet_head}[0-9]+${sk_quiet_tail}")
 set_tests_properties(torture_rcu_quiet PROPERTIES RUN_SERIAL TRUE)
 
 sk_torture_test(torture_srcu 0 "torture|srcu|--duration|@DUR@|--seed|9"
