@@ -352,6 +352,13 @@ static void mon_sample(struct tort_run *R, struct tort_monitor *M,
 	struct sk_tort_gp_stats gs;
 	unsigned long r = rss_kib();
 
+	/*
+	 * A monitor that wakes up late was itself kept off the CPUs (a
+	 * loaded machine starves the whole process): that time is not a
+	 * grace-period stall.
+	 */
+	if (M->next_sample && now > M->next_sample + TORT_SAMPLE_NS)
+		M->last_gp_ns += now - M->next_sample;
 	M->next_sample = now + TORT_SAMPLE_NS;
 	if (r > R->peak_rss)
 		R->peak_rss = r;
