@@ -210,7 +210,7 @@ static void free_chains(struct sk_rhash *ht, struct sk_rhash_table *t,
 	for (i = 0; free_obj && i < t->size; i++) {
 		struct sk_rhash_node *n = t->buckets[i], *next;
 
-		for (; n; n = next) {
+		for (; sk__rhash_is_node(n); n = next) {
 			next = n->next;
 			free_obj(sk__rhash_obj(ht, n), arg);
 		}
@@ -261,8 +261,8 @@ static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 
 	prefetch_future(t, h);
 	do {
-		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
-		     n = sk_rcu_dereference(n->next)) {
+		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
+		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
 			if (n->hash == h &&
 			    sk__rhash_key_matches(ht, key, sk__rhash_obj(ht, n)))
 				return sk__rhash_obj(ht, n);
@@ -296,8 +296,8 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	t = sk_rcu_dereference(ht->tbl);
 	prefetch_future(t, h);
 	do {
-		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
-		     n = sk_rcu_dereference(n->next)) {
+		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
+		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
 			const char *obj = (const char *)n - ho;
 
 			if (n->hash == h && sk__rhash_load_u64(obj + ko) == k)
@@ -333,6 +333,8 @@ void *sk_rhash_iter_next(struct sk_rhash_iter *it)
 			it->n = sk_rcu_dereference(it->n->next);
 		} else if (it->bucket < t->size) {
 			it->n = sk_rcu_dereference(t->buckets[it->bucket++]);
+			if (!sk__rhash_is_node(it->n))
+				it->n = NULL; /* empty, or RHASH_MOVED */
 		} else {
 			/* RH-L1: as in sk_rhash_lookup(): runs moved away
 			 * from buckets already walked are in the future array. */
