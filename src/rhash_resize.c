@@ -29,6 +29,22 @@
  */
 extern void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
 void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
+
+/*
+ * Checker builds only: called inside a migration step (stripe lock held)
+ * right before the CAS of RH-M2 (where 0) or of RH-M3 at an old bucket's
+ * head (where 1), with the hash of the run's first node, so that a test
+ * can make a lock-free insert race that CAS.
+ */
+extern void (*sk_rhash__test_race_hook)(int where, unsigned long hash);
+void (*sk_rhash__test_race_hook)(int where, unsigned long hash);
+#define RHASH_RACE(where, h)                                     \
+	do {                                                     \
+		if (sk_rhash__test_race_hook)                    \
+			sk_rhash__test_race_hook((where), (h));  \
+	} while (0)
+#else
+#define RHASH_RACE(where, h) ((void)0)
 #endif
 
 
@@ -107,6 +123,12 @@ static void link_run(struct sk_rhash_table *f, struct sk_rhash_node *first,
 		 */
 		if (last->next != cur)
 			SK_LIST__PUBLISH(last->next, cur);
+		RHASH_RACE(0, first->hash);
+		if (RHASH_BROKEN(SK_RHASH__BROKEN_HEAD_STORE)) {
+			/* Broken twin: a store loses racing inserts. */
+			SK_LIST__PUBLISH(f->buckets[d], first);
+			return;
+		}
 		/* RH-M2 [pub]: the run's nodes, then f's head (release CAS). */
 	} while (!sk__rhash_cas(&f->buckets[d], &cur, first));
 }
@@ -141,6 +163,12 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 	 */
 	if (!at_head) {
 		SK_LIST__PUBLISH(*link, NULL);
+		return 1;
+	}
+	RHASH_RACE(1, first->hash);
+	if (RHASH_BROKEN(SK_RHASH__BROKEN_HEAD_STORE)) {
+		/* Broken twin: a store loses racing inserts. */
+		SK_LIST__PUBLISH(*link, RHASH_MOVED);
 		return 1;
 	}
 	if (sk__rhash_cas(link, &cur, RHASH_BROKEN(SK_RHASH__BROKEN_NO_MOVED)

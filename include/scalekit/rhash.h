@@ -222,11 +222,14 @@ SK_API void *sk_rhash_iter_next(struct sk_rhash_iter *it);
  * future array links it; SK_RHASH__BROKEN_NO_MOVED leaves a migrated old
  * bucket empty instead of marking it moved (an insert that read the table
  * before the resize began pushes its node there, and it is lost when the
- * resize drops the old array).  0: the correct table.
+ * resize drops the old array); SK_RHASH__BROKEN_HEAD_STORE moves runs
+ * onto bucket heads with plain stores instead of compare-and-swaps (a
+ * lock-free insert racing the move is lost).  0: the correct table.
  */
-#define SK_RHASH__BROKEN_NO_GP	   1
-#define SK_RHASH__BROKEN_CUT_FIRST 2
-#define SK_RHASH__BROKEN_NO_MOVED  3
+#define SK_RHASH__BROKEN_NO_GP      1
+#define SK_RHASH__BROKEN_CUT_FIRST  2
+#define SK_RHASH__BROKEN_NO_MOVED   3
+#define SK_RHASH__BROKEN_HEAD_STORE 4
 
 #ifdef __cplusplus
 }
