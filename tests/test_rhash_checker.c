@@ -1041,8 +1041,12 @@ static void inserts_racing_the_migrators_head_cas(void)
 {
 	int m2, m3, c2, c3;
 
+	/* An insert that took the stripe lock would deadlock here. */
+	sk_test_deadline("a lock-free insert made while the migrator holds "
+			 "its stripe lock", 300);
 	m2 = race_grows(U_RACE_M2, &c2);
 	m3 = race_grows(U_RACE_M3, &c3);
+	alarm(0);
 	fprintf(stderr, "  %d inserts racing RH-M2, %d racing RH-M3 checked\n",
 		m2, m3);
 	SK_CHECK_GT(m2, 0);
