@@ -113,6 +113,16 @@ static inline unsigned long sk__rhash_hash_bytes(const void *key, size_t len,
 	const unsigned char *p = key;
 	uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ULL), w;
 
+	/*
+	 * One word (the lookup fast path): one round of the finalizer mixes
+	 * every bit of it into every bit of the hash; a second round, as the
+	 * loop below would make, only doubles the lookup's longest chain of
+	 * dependent instructions.
+	 */
+	if (len == 8) {
+		memcpy(&w, p, 8);
+		return (unsigned long)sk__rhash_mix64(h ^ w);
+	}
 	while (len >= 8) {
 		memcpy(&w, p, 8);
 		h = sk__rhash_mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
