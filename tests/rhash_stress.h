@@ -424,7 +424,11 @@ static void *sk_rhs_resizer(void *arg)
 	struct sk_rhs_thread *t = (struct sk_rhs_thread *)arg;
 	struct sk_rhs *s = t->s;
 
-	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+	/*
+	 * At least one resize, however soon the updaters end (a loaded or
+	 * emulated machine may give this thread no CPU before they do).
+	 */
+	do {
 		unsigned long n = 1UL << (sk_test_rand(&t->rng) %
 					  (s->cfg->max_log2 + 1));
 		int err = sk_rhash_resize(s->ht, n);
@@ -434,7 +438,7 @@ static void *sk_rhs_resizer(void *arg)
 		t->r.resizes++;
 		if (t->r.resizes % 8 == 0)
 			sched_yield();
-	}
+	} while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED));
 	return NULL;
 }
 
