@@ -51,10 +51,8 @@ static inline uint64_t sk_bench_hash_mix(uint64_t x)
 /* sk_rhash_hash(&key, 8, 0), inline (checked in sk_bench_hash_build()). */
 static inline unsigned long sk_bench_hash_of(uint64_t key)
 {
-	uint64_t h = 8 * 0x9e3779b97f4a7c15ULL;
-
-	h = sk_bench_hash_mix(h ^ key) + 0x9e3779b97f4a7c15ULL;
-	return (unsigned long)sk_bench_hash_mix(h);
+	return (unsigned long)sk_bench_hash_mix((8 * 0x9e3779b97f4a7c15ULL) ^
+						key);
 }
 
 /* xorshift64*: the index of the next key to look up. */

@@ -27,12 +27,24 @@
  * however long the chain).  A tail run of nodes that all belong to the
  * same bucket d of f is moved at once, in three writes (RH-M1..3 below).
  * Every node is in exactly one chain at every moment (as updaters see it
- * under the stripe lock), so an update finds its node in t or f.  When t
- * is empty, ht->tbl = f is published [pub]; a grace period later no reader
+ * under the stripe lock), so an update finds its node in t or f.  A
+ * migrated old bucket's head becomes RHASH_MOVED (an empty chain to
+ * readers).  When t is empty, ht->tbl = f is published [pub]; a grace period later no reader
  * uses t, which is freed [gp] (t->future stays f for the readers that
  * still walk t until then).  No lock is held across that grace period.
  *
- * Updaters hold the stripe lock of their bucket.  While a resize runs,
+ * Inserts (sk_rhash_insert()) take no lock: inside a read section they
+ * push the node onto its bucket's head in the newest array (t, or f
+ * during a resize) with a compare-and-swap (RH-I1).  An insert that read
+ * t before f was published may still push onto t's head: there it either
+ * lands before the migrator takes the bucket (which then moves it too) or
+ * finds the head RHASH_MOVED (its CAS fails) and goes on to f.  So every
+ * writer of a bucket head uses a CAS (the migrator's RH-M2 and RH-M3 at a
+ * head, and unlinks at a head: relink()), and a node's next changes only
+ * under its stripe lock.
+ *
+ * The other updaters (insert_unique, remove, replace) and the migrator
+ * hold the stripe lock of their bucket.  While a resize runs,
  * stripe s guards the buckets of t and of f whose hashes h have
  * (h & smask) & (nstripes - 1) == s, where smask is the smaller array's
  * mask: an old bucket and the new buckets its nodes go to share a
@@ -65,13 +77,23 @@
  *  RH-U1  an updater's re-read of ht->tbl and t->future under its stripe
  *         lock (lock_bucket()): the mutex orders a mapping change made
  *         under every stripe lock before it.
+ *  RH-I1  an insert's release CAS of the bucket head (node's fields,
+ *         then the pointer: [pub], pairs with the readers' dependency
+ *         loads); its acquire load of the head pairs with RH-M3's release
+ *         of RHASH_MOVED: an insert that sees it then finds t->future.
  *  RH-M1  [one] last->next = f's head d: a reader standing in a moved run
  *         walks on into f's chain d (whose nodes it skips by hash).
- *  RH-M2  [pub] f's head d = first: the run is now also f's chain d.
- *  RH-M3  [one] the old link to first = NULL, a release: RH-M2 (and the
- *         publication of f) before it; pairs with RH-L1.  A lookup reads
- *         the old chain, then t->future and f's heads; the writer writes
- *         f's head before the old link: opposite order, no grace period.
+ *         Made again if RH-M2's CAS fails (the newer head's chain holds
+ *         the older one: both values are valid).
+ *  RH-M2  [pub] CAS of f's head d to first: the run is now also f's
+ *         chain d.  A CAS: lock-free inserts push onto that head.
+ *  RH-M3  [one] the old link to first = NULL (RHASH_MOVED when the link
+ *         is the bucket head, then by CAS: if a stale insert pushed onto
+ *         it, the run is cut off behind the pushed nodes instead), a
+ *         release: RH-M2 (and the publication of f) before it; pairs with
+ *         RH-L1 and RH-I1.  A lookup reads the old chain, then t->future
+ *         and f's heads; the writer writes f's head before the old link:
+ *         opposite order, no grace period.
  *  RH-L1  the lookup's read barrier between a chain's loads and the load
  *         of t->future and f's heads; pairs with RH-M3.
  *  RH-G1  the grace period between unpublishing an array (ht->tbl = f)
@@ -210,7 +232,7 @@ static void free_chains(struct sk_rhash *ht, struct sk_rhash_table *t,
 	for (i = 0; free_obj && i < t->size; i++) {
 		struct sk_rhash_node *n = t->buckets[i], *next;
 
-		for (; n; n = next) {
+		for (; sk__rhash_is_node(n); n = next) {
 			next = n->next;
 			free_obj(sk__rhash_obj(ht, n), arg);
 		}
@@ -261,8 +283,8 @@ static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 
 	prefetch_future(t, h);
 	do {
-		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
-		     n = sk_rcu_dereference(n->next)) {
+		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
+		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
 			if (n->hash == h &&
 			    sk__rhash_key_matches(ht, key, sk__rhash_obj(ht, n)))
 				return sk__rhash_obj(ht, n);
@@ -296,8 +318,8 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	t = sk_rcu_dereference(ht->tbl);
 	prefetch_future(t, h);
 	do {
-		for (n = sk_rcu_dereference(t->buckets[h & t->mask]); n;
-		     n = sk_rcu_dereference(n->next)) {
+		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
+		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
 			const char *obj = (const char *)n - ho;
 
 			if (n->hash == h && sk__rhash_load_u64(obj + ko) == k)
@@ -333,6 +355,8 @@ void *sk_rhash_iter_next(struct sk_rhash_iter *it)
 			it->n = sk_rcu_dereference(it->n->next);
 		} else if (it->bucket < t->size) {
 			it->n = sk_rcu_dereference(t->buckets[it->bucket++]);
+			if (!sk__rhash_is_node(it->n))
+				it->n = NULL; /* empty, or RHASH_MOVED */
 		} else {
 			/* RH-L1: as in sk_rhash_lookup(): runs moved away
 			 * from buckets already walked are in the future array. */

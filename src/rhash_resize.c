@@ -29,6 +29,22 @@
  */
 extern void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
 void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
+
+/*
+ * Checker builds only: called inside a migration step (stripe lock held)
+ * right before the CAS of RH-M2 (where 0) or of RH-M3 at an old bucket's
+ * head (where 1), with the hash of the run's first node, so that a test
+ * can make a lock-free insert race that CAS.
+ */
+extern void (*sk_rhash__test_race_hook)(int where, unsigned long hash);
+void (*sk_rhash__test_race_hook)(int where, unsigned long hash);
+#define RHASH_RACE(where, h)                                     \
+	do {                                                     \
+		if (sk_rhash__test_race_hook)                    \
+			sk_rhash__test_race_hook((where), (h));  \
+	} while (0)
+#else
+#define RHASH_RACE(where, h) ((void)0)
 #endif
 
 
@@ -85,36 +101,84 @@ static int resize_begin(struct sk_rhash *ht, unsigned long nbuckets)
 }
 
 /*
- * Move the nodes *link .. last (the end of an old chain, all of bucket d
- * of f) to the head of f's chain d.  Their stripe is locked.
+ * RH-M1 and RH-M2: link the run first .. last (the end of an old chain)
+ * in front of f's chain d.  Lock-free inserts push onto that head
+ * meanwhile: RH-M2 is a CAS, and when it fails RH-M1 is made again
+ * against the new head.  Both values of last->next are valid: the newer
+ * head's chain holds the older one.
  */
-static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
+static void link_run(struct sk_rhash_table *f, struct sk_rhash_node *first,
 		     struct sk_rhash_node *last, unsigned long d)
 {
-	struct sk_rhash_node *first = *link;
+	/* Acquire: last->next republishes the nodes of f's chain. */
+	struct sk_rhash_node *cur = __atomic_load_n(&f->buckets[d],
+						    __ATOMIC_ACQUIRE);
+
+	do {
+		/*
+		 * RH-M1 [one]: readers in the run walk on into f's chain d.
+		 * Skipped when last->next already is f's head (NULL, as f's
+		 * chain d is still empty in most moves of a grow): the state
+		 * does not change, and readers keep the node's cache line.
+		 */
+		if (last->next != cur)
+			SK_LIST__PUBLISH(last->next, cur);
+		RHASH_RACE(0, first->hash);
+		if (RHASH_BROKEN(SK_RHASH__BROKEN_HEAD_STORE)) {
+			/* Broken twin: a store loses racing inserts. */
+			SK_LIST__PUBLISH(f->buckets[d], first);
+			return;
+		}
+		/* RH-M2 [pub]: the run's nodes, then f's head (release CAS). */
+	} while (!sk__rhash_cas(&f->buckets[d], &cur, first));
+}
+
+/*
+ * Move the nodes first .. last (the end of an old chain, all of bucket d
+ * of f; *link pointed at first when the chain was walked) to the head of
+ * f's chain d.  Their stripe is locked.  at_head: link is old bucket's
+ * head, so the run is all that the walk found, and the bucket becomes
+ * RHASH_MOVED.  Returns 0 when lock-free inserts pushed onto that head
+ * meanwhile: the run is moved, the pushed nodes are left for a next step.
+ */
+static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
+		    struct sk_rhash_node *first, struct sk_rhash_node *last,
+		    unsigned long d, int at_head)
+{
+	struct sk_rhash_node *cur = first, *n;
 
 	if (RHASH_BROKEN(SK_RHASH__BROKEN_CUT_FIRST)) {
 		/* Broken twin: cut the run off before f has it. */
 		SK_LIST__PUBLISH(*link, NULL);
 		SK_LIST__PUBLISH(last->next, f->buckets[d]);
 		SK_LIST__PUBLISH(f->buckets[d], first);
-		return;
+		return 1;
 	}
-	/*
-	 * RH-M1 [one]: readers in the run walk on into f's chain d.  Skipped
-	 * when last->next already is f's head (NULL, as f's chain d is still
-	 * empty in most moves of a grow): the state does not change, and
-	 * readers keep the node's cache line.
-	 */
-	if (last->next != f->buckets[d])
-		SK_LIST__PUBLISH(last->next, f->buckets[d]);
-	/* RH-M2 [pub]: the run's nodes, then f's head. */
-	SK_LIST__PUBLISH(f->buckets[d], first);
+	link_run(f, first, last, d);
 	/*
 	 * RH-M3 [one]: the old chain ends before the run.  Release: RH-M2
-	 * (and the publication of f) before RH-M3; pairs with RH-L1.
+	 * (and the publication of f) before RH-M3; pairs with RH-L1 and, for
+	 * RHASH_MOVED, with RH-I1.  A node's next changes only under the
+	 * lock; a head also by lock-free inserts: a CAS there.
 	 */
-	SK_LIST__PUBLISH(*link, NULL);
+	if (!at_head) {
+		SK_LIST__PUBLISH(*link, NULL);
+		return 1;
+	}
+	RHASH_RACE(1, first->hash);
+	if (RHASH_BROKEN(SK_RHASH__BROKEN_HEAD_STORE)) {
+		/* Broken twin: a store loses racing inserts. */
+		SK_LIST__PUBLISH(*link, RHASH_MOVED);
+		return 1;
+	}
+	if (sk__rhash_cas(link, &cur, RHASH_BROKEN(SK_RHASH__BROKEN_NO_MOVED)
+					       ? NULL : RHASH_MOVED))
+		return 1;
+	/* Inserts pushed cur .. n onto the head: cut after the last one. */
+	for (n = cur; n->next != first; n = n->next)
+		;
+	SK_LIST__PUBLISH(n->next, NULL);
+	return 0;
 }
 
 /*
@@ -130,29 +194,44 @@ static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 
 /*
  * One step of the migration of old bucket i of t to f, under the bucket's
- * stripe lock: walk the chain once, remembering its last RHASH_RING links,
- * and move up to RHASH_RING tail runs.  Returns nonzero when nodes are left
- * (the caller drops the lock and steps again: the lock is held for one walk
- * of the chain at a time, however long the chain is).  The old chain only
- * shrinks while f is published (inserts go to f).
+ * stripe lock: walk the chain once, remembering its last RHASH_RING links
+ * (and the nodes they held: a lock-free insert may change the head), and
+ * move up to RHASH_RING tail runs; an empty chain becomes RHASH_MOVED.
+ * Returns nonzero when nodes are left (the caller drops the lock and steps
+ * again: the lock is held for one walk of the chain at a time, however
+ * long the chain is).  The old chain only shrinks while f is published
+ * (inserts go to f, except those that read t before f was published,
+ * which push onto heads not yet RHASH_MOVED).
  */
 static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
 			unsigned long i)
 {
-	struct sk_rhash_node **ring[RHASH_RING], **pp;
+	struct sk_rhash_node **ring[RHASH_RING], *node[RHASH_RING], **pp, *x;
 	unsigned long n = 0, k, j, d;
 
-	for (pp = &t->buckets[i]; *pp; pp = &(*pp)->next)
-		ring[n++ % RHASH_RING] = pp;
-	/* ring[(k - 1) % R] is the link to the chain's last node. */
+	/* Dependency loads: inserts push onto the head (RH-I1). */
+	for (pp = &t->buckets[i]; sk__rhash_is_node(x = sk_rcu_dereference(*pp));
+	     pp = &x->next, n++) {
+		ring[n % RHASH_RING] = pp;
+		node[n % RHASH_RING] = x;
+	}
+	if (!n) {
+		/* RH-M3 of an empty chain; fails when an insert pushed. */
+		x = NULL;
+		return !RHASH_BROKEN(SK_RHASH__BROKEN_NO_MOVED) &&
+		       !sk__rhash_cas(&t->buckets[i], &x, RHASH_MOVED);
+	}
+	/* node[(k - 1) % R] is the chain's last node. */
 	for (k = n; k > 0 && n - k < RHASH_RING;) {
-		struct sk_rhash_node *last = *ring[(k - 1) % RHASH_RING];
+		struct sk_rhash_node *last = node[(k - 1) % RHASH_RING];
 
 		d = last->hash & f->mask;
 		for (j = k - 1; j > 0 && n - j < RHASH_RING &&
-		     ((*ring[(j - 1) % RHASH_RING])->hash & f->mask) == d;)
+		     (node[(j - 1) % RHASH_RING]->hash & f->mask) == d;)
 			j--;
-		move_run(f, ring[j % RHASH_RING], last, d);
+		if (!move_run(f, ring[j % RHASH_RING], node[j % RHASH_RING],
+			      last, d, j == 0))
+			return 1;
 		k = j;
 	}
 	return k > 0;

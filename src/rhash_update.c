@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The resizable hash table's updates: insert, remove, replace, under the
- * stripe lock of the key's bucket.  The algorithm and the legend of the
+ * The resizable hash table's updates: insert (lock-free: a CAS onto the
+ * bucket head), insert_unique, remove, replace (under the stripe lock of
+ * the key's bucket).  The algorithm and the legend of the
  * RH-xx labels are in src/rhash.c.
  */
 #define _GNU_SOURCE
@@ -16,6 +17,34 @@
 /* Test knob (scalekit/rhash.h): only in the checker build. */
 int sk_rhash__test_broken;
 #endif
+
+#ifdef SK_RCU_CHECKER
+/*
+ * Checker builds only (the test declares it): nonzero makes the next
+ * insert behave as one that read ht->tbl before a resize published its
+ * future array (its first try ignores t->future); the insert clears it.
+ */
+extern int sk_rhash__test_stale_insert;
+int sk_rhash__test_stale_insert;
+#define RHASH_STALE_INSERT() \
+	__atomic_exchange_n(&sk_rhash__test_stale_insert, 0, __ATOMIC_RELAXED)
+#else
+#define RHASH_STALE_INSERT() 0
+#endif
+
+/*
+ * Enter a read section.  Registers the thread here rather than in
+ * sk_rcu_read_lock(), which aborts when it runs out of memory: an update
+ * returns the error instead.  Returns 0, or -ENOMEM (no section entered).
+ */
+static int enter_section(void)
+{
+	if (SK_UNLIKELY(!sk_atomic_load_relaxed(&sk_rcu__ctr)) &&
+	    sk_rcu_register_thread())
+		return -ENOMEM;
+	sk_rcu_read_lock();
+	return 0;
+}
 
 /*
  * Enter a read section and lock the stripe of hash h; *tp receives the
@@ -36,14 +65,8 @@ static int lock_bucket(struct sk_rhash *ht, unsigned long h,
 	struct sk_rhash_table *t, *f;
 	struct sk_rhash_stripe *s;
 
-	/*
-	 * Register here rather than in sk_rcu_read_lock(), which aborts when
-	 * it runs out of memory: an update returns the error instead.
-	 */
-	if (SK_UNLIKELY(!sk_atomic_load_relaxed(&sk_rcu__ctr)) &&
-	    sk_rcu_register_thread())
+	if (enter_section())
 		return -ENOMEM;
-	sk_rcu_read_lock();
 	for (;;) {
 		t = sk_rcu_dereference(ht->tbl);
 		s = sk__rhash_stripe_of(ht, t, sk_rcu_dereference(t->future), h);
@@ -80,26 +103,22 @@ static void unlock_bucket(struct sk_rhash_stripe *s)
 }
 
 /*
- * Count an update of stripe s (locked) of a table of size buckets.  Returns
- * nonzero when a batch was flushed: *count then holds ht->count after the
- * flush.
+ * Count an update on stripe s (any stripe: lock-free inserts count on the
+ * stripe of their hash) of a table of size buckets.  Returns nonzero when a
+ * batch was flushed: *count then holds ht->count after the flush.  Relaxed
+ * atomics: the count is a statistic; the background resize reads it again
+ * when it decides.
  */
 static inline int count_update(struct sk_rhash *ht, struct sk_rhash_stripe *s,
 			       unsigned long size, long d, long *count)
 {
 	unsigned long batch = (size >> RHASH_BATCH_SHIFT) / ht->nstripes;
-	long v = s->delta + d;
+	long v = sk_atomic_fetch_add_relaxed(&s->delta, d) + d;
 
-	if ((unsigned long)(v < 0 ? -v : v) < (batch ? batch : 1)) {
-		sk_atomic_store_relaxed(&s->delta, v);
+	if ((unsigned long)(v < 0 ? -v : v) < (batch ? batch : 1))
 		return 0;
-	}
-	/*
-	 * Relaxed: the count is a statistic; the background resize reads
-	 * it again when it decides.
-	 */
+	v = __atomic_exchange_n(&s->delta, 0L, __ATOMIC_RELAXED);
 	*count = sk_atomic_fetch_add_relaxed(&ht->count, v) + v;
-	sk_atomic_store_relaxed(&s->delta, 0L);
 	return 1;
 }
 
@@ -110,51 +129,107 @@ static struct sk_rhash_node *find_key(struct sk_rhash *ht,
 {
 	struct sk_rhash_node *n;
 
-	for (n = t->buckets[h & t->mask]; n; n = n->next)
+	/* Dependency loads: lock-free inserts push onto the head (RH-I1). */
+	for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
+	     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next))
 		if (n->hash == h && sk__rhash_key_matches(ht, key, sk__rhash_obj(ht, n)))
 			return n;
 	return NULL;
 }
 
-static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
+/*
+ * Push node (hash and object set, not reachable yet) onto its bucket's
+ * head in the newest array reachable from t, without a lock: during a
+ * resize that is the future array.  Inside a read section (the arrays stay
+ * allocated).  Never waits; retries only when the head changed under it.
+ * stale (checker builds): the first try ignores t->future.  Returns the
+ * array that took the node.
+ */
+static struct sk_rhash_table *push(struct sk_rhash_table *t,
+				   struct sk_rhash_node *node, int stale)
+{
+	struct sk_rhash_node **head, *cur;
+	struct sk_rhash_table *f;
+
+	for (;; stale = 0) {
+		/* Dependency: f's mask and heads as published (RH-P1). */
+		while (!stale && (f = sk_rcu_dereference(t->future)) != NULL)
+			t = f;
+		head = &t->buckets[node->hash & t->mask];
+		/*
+		 * RH-I1 acquire: a head that reads RHASH_MOVED was written
+		 * (RH-M3, release) after t->future was published, so the
+		 * loop above then finds it.
+		 */
+		cur = __atomic_load_n(head, __ATOMIC_ACQUIRE);
+		while (cur != RHASH_MOVED) {
+			/* [priv] node is not reachable yet. */
+			node->next = cur;
+			/* RH-I1 [pub]: node's fields and object, then the
+			 * pointer (release CAS; acquire when it fails). */
+			if (sk__rhash_cas(head, &cur, node))
+				return t;
+		}
+	}
+}
+
+/*
+ * insert_unique(): under the stripe lock, which orders it against other
+ * unique inserts of the same key (a plain insert of the key takes no lock).
+ */
+static int insert_unique(struct sk_rhash *ht, struct sk_rhash_node *node,
+			 const void *key, unsigned long h)
 {
 	struct sk_rhash_table *t, *f, *dst;
-	struct sk_rhash_node **head;
 	struct sk_rhash_stripe *s;
+	unsigned long size;
+	long count = 0;
+	int check, err;
+
+	err = lock_bucket(ht, h, &t, &f, &s);
+	if (err)
+		return err;
+	if (find_key(ht, t, h, key) || (f && find_key(ht, f, h, key))) {
+		unlock_bucket(s);
+		return -EEXIST;
+	}
+	node->hash = h;
+	dst = push(t, node, 0);
+	/* dst may be freed after unlock_bucket(): keep its size. */
+	size = dst->size;
+	check = count_update(ht, s, size, 1, &count);
+	unlock_bucket(s);
+	if (check)
+		sk__rhash_maybe_resize(ht, size, count, 1);
+	return 0;
+}
+
+static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
+{
+	struct sk_rhash_table *dst;
 	const void *obj, *key;
 	unsigned long h, size;
 	long count = 0;
-	int check, err;
+	int check;
 
 	if (!ht || !node)
 		return -EINVAL;
 	obj = sk__rhash_obj(ht, node);
 	key = sk__rhash_key(ht, obj);
 	h = sk__rhash_hash_key(ht, key);
-	err = lock_bucket(ht, h, &t, &f, &s);
-	if (err)
-		return err;
-	if (unique &&
-	    (find_key(ht, t, h, key) || (f && find_key(ht, f, h, key)))) {
-		unlock_bucket(s);
-		return -EEXIST;
-	}
-	/* During a resize new nodes go to the future array. */
-	dst = f ? f : t;
-#ifdef SK_RCU_CHECKER
-	if (sk_rhash__test_broken == SK_RHASH__BROKEN_INSERT_OLD)
-		dst = t; /* broken twin: the old array keeps the node */
-#endif
-	head = &dst->buckets[h & dst->mask];
-	/* dst may be freed after unlock_bucket(): keep its size. */
-	size = dst->size;
+	if (unique)
+		return insert_unique(ht, node, key, h);
+	/* Lock-free: the read section keeps the arrays push() reads. */
+	if (enter_section())
+		return -ENOMEM;
 	/* [priv] node is not reachable yet. */
 	node->hash = h;
-	node->next = *head;
-	/* RH-P1 [pub]: node's fields and object, then the pointer. */
-	SK_LIST__PUBLISH(*head, node);
-	check = count_update(ht, s, size, 1, &count);
-	unlock_bucket(s);
+	dst = push(sk_rcu_dereference(ht->tbl), node, RHASH_STALE_INSERT());
+	/* dst may be freed after the section: keep its size. */
+	size = dst->size;
+	check = count_update(ht, &ht->stripes[h & (ht->nstripes - 1)], size, 1,
+			     &count);
+	sk_rcu_read_unlock();
 	if (check)
 		sk__rhash_maybe_resize(ht, size, count, 1);
 	return 0;
@@ -174,27 +249,57 @@ int sk_rhash_insert_unique(struct sk_rhash *ht, struct sk_rhash_node *node)
 static struct sk_rhash_node **find_link(struct sk_rhash_table *t,
 					struct sk_rhash_node *node)
 {
-	struct sk_rhash_node **pp = &t->buckets[node->hash & t->mask];
+	struct sk_rhash_node **pp = &t->buckets[node->hash & t->mask], *n;
 
-	for (; *pp; pp = &(*pp)->next)
-		if (*pp == node)
+	/* Dependency loads: lock-free inserts push onto the head (RH-I1). */
+	for (; sk__rhash_is_node(n = sk_rcu_dereference(*pp)); pp = &n->next)
+		if (n == node)
 			return pp;
 	return NULL;
 }
 
-/* The link to node in t or in f (NULL: no future), or NULL.  Locked. */
+/*
+ * The link to node in t or in f (NULL: no future), or NULL; *in receives
+ * the array whose chain holds it.  Locked.
+ */
 static struct sk_rhash_node **find_link2(struct sk_rhash_table *t,
 					 struct sk_rhash_table *f,
-					 struct sk_rhash_node *node)
+					 struct sk_rhash_node *node,
+					 struct sk_rhash_table **in)
 {
 	struct sk_rhash_node **pp = find_link(t, node);
 
-	return pp || !f ? pp : find_link(f, node);
+	*in = t;
+	if (pp || !f)
+		return pp;
+	*in = f;
+	return find_link(f, node);
+}
+
+/*
+ * Set the link pp to node (found by find_link() in t) to v [one] or [pub]
+ * (v initialized before).  Locked.  Other links of a chain change only
+ * under its stripe lock, but a lock-free insert may push onto a bucket
+ * head: there a CAS, and if it fails node is now further down the chain,
+ * behind the pushed nodes, where the link to it is stable.
+ */
+static void relink(struct sk_rhash_table *t, struct sk_rhash_node **pp,
+		   struct sk_rhash_node *node, struct sk_rhash_node *v)
+{
+	struct sk_rhash_node *cur = node;
+
+	/* RH-P1 (release CAS), as SK_LIST__PUBLISH below. */
+	if (pp == &t->buckets[node->hash & t->mask]) {
+		if (sk__rhash_cas(pp, &cur, v))
+			return;
+		pp = find_link(t, node);
+	}
+	SK_LIST__PUBLISH(*pp, v);
 }
 
 int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 {
-	struct sk_rhash_table *t, *f;
+	struct sk_rhash_table *t, *f, *in;
 	struct sk_rhash_stripe *s;
 	struct sk_rhash_node **pp;
 	unsigned long size;
@@ -206,14 +311,14 @@ int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 	err = lock_bucket(ht, node->hash, &t, &f, &s);
 	if (err)
 		return err;
-	pp = find_link2(t, f, node);
+	pp = find_link2(t, f, node, &in);
 	if (!pp) {
 		unlock_bucket(s);
 		return -ENOENT;
 	}
 	size = f ? f->size : t->size;
 	/* [one] readers either still see node or skip it; node->next stays. */
-	SK_LIST__PUBLISH(*pp, node->next);
+	relink(in, pp, node, node->next);
 	check = count_update(ht, s, size, -1, &count);
 	unlock_bucket(s);
 	if (check)
@@ -224,7 +329,7 @@ int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 		     struct sk_rhash_node *new_node)
 {
-	struct sk_rhash_table *t, *f;
+	struct sk_rhash_table *t, *f, *in;
 	struct sk_rhash_stripe *s;
 	struct sk_rhash_node **pp;
 	unsigned long h;
@@ -240,7 +345,7 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	err = lock_bucket(ht, h, &t, &f, &s);
 	if (err)
 		return err;
-	pp = find_link2(t, f, old_node);
+	pp = find_link2(t, f, old_node, &in);
 	if (!pp) {
 		unlock_bucket(s);
 		return -ENOENT;
@@ -250,7 +355,7 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	new_node->next = old_node->next;
 	/* RH-P1 [pub]: the new object, then the pointer to it; readers
 	 * see the old or the new one. */
-	SK_LIST__PUBLISH(*pp, new_node);
+	relink(in, pp, old_node, new_node);
 	unlock_bucket(s);
 	return 0;
 }

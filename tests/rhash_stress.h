@@ -81,6 +81,7 @@ struct sk_rhs_config {
 	unsigned int spin;	   /* spin loops between re-checks */
 	int automatic_resize;	   /* table param */
 	int updates_in_section;	   /* updaters update inside read sections */
+	int plain_inserts;	   /* only sk_rhash_insert() (lock-free) */
 	int broken;		   /* free without a grace period */
 	int stop_on_failure;	   /* end early once a failure is seen */
 	uint64_t seed;
@@ -369,7 +370,7 @@ static void *sk_rhs_updater(void *arg)
 			sk_rcu_read_lock();
 		if (!o) {
 			n = sk_rhs_new(key, ++gen);
-			if (r & 1) {
+			if ((r & 1) && !cfg->plain_inserts) {
 				if (sk_rhash_insert_unique(s->ht, &n->node))
 					abort();
 			} else if (sk_rhash_insert(s->ht, &n->node)) {
@@ -423,7 +424,11 @@ static void *sk_rhs_resizer(void *arg)
 	struct sk_rhs_thread *t = (struct sk_rhs_thread *)arg;
 	struct sk_rhs *s = t->s;
 
-	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
+	/*
+	 * At least one resize, however soon the updaters end (a loaded or
+	 * emulated machine may give this thread no CPU before they do).
+	 */
+	do {
 		unsigned long n = 1UL << (sk_test_rand(&t->rng) %
 					  (s->cfg->max_log2 + 1));
 		int err = sk_rhash_resize(s->ht, n);
@@ -433,7 +438,7 @@ static void *sk_rhs_resizer(void *arg)
 		t->r.resizes++;
 		if (t->r.resizes % 8 == 0)
 			sched_yield();
-	}
+	} while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED));
 	return NULL;
 }
 

@@ -1045,6 +1045,27 @@ static void stress_updates_inside_read_sections(void)
 	SK_CHECK_EQ(r.resize_errors, 0);
 }
 
+/*
+ * Lock-free inserts (sk_rhash_insert() only) against continuous resizes of
+ * tiny tables (1 to 8 buckets): long chains, so inserts keep pushing onto
+ * the heads the migrator compare-and-swaps (RH-M2, RH-M3), on old buckets
+ * it has just marked moved, and across the all-stripe switches of small
+ * tables.  No key is lost or found twice, no freed object is seen.
+ */
+static void stress_lock_free_inserts_race_the_migration(void)
+{
+	struct sk_rhs_config c = stress_cfg("stress, lock-free inserts, tiny "
+					     "tables");
+
+	c.plain_inserts = 1;
+	c.updaters = 3;
+	c.readers = 1;
+	c.keys_per_updater = 64;
+	c.max_log2 = 3;
+	c.updates /= 2;
+	stress_run_clean(&c, &(struct sk_rhs_result){ 0 });
+}
+
 /* Freeing without a grace period MUST be caught (quarantine + poison). */
 static void stress_broken_twin_is_caught(void)
 {
@@ -1091,6 +1112,7 @@ int main(int argc, char **argv)
 	SK_RUN(stress_lookups_iterations_updates_resizes);
 	SK_RUN(stress_with_automatic_resize);
 	SK_RUN(stress_updates_inside_read_sections);
+	SK_RUN(stress_lock_free_inserts_race_the_migration);
 	SK_RUN(stress_broken_twin_is_caught);
 	return sk_test_report();
 }

@@ -284,7 +284,8 @@ static int rh_load(void *arg, const struct sk_chk_kind *k,
 	if (r->aux == AT_FUTURE)
 		return rh_in_future(k, r);
 	n = sk_rcu_dereference(*(struct sk_rhash_node **)r->slot);
-	if (n) {
+	/* (A migrated old bucket's head is 1, RHASH_MOVED: the end.) */
+	if ((uintptr_t)n > 1) {
 		*node = n;
 		return SK_CHK_NODE;
 	}
@@ -686,9 +687,18 @@ static void gp_then_free_later(void)
 	sk_rcu_checker_hook(SK_RCU_CHECK_GP);
 }
 
-enum { U_INSERT, U_REMOVE, U_REPLACE };
+/*
+ * U_STALE: an insert that read the table before the resize began.
+ * U_RACE_M2, U_RACE_M3: inserts made inside a migration step, right before
+ * the CAS of RH-M2 (a key of the run's new bucket) or of RH-M3 at an old
+ * bucket's head (a stale insert of a key of that bucket).
+ */
+enum { U_INSERT, U_REMOVE, U_REPLACE, U_STALE, U_RACE_M2, U_RACE_M3 };
 
-static const char *const u_names[] = { "insert", "remove", "replace" };
+static const char *const u_names[] = { "insert",       "remove",
+				       "replace",      "stale insert",
+				       "insert racing RH-M2",
+				       "stale insert racing RH-M3" };
 
 /*
  * In a table of `buckets` buckets holding the alternating set of n keys,
@@ -787,15 +797,45 @@ static struct {
 	int into_migrated; /* the insert's bucket was already migrated */
 } mid;
 
-/* The lowest old bucket still holding nodes: the one partly moved. */
+/*
+ * The lowest old bucket not yet migrated completely (the one partly
+ * moved): the heads before it are RHASH_MOVED (1), or empty (twins).
+ */
 static unsigned long partly_moved_bucket(void)
 {
 	struct chk_tbl *t = cur_tbl();
 	unsigned long i = 0;
 
-	while (i < t->size && !t->buckets[i])
+	while (i < t->size && (uintptr_t)t->buckets[i] <= 1)
 		i++;
 	return i;
+}
+
+/* Checker build of src/rhash_update.c: the next insert is stale. */
+extern int sk_rhash__test_stale_insert;
+
+/* Insert the new key id mid.id; stale: as if it read the table early. */
+static void mid_insert(int stale)
+{
+	struct obj *o = obj_new(mid.id);
+
+	sk_rhash__test_stale_insert = stale;
+	SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
+	sk_chk_bit_set(mid.present, mid.id);
+}
+
+/* Checker build of src/rhash_resize.c: inside a step, before a CAS. */
+extern void (*sk_rhash__test_race_hook)(int where, unsigned long hash);
+
+static void race_update(int where, unsigned long hash)
+{
+	struct chk_tbl *t = cur_tbl();
+
+	if (mid.op != U_RACE_M2 + where || mid.seen++ != mid.at)
+		return;
+	/* Identity hash: a key of the run's new bucket, or of its old one. */
+	keyval[mid.id] = (1UL << 20) + (hash & (where ? t->mask : t->future->mask));
+	mid_insert(where);
 }
 
 static void mid_update(struct sk_rhash *h)
@@ -803,14 +843,13 @@ static void mid_update(struct sk_rhash *h)
 	struct obj *o;
 
 	(void)h;
-	if (mid.seen++ != mid.at)
+	if (mid.op >= U_RACE_M2 || mid.seen++ != mid.at)
 		return;
 	switch (mid.op) {
+	case U_STALE:
 	case U_INSERT:
 		mid.into_migrated = mid.b < partly_moved_bucket();
-		o = obj_new(mid.id);
-		SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
-		sk_chk_bit_set(mid.present, mid.id);
+		mid_insert(mid.op == U_STALE);
 		break;
 	case U_REMOVE:
 		SK_CHECK_EQ(sk_rhash_remove(ht, &mid.victim->node), 0);
@@ -863,25 +902,27 @@ static int mid_case(unsigned long from, unsigned long to, int n, int at,
 	memset(&mid, 0, sizeof(mid));
 	mid.at = at;
 	mid.op = op;
-	mid.id = op == U_INSERT ? n : id;
+	mid.id = op == U_REMOVE || op == U_REPLACE ? id : n;
 	mid.b = b;
 	mid.present = present;
-	for (i = 0; op != U_INSERT && i < nobjs; i++)
+	for (i = 0; (op == U_REMOVE || op == U_REPLACE) && i < nobjs; i++)
 		if (objs[i].id == id)
 			mid.victim = &objs[i];
 	memcpy(stable, present, sizeof(stable));
-	if (op != U_INSERT)
+	if (op == U_REMOVE || op == U_REPLACE)
 		stable[id / 64] &= ~(1ull << (id % 64));
 	snprintf(label, sizeof(label),
 		 "grow %lu -> %lu, %d keys, %s of key id %d at step point %d%s",
 		 from, to, n, u_names[op], mid.id, at,
-		 expect_ok ? "" : " INSERTING into the old array");
+		 expect_ok ? "" : " (BROKEN twin)");
 	add_readers(n + 1, stable);
 	sk_rhash__test_step_hook = mid_update;
+	sk_rhash__test_race_hook = race_update;
 	sk_chk_begin(&chk, label);
 	SK_CHECK_EQ(sk_rhash_resize(ht, to), 0);
 	v = sk_chk_end(&chk);
 	sk_rhash__test_step_hook = NULL;
+	sk_rhash__test_race_hook = NULL;
 	if (v && expect_ok)
 		SK_T_FAIL("%s: %lu violation(s): %s", label, v, chk.first);
 	if (expect_ok && mid.seen > at)
@@ -900,8 +941,10 @@ static int mid_grow(unsigned long from, unsigned long to, int n)
 
 	points = mid_case(from, to, n, -1, U_INSERT, 0, 0, &caught);
 	for (at = 0; at < points; at++) {
-		for (b = 0; b < from; b++, cases++)
+		for (b = 0; b < from; b++, cases += 2) {
 			mid_case(from, to, n, at, U_INSERT, 0, b, &caught);
+			mid_case(from, to, n, at, U_STALE, 0, b, &caught);
+		}
 		for (id = 0; id < n; id++, cases += 2) {
 			mid_case(from, to, n, at, U_REMOVE, id, 0, &caught);
 			mid_case(from, to, n, at, U_REPLACE, id, 0, &caught);
@@ -934,34 +977,99 @@ static void updates_in_the_middle_of_a_migration(void)
 }
 
 /*
- * Broken twin: inserts that go to the old array during a resize.  An
- * insert into an old bucket already migrated is lost when the resize
- * drops the old array: it MUST be caught in every such case.
+ * Broken twin: migrated old buckets are left empty instead of moved.  A
+ * stale insert (it read the table before the resize began) into such a
+ * bucket pushes its node onto the old array, where it is lost when the
+ * resize drops that array: it MUST be caught in every such case.
  */
-static void insert_into_old_array_mid_migration_is_caught(void)
+static void stale_insert_into_unmarked_bucket_is_caught(void)
 {
 	unsigned long b, caught;
 	int g, at, points, want = 0, got = 0;
 
-	sk_rhash__test_broken = SK_RHASH__BROKEN_INSERT_OLD;
+	sk_rhash__test_broken = SK_RHASH__BROKEN_NO_MOVED;
 	for (g = 0; g < NMID; g++) {
 		unsigned long from = mid_grows[g].from, to = mid_grows[g].to;
 
-		points = mid_case(from, to, 17, -1, U_INSERT, 0, 0, &caught);
+		points = mid_case(from, to, 17, -1, U_STALE, 0, 0, &caught);
 		for (at = 0; at < points; at++)
 			for (b = 0; b < from; b++) {
-				mid_case(from, to, 17, at, U_INSERT, 0, b,
+				mid_case(from, to, 17, at, U_STALE, 0, b,
 					 &caught);
 				want += mid.into_migrated;
 				got += mid.into_migrated && caught;
 			}
 	}
 	sk_rhash__test_broken = 0;
-	fprintf(stderr, "  twin %d caught in %d of %d inserts into a migrated "
-			"bucket\n",
-		SK_RHASH__BROKEN_INSERT_OLD, got, want);
+	fprintf(stderr, "  twin %d caught in %d of %d stale inserts into a "
+			"migrated bucket\n",
+		SK_RHASH__BROKEN_NO_MOVED, got, want);
 	SK_CHECK_GT(want, 0);
 	SK_CHECK_EQ(got, want);
+}
+
+/*
+ * Every race point (a CAS of RH-M2, or of RH-M3 at an old head) of the
+ * grows, with a lock-free insert there; op U_RACE_M2 or U_RACE_M3.
+ * Returns the cases run; *caught counts the cases caught.
+ */
+static int race_grows(int op, int *caught)
+{
+	unsigned long c;
+	int g, at, points, cases = 0;
+
+	*caught = 0;
+	for (g = 0; g < NMID; g++) {
+		unsigned long from = mid_grows[g].from, to = mid_grows[g].to;
+
+		points = mid_case(from, to, 9, -1, op, 0, 0, &c);
+		for (at = 0; at < points; at++, cases++) {
+			mid_case(from, to, 9, at, op, 0, 0, &c);
+			*caught += c != 0;
+		}
+	}
+	return cases;
+}
+
+/*
+ * Lock-free inserts that race the migrator's compare-and-swaps of bucket
+ * heads (RH-M2 on the new array's, RH-M3 on the old one's): the migrator
+ * retries RH-M1 and RH-M2, or cuts the run off behind the pushed nodes;
+ * the checker sees every state and no key is lost.
+ */
+static void inserts_racing_the_migrators_head_cas(void)
+{
+	int m2, m3, c2, c3;
+
+	/* An insert that took the stripe lock would deadlock here. */
+	sk_test_deadline("a lock-free insert made while the migrator holds "
+			 "its stripe lock", 300);
+	m2 = race_grows(U_RACE_M2, &c2);
+	m3 = race_grows(U_RACE_M3, &c3);
+	alarm(0);
+	fprintf(stderr, "  %d inserts racing RH-M2, %d racing RH-M3 checked\n",
+		m2, m3);
+	SK_CHECK_GT(m2, 0);
+	SK_CHECK_GT(m3, 0);
+	SK_CHECK_EQ(c2 + c3, 0);
+}
+
+/* Broken twin: plain stores to the heads lose every racing insert. */
+static void head_stores_without_cas_are_caught(void)
+{
+	int m2, m3, c2, c3;
+
+	sk_rhash__test_broken = SK_RHASH__BROKEN_HEAD_STORE;
+	m2 = race_grows(U_RACE_M2, &c2);
+	m3 = race_grows(U_RACE_M3, &c3);
+	sk_rhash__test_broken = 0;
+	fprintf(stderr, "  twin %d caught in %d of %d inserts racing RH-M2, "
+			"%d of %d racing RH-M3\n",
+		SK_RHASH__BROKEN_HEAD_STORE, c2, m2, c3, m3);
+	SK_CHECK_GT(m2, 0);
+	SK_CHECK_GT(m3, 0);
+	SK_CHECK_EQ(c2, m2);
+	SK_CHECK_EQ(c3, m3);
 }
 
 /* The checker itself must see the grace periods rhash waits for. */
@@ -1131,7 +1239,9 @@ int main(int argc, char **argv)
 	chk.violations = 0;
 	SK_RUN(resize_without_grace_period_is_caught);
 	SK_RUN(resize_cutting_before_linking_is_caught);
-	SK_RUN(insert_into_old_array_mid_migration_is_caught);
+	SK_RUN(stale_insert_into_unmarked_bucket_is_caught);
+	SK_RUN(inserts_racing_the_migrators_head_cas);
+	SK_RUN(head_stores_without_cas_are_caught);
 	sk_chk_print_stats(&chk, "rhash (broken twin)");
 	SK_RUN(maybe_resize_never_reads_a_freed_bucket_array);
 	sk_chk_destroy(&chk);

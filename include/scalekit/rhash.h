@@ -5,8 +5,9 @@
  * Intrusive: embed a struct sk_rhash_node in your object.  Lookups run
  * inside sk_rcu_read_lock()/unlock(), are wait-free and store nothing to
  * shared memory; they never block or retry, also while the table resizes.
- * Updaters take per-bucket locks, so updates of different buckets run in
- * parallel.  A resize publishes a future bucket array and migrates the
+ * Inserts are lock-free (a compare-and-swap onto the bucket's head); the
+ * other updates take per-bucket locks, so updates of different buckets
+ * run in parallel.  A resize publishes a future bucket array and migrates the
  * old buckets into it one at a time, each under its own lock, while
  * updates go on (new objects go to the future array; lookups that miss in
  * the old array look in the future one); it holds no lock while it waits
@@ -116,9 +117,13 @@ SK_API void *sk_rhash_lookup(struct sk_rhash *ht, const void *key);
  * present.
  * Context: any thread (registered with RCU on its first update, as by
  * sk_rcu_read_lock()), inside or outside a read section, also while a
- * resize runs; takes the bucket's lock, which is held only for short
- * stretches (by updates, by a resize migrating that bucket, and by a
- * resize's two brief all-bucket switches), never across a grace period.
+ * resize runs.  sk_rhash_insert() takes no lock: it pushes the node onto
+ * its bucket's head with a compare-and-swap (retried only when another
+ * update changed that head meanwhile), so it never waits for another
+ * thread.  sk_rhash_insert_unique() takes the bucket's lock, which is held
+ * only for short stretches (by updates, by a resize migrating that bucket,
+ * and by a resize's two brief all-bucket switches), never across a grace
+ * period.
  * When automatic resizing is on and the update's count crosses a load
  * factor limit, it queues a background resize (sk_call_rcu()) and returns
  * at once: the table may run above its load factor until that resize is
@@ -214,14 +219,17 @@ SK_API void *sk_rhash_iter_next(struct sk_rhash_iter *it);
  * it): broken twins for the tests.  SK_RHASH__BROKEN_NO_GP frees the
  * replaced bucket array without waiting for a grace period;
  * SK_RHASH__BROKEN_CUT_FIRST cuts a run off its old chain before the
- * future array links it; SK_RHASH__BROKEN_INSERT_OLD (checker builds
- * only) inserts into the old array while a resize runs (a bucket already
- * migrated keeps the node, which is lost when the resize drops the old
- * array).  0: the correct table.
+ * future array links it; SK_RHASH__BROKEN_NO_MOVED leaves a migrated old
+ * bucket empty instead of marking it moved (an insert that read the table
+ * before the resize began pushes its node there, and it is lost when the
+ * resize drops the old array); SK_RHASH__BROKEN_HEAD_STORE moves runs
+ * onto bucket heads with plain stores instead of compare-and-swaps (a
+ * lock-free insert racing the move is lost).  0: the correct table.
  */
-#define SK_RHASH__BROKEN_NO_GP	    1
+#define SK_RHASH__BROKEN_NO_GP      1
 #define SK_RHASH__BROKEN_CUT_FIRST  2
-#define SK_RHASH__BROKEN_INSERT_OLD 3
+#define SK_RHASH__BROKEN_NO_MOVED   3
+#define SK_RHASH__BROKEN_HEAD_STORE 4
 
 #ifdef __cplusplus
 }

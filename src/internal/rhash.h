@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "scalekit/list.h" /* checker hooks, SK_LIST__PUBLISH */
 #include "scalekit/rhash.h"
 
 #ifdef SK_TSAN
@@ -55,8 +56,8 @@ struct sk_rhash_table {
 /* One cache line per stripe: updaters of different stripes share nothing. */
 struct sk_rhash_stripe {
 	pthread_mutex_t lock; /* guards the stripe's buckets and delta */
-	long delta; /* count changes not yet added to ht->count (guarded by lock;
-		       read without it by sk_rhash_count()) */
+	long delta; /* count changes not yet added to ht->count (atomic:
+		       lock-free inserts count on the stripe of their hash) */
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
@@ -112,6 +113,16 @@ static inline unsigned long sk__rhash_hash_bytes(const void *key, size_t len,
 	const unsigned char *p = key;
 	uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ULL), w;
 
+	/*
+	 * One word (the lookup fast path): one round of the finalizer mixes
+	 * every bit of it into every bit of the hash; a second round, as the
+	 * loop below would make, only doubles the lookup's longest chain of
+	 * dependent instructions.
+	 */
+	if (len == 8) {
+		memcpy(&w, p, 8);
+		return (unsigned long)sk__rhash_mix64(h ^ w);
+	}
 	while (len >= 8) {
 		memcpy(&w, p, 8);
 		h = sk__rhash_mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
@@ -173,6 +184,39 @@ static inline int sk__rhash_key_matches(struct sk_rhash *ht, const void *key,
 	default:
 		return memcmp(key, k, ht->p.key_len) == 0;
 	}
+}
+
+/*
+ * The head of an old bucket that a resize has migrated completely: an
+ * empty chain to readers (they go on to t->future after RH-L1), and to an
+ * insert a sign that t->future exists and takes its node (RH-I1).  Only
+ * bucket heads of an array with a future ever hold it, never a node's next.
+ */
+#define RHASH_MOVED ((struct sk_rhash_node *)1)
+
+/* n is a node: neither the end of a chain nor RHASH_MOVED. */
+static inline int sk__rhash_is_node(const struct sk_rhash_node *n)
+{
+	return (uintptr_t)n > (uintptr_t)RHASH_MOVED;
+}
+
+/*
+ * Compare-and-swap the chain link *pp from old to v (RH-I1, RH-M2, and
+ * unlinks at a bucket head, which lock-free inserts may change under a
+ * stripe lock).  Release on success: v's fields (and the object) before
+ * the pointer, as SK_LIST__PUBLISH; acquire on failure, so the caller can
+ * follow the value it sees (*old receives it).  Nonzero on success, which
+ * the checker build examines like a publication.
+ */
+static inline int sk__rhash_cas(struct sk_rhash_node **pp,
+				struct sk_rhash_node **old,
+				struct sk_rhash_node *v)
+{
+	if (!__atomic_compare_exchange_n(pp, old, v, 0, __ATOMIC_RELEASE,
+					 __ATOMIC_ACQUIRE))
+		return 0;
+	SK_LIST__RCU_CHECK(SK_RCU_CHECK_PUBLISH);
+	return 1;
 }
 
 static inline int sk__rhash_is_pow2(unsigned long x)
