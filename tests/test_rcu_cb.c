@@ -530,7 +530,7 @@ static struct {
 	int queued, go; /* producers done queueing; may exit */
 	const struct sk_tort_ops *ops;
 	unsigned long seen; /* sum of counts right after the barrier */
-	int barrier_done;
+	int barrier_started, barrier_done;
 } bar;
 
 static void *bar_producer(void *arg)
@@ -559,6 +559,7 @@ static void *bar_barrier_thread(void *arg)
 	int p;
 
 	(void)arg;
+	STORE(bar.barrier_started, 1);
 	bar.ops->cb_barrier(NULL);
 	for (p = 0; p < BAR_PRODUCERS; p++)
 		sum += LOAD(bar.count[p]);
@@ -571,14 +572,16 @@ static void *bar_barrier_thread(void *arg)
  * Returns the number of callbacks run when ops->cb_barrier() returned.  While
  * the producers queue, a reader holds a section, so no callback can run;
  * the barrier is called from another thread and the reader is released
- * 20 ms later (unless the barrier already returned).
+ * once the barrier has returned, or 50 ms after it started (a loaded
+ * machine may keep the barrier thread off the CPU for longer than a fixed
+ * delay from its creation).
  */
 static unsigned long barrier_sees(const struct sk_tort_ops *ops,
 				  unsigned long m)
 {
 	pthread_t t[BAR_PRODUCERS], b;
 	struct sk_test_holder h;
-	unsigned p;
+	unsigned p, i;
 
 	memset(&bar, 0, sizeof(bar));
 	bar.m = m;
@@ -595,7 +598,10 @@ static unsigned long barrier_sees(const struct sk_tort_ops *ops,
 	while (LOAD(bar.queued) < BAR_PRODUCERS)
 		sched_yield();
 	sk_test_thread_start(&b, bar_barrier_thread, NULL);
-	usleep(20000);
+	while (!LOAD(bar.barrier_started))
+		sched_yield();
+	for (i = 0; i < 50 && !LOAD(bar.barrier_done); i++)
+		usleep(1000);
 	sk_test_holder_release(&h);
 	sk_test_thread_join(b);
 	STORE(bar.go, 1);
