@@ -167,14 +167,11 @@ static void sync_for_splice(void)
 	synchronize_rcu();
 }
 
-static void rcu_pointer_and_lists(void)
+/* A published pointer, replaced after a grace period. */
+static void published_pointer(void)
 {
-	struct item *a, *b, *old, *it, *tmp;
-	struct list_head other;
-	pthread_t tid;
-	int i, n;
+	struct item *a, *b, *old;
 
-	/* A published pointer. */
 	a = item_new(1);
 	rcu_assign_pointer(current_item, a);
 	rcu_read_lock();
@@ -189,11 +186,16 @@ static void rcu_pointer_and_lists(void)
 	RCU_INIT_POINTER(current_item, NULL);
 	SK_CHECK(rcu_access_pointer(current_item) == NULL);
 	free(b);
+}
 
-	/* A list updated while a reader walks it. */
-	pthread_create(&tid, NULL, reader, NULL);
-	while (!__atomic_load_n(&reader_walks, __ATOMIC_RELAXED))
-		sched_yield(); /* the reader is running */
+/* 2000 adds and deletes of items while the reader walks; then a
+ * replacement and a splice. */
+static void update_items(void)
+{
+	struct item *a, *old, *it;
+	struct list_head other;
+	int i;
+
 	for (i = 0; i < 2000; i++) {
 		pthread_mutex_lock(&update_lock);
 		if (i % 3 == 2 && !list_empty(&items)) {
@@ -229,6 +231,20 @@ static void rcu_pointer_and_lists(void)
 	list_splice_init_rcu(&other, &items, sync_for_splice);
 	pthread_mutex_unlock(&update_lock);
 	SK_CHECK(list_empty(&other));
+}
+
+static void rcu_pointer_and_lists(void)
+{
+	struct item *it, *tmp;
+	pthread_t tid;
+	int i, n;
+
+	published_pointer();
+	/* A list updated while a reader walks it. */
+	pthread_create(&tid, NULL, reader, NULL);
+	while (!__atomic_load_n(&reader_walks, __ATOMIC_RELAXED))
+		sched_yield(); /* the reader is running */
+	update_items();
 	WRITE_ONCE(stop, 1);
 	pthread_join(tid, NULL);
 	SK_CHECK_EQ(__atomic_load_n(&reader_bad, __ATOMIC_RELAXED), 0);

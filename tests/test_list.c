@@ -516,120 +516,155 @@ static void seq_end(struct stress *s, int k, int present)
 	__atomic_store_n(&s->seq[k], s->seq[k] + 1, __ATOMIC_RELEASE);
 }
 
+/* A new live item for key k, of generation gen. */
+static struct item *item_new(int k, unsigned long gen)
+{
+	struct item *n = (struct item *)malloc(sizeof(*n));
+
+	if (!n)
+		abort();
+	item_init(n, k);
+	n->gen = gen;
+	return n;
+}
+
+/* Insert n at its sorted position (list) or at the head (hlist). */
+static void item_link(struct stress *s, struct item *n)
+{
+	struct sk_list_head *at = &s->list;
+	struct item *pos;
+
+	if (s->hlist_mode) {
+		sk_hlist_add_head_rcu(&n->hnode, &s->hlist);
+		return;
+	}
+	/* Sorted position: before the first larger. */
+	sk_list_for_each_entry(pos, &s->list, node)
+		if (pos->key > n->key) {
+			at = &pos->node;
+			break;
+		}
+	sk_list_add_tail_rcu(&n->node, at);
+}
+
+/*
+ * One update of key k under the writers' lock: insert when absent, else
+ * replace (op 0) or delete.  Returns the item it unlinked, or NULL.
+ */
+static struct item *writer_update(struct stress *s, int k, int op)
+{
+	struct item *old;
+
+	pthread_mutex_lock(&s->lock);
+	old = s->live[k];
+	seq_begin(s, k);
+	if (!old) {
+		s->live[k] = item_new(k, 0);
+		item_link(s, s->live[k]);
+	} else if (op == 0) {
+		s->live[k] = item_new(k, old->gen + 1);
+		if (s->hlist_mode)
+			sk_hlist_replace_rcu(&old->hnode, &s->live[k]->hnode);
+		else
+			sk_list_replace_rcu(&old->node, &s->live[k]->node);
+	} else {
+		if (s->hlist_mode)
+			sk_hlist_del_rcu(&old->hnode);
+		else
+			sk_list_del_rcu(&old->node);
+		s->live[k] = NULL;
+	}
+	seq_end(s, k, s->live[k] != NULL);
+	pthread_mutex_unlock(&s->lock);
+	return old && s->live[k] != old ? old : NULL;
+}
+
+/* Free a chain of items linked by qnext. */
+static void free_chain(struct item *x)
+{
+	while (x) {
+		struct item *next = x->qnext;
+
+		free(x);
+		x = next;
+	}
+}
+
+/* What a writer has unlinked and not yet freed. */
+struct writer_bin {
+	struct item *batch[8];
+	int nbatch;
+	struct item *quarantine, *q_old; /* broken mode */
+};
+
+/*
+ * Broken mode: poison at once, free two rounds of 64 later, so readers
+ * that still hold an item read poison (the test must see it).
+ */
+static void dispose_broken(struct writer_bin *w, struct item *old,
+			   unsigned long i)
+{
+	__atomic_store_n(&old->poison, POISON, __ATOMIC_RELAXED);
+	old->qnext = w->quarantine;
+	w->quarantine = old;
+	if (i % 64 == 63) {
+		sk_synchronize_rcu();
+		free_chain(w->q_old);
+		w->q_old = w->quarantine;
+		w->quarantine = NULL;
+	}
+}
+
+/* Dispose of old after a grace period, one of three ways at random. */
+static void dispose(struct writer_bin *w, struct item *old, int how)
+{
+	if (how == 0) {
+		w->batch[w->nbatch++] = old;
+		if (w->nbatch == 8) {
+			/* Poison after the grace period, then free. */
+			sk_synchronize_rcu();
+			while (w->nbatch) {
+				struct item *x = w->batch[--w->nbatch];
+
+				__atomic_store_n(&x->poison, POISON,
+						 __ATOMIC_RELAXED);
+				free(x);
+			}
+		}
+	} else if (how == 1) {
+		if (SK_FREE_RCU(old, rcu))
+			abort();
+	} else {
+		if (sk_call_rcu(&old->rcu, poison_free_cb))
+			abort();
+	}
+}
+
 static void *writer_thread(void *arg)
 {
 	struct stress *s = the_stress;
 	uint64_t rng = s->seed * 31 + (uint64_t)(uintptr_t)arg;
-	struct item *batch[8], *quarantine = NULL, *q_old = NULL;
-	int nbatch = 0;
+	struct writer_bin w = { .nbatch = 0 };
 	unsigned long i;
 
 	for (i = 0; i < s->updates && !__atomic_load_n(&s->stop, __ATOMIC_RELAXED);
 	     i++) {
 		int k = (int)(sk_test_rand(&rng) % NKEYS);
-		int op = (int)(sk_test_rand(&rng) % 3), how, unlinked;
-		struct item *old, *n = NULL, *pos;
+		int op = (int)(sk_test_rand(&rng) % 3);
+		struct item *old = writer_update(s, k, op);
 
-		pthread_mutex_lock(&s->lock);
-		old = s->live[k];
-		seq_begin(s, k);
-		if (!old) {
-			n = (struct item *)malloc(sizeof(*n));
-			if (!n)
-				abort();
-			item_init(n, k);
-			if (s->hlist_mode) {
-				sk_hlist_add_head_rcu(&n->hnode, &s->hlist);
-			} else {
-				/* Sorted position: before the first larger. */
-				struct sk_list_head *at = &s->list;
-
-				sk_list_for_each_entry(pos, &s->list, node)
-					if (pos->key > k) {
-						at = &pos->node;
-						break;
-					}
-				sk_list_add_tail_rcu(&n->node, at);
-			}
-			s->live[k] = n;
-		} else if (op == 0) {
-			n = (struct item *)malloc(sizeof(*n));
-			if (!n)
-				abort();
-			item_init(n, k);
-			n->gen = old->gen + 1;
-			if (s->hlist_mode)
-				sk_hlist_replace_rcu(&old->hnode, &n->hnode);
-			else
-				sk_list_replace_rcu(&old->node, &n->node);
-			s->live[k] = n;
-		} else {
-			if (s->hlist_mode)
-				sk_hlist_del_rcu(&old->hnode);
-			else
-				sk_list_del_rcu(&old->node);
-			s->live[k] = NULL;
-		}
-		seq_end(s, k, s->live[k] != NULL);
-		unlinked = old && s->live[k] != old;
-		pthread_mutex_unlock(&s->lock);
-		if (!unlinked)
+		if (!old)
 			continue;
-		/* old is unlinked: dispose of it. */
-		if (s->broken) {
-			__atomic_store_n(&old->poison, POISON, __ATOMIC_RELAXED);
-			old->qnext = quarantine;
-			quarantine = old;
-			if (i % 64 == 63) {
-				sk_synchronize_rcu();
-				while (q_old) {
-					struct item *x = q_old->qnext;
-
-					free(q_old);
-					q_old = x;
-				}
-				q_old = quarantine;
-				quarantine = NULL;
-			}
-			continue;
-		}
-		how = (int)(sk_test_rand(&rng) % 3);
-		if (how == 0) {
-			batch[nbatch++] = old;
-			if (nbatch == 8) {
-				/* Poison after the grace period, then free. */
-				sk_synchronize_rcu();
-				while (nbatch) {
-					struct item *x = batch[--nbatch];
-
-					__atomic_store_n(&x->poison, POISON,
-							 __ATOMIC_RELAXED);
-					free(x);
-				}
-			}
-		} else if (how == 1) {
-			if (SK_FREE_RCU(old, rcu))
-				abort();
-		} else {
-			if (sk_call_rcu(&old->rcu, poison_free_cb))
-				abort();
-		}
+		if (s->broken)
+			dispose_broken(&w, old, i);
+		else
+			dispose(&w, old, (int)(sk_test_rand(&rng) % 3));
 	}
 	sk_synchronize_rcu();
-	while (nbatch)
-		free(batch[--nbatch]);
-	while (q_old) {
-		struct item *x = q_old->qnext;
-
-		free(q_old);
-		q_old = x;
-	}
-	while (quarantine) {
-		struct item *x = quarantine->qnext;
-
-		free(quarantine);
-		quarantine = x;
-	}
+	while (w.nbatch)
+		free(w.batch[--w.nbatch]);
+	free_chain(w.q_old);
+	free_chain(w.quarantine);
 	return NULL;
 }
 

@@ -584,6 +584,44 @@ static void list_splice_without_gp_is_caught(void)
  * period at the end.  Keys untouched by the whole sequence must stay
  * visible to every reader, however it is paused.
  */
+/*
+ * Apply operation op to the live entry with key (if still there) of
+ * heads[0]: an entry with key *next_key (then incremented) added after it
+ * (or at the head), or it deleted or replaced (into gone[*ngone]).
+ */
+static void seq_apply(int op, int key, int *next_key, struct ent **gone,
+		      int *ngone)
+{
+	struct ent *e = NULL, *x;
+
+	sk_list_for_each_entry(x, &heads[0], list)
+		if (x->key == key)
+			e = x;
+	switch (op) {
+	case OP_ADD:
+	case OP_ADD_TAIL:
+		x = ent_new((*next_key)++);
+		if (op == OP_ADD)
+			sk_list_add_rcu(&x->list, e ? &e->list : &heads[0]);
+		else
+			sk_list_add_tail_rcu(&x->list, e ? &e->list : &heads[0]);
+		break;
+	case OP_DEL:
+		if (!e)
+			break;
+		sk_list_del_rcu(&e->list);
+		gone[(*ngone)++] = e;
+		break;
+	case OP_REPLACE:
+		if (!e)
+			break;
+		x = ent_new(e->key);
+		sk_list_replace_rcu(&e->list, &x->list);
+		gone[(*ngone)++] = e;
+		break;
+	}
+}
+
 static void list_random_sequences_without_gp(void)
 {
 	uint64_t rng = sk_t_seed ^ 0x1157;
@@ -618,39 +656,9 @@ static void list_random_sequences_without_gp(void)
 		sk_chk_clear_kinds(&chk);
 		add_readers(&heads[0], len + nops, stable);
 		sk_chk_begin(&chk, label);
-		for (i = 0; i < nops; i++) {
-			struct ent *e = NULL, *x;
-
-			/* The live entry with this key, if still there. */
-			sk_list_for_each_entry(x, &heads[0], list)
-				if (x->key == seq[i].key)
-					e = x;
-			switch (seq[i].op) {
-			case OP_ADD:
-			case OP_ADD_TAIL:
-				x = ent_new(next_key++);
-				if (seq[i].op == OP_ADD)
-					sk_list_add_rcu(&x->list,
-							e ? &e->list : &heads[0]);
-				else
-					sk_list_add_tail_rcu(
-						&x->list, e ? &e->list : &heads[0]);
-				break;
-			case OP_DEL:
-				if (!e)
-					break;
-				sk_list_del_rcu(&e->list);
-				gone[ngone++] = e;
-				break;
-			case OP_REPLACE:
-				if (!e)
-					break;
-				x = ent_new(e->key);
-				sk_list_replace_rcu(&e->list, &x->list);
-				gone[ngone++] = e;
-				break;
-			}
-		}
+		for (i = 0; i < nops; i++)
+			seq_apply(seq[i].op, seq[i].key, &next_key, gone,
+				  &ngone);
 		gp_event();
 		for (j = 0; j < ngone; j++)
 			ent_free(gone[j]);

@@ -1149,18 +1149,12 @@ static void *many_sync_fn(void *arg)
 	return NULL;
 }
 
-static void many_registered_threads(void)
+/* The shared state of many_registered_threads(), its object published. */
+static struct many *many_new(void)
 {
-	unsigned long n = 1000 / sk_test_slow(), i, k, step;
-	unsigned long base = readers_now();
 	struct many *m = calloc(1, sizeof(*m));
-	struct many_arg *args = calloc(n, sizeof(*args));
-	pthread_t *t = calloc(n, sizeof(*t)), st;
-	struct many_sync ms = { .m = m };
-	struct sk_rcu_stats a, z;
-	pthread_attr_t attr;
 
-	if (!m || !args || !t)
+	if (!m)
 		abort();
 	m->cfg.name = "many";
 	m->s.cfg = &m->cfg;
@@ -1172,6 +1166,24 @@ static void many_registered_threads(void)
 	if (!m->s.gp)
 		abort();
 	sk_stress_obj_init(m->s.gp, 1);
+	return m;
+}
+
+static void many_free(struct many *m)
+{
+	free(m->s.gp);
+	pthread_cond_destroy(&m->cond);
+	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->s.res_lock);
+	free(m);
+}
+
+/* Start n threads of many_fn() on small stacks; wait until all are in. */
+static void many_start(struct many *m, struct many_arg *args, pthread_t *t,
+		       unsigned long n)
+{
+	pthread_attr_t attr;
+	unsigned long i;
 
 	pthread_attr_init(&attr);
 	/* 64 KiB, or the platform's minimum (128 KiB on aarch64). */
@@ -1187,10 +1199,14 @@ static void many_registered_threads(void)
 	pthread_attr_destroy(&attr);
 	while (sk_atomic_load_acquire(&m->ready) < n)
 		sk_test_sleep_ms(1);
-	SK_CHECK_EQ(readers_now(), base + n);
+}
 
-	/* IDLE: grace periods with n registered threads. */
-	a = sk_test_rcu_stats();
+/* IDLE: 5 grace periods with the n threads registered and idle. */
+static void many_idle_grace_periods(struct many *m, unsigned long expect)
+{
+	struct sk_rcu_stats a = sk_test_rcu_stats(), z;
+	unsigned long k;
+
 	for (k = 0; k < 5; k++) {
 		struct sk_stress_obj *old = m->s.gp, *nw = malloc(sizeof(*nw));
 
@@ -1205,14 +1221,21 @@ static void many_registered_threads(void)
 	}
 	z = sk_test_rcu_stats();
 	SK_CHECK_EQ(z.grace_periods - a.grace_periods, 5);
-	SK_CHECK_EQ(z.readers, base + n);
+	SK_CHECK_EQ(z.readers, expect);
+}
 
-	/* HOLD: all n inside, then let go a slice at a time. */
+/* HOLD: all n inside, then let go a slice at a time; a synchronize call
+ * returns only after the last. */
+static void many_hold(struct many *m, unsigned long n)
+{
+	struct many_sync ms = { .m = m };
+	unsigned long k, step = n / 10 ? n / 10 : 1;
+	pthread_t st;
+
 	many_set(m, MANY_HOLD, 0);
 	while (sk_atomic_load_acquire(&m->entered) < n)
 		sk_test_sleep_ms(1);
 	sk_test_thread_start(&st, many_sync_fn, &ms);
-	step = n / 10 ? n / 10 : 1;
 	for (k = 0; k < n; k += step) {
 		sk_test_sleep_ms(2);
 		SK_CHECK_EQ(sk_atomic_load_acquire(&ms.returned), 0);
@@ -1220,6 +1243,22 @@ static void many_registered_threads(void)
 	}
 	sk_test_thread_join(st);
 	SK_CHECK_EQ(ms.left_at_return, n);
+}
+
+static void many_registered_threads(void)
+{
+	unsigned long n = 1000 / sk_test_slow(), i;
+	unsigned long base = readers_now();
+	struct many *m = many_new();
+	struct many_arg *args = calloc(n, sizeof(*args));
+	pthread_t *t = calloc(n, sizeof(*t));
+
+	if (!args || !t)
+		abort();
+	many_start(m, args, t, n);
+	SK_CHECK_EQ(readers_now(), base + n);
+	many_idle_grace_periods(m, base + n);
+	many_hold(m, n);
 
 	/* EXIT. */
 	many_set(m, MANY_EXIT, 0);
@@ -1231,12 +1270,7 @@ static void many_registered_threads(void)
 	SK_CHECK_GT(m->reads, 0);
 	SK_CHECK_EQ(readers_now(), base);
 	sk_synchronize_rcu();
-
-	free(m->s.gp);
-	pthread_cond_destroy(&m->cond);
-	pthread_mutex_destroy(&m->lock);
-	pthread_mutex_destroy(&m->s.res_lock);
-	free(m);
+	many_free(m);
 	free(args);
 	free(t);
 }
