@@ -575,8 +575,10 @@ static struct item *writer_update(struct stress *s, int k, int op)
 		s->live[k] = NULL;
 	}
 	seq_end(s, k, s->live[k] != NULL);
+	if (s->live[k] == old)
+		old = NULL; /* not unlinked */
 	pthread_mutex_unlock(&s->lock);
-	return old && s->live[k] != old ? old : NULL;
+	return old;
 }
 
 /* Free a chain of items linked by qnext. */
