@@ -84,7 +84,7 @@ struct obj {
 
 #define QUARANTINE 1024
 static struct obj *shared, *quarantine[QUARANTINE];
-static int stop, errors;
+static int stop, errors, started;
 static unsigned long reads;
 
 static void *reader(void *arg)
@@ -104,7 +104,8 @@ static void *reader(void *arg)
 			    MAGIC)
 				INC(errors);
 		sk_rcu_read_unlock();
-		n++;
+		if (n++ == 0)
+			INC(started);
 	}
 	__atomic_fetch_add(&reads, n, __ATOMIC_RELAXED);
 	sk_rcu_unregister_thread();
@@ -129,8 +130,15 @@ static int run_updates(unsigned long gps, int nreaders)
 
 	STORE(stop, 0);
 	STORE(errors, 0);
+	STORE(started, 0);
 	for (i = 0; i < nreaders; i++)
 		sk_test_thread_start(&t[i], reader, NULL);
+	/*
+	 * Under a sanitizer on 2 CPUs the grace periods can all end before a
+	 * reader thread first runs: wait until every reader has read once.
+	 */
+	while (LOAD(started) < nreaders)
+		sched_yield();
 	for (unsigned long g = 0; g < gps && !LOAD(errors); g++) {
 		struct obj *old = shared;
 
