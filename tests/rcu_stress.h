@@ -109,6 +109,7 @@ struct sk_stress {
 	struct sk_stress_obj *gp
 		__attribute__((aligned(64)));  /* RCU-protected */
 	int stop __attribute__((aligned(64))); /* readers and churn stop */
+	int readers_in; /* readers that finished their first read */
 	unsigned long seq;    /* last seq published; guarded by lock */
 	pthread_mutex_t lock; /* serializes updaters */
 	const struct sk_stress_config *cfg;

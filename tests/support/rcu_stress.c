@@ -122,7 +122,8 @@ static void general_read(struct sk_stress_thread *t, int paused)
 		ops->readunlock_nest(ctx, idx);
 	else
 		ops->readunlock(ctx, idx);
-	t->reads++;
+	if (t->reads++ == 0)
+		__atomic_fetch_add(&t->s->readers_in, 1, __ATOMIC_RELEASE);
 }
 
 void sk_stress_general_read(struct sk_stress_thread *t)
@@ -167,7 +168,8 @@ static struct sk_stress_obj *qsbr_read(struct sk_stress_thread *t,
 	for (i = 0; i < nheld; i++)
 		sk_stress_check(t, held[i], 0);
 	ops->readunlock(t->s->ctx, idx);
-	t->reads++;
+	if (t->reads++ == 0)
+		__atomic_fetch_add(&t->s->readers_in, 1, __ATOMIC_RELEASE);
 	return p;
 }
 
@@ -425,11 +427,20 @@ static void stress_start_all(struct sk_stress *s, struct sk_stress_thread *t)
 {
 	const struct sk_stress_config *cfg = s->cfg;
 	unsigned long i, k = 0;
+	int running = 0;
 
 	for (i = 0; i < cfg->general_readers; i++, k++)
-		sk_stress_start(s, &t[k], k, sk_stress_general_reader);
+		running += !sk_stress_start(s, &t[k], k,
+					    sk_stress_general_reader);
 	for (i = 0; i < cfg->qsbr_readers; i++, k++)
-		sk_stress_start(s, &t[k], k, sk_stress_qsbr_reader);
+		running += !sk_stress_start(s, &t[k], k,
+					    sk_stress_qsbr_reader);
+	/*
+	 * Updates start once every reader has read: on 2 loaded CPUs a short
+	 * run could otherwise end before a reader first ran (and check nothing).
+	 */
+	while (__atomic_load_n(&s->readers_in, __ATOMIC_ACQUIRE) < running)
+		sched_yield();
 	for (i = 0; i < cfg->churn_threads; i++, k++)
 		sk_stress_start(s, &t[k], k, sk_stress_churner);
 	for (i = 0; i < cfg->updaters; i++, k++)
