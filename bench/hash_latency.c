@@ -22,6 +22,17 @@
  *                      bucket (automatic resizing) while 1 thread looks
  *                      up: the total time and the worst single insert
  *                      (the baseline: for as long as sk_rhash took).
+ *
+ * Both also report the worst operation that its thread RAN THROUGH: on 2
+ * CPUs, 3 or 4 runnable threads are preempted for a scheduler tick (4 ms)
+ * now and then, inside whatever they time, with any table and with none
+ * (the baseline).  A thread reads its count of involuntary context
+ * switches (getrusage(RUSAGE_THREAD), about 0.3 us) after every 64
+ * operations and right after every operation over 50 us; an operation
+ * counts for this figure when the count did not change across its window
+ * (it and the at most 63 before it).  Sleeps inside the table (a futex
+ * wait on a lock) are voluntary switches and count.  A vCPU the
+ * hypervisor stops is not seen.
  */
 #define _GNU_SOURCE
 #include "hash.h"
@@ -32,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "scalekit/rcu.h"
 
@@ -105,19 +117,75 @@ static void lat_stats(struct lat *l, double *worst_us, double *p999_us)
 	*p999_us = (double)l->ns[(size_t)((double)(l->n - 1) * 0.999)] / 1e3;
 }
 
-/* Record "worst of rhash in row <= limit_us" as a target (at most). */
+/* ---- operations the thread ran through (see the top) ---------------- */
+
+#define RAN_WINDOW 64		/* operations per look at the count */
+#define RAN_SLOW_NS 50000u	/* an operation this slow ends its window */
+
+struct ran {
+	uint64_t worst;	 /* ns: worst operation not preempted */
+	uint64_t wmax;	 /* ns: worst of the open window */
+	long ivcsw;	 /* involuntary switches when the window opened */
+	unsigned int n;	 /* operations in the open window */
+};
+
+static long ran_ivcsw(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		sk_bench_hash_die("getrusage(RUSAGE_THREAD) failed");
+	return ru.ru_nivcsw;
+}
+
+static void ran_start(struct ran *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->ivcsw = ran_ivcsw();
+}
+
+/* Close the open window: its worst counts if no preemption fell in it. */
+static void ran_close(struct ran *r)
+{
+	long now = ran_ivcsw();
+
+	if (now == r->ivcsw && r->wmax > r->worst)
+		r->worst = r->wmax;
+	r->ivcsw = now;
+	r->n = 0;
+	r->wmax = 0;
+}
+
+/* Account one operation of ns nanoseconds. */
+static inline void ran_add(struct ran *r, uint64_t ns)
+{
+	r->wmax = ns > r->wmax ? ns : r->wmax;
+	if (++r->n >= RAN_WINDOW || ns >= RAN_SLOW_NS)
+		ran_close(r);
+}
+
+static void ran_end(struct ran *r)
+{
+	if (r->n)
+		ran_close(r);
+}
+
+/*
+ * Record "the rhash figure (a worst case, us) of row <= limit_us" as a
+ * target (at most); what names the figure.
+ */
 static void worst_target(struct sk_bench_results *res,
-			 const struct sk_bench_row *row, double limit_us,
-			 const char *id)
+			 const struct sk_bench_row *row, const char *what,
+			 double limit_us, const char *id)
 {
 	struct sk_bench_target t;
 
 	memset(&t, 0, sizeof(t));
-	snprintf(t.what, sizeof(t.what), "%s %s: rhash worst (us) <= %.0f",
-		 row->scenario, row->variant, limit_us);
+	snprintf(t.what, sizeof(t.what), "%s %s: rhash %s (us) <= %.0f",
+		 row->scenario, row->variant, what, limit_us);
 	snprintf(t.id, sizeof(t.id), "%s", id);
-	snprintf(t.ratio_name, sizeof(t.ratio_name), "rhash worst / %.0f us",
-		 limit_us);
+	snprintf(t.ratio_name, sizeof(t.ratio_name), "rhash %s / %.0f us",
+		 what, limit_us);
 	t.threads = row->threads;
 	t.limit = 1.0;
 	t.at_most = 1;
@@ -133,33 +201,37 @@ static void worst_target(struct sk_bench_results *res,
 /* ---- the shared body ------------------------------------------------ */
 
 /*
- * A latency scenario: two rows (a, b) of one run per table.  once() runs
- * table t (or the baseline sk_bench_hash_empty) and stores the run's
- * figures in *a and *b; for the baseline, *a holds sk_rhash's figure of
- * the same repetition on entry (hash-grow runs that long).
+ * A latency scenario: three rows (a, b, and c: the worst operation that
+ * its thread ran through, in us) of one run per table.  once() runs table
+ * t (or the baseline sk_bench_hash_empty) and stores the run's figures in
+ * *a, *b and *c; for the baseline, *a holds sk_rhash's figure of the same
+ * repetition on entry (hash-grow runs that long).
  */
 struct lat_scenario {
 	const char *name, *variant;
 	int threads;
-	const char *unit_a, *title_a, *unit_b, *title_b;
+	const char *unit_a, *title_a, *unit_b, *title_b, *title_c;
 	int (*once)(const struct sk_bench_config *cfg,
-		    const struct sk_bench_hash_ops *t, double *a, double *b);
-	const char *note; /* printf format of the baseline's worst */
+		    const struct sk_bench_hash_ops *t, double *a, double *b,
+		    double *c);
+	const char *note; /* printf format of the baseline's figures */
 	void (*targets)(struct sk_bench_results *res, struct sk_bench_row *a,
-			struct sk_bench_row *b);
+			struct sk_bench_row *b, struct sk_bench_row *c);
 };
 
 static void lat_rep(const struct sk_bench_config *cfg,
-		    const struct lat_scenario *sc, struct sk_bench_row *a,
-		    struct sk_bench_row *b, int rep)
+		    const struct lat_scenario *sc, struct sk_bench_row **r,
+		    int rep)
 {
+	struct sk_bench_row *a = r[0], *b = r[1], *c = r[2];
 	int i;
 
 	for (i = 0; i < a->nimpl; i++) {
 		if (a->na[i])
 			continue;
 		if (sc->once(cfg, sk_bench_hash_ops_of(a->impl[i]),
-			     &a->rep[i][rep], &b->rep[i][rep]))
+			     &a->rep[i][rep], &b->rep[i][rep],
+			     &c->rep[i][rep]))
 			sk_bench_hash_die("cannot run (out of memory, or no "
 					  "thread)");
 		sk_bench_progress("%s: rep %d/%d, %-10s %s %8.1f, %s %8.1f",
@@ -173,27 +245,34 @@ static int lat_scenario_run(const struct sk_bench_config *cfg,
 			    struct sk_bench_results *res,
 			    const struct lat_scenario *sc)
 {
-	struct sk_bench_row *a, *b;
-	double *ba = calloc((size_t)cfg->reps * 2, sizeof(*ba));
-	double *bb = ba + cfg->reps;
+	struct sk_bench_row *r[3];
+	double *ba = calloc((size_t)cfg->reps * 3, sizeof(*ba));
+	double *bb = ba + cfg->reps, *bc = bb + cfg->reps;
 	int rep;
 
 	if (!ba)
 		sk_bench_hash_die("out of memory");
-	a = sk_bench_row_add(res, sc->name, sc->variant, sc->unit_a,
-			     sc->title_a, sc->threads, 1, lat_impls, cfg->reps);
-	b = sk_bench_row_add(res, sc->name, sc->variant, sc->unit_b,
-			     sc->title_b, sc->threads, 1, lat_impls, cfg->reps);
+	r[0] = sk_bench_row_add(res, sc->name, sc->variant, sc->unit_a,
+				sc->title_a, sc->threads, 1, lat_impls,
+				cfg->reps);
+	r[1] = sk_bench_row_add(res, sc->name, sc->variant, sc->unit_b,
+				sc->title_b, sc->threads, 1, lat_impls,
+				cfg->reps);
+	r[2] = sk_bench_row_add(res, sc->name, sc->variant, "us worst ran",
+				sc->title_c, sc->threads, 1, lat_impls,
+				cfg->reps);
 	for (rep = 0; rep < cfg->reps; rep++) {
-		lat_rep(cfg, sc, a, b, rep);
-		ba[rep] = a->na[0] ? cfg->run_ns / 1e6 : a->rep[0][rep];
-		if (sc->once(cfg, &sk_bench_hash_empty, &ba[rep], &bb[rep]))
+		lat_rep(cfg, sc, r, rep);
+		ba[rep] = r[0]->na[0] ? cfg->run_ns / 1e6 : r[0]->rep[0][rep];
+		if (sc->once(cfg, &sk_bench_hash_empty, &ba[rep], &bb[rep],
+			     &bc[rep]))
 			sk_bench_hash_die("cannot run the baseline");
 	}
 	sk_bench_note_add(res, sc->note, sk_bench_hash_median(ba, cfg->reps),
-			  sk_bench_hash_median(bb, cfg->reps));
+			  sk_bench_hash_median(bb, cfg->reps),
+			  sk_bench_hash_median(bc, cfg->reps));
 	free(ba);
-	sc->targets(res, a, b);
+	sc->targets(res, r[0], r[1], r[2]);
 	return 0;
 }
 
@@ -240,21 +319,28 @@ static uint64_t timed_pair(const struct sk_bench_hash_ops *t, struct hobj *o)
 	return sk_bench_now_ns() - t0;
 }
 
-/* Time pairs through t on this thread for run_ns into l. */
+/* Time pairs through t on this thread for run_ns into l and rn. */
 static void timed_pairs(const struct sk_bench_hash_ops *t, struct hobj *pool,
-			uint64_t run_ns, struct lat *l)
+			uint64_t run_ns, struct lat *l, struct ran *rn)
 {
-	uint64_t end = sk_bench_now_ns() + run_ns;
+	uint64_t end = sk_bench_now_ns() + run_ns, d;
 	long i;
 
 	t->thread_init();
 	l->n = 0;
+	ran_start(rn);
 	for (i = 0; sk_bench_now_ns() < end; i++) {
-		lat_add(l, timed_pair(t, &pool[i % LAT_POOL]));
+		d = timed_pair(t, &pool[i % LAT_POOL]);
+		lat_add(l, d);
+		ran_add(rn, d);
 		/* Removed objects are reused after a grace period. */
-		if (i % LAT_POOL == LAT_POOL - 1)
+		if (i % LAT_POOL == LAT_POOL - 1) {
+			ran_end(rn);
 			t->synchronize();
+			ran_start(rn);
+		}
 	}
+	ran_end(rn);
 	t->synchronize();
 	t->thread_exit();
 }
@@ -262,13 +348,14 @@ static void timed_pairs(const struct sk_bench_hash_ops *t, struct hobj *pool,
 /*
  * One run: pairs of objects outside the key set through t for run_ns
  * while a resizer thread resizes t's table (the baseline: sk_rhash's).
- * *worst and *p999 in us.
+ * *worst, *p999 and *ran (the worst pair the thread ran through) in us.
  */
 static int update_resize_once(const struct sk_bench_config *cfg,
 			      const struct sk_bench_hash_ops *t, double *worst,
-			      double *p999)
+			      double *p999, double *ran)
 {
 	static struct lat l = { .cap = 1UL << 22 };
+	struct ran rn;
 	struct lat_resizer rz = { .t = host_of(t),
 				  .base = (unsigned long)sk_bench_hash_w.nkeys };
 	struct hobj *pool = aligned_alloc(64, sizeof(*pool) * (size_t)LAT_POOL);
@@ -290,7 +377,7 @@ static int update_resize_once(const struct sk_bench_config *cfg,
 		free(pool);
 		return -err;
 	}
-	timed_pairs(t, pool, cfg->run_ns, &l);
+	timed_pairs(t, pool, cfg->run_ns, &l, &rn);
 	__atomic_store_n(&rz.stop, 1, __ATOMIC_RELAXED);
 	pthread_join(rz.tid, NULL);
 	free(pool);
@@ -299,14 +386,17 @@ static int update_resize_once(const struct sk_bench_config *cfg,
 			  l.n == l.cap ? " (the buffer filled: the worst "
 					 "kept)" : "");
 	lat_stats(&l, worst, p999);
+	*ran = (double)rn.worst / 1e3;
 	return 0;
 }
 
 static void update_resize_targets(struct sk_bench_results *res,
 				  struct sk_bench_row *worst,
-				  struct sk_bench_row *p999)
+				  struct sk_bench_row *p999,
+				  struct sk_bench_row *ran)
 {
-	worst_target(res, worst, 1000.0, "hash-update-resize-worst");
+	worst_target(res, worst, "worst", 1000.0, "hash-update-resize-worst");
+	worst_target(res, ran, "worst ran through", 1000.0, "hash-update-resize-worst-ran");
 	sk_bench_ratio_target(res, p999, "rhash", "urcu-lfht", 1.0, 1,
 			      "hash-update-resize p99.9: us rhash / urcu-lfht",
 			      "hash-update-resize-p99.9");
@@ -329,12 +419,17 @@ int sk_bench_hash_update_resize_run(const struct sk_bench_config *cfg,
 			   "insert+remove pair, in us, while another thread "
 			   "resizes keys <-> 2 x keys buckets continuously "
 			   "(lower is better)",
+		.title_c = "hash-update-resize: WORST latency of an "
+			   "insert+remove pair that its thread RAN THROUGH (no "
+			   "involuntary context switch in its window of 64 "
+			   "pairs), in us, while another thread resizes "
+			   "(lower is better)",
 		.once = update_resize_once,
 		.note = "hash-update-resize: baseline, the same loop timing "
 			"an EMPTY section (no table call) while sk_rhash "
-			"resizes: worst %.1f us, p99.9 %.2f us (medians over "
-			"repetitions): what the clock and the scheduler alone "
-			"cost on this machine",
+			"resizes: worst %.1f us, p99.9 %.2f us, worst ran "
+			"through %.1f us (medians over repetitions): what the "
+			"clock and the scheduler alone cost on this machine",
 		.targets = update_resize_targets,
 	};
 	long nkeys = cfg->quick ? 1L << 16 : 1L << 20;
@@ -359,9 +454,21 @@ struct grow_run {
 	int inserters;	 /* threads */
 	int done;	 /* inserters finished */
 	uint64_t worst;	 /* worst single insert (ns), max over threads */
+	uint64_t ran;	 /* worst insert its thread ran through (ns), max */
 	uint64_t end_ns; /* the baseline: time sections until then */
 	int next_id;
 };
+
+/* *p = max(*p, v); relaxed: the threads are joined before it is read. */
+static void atomic_max(uint64_t *p, uint64_t v)
+{
+	uint64_t w = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+	while (v > w && !__atomic_compare_exchange_n(p, &w, v, 0,
+						     __ATOMIC_RELAXED,
+						     __ATOMIC_RELAXED))
+		;
+}
 
 static void *grow_inserter(void *arg)
 {
@@ -370,8 +477,10 @@ static void *grow_inserter(void *arg)
 	int empty = g->t == &sk_bench_hash_empty;
 	long i, per = g->nkeys / g->inserters;
 	uint64_t worst = 0;
+	struct ran rn;
 
 	g->t->thread_init();
+	ran_start(&rn);
 	for (i = id * per; empty ? sk_bench_now_ns() < g->end_ns
 				 : i < (id + 1) * per;
 	     i++) {
@@ -380,14 +489,12 @@ static void *grow_inserter(void *arg)
 		g->t->insert(&sk_bench_hash_w.objs[i % g->nkeys]);
 		d = sk_bench_now_ns() - t0;
 		worst = d > worst ? d : worst;
+		ran_add(&rn, d);
 	}
+	ran_end(&rn);
 	g->t->thread_exit();
-	/* Relaxed max: joined before it is read. */
-	for (uint64_t w = __atomic_load_n(&g->worst, __ATOMIC_RELAXED);
-	     worst > w && !__atomic_compare_exchange_n(&g->worst, &w, worst, 0,
-						       __ATOMIC_RELAXED,
-						       __ATOMIC_RELAXED);)
-		;
+	atomic_max(&g->worst, worst);
+	atomic_max(&g->ran, rn.worst);
 	__atomic_fetch_add(&g->done, 1, __ATOMIC_RELAXED);
 	return NULL;
 }
@@ -408,12 +515,13 @@ static void *grow_looker(void *arg)
 }
 
 /*
- * One hash-grow run of t: *total_ms and *worst_us (the worst insert).  The
- * baseline times empty sections for *total_ms (as given) instead.
+ * One hash-grow run of t: *total_ms, *worst_us (the worst insert) and
+ * *ran_us (the worst one its thread ran through).  The baseline times
+ * empty sections for *total_ms (as given) instead.
  */
 static int grow_once(const struct sk_bench_config *cfg,
 		     const struct sk_bench_hash_ops *t, double *total_ms,
-		     double *worst_us)
+		     double *worst_us, double *ran_us)
 {
 	long nkeys = cfg->quick ? 1L << 12 : 1L << 20;
 	struct grow_run g = { .t = t, .nkeys = nkeys, .inserters = 2 };
@@ -433,6 +541,7 @@ static int grow_once(const struct sk_bench_config *cfg,
 		pthread_join(th[i], NULL);
 	*total_ms = (double)(sk_bench_now_ns() - t0) / 1e6;
 	*worst_us = (double)g.worst / 1e3;
+	*ran_us = (double)g.ran / 1e3;
 	if (host_of(t)->barrier)
 		host_of(t)->barrier(); /* the last background grow */
 	sk_bench_hash_free();
@@ -440,12 +549,14 @@ static int grow_once(const struct sk_bench_config *cfg,
 }
 
 static void grow_targets(struct sk_bench_results *res,
-			 struct sk_bench_row *total, struct sk_bench_row *worst)
+			 struct sk_bench_row *total, struct sk_bench_row *worst,
+			 struct sk_bench_row *ran)
 {
 	sk_bench_ratio_target(res, total, "rhash", "urcu-lfht", 1.0, 1,
 			      "hash-grow total: ms rhash / urcu-lfht",
 			      "hash-grow-total");
-	worst_target(res, worst, 1000.0, "hash-grow-worst");
+	worst_target(res, worst, "worst", 1000.0, "hash-grow-worst");
+	worst_target(res, ran, "worst ran through", 1000.0, "hash-grow-worst-ran");
 }
 
 int sk_bench_hash_grow_run(const struct sk_bench_config *cfg,
@@ -464,11 +575,16 @@ int sk_bench_hash_grow_run(const struct sk_bench_config *cfg,
 		.title_b = "hash-grow: WORST single insert, in us, inserting "
 			   "the keys into a table of 1 bucket, 2 inserting "
 			   "threads + 1 looking up (lower is better)",
+		.title_c = "hash-grow: WORST single insert that its thread "
+			   "RAN THROUGH (no involuntary context switch in its "
+			   "window of 64 inserts), in us, 2 inserting threads "
+			   "+ 1 looking up (lower is better)",
 		.once = grow_once,
 		.note = "hash-grow: baseline, the same 2 + 1 threads timing "
 			"EMPTY sections instead of inserts for as long as "
 			"sk_rhash took (%.0f ms; the looker on an empty "
-			"sk_rhash): worst %.1f us (median over repetitions): "
+			"sk_rhash): worst %.1f us, worst ran through %.1f us "
+			"(medians over repetitions): "
 			"what the clock and the scheduler alone cost on this "
 			"machine; sk_rhash adds the callback worker that "
 			"migrates",
