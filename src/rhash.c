@@ -21,13 +21,13 @@
  * resize allocates the future array f (all heads NULL) and publishes it in
  * the current array t (t->future = f) [pub].  From then on updates go to
  * f, and lookups that miss in t go on to f (RH-L1).  Then the old buckets
- * are migrated one at a time, each under its own stripe lock, in steps: a
+ * are migrated one at a time, each under its own bucket lock, in steps: a
  * step walks the old chain once and moves up to RHASH_RING tail runs, then
  * drops the lock (so no lock is held for more than one walk of one chain,
  * however long the chain).  A tail run of nodes that all belong to the
  * same bucket d of f is moved at once, in three writes (RH-M1..3 below).
  * Every node is in exactly one chain at every moment (as updaters see it
- * under the stripe lock), so an update finds its node in t or f.  A
+ * under the bucket lock), so an update finds its node in t or f.  A
  * migrated old bucket's head becomes RHASH_MOVED (an empty chain to
  * readers).  When t is empty, ht->tbl = f is published [pub]; a grace period later no reader
  * uses t, which is freed [gp] (t->future stays f for the readers that
@@ -41,24 +41,32 @@
  * finds the head RHASH_MOVED (its CAS fails) and goes on to f.  So every
  * writer of a bucket head uses a CAS (the migrator's RH-M2 and RH-M3 at a
  * head, and unlinks at a head: relink()), and a node's next changes only
- * under its stripe lock.
+ * under its bucket lock.
  *
  * The other updaters (insert_unique, remove, replace) and the migrator
- * hold the stripe lock of their bucket.  While a resize runs,
- * stripe s guards the buckets of t and of f whose hashes h have
- * (h & smask) & (nstripes - 1) == s, where smask is the smaller array's
- * mask: an old bucket and the new buckets its nodes go to share a
- * stripe.  The two changes of that mapping (publishing f, publishing
- * ht->tbl = f) are made while holding every stripe lock, briefly and
- * without waiting for anything but those locks; so holding any stripe lock
- * pins ht->tbl, t->future and both arrays.  Without a stripe lock an
- * updater reads the array only inside a read section (lock_bucket()),
- * because a resize frees a replaced array one grace period after it
- * unpublished it, and a grace period waits only for read sections.
+ * hold the lock of their bucket: one bit per bucket of the LOCK ARRAY,
+ * the smaller of t and f (t without a resize), RH-B1.  Bit h & l->mask
+ * guards the chains of hash h in t and in f: an old bucket and the new
+ * buckets its nodes go to share it.  A migrator preempted while it holds
+ * a bit stalls only the updates of that one bucket.
  *
- * No stripe lock is ever held while waiting for a grace period, so an
- * updater inside a read section may block on a stripe lock: updates work
- * inside read sections, also during a resize.
+ * Two publications change the lock array: f of a shrink (f is smaller),
+ * and ht->tbl = f at the end of a grow (t was smaller).  Neither takes a
+ * lock (RH-D1): the resize sets to->prev_lock = from, publishes, and
+ * drains the old array's bits (waits until it has seen each one clear);
+ * updaters that find prev_lock set take the old bit first, then the new
+ * one, so they exclude the updaters still working under the old mapping;
+ * then prev_lock is cleared.  An updater re-reads the arrays after it
+ * took its bit and retries when the lock array changed meanwhile
+ * (lock_bucket()).  So holding the bit pins the lock array, and ht->tbl
+ * and t->future as far as the chains of h go.  Without a bit an updater
+ * reads the arrays only inside a read section (lock_bucket()), because a
+ * resize frees a replaced array one grace period after it unpublished
+ * it, and a grace period waits only for read sections.
+ *
+ * No bucket lock is ever held while waiting for anything but other bucket
+ * locks, so an updater inside a read section may block on one: updates
+ * work inside read sections, also during a resize.
  *
  * Automatic resizing runs in the background: the update whose flushed
  * count crosses a load-factor limit queues ht->work with sk_call_rcu()
@@ -67,16 +75,20 @@
  * itself until every bucket is migrated, publishes f as ht->tbl, frees t
  * through sk_call_rcu() and releases resize_lock.
  *
- * ThreadSanitizer's deadlock detector handles at most 64 mutexes held by
- * one thread, and lock_all() holds them all: TSan builds use 32 stripes.
- *
  * Pairing labels of the module (one legend for src/rhash*.c):
  *  RH-P1  publication (release) of a node, of t->future = f or of
  *         ht->tbl = f; pairs with the readers' dependency loads
- *         (sk_rcu_dereference()) and, for the arrays, with RH-U1.
- *  RH-U1  an updater's re-read of ht->tbl and t->future under its stripe
- *         lock (lock_bucket()): the mutex orders a mapping change made
- *         under every stripe lock before it.
+ *         (sk_rcu_dereference()) and, for the arrays, with RH-D1.
+ *  RH-B1  a bucket's lock bit: the seq_cst fetch_or that takes it is an
+ *         acquire of the previous holder's chain writes (its fetch_and
+ *         release).
+ *  RH-D1  a change of the lock array: the resize's store of
+ *         to->prev_lock, its publication, a full fence, then its loads of
+ *         the old bits (drain()), then the release store of prev_lock =
+ *         NULL; against the updater's acquire load of prev_lock, its
+ *         seq_cst fetch_or of the bit, then its seq_cst re-read of
+ *         ht->tbl and t->future: either the updater sees the new mapping
+ *         (and retries), or the resize sees its bit and waits for it.
  *  RH-I1  an insert's release CAS of the bucket head (node's fields,
  *         then the pointer: [pub], pairs with the readers' dependency
  *         loads); its acquire load of the head pairs with RH-M3's release
@@ -130,14 +142,21 @@ struct sk_rhash_table *sk__rhash_table_alloc(struct sk_rhash *ht,
 					     unsigned long size)
 {
 	struct sk_rhash_table *t;
-	size_t bytes = sizeof(*t) + size * sizeof(t->buckets[0]);
+	unsigned long words = sk__rhash_lock_words(size);
+	size_t bytes;
 
+	/* The heads, then the lock bits (RH-B1): both zeroed. */
+	if (size > (SIZE_MAX - sizeof(*t)) / (sizeof(t->buckets[0]) + 1))
+		return NULL;
+	bytes = sizeof(*t) + size * sizeof(t->buckets[0]) +
+		words * sizeof(unsigned long);
 	t = ht->p.alloc(bytes);
 	if (!t)
 		return NULL;
 	memset(t, 0, bytes);
 	t->size = size;
 	t->mask = size - 1;
+	t->locks = (unsigned long *)&t->buckets[size];
 	t->ht = ht;
 	return t;
 }
@@ -198,7 +217,6 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 {
 	struct sk_rhash_params p;
 	struct sk_rhash *ht;
-	unsigned long i;
 	int err = params_check(params, &p);
 
 	if (err) {
@@ -218,8 +236,6 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (i = 0; i < ht->nstripes; i++)
-		pthread_mutex_init(&ht->stripes[i].lock, NULL);
 	pthread_mutex_init(&ht->resize_lock, NULL);
 	return ht;
 }
@@ -242,14 +258,10 @@ static void free_chains(struct sk_rhash *ht, struct sk_rhash_table *t,
 void sk_rhash_destroy(struct sk_rhash *ht,
 		      void (*free_obj)(void *obj, void *arg), void *arg)
 {
-	unsigned long i;
-
 	if (!ht)
 		return;
 	sk_rhash_barrier(ht);
 	free_chains(ht, ht->tbl, free_obj, arg);
-	for (i = 0; i < ht->nstripes; i++)
-		pthread_mutex_destroy(&ht->stripes[i].lock);
 	pthread_mutex_destroy(&ht->resize_lock);
 	ht->p.free(ht->tbl);
 	ht->p.free(ht->mem);

@@ -24,14 +24,14 @@
 /*
  * Checker builds only (tests/checker.cmake; the test declares it): called
  * by a resize between two migration steps of one old bucket (the bucket
- * partly moved, no stripe lock held, resize_lock held), so that a test can
+ * partly moved, no bucket lock held, resize_lock held), so that a test can
  * update the table there.
  */
 extern void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
 void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
 
 /*
- * Checker builds only: called inside a migration step (stripe lock held)
+ * Checker builds only: called inside a migration step (bucket lock held)
  * right before the CAS of RH-M2 (where 0) or of RH-M3 at an old bucket's
  * head (where 1), with the hash of the run's first node, so that a test
  * can make a lock-free insert race that CAS.
@@ -48,40 +48,63 @@ void (*sk_rhash__test_race_hook)(int where, unsigned long hash);
 #endif
 
 
-static void lock_all(struct sk_rhash *ht)
+/*
+ * RH-D1: wait until every lock bit of array l has been seen clear at
+ * least once.  Called after a publication that made another array the
+ * lock array and a full fence: an updater that takes a bit of l after
+ * that look re-reads the arrays, sees the new mapping and lets go; one
+ * that took it before holds it until its update is done.  Waits for
+ * updates only (a bit holder waits for nothing), takes no lock.
+ */
+static void drain(struct sk_rhash_table *l)
 {
-	unsigned long i;
+	unsigned long i, n = sk__rhash_lock_words(l->size), pending;
+	unsigned int spins;
 
-	for (i = 0; i < ht->nstripes; i++)
-		pthread_mutex_lock(&ht->stripes[i].lock);
-}
-
-static void unlock_all(struct sk_rhash *ht)
-{
-	unsigned long i;
-
-	for (i = ht->nstripes; i-- > 0;)
-		pthread_mutex_unlock(&ht->stripes[i].lock);
+	for (i = 0; i < n; i++) {
+		pending = ~0UL;
+		/* Acquire: the holder's chain writes (its unlock's release). */
+		for (spins = 0;
+		     (pending &= __atomic_load_n(&l->locks[i], __ATOMIC_ACQUIRE));
+		     spins++) {
+			if (spins < RHASH_SPIN)
+				sk_cpu_relax();
+			else
+				sched_yield();
+		}
+	}
 }
 
 /*
- * Publish *pp = v (the future array, or the table) where that changes the
- * stripe mapping from mask `from` to mask `to`: while holding every stripe
- * lock when it does, so that an updater that holds a stripe sees the
- * mapping it locked by; without them when it does not (tables of
- * nstripes buckets and more), so that no updater waits for all stripes.
- * Brief either way: no grace period inside.
+ * Publish *pp = v (the future array, or the table), which changes the
+ * lock array from `from` to `to` (or not: from == to).  RH-D1: while the
+ * lock array changes, `to` names `from` in to->prev_lock, so that updaters
+ * of the new mapping also take the bit of the old one; the old bits are
+ * drained; then prev_lock is cleared.  No updater ever waits for all
+ * buckets, and the resize waits only for updates in progress.
  */
-static void publish_table(struct sk_rhash *ht, struct sk_rhash_table **pp,
-			  struct sk_rhash_table *v, unsigned long from,
-			  unsigned long to)
+static void publish_table(struct sk_rhash_table **pp, struct sk_rhash_table *v,
+			  struct sk_rhash_table *from, struct sk_rhash_table *to)
 {
 	if (from != to)
-		lock_all(ht);
-	/* RH-P1 [pub]: the array's heads, then the pointer to it. */
+		/* Ordered before the publication by its release. */
+		sk_atomic_store_relaxed(&to->prev_lock, from);
+	/* RH-P1 [pub]: the array's heads (and prev_lock), then the pointer. */
 	SK_LIST__PUBLISH(*pp, v);
-	if (from != to)
-		unlock_all(ht);
+	if (from == to)
+		return;
+	/*
+	 * RH-D1: full fence, the publication before the loads of the old
+	 * bits; pairs with lock_bucket()'s seq_cst fetch_or, then re-read.
+	 */
+	sk_smp_mb();
+	if (!RHASH_BROKEN(SK_RHASH__BROKEN_NO_DRAIN))
+		drain(from);
+	/*
+	 * Release: the drained updates happened before; an updater that
+	 * reads NULL (acquire) takes only the new bit.
+	 */
+	sk_atomic_store_release(&to->prev_lock, NULL);
 }
 
 /*
@@ -94,8 +117,7 @@ static int resize_begin(struct sk_rhash *ht, unsigned long nbuckets)
 
 	if (!f)
 		return -ENOMEM;
-	publish_table(ht, &t->future, f, sk__rhash_stripe_mask(ht, t, NULL),
-		      sk__rhash_stripe_mask(ht, t, f));
+	publish_table(&t->future, f, t, sk__rhash_lock_array(t, f));
 	sk_atomic_store_relaxed(&ht->resizing, 1); /* stat for tests, tools */
 	return 0;
 }
@@ -136,7 +158,7 @@ static void link_run(struct sk_rhash_table *f, struct sk_rhash_node *first,
 /*
  * Move the nodes first .. last (the end of an old chain, all of bucket d
  * of f; *link pointed at first when the chain was walked) to the head of
- * f's chain d.  Their stripe is locked.  at_head: link is old bucket's
+ * f's chain d.  Their bucket is locked.  at_head: link is old bucket's
  * head, so the run is all that the walk found, and the bucket becomes
  * RHASH_MOVED.  Returns 0 when lock-free inserts pushed onto that head
  * meanwhile: the run is moved, the pushed nodes are left for a next step.
@@ -194,7 +216,7 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 
 /*
  * One step of the migration of old bucket i of t to f, under the bucket's
- * stripe lock: walk the chain once, remembering its last RHASH_RING links
+ * bucket lock: walk the chain once, remembering its last RHASH_RING links
  * (and the nodes they held: a lock-free insert may change the head), and
  * move up to RHASH_RING tail runs; an empty chain becomes RHASH_MOVED.
  * Returns nonzero when nodes are left (the caller drops the lock and steps
@@ -239,9 +261,9 @@ static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
 
 /*
  * Bring the lines the migration of old buckets ahead of i will touch
- * into the cache before their stripe locks are taken, so that each lock
+ * into the cache before their bucket locks are taken, so that each lock
  * is held for cache-hot work only: a migrator preempted while it holds a
- * stripe stalls that stripe's updaters, and shorter holds make that
+ * bucket's bit stalls that bucket's updaters, and shorter holds make that
  * rarer.  Hints only: the bucket heads are read without the lock
  * (relaxed; the array stays allocated while resize_lock is held) and
  * their nodes are prefetched, never dereferenced.
@@ -257,28 +279,28 @@ static inline void migrate_prefetch(struct sk_rhash_table *t, unsigned long i,
 
 /*
  * Migrate old buckets [from, to) of the running resize, one step of one
- * bucket per hold of its stripe lock.  No lock held.
+ * bucket per hold of its bucket lock.  No lock held.
  */
 static void migrate_range(struct sk_rhash *ht, unsigned long from,
 			  unsigned long to)
 {
 	/* Only resizes change tbl and future; resize_lock is held. */
 	struct sk_rhash_table *t = ht->tbl, *f = t->future;
-	unsigned long i, mask = sk__rhash_stripe_mask(ht, t, f);
+	/* RH-B1: old bucket i and its new buckets share a bit of l. */
+	struct sk_rhash_table *l = sk__rhash_lock_array(t, f);
+	unsigned long i;
 	int more;
 
 	for (i = from; i < to; i++) {
-		struct sk_rhash_stripe *s = &ht->stripes[i & mask];
-
 		migrate_prefetch(t, i, to);
 		for (;;) {
-			sk__rhash_stripe_lock(s);
+			sk__rhash_bit_lock(l, i);
 			more = migrate_step(t, f, i);
-			pthread_mutex_unlock(&s->lock);
+			sk__rhash_bit_unlock(l, i);
 			if (!more)
 				break;
 #ifdef SK_RCU_CHECKER
-			/* Old bucket i partly moved, no stripe lock held. */
+			/* Old bucket i partly moved, no bucket lock held. */
 			if (sk_rhash__test_step_hook)
 				sk_rhash__test_step_hook(ht);
 #endif
@@ -298,8 +320,7 @@ static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 	 * t->future stays: readers still in t walk on into f until the
 	 * grace period before t's free.
 	 */
-	publish_table(ht, &ht->tbl, f, sk__rhash_stripe_mask(ht, t, f),
-		      sk__rhash_stripe_mask(ht, f, NULL));
+	publish_table(&ht->tbl, f, sk__rhash_lock_array(t, f), f);
 	sk_atomic_store_relaxed(&ht->resizing, 0);
 	/* Relaxed: a statistic (tests poll it without resize_lock). */
 	sk_atomic_store_relaxed(&ht->resizes, ht->resizes + 1);
@@ -450,7 +471,7 @@ static int background_start(struct sk_rhash *ht)
 /*
  * The callback of ht->work, on the callback worker: migrate for about
  * RHASH_WORK_NS, then re-queue, or finish.  Never waits for a grace
- * period; blocks only on stripe locks (held briefly by updaters).  Holds
+ * period; blocks only on bucket locks (held briefly by updaters).  Holds
  * resize_lock from the start to the end of a resize, across callbacks.
  */
 static void background_resize(struct sk_rcu_head *head)

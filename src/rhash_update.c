@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The resizable hash table's updates: insert (lock-free: a CAS onto the
- * bucket head), insert_unique, remove, replace (under the stripe lock of
+ * bucket head), insert_unique, remove, replace (under the bucket lock of
  * the key's bucket).  The algorithm and the legend of the
  * RH-xx labels are in src/rhash.c.
  */
@@ -28,8 +28,21 @@ extern int sk_rhash__test_stale_insert;
 int sk_rhash__test_stale_insert;
 #define RHASH_STALE_INSERT() \
 	__atomic_exchange_n(&sk_rhash__test_stale_insert, 0, __ATOMIC_RELAXED)
+
+/*
+ * Checker builds only: called by lock_bucket() with the bucket's bit held
+ * and the mapping checked, so that a test can hold an updater there.
+ */
+extern void (*sk_rhash__test_locked_hook)(unsigned long hash);
+void (*sk_rhash__test_locked_hook)(unsigned long hash);
+#define RHASH_LOCKED_HOOK(h)                                  \
+	do {                                                  \
+		if (sk_rhash__test_locked_hook)               \
+			sk_rhash__test_locked_hook(h);        \
+	} while (0)
 #else
 #define RHASH_STALE_INSERT() 0
+#define RHASH_LOCKED_HOOK(h) ((void)0)
 #endif
 
 /*
@@ -47,64 +60,92 @@ static int enter_section(void)
 }
 
 /*
- * Enter a read section and lock the stripe of hash h; *tp receives the
- * current array and *fp its future (or NULL).  Both stay allocated until
- * unlock_bucket(): the read section holds back the grace period before a
- * replaced array's free.  Both stay current while the stripe is held: a
- * resize publishes a future array or switches ht->tbl without the
- * stripe's lock only where the stripe mapping stays the same, and then it
- * still takes each stripe to migrate its buckets (see resize_begin()).
- * May block on the stripe lock, never for a grace period: also callable
- * inside a read section.  Returns 0; -ENOMEM when the thread could not be
- * registered for its read sections (nothing locked then).
+ * What lock_bucket() took: the lock array and, while a resize changes it,
+ * the previous lock array (RH-D1), both at the bucket of hash h.
+ */
+struct bucket_lock {
+	struct sk_rhash_table *l, *prev;
+	unsigned long h;
+};
+
+/*
+ * Enter a read section and lock the bucket of hash h (RH-B1); *tp
+ * receives the current array and *fp its future (or NULL).  Both stay
+ * allocated until unlock_bucket(): the read section holds back the grace
+ * period before a replaced array's free.  While the bit is held, no
+ * other updater and no migrator changes the chains of h in *tp and *fp,
+ * and *tp's future may appear (a grow begins: it takes the bits to
+ * migrate) but the lock array stays: a resize that changes it waits for
+ * the bits of the old one (RH-D1).  May block on the bit, never for a
+ * grace period: also callable inside a read section.  Returns 0; -ENOMEM
+ * when the thread could not be registered for its read sections (nothing
+ * locked then).
  */
 static int lock_bucket(struct sk_rhash *ht, unsigned long h,
 		       struct sk_rhash_table **tp, struct sk_rhash_table **fp,
-		       struct sk_rhash_stripe **sp)
+		       struct bucket_lock *bl)
 {
-	struct sk_rhash_table *t, *f;
-	struct sk_rhash_stripe *s;
+	struct sk_rhash_table *t, *f, *l;
 
 	if (enter_section())
 		return -ENOMEM;
+	bl->h = h;
 	for (;;) {
 		t = sk_rcu_dereference(ht->tbl);
-		s = sk__rhash_stripe_of(ht, t, sk_rcu_dereference(t->future), h);
+		l = sk__rhash_lock_array(t, sk_rcu_dereference(t->future));
 		/*
-		 * No holder of a stripe lock waits for a grace period, so
-		 * blocking here inside the read section is fine.
+		 * RH-D1 acquire: set before the publication that made l the
+		 * lock array, which the loads above saw.  While it is set,
+		 * updaters of the previous mapping may still hold their bit
+		 * of it: take that bit first (the order every updater uses).
 		 */
-		sk__rhash_stripe_lock(s);
+		bl->prev = sk_atomic_load_acquire(&l->prev_lock);
+		if (bl->prev)
+			sk__rhash_bit_lock(bl->prev, h);
+		/* No holder of a bit waits for a grace period. */
+		sk__rhash_bit_lock(l, h);
 		/*
-		 * RH-U1: re-read under the lock: a resize that changed the stripe
-		 * mapping did so holding every stripe (the mutex orders its
-		 * writes before these loads), and one that published f or
-		 * switched ht->tbl without them left the mapping as it was.
-		 * Compare stripes, not array pointers (ABA of a reused
-		 * address is harmless then).
+		 * RH-D1: re-read the arrays after the seq_cst fetch_or; pairs
+		 * with the resize's publication, full fence, then look at the
+		 * bits (drain()): either this sees the new mapping, or the
+		 * resize sees the bit and waits for its release.  Compare lock
+		 * arrays, not their contents: no array is freed (or its
+		 * address reused) while this read section runs.
 		 */
-		t = sk_rcu_dereference(ht->tbl);
-		f = sk_rcu_dereference(t->future);
-		if (sk__rhash_stripe_of(ht, t, f, h) == s) {
+		t = __atomic_load_n(&ht->tbl, __ATOMIC_SEQ_CST);
+		f = __atomic_load_n(&t->future, __ATOMIC_SEQ_CST);
+		if (sk__rhash_lock_array(t, f) == l) {
+			bl->l = l;
 			*tp = t;
 			*fp = f;
-			*sp = s;
+			RHASH_LOCKED_HOOK(h);
 			return 0;
 		}
-		pthread_mutex_unlock(&s->lock);
+		sk__rhash_bit_unlock(l, h);
+		if (bl->prev)
+			sk__rhash_bit_unlock(bl->prev, h);
 	}
 }
 
 /* Unlock what lock_bucket() locked and leave its read section. */
-static void unlock_bucket(struct sk_rhash_stripe *s)
+static void unlock_bucket(struct bucket_lock *bl)
 {
-	pthread_mutex_unlock(&s->lock);
+	sk__rhash_bit_unlock(bl->l, bl->h);
+	if (bl->prev)
+		sk__rhash_bit_unlock(bl->prev, bl->h);
 	sk_rcu_read_unlock();
 }
 
+/* The stripe that counts the updates of hash h. */
+static inline struct sk_rhash_stripe *stripe_of(struct sk_rhash *ht,
+						unsigned long h)
+{
+	return &ht->stripes[h & (ht->nstripes - 1)];
+}
+
 /*
- * Count an update on stripe s (any stripe: lock-free inserts count on the
- * stripe of their hash) of a table of size buckets.  Returns nonzero when a
+ * Count an update on stripe s (the stripe of its hash) of a table of size
+ * buckets.  Returns nonzero when a
  * batch was flushed: *count then holds ht->count after the flush.  Relaxed
  * atomics: the count is a statistic; the background resize reads it again
  * when it decides.
@@ -174,31 +215,31 @@ static struct sk_rhash_table *push(struct sk_rhash_table *t,
 }
 
 /*
- * insert_unique(): under the stripe lock, which orders it against other
+ * insert_unique(): under the bucket lock, which orders it against other
  * unique inserts of the same key (a plain insert of the key takes no lock).
  */
 static int insert_unique(struct sk_rhash *ht, struct sk_rhash_node *node,
 			 const void *key, unsigned long h)
 {
 	struct sk_rhash_table *t, *f, *dst;
-	struct sk_rhash_stripe *s;
+	struct bucket_lock bl;
 	unsigned long size;
 	long count = 0;
 	int check, err;
 
-	err = lock_bucket(ht, h, &t, &f, &s);
+	err = lock_bucket(ht, h, &t, &f, &bl);
 	if (err)
 		return err;
 	if (find_key(ht, t, h, key) || (f && find_key(ht, f, h, key))) {
-		unlock_bucket(s);
+		unlock_bucket(&bl);
 		return -EEXIST;
 	}
 	node->hash = h;
 	dst = push(t, node, 0);
 	/* dst may be freed after unlock_bucket(): keep its size. */
 	size = dst->size;
-	check = count_update(ht, s, size, 1, &count);
-	unlock_bucket(s);
+	check = count_update(ht, stripe_of(ht, h), size, 1, &count);
+	unlock_bucket(&bl);
 	if (check)
 		sk__rhash_maybe_resize(ht, size, count, 1);
 	return 0;
@@ -227,8 +268,7 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 	dst = push(sk_rcu_dereference(ht->tbl), node, RHASH_STALE_INSERT());
 	/* dst may be freed after the section: keep its size. */
 	size = dst->size;
-	check = count_update(ht, &ht->stripes[h & (ht->nstripes - 1)], size, 1,
-			     &count);
+	check = count_update(ht, stripe_of(ht, h), size, 1, &count);
 	sk_rcu_read_unlock();
 	if (check)
 		sk__rhash_maybe_resize(ht, size, count, 1);
@@ -279,7 +319,7 @@ static struct sk_rhash_node **find_link2(struct sk_rhash_table *t,
 /*
  * Set the link pp to node (found by find_link() in t) to v [one] or [pub]
  * (v initialized before).  Locked.  Other links of a chain change only
- * under its stripe lock, but a lock-free insert may push onto a bucket
+ * under its bucket lock, but a lock-free insert may push onto a bucket
  * head: there a CAS, and if it fails node is now further down the chain,
  * behind the pushed nodes, where the link to it is stable.
  */
@@ -300,27 +340,27 @@ static void relink(struct sk_rhash_table *t, struct sk_rhash_node **pp,
 int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 {
 	struct sk_rhash_table *t, *f, *in;
-	struct sk_rhash_stripe *s;
 	struct sk_rhash_node **pp;
+	struct bucket_lock bl;
 	unsigned long size;
 	long count = 0;
 	int check, err;
 
 	if (!ht || !node)
 		return -EINVAL;
-	err = lock_bucket(ht, node->hash, &t, &f, &s);
+	err = lock_bucket(ht, node->hash, &t, &f, &bl);
 	if (err)
 		return err;
 	pp = find_link2(t, f, node, &in);
 	if (!pp) {
-		unlock_bucket(s);
+		unlock_bucket(&bl);
 		return -ENOENT;
 	}
 	size = f ? f->size : t->size;
 	/* [one] readers either still see node or skip it; node->next stays. */
 	relink(in, pp, node, node->next);
-	check = count_update(ht, s, size, -1, &count);
-	unlock_bucket(s);
+	check = count_update(ht, stripe_of(ht, node->hash), size, -1, &count);
+	unlock_bucket(&bl);
 	if (check)
 		sk__rhash_maybe_resize(ht, size, count, 0);
 	return 0;
@@ -330,8 +370,8 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 		     struct sk_rhash_node *new_node)
 {
 	struct sk_rhash_table *t, *f, *in;
-	struct sk_rhash_stripe *s;
 	struct sk_rhash_node **pp;
+	struct bucket_lock bl;
 	unsigned long h;
 	int err;
 
@@ -342,12 +382,12 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	    !sk__rhash_key_matches(ht, sk__rhash_key(ht, sk__rhash_obj(ht, new_node)),
 			 sk__rhash_obj(ht, old_node)))
 		return -EINVAL;
-	err = lock_bucket(ht, h, &t, &f, &s);
+	err = lock_bucket(ht, h, &t, &f, &bl);
 	if (err)
 		return err;
 	pp = find_link2(t, f, old_node, &in);
 	if (!pp) {
-		unlock_bucket(s);
+		unlock_bucket(&bl);
 		return -ENOENT;
 	}
 	/* [priv] new_node is not reachable yet. */
@@ -356,6 +396,6 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	/* RH-P1 [pub]: the new object, then the pointer to it; readers
 	 * see the old or the new one. */
 	relink(in, pp, old_node, new_node);
-	unlock_bucket(s);
+	unlock_bucket(&bl);
 	return 0;
 }

@@ -54,11 +54,7 @@
 #include "sk_test_util.h"
 
 #ifdef __SANITIZE_THREAD__
-/*
- * die_after_fork=0: the death test forks.  (TSan builds of the table use
- * 32 stripes, so a resize holding them all stays within the 64 locks the
- * lock-order detector tracks: it stays on.)
- */
+/* die_after_fork=0: the death test forks. */
 const char *__tsan_default_options(void);
 const char *__tsan_default_options(void)
 {
@@ -513,7 +509,7 @@ static void resize_with_failure(unsigned long from, unsigned long to)
 		for (i = 0; i < 100; i++)
 			SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
 		alloc_reset(n);
-		alloc_live = 2; /* stripes + array */
+		alloc_live = 2; /* the table (with its count stripes) + array */
 		err = sk_rhash_resize(ht, to);
 		b = sk_rhash_buckets(ht);
 		snprintf(what, sizeof(what), "resize %lu -> %lu, allocation %ld fails",
@@ -1049,8 +1045,7 @@ static void stress_updates_inside_read_sections(void)
  * Lock-free inserts (sk_rhash_insert() only) against continuous resizes of
  * tiny tables (1 to 8 buckets): long chains, so inserts keep pushing onto
  * the heads the migrator compare-and-swaps (RH-M2, RH-M3), on old buckets
- * it has just marked moved, and across the all-stripe switches of small
- * tables.  No key is lost or found twice, no freed object is seen.
+ * it has just marked moved, and across the lock-array changes (RH-D1).  No key is lost or found twice, no freed object is seen.
  */
 static void stress_lock_free_inserts_race_the_migration(void)
 {

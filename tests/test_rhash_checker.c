@@ -75,15 +75,8 @@ extern int sk_rhash__test_broken;
 #include "sk_test.h"
 #include "sk_test_util.h"
 
-/* Mirror of struct sk_rhash_table (src/rhash.c). */
-struct chk_tbl {
-	unsigned long size;
-	unsigned long mask;
-	struct chk_tbl *future;
-	struct sk_rhash *ht;
-	struct sk_rcu_head rcu;
-	struct sk_rhash_node *buckets[];
-};
+/* The bucket array (src/internal/rhash.h). */
+#define chk_tbl sk_rhash_table
 
 /* r->aux of a reader about to load t->future (its chain or array done). */
 #define AT_FUTURE (~0UL)
@@ -336,10 +329,19 @@ static unsigned long tbl_size(const void *t)
 {
 	const struct blk *b = block_of(t);
 
+	size_t payload;
+	unsigned long n;
+
 	if (!b)
 		return 0;
-	return (unsigned long)((b->size - offsetof(struct chk_tbl, buckets)) /
-			       sizeof(void *));
+	/* The heads, then one lock bit per bucket in whole words. */
+	payload = b->size - offsetof(struct chk_tbl, buckets);
+	for (n = 1; n <= payload / sizeof(void *); n <<= 1)
+		if (n * sizeof(void *) +
+			    sk__rhash_lock_words(n) * sizeof(unsigned long) ==
+		    payload)
+			return n;
+	return 0;
 }
 
 static void rh_describe(void *arg, const struct sk_chk_reader *r, char *buf,
@@ -1041,9 +1043,9 @@ static void inserts_racing_the_migrators_head_cas(void)
 {
 	int m2, m3, c2, c3;
 
-	/* An insert that took the stripe lock would deadlock here. */
+	/* An insert that took the bucket lock would deadlock here. */
 	sk_test_deadline("a lock-free insert made while the migrator holds "
-			 "its stripe lock", 300);
+			 "its bucket lock", 300);
 	m2 = race_grows(U_RACE_M2, &c2);
 	m3 = race_grows(U_RACE_M3, &c3);
 	alarm(0);
@@ -1102,6 +1104,108 @@ const char *__asan_default_options(void)
 	return "allow_user_segv_handler=1";
 }
 #endif
+
+/* ---- RH-D1: a change of the lock array waits for old bit holders ------ */
+
+extern void (*sk_rhash__test_locked_hook)(unsigned long hash);
+
+enum { HOLD_IDLE, HOLD_ARMED, HOLD_HELD, HOLD_RELEASED };
+static int hold_state;
+static __thread int i_am_holder;
+
+/* Library hook (bit held, mapping checked): the holder stops here. */
+static void hold_hook(unsigned long hash)
+{
+	(void)hash;
+	if (!i_am_holder || LOAD(hold_state) != HOLD_ARMED)
+		return;
+	STORE(hold_state, HOLD_HELD);
+	while (LOAD(hold_state) != HOLD_RELEASED)
+		sched_yield();
+}
+
+struct d1_thread {
+	pthread_t tid;
+	struct obj *o; /* remove it; NULL: resize to 16 buckets */
+	int holder, rc, done;
+};
+
+static void *d1_main(void *arg)
+{
+	struct d1_thread *d = arg;
+
+	i_am_holder = d->holder;
+	d->rc = d->o ? sk_rhash_remove(ht, &d->o->node) : sk_rhash_resize(ht, 16);
+	STORE(d->done, 1);
+	return NULL;
+}
+
+/*
+ * Updater S removes X (hash 5) and stops holding the bit of bucket 5 of
+ * the 64-bucket table.  R shrinks the table to 16 buckets: its future
+ * array becomes the lock array, so R must wait for S (drain) before it
+ * migrates; N removes Y (hash 69: old bucket 5 too) under the new mapping
+ * and must wait for S as well (prev_lock).  Returns nonzero when either
+ * went on while S held its bit.
+ */
+static int lock_array_change(int twin)
+{
+	struct d1_thread s = { .holder = 1 }, r = { 0 }, n = { 0 };
+	uint64_t present[SK_CHK_WORDS] = { 0 };
+	int i, early;
+
+	sk_rhash__test_broken = twin;
+	table_init(64, 1);
+	for (i = 0; i < 80; i++) {
+		keyval[i] = (uint64_t)i;
+		SK_CHECK_EQ(sk_rhash_insert(ht, &obj_new(i)->node), 0);
+		sk_chk_bit_set(present, i);
+	}
+	s.o = &objs[5];
+	n.o = &objs[69];
+	STORE(hold_state, HOLD_ARMED);
+	sk_rhash__test_locked_hook = hold_hook;
+	sk_test_thread_start(&s.tid, d1_main, &s);
+	while (LOAD(hold_state) != HOLD_HELD)
+		sched_yield();
+	sk_test_thread_start(&r.tid, d1_main, &r);
+	sk_test_sleep_ms(20);
+	sk_test_thread_start(&n.tid, d1_main, &n);
+	sk_test_sleep_ms(50);
+	/* A migration that went on has published the 16-bucket table. */
+	early = LOAD(n.done) || LOAD(r.done) ||
+		sk_rcu_dereference(ht->tbl)->size != 64;
+	fprintf(stderr, "  %s: while S held its bit: N %s, R %s\n",
+		twin ? "twin" : "correct", LOAD(n.done) ? "done" : "waiting",
+		sk_rcu_dereference(ht->tbl)->size != 64 ? "migrated"
+							: "waiting");
+	STORE(hold_state, HOLD_RELEASED);
+	sk_test_thread_join(s.tid);
+	sk_test_thread_join(r.tid);
+	sk_test_thread_join(n.tid);
+	sk_rhash__test_locked_hook = NULL;
+	sk_rhash__test_broken = 0;
+	if (!twin) {
+		SK_CHECK_EQ(s.rc, 0);
+		SK_CHECK_EQ(n.rc, 0);
+		SK_CHECK_EQ(r.rc, 0);
+		present[0] &= ~(1ULL << 5);
+		present[1] &= ~(1ULL << (69 - 64));
+		check_table(present, "lock array change");
+	}
+	sk_rhash_destroy(ht, NULL, NULL);
+	q_release_all();
+	return early;
+}
+
+static void lock_array_change_waits_for_old_bit_holders(void)
+{
+	sk_test_deadline("a lock-array change waiting for a held bit", 60);
+	SK_CHECK_EQ(lock_array_change(0), 0);
+	/* The twin that does not drain is caught. */
+	SK_CHECK_EQ(lock_array_change(SK_RHASH__BROKEN_NO_DRAIN), 1);
+	alarm(0);
+}
 
 /*
  * Table memory in private mappings; freed ones become PROT_NONE.  While
@@ -1244,6 +1348,7 @@ int main(int argc, char **argv)
 	SK_RUN(head_stores_without_cas_are_caught);
 	sk_chk_print_stats(&chk, "rhash (broken twin)");
 	SK_RUN(maybe_resize_never_reads_a_freed_bucket_array);
+	SK_RUN(lock_array_change_waits_for_old_bit_holders);
 	sk_chk_destroy(&chk);
 	return sk_test_report();
 }

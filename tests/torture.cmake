@@ -195,8 +195,7 @@ if(NOT TARGET scalekit_tool)
   return()
 endif()
 
-# TSan: the lock-order detector stays on (TSan builds of sk_rhash use 32
-# stripes, within the 64 held locks it tracks).
+# TSan: the lock-order detector stays on.
 set(sk_tort_tsan "TSAN_OPTIONS=halt_on_error=1 second_deadlock_stack=1")
 # --busted runs race on purpose (objects are reused while readers look at
 # them); a sanitizer report would replace the verdict the test checks.

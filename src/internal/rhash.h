@@ -9,18 +9,16 @@
 #ifndef SCALEKIT_INTERNAL_RHASH_H
 #define SCALEKIT_INTERNAL_RHASH_H
 
+#include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "scalekit/list.h" /* checker hooks, SK_LIST__PUBLISH */
 #include "scalekit/rhash.h"
 
-#ifdef SK_TSAN
-#define RHASH_MAX_STRIPES 32UL /* lock_all() under TSan's 64-lock limit */
-#else
-#define RHASH_MAX_STRIPES 256UL
-#endif
+#define RHASH_MAX_STRIPES 256UL /* count stripes (no locks) */
 
 /*
  * Counting.  A stripe keeps the count changes of its updates in delta and
@@ -48,16 +46,18 @@ struct sk_rhash_table {
 	unsigned long size;		 /* buckets, a power of two */
 	unsigned long mask;		 /* size - 1 */
 	struct sk_rhash_table *future;	 /* RCU: array a resize fills, or NULL */
+	unsigned long *locks;		 /* one lock bit per bucket (RH-B1) */
+	struct sk_rhash_table *prev_lock; /* RH-D1: while it takes over as the
+					     lock array, the previous one */
 	struct sk_rhash *ht;		 /* owner (deferred free) */
 	struct sk_rcu_head rcu;		 /* deferred free after a resize */
-	struct sk_rhash_node *buckets[]; /* chain heads (RCU) */
+	struct sk_rhash_node *buckets[]; /* chain heads (RCU); then locks */
 };
 
-/* One cache line per stripe: updaters of different stripes share nothing. */
+/* One cache line per stripe: counts of different stripes share nothing. */
 struct sk_rhash_stripe {
-	pthread_mutex_t lock; /* guards the stripe's buckets and delta */
 	long delta; /* count changes not yet added to ht->count (atomic:
-		       lock-free inserts count on the stripe of their hash) */
+		       every update counts on the stripe of its hash) */
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
@@ -74,7 +74,7 @@ struct sk_rhash {
 	struct sk_rhash_table *tbl;	 /* RCU-protected bucket array */
 	unsigned int mode;		 /* lookup fast path chosen by create */
 	struct sk_rhash_params p;	 /* parameters as validated */
-	struct sk_rhash_stripe *stripes; /* per-bucket-group locks + counts */
+	struct sk_rhash_stripe *stripes; /* per-hash-group counts */
 	unsigned long nstripes;		 /* power of two */
 	void *mem;			 /* the allocation holding ht */
 	/* Written by updaters, one atomic add per batch of a stripe. */
@@ -224,49 +224,63 @@ static inline int sk__rhash_is_pow2(unsigned long x)
 	return x && !(x & (x - 1));
 }
 
-/* ---- stripes ---------------------------------------------------------- */
+/* ---- bucket locks ------------------------------------------------------ */
 
 /*
- * The stripe mask of arrays t and f (NULL: none): the smaller array's
- * mask, modulo the stripe count.  While a resize runs, an old bucket and
- * the new buckets its nodes go to share a stripe.
+ * RH-B1.  Each array carries one lock bit per bucket (t->locks).  The
+ * lock of hash h is bit h & l->mask of the LOCK ARRAY l: the smaller of
+ * the current array t and its future f (t when there is none).  While a
+ * resize runs, an old bucket and the new buckets its nodes go to are
+ * guarded by one bit.  Updaters (other than plain inserts) and the
+ * migrator hold the bit of their bucket; a migrator preempted while it
+ * holds one stalls only the updates of that bucket.
  */
-static inline unsigned long sk__rhash_stripe_mask(struct sk_rhash *ht,
-						  struct sk_rhash_table *t,
-						  struct sk_rhash_table *f)
+static inline struct sk_rhash_table *sk__rhash_lock_array(struct sk_rhash_table *t,
+							  struct sk_rhash_table *f)
 {
-	return (f && f->mask < t->mask ? f->mask : t->mask) &
-	       (ht->nstripes - 1);
+	return f && f->mask < t->mask ? f : t;
 }
 
-/* The stripe of hash h while t is current and f (or NULL) its future. */
-static inline struct sk_rhash_stripe *
-sk__rhash_stripe_of(struct sk_rhash *ht, struct sk_rhash_table *t,
-		    struct sk_rhash_table *f, unsigned long h)
+#define RHASH_LONG_BITS (sizeof(unsigned long) * CHAR_BIT)
+#define RHASH_SPIN 1024 /* sk_cpu_relax()es before a waiter yields */
+
+/* Words of lock bits of an array of size buckets. */
+static inline unsigned long sk__rhash_lock_words(unsigned long size)
 {
-	return &ht->stripes[h & sk__rhash_stripe_mask(ht, t, f)];
+	return (size + RHASH_LONG_BITS - 1) / RHASH_LONG_BITS;
 }
 
 /*
- * Lock a stripe.  Stripe locks are held for short stretches only (one
- * update, one migration step), so a waiter spins a while before it
- * sleeps: a futex sleep costs a wake-up and a trip through the scheduler
- * (milliseconds on a busy machine) where the holder is about to let go.
- * Ordering: the mutex's (acquire).
+ * Lock the bit of hash h in lock array l.  Holds are short (one update,
+ * one migration step) and never wait for anything: spin, then yield the
+ * CPU (the holder may be preempted).  Ordering: the fetch_or is seq_cst,
+ * an acquire of what the previous holder wrote (pairs with the release in
+ * sk__rhash_bit_unlock()) and the first half of RH-D1 (lock_bucket()'s
+ * re-read of the arrays comes after it).
  */
-#define RHASH_SPIN 256 /* trylocks, sk_cpu_relax() x 8 apart */
-
-static inline void sk__rhash_stripe_lock(struct sk_rhash_stripe *s)
+static inline void sk__rhash_bit_lock(struct sk_rhash_table *l, unsigned long h)
 {
-	int i, j;
+	unsigned long b = h & l->mask, *w = &l->locks[b / RHASH_LONG_BITS];
+	unsigned long m = 1UL << (b % RHASH_LONG_BITS);
+	unsigned int i;
 
-	for (i = 0; i < RHASH_SPIN; i++) {
-		if (pthread_mutex_trylock(&s->lock) == 0)
-			return;
-		for (j = 0; j < 8; j++)
-			sk_cpu_relax();
-	}
-	pthread_mutex_lock(&s->lock);
+	while (__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST) & m)
+		for (i = 0; __atomic_load_n(w, __ATOMIC_RELAXED) & m; i++) {
+			if (i < RHASH_SPIN)
+				sk_cpu_relax();
+			else
+				sched_yield();
+		}
+}
+
+/* Release: the holder's chain writes before the next holder's acquire. */
+static inline void sk__rhash_bit_unlock(struct sk_rhash_table *l,
+					unsigned long h)
+{
+	unsigned long b = h & l->mask;
+
+	__atomic_fetch_and(&l->locks[b / RHASH_LONG_BITS],
+			   ~(1UL << (b % RHASH_LONG_BITS)), __ATOMIC_RELEASE);
 }
 
 /* ---- shared functions ------------------------------------------------- */
