@@ -120,10 +120,10 @@ SK_API void *sk_rhash_lookup(struct sk_rhash *ht, const void *key);
  * resize runs.  sk_rhash_insert() takes no lock: it pushes the node onto
  * its bucket's head with a compare-and-swap (retried only when another
  * update changed that head meanwhile), so it never waits for another
- * thread.  sk_rhash_insert_unique() takes the bucket's lock, which is held
- * only for short stretches (by updates, by a resize migrating that bucket,
- * and by a resize's two brief all-bucket switches), never across a grace
- * period.
+ * thread.  sk_rhash_insert_unique() takes the bucket's lock (a bit; a
+ * waiter spins, then yields the CPU), which is held only for short
+ * stretches (by updates of that bucket and by a resize migrating it),
+ * never across a grace period.
  * When automatic resizing is on and the update's count crosses a load
  * factor limit, it queues a background resize (sk_call_rcu()) and returns
  * at once: the table may run above its load factor until that resize is
@@ -140,7 +140,8 @@ SK_API int sk_rhash_insert_unique(struct sk_rhash *ht,
 
 /*
  * sk_rhash_remove() - unlink the object of node.  Readers on it may go on.
- * Context: as sk_rhash_insert().  Reclamation: free the object only after
+ * Context: as sk_rhash_insert(); takes the bucket's lock, as
+ * sk_rhash_insert_unique().  Reclamation: free the object only after
  * a grace period.
  * Returns: 0; -EINVAL (NULL); -ENOENT (not in the table); -ENOMEM (as
  * insert).
@@ -150,8 +151,9 @@ SK_API int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node);
 /*
  * sk_rhash_replace() - put new_node's object in old_node's place; both
  * must have equal keys.  Lookups see the old or the new object, never
- * neither.  Context: as sk_rhash_insert().  Reclamation: free the old
- * object after a grace period.
+ * neither.  Context: as sk_rhash_insert(); takes the bucket's lock, as
+ * sk_rhash_insert_unique().  Reclamation: free the old object after a
+ * grace period.
  * Returns: 0; -EINVAL (NULL or keys differ); -ENOENT (old not present);
  * -ENOMEM (as insert).
  */
@@ -164,8 +166,9 @@ SK_API int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
  * publish it as the table, wait for a grace period, free the old array.
  * Waits for a background resize that runs.
  * Context: outside any read section (waits for a grace period; inside one
- * it prints a message and aborts).  Never blocks lookups; updates wait at
- * most for one bucket's migration or a brief all-bucket switch.
+ * it prints a message and aborts).  Never blocks lookups; an update waits
+ * at most for the migration step of its own bucket.  Twice per resize it
+ * waits for the updates that hold a bucket lock at that moment.
  * Returns: 0; -EINVAL (not a power of two, or 0); -ENOMEM (the table is
  * left as it was).
  */
@@ -184,7 +187,8 @@ SK_API void sk_rhash_barrier(struct sk_rhash *ht);
 
 /*
  * sk_rhash_count() - number of objects; approximate while updates run
- * (batched per-lock counters summed without locks), exact when none runs.
+ * (batched per-hash-group counters summed without locks), exact when none
+ * runs.
  * sk_rhash_buckets() - current number of buckets.
  * Context: any thread, inside or outside a read section.  Never blocks.
  */
