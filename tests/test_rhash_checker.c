@@ -1152,7 +1152,7 @@ static int lock_array_change(int twin)
 {
 	struct d1_thread s = { .holder = 1 }, r = { 0 }, n = { 0 };
 	uint64_t present[SK_CHK_WORDS] = { 0 };
-	int i, early;
+	int i, early = 0;
 
 	sk_rhash__test_broken = twin;
 	table_init(64, 1);
@@ -1171,10 +1171,18 @@ static int lock_array_change(int twin)
 	sk_test_thread_start(&r.tid, d1_main, &r);
 	sk_test_sleep_ms(20);
 	sk_test_thread_start(&n.tid, d1_main, &n);
-	sk_test_sleep_ms(50);
-	/* A migration that went on has published the 16-bucket table. */
-	early = LOAD(n.done) || LOAD(r.done) ||
-		sk_rcu_dereference(ht->tbl)->size != 64;
+	/*
+	 * 70 ms for the correct table (nothing may move: a longer wait could
+	 * only catch more); the twin gets up to 10 s (slow emulators).
+	 */
+	for (i = 0; i < (twin ? 2000 : 14); i++) {
+		sk_test_sleep_ms(5);
+		/* A migration that went on published the 16-bucket table. */
+		early = LOAD(n.done) || LOAD(r.done) ||
+			sk_rcu_dereference(ht->tbl)->size != 64;
+		if (early)
+			break;
+	}
 	fprintf(stderr, "  %s: while S held its bit: N %s, R %s\n",
 		twin ? "twin" : "correct", LOAD(n.done) ? "done" : "waiting",
 		sk_rcu_dereference(ht->tbl)->size != 64 ? "migrated"
