@@ -66,12 +66,8 @@ static void drain(struct sk_rhash_table *l)
 		/* Acquire: the holder's chain writes (its unlock's release). */
 		for (spins = 0;
 		     (pending &= __atomic_load_n(&l->locks[i], __ATOMIC_ACQUIRE));
-		     spins++) {
-			if (spins < RHASH_SPIN)
-				sk_cpu_relax();
-			else
-				sched_yield();
-		}
+		     spins++)
+			sk__rhash_bit_wait(spins);
 	}
 }
 

@@ -251,36 +251,53 @@ static inline unsigned long sk__rhash_lock_words(unsigned long size)
 }
 
 /*
+ * One step of waiting for a bit that another thread holds (i: steps so
+ * far): spin first, then yield the CPU (the holder may be preempted).
+ */
+static inline void sk__rhash_bit_wait(unsigned int i)
+{
+	if (i < RHASH_SPIN)
+		sk_cpu_relax();
+	else
+		sched_yield();
+}
+
+/* The word of l's lock bit of hash h; *m receives the bit. */
+static inline unsigned long *sk__rhash_bit_word(struct sk_rhash_table *l,
+						unsigned long h,
+						unsigned long *m)
+{
+	unsigned long b = h & l->mask;
+
+	*m = 1UL << (b % RHASH_LONG_BITS);
+	return &l->locks[b / RHASH_LONG_BITS];
+}
+
+/*
  * Lock the bit of hash h in lock array l.  Holds are short (one update,
- * one migration step) and never wait for anything: spin, then yield the
- * CPU (the holder may be preempted).  Ordering: the fetch_or is seq_cst,
- * an acquire of what the previous holder wrote (pairs with the release in
- * sk__rhash_bit_unlock()) and the first half of RH-D1 (lock_bucket()'s
- * re-read of the arrays comes after it).
+ * one migration step) and never wait for anything but other bits.
+ * Ordering: the fetch_or is seq_cst, an acquire of what the previous
+ * holder wrote (pairs with the release in sk__rhash_bit_unlock()) and the
+ * first half of RH-D1 (lock_bucket()'s re-read of the arrays comes after
+ * it).
  */
 static inline void sk__rhash_bit_lock(struct sk_rhash_table *l, unsigned long h)
 {
-	unsigned long b = h & l->mask, *w = &l->locks[b / RHASH_LONG_BITS];
-	unsigned long m = 1UL << (b % RHASH_LONG_BITS);
+	unsigned long m, *w = sk__rhash_bit_word(l, h, &m);
 	unsigned int i;
 
 	while (__atomic_fetch_or(w, m, __ATOMIC_SEQ_CST) & m)
-		for (i = 0; __atomic_load_n(w, __ATOMIC_RELAXED) & m; i++) {
-			if (i < RHASH_SPIN)
-				sk_cpu_relax();
-			else
-				sched_yield();
-		}
+		for (i = 0; __atomic_load_n(w, __ATOMIC_RELAXED) & m; i++)
+			sk__rhash_bit_wait(i);
 }
 
 /* Release: the holder's chain writes before the next holder's acquire. */
 static inline void sk__rhash_bit_unlock(struct sk_rhash_table *l,
 					unsigned long h)
 {
-	unsigned long b = h & l->mask;
+	unsigned long m, *w = sk__rhash_bit_word(l, h, &m);
 
-	__atomic_fetch_and(&l->locks[b / RHASH_LONG_BITS],
-			   ~(1UL << (b % RHASH_LONG_BITS)), __ATOMIC_RELEASE);
+	__atomic_fetch_and(w, ~m, __ATOMIC_RELEASE);
 }
 
 /* ---- shared functions ------------------------------------------------- */
