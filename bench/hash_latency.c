@@ -31,8 +31,9 @@
  * operations and right after every operation over 50 us; an operation
  * counts for this figure when the count did not change across its window
  * (it and the at most 63 before it).  Sleeps inside the table (a futex
- * wait on a lock) are voluntary switches and count.  A vCPU the
- * hypervisor stops is not seen.
+ * wait, a nanosleep) are voluntary switches and count; a sched_yield()
+ * that switches would be involuntary (sk_rhash does not yield).  A vCPU
+ * the hypervisor stops is not seen.
  */
 #define _GNU_SOURCE
 #include "hash.h"

@@ -121,7 +121,7 @@ SK_API void *sk_rhash_lookup(struct sk_rhash *ht, const void *key);
  * its bucket's head with a compare-and-swap (retried only when another
  * update changed that head meanwhile), so it never waits for another
  * thread.  sk_rhash_insert_unique() takes the bucket's lock (a bit; a
- * waiter spins, then yields the CPU), which is held only for short
+ * waiter spins, then sleeps briefly), which is held only for short
  * stretches (by updates of that bucket and by a resize migrating it),
  * never across a grace period.
  * When automatic resizing is on and the update's count crosses a load
