@@ -501,6 +501,7 @@ static void *grow_inserter(void *arg)
 		uint64_t t0 = sk_bench_now_ns(), d;
 
 		if (!empty && t0 > g->cut_ns) {
+			/* Relaxed: read after pthread_join(). */
 			__atomic_store_n(&g->cut, 1, __ATOMIC_RELAXED);
 			break;
 		}

@@ -122,6 +122,7 @@ static void general_read(struct sk_stress_thread *t, int paused)
 		ops->readunlock_nest(ctx, idx);
 	else
 		ops->readunlock(ctx, idx);
+	/* Release: pairs with stress_start_all()'s acquire (a start gate). */
 	if (t->reads++ == 0)
 		__atomic_fetch_add(&t->s->readers_in, 1, __ATOMIC_RELEASE);
 }
@@ -168,6 +169,7 @@ static struct sk_stress_obj *qsbr_read(struct sk_stress_thread *t,
 	for (i = 0; i < nheld; i++)
 		sk_stress_check(t, held[i], 0);
 	ops->readunlock(t->s->ctx, idx);
+	/* Release: pairs with stress_start_all()'s acquire (a start gate). */
 	if (t->reads++ == 0)
 		__atomic_fetch_add(&t->s->readers_in, 1, __ATOMIC_RELEASE);
 	return p;
@@ -439,6 +441,7 @@ static void stress_start_all(struct sk_stress *s, struct sk_stress_thread *t)
 	 * Updates start once every reader has read: on 2 loaded CPUs a short
 	 * run could otherwise end before a reader first ran (and check nothing).
 	 */
+	/* Acquire: pairs with the readers' release after their first read. */
 	while (__atomic_load_n(&s->readers_in, __ATOMIC_ACQUIRE) < running)
 		sched_yield();
 	for (i = 0; i < cfg->churn_threads; i++, k++)
