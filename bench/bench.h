@@ -397,11 +397,11 @@ int sk_bench_list_run(const struct sk_bench_config *cfg,
  * Grace-period latency rows (sync.c), shared by the scenarios that time a
  * sync() the way "sync" does: for each busy reader count, every
  * implementation runs with that many of its own readers, and each
- * repetition yields the p50 and p99 of its sync() calls.  Unlike "sync",
+ * repetition yields the p50 and p99 of its sync() calls.  With --pin,
  * the updater is pinned to the CPU after the readers' (sk_bench_pin_main):
  * in a VM a heavy fence (membarrier IPI) costs ~10x more when a reader
- * runs on another CPU than when it shares the updater's, so an unpinned
- * updater makes the busy-reader figures bimodal.
+ * runs on another CPU than when it shares the updater's, so where the
+ * scheduler puts an unpinned updater spreads the busy-reader figures.
  */
 struct sk_bench_sync_spec {
 	const char *scenario; /* row scenario, e.g. "expedited" */
@@ -456,7 +456,7 @@ void sk_bench_progress(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
 /*
- * Reader threads: n threads, pinned round-robin to the allowed CPUs, each
+ * Reader threads: n threads (pinned round-robin with --pin), each
  * calling ops->thread_init() and then ops->read_section(SK_BENCH_CHUNK) in
  * a loop until stopped.
  */
@@ -509,12 +509,30 @@ void sk_bench_idle_stop(struct sk_bench_idle *idle);
  */
 int sk_bench_thread_counts(int max, int from_zero, int *out, int cap);
 
-/* Pin the thread attr creates to the i-th allowed CPU, round-robin. */
-void sk_bench_attr_pin(pthread_attr_t *attr, int i);
+/*
+ * Pinning.  By default no thread of a scenario is pinned, the way users
+ * run the code: the scheduler places them.  `scalekit bench --pin`
+ * (sk_bench_set_pinning(1), before any scenario runs) pins the harness's
+ * readers, hash-resize's resizer, list and locks threads round-robin to
+ * the allowed CPUs and the sync updater beside the readers, for
+ * diagnosis: it takes the scheduler's placement out of a figure.
+ */
+void sk_bench_set_pinning(int on);
+int sk_bench_pinning(void);
 
 /*
- * sk_bench_pin_main() - pin the calling (main) thread to the i-th allowed
- * CPU, round-robin; sk_bench_unpin_main() restores the affinity it had.
+ * Pin the thread attr creates to the i-th allowed CPU, round-robin, when
+ * pinning is on (--pin); otherwise leave attr as it is.
+ */
+void sk_bench_attr_pin(pthread_attr_t *attr, int i);
+
+/* The same, whatever --pin says: for scenarios whose variant is pinned. */
+void sk_bench_attr_pin_always(pthread_attr_t *attr, int i);
+
+/*
+ * sk_bench_pin_main() - with --pin, pin the calling (main) thread to the
+ * i-th allowed CPU, round-robin (without --pin it does nothing);
+ * sk_bench_unpin_main() restores the affinity it had.
  * With readers on CPUs 0..n-1, pin_main(n) puts the updater beside them
  * (on its own CPU when there is one), so that where the scheduler happens
  * to put it does not decide the figure.

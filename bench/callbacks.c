@@ -181,7 +181,7 @@ static int start_enqueuers(struct cb_group *g, int threads, int unpinned,
 		g->t[i].g = g;
 		pthread_attr_init(&attr);
 		if (!unpinned)
-			sk_bench_attr_pin(&attr, i);
+			sk_bench_attr_pin_always(&attr, i);
 		err = pthread_create(&g->t[i].tid, &attr, enqueuer_main,
 				     &g->t[i]);
 		pthread_attr_destroy(&attr);

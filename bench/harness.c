@@ -183,6 +183,19 @@ void sk_bench_sleep_ns(uint64_t ns)
 static int cpu_list[CPU_SETSIZE];
 static int cpu_count;
 
+/* --pin: sk_bench_attr_pin() and sk_bench_pin_main() pin; 0: they do not. */
+static int pin_threads;
+
+void sk_bench_set_pinning(int on)
+{
+	pin_threads = on;
+}
+
+int sk_bench_pinning(void)
+{
+	return pin_threads;
+}
+
 static void cpus_init(void)
 {
 	cpu_set_t set;
@@ -232,6 +245,12 @@ int sk_bench_thread_counts(int max, int from_zero, int *out, int cap)
 
 void sk_bench_attr_pin(pthread_attr_t *attr, int i)
 {
+	if (pin_threads)
+		sk_bench_attr_pin_always(attr, i);
+}
+
+void sk_bench_attr_pin_always(pthread_attr_t *attr, int i)
+{
 	cpu_set_t set;
 
 	cpus_init();
@@ -251,7 +270,7 @@ void sk_bench_pin_main(int i)
 	cpu_set_t set;
 
 	cpus_init();
-	if (cpu_list[0] < 0 || main_pinned)
+	if (!pin_threads || cpu_list[0] < 0 || main_pinned)
 		return;
 	if (sched_getaffinity(0, sizeof(main_saved), &main_saved) != 0)
 		return;

@@ -6,18 +6,19 @@
  * table adapters are described in hash.h; this file also keeps the key
  * set they share.
  *
- *  hash-lookup   T threads (pinned) each look up random present keys, one
- *                read section per lookup (lock, lookup, read the object,
- *                unlock), through the harness's reader threads:
+ *  hash-lookup   T threads (pinned with --pin) each look up random
+ *                present keys, one read section per lookup (lock,
+ *                lookup, read the object, unlock), through the
+ *                harness's reader threads:
  *                read_section(n) of the lookup adapters is n lookups.
  *                Tables of 2^16 and 2^20 keys; every lookup must find its
  *                key.
  *  hash-resize   the same lookups on sk_rhash (2^16 keys, 1 thread) while
- *                another thread (pinned beside the readers) resizes the
- *                table continuously between 2^16 and 2^17 buckets, against
- *                the same run without the resizer: "rhash-resizing" and
- *                "rhash" are the same lookups, the ratio is
- *                resizing / steady.  Each repetition is the median of
+ *                another thread (with --pin, pinned beside the readers)
+ *                resizes the table continuously between 2^16 and 2^17
+ *                buckets, against the same run without the resizer:
+ *                "rhash-resizing" and "rhash" are the same lookups, the
+ *                ratio is resizing / steady.  Each repetition is the median of
  *                RESIZE_WINDOWS interleaved windows of both.
  *  hash-update   T threads insert and remove objects of their own in a
  *                table of 2^16 keys: a thread owns 2 x 2048 objects; one

@@ -88,7 +88,16 @@ sk_bench_cli_test(tool_usage_no_command 2 ""
   STDERR "usage: scalekit <command>")
 sk_bench_cli_test(tool_help 0 "--help" STDOUT "bench")
 sk_bench_cli_test(bench_help 0 "bench|--help"
-  STDOUT "usage: scalekit bench.*expedited.*poll.*srcu-read.*srcu-sync.*hash-lookup.*hash-resize.*hash-update.*hash-update-resize.*hash-grow.*list.*callbacks.*--threads N.*--reps R.*--csv FILE.*--quick.*scalekit-exp.*scalekit-poll.*scalekit-free.*scalekit-srcu")
+  STDOUT "usage: scalekit bench.*expedited.*poll.*srcu-read.*srcu-sync.*hash-lookup.*hash-resize.*hash-update.*hash-update-resize.*hash-grow.*list.*callbacks.*--threads N.*--reps R.*--csv FILE.*--quick.*--pin.*scalekit-exp.*scalekit-poll.*scalekit-free.*scalekit-srcu")
+# Threads are placed by the scheduler unless --pin says otherwise; the
+# preamble says which (the hash scenarios above run unpinned).
+sk_bench_cli_test(bench_pin 0 "bench|read|--quick|--reps|1|--threads|2|--pin"
+  STDOUT "threads pinned \\(--pin\\).*read +general +2 "
+  LABELS bench)
+sk_bench_cli_test(bench_unpinned 0 "bench|read|--quick|--reps|1"
+  STDOUT "threads not pinned" LABELS bench)
+sk_bench_cli_test(bench_usage_pin_value 2 "bench|--pin=1"
+  STDERR "unknown option '--pin=1'")
 # A CSV path that cannot be written fails before anything is measured.
 sk_bench_cli_test(bench_csv_unwritable 1
   "bench|read|--quick|--csv|/dev/null/bench.csv"

@@ -39,6 +39,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: scalekit bench [SCENARIO...] [--threads N] [--reps R] "
 		"[--csv FILE] [--quick]\n"
+		"                      [--pin]\n"
 		"\n"
 		"Compare scalekit with pthreads, liburcu and Concurrency Kit in "
 		"one run and\nprint a table of figures and ratios "
@@ -71,6 +72,12 @@ static void usage(FILE *f)
 		"  --quick      %d ms runs instead of %d ms and fewer "
 		"callbacks, for CI smoke\n"
 		"               tests\n"
+		"  --pin        pin the threads of each scenario round-robin "
+		"to the allowed\n"
+		"               CPUs (default: the scheduler places them, as "
+		"in an application;\n"
+		"               the callbacks scenario's pinned variant is "
+		"pinned either way)\n"
 		"  -h, --help   show this help\n"
 		"\n"
 		"Implementations:\n",
@@ -138,10 +145,11 @@ static void print_preamble(FILE *f, const struct sk_bench_config *cfg)
 
 	fprintf(f,
 		"scalekit bench: %d CPUs, membarrier(2) %s, %d reps x %.0f "
-		"ms per figure%s\n",
+		"ms per figure%s, threads %s\n",
 		sk_bench_ncpus(),
 		sk_fence_uses_membarrier() ? "in use" : "unavailable (fences)",
-		cfg->reps, cfg->run_ns / 1e6, cfg->quick ? " (--quick)" : "");
+		cfg->reps, cfg->run_ns / 1e6, cfg->quick ? " (--quick)" : "",
+		sk_bench_pinning() ? "pinned (--pin)" : "not pinned");
 	fprintf(f, "not built:");
 	for (i = 0; sk_bench_rcu_all[i]; i++) {
 		if (!sk_bench_rcu_all[i]->unavailable)
@@ -213,6 +221,10 @@ static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
 		}
 		if (strcmp(arg, "--quick") == 0) {
 			cfg->quick = 1;
+			continue;
+		}
+		if (strcmp(arg, "--pin") == 0) {
+			sk_bench_set_pinning(1);
 			continue;
 		}
 		m = parse_int_opt(argc, argv, &i, "--threads",
