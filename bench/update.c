@@ -123,6 +123,7 @@ struct upd_thread {
 	pthread_t tid;
 	const struct sk_bench_rcu_ops *ops;
 	int *stop;
+	int registered; /* register as a reader (thread_init) first */
 	uint64_t updates;
 };
 
@@ -131,17 +132,30 @@ static void *updater_main(void *arg)
 	struct upd_thread *u = arg;
 	uint64_t n = 0;
 
+	/*
+	 * A registered updater stays registered (and, for QSBR, online)
+	 * around its grace periods, as an application thread that both
+	 * reads and updates does.
+	 */
+	if (u->registered && u->ops->thread_init)
+		u->ops->thread_init();
 	while (!__atomic_load_n(u->stop, __ATOMIC_RELAXED)) {
 		u->ops->sync();
 		n++;
 	}
+	if (u->registered && u->ops->thread_exit)
+		u->ops->thread_exit();
 	u->updates = n;
 	return NULL;
 }
 
-/* Start n updater threads of ops; 0 or -errno (those started are joined). */
+/*
+ * Start n updater threads of ops (registered as readers first when
+ * registered is set); 0 or -errno (those started are joined).
+ */
 static int updaters_start(struct upd_thread *u, int n,
-			  const struct sk_bench_rcu_ops *ops, int *stop)
+			  const struct sk_bench_rcu_ops *ops, int *stop,
+			  int registered)
 {
 	int i, err;
 
@@ -149,6 +163,7 @@ static int updaters_start(struct upd_thread *u, int n,
 	for (i = 0; i < n; i++) {
 		u[i].ops = ops;
 		u[i].stop = stop;
+		u[i].registered = registered;
 		u[i].updates = 0;
 		err = pthread_create(&u[i].tid, NULL, updater_main, &u[i]);
 		if (err) {
@@ -181,7 +196,7 @@ static int load_measure(const struct sk_bench_rcu_ops *ops, int threads,
 {
 	struct upd_thread u;
 	double ns;
-	int stop, err = updaters_start(&u, 1, ops, &stop);
+	int stop, err = updaters_start(&u, 1, ops, &stop, 0);
 
 	if (err)
 		return err;
@@ -209,16 +224,19 @@ int sk_bench_update_load_run(const struct sk_bench_config *cfg,
 	return 0;
 }
 
-/* n updaters for run_ns: ns per update (run time x n / updates). */
-static int uperf_measure(const struct sk_bench_rcu_ops *ops, int n,
-			 uint64_t run_ns, double *ns)
+/*
+ * n updaters (registered or not) for run_ns: ns per update (run time x n
+ * / updates).
+ */
+static int uperf_measure_as(const struct sk_bench_rcu_ops *ops, int n,
+			    uint64_t run_ns, double *ns, int registered)
 {
 	struct upd_thread u[2];
 	uint64_t t0, t1, total;
 	int stop, err;
 
 	t0 = sk_bench_now_ns();
-	err = updaters_start(u, n, ops, &stop);
+	err = updaters_start(u, n, ops, &stop, registered);
 	if (err)
 		return err;
 	sk_bench_sleep_ns(run_ns);
@@ -229,27 +247,53 @@ static int uperf_measure(const struct sk_bench_rcu_ops *ops, int n,
 	return 0;
 }
 
+static int uperf_measure(const struct sk_bench_rcu_ops *ops, int n,
+			 uint64_t run_ns, double *ns)
+{
+	return uperf_measure_as(ops, n, run_ns, ns, 0);
+}
+
+static int uperf_measure_registered(const struct sk_bench_rcu_ops *ops, int n,
+				    uint64_t run_ns, double *ns)
+{
+	return uperf_measure_as(ops, n, run_ns, ns, 1);
+}
+
 int sk_bench_uperf_run(const struct sk_bench_config *cfg,
 		       struct sk_bench_results *res)
 {
-	struct sk_bench_row *rows[2];
-	char what[96];
-	int c;
+	static const char *const variant[2] = { "no readers",
+						"registered" };
+	static const upd_measure_fn fn[2] = { uperf_measure,
+					      uperf_measure_registered };
+	struct sk_bench_row *rows[2][2];
+	char what[112];
+	int c, v;
 
-	for (c = 0; c < 2; c++)
-		rows[c] = sk_bench_row_add(
-			res, "uperf", "no readers", "ns/update",
-			"uperf: N updaters, no readers, synchronize per "
-			"update, ns per update per updater (lower is better)",
-			c + 1, 1, uperf_impls, cfg->reps);
-	if (run_rows(cfg, "uperf", rows, 2, uperf_measure))
-		return -1;
-	for (c = 0; c < 2; c++) {
-		snprintf(what, sizeof(what),
-			 "uperf, %d updater%s: ns/update scalekit / urcu-memb",
-			 c + 1, c ? "s" : "");
-		sk_bench_ratio_target(res, rows[c], "scalekit", "urcu-memb",
-				      1.0, 1, what, "uperf");
+	for (v = 0; v < 2; v++) {
+		for (c = 0; c < 2; c++)
+			rows[v][c] = sk_bench_row_add(
+				res, "uperf", variant[v], "ns/update",
+				v ? "uperf / registered: the same updaters, "
+				    "each registered as a reader (online) "
+				    "first, ns per update per updater "
+				    "(lower is better)"
+				  : "uperf: N updaters, no readers, "
+				    "synchronize per update, ns per update "
+				    "per updater (lower is better)",
+				c + 1, 1, uperf_impls, cfg->reps);
+		if (run_rows(cfg, "uperf", rows[v], 2, fn[v]))
+			return -1;
 	}
+	for (v = 0; v < 2; v++)
+		for (c = 0; c < 2; c++) {
+			snprintf(what, sizeof(what),
+				 "uperf%s, %d updater%s: ns/update scalekit / "
+				 "urcu-memb",
+				 v ? " registered" : "", c + 1, c ? "s" : "");
+			sk_bench_ratio_target(res, rows[v][c], "scalekit",
+					      "urcu-memb", 1.0, 1, what,
+					      "uperf");
+		}
 	return 0;
 }
