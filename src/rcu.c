@@ -260,6 +260,9 @@ static void atfork_child(void)
 	sk__rcu.wq = NULL;
 	sk_atomic_store_relaxed(&sk__rcu.nreaders, 0UL);
 	sk_atomic_store_relaxed(&sk__rcu.ngeneral, 0UL);
+	/* Counted below: no longer parked (sk__rcu_park()). */
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK_RCU_PARKED)
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
 	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next) {
 		for (i = 0; i < SK_RCU_CHUNK_SLOTS; i++) {
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
@@ -291,6 +294,8 @@ unsigned long sk__rcu_gp_count(void)
 
 int sk_rcu_get_stats(struct sk_rcu_stats *st)
 {
+	struct rcu_chunk *ch;
+
 	if (!st)
 		return -EINVAL;
 	st->grace_periods = sk_atomic_load_relaxed(&sk__rcu.ngps);
@@ -298,8 +303,11 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	st->gp_sleeps = sk_atomic_load_relaxed(&sk__rcu.gp_sleeps);
 	st->exp_handshakes = sk_atomic_load_relaxed(&sk__rcu.exp_handshakes);
 	st->exp_fallbacks = sk_atomic_load_relaxed(&sk__rcu.exp_fallbacks);
+	st->readers = 0;
+	/* Slots with an owner (the counts leave out parked threads). */
 	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
-	st->readers = sk_atomic_load_relaxed(&sk__rcu.nreaders);
+	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next)
+		st->readers += (unsigned long)__builtin_popcountll(ch->used);
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
 	return sk__rcu_cb_stats(st);
 }

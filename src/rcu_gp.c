@@ -281,10 +281,20 @@ enum { RD_NONE, RD_QSBR, RD_GENERAL };
  */
 static int other_readers(void)
 {
-	unsigned long n = sk_atomic_load_relaxed(&sk__rcu.nreaders);
-	unsigned long g = sk_atomic_load_relaxed(&sk__rcu.ngeneral);
+	/*
+	 * Acquire: a thread that parked (release RMW after its full fence)
+	 * did its sections before; the order is RCU-M's, this makes it
+	 * visible to TSan too.
+	 */
+	unsigned long n = sk_atomic_load_acquire(&sk__rcu.nreaders);
+	unsigned long g = sk_atomic_load_acquire(&sk__rcu.ngeneral);
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (sk_atomic_load_relaxed(&sk_rcu__ctr)) {
+	/* A parked caller already left the counts (sk__rcu_park()). */
+	if (v == SK_RCU_PARKED && busted(SK__RCU_BUSTED_PARK_SELF) && n && g) {
+		n--; /* broken twin: leaves itself out twice */
+		g--;
+	} else if (v && v != SK_RCU_PARKED) {
 		n--;
 		if (!sk__rcu_qsbr_mode)
 			g--;
@@ -582,6 +592,12 @@ static void batch_wait(struct gp_waiter *w)
 static void wait_node(struct gp_waiter *w)
 {
 	int expedited = w->expedited;
+
+	/*
+	 * Out of the counts from here until the thread's next read section
+	 * (or registry call), which counts it again: see sk__rcu_park().
+	 */
+	sk__rcu_park();
 
 	if (expedited) {
 		/* A sleeping leader switches to polling for us. */

@@ -58,8 +58,77 @@ void sk__rcu_key_init(void)
 static void count_add(unsigned long *c, long d)
 {
 	sk_smp_mb();
-	sk_atomic_store_relaxed(c, *c + (unsigned long)d);
+	/* Atomic: parking threads change the counts without the lock. */
+	__atomic_fetch_add(c, (unsigned long)d, __ATOMIC_RELEASE);
 	sk_smp_mb();
+}
+
+/*
+ * Take the calling thread out of both counts (d = -1) or count it again
+ * (d = 1), without the registry lock.  RCU-M, as count_add(): the first
+ * fence puts the thread's earlier sections before a leader that reads
+ * the lower counts (and the release RMWs carry that order to the
+ * leader's acquire loads, for TSan); the second puts the raised counts
+ * before the thread's later RCU-L1 loads (store buffering with the
+ * leader's barrier after RCU-R1).
+ */
+static void park_counts(long d)
+{
+	sk_smp_mb();
+	__atomic_fetch_add(&sk__rcu.ngeneral, (unsigned long)d,
+			   __ATOMIC_RELEASE);
+	__atomic_fetch_add(&sk__rcu.nreaders, (unsigned long)d,
+			   __ATOMIC_RELEASE);
+	sk_smp_mb();
+}
+
+/*
+ * Park the calling thread for a grace-period wait: only a registered
+ * general thread outside any section (word exactly SK_RCU_REG).  Once
+ * parked, later waits find the thread parked and cost nothing more.  The
+ * thread stays parked
+ * after the wait, until its next sk_rcu_read_lock() (whose slow path
+ * counts it again: sk_rcu__register_slow()), registry call or exit: an
+ * updater that calls synchronize in a loop stays out of the other
+ * updaters' grace periods all along.  The word first: a signal handler
+ * that begins a section from here on takes that slow path too.
+ */
+int sk__rcu_park(void)
+{
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr) != SK_RCU_REG)
+		return 0;
+	/*
+	 * Relaxed: only this thread (and its signal handlers) reads its
+	 * word's value for decisions; scans see depth 0 either way.
+	 */
+	sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_PARKED);
+	park_counts(-1);
+	return 1;
+}
+
+/*
+ * Count a parked thread again and make its word SK_RCU_REG.  Counts
+ * first, then the word: whoever (the wait's end, or a signal handler's
+ * sk_rcu_read_lock() that interrupted it) changes the word from
+ * SK_RCU_PARKED has counted the thread; one that finds the word changed
+ * after counting took the thread in twice and gives its count back.  The
+ * thread is never in a section while uncounted; counted twice it only
+ * makes grace periods wait more, for a moment.
+ */
+static void unpark(void)
+{
+	unsigned long v = SK_RCU_PARKED;
+
+	park_counts(1);
+	/* Seq_cst CAS: atomic against this thread's signal handlers. */
+	if (!sk_atomic_cmpxchg_seq_cst(&sk_rcu__ctr, &v, SK_RCU_REG))
+		park_counts(-1);
+}
+
+void sk__rcu_unpark(void)
+{
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK_RCU_PARKED)
+		unpark();
 }
 
 /* Find a free slot, adding a chunk if all are taken.  Write lock held. */
@@ -160,7 +229,17 @@ static void set_qsbr_mode(int on)
  */
 void sk_rcu__register_slow(void)
 {
-	if (sk_atomic_load_relaxed(&sk_rcu__ctr)) {
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+
+	if (v == SK_RCU_PARKED) {
+		/* A section begun inside a grace-period wait (a handler). */
+		if (busted(SK__RCU_BUSTED_PARK_SLOW))
+			sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+		else
+			unpark();
+		return;
+	}
+	if (v) {
 		set_qsbr_mode(0);
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
 		return;
@@ -199,7 +278,10 @@ static const char *in_section_msg =
 
 int sk_rcu_unregister_thread(void)
 {
-	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+	unsigned long v;
+
+	sk__rcu_unpark(); /* parked since its last grace-period wait */
+	v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
 	if (!v)
 		return -EINVAL;
@@ -215,9 +297,11 @@ int sk_rcu_unregister_thread(void)
 /* Thread-exit destructor of registered threads. */
 static void reader_exit(void *arg)
 {
-	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+	unsigned long v;
 
 	(void)arg;
+	sk__rcu_unpark(); /* slot_free() and the counts below count it out */
+	v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 	if (nest_of(v) == SK_RCU_QSBR_NEST)
 		go_offline();
 	else if (nest_of(v) != 0)
@@ -230,7 +314,10 @@ static void reader_exit(void *arg)
 
 int sk_rcu_thread_online(void)
 {
-	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+	unsigned long v;
+
+	sk__rcu_unpark(); /* parked since its last grace-period wait */
+	v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
 	if (nest_of(v) == SK_RCU_QSBR_NEST)
 		return 0;

@@ -113,7 +113,10 @@ SK_API __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
  * it at thread exit).  Nestable up to 16383 levels (deeper nesting prints
  * a message and aborts: the depth would overflow the reader word).
  * Wait-free: no atomic read-modify-write,
- * no fence (when membarrier(2) works), never blocks.  The section must not
+ * no fence (when membarrier(2) works), never blocks.  The first one after
+ * a grace-period wait of a registered general thread (which parks it,
+ * see sk_synchronize_rcu()) counts the thread again: two atomic adds
+ * between full fences, and a compare-and-swap; still wait-free.  The section must not
  * block for long: it delays every grace period (use SRCU for that).
  * Ordering: loads inside the section are ordered after the section's start
  * as seen by sk_synchronize_rcu() (light fence paired with its heavy fence).
@@ -339,7 +342,11 @@ SK_API void sk_rcu_thread_offline(void);
  * sleeps on a futex until the readers are done.  Concurrent callers share
  * grace periods.  Its first barrier is a handshake with the other registered
  * threads when they all answer within 5 us, else membarrier(2), and no
- * system call at all when they are all QSBR threads (docs/rcu.md).
+ * system call at all when they are all QSBR threads (docs/rcu.md).  A
+ * registered general caller parks: it leaves the counts that grace
+ * periods read until its next sk_rcu_read_lock(), so that grace periods
+ * run while every other registered thread is parked need no barrier for
+ * them (docs/rcu.md, "Parking").
  * Ordering: full barrier on entry and exit; on return, every access made
  * inside a pre-existing read section happened before the return.
  * Reclamation: objects unlinked before the call may be freed after it.

@@ -154,6 +154,18 @@ void sk__rcu_wait(unsigned long target, int expedited);
 int sk__rcu_enter_wait(const char *fn);
 
 /*
+ * Parking (src/rcu_reader.c): a registered general thread outside any
+ * section that waits for a grace period takes itself out of the counts
+ * that grace periods read (sk__rcu_park(): nonzero when it did), so that
+ * while every other registered thread waits too, grace periods need no
+ * heavy fence; sk__rcu_unpark() counts it again before it returns to its
+ * caller.  A read section begun meanwhile (a signal handler) unparks the
+ * thread first, in sk_rcu_read_lock()'s slow path.
+ */
+int sk__rcu_park(void);
+void sk__rcu_unpark(void);
+
+/*
  * Grace periods completed so far, in full unsigned long width (wraps
  * modulo): differences count grace periods on every target.  A relaxed
  * load, orders nothing; never blocks; any thread.  For the torture tool,
@@ -191,7 +203,11 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
  * SK__RCU_BUSTED_EARLY_WAKE: a leader releases the callers of its batch
  * before its grace period instead of after it;
  * SK__RCU_BUSTED_QUIET: the quiet round takes every reader for passed at
- * its first look, whatever its word shows (and skips the scan).
+ * its first look, whatever its word shows (and skips the scan);
+ * SK__RCU_BUSTED_PARK_SELF: a leader parked in its own wait takes itself
+ * out of the counts a second time (so it misses another reader);
+ * SK__RCU_BUSTED_PARK_SLOW: sk_rcu_read_lock() of a parked thread (a
+ * signal handler) resumes without counting the thread again.
  */
 enum {
 	SK__RCU_BUSTED_QSBR_ONLY = 1,
@@ -199,6 +215,8 @@ enum {
 	SK__RCU_BUSTED_NO_BATCH = 3,
 	SK__RCU_BUSTED_EARLY_WAKE = 4,
 	SK__RCU_BUSTED_QUIET = 5,
+	SK__RCU_BUSTED_PARK_SELF = 6,
+	SK__RCU_BUSTED_PARK_SLOW = 7,
 };
 void sk__rcu_set_busted(int mode);
 

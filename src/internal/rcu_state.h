@@ -101,8 +101,14 @@ struct sk__rcu_state {
 	 */
 	pthread_rwlock_t registry_lock;
 	struct rcu_chunk *last_chunk; /* where new chunks are appended */
-	unsigned long nreaders;	      /* slots with an owner */
-	unsigned long ngeneral;	      /* owners not in QSBR mode */
+	/*
+	 * Counts that grace periods read without the lock (RCU-M): owners
+	 * of slots, and owners not in QSBR mode.  Neither counts a thread
+	 * parked in a grace-period wait (SK_RCU_PARKED).  Atomic RMWs: the
+	 * write lock's holders and parking threads change them.
+	 */
+	unsigned long nreaders;
+	unsigned long ngeneral;
 
 	/* Guarded by gp_lock: one grace period at a time. */
 	pthread_mutex_t gp_lock;
@@ -151,6 +157,14 @@ extern __thread uint64_t sk__rcu_ack __attribute__((tls_model("initial-exec")));
  */
 extern __thread int sk__rcu_qsbr_mode __attribute__((tls_model("initial-exec")));
 extern int sk__rcu_busted; /* SK__RCU_BUSTED_*, torture and tests only */
+
+/*
+ * Reader word of a general thread parked in a grace-period wait (see
+ * sk__rcu_park()): registered, depth 0, not SK_RCU_REG (so that
+ * sk_rcu_read_lock() takes its slow path and unparks), and not the
+ * offline-QSBR word.
+ */
+#define SK_RCU_PARKED (SK_RCU_REG | (2UL << SK_RCU_SEQ_SHIFT))
 
 /* Nesting part of reader word v (SK_RCU_QSBR_NEST: online QSBR base). */
 static inline unsigned long nest_of(unsigned long v)
