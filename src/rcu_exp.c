@@ -36,18 +36,32 @@
 #include "internal/util.h"
 
 /*
+ * A parked thread (sk__rcu_park()) answers by its word: it finished its
+ * sections before a full fence (RCU-P1) and will take another full fence
+ * (RCU-P2) before its next one, whose RCU-L1 then sees the advance that
+ * the caller made before reading this word (RCU-R1, full barrier).  Any
+ * number of scans: the word holds no phase.
+ */
+static inline int word_is_parked(unsigned long v)
+{
+	return v == SK_RCU_PARKED;
+}
+
+/*
  * Does reader word v already stand for an answer to a handshake after the
  * advance to counter word c?  It is inside a section (or QSBR online) in
  * c's phase: it loaded c (acquire, RCU-L1) before storing v, so its section
  * and every later one see what RCU-R1 published, and v is its latest store.
  * A QSBR thread that announced between RCU-R1 and the request would
  * otherwise answer only after the next grace period began.  Only where
- * one scan suffices: with narrow phases a stale word may equal c.
+ * one scan suffices: with narrow phases a stale word may equal c.  Or
+ * the thread is parked (word_is_parked()).
  */
 static inline int word_is_answer(unsigned long v, unsigned long c)
 {
-	return SK_RCU_SCANS == 1 && nest_of(v) &&
-	       !((v ^ c) >> SK_RCU_SEQ_SHIFT);
+	return (SK_RCU_SCANS == 1 && nest_of(v) &&
+		!((v ^ c) >> SK_RCU_SEQ_SHIFT)) ||
+	       word_is_parked(v);
 }
 
 /*

@@ -17,6 +17,13 @@
  *   RCU-Q2  full fence after it (quiescent state, offline, online): the
  *           word before the futex load and later loads; pairs with RCU-G1
  *           and RCU-G3 [rcu_gp.c].
+ *   RCU-P1  full fence before a parking thread's word becomes
+ *           SK_RCU_PARKED: its earlier sections first; pairs with RCU-G2
+ *           [rcu_gp.c] where the leader took the word for an answer
+ *           [rcu_exp.c].
+ *   RCU-P2  full fence after the word leaves SK_RCU_PARKED: before the
+ *           next section's RCU-L1; pairs with the leader's barrier between
+ *           RCU-R1 and its load of the word (store buffering).
  *   RCU-H1  full barrier between reading a handshake request (acquire,
  *           pairs with RCU-H0 [rcu_exp.c]) and answering it (release,
  *           pairs with RCU-H2 [rcu_exp.c]).
@@ -83,27 +90,28 @@ static void park_counts(long d)
 }
 
 /*
- * Park the calling thread for a grace-period wait: only a registered
- * general thread outside any section (word exactly SK_RCU_REG).  Once
- * parked, later waits find the thread parked and cost nothing more.  The
- * thread stays parked
- * after the wait, until its next sk_rcu_read_lock() (whose slow path
- * counts it again: sk_rcu__register_slow()), registry call or exit: an
- * updater that calls synchronize in a loop stays out of the other
- * updaters' grace periods all along.  The word first: a signal handler
- * that begins a section from here on takes that slow path too.
+ * Park the calling thread for a grace-period wait (sk__rcu_park() calls
+ * this for a registered general thread outside any section: word exactly
+ * SK_RCU_REG).  Once parked, later waits find the thread parked and cost
+ * nothing more.  The thread stays parked after the wait, until its next
+ * sk_rcu_read_lock() (whose slow path counts it again:
+ * sk_rcu__register_slow()), registry call or exit: an updater that calls
+ * synchronize in a loop stays out of the other updaters' grace periods
+ * all along.  The word changes before the counts: a signal handler that
+ * begins a section from then on takes that slow path too.
  */
-int sk__rcu_park(void)
+void sk__rcu_park_slow(void)
 {
-	if (sk_atomic_load_relaxed(&sk_rcu__ctr) != SK_RCU_REG)
-		return 0;
 	/*
-	 * Relaxed: only this thread (and its signal handlers) reads its
-	 * word's value for decisions; scans see depth 0 either way.
+	 * RCU-P1: the thread's earlier sections (their loads) before the
+	 * word; pairs with the leader's fence after it reads the word
+	 * (RCU-G2), for a leader that takes SK_RCU_PARKED for an answer
+	 * (slot_answered() [rcu_exp.c]).
 	 */
+	sk_smp_mb();
+	SK_TSAN_RELEASE(&sk_rcu__ctr);
 	sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_PARKED);
 	park_counts(-1);
-	return 1;
 }
 
 /*
@@ -121,8 +129,17 @@ static void unpark(void)
 
 	park_counts(1);
 	/* Seq_cst CAS: atomic against this thread's signal handlers. */
-	if (!sk_atomic_cmpxchg_seq_cst(&sk_rcu__ctr, &v, SK_RCU_REG))
+	if (!sk_atomic_cmpxchg_seq_cst(&sk_rcu__ctr, &v, SK_RCU_REG)) {
 		park_counts(-1);
+		return;
+	}
+	/*
+	 * RCU-P2: the word before the next section's RCU-L1 load (store
+	 * buffering with the leader's RCU-R1, full barrier, load of the
+	 * word): a leader that read SK_RCU_PARKED has its counter advance
+	 * seen by this thread's next sections.
+	 */
+	sk_smp_mb();
 }
 
 void sk__rcu_unpark(void)

@@ -16,6 +16,9 @@
  *     for: another updater's grace periods never let it see an object
  *     poisoned after them; with twin SK__RCU_BUSTED_PARK_SLOW (below) it
  *     does (run alone: ctest test_rcu_park_busted_handler);
+ *   - a parked thread's word answers the quiet round for it: grace periods
+ *     beside a busy reader still pass by the round (and the reader never
+ *     sees a poisoned object);
  *   - a parked thread's next read section counts it again: an unregistered
  *     updater's grace period waits for it; broken twin
  *     SK__RCU_BUSTED_PARK_SLOW (the read-lock slow path resumes without
@@ -39,6 +42,12 @@
 /* Hidden in the library (src/internal/rcu.h); linked statically. */
 enum { BUSTED_PARK_SELF = 6, BUSTED_PARK_SLOW = 7 };
 void sk__rcu_set_busted(int mode);
+struct sk__rcu_gp_kinds {
+	unsigned long handshake, heavy, qsbr_only, quiet;
+};
+void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
+
+#define HAS_QUIET_ROUND (SK_RCU_SEQ_BITS >= 40)
 
 /* How long the holder keeps its section open after the caller waits. */
 #define HOLD_NS 50000000L
@@ -302,6 +311,99 @@ static void busted_handler_section_is_caught(void)
 	SK_CHECK_GT(bad, 0);
 }
 
+/* ---- the quiet round with a parked thread ---------------------------- */
+
+static struct {
+	int stop;
+	unsigned long reads, bad;
+	struct sobj *ptr;
+} qr;
+
+/* A busy general reader (sections of a few hundred nanoseconds). */
+static void *busy_reader(void *arg)
+{
+	unsigned long reads = 0, k, v1, v2;
+	struct sobj *p;
+
+	(void)arg;
+	while (!LOAD(qr.stop)) {
+		sk_rcu_read_lock();
+		p = sk_rcu_dereference(qr.ptr);
+		v1 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		for (k = 0; k < 50; k++)
+			sk_cpu_relax();
+		v2 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		sk_rcu_read_unlock();
+		if (v1 != S_MAGIC || v2 != S_MAGIC)
+			INC(qr.bad);
+		if (++reads % 1024 == 0)
+			__atomic_fetch_add(&qr.reads, 1024, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* Registered, one grace-period wait (parks), then naps until stopped. */
+static void *park_and_nap(void *arg)
+{
+	(void)arg;
+	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	sk_synchronize_rcu();
+	STORE(h.in, 1);
+	while (!LOAD(qr.stop))
+		sleep_ns(1000000);
+	return NULL;
+}
+
+/*
+ * A busy reader and a parked registered thread: the parked one's word
+ * answers for it, so normal grace periods still pass by the quiet round
+ * (an idle registered thread that is not parked would stop the round
+ * and send every grace period to membarrier(2)).  The reader never sees
+ * an object poisoned after a grace period.
+ */
+static void parked_thread_answers_the_quiet_round(void)
+{
+	struct sk__rcu_gp_kinds k0, k1;
+	pthread_t rd, pk;
+	double deadline = sk_test_now() + 30.0;
+	struct sobj *old;
+	int i, rounds = 0;
+
+	memset(&qr, 0, sizeof(qr));
+	memset(&h, 0, sizeof(h));
+	qr.ptr = s_new();
+	sk_test_thread_start(&pk, park_and_nap, NULL);
+	while (!LOAD(h.in))
+		sched_yield();
+	sk_test_thread_start(&rd, busy_reader, NULL);
+	while (LOAD(qr.reads) < 2048)
+		sched_yield();
+	sk__rcu_get_gp_kinds(&k0);
+	do {
+		for (i = 0; i < 100; i++) {
+			old = qr.ptr;
+			sk_rcu_assign_pointer(qr.ptr, s_new());
+			sk_synchronize_rcu();
+			__atomic_store_n(&old->val, S_POISON, __ATOMIC_RELAXED);
+			free(old);
+		}
+		sk__rcu_get_gp_kinds(&k1);
+	} while (k1.quiet - k0.quiet < 100 && sk_test_now() < deadline &&
+		 (HAS_QUIET_ROUND || ++rounds < 10));
+	STORE(qr.stop, 1);
+	sk_test_thread_join(rd);
+	sk_test_thread_join(pk);
+	free(qr.ptr);
+	fprintf(stderr, "  quiet %lu, heavy %lu, handshake %lu, bad %lu\n",
+		k1.quiet - k0.quiet, k1.heavy - k0.heavy,
+		k1.handshake - k0.handshake, LOAD(qr.bad));
+	SK_CHECK_EQ(LOAD(qr.bad), 0);
+	if (HAS_QUIET_ROUND)
+		SK_CHECK_GT(k1.quiet - k0.quiet, 0);
+	else
+		SK_CHECK_EQ(k1.quiet - k0.quiet, 0); /* no round to run */
+}
+
 /* ---- a parked thread's next section ----------------------------------- */
 
 struct upd_result {
@@ -351,6 +453,7 @@ int main(int argc, char **argv)
 	SK_RUN_SELECTED(parked_caller_waits_for_reader);
 	SK_RUN_SELECTED(busted_park_self_is_caught);
 	SK_RUN_SELECTED(handler_sections_in_parked_thread_are_waited_for);
+	SK_RUN_SELECTED(parked_thread_answers_the_quiet_round);
 	SK_RUN_SELECTED(next_section_counts_the_thread_again);
 	/* The twins below leave the counts wrong: one per process, last. */
 	if (argc > 1)

@@ -154,16 +154,23 @@ void sk__rcu_wait(unsigned long target, int expedited);
 int sk__rcu_enter_wait(const char *fn);
 
 /*
- * Parking (src/rcu_reader.c): a registered general thread outside any
- * section that waits for a grace period takes itself out of the counts
- * that grace periods read (sk__rcu_park(): nonzero when it did), so that
- * while every other registered thread waits too, grace periods need no
- * heavy fence; sk__rcu_unpark() counts it again before it returns to its
- * caller.  A read section begun meanwhile (a signal handler) unparks the
- * thread first, in sk_rcu_read_lock()'s slow path.
+ * Parking (src/rcu_reader.c, docs/rcu.md "Parking"): a registered general
+ * thread outside any section that waits for a grace period takes itself
+ * out of the counts that grace periods read (sk__rcu_park()), and stays
+ * out until its next sk_rcu_read_lock() (whose slow path counts it
+ * again), registry call or exit (sk__rcu_unpark()).  While every other
+ * registered thread is parked, grace periods need no heavy fence.
  */
-int sk__rcu_park(void);
+void sk__rcu_park_slow(void);
 void sk__rcu_unpark(void);
+
+/* Park the caller if it is a registered general thread outside sections. */
+static inline void sk__rcu_park(void)
+{
+	/* Relaxed: the thread's own word. */
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK_RCU_REG)
+		sk__rcu_park_slow();
+}
 
 /*
  * Grace periods completed so far, in full unsigned long width (wraps
