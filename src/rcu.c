@@ -260,6 +260,7 @@ static void atfork_child(void)
 	sk__rcu.wq = NULL;
 	sk_atomic_store_relaxed(&sk__rcu.nreaders, 0UL);
 	sk_atomic_store_relaxed(&sk__rcu.ngeneral, 0UL);
+	sk_atomic_store_relaxed(&sk__rcu.nslots, 0UL);
 	/* Counted below: no longer parked (sk__rcu_park()). */
 	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK_RCU_PARKED)
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
@@ -268,6 +269,7 @@ static void atfork_child(void)
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				ch->slots[i].tid = sk__gettid();
 				sk_atomic_store_relaxed(&sk__rcu.nreaders, 1UL);
+				sk_atomic_store_relaxed(&sk__rcu.nslots, 1UL);
 				sk_atomic_store_relaxed(
 					&sk__rcu.ngeneral,
 					(unsigned long)!sk__rcu_qsbr_mode);
@@ -294,8 +296,6 @@ unsigned long sk__rcu_gp_count(void)
 
 int sk_rcu_get_stats(struct sk_rcu_stats *st)
 {
-	struct rcu_chunk *ch;
-
 	if (!st)
 		return -EINVAL;
 	st->grace_periods = sk_atomic_load_relaxed(&sk__rcu.ngps);
@@ -303,11 +303,9 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	st->gp_sleeps = sk_atomic_load_relaxed(&sk__rcu.gp_sleeps);
 	st->exp_handshakes = sk_atomic_load_relaxed(&sk__rcu.exp_handshakes);
 	st->exp_fallbacks = sk_atomic_load_relaxed(&sk__rcu.exp_fallbacks);
-	st->readers = 0;
 	/* Slots with an owner (the counts leave out parked threads). */
 	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
-	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next)
-		st->readers += (unsigned long)__builtin_popcountll(ch->used);
+	st->readers = sk_atomic_load_relaxed(&sk__rcu.nslots);
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
 	return sk__rcu_cb_stats(st);
 }

@@ -169,6 +169,8 @@ static struct rcu_slot *slot_alloc(void)
 	ch->slots[i].ctrp = &sk_rcu__ctr;
 	ch->slots[i].ackp = &sk__rcu_ack;
 	ch->slots[i].tid = sk__gettid();
+	/* Relaxed: a hint for parking, a statistic. */
+	sk_atomic_store_relaxed(&sk__rcu.nslots, sk__rcu.nslots + 1);
 	count_add(&sk__rcu.nreaders, 1);
 	return &ch->slots[i];
 }
@@ -184,6 +186,8 @@ static void slot_free(void)
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				ch->slots[i].ctrp = NULL;
 				ch->used &= ~((uint64_t)1 << i);
+				sk_atomic_store_relaxed(&sk__rcu.nslots,
+							sk__rcu.nslots - 1);
 				count_add(&sk__rcu.nreaders, -1);
 				return;
 			}

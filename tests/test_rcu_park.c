@@ -65,13 +65,30 @@ static void sleep_ns(long ns)
 static struct {
 	int in, release, left, done;
 	int sync_first; /* synchronize (park) before the section */
+	int reg, go;	/* sync_first: registered; may synchronize */
 } h;
+
+/*
+ * Register the calling thread and park it (a grace-period wait), once
+ * *other_reg says that another thread is registered: a thread parks only
+ * when it is not alone.  Its counts then leave out both.
+ */
+static void register_and_park(const int *other_reg)
+{
+	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	while (!LOAD(*other_reg))
+		sched_yield();
+	sk_synchronize_rcu();
+}
 
 static void *holder(void *arg)
 {
 	(void)arg;
 	if (LOAD(h.sync_first)) {
 		SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+		STORE(h.reg, 1);
+		while (!LOAD(h.go))
+			sched_yield();
 		sk_synchronize_rcu(); /* registered: parks, stays parked */
 	}
 	sk_rcu_read_lock();
@@ -93,12 +110,20 @@ static void *releaser(void *arg)
 	return NULL;
 }
 
-/* Start the holder (registered before it returns) and wait for its section. */
+/*
+ * Start the holder and wait for its section.  sync_first: the holder
+ * registers and parks first, and so does this thread (before it), so
+ * that the counts leave out both until the holder's section.
+ */
 static void holder_start(pthread_t *t, int sync_first)
 {
 	memset(&h, 0, sizeof(h));
 	STORE(h.sync_first, sync_first);
 	sk_test_thread_start(t, holder, NULL);
+	if (sync_first) {
+		register_and_park(&h.reg);
+		STORE(h.go, 1);
+	}
 	while (!LOAD(h.in))
 		sched_yield();
 }
@@ -173,12 +198,18 @@ static struct {
 	struct sobj *ptr, *grave;
 	pthread_t waiter;
 	int stop, loop_sync;
+	int reg, go; /* the waiter registered; may park */
 	unsigned long handled, bad, gps;
 } s;
 
-/* A section of about 200 us: the object must stay unpoisoned throughout. */
+/*
+ * A section of about 200 us that sleeps half of it (nanosleep() is
+ * async-signal-safe), so that the replacer runs meanwhile even on this
+ * CPU: the object must stay unpoisoned throughout.
+ */
 static void on_signal(int sig)
 {
+	struct timespec nap = { 0, 100000 };
 	double t0 = sk_test_now();
 	struct sobj *p;
 	unsigned long v1, v2;
@@ -187,6 +218,7 @@ static void on_signal(int sig)
 	sk_rcu_read_lock();
 	p = sk_rcu_dereference(s.ptr);
 	v1 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+	nanosleep(&nap, NULL);
 	while (sk_test_now() - t0 < 200e-6)
 		sk_cpu_relax();
 	v2 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
@@ -206,6 +238,9 @@ static void *sync_looper(void *arg)
 {
 	(void)arg;
 	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	STORE(s.reg, 1);
+	while (!LOAD(s.go))
+		sched_yield();
 	sk_synchronize_rcu();
 	while (!LOAD(s.stop) && !LOAD(s.loop_sync))
 		sleep_ns(100000);
@@ -246,9 +281,11 @@ static void *replacer(void *arg)
  * Signal the parked thread every 1 ms while an unregistered thread
  * replaces and poisons objects: nap_s seconds while it naps, then
  * loop_s seconds while it waits for grace periods in a loop (and until
- * 100 handler sections ran: qemu is slow).  Returns the bad reads.
+ * 100 handler sections ran: qemu is slow; with until_bad, until a bad
+ * read, at most 10 s in all).  Returns the bad reads.
  */
-static unsigned long handler_rounds(double nap_s, double loop_s)
+static unsigned long handler_rounds(double nap_s, double loop_s,
+				    int until_bad)
 {
 	struct sigaction sa;
 	pthread_t rep;
@@ -264,9 +301,11 @@ static unsigned long handler_rounds(double nap_s, double loop_s)
 	sa.sa_flags = SA_RESTART;
 	SK_CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 	sk_test_thread_start(&s.waiter, sync_looper, NULL);
+	register_and_park(&s.reg); /* parked all along: not counted */
+	STORE(s.go, 1);
 	sk_test_thread_start(&rep, replacer, NULL);
 	while ((sk_test_now() < t0 + nap_s + loop_s ||
-		LOAD(s.handled) < 100) &&
+		LOAD(s.handled) < 100 || (until_bad && !LOAD(s.bad))) &&
 	       sk_test_now() < deadline) {
 		if (sk_test_now() >= t0 + nap_s)
 			STORE(s.loop_sync, 1);
@@ -277,6 +316,7 @@ static unsigned long handler_rounds(double nap_s, double loop_s)
 	sk_test_thread_join(rep);
 	sk_test_thread_join(s.waiter);
 	signal(SIGUSR1, SIG_DFL);
+	SK_CHECK_EQ(sk_rcu_unregister_thread(), 0);
 	bad = LOAD(s.bad);
 	fprintf(stderr, "  handler sections %lu, grace periods %lu, bad %lu\n",
 		LOAD(s.handled), LOAD(s.gps), bad);
@@ -292,7 +332,7 @@ static unsigned long handler_rounds(double nap_s, double loop_s)
 
 static void handler_sections_in_parked_thread_are_waited_for(void)
 {
-	SK_CHECK_EQ(handler_rounds(0.2, 0.3), 0);
+	SK_CHECK_EQ(handler_rounds(0.2, 0.3, 0), 0);
 }
 
 /*
@@ -306,7 +346,7 @@ static void busted_handler_section_is_caught(void)
 	unsigned long bad;
 
 	sk__rcu_set_busted(BUSTED_PARK_SLOW);
-	bad = handler_rounds(0.3, 0);
+	bad = handler_rounds(0.3, 0, 1);
 	sk__rcu_set_busted(0);
 	SK_CHECK_GT(bad, 0);
 }
@@ -372,11 +412,12 @@ static void parked_thread_answers_the_quiet_round(void)
 	memset(&qr, 0, sizeof(qr));
 	memset(&h, 0, sizeof(h));
 	qr.ptr = s_new();
-	sk_test_thread_start(&pk, park_and_nap, NULL);
-	while (!LOAD(h.in))
-		sched_yield();
 	sk_test_thread_start(&rd, busy_reader, NULL);
 	while (LOAD(qr.reads) < 2048)
+		sched_yield();
+	/* Parks: the busy reader is registered. */
+	sk_test_thread_start(&pk, park_and_nap, NULL);
+	while (!LOAD(h.in))
 		sched_yield();
 	sk__rcu_get_gp_kinds(&k0);
 	do {
@@ -430,6 +471,7 @@ static int next_section_round(int busted)
 	sk_test_thread_join(u);
 	sk__rcu_set_busted(0);
 	holder_stop(t);
+	SK_CHECK_EQ(sk_rcu_unregister_thread(), 0);
 	return r.left;
 }
 

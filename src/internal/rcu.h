@@ -163,14 +163,8 @@ int sk__rcu_enter_wait(const char *fn);
  */
 void sk__rcu_park_slow(void);
 void sk__rcu_unpark(void);
+/* sk__rcu_park(): the inline check in src/internal/rcu_state.h. */
 
-/* Park the caller if it is a registered general thread outside sections. */
-static inline void sk__rcu_park(void)
-{
-	/* Relaxed: the thread's own word. */
-	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK_RCU_REG)
-		sk__rcu_park_slow();
-}
 
 /*
  * Grace periods completed so far, in full unsigned long width (wraps

@@ -109,6 +109,11 @@ struct sk__rcu_state {
 	 */
 	unsigned long nreaders;
 	unsigned long ngeneral;
+	/*
+	 * Slots with an owner, parked or not: written under the write lock,
+	 * read relaxed as a hint by parking (and by the stats).
+	 */
+	unsigned long nslots;
 
 	/* Guarded by gp_lock: one grace period at a time. */
 	pthread_mutex_t gp_lock;
@@ -165,6 +170,20 @@ extern int sk__rcu_busted; /* SK__RCU_BUSTED_*, torture and tests only */
  * offline-QSBR word.
  */
 #define SK_RCU_PARKED (SK_RCU_REG | (2UL << SK_RCU_SEQ_SHIFT))
+
+/*
+ * Park the caller if it is a registered general thread outside sections
+ * and another thread is registered: alone, a leader leaves itself out of
+ * the counts anyway, and parking would only cost its next section the
+ * slow path.
+ */
+static inline void sk__rcu_park(void)
+{
+	/* Relaxed: the thread's own word; a hint (a stale one only costs). */
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK_RCU_REG &&
+	    sk_atomic_load_relaxed(&sk__rcu.nslots) > 1)
+		sk__rcu_park_slow();
+}
 
 /* Nesting part of reader word v (SK_RCU_QSBR_NEST: online QSBR base). */
 static inline unsigned long nest_of(unsigned long v)
