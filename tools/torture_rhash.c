@@ -584,6 +584,12 @@ static void rh_finish(struct sk_tort *T)
 	struct rh_obj *o;
 
 	sk_atomic_store_relaxed(&S->faults_on, 0);
+	/*
+	 * The updates queued background resizes that may still run: a walk
+	 * during a resize may return an object twice (sk_rhash_iter_next()),
+	 * so let them finish first.  From here on nothing changes the table.
+	 */
+	sk_rhash_barrier(S->ht);
 	seen = calloc(S->nkeys, sizeof(*seen));
 	sk_rcu_read_lock();
 	for (k = 0; k < RH_STABLE; k++)
