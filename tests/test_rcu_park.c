@@ -19,6 +19,8 @@
  *   - a parked thread's word answers the quiet round for it: grace periods
  *     beside a busy reader still pass by the round (and the reader never
  *     sees a poisoned object);
+ *   - a child forked by a parked thread counts that thread once: its
+ *     grace periods need no first barrier (checked by the kinds counts);
  *   - a parked thread's next read section counts it again: an unregistered
  *     updater's grace period waits for it; broken twin
  *     SK__RCU_BUSTED_PARK_SLOW (the read-lock slow path resumes without
@@ -33,7 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "scalekit/rcu.h"
 #include "sk_test.h"
@@ -445,6 +449,55 @@ static void parked_thread_answers_the_quiet_round(void)
 		SK_CHECK_EQ(k1.quiet - k0.quiet, 0); /* no round to run */
 }
 
+/* ---- fork() by a parked thread ----------------------------------------- */
+
+/*
+ * In the child the forking thread is the only one, counted once: its
+ * grace periods take no first barrier at all (no kind counted), before
+ * and after a read section.  If the child kept the parked word, its next
+ * section would count it a second time and every later grace period
+ * would pay for a reader that does not exist.  Exit status: 0 when so.
+ */
+static int child_of_parked_thread(void)
+{
+	struct sk__rcu_gp_kinds k0, k1;
+	struct sk_rcu_stats st;
+	int i;
+
+	sk_rcu_read_lock();
+	sk_rcu_read_unlock();
+	sk__rcu_get_gp_kinds(&k0);
+	for (i = 0; i < 10; i++)
+		sk_synchronize_rcu();
+	sk__rcu_get_gp_kinds(&k1);
+	if (sk_rcu_get_stats(&st) != 0 || st.readers != 1)
+		return 1;
+	return k1.heavy != k0.heavy || k1.handshake != k0.handshake ||
+	       k1.qsbr_only != k0.qsbr_only;
+}
+
+static void fork_of_parked_thread_counts_it_once(void)
+{
+	pthread_t t;
+	pid_t pid;
+	int status = -1;
+
+	holder_start(&t, 0); /* another registered thread: this one parks */
+	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	STORE(h.release, 1);
+	while (!LOAD(h.left))
+		sched_yield();
+	sk_synchronize_rcu(); /* parks */
+	pid = fork();
+	if (pid == 0)
+		_exit(child_of_parked_thread());
+	SK_CHECK(pid > 0);
+	SK_CHECK_EQ(waitpid(pid, &status, 0), pid);
+	SK_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	holder_stop(t);
+	SK_CHECK_EQ(sk_rcu_unregister_thread(), 0);
+}
+
 /* ---- a parked thread's next section ----------------------------------- */
 
 struct upd_result {
@@ -496,6 +549,7 @@ int main(int argc, char **argv)
 	SK_RUN_SELECTED(busted_park_self_is_caught);
 	SK_RUN_SELECTED(handler_sections_in_parked_thread_are_waited_for);
 	SK_RUN_SELECTED(parked_thread_answers_the_quiet_round);
+	SK_RUN_SELECTED(fork_of_parked_thread_counts_it_once);
 	SK_RUN_SELECTED(next_section_counts_the_thread_again);
 	/* The twins below leave the counts wrong: one per process, last. */
 	if (argc > 1)
