@@ -54,15 +54,7 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
 #define HAS_QUIET_ROUND (SK_RCU_SEQ_BITS >= 40)
 
 /* How long the holder keeps its section open after the caller waits. */
-#define HOLD_NS 50000000L
-
-static void sleep_ns(long ns)
-{
-	struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
+#define HOLD_MS 50
 
 /* ---- a reader that holds a section until released ------------------- */
 
@@ -109,7 +101,7 @@ static void *holder(void *arg)
 static void *releaser(void *arg)
 {
 	(void)arg;
-	sleep_ns(HOLD_NS);
+	sk_test_sleep_ms(HOLD_MS);
 	STORE(h.release, 1);
 	return NULL;
 }
@@ -247,7 +239,7 @@ static void *sync_looper(void *arg)
 		sched_yield();
 	sk_synchronize_rcu();
 	while (!LOAD(s.stop) && !LOAD(s.loop_sync))
-		sleep_ns(100000);
+		sk_test_sleep_us(100);
 	while (!LOAD(s.stop))
 		sk_synchronize_rcu();
 	return NULL;
@@ -314,7 +306,7 @@ static unsigned long handler_rounds(double nap_s, double loop_s,
 		if (sk_test_now() >= t0 + nap_s)
 			STORE(s.loop_sync, 1);
 		pthread_kill(s.waiter, SIGUSR1);
-		sleep_ns(1000000);
+		sk_test_sleep_ms(1);
 	}
 	STORE(s.stop, 1);
 	sk_test_thread_join(rep);
@@ -394,7 +386,7 @@ static void *park_and_nap(void *arg)
 	sk_synchronize_rcu();
 	STORE(h.in, 1);
 	while (!LOAD(qr.stop))
-		sleep_ns(1000000);
+		sk_test_sleep_ms(1);
 	return NULL;
 }
 
