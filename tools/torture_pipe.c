@@ -368,6 +368,38 @@ static void pipe_cb(struct sk_rcu_head *h)
 	}
 }
 
+/*
+ * General RCU (mode rcu): half the updates first read the current element
+ * in a section of their own, so that the updaters are registered readers
+ * too and park in their grace-period waits (docs/rcu.md, "Parking"); the
+ * next such section counts the thread again.  The element must be live
+ * at both ends of the section, and no two grace periods may end while it
+ * is held (pipe count below 2), as for the readers.
+ */
+static void pipe_updater_read(struct sk_tort_thread *t)
+{
+	struct sk_tort *T = t->T;
+	const struct sk_tort_ops *ops = T->ops;
+	struct pipe_state *S = T->priv;
+	unsigned long pipe0, pipe1;
+	struct pipe_elem *p;
+	int idx;
+
+	if (ops != &sk_tort_rcu_ops || !sk_tort_one_in(&t->rng, 2))
+		return;
+	idx = ops->readlock(T->ctx);
+	p = ops->deref((void *const *)&S->current);
+	pipe0 = sk_atomic_load_relaxed(&p->pipe);
+	if (check_elem(t, p, "at the start of an updater's section")) {
+		sk_tort_spin(&t->rng, 100);
+		pipe1 = sk_atomic_load_relaxed(&p->pipe);
+		if (check_elem(t, p, "at the end of an updater's section"))
+			check_pipe(t, p, pipe0, pipe1,
+				   "an updater's read section");
+	}
+	ops->readunlock(T->ctx, idx);
+}
+
 static void pipe_update_one(struct sk_tort_thread *t)
 {
 	struct sk_tort *T = t->T;
@@ -379,6 +411,7 @@ static void pipe_update_one(struct sk_tort_thread *t)
 	unsigned int i;
 	int g, err;
 
+	pipe_updater_read(t);
 	e = sk_tort_pool_alloc(&u->pool);
 	if (!e) {
 		sk_tort_error(T, t, "out of memory");
