@@ -595,7 +595,8 @@ static void wait_node(struct gp_waiter *w)
 
 	/*
 	 * Out of the counts from here until the thread's next read section
-	 * (or registry call), which counts it again: see sk__rcu_park().
+	 * (or sk_rcu_thread_online(), sk_rcu_unregister_thread(), exit),
+	 * which counts it again: see sk__rcu_park().
 	 */
 	sk__rcu_park();
 

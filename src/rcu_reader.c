@@ -95,9 +95,9 @@ static void park_counts(long d)
  * SK_RCU_REG).  Once parked, later waits find the thread parked and cost
  * nothing more.  The thread stays parked after the wait, until its next
  * sk_rcu_read_lock() (whose slow path counts it again:
- * sk_rcu__register_slow()), registry call or exit: an updater that calls
- * synchronize in a loop stays out of the other updaters' grace periods
- * all along.  The word changes before the counts: a signal handler that
+ * sk_rcu__register_slow()), sk_rcu_thread_online(), unregistering or
+ * exit: an updater that calls synchronize in a loop stays out of the
+ * other updaters' grace periods all along.  The word changes before the counts: a signal handler that
  * begins a section from then on takes that slow path too.
  */
 void sk__rcu_park_slow(void)

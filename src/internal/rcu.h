@@ -158,8 +158,9 @@ int sk__rcu_enter_wait(const char *fn);
  * thread outside any section that waits for a grace period takes itself
  * out of the counts that grace periods read (sk__rcu_park()), and stays
  * out until its next sk_rcu_read_lock() (whose slow path counts it
- * again), registry call or exit (sk__rcu_unpark()).  While every other
- * registered thread is parked, grace periods need no heavy fence.
+ * again), sk_rcu_thread_online(), unregistering or exit
+ * (sk__rcu_unpark()).  While every other registered thread is parked,
+ * grace periods need no heavy fence.
  */
 void sk__rcu_park_slow(void);
 void sk__rcu_unpark(void);
