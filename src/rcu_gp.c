@@ -277,7 +277,8 @@ enum { RD_NONE, RD_QSBR, RD_GENERAL };
  * Classify the other registered threads (the caller is outside any
  * section): none, QSBR-mode threads only (whose announcements carry full
  * fences), or some that may run general sections (light fences).
- * Relaxed loads after the leader's full barrier: pair RCU-M with count_add().
+ * Loads after the leader's full barrier: pair RCU-M with count_add() and
+ * park_counts() [rcu_reader.c].
  */
 static int other_readers(void)
 {
