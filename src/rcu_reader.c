@@ -97,8 +97,9 @@ static void park_counts(long d)
  * sk_rcu_read_lock() (whose slow path counts it again:
  * sk_rcu__register_slow()), sk_rcu_thread_online(), unregistering or
  * exit: an updater that calls synchronize in a loop stays out of the
- * other updaters' grace periods all along.  The word changes before the counts: a signal handler that
- * begins a section from then on takes that slow path too.
+ * other updaters' grace periods all along.  The word changes before the
+ * counts: a signal handler that begins a section from then on takes that
+ * slow path too.
  */
 void sk__rcu_park_slow(void)
 {
@@ -186,6 +187,7 @@ static void slot_free(void)
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				ch->slots[i].ctrp = NULL;
 				ch->used &= ~((uint64_t)1 << i);
+				/* Relaxed, as in slot_alloc(). */
 				sk_atomic_store_relaxed(&sk__rcu.nslots,
 							sk__rcu.nslots - 1);
 				count_add(&sk__rcu.nreaders, -1);

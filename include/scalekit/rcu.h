@@ -112,12 +112,12 @@ SK_API __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
  * Context: any thread; registers the thread on first use (and unregisters
  * it at thread exit).  Nestable up to 16383 levels (deeper nesting prints
  * a message and aborts: the depth would overflow the reader word).
- * Wait-free: no atomic read-modify-write,
- * no fence (when membarrier(2) works), never blocks.  The first one after
- * a grace-period wait of a registered general thread (which parks it,
- * see sk_synchronize_rcu()) counts the thread again: two atomic adds
- * between full fences, and a compare-and-swap; still wait-free.  The section must not
- * block for long: it delays every grace period (use SRCU for that).
+ * Wait-free: no atomic read-modify-write, no fence (when membarrier(2)
+ * works), never blocks.  The first one after a grace-period wait of a
+ * registered general thread (which parks it, see sk_synchronize_rcu())
+ * counts the thread again: two atomic adds between full fences, a
+ * compare-and-swap and a full fence; still wait-free.  The section must
+ * not block for long: it delays every grace period (use SRCU for that).
  * Ordering: loads inside the section are ordered after the section's start
  * as seen by sk_synchronize_rcu() (light fence paired with its heavy fence).
  * Reclamation: objects reached inside the section stay valid until the

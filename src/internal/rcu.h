@@ -166,7 +166,6 @@ void sk__rcu_park_slow(void);
 void sk__rcu_unpark(void);
 /* sk__rcu_park(): the inline check in src/internal/rcu_state.h. */
 
-
 /*
  * Grace periods completed so far, in full unsigned long width (wraps
  * modulo): differences count grace periods on every target.  A relaxed
