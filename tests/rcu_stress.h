@@ -88,6 +88,10 @@ struct sk_stress_config {
 	unsigned int spin_out;	      /* max pause loops between sections */
 	unsigned int quarantine;      /* poisoned objects kept per updater */
 	size_t churn_stack;	      /* stack size of churn threads, 0: 128K */
+	unsigned long min_churned;    /* updaters go on past `updates` until
+				       * this many churn threads have run
+				       * (broken runs: so that short-lived
+				       * readers overlap the updates) */
 	int broken;		      /* the grace period is known broken */
 	const struct sk_tort_ops *ops; /* NULL: sk_tort_mixed_ops */
 	uint64_t seed;
@@ -110,6 +114,8 @@ struct sk_stress {
 		__attribute__((aligned(64)));  /* RCU-protected */
 	int stop __attribute__((aligned(64))); /* readers and churn stop */
 	int readers_in; /* readers that finished their first read */
+	unsigned long churned; /* churn threads run so far (atomic) */
+	int churn_failed;      /* a churner stopped on an error (atomic) */
 	unsigned long seq;    /* last seq published; guarded by lock */
 	pthread_mutex_t lock; /* serializes updaters */
 	const struct sk_stress_config *cfg;

@@ -995,6 +995,8 @@ static void registry_churn_broken_twin_is_caught(void)
 	c.churn_threads = 2;
 	c.updates = 20000 / sk_test_slow(); /* long enough for many threads */
 	c.spin_in = 2000; /* short-lived readers: widen their windows */
+	/* and updates go on while 200 of them run, however fast they are */
+	c.min_churned = 200 / sk_test_slow();
 	stress_until_caught(c);
 }
 

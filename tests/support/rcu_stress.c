@@ -270,6 +270,51 @@ static struct sk_stress_obj *replace(struct sk_stress *s)
 	return old;
 }
 
+/*
+ * More updates wanted: the first cfg->updates, then (cfg->min_churned)
+ * until that many churn threads have run or a churner gave up.
+ */
+static int updater_more(const struct sk_stress *s, unsigned long i)
+{
+	const struct sk_stress_config *cfg = s->cfg;
+
+	if (i < cfg->updates)
+		return 1;
+	/* Relaxed: a count to stop at, no data is read through it. */
+	return __atomic_load_n(&s->churned, __ATOMIC_RELAXED) <
+		       cfg->min_churned &&
+	       !__atomic_load_n(&s->churn_failed, __ATOMIC_RELAXED);
+}
+
+/*
+ * Put the poisoned old in t's quarantine.  A correct run frees what was
+ * poisoned cfg->quarantine updates ago; a broken one keeps everything
+ * until the end of the run (the quarantine grows past cfg->updates when
+ * min_churned asks for more updates).  Returns -1 when it cannot grow.
+ */
+static int quarantine_put(struct sk_stress_thread *t, const int broken,
+			  unsigned long *qhead, struct sk_stress_obj *old)
+{
+	if (t->qlen == 0) {
+		free(old);
+		return 0;
+	}
+	if (broken && *qhead == t->qlen) {
+		struct sk_stress_obj **q = realloc(t->q, 2 * t->qlen *
+							 sizeof(*q));
+
+		if (!q)
+			return -1;
+		memset(q + t->qlen, 0, t->qlen * sizeof(*q));
+		t->q = q;
+		t->qlen *= 2;
+	}
+	free(t->q[*qhead]); /* poisoned qlen updates ago (never if broken) */
+	t->q[*qhead] = old;
+	*qhead = broken ? *qhead + 1 : (*qhead + 1) % t->qlen;
+	return 0;
+}
+
 void *sk_stress_updater(void *arg)
 {
 	struct sk_stress_thread *t = arg;
@@ -277,18 +322,17 @@ void *sk_stress_updater(void *arg)
 	const struct sk_stress_config *cfg = s->cfg;
 	const struct sk_tort_ops *ops = sk_stress_ops(s);
 	unsigned long qlen = cfg->broken ? cfg->updates : cfg->quarantine;
-	struct sk_stress_obj **q = calloc(qlen ? qlen : 1, sizeof(*q));
 	unsigned long i, qhead = 0;
 
-	if (!q) {
+	/* What is left in the quarantine is freed once the readers stopped. */
+	t->q = calloc(qlen ? qlen : 1, sizeof(*t->q));
+	if (!t->q) {
 		t->errors++;
 		return NULL;
 	}
-	/* What is left in the quarantine is freed once the readers stopped. */
-	t->q = q;
 	t->qlen = qlen;
 	updater_begin(ops);
-	for (i = 0; i < cfg->updates; i++) {
+	for (i = 0; updater_more(s, i); i++) {
 		struct sk_stress_obj *old = replace(s);
 
 		if (!old) {
@@ -299,12 +343,10 @@ void *sk_stress_updater(void *arg)
 		updater_wait(ops, s->ctx);
 
 		sk_stress_obj_poison(old, cfg->broken);
-		if (qlen == 0) {
-			free(old);
-		} else {
-			free(q[qhead]); /* poisoned qlen updates ago */
-			q[qhead] = old;
-			qhead = (qhead + 1) % qlen;
+		if (quarantine_put(t, cfg->broken, &qhead, old)) {
+			free(old); /* poisoned: no correct reader holds it */
+			t->errors++;
+			break;
 		}
 		t->updates++;
 		if ((sk_test_rand(&t->rng) & 31) == 0)
@@ -374,9 +416,14 @@ void *sk_stress_churner(void *arg)
 		e.rng = sk_test_rand(&t->rng) | 1;
 		if (pthread_create(&e.tid, &attr, sk_stress_ephemeral, &e)) {
 			t->errors++;
+			/* Relaxed: only stops updater_more()'s wait. */
+			__atomic_store_n(&t->s->churn_failed, 1,
+					 __ATOMIC_RELAXED);
 			break;
 		}
 		pthread_join(e.tid, NULL);
+		/* Relaxed: a count for updater_more(), no data behind it. */
+		__atomic_fetch_add(&t->s->churned, 1, __ATOMIC_RELAXED);
 		t->reads += e.reads;
 		t->checks += e.checks;
 		t->violations += e.violations;
