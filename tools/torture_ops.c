@@ -197,6 +197,7 @@ const struct sk_tort_ops sk_tort_rcu_ops = {
 	.name = "rcu",
 	.desc = "RCU, general readers (sk_rcu_read_lock)",
 	.global_rcu = 1,
+	.updater_reads = 1,
 	.reader_start = rcu_reader_start,
 	.reader_stop = rcu_reader_stop,
 	.readlock = rcu_lock,

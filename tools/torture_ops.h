@@ -107,6 +107,9 @@ struct sk_tort_ops {
 	int can_handoff; /* a section may end on another thread */
 	int global_rcu;	 /* grace periods are the global RCU domain's
 			    (SK_FREE_RCU and sk_rhash may be used) */
+	int updater_reads; /* updaters also read, in sections of their
+			      own between updates (mode rcu: registered
+			      updaters park in their grace-period waits) */
 
 	/*
 	 * Create an instance (a domain): 0 and *ctx set, or -errno and

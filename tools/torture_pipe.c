@@ -369,12 +369,13 @@ static void pipe_cb(struct sk_rcu_head *h)
 }
 
 /*
- * General RCU (mode rcu): half the updates first read the current element
- * in a section of their own, so that the updaters are registered readers
- * too and park in their grace-period waits (docs/rcu.md, "Parking"); the
- * next such section counts the thread again.  The element must be live
- * at both ends of the section, and no two grace periods may end while it
- * is held (pipe count below 2), as for the readers.
+ * Modes whose ops set updater_reads (rcu): half the updates first read
+ * the current element in a section of their own, so that the updaters
+ * are registered readers too and park in their grace-period waits
+ * (docs/rcu.md, "Parking"); the next such section counts the thread
+ * again.  The element must be live at both ends of the section, and no
+ * two grace periods may end while it is held (pipe count below 2), as
+ * for the readers.
  */
 static void pipe_updater_read(struct sk_tort_thread *t)
 {
@@ -385,7 +386,7 @@ static void pipe_updater_read(struct sk_tort_thread *t)
 	struct pipe_elem *p;
 	int idx;
 
-	if (ops != &sk_tort_rcu_ops || !sk_tort_one_in(&t->rng, 2))
+	if (!ops->updater_reads || !sk_tort_one_in(&t->rng, 2))
 		return;
 	idx = ops->readlock(T->ctx);
 	p = ops->deref((void *const *)&S->current);
