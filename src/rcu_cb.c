@@ -127,8 +127,9 @@ static struct {
 
 int sk__cb_on_valgrind;
 
-static __thread struct sk__rcu_cb_queue *my_q;
-__thread int sk__rcu_cb_in_worker;
+static __thread struct sk__rcu_cb_queue *my_q
+	__attribute__((tls_model("initial-exec")));
+__thread int sk__rcu_cb_in_worker __attribute__((tls_model("initial-exec")));
 
 /* The queue at link l of cb.queues. */
 static struct sk__rcu_cb_queue *queue_of(struct sk__link *l)

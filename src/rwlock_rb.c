@@ -67,7 +67,8 @@ struct rb_row {
 /* Every row ever made (push-only; release on push, acquire on read). */
 static struct rb_row *rb_rows;
 
-static __thread struct rb_row *rb_my_row;
+static __thread struct rb_row *rb_my_row
+	__attribute__((tls_model("initial-exec")));
 static pthread_key_t rb_key;
 static pthread_once_t rb_once = PTHREAD_ONCE_INIT;
 static int rb_key_ok;

@@ -24,7 +24,7 @@
 #include <pthread.h>
 #include <sched.h>
 
-__thread int sk__srcu_in_worker;
+__thread int sk__srcu_in_worker __attribute__((tls_model("initial-exec")));
 
 /* ---- worker -------------------------------------------------------------- */
 

@@ -37,7 +37,7 @@ __thread struct sk_srcu__tls sk_srcu__tls
 			 TLS_EMPTY, TLS_EMPTY, TLS_EMPTY },
 	};
 
-__thread struct srcu_thr sk__srcu_my_thr;
+__thread struct srcu_thr sk__srcu_my_thr __attribute__((tls_model("initial-exec")));
 
 /* Source of d->gen values (atomic; 64-bit: never 0 nor ~0, never reused). */
 static sk_srcu__u64 gen_next;

@@ -109,7 +109,8 @@ static inline struct sk__rcu_cb_queue *sk__rcu_cb_cpu_queue(void)
 /* ---- rcu_cb.c, for rcu_cb_pcpu.c ---- */
 
 /* Nonzero on an RCU callback worker thread. */
-extern __thread int sk__rcu_cb_in_worker;
+extern __thread int sk__rcu_cb_in_worker
+	__attribute__((tls_model("initial-exec")));
 /* Start the default worker if needed.  Returns 0 or -errno. */
 int sk__rcu_cb_worker_ensure(void);
 /* Start a per-CPU worker on w (sk__worker_start()). */

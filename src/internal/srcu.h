@@ -299,9 +299,10 @@ struct sk__srcu_global {
 extern struct sk__srcu_global sk__srcu;
 
 /* The calling thread's index and bindings (srcu_read.c). */
-extern __thread struct srcu_thr sk__srcu_my_thr;
+extern __thread struct srcu_thr sk__srcu_my_thr
+	__attribute__((tls_model("initial-exec")));
 /* Nonzero on the worker thread (srcu_cb.c). */
-extern __thread int sk__srcu_in_worker;
+extern __thread int sk__srcu_in_worker __attribute__((tls_model("initial-exec")));
 
 /* ---- srcu_read.c ---- */
 
