@@ -521,7 +521,11 @@ static void hul_child_exec(int fd, int n, uint64_t warm_ns, uint64_t ns)
 		 (unsigned long long)warm_ns, (unsigned long long)ns);
 	setenv(HUL_CHILD_ENV, spec, 1);
 	setenv("GLIBC_TUNABLES", "glibc.elision.enable=1", 1);
+	/* The same program: --static keeps a static parent's child static. */
 	execl("/proc/self/exe", "scalekit", "bench", "hash-under-lock",
+#ifdef SK_BENCH_STATIC
+	      "--static",
+#endif
 	      (char *)NULL);
 	_exit(127);
 }

@@ -16,13 +16,14 @@ endif()
 
 file(GLOB sk_sim_tool_sources CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/tools/*.c ${PROJECT_SOURCE_DIR}/bench/*.c)
-list(REMOVE_ITEM sk_sim_tool_sources ${PROJECT_SOURCE_DIR}/tools/torture_ops.c)
+list(REMOVE_ITEM sk_sim_tool_sources ${PROJECT_SOURCE_DIR}/tools/torture_ops.c
+  ${PROJECT_SOURCE_DIR}/tools/bench_main.c)
 add_executable(scalekit_tool_sim ${sk_sim_tool_sources})
 set_target_properties(scalekit_tool_sim PROPERTIES OUTPUT_NAME scalekit_sim)
 target_include_directories(scalekit_tool_sim PRIVATE
   ${PROJECT_SOURCE_DIR}/bench ${PROJECT_SOURCE_DIR}/tools)
 target_compile_definitions(scalekit_tool_sim PRIVATE SK_TORT_SIM=1
-  SK_VERSION="${PROJECT_VERSION}")
+  SK_BENCH_STATIC=1 SK_VERSION="${PROJECT_VERSION}")
 target_link_libraries(scalekit_tool_sim PRIVATE sk_tort_ops scalekit_elide_sim m)
 
 sk_torture_test(torture_locks_sim 0
