@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * RCU helpers shared by the test programs of rcu.h: statistics, the
- * grace-period counter, and a reader thread that holds one section until
- * released.  Include after scalekit/rcu.h.
+ * grace-period counter, a reader thread that holds one section until
+ * released, and a busy reader of a test object.  Include after scalekit/rcu.h.
  */
 #ifndef SK_TEST_RCU_H
 #define SK_TEST_RCU_H
@@ -51,5 +51,29 @@ void sk_test_holder_start(struct sk_test_holder *h, int qsbr,
 
 /* Let h leave its section and join it. */
 void sk_test_holder_release(struct sk_test_holder *h);
+
+/* An RCU-protected test object: val is the test's magic while it is live. */
+struct sk_test_robj {
+	unsigned long val;
+	struct sk_test_robj *next; /* the test's own list (a graveyard) */
+};
+
+/* A new object with val = magic, next = NULL; aborts when out of memory. */
+struct sk_test_robj *sk_test_robj_new(unsigned long magic);
+
+/*
+ * A busy general reader (sk_test_busy_reader(b), as a thread body): until
+ * b->stop, sections of a few hundred nanoseconds that load the val of the
+ * object b->ptr twice; a section that sees a val other than b->magic
+ * counts in b->bad; b->reads counts the sections in steps of 1024.
+ */
+struct sk_test_busy {
+	struct sk_test_robj *ptr; /* RCU-protected */
+	unsigned long magic;
+	int stop;
+	unsigned long reads, bad;
+};
+
+void *sk_test_busy_reader(void *arg);
 
 #endif /* SK_TEST_RCU_H */

@@ -41,6 +41,7 @@
 
 #include "scalekit/rcu.h"
 #include "sk_test.h"
+#include "sk_test_rcu.h"
 #include "sk_test_util.h"
 
 /* Hidden in the library (src/internal/rcu.h); linked statically. */
@@ -65,28 +66,26 @@ static struct {
 } h;
 
 /*
- * Register the calling thread and park it (a grace-period wait), once
- * *other_reg says that another thread is registered: a thread parks only
- * when it is not alone.  Its counts then leave out both.
+ * Register the calling thread, say so in *mine (if not NULL), and park it
+ * (a grace-period wait) once *other says that another thread is
+ * registered: a thread parks only when it is not alone.  Its counts then
+ * leave out both.
  */
-static void register_and_park(const int *other_reg)
+static void register_and_park(int *mine, const int *other)
 {
 	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
-	while (!LOAD(*other_reg))
+	if (mine)
+		STORE(*mine, 1);
+	while (!LOAD(*other))
 		sched_yield();
-	sk_synchronize_rcu();
+	sk_synchronize_rcu(); /* registered: parks, stays parked */
 }
 
 static void *holder(void *arg)
 {
 	(void)arg;
-	if (LOAD(h.sync_first)) {
-		SK_CHECK_EQ(sk_rcu_register_thread(), 0);
-		STORE(h.reg, 1);
-		while (!LOAD(h.go))
-			sched_yield();
-		sk_synchronize_rcu(); /* registered: parks, stays parked */
-	}
+	if (LOAD(h.sync_first))
+		register_and_park(&h.reg, &h.go);
 	sk_rcu_read_lock();
 	STORE(h.in, 1);
 	while (!LOAD(h.release))
@@ -117,7 +116,7 @@ static void holder_start(pthread_t *t, int sync_first)
 	STORE(h.sync_first, sync_first);
 	sk_test_thread_start(t, holder, NULL);
 	if (sync_first) {
-		register_and_park(&h.reg);
+		register_and_park(NULL, &h.reg);
 		STORE(h.go, 1);
 	}
 	while (!LOAD(h.in))
@@ -185,13 +184,8 @@ static void busted_park_self_is_caught(void)
 #define S_MAGIC ((unsigned long)0x9e3779b97f4a7c15ULL)
 #define S_POISON ((unsigned long)0x6b6b6b6b6b6b6b6bULL)
 
-struct sobj {
-	unsigned long val;
-	struct sobj *next; /* graveyard: freed at the end */
-};
-
 static struct {
-	struct sobj *ptr, *grave;
+	struct sk_test_robj *ptr, *grave;
 	pthread_t waiter;
 	int stop, loop_sync;
 	int reg, go; /* the waiter registered; may park */
@@ -207,7 +201,7 @@ static void on_signal(int sig)
 {
 	struct timespec nap = { 0, 100000 };
 	double t0 = sk_test_now();
-	struct sobj *p;
+	struct sk_test_robj *p;
 	unsigned long v1, v2;
 
 	(void)sig;
@@ -233,11 +227,7 @@ static void on_signal(int sig)
 static void *sync_looper(void *arg)
 {
 	(void)arg;
-	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
-	STORE(s.reg, 1);
-	while (!LOAD(s.go))
-		sched_yield();
-	sk_synchronize_rcu();
+	register_and_park(&s.reg, &s.go);
 	while (!LOAD(s.stop) && !LOAD(s.loop_sync))
 		sk_test_sleep_us(100);
 	while (!LOAD(s.stop))
@@ -245,25 +235,14 @@ static void *sync_looper(void *arg)
 	return NULL;
 }
 
-static struct sobj *s_new(void)
-{
-	struct sobj *p = malloc(sizeof(*p));
-
-	if (!p)
-		abort();
-	p->val = S_MAGIC;
-	p->next = NULL;
-	return p;
-}
-
 /* Unregistered: replace, wait, poison the old object (kept till the end). */
 static void *replacer(void *arg)
 {
 	(void)arg;
 	while (!LOAD(s.stop)) {
-		struct sobj *old = s.ptr;
+		struct sk_test_robj *old = s.ptr;
 
-		sk_rcu_assign_pointer(s.ptr, s_new());
+		sk_rcu_assign_pointer(s.ptr, sk_test_robj_new(S_MAGIC));
 		sk_synchronize_rcu();
 		__atomic_store_n(&old->val, S_POISON, __ATOMIC_RELAXED);
 		old->next = s.grave;
@@ -286,18 +265,18 @@ static unsigned long handler_rounds(double nap_s, double loop_s,
 	struct sigaction sa;
 	pthread_t rep;
 	double t0 = sk_test_now(), deadline = t0 + 10.0;
-	struct sobj *p;
+	struct sk_test_robj *p;
 	unsigned long bad;
 
 	memset(&s, 0, sizeof(s));
-	s.ptr = s_new();
+	s.ptr = sk_test_robj_new(S_MAGIC);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	SK_CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
 	sk_test_thread_start(&s.waiter, sync_looper, NULL);
-	register_and_park(&s.reg); /* parked all along: not counted */
+	register_and_park(NULL, &s.reg); /* parked all along: not counted */
 	STORE(s.go, 1);
 	sk_test_thread_start(&rep, replacer, NULL);
 	while ((sk_test_now() < t0 + nap_s + loop_s ||
@@ -349,34 +328,8 @@ static void busted_handler_section_is_caught(void)
 
 /* ---- the quiet round with a parked thread ---------------------------- */
 
-static struct {
-	int stop;
-	unsigned long reads, bad;
-	struct sobj *ptr;
-} qr;
-
-/* A busy general reader (sections of a few hundred nanoseconds). */
-static void *busy_reader(void *arg)
-{
-	unsigned long reads = 0, k, v1, v2;
-	struct sobj *p;
-
-	(void)arg;
-	while (!LOAD(qr.stop)) {
-		sk_rcu_read_lock();
-		p = sk_rcu_dereference(qr.ptr);
-		v1 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
-		for (k = 0; k < 50; k++)
-			sk_cpu_relax();
-		v2 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
-		sk_rcu_read_unlock();
-		if (v1 != S_MAGIC || v2 != S_MAGIC)
-			INC(qr.bad);
-		if (++reads % 1024 == 0)
-			__atomic_fetch_add(&qr.reads, 1024, __ATOMIC_RELAXED);
-	}
-	return NULL;
-}
+/* The busy reader beside the parked thread. */
+static struct sk_test_busy qr;
 
 /* Registered, one grace-period wait (parks), then naps until stopped. */
 static void *park_and_nap(void *arg)
@@ -402,13 +355,14 @@ static void parked_thread_answers_the_quiet_round(void)
 	struct sk__rcu_gp_kinds k0, k1;
 	pthread_t rd, pk;
 	double deadline = sk_test_now() + 30.0;
-	struct sobj *old;
+	struct sk_test_robj *old;
 	int i, rounds = 0;
 
 	memset(&qr, 0, sizeof(qr));
 	memset(&h, 0, sizeof(h));
-	qr.ptr = s_new();
-	sk_test_thread_start(&rd, busy_reader, NULL);
+	qr.ptr = sk_test_robj_new(S_MAGIC);
+	qr.magic = S_MAGIC;
+	sk_test_thread_start(&rd, sk_test_busy_reader, &qr);
 	while (LOAD(qr.reads) < 2048)
 		sched_yield();
 	/* Parks: the busy reader is registered. */
@@ -419,7 +373,7 @@ static void parked_thread_answers_the_quiet_round(void)
 	do {
 		for (i = 0; i < 100; i++) {
 			old = qr.ptr;
-			sk_rcu_assign_pointer(qr.ptr, s_new());
+			sk_rcu_assign_pointer(qr.ptr, sk_test_robj_new(S_MAGIC));
 			sk_synchronize_rcu();
 			__atomic_store_n(&old->val, S_POISON, __ATOMIC_RELAXED);
 			free(old);

@@ -23,6 +23,7 @@
 
 #include "scalekit/rcu.h"
 #include "sk_test.h"
+#include "sk_test_rcu.h"
 #include "sk_test_util.h"
 
 /* Hidden in the library (src/internal/rcu.h); linked statically. */
@@ -37,53 +38,10 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
 #define Q_MAGIC ((unsigned long)0x9e3779b97f4a7c15ULL)
 #define Q_POISON ((unsigned long)0x6b6b6b6b6b6b6b6bULL)
 
-struct qobj {
-	unsigned long val;
-	struct qobj *next; /* in the graveyard (twin: never freed early) */
-};
-
 static struct {
-	struct qobj *ptr;
-	struct qobj *grave;
-	int stop;
-	unsigned long reads, bad;
+	struct sk_test_busy b; /* the reader and its object */
+	struct sk_test_robj *grave;
 } q;
-
-/* A busy general reader: sections of a few hundred nanoseconds. */
-static void *q_reader(void *arg)
-{
-	unsigned long reads = 0, k;
-
-	(void)arg;
-	while (!LOAD(q.stop)) {
-		struct qobj *p;
-		unsigned long v1, v2;
-
-		sk_rcu_read_lock();
-		p = sk_rcu_dereference(q.ptr);
-		v1 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
-		for (k = 0; k < 50; k++)
-			sk_cpu_relax();
-		v2 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
-		sk_rcu_read_unlock();
-		if (v1 != Q_MAGIC || v2 != Q_MAGIC)
-			INC(q.bad);
-		if (++reads % 1024 == 0)
-			__atomic_fetch_add(&q.reads, 1024, __ATOMIC_RELAXED);
-	}
-	return NULL;
-}
-
-static struct qobj *q_new(void)
-{
-	struct qobj *p = malloc(sizeof(*p));
-
-	if (!p)
-		abort();
-	p->val = Q_MAGIC;
-	p->next = NULL;
-	return p;
-}
 
 /*
  * Replace the object, wait with sk_synchronize_rcu(), poison the old one;
@@ -91,9 +49,9 @@ static struct qobj *q_new(void)
  */
 static void q_replace(int keep)
 {
-	struct qobj *old = q.ptr;
+	struct sk_test_robj *old = q.b.ptr;
 
-	sk_rcu_assign_pointer(q.ptr, q_new());
+	sk_rcu_assign_pointer(q.b.ptr, sk_test_robj_new(Q_MAGIC));
 	sk_synchronize_rcu();
 	__atomic_store_n(&old->val, Q_POISON, __ATOMIC_RELAXED);
 	if (keep) {
@@ -106,24 +64,25 @@ static void q_replace(int keep)
 
 static void q_start(pthread_t *rd)
 {
-	q.ptr = q_new();
+	q.b.ptr = sk_test_robj_new(Q_MAGIC);
+	q.b.magic = Q_MAGIC;
 	q.grave = NULL;
-	STORE(q.stop, 0);
-	STORE(q.bad, 0);
-	STORE(q.reads, 0);
-	sk_test_thread_start(rd, q_reader, NULL);
-	while (LOAD(q.reads) < 2048)
+	STORE(q.b.stop, 0);
+	STORE(q.b.bad, 0);
+	STORE(q.b.reads, 0);
+	sk_test_thread_start(rd, sk_test_busy_reader, &q.b);
+	while (LOAD(q.b.reads) < 2048)
 		sched_yield();
 }
 
 static void q_stop(pthread_t rd)
 {
-	struct qobj *p;
+	struct sk_test_robj *p;
 
-	STORE(q.stop, 1);
+	STORE(q.b.stop, 1);
 	sk_test_thread_join(rd);
 	sk_synchronize_rcu();
-	free(q.ptr);
+	free(q.b.ptr);
 	while ((p = q.grave)) {
 		q.grave = p->next;
 		free(p);
@@ -166,8 +125,8 @@ static void normal_grace_periods_pass_quietly(void)
 	quiet = q_rounds(0, enough_quiet);
 	q_stop(rd);
 	fprintf(stderr, "  quiet grace periods: %lu, reads %lu, bad %lu\n",
-		quiet, LOAD(q.reads), LOAD(q.bad));
-	SK_CHECK_EQ(LOAD(q.bad), 0);
+		quiet, LOAD(q.b.reads), LOAD(q.b.bad));
+	SK_CHECK_EQ(LOAD(q.b.bad), 0);
 	if (HAS_QUIET_ROUND)
 		SK_CHECK_GT(quiet, 0);
 	else
@@ -177,7 +136,7 @@ static void normal_grace_periods_pass_quietly(void)
 static int twin_caught(unsigned long quiet)
 {
 	(void)quiet;
-	return LOAD(q.bad) > 0;
+	return LOAD(q.b.bad) > 0;
 }
 
 static void busted_quiet_round_is_caught(void)
@@ -191,13 +150,13 @@ static void busted_quiet_round_is_caught(void)
 	sk__rcu_set_busted(0);
 	q_stop(rd);
 	fprintf(stderr, "  twin: quiet grace periods %lu, bad reads %lu\n",
-		quiet, LOAD(q.bad));
+		quiet, LOAD(q.b.bad));
 	if (HAS_QUIET_ROUND) {
-		SK_CHECK_GT(LOAD(q.bad), 0);
+		SK_CHECK_GT(LOAD(q.b.bad), 0);
 	} else {
 		/* No round to break: the grace periods stay correct. */
 		SK_CHECK_EQ(quiet, 0);
-		SK_CHECK_EQ(LOAD(q.bad), 0);
+		SK_CHECK_EQ(LOAD(q.b.bad), 0);
 	}
 }
 

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* sk_test_rcu.h: RCU statistics, the grace-period counter, a holder thread. */
+/*
+ * sk_test_rcu.h: RCU statistics, the grace-period counter, a holder
+ * thread, a busy reader.
+ */
 #define _GNU_SOURCE
+#include <stdlib.h>
+
 #include "sk_test_rcu.h"
 
 struct sk_rcu_stats sk_test_rcu_stats(void)
@@ -62,4 +67,37 @@ void sk_test_holder_release(struct sk_test_holder *h)
 {
 	STORE(h->go, 1);
 	sk_test_thread_join(h->t);
+}
+
+struct sk_test_robj *sk_test_robj_new(unsigned long magic)
+{
+	struct sk_test_robj *p = malloc(sizeof(*p));
+
+	if (!p)
+		abort();
+	p->val = magic;
+	p->next = NULL;
+	return p;
+}
+
+void *sk_test_busy_reader(void *arg)
+{
+	struct sk_test_busy *b = arg;
+	unsigned long reads = 0, k, v1, v2;
+	struct sk_test_robj *p;
+
+	while (!LOAD(b->stop)) {
+		sk_rcu_read_lock();
+		p = sk_rcu_dereference(b->ptr);
+		v1 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		for (k = 0; k < 50; k++)
+			sk_cpu_relax();
+		v2 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		sk_rcu_read_unlock();
+		if (v1 != b->magic || v2 != b->magic)
+			INC(b->bad);
+		if (++reads % 1024 == 0)
+			__atomic_fetch_add(&b->reads, 1024, __ATOMIC_RELAXED);
+	}
+	return NULL;
 }
