@@ -85,6 +85,14 @@
  */
 #define CB_THROTTLE_BUSY 4096UL
 
+/*
+ * When the default worker's thread cannot be started (pthread_create()
+ * fails: RLIMIT_NPROC, a pids cgroup, no memory), sk_call_rcu() queues
+ * anyway and a later call tries again, at most once per CB_RETRY_NS, so
+ * that a flood of calls does not make a failing thread creation each.
+ */
+#define CB_RETRY_NS 1000000u
+
 struct sk_rcu_barrier_state {
 	unsigned long count; /* heads not yet run, + 1 for the caller */
 	int done;	     /* futex: 1 when count reached 0 */
@@ -101,6 +109,7 @@ static struct {
 	struct sk__worker w0; /* the default worker (also polled grace periods),
 				 started under lock */
 	unsigned long poll_req; /* highest cookie sk_start_poll asked for */
+	uint64_t retry_ns; /* no start attempt by sk_call_rcu() before (relaxed) */
 
 	/* Statistics (workers write, anyone reads). */
 	unsigned long batches, peak_backlog;
@@ -122,7 +131,7 @@ static struct {
 	},
 	.barrier_lock = PTHREAD_MUTEX_INITIALIZER,
 	.key_once = PTHREAD_ONCE_INIT,
-	.w0 = { .cpu = -1 },
+	.w0 = { .cpu = -1, .run_lock = PTHREAD_MUTEX_INITIALIZER },
 };
 
 int sk__cb_on_valgrind;
@@ -380,6 +389,8 @@ static void worker_run(struct sk__worker *w, struct sk__rcu_cb_queue *todo)
 {
 	struct sk__rcu_cb_queue *q;
 
+	/* No fork() until the batches have run and are marked so. */
+	pthread_mutex_lock(&w->run_lock);
 	sk_atomic_store_relaxed(&w->invoking, 1);
 	for (q = todo; q; q = q->b_next)
 		run_batch(q);
@@ -389,6 +400,7 @@ static void worker_run(struct sk__worker *w, struct sk__rcu_cb_queue *todo)
 		q->busy = 0;
 	reap_orphans();
 	pthread_mutex_unlock(&cb.lock);
+	pthread_mutex_unlock(&w->run_lock);
 }
 
 static void worker_loop(struct sk__worker *w)
@@ -424,6 +436,49 @@ int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags)
 int sk__rcu_cb_worker_ensure(void)
 {
 	return sk__worker_ensure(&cb.w0, &cb.lock, "sk-rcu-cb", worker_loop);
+}
+
+/* See internal/rcu_cb.h. */
+void sk__rcu_cb_start_worker(void)
+{
+	uint64_t now;
+
+	/* Acquire pairs with WK-S: the fast path of every call, a load. */
+	if (SK_LIKELY(sk_atomic_load_acquire(&cb.w0.started)))
+		return;
+	now = sk__now_ns();
+	/* Relaxed: a hint of when to try again, orders nothing. */
+	if ((int64_t)(now - sk_atomic_load_relaxed(&cb.retry_ns)) < 0)
+		return;
+	if (sk__rcu_cb_worker_ensure() != 0)
+		sk_atomic_store_relaxed(&cb.retry_ns, now + CB_RETRY_NS);
+}
+
+/*
+ * Do the default worker's work on the calling thread until none of its
+ * queues has a callback left: sk_rcu_barrier() when the worker's thread
+ * cannot be started.  Each round is the worker's: take the batches, wait
+ * for one grace period that started after the take, run them (under
+ * run_lock, as the worker does).  Queues that a worker started meanwhile
+ * is running are skipped (busy): that worker finishes them.  The caller
+ * may wait for grace periods (sk__rcu_enter_wait() passed).
+ */
+static void run_default_work_here(void)
+{
+	int was = sk__rcu_cb_in_worker;
+
+	/* The callbacks run in callback context: they must not wait. */
+	sk__rcu_cb_in_worker = 1;
+	for (;;) {
+		struct sk__rcu_cb_queue *todo;
+		unsigned long backlog = worker_take(&cb.w0, &todo);
+
+		if (!todo)
+			break;
+		worker_wait_gp(&cb.w0, backlog);
+		worker_run(&cb.w0, todo);
+	}
+	sk__rcu_cb_in_worker = was;
 }
 
 struct sk__worker *sk__rcu_cb_default_worker(void)
@@ -487,12 +542,14 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 	struct sk__worker *w;
 	int err;
 
-	err = sk__rcu_cb_worker_ensure();
-	if (err)
-		return err;
 	err = sk__cb_prepare(head, fn);
 	if (err)
 		return err;
+	/*
+	 * Queued even when the worker cannot start now (see
+	 * sk__rcu_cb_start_worker()): the callback is never lost.
+	 */
+	sk__rcu_cb_start_worker();
 	q = queue_pick();
 	sk__wfq_push(&q->wfq, head);
 	if (SK_UNLIKELY(q->shared))
@@ -587,6 +644,13 @@ void sk_rcu_barrier(void)
 	was_online = sk__rcu_enter_wait("sk_rcu_barrier()");
 	pthread_mutex_lock(&cb.barrier_lock);
 	barrier_push(&b);
+	/*
+	 * Callbacks may wait with no worker running: its start failed, or
+	 * this is a fork child that inherited them.  Start it; when that
+	 * fails, do its work here, markers included.
+	 */
+	if (sk__rcu_cb_worker_ensure() != 0)
+		run_default_work_here();
 	if (sk_atomic_fetch_add_seq_cst(&b.count, -1UL) != 1) {
 		/* CB-B1: acquire; the callbacks ran before the markers. */
 		while (!sk_atomic_load_acquire(&b.done))
@@ -634,46 +698,66 @@ int sk__rcu_cb_stats(struct sk_rcu_stats *st)
 }
 
 /*
- * fork(): the child has no worker and must not run the parent's pending
- * callbacks (the parent runs them).  They are dropped in the child and
- * marked as not queued, so that re-queuing their heads there is allowed.
+ * fork().  Memory is copied, so the callbacks pending in the parent are
+ * pending in the child too, and run in both: each process frees its own
+ * copy of what they free.  (Dropping them in the child would leak that
+ * copy, and hang whoever waits for them there: an sk_rhash_barrier().)
+ * The prepare handler waits until no worker is in the middle of a batch
+ * (run_lock), so every callback of the parent either ran before the fork
+ * or is still queued in the child: in a taken batch not yet run, or in a
+ * queue.  The child puts each taken batch back in front of its queue and
+ * hands every queue to the default worker, which the next sk_call_rcu(),
+ * sk_rcu_barrier() or poll request starts.
  */
 void sk__rcu_cb_atfork_prepare(void)
 {
 	/*
 	 * Not barrier_lock: a barrier may hold it for a grace period, which
 	 * may wait for the forking thread.  The child re-creates it.
+	 * Lock order: run_lock (the worker holds it, then takes cb.lock),
+	 * then cb.lock.
 	 */
+	sk__rcu_cb_pcpu_fork_lock(1);
+	pthread_mutex_lock(&cb.w0.run_lock);
 	pthread_mutex_lock(&cb.lock);
 }
 
 void sk__rcu_cb_atfork_parent(void)
 {
 	pthread_mutex_unlock(&cb.lock);
+	pthread_mutex_unlock(&cb.w0.run_lock);
+	sk__rcu_cb_pcpu_fork_lock(0);
 }
 
 void sk__rcu_cb_atfork_child(void)
 {
-	/*
-	 * The parent's pending heads read as not queued in the child from now
-	 * on; their memory is not touched (the worker may have freed some of
-	 * a batch it was running when the fork happened).
-	 */
-	sk__cb_fork_gen++;
-	/* Taken by this thread in the prepare handler: release it. */
+	struct sk__link *l;
+
+	/* Taken by this thread in the prepare handler: release them. */
 	pthread_mutex_unlock(&cb.lock);
+	pthread_mutex_unlock(&cb.w0.run_lock);
 	pthread_mutex_init(&cb.barrier_lock, NULL);
-	/*
-	 * The list again as initialized: the fallback queue alone, emptied.
-	 * Depends on nothing the parent may have been doing at the fork.
-	 */
-	sk__link_init(&cb.queues);
-	queue_init(&cb.fallback, 1, &cb.w0);
-	sk__link_add_tail(&cb.fallback.link, &cb.queues);
-	my_q = NULL;
+	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
+		struct sk__rcu_cb_queue *q = queue_of(l);
+		unsigned long kept;
+
+		/* busy: a batch taken, not yet run (run_lock was free). */
+		kept = sk__wfq_fork_rebuild(&q->wfq, q->busy ? q->b_first : NULL,
+					    q->b_last, &q->bhead);
+		q->b_first = q->b_last = NULL;
+		q->b_next = NULL;
+		q->busy = 0;
+		q->barrier = NULL;
+		/* Counts of user callbacks: the kept ones are pending. */
+		q->queued = q->invoked + kept;
+		q->w = &cb.w0;
+		/* Its thread does not exist here: freed once drained. */
+		if (!q->shared && q != my_q)
+			q->orphan = 1;
+	}
 	sk__rcu_cb_in_worker = 0;
 	sk__worker_fork_child(&cb.w0);
-	cb.retired_queued = cb.retired_invoked = 0;
+	cb.retry_ns = 0;
 	sk__rcu_cb_pcpu_fork_child();
 }
 

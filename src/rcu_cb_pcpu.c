@@ -17,6 +17,9 @@
  *   CB-R2 (create, release) - the slots and ncpu before pc->on [the
  *                             acquire in sk__rcu_cb_cpu_queue(),
  *                             internal/rcu_cb.h].
+ *   CB-R3 (alloc, release)  - the zeroed slots before ncpu [the acquire
+ *                             in sk__rcu_cb_pcpu_fork_lock(), which runs
+ *                             without pc->lock].
  *   CB-D1 (destroy, mb)     - q->w = the default worker before its kick
  *                             [CB-P1 in rcu_cb.c's queue_kick(): a
  *                             producer's push before its load of q->w;
@@ -61,7 +64,9 @@ static int slots_alloc(void)
 	if (!pc->slot)
 		return -ENOMEM;
 	memset(pc->slot, 0, sizeof(*pc->slot) * (size_t)n);
-	pc->ncpu = (int)n;
+	/* CB-R3: the slots before ncpu; pairs with the acquire in
+	 * sk__rcu_cb_pcpu_fork_lock(). */
+	sk_atomic_store_release(&pc->ncpu, (int)n);
 	return 0;
 }
 
@@ -190,16 +195,41 @@ int sk_rcu_cb_workers_running(void)
 	return n;
 }
 
+void sk__rcu_cb_pcpu_fork_lock(int lock)
+{
+	/*
+	 * Not pc->lock: a destroy holds it while it joins workers, which
+	 * may wait for a grace period that waits for the forking thread.
+	 * CB-R3: acquire; the slots are allocated.  A slot whose worker a
+	 * concurrent create starts after this look has no queue yet (its
+	 * attach needs cb.lock, which the prepare handler takes next).
+	 */
+	int i, n = sk_atomic_load_acquire(&pc->ncpu);
+
+	for (i = 0; i < n; i++) {
+		if (lock)
+			pthread_mutex_lock(&pc->slot[i].w.run_lock);
+		else
+			pthread_mutex_unlock(&pc->slot[i].w.run_lock);
+	}
+}
+
 void sk__rcu_cb_pcpu_fork_child(void)
 {
 	/*
-	 * No per-CPU worker runs in the child, and the slots' queues left
-	 * the list (rcu_cb.c's child handler rebuilt it): a later create
-	 * there starts afresh.  pc->lock may have been held by a create or
-	 * destroy in another thread.
+	 * No per-CPU worker runs in the child: rcu_cb.c's child handler
+	 * handed their queues to the default worker (they stay listed, so
+	 * a later create there attaches them again).  pc->lock may have been
+	 * held by a create or destroy in another thread.
 	 */
 	pthread_mutex_init(&pc->lock, NULL);
-	pc->on = pc->listed = 0;
-	for (int i = 0; i < pc->ncpu; i++)
-		pc->slot[i].running = 0;
+	pc->on = 0;
+	for (int i = 0; i < pc->ncpu; i++) {
+		struct sk__rcu_cb_cpu *s = &pc->slot[i];
+
+		/* Locked by this thread in the prepare handler, or free. */
+		pthread_mutex_init(&s->w.run_lock, NULL);
+		sk__worker_fork_child(&s->w);
+		s->running = 0;
+	}
 }

@@ -110,6 +110,9 @@
  *         of t->future and f's heads; pairs with RH-M3.
  *  RH-G1  the grace period between unpublishing an array (ht->tbl = f)
  *         and freeing it [gp] (synchronous, or sk_call_rcu()).
+ *  RH-R1  resize_lock (a futex word no thread owns): the seq_cst RMW
+ *         that takes it is an acquire of the previous holder's resize,
+ *         the exchange that frees it a release.
  *  RH-W1  release of work_queued = 0 / the queueing cmpxchg: the previous
  *         background work's writes before the next queueing.
  *  RH-W2  releases of ht->pending (work done, array freed); pair with the
@@ -236,7 +239,6 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 		errno = ENOMEM;
 		return NULL;
 	}
-	pthread_mutex_init(&ht->resize_lock, NULL);
 	return ht;
 }
 
@@ -262,7 +264,6 @@ void sk_rhash_destroy(struct sk_rhash *ht,
 		return;
 	sk_rhash_barrier(ht);
 	free_chains(ht, ht->tbl, free_obj, arg);
-	pthread_mutex_destroy(&ht->resize_lock);
 	ht->p.free(ht->tbl);
 	ht->p.free(ht->mem);
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "internal/rcu_cb.h" /* sk__rcu_cb_start_worker() */
 #include "internal/util.h"
 #include "scalekit/list.h" /* checker hooks, SK_LIST__PUBLISH */
 
@@ -351,7 +352,52 @@ static int resize_locked(struct sk_rhash *ht, unsigned long nbuckets)
 	return 0;
 }
 
+/*
+ * ht->resize_lock, a lock that no thread owns (a pthread mutex must be
+ * unlocked by the thread that locked it): a background resize takes it
+ * in one callback and releases it in another, which per-CPU callback
+ * workers may run on another thread, and which a fork child's worker
+ * runs when the fork came between the two.
+ */
+static int resize_trylock(struct sk_rhash *ht)
+{
+	int free_ = 0;
+
+	/* RH-R1: acquire (seq_cst); pairs with resize_unlock()'s release. */
+	return sk_atomic_cmpxchg_seq_cst(&ht->resize_lock, &free_, 1);
+}
+
+static void resize_lock(struct sk_rhash *ht)
+{
+	if (resize_trylock(ht))
+		return;
+	/* RH-R1: as above; 2 tells the holder that someone sleeps. */
+	while (sk_atomic_xchg_seq_cst(&ht->resize_lock, 2) != 0)
+		sk__futex_wait(&ht->resize_lock, 2);
+}
+
+static void resize_unlock(struct sk_rhash *ht)
+{
+	/* RH-R1: release (seq_cst): the resize before the next holder's. */
+	if (sk_atomic_xchg_seq_cst(&ht->resize_lock, 0) == 2)
+		sk__futex_wake(&ht->resize_lock, 1);
+}
+
 static void background_resize(struct sk_rcu_head *head);
+static void work_done(struct sk_rhash *ht);
+
+/*
+ * Queue ht->work (again).  sk_call_rcu() queues it even when its worker
+ * cannot start (a later call or sk_rcu_barrier() runs it), and the head
+ * is not queued (work_queued guards it): no error is expected.  Should
+ * one come, the work is given up as done, so that a later update queues
+ * it again and no sk_rhash_barrier() waits for it forever.
+ */
+static void requeue(struct sk_rhash *ht)
+{
+	if (sk_call_rcu(&ht->work, background_resize) != 0)
+		work_done(ht);
+}
 
 /* Queue the background work unless it is queued.  Never waits. */
 static void queue_work(struct sk_rhash *ht)
@@ -368,7 +414,7 @@ static void queue_work(struct sk_rhash *ht)
 		return;
 	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
 	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
-	(void)sk_call_rcu(&ht->work, background_resize);
+	requeue(ht);
 }
 
 int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
@@ -382,9 +428,9 @@ int sk_rhash_resize(struct sk_rhash *ht, unsigned long nbuckets)
 			"critical section: it waits for grace periods");
 	/* RH-W3: before the lock; pairs with the load in maybe_resize(). */
 	sk_atomic_fetch_add_seq_cst(&ht->explicit_resizes, 1);
-	pthread_mutex_lock(&ht->resize_lock);
+	resize_lock(ht);
 	err = resize_locked(ht, nbuckets);
-	pthread_mutex_unlock(&ht->resize_lock);
+	resize_unlock(ht);
 	sk_atomic_fetch_add_seq_cst(&ht->explicit_resizes, -1);
 	/*
 	 * RH-W3: an update that crossed a load-factor limit while we
@@ -451,7 +497,7 @@ static int background_start(struct sk_rhash *ht)
 	unsigned long want;
 
 	/* An explicit resize runs: it decides; updates queue us again. */
-	if (pthread_mutex_trylock(&ht->resize_lock) != 0)
+	if (!resize_trylock(ht))
 		return 0;
 	want = wanted_size(ht, ht->tbl->size, (long)sk_rhash_count(ht));
 	if (want != ht->tbl->size && resize_begin(ht, want) == 0) {
@@ -460,7 +506,7 @@ static int background_start(struct sk_rhash *ht)
 		return 1;
 	}
 	/* -ENOMEM: retried after a later flush. */
-	pthread_mutex_unlock(&ht->resize_lock);
+	resize_unlock(ht);
 	return 0;
 }
 
@@ -490,24 +536,28 @@ static void background_resize(struct sk_rcu_head *head)
 		ht->work_next = next;
 	} while (next < size && sk__now_ns() < end);
 	if (next < size) {
-		(void)sk_call_rcu(&ht->work, background_resize);
+		requeue(ht);
 		return;
 	}
 	old = resize_finish(ht);
 	ht->work_active = 0;
 	size = ht->tbl->size;
-	pthread_mutex_unlock(&ht->resize_lock);
+	resize_unlock(ht);
 	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
 	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
-	/* RH-G1 [gp]: readers of the old array finish before the
-	 * callback frees it. */
+	/*
+	 * RH-G1 [gp]: readers of the old array finish before the
+	 * callback frees it.  Cannot fail: the head is not queued (the
+	 * array was just unpublished) and sk_call_rcu() queues even when
+	 * its worker cannot start.
+	 */
 	(void)sk_call_rcu(&old->rcu, free_table_cb);
 	/*
 	 * Updates went on during the resize (their checks found the work
 	 * queued): if the load factor now asks for another size, go on.
 	 */
 	if (wanted_size(ht, size, (long)sk_rhash_count(ht)) != size)
-		(void)sk_call_rcu(&ht->work, background_resize);
+		requeue(ht);
 	else
 		work_done(ht);
 }
@@ -535,8 +585,15 @@ void sk__rhash_maybe_resize(struct sk_rhash *ht, unsigned long size,
 		       : size <= ht->p.min_buckets || !ht->p.shrink_below_pct ||
 				 above(count + 1, size, ht->p.shrink_below_pct))
 		return;
-	if (sk_atomic_load_relaxed(&ht->work_queued))
+	if (sk_atomic_load_relaxed(&ht->work_queued)) {
+		/*
+		 * Queued, and its worker may not run: a fork child inherited
+		 * the work, or the worker's start failed.  Start it (a load
+		 * when it runs; at most one attempt per millisecond).
+		 */
+		sk__rcu_cb_start_worker();
 		return;
+	}
 	/*
 	 * While explicit resizes run, the work would find resize_lock taken
 	 * and end, to be queued again by the next flush: thousands of

@@ -5,10 +5,21 @@
  *
  * The test hook sk__worker_test_fail_starts() (scalekit_hooks, declared
  * here) makes the next worker starts fail as if pthread_create() had
- * returned an error.  Checked, for RCU and SRCU alike:
- *   - sk_call_rcu() / sk_call_srcu() return that error negated (-EAGAIN,
- *     -EPERM: one mapping for both), print nothing and leave the head
- *     untouched; a later call starts the worker and its callback runs once;
+ * returned an error.  Checked:
+ *   - sk_call_rcu() never fails for want of a thread: it returns 0 and
+ *     prints nothing, the callback stays queued (a second call on its
+ *     head is -EBUSY), sk_rcu_barrier() runs the pending callbacks on
+ *     its own thread (and completes a polled grace period asked for
+ *     meanwhile), and once threads can be created again a later call
+ *     starts the worker, which runs what is queued without a barrier;
+ *   - an automatically resized hash table whose background work cannot
+ *     get a worker: its grow waits, sk_rhash_barrier() returns with the
+ *     grow done, and once threads can be created the next grow runs in
+ *     the background and sk_rhash_destroy() returns (each in a forked
+ *     child, whose worker has never started; a hang is caught by alarm);
+ *   - sk_call_srcu() returns that error negated (-EAGAIN, -EPERM), prints
+ *     nothing and leaves the head untouched; a later call starts the
+ *     worker and its callback runs once;
  *   - sk_start_poll_synchronize_rcu() / _srcu() keep a request they could
  *     not hand to a worker: once a later call has started the worker, the
  *     cookie completes without anyone waiting for a grace period (a
@@ -29,7 +40,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <limits.h>
+#include <stdint.h>
+#include <unistd.h>
+
 #include "scalekit/rcu.h"
+#include "scalekit/rhash.h"
 #include "scalekit/srcu.h"
 #include "sk_test.h"
 #include "sk_test_util.h"
@@ -68,12 +84,6 @@ static int poll_until_done(int (*poll)(void *arg, unsigned long cookie),
 		sk_test_sleep_ms(1);
 	}
 	return 1;
-}
-
-static int poll_rcu(void *arg, unsigned long cookie)
-{
-	(void)arg;
-	return sk_poll_state_synchronize_rcu(cookie);
 }
 
 static int poll_srcu(void *arg, unsigned long cookie)
@@ -123,31 +133,144 @@ static unsigned long start_poll_failing(unsigned long (*start)(void *arg),
 
 /* ---- RCU ------------------------------------------------------------------ */
 
-static int call_rcu(struct sk_rcu_head *h)
+/* Wait until n callbacks ran (no barrier); 0 on a hang. */
+static int runs_reach(int n)
 {
-	return sk_call_rcu(h, count_cb);
+	double end = sk_test_now() + HANG_S;
+
+	while (runs_get() < n) {
+		if (sk_test_now() > end) {
+			fprintf(stderr, "hang: %d of %d callbacks ran\n",
+				runs_get(), n);
+			return 0;
+		}
+		sk_test_sleep_ms(1);
+	}
+	return 1;
 }
 
-static unsigned long start_poll_rcu(void *arg)
+/* Runs in a fresh fork child: its callback worker has never started. */
+static void rcu_calls_queue_while_no_worker_can_start(void)
 {
-	(void)arg;
-	return sk_start_poll_synchronize_rcu();
-}
-
-static void rcu_start_failure_is_returned_and_retried(void)
-{
-	static struct sk_rcu_head h;
+	static struct sk_rcu_head h[3];
+	struct sk_test_capture cap;
 	unsigned long cookie;
+	char msg[1024];
+	int i;
 
 	runs = 0;
-	call_fails_cleanly(call_rcu, EAGAIN);
-	call_fails_cleanly(call_rcu, EPERM);
-	cookie = start_poll_failing(start_poll_rcu, NULL);
-	/* This call starts the worker; the poll request was kept. */
-	SK_CHECK_EQ(sk_call_rcu(&h, count_cb), 0);
-	SK_CHECK(poll_until_done(poll_rcu, NULL, cookie, "RCU"));
+	sk__worker_test_fail_starts(INT_MAX, EAGAIN);
+	sk_test_capture_begin(&cap);
+	for (i = 0; i < 3; i++)
+		SK_CHECK_EQ(sk_call_rcu(&h[i], count_cb), 0);
+	cookie = sk_start_poll_synchronize_rcu();
+	sk_test_capture_end(&cap, msg, sizeof(msg));
+	SK_CHECK_EQ(msg[0], '\0'); /* nothing printed */
+	/* Queued, not dropped: the head is busy until its callback ran. */
+	SK_CHECK_EQ(sk_call_rcu(&h[0], count_cb), -EBUSY);
+	sk_test_sleep_ms(20);
+	SK_CHECK_EQ(runs_get(), 0); /* no thread could run them */
+	/* The barrier cannot start the worker either: it runs them. */
 	sk_rcu_barrier();
-	SK_CHECK_EQ(runs_get(), 1);
+	SK_CHECK_EQ(runs_get(), 3);
+	SK_CHECK_EQ(sk_poll_state_synchronize_rcu(cookie), 1);
+	/* Threads again: a later call (past the retry delay) starts it. */
+	sk__worker_test_fail_starts(0, 0);
+	sk_test_sleep_ms(5);
+	SK_CHECK_EQ(sk_call_rcu(&h[0], count_cb), 0);
+	SK_CHECK(runs_reach(4));
+	sk_rcu_barrier();
+	SK_CHECK_EQ(runs_get(), 4);
+}
+
+struct kobj {
+	struct sk_rhash_node node;
+	uint64_t key;
+};
+
+static void insert_range(struct sk_rhash *ht, struct kobj *o, unsigned from,
+			 unsigned to)
+{
+	for (unsigned i = from; i < to; i++) {
+		o[i].key = i;
+		SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
+	}
+}
+
+/* Runs in a fresh fork child: its callback worker has never started. */
+static void rhash_grows_while_no_worker_can_start(void)
+{
+	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+	unsigned n = 100000, i;
+	struct kobj *o = calloc(2 * n, sizeof(*o));
+	struct sk_rhash *ht;
+	double end;
+
+	SK_CHECK(o != NULL);
+	p.head_offset = offsetof(struct kobj, node);
+	p.key_offset = offsetof(struct kobj, key);
+	p.key_len = sizeof(uint64_t);
+	sk__worker_test_fail_starts(INT_MAX, EAGAIN);
+	ht = sk_rhash_create(&p);
+	SK_CHECK(ht != NULL);
+	insert_range(ht, o, 0, n);
+	sk_test_sleep_ms(20);
+	/* The grow was queued, and no thread could run it. */
+	SK_CHECK_EQ(sk_rhash_buckets(ht), 64);
+	/* Before the fix: spun here forever (the work flags stayed set). */
+	sk_rhash_barrier(ht);
+	SK_CHECK_LE(n, sk_rhash_buckets(ht));
+	/* Threads again: the next grow runs in the background. */
+	sk__worker_test_fail_starts(0, 0);
+	sk_test_sleep_ms(5);
+	i = (unsigned)sk_rhash_buckets(ht);
+	insert_range(ht, o, n, 2 * n);
+	end = sk_test_now() + HANG_S;
+	while (sk_rhash_buckets(ht) == i && sk_test_now() < end)
+		sk_test_sleep_ms(1);
+	SK_CHECK_GT(sk_rhash_buckets(ht), i);
+	for (i = 0; i < 2 * n; i += 997) {
+		uint64_t k = i;
+
+		sk_rcu_read_lock();
+		SK_CHECK(sk_rhash_lookup(ht, &k) == &o[i]);
+		sk_rcu_read_unlock();
+	}
+	sk_rhash_destroy(ht, NULL, NULL);
+	free(o);
+}
+
+/* fn in a fork child whose worker never started; must exit 0. */
+static void in_fresh_child(void (*fn)(void))
+{
+	static struct sk_test_child c;
+
+	sk_test_fork_child(fn, HANG_S, 0, &c);
+	SK_CHECK_EQ(WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1, 0);
+}
+
+static void rcu_child(void)
+{
+	rcu_calls_queue_while_no_worker_can_start();
+	fflush(stderr);
+	_exit(sk_t_failed_checks ? 1 : 0);
+}
+
+static void rhash_child(void)
+{
+	rhash_grows_while_no_worker_can_start();
+	fflush(stderr);
+	_exit(sk_t_failed_checks ? 1 : 0);
+}
+
+static void rcu_callbacks_wait_for_a_worker_that_cannot_start(void)
+{
+	in_fresh_child(rcu_child);
+}
+
+static void rhash_resizes_wait_for_a_worker_that_cannot_start(void)
+{
+	in_fresh_child(rhash_child);
 }
 
 /* ---- SRCU ----------------------------------------------------------------- */
@@ -233,7 +356,9 @@ int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_deadline("test_worker (a wait that never ended?)", 4 * HANG_S);
-	RUN(rcu_start_failure_is_returned_and_retried);
+	/* These two fork first: their children have no worker yet. */
+	RUN(rcu_callbacks_wait_for_a_worker_that_cannot_start);
+	RUN(rhash_resizes_wait_for_a_worker_that_cannot_start);
 	RUN(srcu_start_failure_is_returned_and_retried);
 	RUN(pcpu_start_failure_leaves_no_worker_running);
 	return sk_test_report();

@@ -456,16 +456,22 @@ SK_API void sk_cond_synchronize_rcu(unsigned long cookie);
  * sk_call_rcu(), and a copy of a queued head is not taken for it.  Two
  * calls on one head in different threads that the program does not order
  * (a data race) may both pass the check; the queue is then corrupt.
- * -EAGAIN (or another error of pthread_create(), negated) when the
- * callback worker is not running yet and its thread cannot be started:
- * nothing is queued and head is untouched; a later call tries again.
+ * Never fails for want of a thread: when the callback worker's thread
+ * cannot be started (pthread_create() fails: RLIMIT_NPROC, a pids cgroup
+ * limit, no memory), the callback is queued all the same, nothing is
+ * printed, and a later sk_call_rcu() tries the start again (at most once
+ * per millisecond); sk_rcu_barrier() runs the pending callbacks itself if
+ * it cannot start the worker either.
  */
 SK_API int sk_call_rcu(struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *head));
 
 /*
  * sk_rcu_barrier() - wait until every callback queued (by any thread)
- * before the call has run.  Returns at once when none is pending.
+ * before the call has run.  Returns at once when none is pending.  When
+ * the callback worker does not run and cannot be started, the caller
+ * runs the pending callbacks of the default worker itself (each batch
+ * after a grace period, as the worker would).
  * Context: any thread outside a read section and outside a callback
  * (either would deadlock: message and abort).  Blocks.
  * Ordering: the callbacks' accesses happen before the return.

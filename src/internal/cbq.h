@@ -156,6 +156,45 @@ static inline struct sk_rcu_head *sk__wfq_next(struct sk_rcu_head *h,
 }
 
 /*
+ * fork() child only (one thread, nothing runs concurrently): make q hold
+ * the detached run first..last (first NULL: none), then q's own nodes, in
+ * that order, leaving out skip (a barrier marker of a waiter that does
+ * not exist in the child).  A push that another thread had begun and not
+ * finished at the fork (CB-C1 made, CB-C2 not) breaks its chain there:
+ * the nodes from that point on are lost to the child (the parent runs
+ * them).  Returns the number of nodes kept.
+ */
+static inline unsigned long sk__wfq_fork_rebuild(struct sk__wfq *q,
+						 struct sk_rcu_head *first,
+						 struct sk_rcu_head *last,
+						 const struct sk_rcu_head *skip)
+{
+	struct sk_rcu_head *qlast = sk_atomic_load_relaxed(&q->tail);
+	struct sk_rcu_head *from[2] = { first, NULL }, *to[2] = { last, qlast };
+	struct sk_rcu_head *tail = &q->head, *h, *next;
+	unsigned long kept = 0;
+	int run;
+
+	if (qlast != &q->head)
+		from[1] = sk_atomic_load_relaxed(&q->head.next_);
+	for (run = 0; run < 2; run++) {
+		for (h = from[run]; h; h = next) {
+			/* Read before tail's link below may change h's. */
+			next = h == to[run] ? NULL
+					    : sk_atomic_load_relaxed(&h->next_);
+			if (h != skip) {
+				sk_atomic_store_relaxed(&tail->next_, h);
+				tail = h;
+				kept++;
+			}
+		}
+	}
+	sk_atomic_store_relaxed(&tail->next_, (struct sk_rcu_head *)NULL);
+	sk_atomic_store_relaxed(&q->tail, tail);
+	return kept;
+}
+
+/*
  * Check and mark a head about to be queued with fn (fn may encode an
  * SK_FREE_RCU offset).  Returns 0, -EINVAL for NULL arguments, or -EBUSY
  * when the head is queued already (every build): nothing in the head

@@ -113,6 +113,17 @@ extern __thread int sk__rcu_cb_in_worker
 	__attribute__((tls_model("initial-exec")));
 /* Start the default worker if needed.  Returns 0 or -errno. */
 int sk__rcu_cb_worker_ensure(void);
+
+/*
+ * sk_call_rcu()'s start of the default worker, also for modules whose
+ * queued work may wait for it (rhash): as sk__rcu_cb_worker_ensure(), but
+ * after a failed start the next attempt waits at least 1 ms, so that a
+ * flood of calls does not make a failing pthread_create() each.  The
+ * callbacks queued meanwhile wait for a later start, or for
+ * sk_rcu_barrier(), which runs them itself when it cannot start the
+ * worker.  A load when the worker runs.  Never blocks but on the start.
+ */
+void sk__rcu_cb_start_worker(void);
 /* Start a per-CPU worker on w (sk__worker_start()). */
 int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags);
 /* The default worker (started by sk__rcu_cb_worker_ensure()). */
@@ -128,7 +139,14 @@ void sk__rcu_cb_add_cpu_queue(struct sk__rcu_cb_queue *q);
 
 /* ---- rcu_cb_pcpu.c, for rcu_cb.c ---- */
 
-/* fork() child: no per-CPU worker runs; the slots leave the list. */
+/*
+ * fork() prepare (lock = 1) and parent (lock = 0) handlers: take or
+ * release the run_lock of every per-CPU worker, so that none is in the
+ * middle of a batch at the fork.
+ */
+void sk__rcu_cb_pcpu_fork_lock(int lock);
+
+/* fork() child: no per-CPU worker runs; their queues stay listed. */
 void sk__rcu_cb_pcpu_fork_child(void);
 
 #endif /* SCALEKIT_INTERNAL_RCU_CB_H */

@@ -80,8 +80,10 @@ struct sk_rhash {
 	/* Written by updaters, one atomic add per batch of a stripe. */
 	long count __attribute__((aligned(SK_CACHELINE))); /* flushed part */
 	/* Guarded by resize_lock (resizing: also read without it). */
-	pthread_mutex_t resize_lock
-		__attribute__((aligned(SK_CACHELINE))); /* one resize at a time */
+	int resize_lock __attribute__((aligned(SK_CACHELINE))); /* futex:
+		one resize at a time; 0 free, 1 held, 2 held and waited for.
+		No thread owns it: the background work takes it in one
+		callback and releases it in a later one (src/rhash_resize.c) */
 	unsigned long resizes;	/* completed resizes (stat) */
 	int resizing;		/* a future array is published (stat) */
 	/* Background resizing (src/rhash_resize.c). */

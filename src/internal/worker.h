@@ -68,6 +68,15 @@ struct sk__worker {
 	int stop;     /* exit the loop (sk__worker_stop()) */
 	int started;  /* sk__worker_ensure(): acquire/release */
 	int cpu;      /* its CPU (pinned there or not), -1: none */
+	/*
+	 * Held by whoever runs callbacks for this worker (the worker, or a
+	 * thread that runs its work because it cannot start), from the first
+	 * callback of a round to the bookkeeping after the last: the
+	 * module's fork prepare handler takes it, so that no fork() happens
+	 * in the middle of a batch.  Zeroed storage is an unlocked mutex
+	 * (glibc, musl: PTHREAD_MUTEX_INITIALIZER is all zero bits).
+	 */
+	pthread_mutex_t run_lock;
 	pthread_t thread;
 	sk__worker_loop_fn *loop; /* the module's loop (runs until stop) */
 	const char *name;	  /* thread name; "/<cpu>" appended */

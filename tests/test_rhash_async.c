@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rhash_async.c - the hash table's background resizing across the
+ * asynchronous steps it depends on: fork(), and callbacks that run on
+ * different worker threads.
+ *
+ * What is proven:
+ *   - fork while the background grow is queued (its callback taken by
+ *     the worker for a grace period that a reader holds up): in the child
+ *     the grow runs, sk_rhash_barrier() and sk_rhash_destroy() return,
+ *     every object is found and an explicit resize works;
+ *   - fork in the middle of a background resize (the work holds
+ *     resize_lock between two of its callbacks, the future array half
+ *     filled): the same in the child, which finishes the resize;
+ *   - in the parent, after both forks, the same;
+ *   - background resizes whose callbacks run on per-CPU workers that the
+ *     scheduler moves (SK_RCU_CB_WORKERS_UNPINNED): resize_lock, taken by
+ *     one callback and released by a later one, possibly on another
+ *     thread, ends free; a pthread mutex there was undefined behaviour,
+ *     which the TSan build reported.
+ * A child that hangs is killed by alarm() (HANG_S): a hang guard, not a
+ * time bound.  Under TSan the children do not run (a child of a
+ * multithreaded fork cannot start threads there).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "scalekit/rcu.h"
+#include "scalekit/rhash.h"
+#include "sk_test.h"
+#include "sk_test_util.h"
+#include "../src/internal/rhash.h" /* white box: work_active, resize_lock */
+
+#ifdef __SANITIZE_THREAD__
+#define CHILD_THREADS 0
+#else
+#define CHILD_THREADS 1
+#endif
+
+/* Seconds after which a child that a working library ends is a hang. */
+#define HANG_S 60
+
+struct kobj {
+	struct sk_rhash_node node;
+	uint64_t key;
+};
+
+static struct kobj *objs;
+static unsigned nobjs;
+static struct sk_rhash *table;
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+
+static struct sk_rhash *table_new(void)
+{
+	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+	struct sk_rhash *ht;
+
+	p.head_offset = offsetof(struct kobj, node);
+	p.key_offset = offsetof(struct kobj, key);
+	p.key_len = sizeof(uint64_t);
+	ht = sk_rhash_create(&p);
+	SK_CHECK(ht != NULL);
+	return ht;
+}
+
+static void insert_all(struct sk_rhash *ht)
+{
+	unsigned i;
+
+	for (i = 0; i < nobjs; i++) {
+		objs[i].key = i;
+		SK_CHECK_EQ(sk_rhash_insert(ht, &objs[i].node), 0);
+	}
+}
+
+/*
+ * After sk_rhash_barrier(): the grows are done, every object is found,
+ * resize_lock is free, an explicit resize runs, and destroy returns.
+ */
+static void check_settled_and_destroy(struct sk_rhash *ht)
+{
+	unsigned i;
+
+	sk_rhash_barrier(ht);
+	SK_CHECK_EQ(LOAD(ht->resize_lock), 0);
+	SK_CHECK_EQ(LOAD(ht->work_active), 0);
+	SK_CHECK_LE(nobjs, sk_rhash_buckets(ht));
+	sk_rcu_read_lock();
+	for (i = 0; i < nobjs; i++) {
+		uint64_t k = i;
+
+		if (sk_rhash_lookup(ht, &k) != &objs[i]) {
+			SK_CHECK(sk_rhash_lookup(ht, &k) == &objs[i]);
+			break;
+		}
+	}
+	sk_rcu_read_unlock();
+	SK_CHECK_EQ(sk_rhash_resize(ht, 1UL << 10), 0);
+	SK_CHECK_EQ(sk_rhash_buckets(ht), 1UL << 10);
+	sk_rhash_destroy(ht, NULL, NULL);
+}
+
+/*
+ * The child: the forking thread was inside a read section (it held the
+ * grace period the work waits for); it leaves it, then everything
+ * inherited must complete.
+ */
+static void child_after_fork(void)
+{
+	sk_rcu_read_unlock();
+	check_settled_and_destroy(table);
+	fflush(stderr);
+	_exit(sk_t_failed_checks ? 1 : 0);
+}
+
+/* Fork; the child runs child_after_fork() (under alarm), must exit 0. */
+static void fork_and_check(const char *what)
+{
+	static struct sk_test_child c;
+
+	if (!CHILD_THREADS) {
+		fprintf(stderr, "  %s: child skipped under TSan\n", what);
+		return;
+	}
+	fprintf(stderr, "  %s\n", what);
+	sk_test_fork_child(child_after_fork, HANG_S, 0, &c);
+	SK_CHECK_EQ(WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1, 0);
+}
+
+static void fork_while_background_resize_is_queued_or_running(void)
+{
+	int attempt, caught = 0;
+
+	nobjs = 300000 / sk_test_slow();
+	objs = calloc(nobjs, sizeof(*objs));
+	SK_CHECK(objs != NULL);
+	sk_rcu_register_thread();
+	for (attempt = 0; attempt < 5 && !caught; attempt++) {
+		table = table_new();
+		/*
+		 * Our section holds up every grace period: the grow that the
+		 * inserts queue waits for one, taken by the worker or still
+		 * queued.
+		 */
+		sk_rcu_read_lock();
+		insert_all(table);
+		SK_CHECK_EQ(sk_rhash_buckets(table), 64);
+		SK_CHECK_EQ(LOAD(table->work_active), 0);
+		fork_and_check("fork while the grow is queued");
+		sk_rcu_read_unlock();
+
+		/*
+		 * The grow starts (resize_lock taken, future array published)
+		 * and migrates in slices of about 0.5 ms, each a callback
+		 * queued by the previous one after a grace period: a read
+		 * section entered now holds it between two slices.
+		 */
+		while (!LOAD(table->work_active) &&
+		       sk_rhash_buckets(table) == 64)
+			sk_cpu_relax();
+		sk_rcu_read_lock();
+		sk_test_sleep_ms(10); /* the running slice ends, re-queues */
+		caught = LOAD(table->work_active) && LOAD(table->resize_lock);
+		if (caught)
+			fork_and_check("fork between two slices of a resize");
+		else
+			fprintf(stderr, "  the resize ended before the read "
+					"section: again\n");
+		sk_rcu_read_unlock();
+		check_settled_and_destroy(table);
+	}
+	SK_CHECK(caught);
+	free(objs);
+	sk_rcu_unregister_thread();
+}
+
+static void resize_lock_is_free_after_resizes_on_moving_workers(void)
+{
+	int round, rounds = 10 / (int)sk_test_slow() + 1;
+
+	nobjs = 50000;
+	objs = calloc(nobjs, sizeof(*objs));
+	SK_CHECK(objs != NULL);
+	SK_CHECK_EQ(sk_rcu_cb_workers_create(SK_RCU_CB_WORKERS_UNPINNED), 0);
+	for (round = 0; round < rounds; round++) {
+		table = table_new();
+		insert_all(table);
+		check_settled_and_destroy(table);
+	}
+	SK_CHECK_EQ(sk_rcu_cb_workers_destroy(), 0);
+	free(objs);
+}
+
+#define RUN(fn) SK_RUN_SELECTED(fn)
+
+int main(int argc, char **argv)
+{
+	sk_test_args(argc, argv);
+	RUN(fork_while_background_resize_is_queued_or_running);
+	RUN(resize_lock_is_free_after_resizes_on_moving_workers);
+	return sk_test_report();
+}
