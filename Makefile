@@ -123,16 +123,19 @@ x-aarch64-run:
 	cd $(X_A64) && SK_TEST_SLOW=1 $(X_CTEST) -LE '$(X_EXCLUDE)|noqemu'
 
 # M32_EMU: empty (run natively) or the emulator x-m32-run runs the tests under.
+# M32_QEMU=1: run them under qemu-i386 even where the kernel runs 32-bit
+# programs (what a kernel without them sees; skipped if qemu-i386 cannot).
+M32_QEMU ?=
 check-m32:
 	@if ! $(call x_probe,$(X_M32),gcc -m32) || ! $(call x_probe,$(X_M32),g++ -m32); then \
 		echo "check-m32: skipped: gcc -m32 or g++ -m32 cannot link a program (as root, scripts/deps.sh installs gcc-$$(gcc -dumpversion 2>/dev/null | cut -d. -f1)-multilib g++-$$(gcc -dumpversion 2>/dev/null | cut -d. -f1)-multilib)"; \
-	elif $(X_M32)/probe 2>/dev/null; then \
+	elif [ "$(M32_QEMU)" != 1 ] && $(X_M32)/probe 2>/dev/null; then \
 		$(MAKE) --no-print-directory x-m32-run M32_EMU=; \
 	elif command -v qemu-i386 >/dev/null 2>&1 && qemu-i386 $(X_M32)/probe; then \
-		echo "check-m32: this kernel runs no 32-bit x86 program: the tests run under qemu-i386"; \
+		echo "check-m32: $(if $(filter 1,$(M32_QEMU)),M32_QEMU=1,this kernel runs no 32-bit x86 program): the tests run under qemu-i386"; \
 		$(MAKE) --no-print-directory x-m32-run M32_EMU=$$(command -v qemu-i386); \
 	else \
-		echo "check-m32: skipped: this kernel runs no 32-bit x86 program and qemu-i386 (package qemu-user) cannot either"; \
+		echo "check-m32: skipped: $(if $(filter 1,$(M32_QEMU)),M32_QEMU=1 but qemu-i386 (package qemu-user) cannot run a 32-bit x86 program,this kernel runs no 32-bit x86 program and qemu-i386 (package qemu-user) cannot either)"; \
 	fi
 
 x-m32-run:

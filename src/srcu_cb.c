@@ -229,7 +229,10 @@ static int worker_round(void)
 		sk__link_add_tail(&d->state->work_link, &sk__srcu.work);
 		sk__srcu.current = d;
 		pthread_mutex_unlock(&sk__srcu.lock);
+		/* No fork() in the middle of a step (a batch detached). */
+		pthread_mutex_lock(&sk__srcu.worker.run_lock);
 		st = process(d);
+		pthread_mutex_unlock(&sk__srcu.worker.run_lock);
 		pthread_mutex_lock(&sk__srcu.lock);
 		sk__srcu.current = NULL;
 		pthread_cond_broadcast(&sk__srcu.idle_cv);
@@ -267,6 +270,46 @@ static int worker_ensure(void)
 				 "sk-srcu-cb", worker_loop);
 }
 
+/* No attempt to start the worker from sk_call_srcu() before (relaxed). */
+static uint64_t retry_ns;
+
+/*
+ * sk_call_srcu()'s start of the worker: after a failed start, the next
+ * attempt waits 1 ms (as RCU's, sk__rcu_cb_start_worker()).  What is
+ * queued meanwhile waits for a later start, or for sk_srcu_barrier(),
+ * which does the worker's rounds itself when it cannot start it.
+ */
+static void worker_start_retry(void)
+{
+	uint64_t now;
+
+	/* Acquire pairs with WK-S: the fast path, a load. */
+	if (SK_LIKELY(sk_atomic_load_acquire(&sk__srcu.worker.started)))
+		return;
+	now = sk__now_ns();
+	if ((int64_t)(now - sk_atomic_load_relaxed(&retry_ns)) < 0)
+		return;
+	if (worker_ensure() != 0)
+		sk_atomic_store_relaxed(&retry_ns, now + 1000000u);
+}
+
+/*
+ * sk_srcu_barrier() when the worker cannot start: do its rounds on the
+ * calling thread (in callback context) until *done, napping while readers
+ * hold a domain.
+ */
+static void rounds_until(int *done)
+{
+	int was = sk__srcu_in_worker;
+
+	sk__srcu_in_worker = 1;
+	/* Acquire: SRCU-J's partner, as in the barrier's own wait. */
+	while (!sk_atomic_load_acquire(done))
+		if (!worker_round())
+			sk__futex_wait_ns(done, 0, SRCU_NAP_MIN_NS);
+	sk__srcu_in_worker = was;
+}
+
 /*
  * Announce work on d (in_work = 2), list d if it was not, wake the worker.
  * in_work: 0 unlisted, 1 listed, 2 listed with work announced since the
@@ -299,12 +342,11 @@ int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 	if (!d)
 		return -EINVAL;
 	sk__srcu_ready(d, "sk_call_srcu()");
-	err = worker_ensure();
-	if (err)
-		return err;
 	err = sk__cb_prepare(head, fn);
 	if (err)
 		return err;
+	/* Queued even when the worker cannot start now: never lost. */
+	worker_start_retry();
 	sk__wfq_push(&d->state->cbq, head);
 	backlog = sk_atomic_fetch_add_relaxed(&d->state->cb_queued, 1UL) + 1 -
 		  sk_atomic_load_relaxed(&d->state->cb_invoked);
@@ -364,18 +406,20 @@ void sk_srcu_barrier(struct sk_srcu *d)
 	sk__srcu_gp_unlock(d);
 	if (pending) {
 		/*
-		 * No worker start here: the sk_call_srcu() that queued a
-		 * pending callback started the worker before it queued (a fork
-		 * child drops the callbacks it inherits), so the worker runs.
-		 * It runs the batch in flight to its end before it takes the
-		 * queue again, so the barrier head runs after it.  barrier_mutex
-		 * serializes the barriers: the head is not queued.
+		 * The worker runs the batch in flight to its end before it
+		 * takes the queue again, so the barrier head runs after it.
+		 * barrier_mutex serializes the barriers: the head is not
+		 * queued.  The worker may not run (its start failed, or a
+		 * fork child inherited the callbacks): start it, or do its
+		 * work here.
 		 */
 		d->state->barrier_done = 0;
 		h->func_ = barrier_cb;
 		h->state_ = sk__cb_queued_mark(h);
 		sk__wfq_push(&d->state->cbq, h);
 		mark_work(d);
+		if (worker_ensure() != 0)
+			rounds_until(&d->state->barrier_done);
 		while (!sk_atomic_load_acquire(&d->state->barrier_done))
 			sk__futex_wait(&d->state->barrier_done, 0);
 	}

@@ -22,6 +22,7 @@ struct sk__srcu_global sk__srcu = {
 	.once = PTHREAD_ONCE_INIT,
 	.work = { &sk__srcu.work, &sk__srcu.work },
 	.idle_cv = PTHREAD_COND_INITIALIZER,
+	.worker = { .cpu = -1, .run_lock = PTHREAD_MUTEX_INITIALIZER },
 };
 
 /* ---- domains ------------------------------------------------------------- */
@@ -202,24 +203,30 @@ int sk_srcu_destroy(struct sk_srcu *d)
  * fork(): only the forking thread exists in the child.  The other
  * threads' indexes are released (their slots keep their counts: a section
  * they left open blocks the child's grace periods of that domain until
- * the child ends it), the worker is restarted on demand, and pending
- * callbacks are dropped in the child (the parent runs them); their heads
- * read as not queued there (the fork generation of internal/cbq.h).  Polled
- * grace periods stay pending until the child's next
- * grace period of the domain.
+ * the child ends it), and the worker is restarted on demand.  Pending
+ * callbacks stay pending in the child and run in both processes, as
+ * RCU's do (src/rcu_cb.c): the prepare handler waits until the worker is
+ * in no step of a domain (run_lock), so each callback either ran before
+ * the fork or is still queued, or in a batch waiting for its grace
+ * period, which the child puts back in front of the queue.  Polled grace
+ * periods stay pending until the child's next grace period of the domain.
  */
 static void atfork_prepare(void)
 {
+	/* Lock order: the worker takes run_lock without sk__srcu.lock. */
+	pthread_mutex_lock(&sk__srcu.worker.run_lock);
 	pthread_mutex_lock(&sk__srcu.lock);
 }
 
 static void atfork_parent(void)
 {
 	pthread_mutex_unlock(&sk__srcu.lock);
+	pthread_mutex_unlock(&sk__srcu.worker.run_lock);
 }
 
 static void atfork_child(void)
 {
+	struct sk__link *l;
 	unsigned int t;
 
 	for (t = 1; t <= SRCU_MAX_THREADS; t++) {
@@ -231,23 +238,24 @@ static void atfork_child(void)
 			sk__srcu.used[(t - 1) / 64] &=
 				~((uint64_t)1 << ((t - 1) % 64));
 	}
-	while (!sk__link_empty(&sk__srcu.work)) {
-		struct sk_srcu *d = srcu_of_link(sk__srcu.work.next);
+	for (l = sk__srcu.work.next; l != &sk__srcu.work; l = l->next) {
+		struct sk_srcu__state *st = srcu_of_link(l)->state;
+		unsigned long kept;
 
-		sk__link_del(&d->state->work_link);
-		if (d == sk__srcu.current) /* the worker may have held it */
-			pthread_mutex_init(&d->state->gp_mutex, NULL);
-		pthread_mutex_init(&d->state->barrier_mutex, NULL);
-		/* Dropped; they read as not queued here (sk__cb_fork_gen). */
-		sk__wfq_init(&d->state->cbq);
-		d->state->b_first = d->state->b_last = NULL;
-		d->state->cb_running = 0;
-		d->state->busy_skip = 0;
-		d->state->cb_queued = d->state->cb_invoked = 0;
-		d->state->in_work = 0;
+		/* A barrier's waiter does not exist here: drop its head. */
+		pthread_mutex_init(&st->barrier_mutex, NULL);
+		/* The batch waiting for its grace period, then the queue. */
+		kept = sk__wfq_fork_rebuild(&st->cbq, st->b_first, st->b_last,
+					    &st->barrier_head);
+		st->b_first = st->b_last = NULL;
+		st->cb_running = 0; /* run_lock: no batch was running */
+		st->busy_skip = 0;
+		st->cb_queued = st->cb_invoked + kept;
+		st->in_work = 2; /* listed, announced: the worker looks */
 	}
 	/* Taken by this thread in atfork_prepare(): unlock, not re-init. */
 	pthread_mutex_unlock(&sk__srcu.lock);
+	pthread_mutex_unlock(&sk__srcu.worker.run_lock);
 	pthread_cond_init(&sk__srcu.idle_cv, NULL);
 	sk__srcu.current = NULL;
 	sk__worker_fork_child(&sk__srcu.worker);

@@ -9,9 +9,6 @@
 
 #include "internal/util.h"
 
-/* Fork generation of the callback double-queue check (internal/cbq.h). */
-unsigned long sk__cb_fork_gen;
-
 int sk__env_flag(const char *name)
 {
 	const char *v = getenv(name);

@@ -15,7 +15,9 @@
  *     it naps and while it waits for grace periods in a loop, is waited
  *     for: another updater's grace periods never let it see an object
  *     poisoned after them; with twin SK__RCU_BUSTED_PARK_SLOW (below) it
- *     does (run alone: ctest test_rcu_park_busted_handler);
+ *     does (run alone: ctest test_rcu_park_busted_handler).  Both run
+ *     only by name (ctest test_rcu_park_handler for the first): qemu-user
+ *     cannot run them (tests/qemu/README.md), so CTest labels them noqemu;
  *   - a parked thread's word answers the quiet round for it: grace periods
  *     beside a busy reader still pass by the round (and the reader never
  *     sees a poisoned object);
@@ -493,7 +495,10 @@ int main(int argc, char **argv)
 	sk_test_deadline("test_rcu_park: a synchronize call", 120);
 	SK_RUN_SELECTED(parked_caller_waits_for_reader);
 	SK_RUN_SELECTED(busted_park_self_is_caught);
-	SK_RUN_SELECTED(handler_sections_in_parked_thread_are_waited_for);
+	/* Signals: by name only, a CTest of its own (labelled noqemu). */
+	if (argc > 1)
+		SK_RUN_SELECTED(
+			handler_sections_in_parked_thread_are_waited_for);
 	SK_RUN_SELECTED(parked_thread_answers_the_quiet_round);
 	SK_RUN_SELECTED(fork_of_parked_thread_counts_it_once);
 	SK_RUN_SELECTED(next_section_counts_the_thread_again);

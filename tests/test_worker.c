@@ -17,9 +17,9 @@
  *     grow done, and once threads can be created the next grow runs in
  *     the background and sk_rhash_destroy() returns (each in a forked
  *     child, whose worker has never started; a hang is caught by alarm);
- *   - sk_call_srcu() returns that error negated (-EAGAIN, -EPERM), prints
- *     nothing and leaves the head untouched; a later call starts the
- *     worker and its callback runs once;
+ *   - the same for sk_call_srcu() and sk_srcu_barrier() (which does the
+ *     worker's rounds itself), with a polled grace period of another
+ *     domain that completes once a later call has started the worker;
  *   - sk_start_poll_synchronize_rcu() / _srcu() keep a request they could
  *     not hand to a worker: once a later call has started the worker, the
  *     cookie completes without anyone waiting for a grace period (a
@@ -89,46 +89,6 @@ static int poll_until_done(int (*poll)(void *arg, unsigned long cookie),
 static int poll_srcu(void *arg, unsigned long cookie)
 {
 	return sk_poll_state_synchronize_srcu(arg, cookie);
-}
-
-/*
- * call(head) with the next worker start failing with err: returns
- * -err, prints nothing, and leaves head as it was.
- */
-static void call_fails_cleanly(int (*call)(struct sk_rcu_head *h), int err)
-{
-	struct sk_rcu_head h, before;
-	struct sk_test_capture cap;
-	char msg[1024];
-	int rc;
-
-	memset(&h, 0xa5, sizeof(h));
-	before = h;
-	sk__worker_test_fail_starts(1, err);
-	sk_test_capture_begin(&cap);
-	rc = call(&h);
-	sk_test_capture_end(&cap, msg, sizeof(msg));
-	sk__worker_test_fail_starts(0, 0);
-	SK_CHECK_EQ(rc, -err);
-	SK_CHECK_EQ(msg[0], '\0'); /* a returned error prints nothing */
-	SK_CHECK_EQ(memcmp(&h, &before, sizeof(h)), 0);
-}
-
-/* Cookie of start_poll() while the next worker start fails; silent. */
-static unsigned long start_poll_failing(unsigned long (*start)(void *arg),
-					void *arg)
-{
-	struct sk_test_capture cap;
-	unsigned long cookie;
-	char msg[1024];
-
-	sk__worker_test_fail_starts(1, EAGAIN);
-	sk_test_capture_begin(&cap);
-	cookie = start(arg);
-	sk_test_capture_end(&cap, msg, sizeof(msg));
-	sk__worker_test_fail_starts(0, 0);
-	SK_CHECK_EQ(msg[0], '\0');
-	return cookie;
 }
 
 /* ---- RCU ------------------------------------------------------------------ */
@@ -275,44 +235,45 @@ static void rhash_resizes_wait_for_a_worker_that_cannot_start(void)
 
 /* ---- SRCU ----------------------------------------------------------------- */
 
-static struct sk_srcu *srcu_d;
-
-static int call_srcu(struct sk_rcu_head *h)
-{
-	return sk_call_srcu(srcu_d, h, count_cb);
-}
-
-static unsigned long start_poll_srcu(void *arg)
-{
-	return sk_start_poll_synchronize_srcu(arg);
-}
-
 SK_SRCU_DEFINE_STATIC(dom_a);
 SK_SRCU_DEFINE_STATIC(dom_b);
 
 /*
  * The polled request is made on a domain (a) that nothing else touches
- * afterwards: only the worker, started by a call on another domain (b),
- * can complete it.
+ * afterwards: only the worker's rounds (or the barrier's, which does them
+ * when the worker cannot start) can complete it.
  */
-static void srcu_start_failure_is_returned_and_retried(void)
+static void srcu_calls_queue_while_no_worker_can_start(void)
 {
-	static struct sk_rcu_head h;
+	static struct sk_rcu_head h[2];
 	struct sk_srcu *a = &dom_a, *b = &dom_b;
+	struct sk_test_capture cap;
 	unsigned long cookie;
+	char msg[1024];
 
 	runs = 0;
-	srcu_d = b;
-	call_fails_cleanly(call_srcu, EAGAIN);
-	call_fails_cleanly(call_srcu, EPERM);
-	cookie = start_poll_failing(start_poll_srcu, a);
-	/* Nothing pending on b: the barrier needs no worker. */
+	sk__worker_test_fail_starts(INT_MAX, EAGAIN);
+	sk_test_capture_begin(&cap);
+	SK_CHECK_EQ(sk_call_srcu(b, &h[0], count_cb), 0);
+	SK_CHECK_EQ(sk_call_srcu(b, &h[1], count_cb), 0);
+	cookie = sk_start_poll_synchronize_srcu(a);
+	sk_test_capture_end(&cap, msg, sizeof(msg));
+	SK_CHECK_EQ(msg[0], '\0'); /* nothing printed */
+	/* Queued, not dropped: the head is busy until its callback ran. */
+	SK_CHECK_EQ(sk_call_srcu(b, &h[0], count_cb), -EBUSY);
+	sk_test_sleep_ms(20);
+	SK_CHECK_EQ(runs_get(), 0); /* no thread could run them */
+	/* The barrier cannot start the worker either: it does its work. */
 	sk_srcu_barrier(b);
-	/* This call starts the worker; a's poll request was kept. */
-	SK_CHECK_EQ(sk_call_srcu(b, &h, count_cb), 0);
+	SK_CHECK_EQ(runs_get(), 2);
+	/* Threads again: a later call (past the retry delay) starts it. */
+	sk__worker_test_fail_starts(0, 0);
+	sk_test_sleep_ms(5);
+	SK_CHECK_EQ(sk_call_srcu(b, &h[0], count_cb), 0);
+	SK_CHECK(runs_reach(3));
 	SK_CHECK(poll_until_done(poll_srcu, a, cookie, "SRCU"));
 	sk_srcu_barrier(b);
-	SK_CHECK_EQ(runs_get(), 1);
+	SK_CHECK_EQ(runs_get(), 3);
 	SK_CHECK_EQ(sk_srcu_destroy(a), 0);
 	SK_CHECK_EQ(sk_srcu_destroy(b), 0);
 }
@@ -359,7 +320,7 @@ int main(int argc, char **argv)
 	/* These two fork first: their children have no worker yet. */
 	RUN(rcu_callbacks_wait_for_a_worker_that_cannot_start);
 	RUN(rhash_resizes_wait_for_a_worker_that_cannot_start);
-	RUN(srcu_start_failure_is_returned_and_retried);
+	RUN(srcu_calls_queue_while_no_worker_can_start);
 	RUN(pcpu_start_failure_leaves_no_worker_running);
 	return sk_test_report();
 }

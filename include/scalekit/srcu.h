@@ -319,18 +319,23 @@ SK_API void sk_synchronize_srcu_expedited(struct sk_srcu *d);
  * Returns: 0, -EINVAL (NULL argument), -EBUSY (head already queued and
  * not yet run, in every build: nothing is printed, the second request is
  * dropped; as for sk_call_rcu(), two racing calls on one head are not
- * caught) or -EAGAIN (or another error of pthread_create(), negated) when
- * the worker thread is not running yet and cannot be started: nothing is
- * queued and head is untouched; a later call tries again.
+ * caught).  Never fails for want of a thread: when the worker thread
+ * cannot be started (pthread_create() fails), the callback is queued all
+ * the same, nothing is printed, a later sk_call_srcu() tries the start
+ * again (at most once per millisecond), and sk_srcu_barrier() does the
+ * worker's work itself if it cannot start it either.
  */
 SK_API int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
 			void (*fn)(struct sk_rcu_head *head));
 
 /*
  * sk_srcu_barrier() - wait until every callback queued on d before the
- * call has run.  Returns at once when none is pending.  Never starts the
- * worker thread and cannot fail: the sk_call_srcu() that queued a pending
- * callback started it.
+ * call has run.  Returns at once when none is pending.  When callbacks are
+ * pending and the worker thread does not run (its start failed, or this is
+ * a fork child that inherited them), it starts it; when that fails too,
+ * the caller does the worker's rounds itself (callbacks run on its
+ * thread, each batch after its grace period), napping while readers hold
+ * a domain.
  * Context: outside read sections of d and outside SRCU callbacks (either
  * would deadlock: message and abort).  Blocks.
  */

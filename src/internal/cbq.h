@@ -61,17 +61,15 @@ static inline void sk__cb_state_defined(struct sk_rcu_head *head)
  * (or anything else) otherwise.  The mark mixes in the head's address, so
  * that a head that was never queued (uninitialised memory) or a copy of a
  * queued head made elsewhere (a struct assignment) does not read as
- * queued, and the fork generation: a fork child bumps it, so the parent's
- * pending heads, which the child drops, read as not queued there without
- * being touched.
+ * queued.  A fork child keeps the parent's pending heads queued (and runs
+ * them), so the mark stays valid there.
  */
 #define SK__CB_QUEUED ((unsigned long)0x5ca1ec0de0c0ffeeULL)
 #define SK__CB_DONE   ((unsigned long)0x5ca1ec0de0d0e5edULL)
-extern unsigned long sk__cb_fork_gen;
 
 static inline unsigned long sk__cb_queued_mark(const struct sk_rcu_head *head)
 {
-	return (SK__CB_QUEUED + sk__cb_fork_gen) ^ (unsigned long)(uintptr_t)head;
+	return SK__CB_QUEUED ^ (unsigned long)(uintptr_t)head;
 }
 
 /*
