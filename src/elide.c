@@ -32,6 +32,22 @@ int sk_elide__enabled;
 int sk__elide_rtm;
 struct sk_elide_tuning sk__elide_tuning = SK_ELIDE_TUNING_DEFAULT;
 
+/*
+ * The locks this thread elides now, in acquisition order: its own elided
+ * section is the one transaction they all run in, begun by the first of
+ * them (one XBEGIN) and committed when the last of them is unlocked (one
+ * XEND).  Written only inside that transaction, so an abort rolls it back
+ * to its state at the outermost XBEGIN, empty, with everything else (the
+ * simulated backend cannot roll back, but then runs the section on to its
+ * unlocks, which empty it).  It tells each unlock whether its lock was
+ * elided, which the rwlock's reader count cannot say.
+ * Guarded by: the thread itself.
+ */
+static __thread struct {
+	void *locks[SK__ELIDE_MAX_NEST]; /* elided locks, outermost first */
+	unsigned int depth;		 /* entries of locks[] in use */
+} elided __attribute__((tls_model("initial-exec")));
+
 static unsigned int cpu_flags;	 /* SK_ELIDE_CPU_*, set once */
 static int elide_policy;	 /* enum sk_elide_policy */
 static int elide_backend;	 /* enum sk_elide_backend */
@@ -261,11 +277,17 @@ const char *sk_elide_abort_cause_name(int cause)
 
 /* ---- the state machine ------------------------------------------------------ */
 
-/* The backend's XBEGIN, XTEST, XEND and abort-after-begin. */
+/*
+ * The backend's XBEGIN, XTEST, XEND and XABORT, and the read of the lock
+ * word into the read set.  The simulated backend (src/elide_sim.c) keeps
+ * a nesting count as the hardware does; it cannot roll back, so its
+ * XABORT returns (see enter_nested()) and its XEND returns the status of
+ * an abort decided after XBEGIN (0: committed).
+ */
 static inline unsigned int tx_begin(void)
 {
 #if defined(SK_ELIDE_SIM)
-	return sk__sim_begin();
+	return sk__sim_xbegin();
 #elif defined(SK__ELIDE_RTM)
 	return sk__xbegin();
 #else
@@ -276,7 +298,7 @@ static inline unsigned int tx_begin(void)
 static inline int tx_test(void)
 {
 #if defined(SK_ELIDE_SIM)
-	return sk__sim_depth() > 0;
+	return sk__sim_xtest();
 #elif defined(SK__ELIDE_RTM)
 	return sk__elide_rtm && sk__xtest();
 #else
@@ -284,10 +306,41 @@ static inline int tx_test(void)
 #endif
 }
 
-static inline void tx_end(void)
+static inline unsigned int tx_end(void)
 {
-#if defined(SK__ELIDE_RTM)
+#if defined(SK_ELIDE_SIM)
+	return sk__sim_xend();
+#elif defined(SK__ELIDE_RTM)
 	sk__xend();
+#endif
+	return 0;
+}
+
+#if defined(SK_ELIDE_SIM)
+#define tx_abort(code) sk__sim_xabort(SK__TX_ABORTED(code))
+#elif defined(SK__ELIDE_RTM)
+#define tx_abort(code) sk__xabort(code)
+#else
+#define tx_abort(code) ((void)0)
+#endif
+
+static inline int tx_read_lock(int kind, void *lock)
+{
+#if defined(SK_ELIDE_SIM)
+	return sk__sim_read_lock(kind, lock);
+#else
+	return sk__elide_lock_free(kind, lock);
+#endif
+}
+
+/* An elided lock was unlocked: the simulated read set lets it go. */
+static inline void tx_read_unlock(int kind, void *lock)
+{
+#if defined(SK_ELIDE_SIM)
+	sk__sim_read_unlock(kind, lock);
+#else
+	(void)kind; /* RTM: the word stays in the read set until XEND */
+	(void)lock;
 #endif
 }
 
@@ -304,8 +357,9 @@ int sk_elide_in_transaction(void)
 static int abort_cause(unsigned int s)
 {
 	if (s & SK__TX_EXPLICIT)
-		return SK__TX_CODE(s) == SK__XABORT_BUSY
-			       ? SK_ELIDE_ABORT_BUSY
+		return SK__TX_CODE(s) == SK__XABORT_BUSY ? SK_ELIDE_ABORT_BUSY
+		       : SK__TX_CODE(s) == SK__XABORT_NESTED
+			       ? SK_ELIDE_ABORT_OTHER
 			       : SK_ELIDE_ABORT_EXPLICIT;
 	if (s & SK__TX_CAPACITY)
 		return SK_ELIDE_ABORT_CAPACITY;
@@ -370,42 +424,48 @@ static int after_abort(unsigned int status, int tries, unsigned int *policy,
 	return 0;
 }
 
-/* Inside a transaction already: elide the inner lock (flat nesting). */
+/*
+ * Inside this thread's elided section: the inner lock elides too, in the
+ * same transaction (no XBEGIN: the nesting depth is ours, see elided).  A
+ * busy inner lock, or one past SK__ELIDE_MAX_NEST, aborts the transaction:
+ * on RTM that rolls back to the outermost XBEGIN, and the outermost lock
+ * falls back.  The simulated backend cannot roll back: its XABORT returns
+ * and the section runs on under the inner lock's real lock, which the
+ * unlock then releases for real (the lock is not in elided).
+ */
 static int enter_nested(int kind, void *lock)
 {
-#ifdef SK_ELIDE_SIM
-	if (sk__sim_claim(kind, lock))
+	if (elided.depth == SK__ELIDE_MAX_NEST) {
+		tx_abort(SK__XABORT_NESTED);
+	} else if (tx_read_lock(kind, lock)) {
+		elided.locks[elided.depth++] = lock;
 		return 1;
-	/* The sim cannot roll back: run on under the real lock, report later. */
-	sk__sim_doom(SK__TX_ABORTED(SK__XABORT_BUSY));
+	} else {
+		tx_abort(SK__XABORT_BUSY);
+	}
 	return 0;
-#else
-	if (sk__elide_lock_free(kind, lock))
-		return 1;
-#ifdef SK__ELIDE_RTM
-	sk__xabort(SK__XABORT_BUSY); /* rolls back to the outermost XBEGIN */
-#endif
-	return 0;
-#endif
 }
 
-/* Start a transaction and put the lock word in its read set. */
+/*
+ * Begin this thread's elided section: XBEGIN (nested in a transaction the
+ * program began itself, if any: the hardware counts it), then the lock
+ * word into the read set.
+ */
 static unsigned int begin_on(int kind, void *lock)
 {
 	unsigned int s = tx_begin();
 
 	if (s != SK__TX_STARTED)
 		return s;
+	if (tx_read_lock(kind, lock)) {
+		elided.locks[0] = lock;
+		elided.depth = 1;
+		return s;
+	}
 #ifdef SK_ELIDE_SIM
-	if (sk__sim_claim(kind, lock))
-		return s;
-	return SK__TX_ABORTED(SK__XABORT_BUSY); /* nothing ran: can unwind */
+	return sk__sim_unwind(SK__TX_ABORTED(SK__XABORT_BUSY)); /* none ran */
 #else
-	if (sk__elide_lock_free(kind, lock))
-		return s;
-#ifdef SK__ELIDE_RTM
-	sk__xabort(SK__XABORT_BUSY); /* resumes in tx_begin() with status */
-#endif
+	tx_abort(SK__XABORT_BUSY); /* resumes in tx_begin() with the status */
 	return SK__TX_ABORTED(SK__XABORT_BUSY);
 #endif
 }
@@ -418,7 +478,7 @@ int sk__elide_enter(int kind, void *lock, unsigned int *policy,
 
 	if (!__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED))
 		return 0;
-	if (tx_test())
+	if (elided.depth)
 		return enter_nested(kind, lock);
 	if (policy_skip(policy, stats))
 		return 0;
@@ -442,42 +502,47 @@ static void after_commit(unsigned int *policy, struct sk_elide_stats *stats)
 		__atomic_store_n(policy, p - POL_LEVEL_ONE, __ATOMIC_RELAXED);
 }
 
+/* Take lock out of elided; 0 when this thread did not elide it. */
+static int elided_remove(void *lock)
+{
+	unsigned int i = elided.depth;
+
+	while (i > 0 && elided.locks[i - 1] != lock)
+		i--;
+	if (!i)
+		return 0;
+	for (; i < elided.depth; i++)
+		elided.locks[i - 1] = elided.locks[i];
+	elided.depth--;
+	return 1;
+}
+
 int sk__elide_exit(int kind, void *lock, unsigned int *policy,
 		   struct sk_elide_stats *stats)
 {
-#ifdef SK_ELIDE_SIM
-	unsigned int doom;
+	unsigned int s;
 
-	if (!sk__sim_release(kind, lock))
+	if (!elided_remove(lock))
 		return 0;
-	if (sk__sim_depth() > 0)
-		return 1;
-	doom = sk__sim_take_doom();
-	if (doom)
-		after_abort(doom, INT_MAX, policy, stats);
+	tx_read_unlock(kind, lock);
+#ifdef SK_ELIDE_SIM
+	if (sk__sim_busted_nesting())
+		elided.depth = 0; /* the twin: this unlock ends the section */
+#endif
+	if (elided.depth)
+		return 1; /* the elided section goes on: no XEND */
+	s = tx_end();
+	if (s)
+		after_abort(s, INT_MAX, policy, stats); /* simulated only */
 	else
 		after_commit(policy, stats);
 	return 1;
-#else
-	(void)kind;
-	(void)lock;
-	if (!tx_test())
-		return 0;
-	tx_end();
-	if (!tx_test())
-		after_commit(policy, stats);
-	return 1;
-#endif
 }
 
 void sk__elide_trylock_check(void)
 {
 	if (!tx_test())
 		return;
-#ifdef SK_ELIDE_SIM
-	sk__sim_doom(SK__TX_ABORTED(SK__XABORT_TRYLOCK));
-#elif defined(SK__ELIDE_RTM)
 	/* glibc's choice: a trylock cannot answer truthfully inside a tx. */
-	sk__xabort(SK__XABORT_TRYLOCK);
-#endif
+	tx_abort(SK__XABORT_TRYLOCK);
 }

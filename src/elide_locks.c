@@ -3,13 +3,8 @@
  * The three elided locks: their real (fallback) locks and the glue that
  * runs the elision state machine of src/elide.c around them.
  *
- * Mutex word (unsigned view of the int):
- *   bit 0 LOCKED, bit 1 WAITERS (someone may sleep in FUTEX_WAIT),
- *   bit 2 SIM (held by a simulated transaction; test build only),
- *   bits 3..16 serving, bits 17..30 next: handoff tickets.  serving !=
- *   next means handoff mode: the lock goes only to the waiter whose
- *   ticket is serving.  Idle tickets are 0 (the last ticket holder
- *   resets them), so a free mutex is the word 0.
+ * The mutex word's layout is in src/internal/elide.h (SK__M_*), where the
+ * tests that start its handoff tickets near their wrap can see it.
  */
 #define _GNU_SOURCE
 #include "scalekit/elide.h"
@@ -25,11 +20,12 @@
 #define M_WAITERS ((unsigned)SK_ELIDED_MUTEX_WAITERS)
 #define M_SIM	  ((unsigned)SK_ELIDED_MUTEX_SIM)
 #define M_HELD	  (M_LOCKED | M_SIM)
-#define M_SERVE_SHIFT 3
-#define M_NEXT_SHIFT  17
-#define M_TMASK	      0x3fffu
-#define M_TICKETS     ((M_TMASK << M_SERVE_SHIFT) | (M_TMASK << M_NEXT_SHIFT))
-#define M_SPINS	      100
+#define M_SPINS	  100
+
+_Static_assert(SK__M_NEXT_SHIFT + 14 == 32 && SK__M_TMASK == 0x3fffu,
+	       "the ticket carry must leave the word, not enter another bit");
+_Static_assert(SK__M_SERVE_SHIFT + 14 <= SK__M_NEXT_SHIFT,
+	       "serving and next overlap");
 
 /* rwlock word: bit 0 WRITER, bit 1 SIM, readers counted from bit 2. */
 #define RW_WRITER 1u
@@ -41,20 +37,10 @@
 		 (((w) >> 16) & SK_ELIDED_SPIN_OWNER_MASK) && \
 	 !((w) & SK_ELIDED_SPIN_SIM))
 
-static inline unsigned int m_serving(unsigned int v)
-{
-	return (v >> M_SERVE_SHIFT) & M_TMASK;
-}
-
-static inline unsigned int m_next(unsigned int v)
-{
-	return (v >> M_NEXT_SHIFT) & M_TMASK;
-}
-
 /* Free for a plain acquirer: not held, not in handoff mode. */
 static inline int m_free(unsigned int v)
 {
-	return !(v & M_HELD) && m_serving(v) == m_next(v);
+	return !(v & M_HELD) && sk__m_serving(v) == sk__m_next(v);
 }
 
 static inline unsigned int load_relaxed(unsigned int *w)
@@ -89,19 +75,17 @@ static int m_sleep(unsigned int *w, unsigned int v)
 static void m_lock_handoff(unsigned int *w)
 {
 	/* Relaxed: the ticket only orders waiters; M1 orders the data. */
-	unsigned int t = (__atomic_fetch_add(w, 1u << M_NEXT_SHIFT,
-					     __ATOMIC_RELAXED) >>
-			  M_NEXT_SHIFT) & M_TMASK;
+	unsigned int t = sk__m_next(__atomic_fetch_add(w, SK__M_NEXT_ONE,
+						       __ATOMIC_RELAXED));
 	unsigned int v, s, nv;
 
 	for (;;) {
 		v = load_relaxed(w);
-		if (!(v & M_HELD) && m_serving(v) == t) {
-			s = (t + 1) & M_TMASK;
-			nv = (v & ~M_TICKETS) | M_LOCKED | M_WAITERS;
-			if (s != m_next(v)) /* more tickets: stay in handoff */
-				nv |= (s << M_SERVE_SHIFT) |
-				      (m_next(v) << M_NEXT_SHIFT);
+		if (!(v & M_HELD) && sk__m_serving(v) == t) {
+			s = (t + 1) & SK__M_TMASK;
+			nv = (v & ~SK__M_TICKETS) | M_LOCKED | M_WAITERS;
+			if (s != sk__m_next(v)) /* more tickets: stay in handoff */
+				nv |= SK__M_TICKETS_AT(s, sk__m_next(v));
 			if (cas_acquire(w, v, nv))
 				return;
 			continue;
@@ -158,7 +142,8 @@ void sk__mutex_unlock_real(int *word, unsigned int held)
 					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		;
 	if (v & M_WAITERS)
-		sk__futex_wake(word, m_serving(v) != m_next(v) ? INT_MAX : 1);
+		sk__futex_wake(word, sk__m_serving(v) != sk__m_next(v) ? INT_MAX
+								     : 1);
 }
 
 /* ---- sk_elided_mutex ----------------------------------------------------- */
@@ -206,18 +191,16 @@ void sk_elided_mutex__unlock_slow(int *word)
 {
 	struct sk_elided_mutex *m =
 		SK_CONTAINER_OF(word, struct sk_elided_mutex, word);
-	unsigned int v = __atomic_load_n((unsigned int *)word,
-					 __ATOMIC_RELAXED);
 
-	/* A simulated section's mark first: a busted one may share LOCKED. */
-	if ((v & M_SIM) && mutex_exit(m))
+	/* Elided first: a busted simulated mark may share LOCKED. */
+	if (mutex_exit(m))
 		return;
-	if (v & M_LOCKED) { /* held for real, with waiters or tickets */
+	/* Relaxed: this thread set LOCKED itself, if anyone did. */
+	if (__atomic_load_n((unsigned int *)word, __ATOMIC_RELAXED) & M_LOCKED) {
+		/* Held for real, with waiters or tickets. */
 		sk__mutex_unlock_real(word, M_LOCKED);
 		return;
 	}
-	if (mutex_exit(m))
-		return;
 	sk__die("sk_elided_mutex_unlock(%p): the mutex is not locked",
 		(void *)m);
 }
@@ -441,14 +424,7 @@ int sk_elided_rwlock_write_trylock(struct sk_elided_rwlock *rw)
 
 void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
 {
-	unsigned int v = load_relaxed(&rw->word);
-
-	/*
-	 * WRITER set (and no simulated mark) means held for real, even
-	 * inside a transaction that began after the lock was taken.
-	 */
-	if ((!(v & RW_WRITER) || (v & RW_SIM)) &&
-	    sk__elide_exit(SK__ELIDE_RW_WRITE, rw, &rw->policy, rw_stats(rw)))
+	if (sk__elide_exit(SK__ELIDE_RW_WRITE, rw, &rw->policy, rw_stats(rw)))
 		return;
 	if (!(load_relaxed(&rw->word) & RW_WRITER))
 		sk__die("sk_elided_rwlock_write_unlock(%p): not write-locked",

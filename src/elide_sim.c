@@ -1,25 +1,46 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The simulated transactional backend, compiled only into the test-only
- * SK_ELIDE_SIM build of the library (tests/elide_sim.cmake).  It drives
- * the state machine of src/elide.c on any CPU:
+ * SK_ELIDE_SIM build of the library (tests/elide_sim.cmake).  It stands in
+ * for the RTM instructions, so that the state machine of src/elide.c runs
+ * its RTM code on any CPU:
  *
- *  - sk__sim_begin() is XBEGIN: it returns an abort status that a test
- *    injected (sk__elide_sim_inject(), in order, per thread), a random
- *    one (sk__elide_sim_random()), or "started";
- *  - a started simulated section claims its lock instead of reading the
- *    word: it marks the word (mutex/spinlock SIM bit, rwlock SIM bit for
- *    a writer, a real reader count for a reader) only if the lock is
- *    free, so real holders and simulated sections exclude each other as
- *    a hardware abort would make them;
- *  - it cannot roll back, so an abort requested after the section began
- *    (trylock inside it, a busy lock nested inside it) dooms it: the
- *    section runs on (still exclusive: a busy nested lock is then taken
- *    for real) and the abort is reported when the outermost section
- *    ends, in place of the commit.
- *  - sk__elide_sim_busted(1) makes sections mark the lock without
- *    looking whether it is free (readers mark nothing): the broken twin
- *    of "the lock word is read inside the transaction".
+ *  - one flat transaction per thread with a nesting count, kept the way
+ *    the hardware keeps it.  sk__sim_xbegin() (XBEGIN) outside a
+ *    transaction starts one, or returns an abort status that a test
+ *    injected (sk__elide_sim_inject(), in order, per thread) or a random
+ *    one (sk__elide_sim_random()); inside a transaction it only increments
+ *    the count.  sk__sim_xend() (XEND) at a count above 1 only decrements
+ *    it; at 1 it commits.  sk__sim_xtest() (XTEST) is 1 while the count
+ *    is above 0;
+ *  - the read set: where the hardware reads a lock word into the read set,
+ *    the section claims its lock instead (sk__sim_read_lock()): it marks
+ *    the word (mutex/spinlock SIM bit, rwlock SIM bit for a writer, a real
+ *    reader count for a reader) only if the lock is free, so real holders
+ *    and simulated sections exclude each other as a hardware abort would
+ *    make them.  A lock elided again inside the same transaction (a
+ *    reader that nests) is counted, not marked twice.  The claims that
+ *    are left when the transaction ends are released by its commit;
+ *  - one departure: src/elide.c releases a claim when the lock it covers
+ *    is unlocked inside the transaction (sk__sim_read_unlock()).  The
+ *    hardware keeps that word in the read set until the commit, but a
+ *    real locker's write to it only aborts the transaction; a claim kept
+ *    that long would make the locker wait instead, a deadlock the
+ *    hardware does not have (X{ Y{} Z{} } in one thread against Z{ Y{} }
+ *    in another);
+ *  - it cannot roll back, so an abort requested after the transaction
+ *    began (sk__sim_xabort(): trylock inside it, a busy nested lock) dooms
+ *    it: the code runs on (still exclusive: a busy nested lock is then
+ *    taken for real) and the commit returns the abort status in place of
+ *    0, as the outermost XBEGIN would have.  Only an abort right after the
+ *    outermost XBEGIN, before anything ran (the lock was busy at the
+ *    start), is undone for real (sk__sim_unwind());
+ *  - the broken twins: sk__elide_sim_busted(1) makes sections mark the
+ *    lock without looking whether it is free (readers mark nothing), the
+ *    twin of "the lock word is read inside the transaction";
+ *    sk__elide_sim_busted_nesting(1) makes src/elide.c end the transaction
+ *    at every elided unlock, the twin of "XEND only at the outermost
+ *    elided unlock" (issue 24).
  */
 #ifdef SK_ELIDE_SIM
 #define _GNU_SOURCE
@@ -28,21 +49,32 @@
 #include "internal/elide.h"
 #include "internal/util.h"
 
-#define SIM_MAX_DEPTH 8
+#define SIM_MAX_READS  32 /* claims per transaction; more: capacity abort */
 #define SIM_MAX_INJECT 32
 
+/* One lock in the read set of the simulated transaction. */
+struct sim_read {
+	void *lock;	    /* the claimed lock */
+	int kind;	    /* enum sk__elide_kind it was claimed as */
+	int marked;	    /* its word carries our mark (not a busted reader's) */
+	unsigned int count; /* elided acquisitions not yet unlocked */
+};
+
+/* Guarded by: the thread itself (thread-local). */
 static __thread struct {
-	void *locks[SIM_MAX_DEPTH];	 /* claimed locks, outermost first */
-	int depth;			 /* number of claimed locks */
-	unsigned int doom;		 /* pending late abort status, or 0 */
+	unsigned int nest;		     /* XBEGIN nesting count, 0: none */
+	unsigned int doom;		     /* pending late abort status, or 0 */
+	struct sim_read reads[SIM_MAX_READS]; /* the read set, oldest first */
+	unsigned int nreads;		     /* entries of reads[] in use */
 	unsigned int inject[SIM_MAX_INJECT]; /* injected statuses (FIFO) */
-	unsigned int ninject, next;	 /* queue length, next to use */
-	uint64_t rng;			 /* random-abort state */
+	unsigned int ninject, next;	     /* queue length, next to use */
+	uint64_t rng;			     /* random-abort state */
 } sim;
 
 static unsigned int sim_permille; /* random aborts per 1000 begins */
 static unsigned long sim_seed;
-static int sim_busted;
+static int sim_busted;		  /* twin: claims do not look at the word */
+static int sim_busted_nesting;	  /* twin: every elided unlock ends the tx */
 
 void sk__elide_sim_inject(unsigned int status)
 {
@@ -64,6 +96,17 @@ void sk__elide_sim_busted(int on)
 	__atomic_store_n(&sim_busted, on, __ATOMIC_RELAXED); /* as above */
 }
 
+void sk__elide_sim_busted_nesting(int on)
+{
+	/* Relaxed: a test knob, set while no section runs. */
+	__atomic_store_n(&sim_busted_nesting, on, __ATOMIC_RELAXED);
+}
+
+int sk__sim_busted_nesting(void)
+{
+	return __atomic_load_n(&sim_busted_nesting, __ATOMIC_RELAXED); /* knob */
+}
+
 static unsigned int sim_rand(void)
 {
 	uint64_t x = sim.rng;
@@ -78,7 +121,9 @@ static unsigned int sim_rand(void)
 	return (unsigned int)(x >> 32);
 }
 
-unsigned int sk__sim_begin(void)
+/* ---- the instructions ------------------------------------------------------ */
+
+unsigned int sk__sim_xbegin(void)
 {
 	static const unsigned int causes[] = {
 		SK__TX_CONFLICT | SK__TX_RETRY, SK__TX_CAPACITY,
@@ -86,37 +131,96 @@ unsigned int sk__sim_begin(void)
 	};
 	unsigned int pm = __atomic_load_n(&sim_permille, __ATOMIC_RELAXED);
 
+	if (sim.nest) { /* nested: one flat transaction, count only */
+		sim.nest++;
+		return SK__TX_STARTED;
+	}
 	if (sim.next < sim.ninject)
 		return sim.inject[sim.next++];
 	if (pm && sim_rand() % 1000 < pm)
 		return causes[sim_rand() % 4];
+	sim.nest = 1;
 	return SK__TX_STARTED;
 }
 
-int sk__sim_depth(void)
+int sk__sim_xtest(void)
 {
-	return sim.depth;
+	return sim.nest > 0;
 }
 
-void sk__sim_doom(unsigned int status)
+void sk__sim_xabort(unsigned int status)
 {
-	if (!sim.doom)
+	/* Outside a transaction XABORT does nothing; the first abort wins. */
+	if (sim.nest && !sim.doom)
 		sim.doom = status;
 }
 
-unsigned int sk__sim_take_doom(void)
+static void sim_unmark(int kind, void *lock)
 {
-	unsigned int d = sim.doom;
-
-	sim.doom = 0;
-	return d;
+	switch (kind) {
+	case SK__ELIDE_MUTEX:
+		sk__mutex_unlock_real(lock, SK_ELIDED_MUTEX_SIM);
+		break;
+	case SK__ELIDE_SPIN:
+		/* S2: release; pairs with SL2 of the next ticket holder. */
+		__atomic_fetch_and((unsigned int *)lock, ~SK_ELIDED_SPIN_SIM,
+				   __ATOMIC_RELEASE);
+		break;
+	case SK__ELIDE_RW_WRITE:
+		sk__rw_unclaim_sim(&((struct sk_elided_rwlock *)lock)->word);
+		break;
+	default:
+		sk__rw_read_unlock_real(
+			&((struct sk_elided_rwlock *)lock)->word);
+	}
 }
+
+/* The transaction is over: release its read set, newest claim first. */
+static void sim_finish(void)
+{
+	struct sim_read *r;
+
+	while (sim.nreads) {
+		r = &sim.reads[--sim.nreads];
+		if (r->marked)
+			sim_unmark(r->kind, r->lock);
+	}
+	sim.nest = 0;
+}
+
+unsigned int sk__sim_xend(void)
+{
+	unsigned int doom = sim.doom;
+
+	if (!sim.nest) /* the hardware raises #GP */
+		sk__die("XEND outside a simulated transaction");
+	if (--sim.nest)
+		return 0; /* inner XEND: the transaction goes on */
+	sim.doom = 0;
+	sim_finish();
+	return doom;
+}
+
+unsigned int sk__sim_unwind(unsigned int status)
+{
+	if (sim.nest > 1) {
+		/* Inside a transaction begun before: that one cannot unwind. */
+		sim.nest--;
+		sk__sim_xabort(status);
+		return status;
+	}
+	sim.doom = 0;
+	sim_finish();
+	return status;
+}
+
+/* ---- the read set ------------------------------------------------------------ */
 
 /* The busted twin: mark without looking whether the lock is free. */
 static int sim_mark_blind(int kind, void *lock)
 {
 	if (kind == SK__ELIDE_RW_READ)
-		return 1;
+		return 0;
 	if (kind == SK__ELIDE_RW_WRITE)
 		lock = &((struct sk_elided_rwlock *)lock)->word;
 	/* Relaxed: the twin is meant to break the ordering. */
@@ -132,9 +236,6 @@ static int sim_mark_blind(int kind, void *lock)
 static int sim_mark(int kind, void *lock)
 {
 	unsigned int *w = lock, v;
-
-	if (__atomic_load_n(&sim_busted, __ATOMIC_RELAXED))
-		return sim_mark_blind(kind, lock);
 
 	switch (kind) {
 	case SK__ELIDE_MUTEX:
@@ -160,55 +261,48 @@ static int sim_mark(int kind, void *lock)
 	}
 }
 
-static void sim_unmark(int kind, void *lock)
+int sk__sim_read_lock(int kind, void *lock)
 {
-	switch (kind) {
-	case SK__ELIDE_MUTEX:
-		sk__mutex_unlock_real(lock, SK_ELIDED_MUTEX_SIM);
-		break;
-	case SK__ELIDE_SPIN:
-		/* S2: release; pairs with SL2 of the next ticket holder. */
-		__atomic_fetch_and((unsigned int *)lock, ~SK_ELIDED_SPIN_SIM,
-				   __ATOMIC_RELEASE);
-		break;
-	case SK__ELIDE_RW_WRITE:
-		sk__rw_unclaim_sim(&((struct sk_elided_rwlock *)lock)->word);
-		break;
-	default:
-		sk__rw_read_unlock_real(
-			&((struct sk_elided_rwlock *)lock)->word);
-	}
-}
+	struct sim_read *r;
+	unsigned int i;
 
-int sk__sim_claim(int kind, void *lock)
-{
-	if (sim.depth == SIM_MAX_DEPTH) {
-		sk__sim_doom(SK__TX_NESTED); /* hardware: nesting too deep */
+	for (i = 0; i < sim.nreads; i++)
+		if (sim.reads[i].lock == lock && sim.reads[i].kind == kind) {
+			sim.reads[i].count++; /* in the read set already */
+			return 1;
+		}
+	if (sim.nreads == SIM_MAX_READS) {
+		sk__sim_xabort(SK__TX_CAPACITY);
 		return 0;
 	}
-	if (!sim_mark(kind, lock))
+	r = &sim.reads[sim.nreads];
+	if (__atomic_load_n(&sim_busted, __ATOMIC_RELAXED))
+		r->marked = sim_mark_blind(kind, lock);
+	else if (sim_mark(kind, lock))
+		r->marked = 1;
+	else
 		return 0;
-	sim.locks[sim.depth++] = lock;
+	r->lock = lock;
+	r->kind = kind;
+	r->count = 1;
+	sim.nreads++;
 	return 1;
 }
 
-/* 1 when lock was claimed by this thread's simulated section (now not). */
-int sk__sim_release(int kind, void *lock)
+void sk__sim_read_unlock(int kind, void *lock)
 {
-	int i;
+	unsigned int i = sim.nreads;
 
-	for (i = sim.depth - 1; i >= 0; i--)
-		if (sim.locks[i] == lock)
-			break;
-	if (i < 0)
-		return 0;
-	for (; i < sim.depth - 1; i++)
-		sim.locks[i] = sim.locks[i + 1];
-	sim.depth--;
-	if (kind != SK__ELIDE_RW_READ ||
-	    !__atomic_load_n(&sim_busted, __ATOMIC_RELAXED))
+	while (i > 0 && (sim.reads[i - 1].lock != lock ||
+			 sim.reads[i - 1].kind != kind))
+		i--;
+	if (!i || --sim.reads[i - 1].count)
+		return; /* not claimed (any more), or elided again inside */
+	if (sim.reads[i - 1].marked)
 		sim_unmark(kind, lock);
-	return 1;
+	for (; i < sim.nreads; i++)
+		sim.reads[i - 1] = sim.reads[i];
+	sim.nreads--;
 }
 #else
 typedef int sk__elide_sim_absent; /* ISO C: no empty translation unit */

@@ -9,11 +9,15 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
+#include "../src/internal/elide.h" /* the mutex word's ticket fields */
 #include "sk_test_elide.h"
 
 static const char *prog;
@@ -352,6 +356,135 @@ static void twin_without_lock_is_caught(void)
 	SK_CHECK_GT(lost, 0);
 }
 
+/* ---- handoff tickets at their wrap (issue 24) --------------------------------- */
+
+struct wrap {
+	const struct elide_ops *ops; /* the mutex, or the rwlock's writers */
+	struct elide_lock l;
+	unsigned long iters;	     /* sections per thread, its ticket's first */
+	unsigned long counter;	     /* guarded by the lock (plain accesses) */
+};
+
+/* The mutex word that holds the handoff tickets of w's lock. */
+static int *wrap_word(struct wrap *w)
+{
+	return w->ops == &elide_ops[0] ? &w->l.m.word : &w->l.rw.wlock;
+}
+
+static int wrap_destroy(struct wrap *w)
+{
+	return w->ops == &elide_ops[0] ? sk_elided_mutex_destroy(&w->l.m)
+				       : sk_elided_rwlock_destroy(&w->l.rw);
+}
+
+static void *wrap_worker(void *arg)
+{
+	struct wrap *w = arg;
+	unsigned long i;
+
+	for (i = 0; i < w->iters; i++) {
+		w->ops->lock(&w->l);
+		/* Plain (volatile): TSan checks that the lock orders it. */
+		*(volatile unsigned long *)&w->counter += 1;
+		if (i % 4 == 0)
+			sched_yield(); /* let the others queue and sleep */
+		w->ops->unlock(&w->l);
+	}
+	return NULL;
+}
+
+/*
+ * Hold ops' lock with its tickets preset to serving = next = first, as if
+ * a long handoff episode had served that many, and let nthreads waiters
+ * each lose one wakeup (handoff_wakeups = 1) and take a ticket: the last
+ * ticket is SK__M_TMASK, so next wraps to 0.  The word must then be the
+ * expected one exactly; once the waiters have had their sections (iters
+ * each), the free lock must be the word 0, destroy must return 0, and
+ * the next acquisition must find the word free (the inline CAS from 0,
+ * or elision where it runs) again.
+ */
+static void ticket_wrap_run(const struct elide_ops *ops, int nthreads,
+			    unsigned long iters)
+{
+	struct sk_elide_tuning t = SK_ELIDE_TUNING_DEFAULT, d = t;
+	unsigned int first = SK__M_TMASK + 1 - (unsigned int)nthreads;
+	unsigned int want = SK_ELIDED_MUTEX_LOCKED | SK_ELIDED_MUTEX_WAITERS |
+			    SK__M_TICKETS_AT(first, 0);
+	struct wrap w = { 0 };
+	pthread_t th[8];
+	unsigned int v;
+	int i, *word;
+
+	w.ops = ops;
+	w.iters = iters;
+	word = wrap_word(&w);
+	t.handoff_wakeups = 1;
+	SK_CHECK_EQ(sk_elide_set_tuning(&t), 0);
+	elide_lock_init(&w.l);
+	SK_CHECK_EQ(ops->trylock(&w.l), 0); /* held for real on any backend */
+	__atomic_fetch_or((unsigned int *)word, SK__M_TICKETS_AT(first, first),
+			  __ATOMIC_RELAXED);
+	for (i = 0; i < nthreads; i++)
+		sk_test_thread_start(&th[i], wrap_worker, &w);
+	/* Wake the sleepers until every one has lost a wakeup: tickets. */
+	for (;;) {
+		v = __atomic_load_n((unsigned int *)word, __ATOMIC_RELAXED);
+		if (((sk__m_next(v) - sk__m_serving(v)) & SK__M_TMASK) ==
+		    (unsigned int)nthreads)
+			break;
+		syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+			NULL, 0);
+		usleep(1000);
+	}
+	fprintf(stderr, "    %s, %d thread(s): tickets %#x..%#x taken, word "
+			"%#x (want %#x)\n",
+		ops->name, nthreads, first, SK__M_TMASK, v, want);
+	SK_CHECK_EQ(v, want);
+	ops->unlock(&w.l);
+	for (i = 0; i < nthreads; i++)
+		sk_test_thread_join(th[i]);
+	v = __atomic_load_n((unsigned int *)word, __ATOMIC_RELAXED);
+	fprintf(stderr, "    after %lu sections: free word %#x\n",
+		nthreads * iters, v);
+	SK_CHECK_EQ(w.counter, nthreads * iters);
+	SK_CHECK_EQ(v, 0);
+	SK_CHECK_EQ(w.l.rw.word, 0);
+	SK_CHECK_EQ(wrap_destroy(&w), 0);
+	ops->lock(&w.l);
+	/* Taken for real from the free word: just LOCKED; elided: untouched. */
+	want = sk_elide_in_transaction() ? 0 : SK_ELIDED_MUTEX_LOCKED;
+	SK_CHECK_EQ(*word, want);
+	ops->unlock(&w.l);
+	SK_CHECK_EQ(*word, 0);
+	SK_CHECK_EQ(wrap_destroy(&w), 0);
+	SK_CHECK_EQ(sk_elide_set_tuning(&d), 0);
+}
+
+/* The 14-bit ticket counter wraps to 0 without setting any other bit. */
+static void handoff_tickets_wrap_within_their_field(void)
+{
+	elide_deadline("handoff_tickets_wrap_within_their_field", 120);
+	ticket_wrap_run(&elide_ops[0], 1, 1);
+	ticket_wrap_run(&elide_ops[2], 1, 1); /* the rwlock's writers */
+	alarm(0);
+}
+
+/*
+ * Real threads through the wrap and on: they still exclude each other,
+ * and afterwards the lock is free in every sense (issue 24 found a free
+ * mutex reading 0x80000000: busy for destroy, for the CAS fast path and
+ * for elision).
+ */
+static void handoff_stress_past_ticket_wrap_leaves_lock_free(void)
+{
+	unsigned long iters = 2000 / sk_test_slow();
+
+	elide_deadline("handoff_stress_past_ticket_wrap_leaves_lock_free", 240);
+	ticket_wrap_run(&elide_ops[0], 4, iters);
+	ticket_wrap_run(&elide_ops[2], 4, iters);
+	alarm(0);
+}
+
 /* ---- fairness ---------------------------------------------------------------- */
 
 struct fair {
@@ -506,6 +639,8 @@ int main(int argc, char **argv)
 	SK_RUN_SELECTED(every_lock_excludes_under_threads);
 	SK_RUN_SELECTED(twin_without_lock_is_caught);
 	SK_RUN_SELECTED(mutex_every_thread_progresses);
+	SK_RUN_SELECTED(handoff_tickets_wrap_within_their_field);
+	SK_RUN_SELECTED(handoff_stress_past_ticket_wrap_leaves_lock_free);
 	SK_RUN_SELECTED(unbalanced_unlock_aborts_with_message);
 	return sk_test_report();
 }

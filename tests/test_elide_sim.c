@@ -242,6 +242,307 @@ static void nested_sections_commit_once(void)
 	SK_CHECK_EQ(sk_elided_mutex_destroy(&inner), 0);
 }
 
+/*
+ * The simulated instructions themselves: one flat transaction with a
+ * nesting count, as RTM keeps it.  An inner XEND only decrements the
+ * count; an abort inside is reported by the outermost XEND (the hardware
+ * would have rolled back to the outermost XBEGIN); claims stay until the
+ * commit unless their lock is unlocked.
+ */
+static void sim_models_rtm_nesting(void)
+{
+	fresh();
+	sk__sim_xabort(ST_BUSY); /* outside a transaction: nothing */
+	SK_CHECK_EQ(sk__sim_xbegin(), SK__TX_STARTED);
+	SK_CHECK_EQ(sk__sim_read_lock(SK__ELIDE_MUTEX, &L.m.word), 1);
+	SK_CHECK_EQ(sk__sim_xbegin(), SK__TX_STARTED);
+	SK_CHECK_EQ(sk__sim_xtest(), 1);
+	SK_CHECK_EQ(sk__sim_read_lock(SK__ELIDE_SPIN, &L.s.word), 1);
+	SK_CHECK_EQ(sk__sim_read_lock(SK__ELIDE_MUTEX, &L.m.word), 1);
+	sk__sim_read_unlock(SK__ELIDE_MUTEX, &L.m.word); /* still claimed */
+	SK_CHECK_EQ(sk_elided_mutex_trylock(&L.m), -EBUSY); /* aborts */
+	SK_CHECK_EQ(sk__sim_xend(), 0);
+	SK_CHECK_EQ(sk__sim_xtest(), 1);
+	SK_CHECK_EQ(sk_elided_spinlock_destroy(&L.s), -EBUSY);
+	SK_CHECK_EQ(sk__sim_xend(), SK__TX_ABORTED(SK__XABORT_TRYLOCK));
+	SK_CHECK_EQ(sk__sim_xtest(), 0);
+	SK_CHECK_EQ(sk_elided_spinlock_destroy(&L.s), 0);
+	SK_CHECK_EQ(sk_elided_mutex_destroy(&L.m), 0);
+	SK_CHECK_EQ(sk__sim_xbegin(), SK__TX_STARTED); /* no doom left */
+	SK_CHECK_EQ(sk__sim_xend(), 0);
+}
+
+/* The exclusive side of o's lock: the writers' for the rwlock's readers. */
+static const struct elide_ops *excl_ops(const struct elide_ops *o)
+{
+	return o == &elide_read_ops ? &elide_ops[2] : o;
+}
+
+/* Another thread's trylock of o's lock L, exclusive. */
+static void *try_other(void *arg)
+{
+	const struct elide_ops *o = excl_ops(arg);
+
+	if (o->trylock(&L))
+		return (void *)0;
+	o->unlock(&L);
+	return (void *)1;
+}
+
+/* 1 when a thread other than this one can take o's lock L now. */
+static int other_thread_gets(const struct elide_ops *o)
+{
+	pthread_t t;
+	void *got;
+
+	sk_test_thread_start(&t, try_other, (void *)o);
+	got = sk_test_thread_join(t);
+	return got != NULL;
+}
+
+/* All the kinds of elided acquisition: three exclusive locks, a reader. */
+static const struct elide_ops *kind_ops(int k)
+{
+	return k < ELIDE_NOPS ? &elide_ops[k] : &elide_read_ops;
+}
+
+/*
+ * Outer section on L (outer kind), an inner one on *il (inner kind) that
+ * begins and ends inside it; 1 when, after the inner unlock, the outer
+ * section still runs in the transaction, nothing committed yet, and its
+ * lock still keeps other threads out.  The outer lock is unlocked only
+ * while the transaction runs: once it has ended, the outer lock is no
+ * longer held, and unlocking it would stop the program.
+ */
+static int inner_unlock_leaves_outer(int outer, int inner,
+				     struct elide_lock *il)
+{
+	const struct elide_ops *o = kind_ops(outer), *i = kind_ops(inner);
+	int in_tx, other, commits;
+
+	o->lock(&L);
+	i->lock(il);
+	i->unlock(il);
+	in_tx = sk_elide_in_transaction();
+	commits = (int)st.commits;
+	other = other_thread_gets(o);
+	if (in_tx)
+		o->unlock(&L);
+	if (in_tx && !commits && !other)
+		return 1;
+	fprintf(stderr, "    outer %s, inner %s%s: after the inner unlock in "
+			"transaction %d, commits %d, another thread took the "
+			"outer lock %d\n",
+		o->name, i->name, il == &L ? " (same lock)" : "", in_tx,
+		commits, other);
+	return 0;
+}
+
+/*
+ * Every pair of kinds, and a reader inside a reader of the same rwlock:
+ * the inner unlock must not end the transaction (issue 24: on RTM it ran
+ * XEND, which committed the outer section at hardware nesting depth 1).
+ * busted: the twin, where every elided unlock ends it; returns how many
+ * pairs kept the outer section.
+ */
+static int nested_pairs_kept(int busted)
+{
+	struct elide_lock x;
+	int a, b, k, kept = 0, n = 0;
+
+	sk__elide_sim_busted_nesting(busted);
+	for (k = 0; k <= 16; k++, n++) {
+		a = k < 16 ? k / 4 : 3;
+		b = k < 16 ? k % 4 : 3;
+		fresh();
+		elide_lock_init(&x);
+		elide_ops[0].attach(&x, &st);
+		elide_ops[1].attach(&x, &st);
+		elide_ops[2].attach(&x, &st);
+		if (!inner_unlock_leaves_outer(a, b, k < 16 ? &x : &L))
+			continue;
+		kept++;
+		if (busted)
+			continue;
+		SK_CHECK_EQ(sk_elide_in_transaction(), 0);
+		SK_CHECK_EQ(st.commits, 1);
+		SK_CHECK_EQ(st.fallbacks, 0);
+		SK_CHECK_EQ(sk_elided_mutex_destroy(&L.m) |
+				    sk_elided_spinlock_destroy(&L.s) |
+				    sk_elided_rwlock_destroy(&L.rw),
+			    0);
+		SK_CHECK_EQ(sk_elided_mutex_destroy(&x.m) |
+				    sk_elided_spinlock_destroy(&x.s) |
+				    sk_elided_rwlock_destroy(&x.rw),
+			    0);
+	}
+	sk__elide_sim_busted_nesting(0);
+	fprintf(stderr, "    busted=%d: %d of %d pairs kept the outer section\n",
+		busted, kept, n);
+	return kept;
+}
+
+static void inner_unlock_leaves_outer_section_elided(void)
+{
+	elide_deadline("inner_unlock_leaves_outer_section_elided", 120);
+	SK_CHECK_EQ(nested_pairs_kept(0), 17);
+	alarm(0);
+}
+
+/* The twin: when the inner unlock ends the transaction, it is caught. */
+static void busted_nesting_twin_is_caught(void)
+{
+	elide_deadline("busted_nesting_twin_is_caught", 120);
+	SK_CHECK_EQ(nested_pairs_kept(1), 0);
+	alarm(0);
+}
+
+/* A thread holding the inner lock X for real until another one queues. */
+struct holder {
+	const struct elide_ops *ops;
+	struct elide_lock *x;
+	int held; /* set once ops' lock of x is held */
+};
+
+static void *hold_until_queued(void *arg)
+{
+	struct holder *h = arg;
+	struct elide_lock *x = h->x;
+	const struct elide_ops *o = excl_ops(h->ops);
+	unsigned int w[4];
+
+	SK_CHECK_EQ(o->trylock(x), 0);
+	w[0] = (unsigned int)__atomic_load_n(&x->m.word, __ATOMIC_RELAXED);
+	w[1] = __atomic_load_n(&x->s.word, __ATOMIC_RELAXED);
+	w[2] = __atomic_load_n(&x->rw.word, __ATOMIC_RELAXED);
+	w[3] = (unsigned int)__atomic_load_n(&x->rw.wlock, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->held, 1, __ATOMIC_RELEASE);
+	/* Any change: the other thread found X busy and is taking it. */
+	while ((unsigned int)__atomic_load_n(&x->m.word, __ATOMIC_RELAXED) ==
+		       w[0] &&
+	       __atomic_load_n(&x->s.word, __ATOMIC_RELAXED) == w[1] &&
+	       __atomic_load_n(&x->rw.word, __ATOMIC_RELAXED) == w[2] &&
+	       (unsigned int)__atomic_load_n(&x->rw.wlock,
+					     __ATOMIC_RELAXED) == w[3])
+		sched_yield();
+	o->unlock(x);
+	return NULL;
+}
+
+/*
+ * Elided outer section, inner lock held for real by another thread: the
+ * simulated section cannot roll back, so it takes the inner lock for real
+ * inside the transaction (the hardware would have aborted to the outermost
+ * XBEGIN).  Unlocking that inner lock is a real unlock: it must leave the
+ * transaction alone, for a reader too, which its word cannot tell apart
+ * from an elided one.  The busy abort is reported by the outer unlock.
+ */
+static void busy_inner_lock_is_taken_for_real_inside_section(void)
+{
+	struct elide_lock x;
+	struct holder h;
+	pthread_t t;
+	int a, b, in_tx;
+
+	elide_deadline("busy_inner_lock_is_taken_for_real_inside_section",
+		       120);
+	for (a = 0; a < 4; a++)
+		for (b = 0; b < 4; b++) {
+			fresh();
+			elide_lock_init(&x);
+			h.ops = kind_ops(b);
+			h.x = &x;
+			h.held = 0;
+			sk_test_thread_start(&t, hold_until_queued, &h);
+			while (!__atomic_load_n(&h.held, __ATOMIC_ACQUIRE))
+				sched_yield();
+			kind_ops(a)->lock(&L);
+			kind_ops(b)->lock(&x); /* waits for the holder */
+			kind_ops(b)->unlock(&x);
+			in_tx = sk_elide_in_transaction();
+			if (!in_tx)
+				fprintf(stderr, "    outer %s, inner %s: the "
+						"inner real unlock ended the "
+						"transaction\n",
+					kind_ops(a)->name, kind_ops(b)->name);
+			SK_CHECK_EQ(in_tx, 1);
+			if (in_tx) /* else the outer lock is not held now */
+				kind_ops(a)->unlock(&L);
+			sk_test_thread_join(t);
+			SK_CHECK_EQ(sk_elide_in_transaction(), 0);
+			SK_CHECK_EQ(st.aborts[SK_ELIDE_ABORT_BUSY], 1);
+			SK_CHECK_EQ(st.fallbacks, 1);
+			SK_CHECK_EQ(st.commits, 0);
+			SK_CHECK_EQ(sk_elided_rwlock_destroy(&x.rw), 0);
+			SK_CHECK_EQ(sk_elided_mutex_destroy(&x.m) |
+					    sk_elided_spinlock_destroy(&x.s),
+				    0);
+		}
+	alarm(0);
+}
+
+/*
+ * Sections that overlap without nesting: hand over hand (elided A, elided
+ * B, unlock A, unlock B), and a reader taken for real before an elided
+ * section and released inside it.  Each unlock must do what its own lock
+ * needs: A's lets other threads take A, the real reader leaves the rwlock,
+ * and only the last elided unlock commits.
+ */
+static void overlapping_sections_unlock_in_any_order(void)
+{
+	int in_tx;
+
+	elide_deadline("overlapping_sections_unlock_in_any_order", 120);
+	fresh();
+	sk_elided_mutex_lock(&L.m);
+	sk_elided_spinlock_lock(&L.s);
+	sk_elided_mutex_unlock(&L.m);
+	in_tx = sk_elide_in_transaction();
+	SK_CHECK_EQ(in_tx, 1);
+	SK_CHECK_EQ(st.commits, 0);
+	SK_CHECK_EQ(other_thread_gets(&elide_ops[0]), 1); /* A is free */
+	SK_CHECK_EQ(other_thread_gets(&elide_ops[1]), 0); /* B is not */
+	if (in_tx)
+		sk_elided_spinlock_unlock(&L.s);
+	SK_CHECK_EQ(sk_elide_in_transaction(), 0);
+	SK_CHECK_EQ(st.commits, 1);
+
+	fresh();
+	SK_CHECK_EQ(sk_elided_rwlock_read_trylock(&L.rw), 0); /* real */
+	sk_elided_mutex_lock(&L.m);
+	sk_elided_rwlock_read_unlock(&L.rw);
+	in_tx = sk_elide_in_transaction();
+	SK_CHECK_EQ(in_tx, 1);
+	SK_CHECK_EQ(sk_elided_rwlock_destroy(&L.rw), 0); /* the reader left */
+	if (in_tx)
+		sk_elided_mutex_unlock(&L.m);
+	SK_CHECK_EQ(sk_elide_in_transaction(), 0);
+	SK_CHECK_EQ(st.commits, 1);
+	SK_CHECK_EQ(sk_elided_mutex_destroy(&L.m), 0);
+	alarm(0);
+}
+
+/*
+ * A transaction the library did not begin (the program's own, or glibc's
+ * elided pthread mutex): an elided lock inside it nests in it, and its
+ * unlock must not commit it.
+ */
+static void enclosing_transaction_survives_elided_unlock(void)
+{
+	int in_tx;
+
+	fresh();
+	SK_CHECK_EQ(sk__sim_xbegin(), SK__TX_STARTED);
+	sk_elided_mutex_lock(&L.m);
+	sk_elided_mutex_unlock(&L.m);
+	in_tx = sk_elide_in_transaction();
+	SK_CHECK_EQ(in_tx, 1);
+	if (in_tx)
+		SK_CHECK_EQ(sk__sim_xend(), 0);
+	SK_CHECK_EQ(sk_elide_in_transaction(), 0);
+	SK_CHECK_EQ(sk_elided_mutex_destroy(&L.m), 0);
+}
+
 /* Deeper than the simulated nesting limit: "other", reported at the end. */
 static void nesting_too_deep_aborts_as_other(void)
 {
@@ -392,6 +693,12 @@ int main(int argc, char **argv)
 	SK_RUN_SELECTED(skip_grows_caps_and_decays);
 	SK_RUN_SELECTED(busy_lock_at_start_falls_back);
 	SK_RUN_SELECTED(nested_sections_commit_once);
+	SK_RUN_SELECTED(sim_models_rtm_nesting);
+	SK_RUN_SELECTED(inner_unlock_leaves_outer_section_elided);
+	SK_RUN_SELECTED(busted_nesting_twin_is_caught);
+	SK_RUN_SELECTED(busy_inner_lock_is_taken_for_real_inside_section);
+	SK_RUN_SELECTED(overlapping_sections_unlock_in_any_order);
+	SK_RUN_SELECTED(enclosing_transaction_survives_elided_unlock);
 	SK_RUN_SELECTED(nesting_too_deep_aborts_as_other);
 	SK_RUN_SELECTED(trylock_inside_transaction_aborts);
 	SK_RUN_SELECTED(stats_shared_by_two_locks);

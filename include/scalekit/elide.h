@@ -15,12 +15,23 @@
  * reads the lock word; if the word says "free" the critical section runs
  * speculatively without writing the lock.  A real holder that takes the
  * lock later writes the word, which aborts every transaction that read
- * it, so an elided section and a real holder never overlap.  Inside a
- * transaction every elided lock elides (nesting is flat: the outermost
- * section commits everything); a busy inner lock aborts the whole
- * transaction.  Unlock tells the two cases apart by the lock word (the
- * mutex and spinlock words read "free" in an elided section) or, for the
- * rwlock's readers, by XTEST.
+ * it, so an elided section and a real holder never overlap.
+ *
+ * Nesting: a thread's elided section is one transaction, whatever locks
+ * it takes.  The first elided lock begins it (one XBEGIN); every lock of
+ * any kind taken while it runs elides too (it only reads its word: no
+ * XBEGIN); the transaction commits (one XEND) when the last of the
+ * thread's elided locks is unlocked, in whatever order they are unlocked,
+ * and no other unlock ends it.  The library keeps that count itself, per
+ * thread (the list of the locks the thread elides, at most 8 at once: a
+ * ninth aborts the transaction, counted as "other"), so the hardware's
+ * nesting count is 1, or one more than that of a transaction the program
+ * began itself, in which the section then nests and which its XEND does
+ * not commit.  A busy inner lock aborts the whole transaction, which
+ * falls back at the outermost lock.  Unlock looks its lock up in that
+ * list: an elided lock ends its part of the section, any other lock is
+ * released for real (so a lock taken for real before the section may be
+ * released inside it, readers included).
  *
  * Backends, decided once (at library load) and cached:
  *  - rtm       the CPU has RTM: CPUID.7.0:EBX[11] set, RTM_ALWAYS_ABORT
@@ -104,7 +115,9 @@ enum sk_elide_abort_cause {
  * measure, not in production hot paths.
  */
 struct sk_elide_stats {
-	unsigned long commits;		/* outermost elided sections committed */
+	unsigned long commits;		/* elided sections committed (one
+					 * per section, however many locks
+					 * it elided) */
 	unsigned long aborts[SK_ELIDE_ABORT_NCAUSES]; /* aborts, by cause */
 	unsigned long fallbacks;	/* real acquisitions after elision failed */
 	unsigned long skips;		/* real acquisitions, elision skipped */
@@ -224,7 +237,11 @@ SK_API void sk_elide_get_tuning(struct sk_elide_tuning *t);
  */
 SK_API extern int sk_elide__enabled;
 
-/* Mutex word (ABI): 0 free; LOCKED | WAITERS | tickets otherwise. */
+/*
+ * Mutex word (ABI): 0 free; LOCKED | WAITERS | tickets otherwise.  The
+ * ticket fields are private; their counter wraps within them, so a free
+ * mutex always reads 0.
+ */
 #define SK_ELIDED_MUTEX_LOCKED	1
 #define SK_ELIDED_MUTEX_WAITERS 2
 /* Set only by the simulated backend: held by a simulated transaction. */
@@ -324,8 +341,9 @@ SK_API int sk_elided_mutex_trylock(struct sk_elided_mutex *m);
 
 /*
  * sk_elided_mutex_unlock() - release m.
- * Context: the thread that locked m.  Ends the transaction when the
- * section was elided (commit at the outermost elided section).
+ * Context: the thread that locked m.  When m was elided, commits the
+ * transaction if m was the last of the thread's elided locks (see
+ * "Nesting" above), else leaves it running.
  * Ordering: release; pairs with the acquire of the next lock (L1).
  */
 static inline void sk_elided_mutex_unlock(struct sk_elided_mutex *m)
@@ -341,7 +359,7 @@ static inline void sk_elided_mutex_unlock(struct sk_elided_mutex *m)
 	/*
 	 * U1: release; pairs with L1.  The plain load first keeps the CAS
 	 * (which writes even when it fails) out of elided sections, where
-	 * the word reads 0 and the slow path commits.
+	 * the word reads 0 and the slow path ends the elided hold.
 	 */
 	if (__atomic_load_n(&m->word, __ATOMIC_RELAXED) == l &&
 	    __atomic_compare_exchange_n(&m->word, &l, 0, 0, __ATOMIC_RELEASE,
@@ -415,8 +433,9 @@ static inline unsigned int sk_elided_spinlock__step(unsigned int own)
 
 /*
  * sk_elided_spinlock_unlock() - release l.
- * Context: the thread that locked l.  Ends the transaction when the
- * section was elided.
+ * Context: the thread that locked l.  When l was elided, commits the
+ * transaction if l was the last of the thread's elided locks (see
+ * "Nesting" above), else leaves it running.
  * Ordering: release; pairs with the acquire of the next lock (SL1).
  */
 static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
@@ -483,6 +502,9 @@ SK_API int sk_elided_rwlock_read_trylock(struct sk_elided_rwlock *rw);
 
 /*
  * sk_elided_rwlock_read_unlock() - release a shared hold.
+ * Context: the thread that read-locked rw.  When the hold was elided,
+ * commits the transaction if it was the last of the thread's elided
+ * locks (see "Nesting" above), else leaves it running.
  * Ordering: release; pairs with the acquire in write_lock.
  */
 SK_API void sk_elided_rwlock_read_unlock(struct sk_elided_rwlock *rw);
@@ -500,6 +522,9 @@ SK_API int sk_elided_rwlock_write_trylock(struct sk_elided_rwlock *rw);
 
 /*
  * sk_elided_rwlock_write_unlock() - release an exclusive hold.
+ * Context: the thread that write-locked rw.  When the hold was elided,
+ * commits the transaction if it was the last of the thread's elided
+ * locks (see "Nesting" above), else leaves it running.
  * Ordering: release; pairs with the acquires of read_lock and write_lock.
  */
 SK_API void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw);

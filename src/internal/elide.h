@@ -17,6 +17,41 @@ enum sk__elide_kind {
 	SK__ELIDE_RW_WRITE
 };
 
+/*
+ * The mutex word (the unsigned view of struct sk_elided_mutex.word, and of
+ * the rwlock's writers' mutex): bit 0 LOCKED, bit 1 WAITERS (someone may
+ * sleep in FUTEX_WAIT), bit 2 SIM (held by a simulated transaction; test
+ * build only), bits 3..16 serving and bits 18..31 next: the handoff
+ * tickets (bit 17 is always 0).  serving != next means handoff mode: the
+ * lock goes only to the waiter whose ticket is serving.  Idle tickets are
+ * 0 (the last ticket holder resets them), so a free mutex is the word 0.
+ *
+ * A waiter takes a ticket with one fetch_add of SK__M_NEXT_ONE.  next is
+ * the topmost field so that the carry out of it, when it wraps from
+ * SK__M_TMASK to 0, leaves the 32-bit word and is lost: no bit outside
+ * the field can ever be set by it.  (Issue 24: with next at bits 17..30
+ * the carry went into bit 31, which nothing clears, after 16384 tickets.)
+ * Tests preset the fields with SK__M_TICKETS_AT() to start near the wrap.
+ */
+#define SK__M_SERVE_SHIFT 3
+#define SK__M_NEXT_SHIFT  18
+#define SK__M_TMASK	  0x3fffu
+#define SK__M_NEXT_ONE	  (1u << SK__M_NEXT_SHIFT)
+#define SK__M_TICKETS_AT(serving, next)                      \
+	((((serving) & SK__M_TMASK) << SK__M_SERVE_SHIFT) | \
+	 (((next) & SK__M_TMASK) << SK__M_NEXT_SHIFT))
+#define SK__M_TICKETS SK__M_TICKETS_AT(SK__M_TMASK, SK__M_TMASK)
+
+static inline unsigned int sk__m_serving(unsigned int v)
+{
+	return (v >> SK__M_SERVE_SHIFT) & SK__M_TMASK;
+}
+
+static inline unsigned int sk__m_next(unsigned int v)
+{
+	return (v >> SK__M_NEXT_SHIFT) & SK__M_TMASK;
+}
+
 /* RTM abort status (EAX after an abort), as the SDM defines it. */
 #define SK__TX_STARTED	 (~0u)
 #define SK__TX_EXPLICIT	 (1u << 0)
@@ -26,9 +61,14 @@ enum sk__elide_kind {
 #define SK__TX_DEBUG	 (1u << 4)
 #define SK__TX_NESTED	 (1u << 5)
 #define SK__TX_CODE(s)	 ((s) >> 24)
-/* Our XABORT codes: the lock was busy; trylock inside a transaction. */
+/*
+ * Our XABORT codes: the lock was busy; trylock inside a transaction; more
+ * than SK__ELIDE_MAX_NEST elided locks at once in one thread.
+ */
 #define SK__XABORT_BUSY	   0xff
 #define SK__XABORT_TRYLOCK 0xfe
+#define SK__XABORT_NESTED  0xfd
+#define SK__ELIDE_MAX_NEST 8
 #define SK__TX_ABORTED(code) (SK__TX_EXPLICIT | ((unsigned)(code) << 24))
 
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(SK_ELIDE_SIM)
@@ -79,8 +119,9 @@ extern struct sk_elide_tuning sk__elide_tuning;
 /*
  * The state machine.  sk__elide_enter(): 1 when the section now runs
  * elided (the caller returns to the user), 0 when the caller must take
- * the real lock.  sk__elide_exit(): 1 when the lock was elided and the
- * section has ended (committed), 0 when it was not elided.
+ * the real lock.  sk__elide_exit(): 1 when this thread had elided the
+ * lock (the transaction is committed when it was the last of the thread's
+ * elided locks), 0 when it had not: the caller unlocks it for real.
  */
 int sk__elide_enter(int kind, void *lock, unsigned int *policy,
 		    struct sk_elide_stats *stats);
@@ -100,17 +141,28 @@ int sk__rw_read_trylock_real(unsigned int *word);
 void sk__rw_read_unlock_real(unsigned int *word);
 
 #ifdef SK_ELIDE_SIM
-/* The simulated backend (src/elide_sim.c); test-only hooks. */
-unsigned int sk__sim_begin(void);
-int sk__sim_depth(void);
-int sk__sim_claim(int kind, void *lock);
-int sk__sim_release(int kind, void *lock);
-void sk__sim_doom(unsigned int status);
+/*
+ * The simulated backend (src/elide_sim.c), in place of the instructions:
+ * XBEGIN, XEND (0: committed, or the abort status decided after the
+ * transaction began, which the hardware would have rolled back to the
+ * outermost XBEGIN), XABORT (records the abort, returns), XTEST; undoing
+ * an XBEGIN after which nothing ran; putting a lock word in the read set
+ * (0: the lock is busy) and taking it out when its lock is unlocked.
+ */
+unsigned int sk__sim_xbegin(void);
+unsigned int sk__sim_xend(void);
+void sk__sim_xabort(unsigned int status);
+int sk__sim_xtest(void);
+unsigned int sk__sim_unwind(unsigned int status);
+int sk__sim_read_lock(int kind, void *lock);
+void sk__sim_read_unlock(int kind, void *lock);
 void sk__rw_unclaim_sim(unsigned int *word);
-unsigned int sk__sim_take_doom(void);
+/* Test-only hooks: injected and random aborts, the broken twins. */
 void sk__elide_sim_inject(unsigned int status);
 void sk__elide_sim_random(unsigned int permille, unsigned long seed);
 void sk__elide_sim_busted(int on);
+void sk__elide_sim_busted_nesting(int on);
+int sk__sim_busted_nesting(void);
 #endif
 
 /* Relaxed increment of one counter of an attached struct sk_elide_stats. */
