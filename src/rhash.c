@@ -107,7 +107,9 @@
  *         and f's heads; the writer writes f's head before the old link:
  *         opposite order, no grace period.
  *  RH-L1  the lookup's read barrier between a chain's loads and the load
- *         of t->future and f's heads; pairs with RH-M3.
+ *         of t->future and f's heads; pairs with RH-M3.  The insert's
+ *         check for a node already in the table walks the same way and
+ *         places it too (node_linked() in src/rhash_update.c).
  *  RH-G1  the grace period between unpublishing an array (ht->tbl = f)
  *         and freeing it [gp] (synchronous, or sk_call_rcu()).
  *  RH-R1  resize_lock (a futex word no thread owns): the seq_cst RMW

@@ -502,7 +502,8 @@ static int background_start(struct sk_rhash *ht)
 	want = wanted_size(ht, ht->tbl->size, (long)sk_rhash_count(ht));
 	if (want != ht->tbl->size && resize_begin(ht, want) == 0) {
 		ht->work_next = 0;
-		ht->work_active = 1;
+		/* Relaxed: the work's own; tests read it without a lock. */
+		sk_atomic_store_relaxed(&ht->work_active, 1);
 		return 1;
 	}
 	/* -ENOMEM: retried after a later flush. */
@@ -540,7 +541,7 @@ static void background_resize(struct sk_rcu_head *head)
 		return;
 	}
 	old = resize_finish(ht);
-	ht->work_active = 0;
+	sk_atomic_store_relaxed(&ht->work_active, 0);
 	size = ht->tbl->size;
 	resize_unlock(ht);
 	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 
+#include "internal/cbq.h" /* SK__CB_VALGRIND, sk__cb_on_valgrind */
 #include "internal/util.h"
 #include "scalekit/list.h" /* checker hooks, SK_LIST__PUBLISH */
 
@@ -179,6 +180,68 @@ static struct sk_rhash_node *find_key(struct sk_rhash *ht,
 }
 
 /*
+ * Nonzero when node is linked in a chain of t or of an array that follows
+ * it (t->future, ...): node is in the table whose array t is.  It can only
+ * be in the chain of bucket h & mask of each array (h: the hash node
+ * caches, which is its key's).  Walks as a lookup does, comparing nodes
+ * instead of keys, inside a read section (the arrays stay allocated) or
+ * under the bucket lock of h.  Exact, also while a resize moves node: a
+ * lookup finds every object present for the whole lookup (RH-M1..3,
+ * RH-L1), and the caller does not remove node meanwhile (that would be a
+ * race of the program's own).
+ */
+static int node_linked(struct sk_rhash_table *t,
+		       const struct sk_rhash_node *node, unsigned long h)
+{
+	struct sk_rhash_node *n;
+
+	do {
+		/* Dependency loads, as lookups (RH-P1, RH-I1). */
+		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
+		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next))
+			if (n == node)
+				return 1;
+		/* RH-L1: as in sk_rhash_lookup(); pairs with RH-M3. */
+		sk_smp_rmb();
+		t = sk_rcu_dereference(t->future);
+	} while (t);
+	return 0;
+}
+
+/*
+ * The check against inserting a node that is in the table already (every
+ * build): nonzero when node, about to be linked with hash h (its key's),
+ * is in a chain of t or of its future arrays.  A node in the table caches
+ * h; a node that is not (never inserted: memory not initialised; removed;
+ * a copy of a node) holds anything there.  So the fast path is one load
+ * and one compare, and the chain is walked only when the cached hash
+ * equals h: the misuse, a node removed and inserted again with the same
+ * key, a copy of a node in the table, or memory recycled from such a node.
+ * A node in another table (or in this one under another key, its key
+ * changed) is not found: the caller must not insert it (docs).  Plain
+ * load: the only stores to node->hash are an insert's and a replace's,
+ * made while node is private to their thread.  Inside a read section or
+ * under the bucket lock of h (node_linked()).
+ */
+static inline int in_table(struct sk_rhash_table *t,
+			   struct sk_rhash_node *node, unsigned long h)
+{
+#ifdef SK__CB_VALGRIND
+	/*
+	 * node->hash is read before anything initialised it (nodes need no
+	 * initialisation): under valgrind mark it defined, as
+	 * sk__cb_state_defined() does for a callback head.
+	 */
+	if (SK_UNLIKELY(sk__cb_on_valgrind))
+		(void)VALGRIND_MAKE_MEM_DEFINED(&node->hash,
+						sizeof(node->hash));
+#endif
+	if (SK_LIKELY(node->hash != h))
+		return 0;
+	return node_linked(t, node, h);
+}
+
+/*
  * Push node (hash and object set, not reachable yet) onto its bucket's
  * head in the newest array reachable from t, without a lock: during a
  * resize that is the future array.  Inside a read section (the arrays stay
@@ -230,6 +293,10 @@ static int insert_unique(struct sk_rhash *ht, struct sk_rhash_node *node,
 	err = lock_bucket(ht, h, &t, &f, &bl);
 	if (err)
 		return err;
+	if (SK_UNLIKELY(in_table(t, node, h))) {
+		unlock_bucket(&bl);
+		return -EBUSY;
+	}
 	if (find_key(ht, t, h, key) || (f && find_key(ht, f, h, key))) {
 		unlock_bucket(&bl);
 		return -EEXIST;
@@ -247,7 +314,7 @@ static int insert_unique(struct sk_rhash *ht, struct sk_rhash_node *node,
 
 static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 {
-	struct sk_rhash_table *dst;
+	struct sk_rhash_table *t, *dst;
 	const void *obj, *key;
 	unsigned long h, size;
 	long count = 0;
@@ -263,9 +330,14 @@ static int insert(struct sk_rhash *ht, struct sk_rhash_node *node, int unique)
 	/* Lock-free: the read section keeps the arrays push() reads. */
 	if (enter_section())
 		return -ENOMEM;
+	t = sk_rcu_dereference(ht->tbl);
+	if (SK_UNLIKELY(in_table(t, node, h))) {
+		sk_rcu_read_unlock();
+		return -EBUSY;
+	}
 	/* [priv] node is not reachable yet. */
 	node->hash = h;
-	dst = push(sk_rcu_dereference(ht->tbl), node, RHASH_STALE_INSERT());
+	dst = push(t, node, RHASH_STALE_INSERT());
 	/* dst may be freed after the section: keep its size. */
 	size = dst->size;
 	check = count_update(ht, stripe_of(ht, h), size, 1, &count);
@@ -389,6 +461,10 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	if (!pp) {
 		unlock_bucket(&bl);
 		return -ENOENT;
+	}
+	if (SK_UNLIKELY(in_table(t, new_node, h))) {
+		unlock_bucket(&bl);
+		return -EBUSY;
 	}
 	/* [priv] new_node is not reachable yet. */
 	new_node->hash = h;

@@ -57,11 +57,19 @@ static struct sk_rhash *table;
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 
+/*
+ * 4096 buckets to start with: a grow migrates them in batches of 256
+ * (RHASH_WORK_BATCH), a callback (slice) per batch once it took 0.5 ms,
+ * so the grow of the tests below is 16 slices.
+ */
+#define START_BUCKETS 4096UL
+
 static struct sk_rhash *table_new(void)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
 	struct sk_rhash *ht;
 
+	p.initial_buckets = p.min_buckets = START_BUCKETS;
 	p.head_offset = offsetof(struct kobj, node);
 	p.key_offset = offsetof(struct kobj, key);
 	p.key_len = sizeof(uint64_t);
@@ -151,7 +159,7 @@ static void fork_while_background_resize_is_queued_or_running(void)
 		 */
 		sk_rcu_read_lock();
 		insert_all(table);
-		SK_CHECK_EQ(sk_rhash_buckets(table), 64);
+		SK_CHECK_EQ(sk_rhash_buckets(table), START_BUCKETS);
 		SK_CHECK_EQ(LOAD(table->work_active), 0);
 		fork_and_check("fork while the grow is queued");
 		sk_rcu_read_unlock();
@@ -163,10 +171,14 @@ static void fork_while_background_resize_is_queued_or_running(void)
 		 * section entered now holds it between two slices.
 		 */
 		while (!LOAD(table->work_active) &&
-		       sk_rhash_buckets(table) == 64)
+		       sk_rhash_buckets(table) == START_BUCKETS)
 			sk_cpu_relax();
 		sk_rcu_read_lock();
-		sk_test_sleep_ms(10); /* the running slice ends, re-queues */
+		/*
+		 * The running slice ends and re-queues the work, which then
+		 * waits for our section: the state stays as it is now.
+		 */
+		sk_test_sleep_ms(20);
 		caught = LOAD(table->work_active) && LOAD(table->resize_lock);
 		if (caught)
 			fork_and_check("fork between two slices of a resize");

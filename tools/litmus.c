@@ -14,11 +14,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tool.h"
 
@@ -47,7 +49,8 @@ static void usage(FILE *f)
 		"\n"
 		"Run litmus tests (the C format of the Linux-kernel memory "
 		"model) with\nscalekit's primitives; a directory means its "
-		"*.litmus files.\n"
+		"*.litmus files (entries that\nare not regular files are "
+		"skipped with a warning).\n"
 		"\n"
 		"Options:\n"
 		"  --iterations N  at most N iterations per test "
@@ -219,13 +222,64 @@ static void report_error(struct cli *c, const char *file, const char *msg)
 
 /* ---- files ------------------------------------------------------------- */
 
-static char *read_file(const char *path, size_t *len, char err[LT_ERR])
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t m)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf;
+	return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a directory" :
+	       S_ISCHR(m) ? "a character device" :
+	       S_ISBLK(m) ? "a block device" :
+	       S_ISSOCK(m) ? "a socket" : "a special file";
+}
 
-	if (!f) {
+/*
+ * The text of the file at path (at most 1 MiB), or NULL with the message
+ * in err.  Only a regular file is read: *not_regular is set (and err says
+ * what path is instead) for a FIFO, a device, a directory or a socket.
+ * The open itself must not block either: a FIFO opened for reading waits
+ * for a writer, so it is opened with O_NONBLOCK and then checked through
+ * its descriptor (no window between a stat() and the open); a socket
+ * cannot be opened (ENXIO), and stat() tells what it is then.
+ */
+static char *read_file(const char *path, size_t *len, int *not_regular,
+		       char err[LT_ERR])
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), flags;
+	struct stat st;
+	char *buf;
+	FILE *f;
+
+	*not_regular = 0;
+	if (fd < 0) {
+		int e = errno;
+
+		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+			*not_regular = 1;
+			snprintf(err, LT_ERR, "%s: %s, not a regular file",
+				 path, file_kind(st.st_mode));
+		} else {
+			snprintf(err, LT_ERR, "%s: %s", path, strerror(e));
+		}
+		return NULL;
+	}
+	if (fstat(fd, &st) != 0) {
 		snprintf(err, LT_ERR, "%s: %s", path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*not_regular = 1;
+		snprintf(err, LT_ERR, "%s: %s, not a regular file", path,
+			 file_kind(st.st_mode));
+		close(fd);
+		return NULL;
+	}
+	/* Reads of a regular file do not block: back to blocking mode, so
+	 * that stdio sees an ordinary descriptor. */
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+	    !(f = fdopen(fd, "rb"))) {
+		snprintf(err, LT_ERR, "%s: %s", path, strerror(errno));
+		close(fd);
 		return NULL;
 	}
 	buf = malloc(LT_MAX_FILE + 1);
@@ -241,15 +295,26 @@ static char *read_file(const char *path, size_t *len, char err[LT_ERR])
 	return buf;
 }
 
-static void run_file(struct cli *c, const char *path)
+/*
+ * Parse and run the test in path.  in_dir: path is an entry that a
+ * directory scan found, where anything that is not a regular file (a
+ * FIFO, a directory named *.litmus) is skipped with a warning; a path
+ * given on the command line must be a regular file (or an error).
+ */
+static void run_file(struct cli *c, const char *path, int in_dir)
 {
 	struct lt_test t;
 	struct lt_result r;
 	char err[LT_ERR];
 	enum verdict v;
 	size_t len;
-	char *text = read_file(path, &len, err);
+	int not_regular;
+	char *text = read_file(path, &len, &not_regular, err);
 
+	if (!text && not_regular && in_dir) {
+		fprintf(stderr, "scalekit litmus: warning: %s, skipped\n", err);
+		return;
+	}
 	c->ntests++;
 	if (!text || lt_parse(path, text, len, &t, err) != 0) {
 		free(text);
@@ -294,7 +359,7 @@ static void run_path(struct cli *c, const char *path)
 	int n, i;
 
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		run_file(c, path);
+		run_file(c, path, 0);
 		return;
 	}
 	n = scandir(path, &list, is_litmus, alphasort);
@@ -311,7 +376,7 @@ static void run_path(struct cli *c, const char *path)
 
 		if (asprintf(&full, "%s%s%s", path, sep,
 			     list[i]->d_name) >= 0) {
-			run_file(c, full);
+			run_file(c, full, 1);
 			free(full);
 		}
 		free(list[i]);

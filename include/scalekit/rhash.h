@@ -30,10 +30,15 @@
 extern "C" {
 #endif
 
-/* Link of an object in the table.  Private fields. */
+/*
+ * Link of an object in the table.  Private fields; they need no
+ * initialisation before the first insert.
+ */
 struct sk_rhash_node {
 	struct sk_rhash_node *next; /* private: chain link (RCU) */
-	unsigned long hash;	    /* private: full hash of the key */
+	unsigned long hash;	    /* private: full hash of the key (also
+				       the insert's check for a node in
+				       the table already) */
 };
 
 /*
@@ -129,8 +134,21 @@ SK_API void *sk_rhash_lookup(struct sk_rhash *ht, const void *key);
  * at once: the table may run above its load factor until that resize is
  * done.
  * Ordering: the object's initialization happens before lookups find it.
- * Returns: 0; -EINVAL (NULL); -EEXIST (unique, key present: not added);
- * -ENOMEM (the thread's first update could not register it with RCU).
+ * Returns: 0; -EINVAL (NULL); -EBUSY (node is in this table already:
+ * nothing is changed, nothing is printed); -EEXIST (unique, key present:
+ * not added); -ENOMEM (the thread's first update could not register it
+ * with RCU).  -EBUSY is checked in every build, before -EEXIST: a node
+ * in the table caches its key's hash, so the check is one load and one
+ * compare, and only a node whose cached hash equals its key's (in the
+ * table; removed and inserted again with the same key; a copy of a node
+ * in the table; memory recycled from one) has that key's chain walked for
+ * it.  node needs no initialisation before its first insert.  A removed
+ * node may be inserted again, into this table or another, after a grace
+ * period (no reader walks on from it any more).  Not detected: a node
+ * that is in another table, or in this one after the program changed
+ * its key; two inserts of one node in different threads that the
+ * program does not order (a data race) may both pass the check.  Either
+ * corrupts a table.
  * A background grow that fails for lack of memory leaves the table as it
  * was and is queued again by a later update; the insert itself succeeds.
  */
@@ -155,6 +173,8 @@ SK_API int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node);
  * sk_rhash_insert_unique().  Reclamation: free the old object after a
  * grace period.
  * Returns: 0; -EINVAL (NULL or keys differ); -ENOENT (old not present);
+ * -EBUSY (new_node is in this table already, also new_node == old_node:
+ * nothing is changed; checked as sk_rhash_insert() checks node);
  * -ENOMEM (as insert).
  */
 SK_API int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,

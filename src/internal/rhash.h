@@ -89,7 +89,8 @@ struct sk_rhash {
 	/* Background resizing (src/rhash_resize.c). */
 	struct sk_rcu_head work; /* queued by an update, re-queues itself */
 	unsigned long work_next; /* next old bucket to migrate */
-	int work_active;	 /* the work holds resize_lock (a resize runs) */
+	int work_active;	 /* the work holds resize_lock (a resize runs;
+				    relaxed atomic: tests read it) */
 	int work_queued;	 /* work queued or running (atomic) */
 	long pending;		 /* work + deferred array frees (atomic) */
 	int explicit_resizes;	 /* sk_rhash_resize() calls running (atomic) */
