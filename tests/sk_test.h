@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Minimal test harness for scalekit's CTest programs: typed assertions
- * that print both values, a runner that counts (and one that also logs the
- * time each test took), a seeded RNG whose seed is printed on failure, and
+ * that print both values, a runner that counts and logs the time each
+ * test took, a seeded RNG whose seed is printed on failure, and
  * a scale factor that shrinks work under sanitizers and valgrind.
  *
  * Every test program links the test support library (tests/support/,
@@ -68,38 +68,32 @@ extern const char *sk_t_only;	 /* the name filter, or NULL */
 /* Check that got[0..ngot) equals want[0..nwant): the counts, then each int. */
 void sk_test_check_ints(const int *got, int ngot, const int *want, int nwant);
 
-/* Run one test function and count it, unless the name filter skips it. */
-#define SK_RUN(fn)                                                  \
-	do {                                                        \
-		int sk_before_ = sk_t_failed_checks;                \
-		if (!sk_test_selected(#fn))                         \
-			break;                                      \
-		fprintf(stderr, "--- %s\n", #fn);                   \
-		fn();                                               \
-		if (sk_t_failed_checks == sk_before_) {             \
-			sk_t_passed++;                              \
-		} else {                                            \
-			sk_t_failed++;                              \
-			fprintf(stderr, "FAILED %s (seed %" PRIu64  \
-				")\n", #fn, sk_t_seed);             \
-		}                                                   \
-	} while (0)
-
 /* Monotonic clock in seconds (for logs only: no test bounds time). */
 double sk_test_now(void);
 
-/* SK_RUN, plus the wall time the test took (for the log only). */
-#define SK_RUN_TIMED(fn)                                                 \
-	do {                                                             \
-		double sk_t0_ = sk_test_now();                           \
-		if (!sk_test_selected(#fn))                              \
-			break;                                           \
-		SK_RUN(fn);                                              \
+/*
+ * Run one test function and count it, unless the name filter skips it;
+ * log its name and the wall time it took (for the log only).  This is the
+ * one runner every test program uses.
+ */
+#define SK_RUN(fn)                                                         \
+	do {                                                               \
+		int sk_before_ = sk_t_failed_checks;                       \
+		double sk_t0_;                                             \
+		if (!sk_test_selected(#fn))                                \
+			break;                                             \
+		fprintf(stderr, "--- %s\n", #fn);                          \
+		sk_t0_ = sk_test_now();                                    \
+		fn();                                                      \
+		if (sk_t_failed_checks == sk_before_) {                    \
+			sk_t_passed++;                                     \
+		} else {                                                   \
+			sk_t_failed++;                                     \
+			fprintf(stderr, "FAILED %s (seed %" PRIu64         \
+				")\n", #fn, sk_t_seed);                    \
+		}                                                          \
 		fprintf(stderr, "    (%.2f s)\n", sk_test_now() - sk_t0_); \
 	} while (0)
-
-/* SK_RUN_TIMED (every SK_RUN honours the name filter). */
-#define SK_RUN_SELECTED(fn) SK_RUN_TIMED(fn)
 
 /*
  * Read the command line: no argument runs every test; one argument not

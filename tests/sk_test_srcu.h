@@ -167,7 +167,4 @@ extern uint64_t sk_tsrcu_seed;
 extern unsigned int sk_tsrcu_slow;
 void sk_test_srcu_start(int argc, char **argv);
 
-/* Their tests run by name (sk_test_args()'s filter) with their time. */
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 #endif /* SK_TEST_SRCU_H */

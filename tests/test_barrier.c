@@ -876,18 +876,18 @@ int main(int argc, char **argv)
 	sk_test_seed_init();
 	sb_find_cpus();
 	/* Forks first, while the process is single-threaded (TSan). */
-	SK_RUN_TIMED(fence_mode_follows_environment);
-	SK_RUN_TIMED(fence_mode_matches_environment);
-	SK_RUN_TIMED(read_write_once_types);
-	SK_RUN_TIMED(atomic_wrappers);
-	SK_RUN_TIMED(read_write_once_untorn);
-	SK_RUN_TIMED(read_write_once_torn_twin_is_caught);
-	SK_RUN_TIMED(message_passing_wmb_rmb);
-	SK_RUN_TIMED(message_passing_release_acquire);
-	SK_RUN_TIMED(message_passing_broken_twin_is_caught);
-	SK_RUN_TIMED(store_buffering_without_barrier_is_observed);
-	SK_RUN_TIMED(store_buffering_smp_mb_forbids);
-	SK_RUN_TIMED(store_buffering_light_heavy_forbids);
-	SK_RUN_TIMED(store_buffering_light_without_heavy_is_observed);
+	SK_RUN(fence_mode_follows_environment);
+	SK_RUN(fence_mode_matches_environment);
+	SK_RUN(read_write_once_types);
+	SK_RUN(atomic_wrappers);
+	SK_RUN(read_write_once_untorn);
+	SK_RUN(read_write_once_torn_twin_is_caught);
+	SK_RUN(message_passing_wmb_rmb);
+	SK_RUN(message_passing_release_acquire);
+	SK_RUN(message_passing_broken_twin_is_caught);
+	SK_RUN(store_buffering_without_barrier_is_observed);
+	SK_RUN(store_buffering_smp_mb_forbids);
+	SK_RUN(store_buffering_light_heavy_forbids);
+	SK_RUN(store_buffering_light_without_heavy_is_observed);
 	return sk_test_report();
 }

@@ -626,21 +626,21 @@ int main(int argc, char **argv)
 		return child_print_policy();
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
-	SK_RUN_SELECTED(mutex_held_across_first_thread); /* first thread */
-	SK_RUN_SELECTED(dispatch_matches_cpuid_and_probe);
-	SK_RUN_SELECTED(policy_on_without_rtm_never_sigills);
-	SK_RUN_SELECTED(policy_api_rejects_unknown_values);
-	SK_RUN_SELECTED(env_sets_the_process_default);
-	SK_RUN_SELECTED(tuning_api_checks_ranges);
-	SK_RUN_SELECTED(trylock_and_destroy_report_busy);
-	SK_RUN_SELECTED(initializers_and_sizes);
-	SK_RUN_SELECTED(spinlock_tickets_wrap);
-	SK_RUN_SELECTED(fallback_counts_nothing);
-	SK_RUN_SELECTED(every_lock_excludes_under_threads);
-	SK_RUN_SELECTED(twin_without_lock_is_caught);
-	SK_RUN_SELECTED(mutex_every_thread_progresses);
-	SK_RUN_SELECTED(handoff_tickets_wrap_within_their_field);
-	SK_RUN_SELECTED(handoff_stress_past_ticket_wrap_leaves_lock_free);
-	SK_RUN_SELECTED(unbalanced_unlock_aborts_with_message);
+	SK_RUN(mutex_held_across_first_thread); /* first thread */
+	SK_RUN(dispatch_matches_cpuid_and_probe);
+	SK_RUN(policy_on_without_rtm_never_sigills);
+	SK_RUN(policy_api_rejects_unknown_values);
+	SK_RUN(env_sets_the_process_default);
+	SK_RUN(tuning_api_checks_ranges);
+	SK_RUN(trylock_and_destroy_report_busy);
+	SK_RUN(initializers_and_sizes);
+	SK_RUN(spinlock_tickets_wrap);
+	SK_RUN(fallback_counts_nothing);
+	SK_RUN(every_lock_excludes_under_threads);
+	SK_RUN(twin_without_lock_is_caught);
+	SK_RUN(mutex_every_thread_progresses);
+	SK_RUN(handoff_tickets_wrap_within_their_field);
+	SK_RUN(handoff_stress_past_ticket_wrap_leaves_lock_free);
+	SK_RUN(unbalanced_unlock_aborts_with_message);
 	return sk_test_report();
 }

@@ -250,9 +250,9 @@ int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_deadline("test_rcu_batch: a synchronize call", HANG_S);
-	SK_RUN_SELECTED(concurrent_calls_share_grace_periods);
-	SK_RUN_SELECTED(busted_no_batch_is_caught);
-	SK_RUN_SELECTED(waiters_return_after_the_grace_period);
-	SK_RUN_SELECTED(busted_early_wake_is_caught);
+	SK_RUN(concurrent_calls_share_grace_periods);
+	SK_RUN(busted_no_batch_is_caught);
+	SK_RUN(waiters_return_after_the_grace_period);
+	SK_RUN(busted_early_wake_is_caught);
 	return sk_test_report();
 }

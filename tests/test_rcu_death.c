@@ -378,14 +378,14 @@ int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
-	SK_RUN_TIMED(negative_control_correct_usage_exits_zero);
-	SK_RUN_TIMED(harness_rejects_silent_abort);
-	SK_RUN_TIMED(synchronize_inside_read_section_aborts);
-	SK_RUN_TIMED(unbalanced_read_unlock_aborts);
-	SK_RUN_TIMED(thread_exit_inside_read_section_aborts);
-	SK_RUN_TIMED(quiescent_state_on_non_qsbr_thread_aborts);
-	SK_RUN_TIMED(offline_by_non_online_thread_aborts);
-	SK_RUN_TIMED(unregister_inside_read_section_aborts);
-	SK_RUN_TIMED(online_inside_read_section_aborts);
+	SK_RUN(negative_control_correct_usage_exits_zero);
+	SK_RUN(harness_rejects_silent_abort);
+	SK_RUN(synchronize_inside_read_section_aborts);
+	SK_RUN(unbalanced_read_unlock_aborts);
+	SK_RUN(thread_exit_inside_read_section_aborts);
+	SK_RUN(quiescent_state_on_non_qsbr_thread_aborts);
+	SK_RUN(offline_by_non_online_thread_aborts);
+	SK_RUN(unregister_inside_read_section_aborts);
+	SK_RUN(online_inside_read_section_aborts);
 	return sk_test_report();
 }

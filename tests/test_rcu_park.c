@@ -493,19 +493,19 @@ int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_deadline("test_rcu_park: a synchronize call", 120);
-	SK_RUN_SELECTED(parked_caller_waits_for_reader);
-	SK_RUN_SELECTED(busted_park_self_is_caught);
+	SK_RUN(parked_caller_waits_for_reader);
+	SK_RUN(busted_park_self_is_caught);
 	/* Signals: by name only, a CTest of its own (labelled noqemu). */
 	if (argc > 1)
-		SK_RUN_SELECTED(
+		SK_RUN(
 			handler_sections_in_parked_thread_are_waited_for);
-	SK_RUN_SELECTED(parked_thread_answers_the_quiet_round);
-	SK_RUN_SELECTED(fork_of_parked_thread_counts_it_once);
-	SK_RUN_SELECTED(next_section_counts_the_thread_again);
+	SK_RUN(parked_thread_answers_the_quiet_round);
+	SK_RUN(fork_of_parked_thread_counts_it_once);
+	SK_RUN(next_section_counts_the_thread_again);
 	/* The twins below leave the counts wrong: one per process, last. */
 	if (argc > 1)
-		SK_RUN_SELECTED(busted_handler_section_is_caught);
+		SK_RUN(busted_handler_section_is_caught);
 	else
-		SK_RUN_SELECTED(busted_park_slow_is_caught);
+		SK_RUN(busted_park_slow_is_caught);
 	return sk_test_report();
 }

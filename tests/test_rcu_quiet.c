@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_deadline("test_rcu_quiet: a synchronize call", 120);
-	SK_RUN_SELECTED(normal_grace_periods_pass_quietly);
-	SK_RUN_SELECTED(busted_quiet_round_is_caught);
+	SK_RUN(normal_grace_periods_pass_quietly);
+	SK_RUN(busted_quiet_round_is_caught);
 	return sk_test_report();
 }

@@ -265,7 +265,7 @@ int main(int argc, char **argv)
 		return child_after_timeout();
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
-	SK_RUN_TIMED(reader_leaving_wakes_a_sleeping_leader_once);
-	SK_RUN_TIMED(no_wake_syscall_after_a_timed_out_sleep);
+	SK_RUN(reader_leaving_wakes_a_sleeping_leader_once);
+	SK_RUN(no_wake_syscall_after_a_timed_out_sleep);
 	return sk_test_report();
 }

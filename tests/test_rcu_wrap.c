@@ -308,9 +308,9 @@ int main(int argc, char **argv)
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	fprintf(stderr, "phase bits %d\n", SK_RCU_SEQ_BITS);
-	SK_RUN_TIMED(cookies_across_wrap);
-	SK_RUN_TIMED(readers_protected_across_wrap);
-	SK_RUN_TIMED(stale_phase_reader_waited);
-	SK_RUN_TIMED(gp_count_counts_grace_periods);
+	SK_RUN(cookies_across_wrap);
+	SK_RUN(readers_protected_across_wrap);
+	SK_RUN(stale_phase_reader_waited);
+	SK_RUN(gp_count_counts_grace_periods);
 	return sk_test_report();
 }

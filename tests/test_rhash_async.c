@@ -210,12 +210,10 @@ static void resize_lock_is_free_after_resizes_on_moving_workers(void)
 	free(objs);
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
-	RUN(fork_while_background_resize_is_queued_or_running);
-	RUN(resize_lock_is_free_after_resizes_on_moving_workers);
+	SK_RUN(fork_while_background_resize_is_queued_or_running);
+	SK_RUN(resize_lock_is_free_after_resizes_on_moving_workers);
 	return sk_test_report();
 }

@@ -217,21 +217,19 @@ static void busted_writer_twin_is_caught(void)
 	sk__rwlock_rb_test_busted(0);
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	/* Forks first, while the process is single-threaded (TSan). */
-	RUN(misuse_is_reported);
+	SK_RUN(misuse_is_reported);
 	lk_arm_alarm(240);
-	RUN(static_initializer_is_unlocked_and_biased);
-	RUN(trylock_semantics);
-	RUN(nested_different_locks);
-	RUN(writer_revokes_bias_and_it_comes_back);
-	RUN(writers_exclude_and_readers_see_no_torn_snapshot);
-	RUN(trylock_users_exclude_too);
-	RUN(busted_writer_twin_is_caught);
+	SK_RUN(static_initializer_is_unlocked_and_biased);
+	SK_RUN(trylock_semantics);
+	SK_RUN(nested_different_locks);
+	SK_RUN(writer_revokes_bias_and_it_comes_back);
+	SK_RUN(writers_exclude_and_readers_see_no_torn_snapshot);
+	SK_RUN(trylock_users_exclude_too);
+	SK_RUN(busted_writer_twin_is_caught);
 	return sk_test_report();
 }

@@ -105,18 +105,16 @@ static void misuse_is_reported(void)
 			"not held for writing");
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	/* Forks first, while the process is single-threaded (TSan). */
-	RUN(misuse_is_reported);
+	SK_RUN(misuse_is_reported);
 	lk_arm_alarm(240);
-	RUN(count_is_odd_inside_a_write_section);
-	RUN(writers_exclude_and_readers_see_no_torn_snapshot);
-	RUN(contended_writers_sleep_and_wake);
-	RUN(reader_without_retry_twin_is_caught);
+	SK_RUN(count_is_odd_inside_a_write_section);
+	SK_RUN(writers_exclude_and_readers_see_no_torn_snapshot);
+	SK_RUN(contended_writers_sleep_and_wake);
+	SK_RUN(reader_without_retry_twin_is_caught);
 	return sk_test_report();
 }

@@ -35,8 +35,7 @@
 #include "sk_test_srcu.h"
 #include "sk_test_util.h"
 
-
-/* ---- 1. unit tests ------------------------------------------------------- */
+/* ---- unit tests ---------------------------------------------------------- */
 
 static void init_and_cleanup_reject_null(void)
 {
@@ -667,25 +666,25 @@ int main(int argc, char **argv)
 {
 	sk_test_srcu_start(argc, argv);
 
-	/* 1. every function */
-	RUN(init_and_cleanup_reject_null);
-	RUN(cleanup_of_idle_domain_returns_0_and_init_reuses);
-	RUN(cleanup_with_reader_is_ebusy_and_domain_stays_usable);
-	RUN(cleanup_with_pending_callback_or_poll_is_ebusy);
-	RUN(refused_cleanup_keeps_polled_gp_going);
-	RUN(static_initializer_gives_a_working_domain);
-	RUN(defined_domain_works_before_and_after_cleanup);
-	RUN(defined_domain_first_use_races_are_safe);
-	RUN(nesting_and_held_tracking);
-	RUN(dereference_reads_the_published_object);
-	RUN(call_srcu_rejects_null_arguments);
+	/* every function */
+	SK_RUN(init_and_cleanup_reject_null);
+	SK_RUN(cleanup_of_idle_domain_returns_0_and_init_reuses);
+	SK_RUN(cleanup_with_reader_is_ebusy_and_domain_stays_usable);
+	SK_RUN(cleanup_with_pending_callback_or_poll_is_ebusy);
+	SK_RUN(refused_cleanup_keeps_polled_gp_going);
+	SK_RUN(static_initializer_gives_a_working_domain);
+	SK_RUN(defined_domain_works_before_and_after_cleanup);
+	SK_RUN(defined_domain_first_use_races_are_safe);
+	SK_RUN(nesting_and_held_tracking);
+	SK_RUN(dereference_reads_the_published_object);
+	SK_RUN(call_srcu_rejects_null_arguments);
 #if SK_DEBUG
-	RUN(call_srcu_twice_on_a_queued_head_is_ebusy);
+	SK_RUN(call_srcu_twice_on_a_queued_head_is_ebusy);
 #endif
-	RUN(barrier_with_nothing_pending_returns);
-	RUN(completed_cookie_polls_as_1);
-	RUN(get_state_cookie_waits_for_preexisting_reader);
-	RUN(start_poll_completes_without_a_synchronize_caller);
-	RUN(start_poll_request_is_never_dropped);
+	SK_RUN(barrier_with_nothing_pending_returns);
+	SK_RUN(completed_cookie_polls_as_1);
+	SK_RUN(get_state_cookie_waits_for_preexisting_reader);
+	SK_RUN(start_poll_completes_without_a_synchronize_caller);
+	SK_RUN(start_poll_request_is_never_dropped);
 	return sk_test_report();
 }

@@ -31,8 +31,7 @@
 #include "sk_test_srcu.h"
 #include "sk_test_util.h"
 
-
-/* ---- 6. callbacks -------------------------------------------------------- */
+/* ---- callbacks ----------------------------------------------------------- */
 
 static void call_srcu_waits_for_preexisting_reader(void)
 {
@@ -376,12 +375,12 @@ int main(int argc, char **argv)
 {
 	sk_test_srcu_start(argc, argv);
 
-	/* 6. callbacks */
-	RUN(call_srcu_waits_for_preexisting_reader);
-	RUN(callbacks_run_in_fifo_order_exactly_once);
-	RUN(barrier_waits_for_callbacks_queued_before);
-	RUN(barrier_waits_for_a_running_callback);
-	RUN(callback_may_requeue_itself);
-	RUN(callbacks_from_many_threads_and_domains);
+	/* callbacks */
+	SK_RUN(call_srcu_waits_for_preexisting_reader);
+	SK_RUN(callbacks_run_in_fifo_order_exactly_once);
+	SK_RUN(barrier_waits_for_callbacks_queued_before);
+	SK_RUN(barrier_waits_for_a_running_callback);
+	SK_RUN(callback_may_requeue_itself);
+	SK_RUN(callbacks_from_many_threads_and_domains);
 	return sk_test_report();
 }

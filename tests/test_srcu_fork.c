@@ -106,11 +106,9 @@ static void fork_with_callbacks_waiting_for_a_reader(void)
 	SK_CHECK_EQ(LOAD(ran), NCB);
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
-	RUN(fork_with_callbacks_waiting_for_a_reader);
+	SK_RUN(fork_with_callbacks_waiting_for_a_reader);
 	return sk_test_report();
 }

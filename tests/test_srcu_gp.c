@@ -2,16 +2,16 @@
 /*
  * test_srcu_gp.c - srcu.h: the grace-period guarantee under pressure.
  *
- * 2. Readers that sleep inside their sections and sections ended by
- *    another thread, for every way of waiting (synchronize, expedited,
- *    poll, call_srcu, get_state), and grace periods that end under
- *    continuous readers.
- * 4. Domains are independent (a blocked domain delays no other) and cost
- *    nothing idle, also by the hundred.
- * 5. Concurrent synchronize callers keep the guarantee and share grace
- *    periods, checked by the generation checker of sk_test_srcu.h; its
- *    broken twin, a synchronize that does not wait (the busted twin of
- *    the torture tool's SRCU ops), MUST be caught.
+ * - Readers that sleep inside their sections and sections ended by
+ *   another thread, for every way of waiting (synchronize, expedited,
+ *   poll, call_srcu, get_state), and grace periods that end under
+ *   continuous readers.
+ * - Domains are independent (a blocked domain delays no other) and cost
+ *   nothing idle, also by the hundred.
+ * - Concurrent synchronize callers keep the guarantee and share grace
+ *   periods, checked by the generation checker of sk_test_srcu.h; its
+ *   broken twin, a synchronize that does not wait (the busted twin of
+ *   the torture tool's SRCU ops), MUST be caught.
  *
  * No assertion bounds wall-clock time; a sleep only gives a broken library
  * the chance to misbehave before a "not yet" check.  The CPU-time bounds
@@ -39,8 +39,7 @@
 #include "sk_test_srcu.h"
 #include "sk_test_util.h"
 
-
-/* ---- 2. the guarantee with sleeping readers ------------------------------ */
+/* ---- the guarantee with sleeping readers --------------------------------- */
 
 enum wait_kind { W_SYNC, W_EXPEDITED, W_POLL, W_CALL, W_COND, W_KINDS };
 
@@ -240,7 +239,7 @@ static void grace_periods_end_under_continuous_readers(void)
 	domain_free(o.d);
 }
 
-/* ---- 4. domain independence and many domains ----------------------------- */
+/* ---- domain independence and many domains -------------------------------- */
 
 static void blocked_domain_delays_no_other_domain(void)
 {
@@ -391,7 +390,7 @@ static void many_domains_work_and_cost_nothing_idle(void)
 	free(d);
 }
 
-/* ---- 5. concurrent synchronize callers: generation checker --------------- */
+/* ---- concurrent synchronize callers: generation checker ------------------ */
 
 struct gen_run {
 	struct gen_dom g; /* g.ops: the SRCU ops, or its busted twin */
@@ -523,15 +522,15 @@ int main(int argc, char **argv)
 {
 	sk_test_srcu_start(argc, argv);
 
-	/* 2. sleeping and handed-off readers */
-	RUN(grace_period_waits_for_sleeping_reader);
-	RUN(grace_periods_end_under_continuous_readers);
-	/* 4. independence, many domains */
-	RUN(blocked_domain_delays_no_other_domain);
-	RUN(blocked_domain_with_pending_work_costs_no_cpu);
-	RUN(many_domains_work_and_cost_nothing_idle);
-	/* 5. concurrent synchronize callers */
-	RUN(concurrent_synchronize_callers_keep_the_guarantee);
-	RUN(concurrent_synchronize_callers_share_grace_periods);
+	/* sleeping and handed-off readers */
+	SK_RUN(grace_period_waits_for_sleeping_reader);
+	SK_RUN(grace_periods_end_under_continuous_readers);
+	/* independence, many domains */
+	SK_RUN(blocked_domain_delays_no_other_domain);
+	SK_RUN(blocked_domain_with_pending_work_costs_no_cpu);
+	SK_RUN(many_domains_work_and_cost_nothing_idle);
+	/* concurrent synchronize callers */
+	SK_RUN(concurrent_synchronize_callers_keep_the_guarantee);
+	SK_RUN(concurrent_synchronize_callers_share_grace_periods);
 	return sk_test_report();
 }

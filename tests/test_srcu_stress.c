@@ -45,8 +45,7 @@
 #include "sk_test_srcu.h"
 #include "sk_test_util.h"
 
-
-/* ---- 3. poison stress ---------------------------------------------------- */
+/* ---- poison stress ------------------------------------------------------- */
 
 /* How an updater waits before poisoning the object it replaced (ops). */
 enum ss_gp {
@@ -958,10 +957,10 @@ int main(int argc, char **argv)
 {
 	sk_test_srcu_start(argc, argv);
 
-	/* 3. poison stress and its broken twins */
-	RUN(poison_stress_with_every_kind_of_reader);
-	RUN(poison_stress_catches_skipped_grace_period);
-	RUN(poison_stress_catches_gp_that_skips_an_index);
-	RUN(first_sections_in_new_chunks_are_waited_for);
+	/* poison stress and its broken twins */
+	SK_RUN(poison_stress_with_every_kind_of_reader);
+	SK_RUN(poison_stress_catches_skipped_grace_period);
+	SK_RUN(poison_stress_catches_gp_that_skips_an_index);
+	SK_RUN(first_sections_in_new_chunks_are_waited_for);
 	return sk_test_report();
 }

@@ -354,7 +354,6 @@ static void slot_cache_misses_a_gen_2_32_later(void)
 	domain_free(d);
 }
 
-
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
@@ -365,12 +364,12 @@ int main(int argc, char **argv)
 		(unsigned int)(sizeof(unsigned long) * 8),
 		sk_fence_uses_membarrier() ? "on (membarrier)"
 					   : "off (no membarrier)");
-	RUN(grace_periods_cookies_callbacks_across_2_16);
-	RUN(grace_periods_cookies_callbacks_across_2_31);
-	RUN(grace_periods_cookies_callbacks_across_2_32);
-	RUN(no_cookie_reads_as_completed_across_ulong_wrap);
-	RUN(reader_counters_cross_ulong_wrap);
-	RUN(idle_fast_path_not_fooled_by_lock_count_wrap);
-	RUN(slot_cache_misses_a_gen_2_32_later);
+	SK_RUN(grace_periods_cookies_callbacks_across_2_16);
+	SK_RUN(grace_periods_cookies_callbacks_across_2_31);
+	SK_RUN(grace_periods_cookies_callbacks_across_2_32);
+	SK_RUN(no_cookie_reads_as_completed_across_ulong_wrap);
+	SK_RUN(reader_counters_cross_ulong_wrap);
+	SK_RUN(idle_fast_path_not_fooled_by_lock_count_wrap);
+	SK_RUN(slot_cache_misses_a_gen_2_32_later);
 	return sk_test_report();
 }

@@ -311,16 +311,14 @@ static void pcpu_start_failure_leaves_no_worker_running(void)
 	SK_CHECK_EQ(sk_rcu_cb_workers_running(), 0);
 }
 
-#define RUN(fn) SK_RUN_SELECTED(fn)
-
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_deadline("test_worker (a wait that never ended?)", 4 * HANG_S);
 	/* These two fork first: their children have no worker yet. */
-	RUN(rcu_callbacks_wait_for_a_worker_that_cannot_start);
-	RUN(rhash_resizes_wait_for_a_worker_that_cannot_start);
-	RUN(srcu_calls_queue_while_no_worker_can_start);
-	RUN(pcpu_start_failure_leaves_no_worker_running);
+	SK_RUN(rcu_callbacks_wait_for_a_worker_that_cannot_start);
+	SK_RUN(rhash_resizes_wait_for_a_worker_that_cannot_start);
+	SK_RUN(srcu_calls_queue_while_no_worker_can_start);
+	SK_RUN(pcpu_start_failure_leaves_no_worker_running);
 	return sk_test_report();
 }
