@@ -27,6 +27,7 @@
 #  - libc6-dev is only recommended by gcc, so it is listed explicitly.
 #  - valgrind runs the leak checks of `make check` (tests/valgrind.cmake).
 #  - spin checks the Promela models of tests/models/ (CTest model_*).
+#  - python3 runs scripts/check_labels.py (CTest labels, tests/labels.cmake).
 #  - Optional, for the cross-architecture jobs of `make check` (amd64
 #    hosts only): gcc-aarch64-linux-gnu, g++-aarch64-linux-gnu and
 #    libc6-dev-arm64-cross build for aarch64, qemu-user runs the result
@@ -81,6 +82,7 @@ required=(
 	"libtsan2 lib:libtsan.so"
 	"valgrind cmd:valgrind"
 	"spin cmd:spin"
+	"python3 cmd:python3"
 )
 peers=(
 	"liburcu-dev pkg"

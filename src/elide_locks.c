@@ -48,7 +48,8 @@ static inline unsigned int load_relaxed(unsigned int *w)
 	return __atomic_load_n(w, __ATOMIC_RELAXED);
 }
 
-/* M1: acquire on success; pairs with the release of M2 / U1 / SU1. */
+/* EL-M1: acquire on success; pairs with the release of EL-M2, EL-U1 or
+ * EL-SU1. */
 static inline int cas_acquire(unsigned int *w, unsigned int old,
 			      unsigned int new_)
 {
@@ -74,7 +75,7 @@ static int m_sleep(unsigned int *w, unsigned int v)
 /* A starving waiter: take a ticket, get the lock in ticket order. */
 static void m_lock_handoff(unsigned int *w)
 {
-	/* Relaxed: the ticket only orders waiters; M1 orders the data. */
+	/* Relaxed: the ticket only orders waiters; EL-M1 orders the data. */
 	unsigned int t = sk__m_next(__atomic_fetch_add(w, SK__M_NEXT_ONE,
 						       __ATOMIC_RELAXED));
 	unsigned int v, s, nv;
@@ -137,7 +138,7 @@ void sk__mutex_unlock_real(int *word, unsigned int held)
 	unsigned int *w = (unsigned int *)word;
 	unsigned int v = load_relaxed(w);
 
-	/* M2: release; pairs with M1/L1 of the next holder. */
+	/* EL-M2: release; pairs with EL-M1/EL-L1 of the next holder. */
 	while (!__atomic_compare_exchange_n(w, &v, v & ~(held | M_WAITERS), 0,
 					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		;
@@ -230,7 +231,7 @@ void sk_elided_spinlock__wait(unsigned int *word, unsigned int old)
 	unsigned int t = (old >> 16) & SK_ELIDED_SPIN_OWNER_MASK, w, n = 0;
 
 	for (;;) {
-		/* SL2: acquire; pairs with SU1 of the previous holder. */
+		/* EL-SL2: acquire; pairs with EL-SU1 of the previous holder. */
 		w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
 		if ((w & SK_ELIDED_SPIN_OWNER_MASK) == t &&
 		    !(w & SK_ELIDED_SPIN_SIM))
@@ -249,7 +250,7 @@ void sk_elided_spinlock__wait(unsigned int *word, unsigned int old)
 
 void sk__spin_lock_real(unsigned int *word)
 {
-	/* SL1 of the inline path: take a ticket. */
+	/* EL-SL1 of the inline path: take a ticket. */
 	unsigned int old = __atomic_fetch_add(word, SK_ELIDED_SPIN_NEXT_ONE,
 					      __ATOMIC_ACQUIRE);
 
@@ -292,7 +293,7 @@ void sk_elided_spinlock__unlock_slow(unsigned int *word)
 		/* Held for real beside a (busted) simulated section. */
 		__atomic_fetch_add(word, sk_elided_spinlock__step(
 						 w & SK_ELIDED_SPIN_OWNER_MASK),
-				   __ATOMIC_RELEASE); /* SU1 */
+				   __ATOMIC_RELEASE); /* EL-SU1 */
 		return;
 	}
 	sk__die("sk_elided_spinlock_unlock(%p): the lock is not locked",
@@ -334,7 +335,7 @@ int sk__rw_read_trylock_real(unsigned int *word)
 	unsigned int v = load_relaxed(word);
 
 	while (!(v & (RW_WRITER | RW_SIM)))
-		/* R1: acquire; pairs with W2 of the last writer. */
+		/* EL-R1: acquire; pairs with EL-W2 of the last writer. */
 		if (__atomic_compare_exchange_n(word, &v, v + RW_ONE, 0,
 						__ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
@@ -344,7 +345,7 @@ int sk__rw_read_trylock_real(unsigned int *word)
 
 void sk__rw_read_unlock_real(unsigned int *word)
 {
-	/* R2: release; pairs with W1's acquire in the waiting writer. */
+	/* EL-R2: release; pairs with EL-W1's acquire in the waiting writer. */
 	unsigned int v = __atomic_sub_fetch(word, RW_ONE, __ATOMIC_RELEASE);
 
 	if (v == RW_WRITER) /* the last reader out of a waiting writer */
@@ -355,7 +356,7 @@ void sk_elided_rwlock_read_lock(struct sk_elided_rwlock *rw)
 {
 	if (sk__elide_enter(SK__ELIDE_RW_READ, rw, &rw->policy, rw_stats(rw)))
 		return;
-	/* R1 again: the optimistic reader; undone if a writer is there. */
+	/* EL-R1 again: the optimistic reader; undone if a writer is there. */
 	if (!(__atomic_fetch_add(&rw->word, RW_ONE, __ATOMIC_ACQUIRE) &
 	      (RW_WRITER | RW_SIM)))
 		return;
@@ -388,7 +389,7 @@ static void rw_write_drain(struct sk_elided_rwlock *rw)
 {
 	unsigned int v = load_relaxed(&rw->word);
 
-	/* Relaxed: the acquire is W1 below, when the readers are gone. */
+	/* Relaxed: the acquire is EL-W1 below, when the readers are gone. */
 	do {
 		while (v & RW_SIM) {
 			sk_cpu_relax();
@@ -397,7 +398,7 @@ static void rw_write_drain(struct sk_elided_rwlock *rw)
 	} while (!__atomic_compare_exchange_n(&rw->word, &v, v | RW_WRITER, 0,
 					      __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
-	/* W1: acquire; pairs with R2 of every reader that leaves. */
+	/* EL-W1: acquire; pairs with EL-R2 of every reader that leaves. */
 	while ((v = __atomic_load_n(&rw->word, __ATOMIC_ACQUIRE)) != RW_WRITER)
 		sk__futex_wait((int *)&rw->word, (int)v);
 }
@@ -429,7 +430,7 @@ void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
 	if (!(load_relaxed(&rw->word) & RW_WRITER))
 		sk__die("sk_elided_rwlock_write_unlock(%p): not write-locked",
 			(void *)rw);
-	/* W2: release; pairs with R1 of the next readers. */
+	/* EL-W2: release; pairs with EL-R1 of the next readers. */
 	__atomic_fetch_and(&rw->word, ~RW_WRITER, __ATOMIC_RELEASE);
 	sk__mutex_unlock_real(&rw->wlock, M_LOCKED);
 }
@@ -437,7 +438,7 @@ void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
 #ifdef SK_ELIDE_SIM
 void sk__rw_unclaim_sim(unsigned int *word)
 {
-	/* Release; pairs with R1/W1 of whoever waited for the sim writer. */
+	/* Release; pairs with EL-R1/EL-W1 of whoever waited for it. */
 	if ((__atomic_fetch_and(word, ~RW_SIM, __ATOMIC_RELEASE) & ~RW_SIM) ==
 	    RW_WRITER)
 		sk__futex_wake((int *)word, 1); /* a writer drains (busted) */

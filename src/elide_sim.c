@@ -162,7 +162,7 @@ static void sim_unmark(int kind, void *lock)
 		sk__mutex_unlock_real(lock, SK_ELIDED_MUTEX_SIM);
 		break;
 	case SK__ELIDE_SPIN:
-		/* S2: release; pairs with SL2 of the next ticket holder. */
+		/* EL-S2: release; pairs with EL-SL2 of the next holder. */
 		__atomic_fetch_and((unsigned int *)lock, ~SK_ELIDED_SPIN_SIM,
 				   __ATOMIC_RELEASE);
 		break;
@@ -243,13 +243,13 @@ static int sim_mark(int kind, void *lock)
 		if (kind == SK__ELIDE_RW_WRITE)
 			w = &((struct sk_elided_rwlock *)lock)->word;
 		v = 0;
-		/* S1: acquire; pairs with the release of the last holder. */
+		/* EL-S1: acquire; pairs with the release of the last holder. */
 		return __atomic_compare_exchange_n(
 			w, &v, kind == SK__ELIDE_MUTEX ? SK_ELIDED_MUTEX_SIM : 2u,
 			0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 	case SK__ELIDE_SPIN:
 		v = __atomic_load_n(w, __ATOMIC_RELAXED);
-		/* S1 as above. */
+		/* EL-S1 as above. */
 		return sk__elide_lock_free(kind, lock) &&
 		       __atomic_compare_exchange_n(w, &v,
 						   v | SK_ELIDED_SPIN_SIM, 0,

@@ -23,35 +23,8 @@
  * queue names its worker (q->w), and every worker runs the loop above
  * over its own queues.  What the two files share: internal/rcu_cb.h.
  *
- * Labels placed here (partners in brackets; the overview of all pairs of
- * RCU callbacks is in internal/rcu_cb.h):
- *   CB-P1 (producer, mb)  - after the CB-C1 push onto a per-CPU queue,
- *                           before the load of q->w [CB-D1 in
- *                           rcu_cb_pcpu.c; store buffering]: either the
- *                           load sees the default worker, or the
- *                           destroy's kick of it comes after the push.
- *   CB-I1 (worker, release) - q->invoked stored after the callbacks it
- *                           counts ran [the acquire loads of invoked in
- *                           sk_rcu_barrier()'s barrier_push(), the orphan
- *                           reaper and the statistics].
- *   CB-B1 (worker, release) - a barrier's done flag, set by the last of
- *                           its marker callbacks [the acquire in
- *                           sk_rcu_barrier()'s wait]: every callback run
- *                           before a marker happens before the return.
- * Used from elsewhere:
- *   CB-C1 (producer, xchg), CB-C2/CB-C2' (release/acquire) - the push and
- *     the worker's walk [internal/cbq.h]: the caller's accesses before
- *     sk_call_rcu() happen before the callback.
- *   WK-W1/WK-W2 (worker's sleep) against WK-K1/WK-K2 (the kicks: a push,
- *     the poll_req CAS, a barrier push), and WK-K3 before the take
- *     [src/worker.c].
- *   The full barrier at the start of sk__rcu_snap() [rcu_gp.c, RCU-S1] orders the
- *     take, and so every push it saw, before the grace period the batch
- *     waits for.
- * Litmus tests (litmus/, see docs/litmus.md): CB-C2/CB-C2', CB-I1 -
- * MP+rel+acq.litmus; CB-C1, CB-P1 - SB+xchg+mb.litmus and SB+mbs.litmus.
- * Not covered: the callback itself (the format has no call_rcu()); the
- * grace period a callback waits for is the one of rcu-deferred-free.litmus.
+ * Labels placed here: CB-P1, CB-I1, CB-B1; their legend, with the
+ * partners and litmus tests, is in internal/rcu_cb.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -13,26 +13,8 @@
  * so it keeps one consumer and its order when it changes hands (destroy
  * hands the per-CPU queues to the default worker).
  *
- * Labels placed here (partners in brackets):
- *   CB-R2 (create, release) - the slots and ncpu before pc->on [the
- *                             acquire in sk__rcu_cb_cpu_queue(),
- *                             internal/rcu_cb.h].
- *   CB-R3 (alloc, release)  - the zeroed slots before ncpu [the acquire
- *                             in sk__rcu_cb_pcpu_fork_lock(), which runs
- *                             without pc->lock].
- *   CB-D1 (destroy, mb)     - q->w = the default worker before its kick
- *                             [CB-P1 in rcu_cb.c's queue_kick(): a
- *                             producer's push before its load of q->w;
- *                             store buffering]: a producer that still saw
- *                             the old worker pushed before the kick, so
- *                             the default worker's re-check (WK-W2) sees
- *                             the callback.
- * Used from src/worker.c: a stop request is a store before an urgent kick
- * (WK-K1/WK-K2 in sk__worker_stop()); the worker's WK-W2 re-check reads
- * it, as it reads a push.
- * Litmus tests (litmus/, see docs/litmus.md): CB-P1/CB-D1 - SB+mbs.litmus
- * (the push is an exchange: also SB+xchg+mb.litmus); CB-R2 -
- * MP+rel+acq.litmus.
+ * Labels placed here: CB-R2, CB-R3, CB-D1; their legend, with the
+ * partners and litmus tests, is in internal/rcu_cb.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -3,8 +3,8 @@
  * The resizable hash table's resizes: publishing the future array,
  * migrating the old buckets into it in bounded steps, switching the
  * table, and the background work that does all that for automatic
- * resizing.  The algorithm and the legend of the RH-xx labels are in
- * src/rhash.c.
+ * resizing.  The algorithm is in src/rhash.c, the legend of the RH-*
+ * labels in src/internal/rhash.h.
  */
 #define _GNU_SOURCE
 #include "internal/rhash.h"
@@ -412,7 +412,7 @@ static void queue_work(struct sk_rhash *ht)
 	if (sk_atomic_load_relaxed(&ht->work_queued) ||
 	    !sk_atomic_cmpxchg_seq_cst(&ht->work_queued, &idle, 1))
 		return;
-	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
+	/* Relaxed: sk_call_rcu() orders it before the callback (CB-C1). */
 	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
 	requeue(ht);
 }
@@ -544,7 +544,7 @@ static void background_resize(struct sk_rcu_head *head)
 	sk_atomic_store_relaxed(&ht->work_active, 0);
 	size = ht->tbl->size;
 	resize_unlock(ht);
-	/* Relaxed: sk_call_rcu() orders it before the callback (C1). */
+	/* Relaxed: sk_call_rcu() orders it before the callback (CB-C1). */
 	__atomic_fetch_add(&ht->pending, 1, __ATOMIC_RELAXED);
 	/*
 	 * RH-G1 [gp]: readers of the old array finish before the

@@ -2,8 +2,8 @@
 /*
  * The resizable hash table's updates: insert (lock-free: a CAS onto the
  * bucket head), insert_unique, remove, replace (under the bucket lock of
- * the key's bucket).  The algorithm and the legend of the
- * RH-xx labels are in src/rhash.c.
+ * the key's bucket).  The algorithm is in src/rhash.c, the legend of the
+ * RH-* labels in src/internal/rhash.h.
  */
 #define _GNU_SOURCE
 #include "internal/rhash.h"
@@ -186,7 +186,7 @@ static struct sk_rhash_node *find_key(struct sk_rhash *ht,
  * caches, which is its key's).  Walks as a lookup does, comparing nodes
  * instead of keys, inside a read section (the arrays stay allocated) or
  * under the bucket lock of h.  Exact, also while a resize moves node: a
- * lookup finds every object present for the whole lookup (RH-M1..3,
+ * lookup finds every object present for the whole lookup (RH-M1 to RH-M3,
  * RH-L1), and the caller does not remove node meanwhile (that would be a
  * race of the program's own).
  */

@@ -13,23 +13,8 @@
  * one it holds (and a nested acquisition of one lock) takes the
  * underlying lock instead.
  *
- * Barriers (names used in the comments below and in rwlock_rb.h):
- *   R1  reader: store the lock into its own slot (relaxed)
- *   R2  reader: sk_fence_light() between R1 and R3; pairs with W2
- *   R3  reader: acquire load of bias; pairs with B1 (a re-bias)
- *   R4  reader: release store of NULL into the slot; pairs with W3
- *   W1  writer: bias = 0 (relaxed store)
- *   W2  writer: sk_fence_heavy() between W1 and W3; pairs with R2
- *       (the asymmetric pair acts as a full fence on both sides)
- *   W3  writer: acquire loads of the slots, waiting while one is the lock
- *   B1  reader of the underlying lock: release store of bias = 1
- *   U1  underlying lock: acquire CAS on rw (rdlock, wrlock)
- *   U2  underlying lock: release RMW on rw (rdunlock, wrunlock); pairs
- *       with U1
- *   F1  waiter: waiters++ then a full fence before futex_wait re-reads
- *       rw; pairs with F2
- *   F2  waker: the rw RMW (U2) then a full fence before reading waiters;
- *       pairs with F1
+ * The fences carry RB-* labels; their legend (what each orders and its
+ * partner) is in src/internal/rwlock_rb.h, the table in docs/locks.md.
  */
 #define _GNU_SOURCE
 #include "scalekit/rwlock_rb.h"
@@ -170,7 +155,7 @@ static struct rb_row *rb_row_get(void)
 static void rb_wait(struct sk_rwlock_rb *l, int v)
 {
 	sk_atomic_fetch_add_relaxed(&l->waiters, 1);
-	/* F1: waiters++ before the kernel re-reads rw; pairs with F2. */
+	/* RB-F1: waiters++ before the kernel re-reads rw; pairs with RB-F2. */
 	sk_smp_mb__after_atomic();
 	sk__futex_wait(&l->rw, v);
 	sk_atomic_fetch_add_relaxed(&l->waiters, -1);
@@ -179,7 +164,7 @@ static void rb_wait(struct sk_rwlock_rb *l, int v)
 /* After an RMW of rw that may let a sleeper in: wake every sleeper. */
 static void rb_wake(struct sk_rwlock_rb *l)
 {
-	/* F2: the rw RMW before reading waiters; pairs with F1. */
+	/* RB-F2: the rw RMW before reading waiters; pairs with RB-F1. */
 	sk_smp_mb__after_atomic();
 	if (sk_atomic_load_relaxed(&l->waiters))
 		sk__futex_wake(&l->rw, INT_MAX);
@@ -200,7 +185,7 @@ static int rb_try_rd(struct sk_rwlock_rb *l)
 	int v = sk_atomic_load_relaxed(&l->rw);
 
 	while (!(v & (RB_WRITER | RB_WWAIT))) {
-		/* U1: acquire; pairs with U2 of the last writer. */
+		/* RB-U1: acquire; pairs with RB-U2 of the last writer. */
 		if (__atomic_compare_exchange_n(&l->rw, &v, v + RB_READER, 0,
 						__ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
@@ -228,7 +213,7 @@ static void rb_wrlock_under(struct sk_rwlock_rb *l)
 
 	for (;;) {
 		if ((v & ~RB_WWAIT) == 0) {
-			/* U1: acquire; pairs with U2 of earlier holders. */
+			/* RB-U1: acquire; pairs with RB-U2 of earlier ones. */
 			if (__atomic_compare_exchange_n(
 				    &l->rw, &v, RB_WRITER, 0, __ATOMIC_ACQUIRE,
 				    __ATOMIC_RELAXED))
@@ -255,7 +240,7 @@ static void rb_rdunlock_under(struct sk_rwlock_rb *l)
 			sk__die("sk_rwlock_rb_rdunlock(%p): not held for "
 				"reading",
 				(void *)l);
-		/* U2: release; pairs with U1 of the next writer. */
+		/* RB-U2: release; pairs with RB-U1 of the next writer. */
 	} while (!__atomic_compare_exchange_n(&l->rw, &v, v - RB_READER, 0,
 					      __ATOMIC_RELEASE,
 					      __ATOMIC_RELAXED));
@@ -270,7 +255,7 @@ static void rb_wait_slot(void **p, const struct sk_rwlock_rb *l)
 {
 	unsigned int spins = 0;
 
-	/* W3: acquire; pairs with R4 of the reader leaving the slot. */
+	/* RB-W3: acquire; pairs with RB-R4 of the reader leaving the slot. */
 	while (__atomic_load_n(p, __ATOMIC_ACQUIRE) == l) {
 		if (++spins < RB_SPINS)
 			sk_cpu_relax();
@@ -293,13 +278,13 @@ static int rb_revoke(struct sk_rwlock_rb *l, int wait)
 	if (!sk_atomic_load_relaxed(&l->bias))
 		return 0;
 	t0 = sk__now_ns();
-	sk_atomic_store_relaxed(&l->bias, 0); /* W1 */
-	/* W2: bias = 0 before reading the slots; pairs with R2. */
+	sk_atomic_store_relaxed(&l->bias, 0); /* RB-W1 */
+	/* RB-W2: bias = 0 before reading the slots; pairs with RB-R2. */
 	sk_fence_heavy();
 	/* Acquire: pairs with the release of a row's push. */
 	for (r = sk_atomic_load_acquire(&rb_rows); r && !RB_BUSTED();
 	     r = r->next) {
-		/* W3: acquire; pairs with R4. */
+		/* RB-W3: acquire; pairs with RB-R4. */
 		if (__atomic_load_n(&r->slot[i], __ATOMIC_ACQUIRE) != l)
 			continue;
 		if (!wait) {
@@ -323,7 +308,7 @@ static void rb_rebias(struct sk_rwlock_rb *l)
 {
 	if (sk_atomic_load_relaxed(&l->bias) || sk__now_ns() < l->inhibit_until)
 		return;
-	/* B1: release; pairs with R3 of fast-path readers. */
+	/* RB-B1: release; pairs with RB-R3 of fast-path readers. */
 	sk_atomic_store_release(&l->bias, 1);
 }
 
@@ -341,13 +326,13 @@ static int rb_announce(struct sk_rwlock_rb *l)
 	p = &r->slot[rb_slot(l)];
 	if (sk_atomic_load_relaxed(p) != NULL)
 		return 0; /* our slot holds another lock (or l, nested) */
-	sk_atomic_store_relaxed(p, (void *)l); /* R1 */
-	/* R2: slot = l before reading bias; pairs with W2 (heavy). */
+	sk_atomic_store_relaxed(p, (void *)l); /* RB-R1 */
+	/* RB-R2: slot = l before reading bias; pairs with RB-W2 (heavy). */
 	sk_fence_light();
-	/* R3: acquire; pairs with B1 (and orders the section after it). */
+	/* RB-R3: acquire; pairs with RB-B1 (orders the section after it). */
 	if (SK_LIKELY(sk_atomic_load_acquire(&l->bias)))
 		return 1;
-	/* A writer is revoking: leave the slot (R4) and queue up. */
+	/* A writer is revoking: leave the slot (RB-R4) and queue up. */
 	sk_atomic_store_release(p, NULL);
 	return 0;
 }
@@ -400,7 +385,7 @@ void sk_rwlock_rb_rdunlock(struct sk_rwlock_rb *l)
 	if (SK_LIKELY(r)) {
 		p = &r->slot[rb_slot(l)];
 		if (sk_atomic_load_relaxed(p) == l) {
-			/* R4: release; pairs with W3 of a revoking writer. */
+			/* RB-R4: release; pairs with RB-W3 of a revoker. */
 			sk_atomic_store_release(p, NULL);
 			return;
 		}
@@ -418,7 +403,7 @@ int sk_rwlock_rb_trywrlock(struct sk_rwlock_rb *l)
 {
 	int v = sk_atomic_load_relaxed(&l->rw);
 
-	/* U1: acquire; keeps a waiting writer's WWAIT. */
+	/* RB-U1: acquire; keeps a waiting writer's WWAIT. */
 	if ((v & ~RB_WWAIT) != 0 ||
 	    !__atomic_compare_exchange_n(&l->rw, &v, v | RB_WRITER, 0,
 					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
@@ -431,7 +416,7 @@ int sk_rwlock_rb_trywrlock(struct sk_rwlock_rb *l)
 
 void sk_rwlock_rb_wrunlock(struct sk_rwlock_rb *l)
 {
-	/* U2: release; pairs with U1 of the next reader or writer. */
+	/* RB-U2: release; pairs with RB-U1 of the next reader or writer. */
 	int old = __atomic_fetch_and(&l->rw, ~RB_WRITER, __ATOMIC_RELEASE);
 
 	if (!(old & RB_WRITER))

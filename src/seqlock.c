@@ -20,7 +20,7 @@ unsigned int sk_seqlock__wait(const struct sk_seqlock *sl)
 {
 	unsigned int spins = 0, s;
 
-	/* R0 again: the caller's R1 orders the data loads after this one. */
+	/* SEQ-R0 again: the caller's SEQ-R1 orders the data loads after it. */
 	while ((s = SK_READ_ONCE(sl->seq)) & 1) {
 		if (++spins < SEQ_SPINS)
 			sk_cpu_relax();

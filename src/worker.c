@@ -3,39 +3,9 @@
  * Callback worker threads (internal/worker.h): start, name, sleep, kick,
  * stop and fork reset, for RCU and SRCU alike.
  *
- * The labels of the worker protocol, the whole legend (placed here, but
- * WK-K1 and WK-K2, which the inline sk__worker_wake() of
- * internal/worker.h places in the kicker).  The worker's sleep and the
- * kicks that end it are store buffering: each side stores, then loads
- * what the other stored; tests/models/cb_wake.pml checks it, and its
- * broken twins, under a weak memory model:
- *   WK-W1 (worker, xchg)  - sleeping = state, before the re-check.
- *   WK-W2 (worker, mb)    - full barrier: WK-W1 before the re-check's
- *                           loads (the module's work: queues, poll
- *                           requests, stop, urgent); pairs with WK-K2.
- *   WK-K1 (kicker, xchg)  - urgent = 1 (urgent kicks only), before the
- *                           load of sleeping: a worker that announces a
- *                           lazy sleep after that load sees it.
- *   WK-K2 (kicker, mb)    - full barrier: the request (a CB-C1 push, a
- *                           poll request's CAS, WK-K1, a stop store)
- *                           before the load of sleeping; pairs with
- *                           WK-W2.  Either the kicker sees the sleep
- *                           announced and wakes the worker, or the
- *                           worker's re-check sees the request.
- *   WK-K3 (worker, xchg)  - urgent = 0 before the loop looks for work.  A
- *                           kick whose WK-K1 it reads has its request
- *                           (made before WK-K1) seen by the look; a later
- *                           WK-K1 leaves urgent set for the next round.  A
- *                           plain store could land after a WK-K1 whose
- *                           request the look missed, and the worker would
- *                           then sleep through it.
- *   WK-S  (ensure, release) - started = 1 after the start; pairs with the
- *                           acquire in sk__worker_ensure()'s fast path.
- * A seq_cst RMW is no full barrier for a later relaxed load in C11 (nor
- * on ARMv8.0: LDAXR/STLXR, then LDR), hence WK-W2 and WK-K2; on x86 the
- * locked instruction is one, and they only stop the compiler.
- * Litmus tests (litmus/, see docs/litmus.md): WK-W1/WK-W2, WK-K1/WK-K2,
- * WK-K3 - SB+xchg+mb.litmus and SB+mbs.litmus; WK-S - MP+rel+acq.litmus.
+ * The labels of the worker protocol (WK-*): the legend is in
+ * internal/worker.h.  All are placed here but WK-K1 and WK-K2, which the
+ * inline sk__worker_wake() of internal/worker.h places in the kicker.
  */
 #define _GNU_SOURCE
 #include "internal/worker.h"

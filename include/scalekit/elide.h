@@ -309,7 +309,7 @@ static inline void sk_elided_mutex_lock(struct sk_elided_mutex *m)
 	int z = 0;
 
 	/*
-	 * L0: the only thread: no other thread to order against (a thread
+	 * EL-L0: the only thread: no other thread to order against (a thread
 	 * created later starts after pthread_create(), which orders).
 	 */
 	if (SK_ELIDE__SINGLE_THREADED() &&
@@ -318,7 +318,7 @@ static inline void sk_elided_mutex_lock(struct sk_elided_mutex *m)
 				 __ATOMIC_RELAXED);
 		return;
 	}
-	/* L1: acquire on success; pairs with the release in unlock (U1). */
+	/* EL-L1: acquire on success; pairs with unlock's release EL-U1. */
 	if (!__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED) &&
 	    __atomic_compare_exchange_n(&m->word, &z, SK_ELIDED_MUTEX_LOCKED,
 					0, __ATOMIC_ACQUIRE,
@@ -344,7 +344,7 @@ SK_API int sk_elided_mutex_trylock(struct sk_elided_mutex *m);
  * Context: the thread that locked m.  When m was elided, commits the
  * transaction if m was the last of the thread's elided locks (see
  * "Nesting" above), else leaves it running.
- * Ordering: release; pairs with the acquire of the next lock (L1).
+ * Ordering: release; pairs with the acquire of the next lock (EL-L1).
  */
 static inline void sk_elided_mutex_unlock(struct sk_elided_mutex *m)
 {
@@ -352,12 +352,12 @@ static inline void sk_elided_mutex_unlock(struct sk_elided_mutex *m)
 
 	if (SK_ELIDE__SINGLE_THREADED() &&
 	    __atomic_load_n(&m->word, __ATOMIC_RELAXED) == l) {
-		/* U0: the only thread, as L0; release for the compiler. */
+		/* EL-U0: the only thread, as EL-L0; release for the compiler */
 		__atomic_store_n(&m->word, 0, __ATOMIC_RELEASE);
 		return;
 	}
 	/*
-	 * U1: release; pairs with L1.  The plain load first keeps the CAS
+	 * EL-U1: release; pairs with EL-L1.  The plain load first keeps the CAS
 	 * (which writes even when it fails) out of elided sections, where
 	 * the word reads 0 and the slow path ends the elided hold.
 	 */
@@ -397,14 +397,14 @@ SK_API void sk_elided_spinlock_attach_stats(struct sk_elided_spinlock *l,
  * Context: any thread; spins (never sleeps) while l is held for real;
  * real waiters get l in arrival order.  Must not be called while the
  * thread holds l.
- * Ordering: acquire; pairs with the release in unlock (SU1).
+ * Ordering: acquire; pairs with the release in unlock (EL-SU1).
  */
 static inline void sk_elided_spinlock_lock(struct sk_elided_spinlock *l)
 {
 	unsigned int old;
 
 	if (!__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED)) {
-		/* SL1: take a ticket; acquire pairs with SU1. */
+		/* EL-SL1: take a ticket; acquire pairs with EL-SU1. */
 		old = __atomic_fetch_add(&l->word, SK_ELIDED_SPIN_NEXT_ONE,
 					 __ATOMIC_ACQUIRE);
 		if ((old & SK_ELIDED_SPIN_OWNER_MASK) !=
@@ -436,7 +436,7 @@ static inline unsigned int sk_elided_spinlock__step(unsigned int own)
  * Context: the thread that locked l.  When l was elided, commits the
  * transaction if l was the last of the thread's elided locks (see
  * "Nesting" above), else leaves it running.
- * Ordering: release; pairs with the acquire of the next lock (SL1).
+ * Ordering: release; pairs with the acquire of the next lock (EL-SL1).
  */
 static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
 {
@@ -447,7 +447,7 @@ static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
 	if (own != ((w >> 16) & SK_ELIDED_SPIN_OWNER_MASK) &&
 	    !(w & SK_ELIDED_SPIN_SIM)) {
 		/*
-		 * SU1: release; pairs with SL1.  Only the holder changes
+		 * EL-SU1: release; pairs with EL-SL1.  Only the holder changes
 		 * the owner field: wrap it without carrying into bit 15.
 		 */
 		__atomic_fetch_add(&l->word, sk_elided_spinlock__step(own),

@@ -30,15 +30,17 @@
  * the cheap side for readers, membarrier(2) for the rare writer that
  * revokes the bias:
  *
- *	reader (rdlock)                    writer (wrlock, after the
- *	                                   underlying write lock)
- *	R1: own slot = lock                W1: bias = 0
- *	R2: sk_fence_light()  -- pairs --  W2: sk_fence_heavy()
- *	R3: if bias == 0: undo, slow       W3: wait while any slot == lock
+ *	reader (rdlock)                   writer (wrlock, after the
+ *	                                  underlying write lock)
+ *	RB-R1: own slot = lock            RB-W1: bias = 0
+ *	RB-R2: sk_fence_light()  -pairs-  RB-W2: sk_fence_heavy()
+ *	RB-R3: if bias == 0: undo, slow   RB-W3: wait while a slot == lock
  *
  * Either the reader sees the bias off, or the writer sees the slot.
- * R4 (rdunlock: slot = NULL, release) pairs with W3's acquire loads, so
- * the reader's section happens before the writer's.  See docs/locks.md.
+ * RB-R4 (rdunlock: slot = NULL, release) pairs with RB-W3's acquire
+ * loads, so the reader's section happens before the writer's.  See
+ * docs/locks.md (the table of the RB-* labels; their legend is in
+ * src/internal/rwlock_rb.h).
  */
 #ifndef SCALEKIT_RWLOCK_RB_H
 #define SCALEKIT_RWLOCK_RB_H

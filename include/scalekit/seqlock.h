@@ -26,16 +26,18 @@
  * Barrier pairs (the kernel's seqcount scheme):
  *
  *	writer                               reader
- *	W0: seq = seq + 1 (odd)              R0: s = seq (wait while odd)
- *	W1: smp_wmb  ------ pairs with ----- R3: smp_rmb
- *	    data stores                      R1: smp_rmb  ---- pairs with W2
- *	W2: smp_wmb  ------ pairs with ----- R1      data loads
- *	W3: seq = seq + 1 (even)             R3: smp_rmb; R4: seq != s?
+ *	SEQ-W0: seq = seq + 1 (odd)     SEQ-R0: s = seq (wait while odd)
+ *	SEQ-W1: smp_wmb  -- pairs with  SEQ-R3: smp_rmb
+ *	        data stores             SEQ-R1: smp_rmb  -- pairs with SEQ-W2
+ *	SEQ-W2: smp_wmb  -- pairs with  SEQ-R1          data loads
+ *	SEQ-W3: seq = seq + 1 (even)    SEQ-R3: smp_rmb; SEQ-R4: seq != s?
  *
- * R1 (after reading seq) pairs with W2: a reader that read the even
- * count of W3 sees the data stores before it.  R3 (before re-reading
- * seq) pairs with W1: a reader whose data loads saw any store of a
- * write section reads at R4 a count at least that section's odd W0.
+ * SEQ-R1 (after reading seq) pairs with SEQ-W2: a reader that read the
+ * even count of SEQ-W3 sees the data stores before it.  SEQ-R3 (before
+ * re-reading seq) pairs with SEQ-W1: a reader whose data loads saw any
+ * store of a write section reads at SEQ-R4 a count at least that
+ * section's odd SEQ-W0.  The legend of the SEQ-* labels is in
+ * src/internal/seqlock.h; docs/locks.md has the table.
  */
 #ifndef SCALEKIT_SEQLOCK_H
 #define SCALEKIT_SEQLOCK_H
@@ -88,15 +90,16 @@ SK_API int sk_seqlock_destroy(struct sk_seqlock *sl);
  * then yielding) while a writer is inside its section.  Must not be
  * called by the thread that holds sl for writing (it would wait
  * forever).
- * Ordering: R0 + R1: the loads after it are ordered after the count load.
+ * Ordering: SEQ-R0 + SEQ-R1: the loads after it are ordered after the
+ * count load.
  */
 static inline unsigned int sk_seqlock_read_begin(const struct sk_seqlock *sl)
 {
-	unsigned int s = SK_READ_ONCE(sl->seq); /* R0 */
+	unsigned int s = SK_READ_ONCE(sl->seq); /* SEQ-R0 */
 
 	if (SK_UNLIKELY(s & 1))
 		s = sk_seqlock__wait(sl);
-	/* R1: count before data; pairs with W2 in sk_seqlock_write_unlock(). */
+	/* SEQ-R1: count before data; pairs with SEQ-W2 in write_unlock. */
 	sk_smp_rmb();
 	return s;
 }
@@ -106,15 +109,15 @@ static inline unsigned int sk_seqlock_read_begin(const struct sk_seqlock *sl)
  * sk_seqlock_read_begin() returned start (read again), 0 when they saw
  * one consistent snapshot.
  * Context: any thread, any context; never blocks.
- * Ordering: R3 + R4: the data loads before it are ordered before the
+ * Ordering: SEQ-R3 + SEQ-R4: the data loads before it are ordered before the
  * count load.
  */
 static inline int sk_seqlock_read_retry(const struct sk_seqlock *sl,
 					unsigned int start)
 {
-	/* R3: data before count; pairs with W1 in sk_seqlock_write_lock(). */
+	/* SEQ-R3: data before count; pairs with SEQ-W1 in write_lock. */
 	sk_smp_rmb();
-	return SK_UNLIKELY(SK_READ_ONCE(sl->seq) != start); /* R4 */
+	return SK_UNLIKELY(SK_READ_ONCE(sl->seq) != start); /* SEQ-R4 */
 }
 
 /*
@@ -122,7 +125,7 @@ static inline int sk_seqlock_read_retry(const struct sk_seqlock *sl,
  * section: the count becomes odd, readers wait and retry.
  * Context: any thread; may block (futex) while another writer holds sl.
  * Not recursive.
- * Ordering: acquire (against the previous writer), then W0 + W1: the
+ * Ordering: acquire (against the previous writer), then SEQ-W0 + SEQ-W1: the
  * count store is ordered before the data stores that follow.
  */
 static inline void sk_seqlock_write_lock(struct sk_seqlock *sl)
@@ -133,8 +136,8 @@ static inline void sk_seqlock_write_lock(struct sk_seqlock *sl)
 	if (!__atomic_compare_exchange_n(&sl->lock, &z, 1, 0, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
 		sk_seqlock__lock_slow(sl);
-	SK_WRITE_ONCE(sl->seq, sl->seq + 1); /* W0: odd */
-	/* W1: count before data; pairs with R3 in sk_seqlock_read_retry(). */
+	SK_WRITE_ONCE(sl->seq, sl->seq + 1); /* SEQ-W0: odd */
+	/* SEQ-W1: count before data; pairs with SEQ-R3 in read_retry. */
 	sk_smp_wmb();
 }
 
@@ -143,16 +146,16 @@ static inline void sk_seqlock_write_lock(struct sk_seqlock *sl)
  * even) and release the writer lock.
  * Context: the thread that holds sl for writing; never blocks (may wake
  * a waiting writer).  A release of an unheld sl is reported, then aborts.
- * Ordering: W2 + W3: the data stores before it are ordered before the
+ * Ordering: SEQ-W2 + SEQ-W3: the data stores before it are ordered before the
  * count store; release (against the next writer).
  */
 static inline void sk_seqlock_write_unlock(struct sk_seqlock *sl)
 {
 	int old;
 
-	/* W2: data before count; pairs with R1 in sk_seqlock_read_begin(). */
+	/* SEQ-W2: data before count; pairs with SEQ-R1 in read_begin. */
 	sk_smp_wmb();
-	SK_WRITE_ONCE(sl->seq, sl->seq + 1); /* W3: even */
+	SK_WRITE_ONCE(sl->seq, sl->seq + 1); /* SEQ-W3: even */
 	/* L': release; pairs with L in sk_seqlock_write_lock(). */
 	old = __atomic_exchange_n(&sl->lock, 0, __ATOMIC_RELEASE);
 

@@ -4,7 +4,8 @@
  * wait-free multi-producer, single-consumer list of struct sk_rcu_head
  * with a sentinel, and the common rules for queueing and running a head.
  *
- * Labels placed here (the whole legend; users name them):
+ * Labels placed here, the legend of the queue's CB-* labels (users name
+ * them; the other CB-* labels are in internal/rcu_cb.h):
  *   CB-C1 (producer, xchg)    - publishes the node as the tail; a full
  *                               barrier (the caller's earlier accesses
  *                               happen before the callback; the request

@@ -3,6 +3,47 @@
  * Internals of the elided locks: the transaction primitives of each
  * backend and the state machine that src/elide.c runs for every lock
  * kind (src/elide_locks.c).  Never installed.
+ *
+ * Barrier pairs, the legend of the EL-* labels (the file placing each
+ * one in brackets; a transaction needs no fence of its own: a committed
+ * one is atomic and ordered as a locked instruction):
+ *   EL-L0  mutex lock of the only thread: relaxed store of the word [elide.h];
+ *          no other thread to order against (a thread created later
+ *          starts after pthread_create(), which orders).
+ *   EL-L1  mutex lock, inline fast path: acquire CAS [elide.h]; pairs with
+ *          EL-U1 or EL-M2 of the previous holder.
+ *   EL-U0  mutex unlock of the only thread: release store [elide.h], as
+ *          EL-L0 (release for the compiler).
+ *   EL-U1  mutex unlock, inline fast path: release CAS [elide.h]; pairs
+ *          with EL-L1 or EL-M1 of the next holder.
+ *   EL-M1  mutex (and the rwlock's writers' mutex), slow path: acquire CAS
+ *          [elide_locks.c]; pairs with EL-M2, EL-U1 or EL-SU1.
+ *   EL-M2  mutex unlock, slow path: release CAS that clears the held bit
+ *          [elide_locks.c]; pairs with EL-M1 or EL-L1 of the next holder.
+ *   EL-SL1 spinlock lock: acquire fetch_add taking a ticket [elide.h,
+ *          elide_locks.c]; pairs with EL-SU1 of the previous holder.
+ *   EL-SL2 spinlock waiter: acquire load of the owner field until it is
+ *          its ticket [elide_locks.c]; pairs with EL-SU1 or EL-S2.
+ *   EL-SU1 spinlock unlock: release fetch_add of the owner field
+ *          [elide.h, elide_locks.c]; pairs with EL-SL1/EL-SL2.
+ *   EL-R1  rwlock reader: acquire CAS (or fetch_add, undone when a writer
+ *          is there) of the reader count [elide_locks.c]; pairs with
+ *          EL-W2 of the last writer.
+ *   EL-R2  rwlock reader unlock: release sub [elide_locks.c]; pairs with
+ *          EL-W1 of a waiting writer.
+ *   EL-W1  rwlock writer: acquire load until the readers are gone
+ *          [elide_locks.c]; pairs with EL-R2 of every reader that leaves.
+ *   EL-W2  rwlock writer unlock: release fetch_and of WRITER
+ *          [elide_locks.c]; pairs with EL-R1 of the next readers.
+ *   EL-S1  simulated backend (test build), claim of a lock for a
+ *          simulated transaction: acquire CAS [elide_sim.c]; pairs with
+ *          the release of the last holder (EL-U1, EL-M2, EL-SU1, EL-W2).
+ *   EL-S2  simulated backend, release of a spinlock's SIM bit
+ *          [elide_sim.c]; pairs with EL-SL2 of the next ticket holder.
+ * Litmus tests (litmus/, see docs/litmus.md): every pair above is a lock
+ * hand-off, message passing from one holder to the next:
+ * MP+rel+acq.litmus; the critical sections themselves:
+ * spinlock-counter.litmus.
  */
 #ifndef SCALEKIT_INTERNAL_ELIDE_H
 #define SCALEKIT_INTERNAL_ELIDE_H

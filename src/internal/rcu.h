@@ -43,7 +43,8 @@
  * queued node and runs one grace period, which started after all their
  * snapshots and pushes and so covers them all (src/rcu_gp.c).
  *
- * All barrier pairs of the module [file]:
+ * All barrier pairs of the module, the legend of the RCU-* labels (the
+ * file placing each fence in brackets):
  *   RCU-S1  caller of a cookie, sk_smp_mb() [rcu_gp.c]: its unlinks before
  *           its snapshot of gp_seq; pairs with RCU-G1.  A fresh node's
  *           caller (sk_synchronize_rcu()) has no snapshot: its unlinks
@@ -65,13 +66,14 @@
  *   RCU-Q2  QSBR thread, full fence after it (quiescent state, offline,
  *           online) [rcu_reader.c]; pairs with RCU-G1 and RCU-G3.
  *   RCU-G1  leader, after the advance, before reading any reader word
- *           [rcu_gp.c]: the handshake (the quiet round, else RCU-H0..H2),
- *           else the heavy fence; a full fence for QSBR-only grace periods
- *           (RCU-M).  Pairs with RCU-L2/RCU-Q2: a reader either has made
- *           its word visible (and is waited for), or its section's loads
- *           come after RCU-G1 and see every unlink made before it.  The
- *           quiet round needs no reader fence: a word of the new phase
- *           was stored after RCU-L1 read the advance (RCU-R1).
+ *           [rcu_gp.c]: the handshake (the quiet round, else RCU-H0 to
+ *           RCU-H2), else the heavy fence; a full fence for QSBR-only
+ *           grace periods (RCU-M).  Pairs with RCU-L2/RCU-Q2: a reader
+ *           either has made its word visible (and is waited for), or its
+ *           section's loads come after RCU-G1 and see every unlink
+ *           made before it.  The quiet round needs no reader fence: a
+ *           word of the new phase was stored after RCU-L1 read the
+ *           advance (RCU-R1).
  *   RCU-G2  leader, after the scan, before completion [rcu_gp.c]: heavy (a
  *           local sk_smp_mb() on x86, TSO, and for QSBR-only grace
  *           periods).  Pairs with RCU-U1/RCU-Q1: the sections' loads are
@@ -95,7 +97,15 @@
  *           RCU-R1 and its loads of the counts [rcu_gp.c] (store
  *           buffering): the leader sees the new count, or the thread's
  *           later RCU-L1 sees the advance.  With no general thread besides
- *           the caller, RCU-G1/G2/G3 are sk_smp_mb().
+ *           the caller, RCU-G1/RCU-G2/RCU-G3 are sk_smp_mb().
+ *   RCU-P1  parking thread, full fence before its word becomes
+ *           SK_RCU_PARKED [rcu_reader.c]: its earlier sections first;
+ *           pairs with RCU-G2 of a leader that takes the parked word for
+ *           an answer [rcu_exp.c].
+ *   RCU-P2  unparking thread, full fence after its word leaves
+ *           SK_RCU_PARKED [rcu_reader.c]: the word before the next
+ *           section's RCU-L1; pairs with the leader's full barrier
+ *           between RCU-R1 and its load of the word (store buffering).
  *   RCU-W1  caller, release push of its wait node [rcu_gp.c]; pairs with
  *           RCU-W2.
  *   RCU-W2  leader, acquire exchange that takes the queued nodes
@@ -118,6 +128,9 @@
  *                          SB+mbs.litmus.
  *   RCU-G2/RCU-U1          LB+rel+mb.litmus.
  *   RCU-W1/RCU-W2, RCU-W3  MP+rel+acq.litmus (message passing).
+ *   RCU-P1/RCU-G2          LB+rel+mb.litmus (as RCU-U1/RCU-G2).
+ *   RCU-P2                 SB+mbs.litmus (against the leader's barrier).
+ *   RCU-R0                 MP+rel+acq.litmus.
  *   all of them, end to end through sk_synchronize_rcu():
  *                          rcu-gp-before.litmus, rcu-gp-after.litmus,
  *                          rcu-deferred-free.litmus (fail with --busted),

@@ -4,18 +4,48 @@
  * sk_call_rcu(), sk_rcu_barrier(), polled starts, fork) and
  * src/rcu_cb_pcpu.c (the per-CPU workers).  Never installed.
  *
- * Overview of the barrier pairs of RCU callbacks (the legend of each file
- * says what it places):
- *   CB-C1, CB-C2/CB-C2'  the push onto a queue and the worker's walk
- *                        [internal/cbq.h]
- *   CB-P1/CB-D1          a producer's load of q->w after its push against
- *                        the hand-over of per-CPU queues to the default
- *                        worker [rcu_cb.c / rcu_cb_pcpu.c]
- *   CB-R2                the per-CPU slots before the mode word on
- *                        [rcu_cb_pcpu.c; its acquire here]
- *   CB-I1                q->invoked published after the runs [rcu_cb.c]
- *   WK-W1/WK-W2, WK-K1/WK-K2, WK-K3
- *                        the worker's sleep and the kicks [src/worker.c]
+ * Barrier pairs of RCU callbacks, the legend of the CB-* labels of
+ * src/rcu_cb.c and src/rcu_cb_pcpu.c (those of the queue itself, CB-C1
+ * and CB-C2/CB-C2', are in internal/cbq.h; partners in brackets):
+ *   CB-P1 (producer, mb)  - after the CB-C1 push onto a per-CPU queue,
+ *                           before the load of q->w [CB-D1 in
+ *                           rcu_cb_pcpu.c; store buffering]: either the
+ *                           load sees the default worker, or the
+ *                           destroy's kick of it comes after the push.
+ *   CB-I1 (worker, release) - q->invoked stored after the callbacks it
+ *                           counts ran [the acquire loads of invoked in
+ *                           sk_rcu_barrier()'s barrier_push(), the orphan
+ *                           reaper and the statistics].
+ *   CB-B1 (worker, release) - a barrier's done flag, set by the last of
+ *                           its marker callbacks [the acquire in
+ *                           sk_rcu_barrier()'s wait]: every callback run
+ *                           before a marker happens before the return.
+ *   CB-R2 (create, release) - the slots and ncpu before pc->on [the
+ *                           acquire in sk__rcu_cb_cpu_queue(), below].
+ *   CB-R3 (alloc, release) - the zeroed slots before ncpu [the acquire
+ *                           in sk__rcu_cb_pcpu_fork_lock(), which runs
+ *                           without pc->lock].
+ *   CB-D1 (destroy, mb)   - q->w = the default worker before its kick
+ *                           [CB-P1 in rcu_cb.c's queue_kick(): a
+ *                           producer's push before its load of q->w;
+ *                           store buffering]: a producer that still saw
+ *                           the old worker pushed before the kick, so
+ *                           the default worker's re-check (WK-W2) sees
+ *                           the callback.
+ *   Used from elsewhere: CB-C1 (producer, xchg) and CB-C2/CB-C2'
+ *   (release/acquire), the push and the worker's walk [internal/cbq.h]:
+ *   the caller's accesses before sk_call_rcu() happen before the
+ *   callback.  WK-W1/WK-W2 (the worker's sleep) against WK-K1/WK-K2 (the
+ *   kicks: a push, the poll_req CAS, a barrier push, a stop request,
+ *   which is a store before an urgent kick in sk__worker_stop()), and
+ *   WK-K3 before the take [internal/worker.h].  The full barrier at the
+ *   start of sk__rcu_snap() [rcu_gp.c, RCU-S1] orders the take, and so
+ *   every push it saw, before the grace period the batch waits for.
+ *   Litmus tests (litmus/, see docs/litmus.md): CB-C2/CB-C2', CB-I1,
+ *   CB-B1, CB-R2, CB-R3 - MP+rel+acq.litmus; CB-C1, CB-P1/CB-D1 -
+ *   SB+xchg+mb.litmus and SB+mbs.litmus.  Not covered: the callback
+ *   itself (the format has no call_rcu()); the grace period a callback
+ *   waits for is the one of rcu-deferred-free.litmus.
  */
 #ifndef SCALEKIT_INTERNAL_RCU_CB_H
 #define SCALEKIT_INTERNAL_RCU_CB_H

@@ -3,8 +3,64 @@
  * Private declarations of the resizable hash table, shared by
  * src/rhash.c (lifecycle, lookups, iteration), src/rhash_update.c
  * (insert, remove, replace) and src/rhash_resize.c (resizing, migration,
- * background work).  The algorithm, the Triplett rules and the complete
- * legend of the RH-xx pairing labels are in src/rhash.c.
+ * background work).  The algorithm and the Triplett rules are in
+ * src/rhash.c.
+ *
+ * Barrier pairs, the legend of the RH-* labels (one legend for
+ * src/rhash*.c):
+ *  RH-P1  publication (release) of a node, of t->future = f or of
+ *         ht->tbl = f; pairs with the readers' dependency loads
+ *         (sk_rcu_dereference()) and, for the arrays, with RH-D1.
+ *  RH-B1  a bucket's lock bit: the seq_cst fetch_or that takes it is an
+ *         acquire of the previous holder's chain writes (its fetch_and
+ *         release).
+ *  RH-D1  a change of the lock array: the resize's store of
+ *         to->prev_lock, its publication, a full fence, then its loads of
+ *         the old bits (drain()), then the release store of prev_lock =
+ *         NULL; against the updater's acquire load of prev_lock, its
+ *         seq_cst fetch_or of the bit, then its seq_cst re-read of
+ *         ht->tbl and t->future: either the updater sees the new mapping
+ *         (and retries), or the resize sees its bit and waits for it.
+ *  RH-I1  an insert's release CAS of the bucket head (node's fields,
+ *         then the pointer: [pub], pairs with the readers' dependency
+ *         loads); its acquire load of the head pairs with RH-M3's release
+ *         of RHASH_MOVED: an insert that sees it then finds t->future.
+ *  RH-M1  [one] last->next = f's head d: a reader standing in a moved run
+ *         walks on into f's chain d (whose nodes it skips by hash).
+ *         Made again if RH-M2's CAS fails (the newer head's chain holds
+ *         the older one: both values are valid).
+ *  RH-M2  [pub] CAS of f's head d to first: the run is now also f's
+ *         chain d.  A CAS: lock-free inserts push onto that head.
+ *  RH-M3  [one] the old link to first = NULL (RHASH_MOVED when the link
+ *         is the bucket head, then by CAS: if a stale insert pushed onto
+ *         it, the run is cut off behind the pushed nodes instead), a
+ *         release: RH-M2 (and the publication of f) before it; pairs with
+ *         RH-L1 and RH-I1.  A lookup reads the old chain, then t->future
+ *         and f's heads; the writer writes f's head before the old link:
+ *         opposite order, no grace period.
+ *  RH-L1  the lookup's read barrier between a chain's loads and the load
+ *         of t->future and f's heads; pairs with RH-M3.  The insert's
+ *         check for a node already in the table walks the same way and
+ *         places it too (node_linked() in src/rhash_update.c).
+ *  RH-G1  the grace period between unpublishing an array (ht->tbl = f)
+ *         and freeing it [gp] (synchronous, or sk_call_rcu()).
+ *  RH-R1  resize_lock (a futex word no thread owns): the seq_cst RMW
+ *         that takes it is an acquire of the previous holder's resize,
+ *         the exchange that frees it a release.
+ *  RH-W1  release of work_queued = 0 / the queueing cmpxchg: the previous
+ *         background work's writes before the next queueing.
+ *  RH-W2  releases of ht->pending (work done, array freed); pair with the
+ *         acquire in sk_rhash_barrier().
+ *  RH-W3  an update's store of ht->recheck before its load of
+ *         ht->explicit_resizes, and sk_rhash_resize()'s decrement of
+ *         explicit_resizes before its exchange of recheck (seq_cst
+ *         both): one of the two sees the other, so a load-factor check
+ *         left to a running explicit resize is never lost.
+ * Litmus tests (litmus/, see docs/litmus.md): RH-P1, RH-I1, RH-M2 -
+ * rcu-mp-publish.litmus; RH-M3/RH-L1 - MP+wmb+rmb.litmus (the release
+ * stands for the write barrier); RH-B1, RH-R1, RH-W1, RH-W2 -
+ * MP+rel+acq.litmus; RH-D1, RH-W3 - SB+mbs.litmus; RH-G1 -
+ * rcu-deferred-free.litmus.
  */
 #ifndef SCALEKIT_INTERNAL_RHASH_H
 #define SCALEKIT_INTERNAL_RHASH_H

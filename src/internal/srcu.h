@@ -42,8 +42,8 @@
  * heavy fence); when only i' is, step 1 is done.  A domain with no live
  * reader thread is recognized without any heavy fence (see gp_idle()).
  *
- * Barrier pairs (labels SRCU-*, unique in the library; the file that
- * places each fence is named in brackets):
+ * Barrier pairs, the legend of the SRCU-* labels (unique in the library;
+ * the file that places each fence is named in brackets):
  *   SRCU-B  reader, light fence after lock[i]++ [srcu.h, srcu_read.c];
  *           pairs with SRCU-D: if the lock sum missed the increment, the
  *           section's loads come after SRCU-D and see every update made
@@ -91,7 +91,7 @@
  *   SRCU-R  release of state->ready after the setup of a defined domain's
  *           state [srcu_domain.c]; pairs with the acquire in
  *           sk__srcu_ready() before any use of the state.
- *   SRCU-I and SRCU-G are explicit fences: in C11 a seq_cst RMW
+ *   Why SRCU-I and SRCU-G are explicit fences: in C11 a seq_cst RMW
  *   orders no later non-seq_cst load, so the RMW alone is not enough on
  *   weakly ordered CPUs (ARMv8.0 without LSE, POWER).
  *   Litmus tests (litmus/, see docs/litmus.md; smp_mb() stands for the
