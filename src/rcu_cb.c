@@ -616,13 +616,13 @@ void sk_rcu_barrier(void)
 			"would wait for itself forever");
 	was_online = sk__rcu_enter_wait("sk_rcu_barrier()");
 	pthread_mutex_lock(&cb.barrier_lock);
-	barrier_push(&b);
 	/*
 	 * Callbacks may wait with no worker running: its start failed, or
-	 * this is a fork child that inherited them.  Start it; when that
+	 * this is a fork child that inherited them.  Start it (only then:
+	 * with nothing pending, a barrier starts no thread); when that
 	 * fails, do its work here, markers included.
 	 */
-	if (sk__rcu_cb_worker_ensure() != 0)
+	if (barrier_push(&b) && sk__rcu_cb_worker_ensure() != 0)
 		run_default_work_here();
 	if (sk_atomic_fetch_add_seq_cst(&b.count, -1UL) != 1) {
 		/* CB-B1: acquire; the callbacks ran before the markers. */

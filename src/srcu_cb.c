@@ -39,6 +39,12 @@ void sk__srcu_worker_kick(void)
 	sk__worker_wake(&sk__srcu.worker, SK__WK_KICK_URGENT);
 }
 
+/* Register the kick for srcu_gp.c, before any domain can be used. */
+__attribute__((constructor)) static void srcu_cb_init(void)
+{
+	sk_atomic_store_relaxed(&sk__srcu.kick, sk__srcu_worker_kick);
+}
+
 /* Work the worker could do on d now, without waiting for anyone. */
 static int work_visible(struct sk_srcu *d)
 {

@@ -401,8 +401,13 @@ void sk__srcu_gp_unlock(struct sk_srcu *d)
 	 * the in_work it stored before trying and kick it.
 	 */
 	sk_smp_mb();
-	if (__atomic_load_n(&d->state->in_work, __ATOMIC_SEQ_CST))
-		sk__srcu_worker_kick();
+	if (__atomic_load_n(&d->state->in_work, __ATOMIC_SEQ_CST)) {
+		/* Up to srcu_cb.c through its hook (src/layers.txt). */
+		void (*kick)(void) = sk_atomic_load_relaxed(&sk__srcu.kick);
+
+		if (kick)
+			kick();
+	}
 }
 
 static void synchronize(struct sk_srcu *d, int mode, const char *fn)

@@ -295,6 +295,12 @@ struct sk__srcu_global {
 	struct sk_srcu *current; /* domain the worker is processing */
 	pthread_cond_t idle_cv;	 /* signalled when current changes */
 	struct sk__worker worker; /* started under lock (internal/worker.h) */
+	/*
+	 * srcu_cb.c's kick of the worker, registered by its constructor:
+	 * srcu_gp.c, a lower layer, calls up only through it (src/layers.txt).
+	 * Set before main() and before any thread: read relaxed.
+	 */
+	void (*kick)(void);
 };
 extern struct sk__srcu_global sk__srcu;
 
@@ -347,7 +353,10 @@ static inline int gp_done(struct sk_srcu *d, uint64_t target)
 
 /* ---- srcu_cb.c ---- */
 
-/* A domain's gp_mutex was released: wake the worker (see srcu_cb.c). */
+/*
+ * A domain's gp_mutex was released: wake the worker (see srcu_cb.c).
+ * Lower files call it through sk__srcu.kick.
+ */
 void sk__srcu_worker_kick(void);
 
 #endif /* SCALEKIT_INTERNAL_SRCU_H */
