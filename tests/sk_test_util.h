@@ -179,4 +179,15 @@ void sk_test_capture_begin(struct sk_test_capture *c);
 const char *sk_test_capture_end(struct sk_test_capture *c,
 				char *buf, size_t n);
 
+/*
+ * 1 where the child of a fork() in a multithreaded process may start
+ * threads: not under TSan, which dies there ("dup thread with used id")
+ * or hangs in its allocator.  Such children skip what starts a thread.
+ */
+#ifdef __SANITIZE_THREAD__
+#define SK_TEST_CHILD_THREADS 0
+#else
+#define SK_TEST_CHILD_THREADS 1
+#endif
+
 #endif /* SK_TEST_UTIL_H */

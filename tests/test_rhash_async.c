@@ -37,12 +37,6 @@
 #include "sk_test_util.h"
 #include "../src/internal/rhash.h" /* white box: work_active, resize_lock */
 
-#ifdef __SANITIZE_THREAD__
-#define CHILD_THREADS 0
-#else
-#define CHILD_THREADS 1
-#endif
-
 /* Seconds after which a child that a working library ends is a hang. */
 #define HANG_S 60
 
@@ -133,7 +127,7 @@ static void fork_and_check(const char *what)
 {
 	static struct sk_test_child c;
 
-	if (!CHILD_THREADS) {
+	if (!SK_TEST_CHILD_THREADS) {
 		fprintf(stderr, "  %s: child skipped under TSan\n", what);
 		return;
 	}

@@ -25,12 +25,6 @@
 #include "sk_test.h"
 #include "sk_test_util.h"
 
-#ifdef __SANITIZE_THREAD__
-#define CHILD_THREADS 0
-#else
-#define CHILD_THREADS 1
-#endif
-
 #define HANG_S 60
 #define NCB 1000
 
@@ -92,7 +86,7 @@ static void fork_with_callbacks_waiting_for_a_reader(void)
 	}
 	sk_test_sleep_ms(20);
 	SK_CHECK_EQ(LOAD(ran), 0); /* the reader holds them all */
-	if (CHILD_THREADS) {
+	if (SK_TEST_CHILD_THREADS) {
 		sk_test_fork_child(child, HANG_S, 0, &c);
 		SK_CHECK_EQ(WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1,
 			    0);
