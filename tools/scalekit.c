@@ -4,7 +4,7 @@
  *
  * A subcommand plugs in with one entry in the table below and its
  * function, int sk_tool_<name>(int argc, char **argv), declared in tool.h
- * and defined in its own file (tools/bench.c, later tools/torture.c and
+ * and defined in its own file (tools/bench.c, tools/torture.c,
  * tools/litmus.c).  The function receives the arguments from the
  * subcommand's name on, handles its own --help and returns the exit
  * status (see SK_TOOL_EXIT_* in tool.h).
@@ -27,7 +27,8 @@ struct sk_tool_cmd {
 static const struct sk_tool_cmd sk_tool_cmds[] = {
 	{ "bench", "compare scalekit with pthreads, liburcu and ck in one run",
 	  sk_tool_bench },
-	{ "torture", "torture-test RCU, SRCU, lists and the hash table",
+	{ "torture",
+	  "torture-test RCU, SRCU, lists, the hash table and the locks",
 	  sk_tool_torture },
 	{ "litmus", "run litmus tests (LKMM C format) with scalekit's primitives",
 	  sk_tool_litmus },

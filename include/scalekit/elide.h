@@ -1,73 +1,47 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * scalekit/elide.h - elided locks: try a hardware transaction (Intel TSX
- * RTM) first, take a real lock when the transaction cannot succeed.
+ * scalekit/elide.h - elided locks: a mutex, a spinlock and a
+ * reader-writer lock that run their critical sections as hardware
+ * transactions (Intel TSX RTM) when they can.
  *
- * Three locks share one elision state machine:
- *  - struct sk_elided_mutex     a futex mutex (sleeps when contended) with
- *                               a bounded-wait handoff (see "Fairness");
- *  - struct sk_elided_spinlock  a ticket spinlock (FIFO, never sleeps);
- *  - struct sk_elided_rwlock    readers and writers both elide; the real
- *                               lock is phase-fair enough that neither
- *                               side starves (see the rwlock section).
+ * What they promise: each is a correct lock on every CPU.  A section
+ * excludes every other section of the lock (for the rwlock: a writer
+ * excludes readers and writers, readers share), whether it ran as a
+ * transaction or under the real lock, and the caller cannot tell which.
+ * Where the CPU has working RTM, sections under one lock that touch
+ * different data run in parallel; everywhere else (AMD, aarch64, TSX
+ * disabled by microcode) the locks are plain locks.
+ *  - struct sk_elided_mutex     sleeps when contended; a waiter that
+ *                               keeps losing the lock gets it next, in
+ *                               ticket order (see "Fairness" in
+ *                               docs/elision.md);
+ *  - struct sk_elided_spinlock  a ticket spinlock: FIFO, never sleeps;
+ *  - struct sk_elided_rwlock    readers and writers both elide; neither
+ *                               side starves.
+ * A zero-filled lock is an unlocked lock.  Locks of any kind nest, and
+ * may be unlocked in any order (see "Nesting" below).
  *
- * How an elided acquisition works: the thread starts a transaction and
- * reads the lock word; if the word says "free" the critical section runs
- * speculatively without writing the lock.  A real holder that takes the
- * lock later writes the word, which aborts every transaction that read
- * it, so an elided section and a real holder never overlap.
+ * When to use them: a coarse lock around a large structure whose
+ * sections mostly touch different cache lines (a hash table, a tree),
+ * taken by more than one thread.  Not for sections that usually
+ * conflict (a shared counter), that make system calls or do I/O, or
+ * that are large: those abort, and an abort costs more than the lock
+ * (a lock whose sections keep aborting stops trying for a while).
+ * Attach a struct sk_elide_stats to see which case a lock is in.
  *
  * Nesting: a thread's elided section is one transaction, whatever locks
- * it takes.  The first elided lock begins it (one XBEGIN); every lock of
- * any kind taken while it runs elides too (it only reads its word: no
- * XBEGIN); the transaction commits (one XEND) when the last of the
- * thread's elided locks is unlocked, in whatever order they are unlocked,
- * and no other unlock ends it.  The library keeps that count itself, per
- * thread (the list of the locks the thread elides, at most 8 at once: a
- * ninth aborts the transaction, counted as "other"), so the hardware's
- * nesting count is 1, or one more than that of a transaction the program
- * began itself, in which the section then nests and which its XEND does
- * not commit.  A busy inner lock aborts the whole transaction, which
- * falls back at the outermost lock.  Unlock looks its lock up in that
- * list: an elided lock ends its part of the section, any other lock is
- * released for real (so a lock taken for real before the section may be
- * released inside it, readers included).
+ * it takes; it commits when the last of the thread's elided locks is
+ * unlocked, in whatever order they are unlocked.  At most 8 locks elide
+ * at once (a ninth aborts the section, counted as "other").  A busy
+ * inner lock aborts the whole section, which then runs again under the
+ * real lock of the outermost one.  A lock taken for real before the
+ * section may be released inside it, readers included.  A section inside
+ * a transaction the program began itself nests in it, and does not
+ * commit it.
  *
- * Backends, decided once (at library load) and cached:
- *  - rtm       the CPU has RTM: CPUID.7.0:EBX[11] set, RTM_ALWAYS_ABORT
- *              (CPUID.7.0:EDX[11]) clear, the model is not on the short
- *              list of parts with broken TSX, and a probe transaction
- *              commits.  XBEGIN is executed only on this backend.
- *  - fallback  everything else (AMD, aarch64, TSX disabled by microcode):
- *              the locks are plain locks; nothing is counted.
- *  - sim       only in the test-only SK_ELIDE_SIM build of the library
- *              (never installed): the same state machine over simulated
- *              transactions whose aborts tests inject.
- *
- * Adaptive policy, per lock: an abort that retrying cannot fix (capacity,
- * explicit, lock busy) makes the lock skip elision for a number of
- * acquisitions that doubles with each such abort (up to a cap) and whose
- * growth decays by one step per commit; a conflict abort is retried a
- * bounded number of times.  The knobs are in struct sk_elide_tuning.
- *
- * Statistics cost nothing unless attached: a lock holds a pointer to an
- * optional, user-owned struct sk_elide_stats (several locks may share
- * one).  The pointer is inside the 16-byte budget on LP64 (4-byte word +
- * 4-byte policy + 8-byte pointer); a side table keyed by lock address
- * was rejected because its lookup would sit on every elided acquisition
- * and its entries would outlive locks freed without destroy().  Counters
- * are only updated outside transactions (after XEND or an abort), so
- * they never enter a transaction's write set.
- *
- * Fairness: the fallback mutex gives each sleeping waiter a bound.  A
- * waiter that has been woken SK_ELIDE_TUNING.handoff_wakeups times
- * without getting the lock takes a handoff ticket; while any ticket is
- * outstanding, the lock is granted only to the waiter holding the oldest
- * ticket, in ticket order, so that waiter gets the lock after at most the
- * critical sections of the holders ahead of it.  The spinlock is a ticket
- * lock (FIFO).  The rwlock: see below.
- *
- * See docs/elision.md for when elision helps and when it hurts.
+ * How it works (the backends and their detection at load time, the
+ * adaptive policy and its knobs in struct sk_elide_tuning, the
+ * statistics, fairness): see docs/elision.md.
  */
 #ifndef SCALEKIT_ELIDE_H
 #define SCALEKIT_ELIDE_H

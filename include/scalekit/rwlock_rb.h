@@ -2,10 +2,28 @@
 /*
  * scalekit/rwlock_rb.h - a read-biased reader-writer lock.
  *
- * The idea is BRAVO's (Dice and Kogan, USENIX ATC 2019): an ordinary
- * reader-writer lock makes every reader write the lock's reader count, so
- * two readers on two CPUs bounce one cache line between them and read
- * throughput stops scaling.  While the lock is "biased" towards readers,
+ * What it promises: what pthread_rwlock_t does (a writer excludes every
+ * reader and every other writer; readers share the lock and see a
+ * consistent state), with readers that scale.  While the lock is biased
+ * towards readers (SK_RWLOCK_RB_INITIALIZER starts biased), a read lock
+ * and unlock write only the calling thread's own memory and use no
+ * atomic read-modify-write, so read throughput grows with the number of
+ * CPUs.  Writers pay instead: a writer that finds the bias on revokes it
+ * (sk_fence_heavy(), i.e. membarrier(2), then a scan of every reading
+ * thread's row), and the bias then stays off for a while, so that
+ * frequent writers do not pay that each time.  Writer-preferring: a
+ * stream of readers cannot starve a writer.  Not recursive.  Works on
+ * every CPU.
+ *
+ * When to use it: data read far more often than written, whose readers
+ * must see a consistent state without retrying (sk_seqlock's readers
+ * may retry) and must not see an old version (what RCU readers may see).
+ * docs/locks.md compares it with sk_seqlock and pthread_rwlock_t.
+ *
+ * How it works.  The idea is BRAVO's (Dice and Kogan, USENIX ATC 2019):
+ * an ordinary reader-writer lock makes every reader write the lock's
+ * reader count, so two readers on two CPUs bounce one cache line between
+ * them and read throughput stops scaling.  While the lock is "biased",
  * a reader instead announces itself in a process-wide table of visible
  * readers: it stores the lock's address into a slot of its own thread's
  * row, chosen by hashing the lock, and touches no line that another

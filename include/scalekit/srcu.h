@@ -120,7 +120,9 @@ struct sk_srcu__store {
  * storage at file scope and the enclosing block's lifetime in a function
  * (the same as an automatic domain's).  A static domain inside a function
  * cannot use it (the compiler rejects it): use SK_SRCU_DEFINE_STATIC at
- * file scope or sk_srcu_init().  name is unused (kept for compatibility).
+ * file scope or sk_srcu_init().  name, the domain being initialized, is
+ * not used by the macro: it only makes the call read like
+ * SK_SRCU_DEFINE(name).
  */
 #define SK_SRCU_INITIALIZER(name)                                         \
 	{                                                                 \
