@@ -129,7 +129,7 @@ static int backend_for(int policy)
 		return SK_ELIDE_BACKEND_FALLBACK;
 #ifdef SK_ELIDE_SIM
 	(void)f;
-	return SK_ELIDE_BACKEND_SIM;
+	return SK__ELIDE_BACKEND_SIM;
 #else
 	if (!(f & SK_ELIDE_CPU_RTM))
 		return SK_ELIDE_BACKEND_FALLBACK;

@@ -16,9 +16,9 @@
 #include "internal/elide.h"
 #include "internal/util.h"
 
-#define M_LOCKED  ((unsigned)SK_ELIDED_MUTEX_LOCKED)
-#define M_WAITERS ((unsigned)SK_ELIDED_MUTEX_WAITERS)
-#define M_SIM	  ((unsigned)SK_ELIDED_MUTEX_SIM)
+#define M_LOCKED  ((unsigned)SK__ELIDED_MUTEX_LOCKED)
+#define M_WAITERS ((unsigned)SK__ELIDED_MUTEX_WAITERS)
+#define M_SIM	  ((unsigned)SK__ELIDED_MUTEX_SIM)
 #define M_HELD	  (M_LOCKED | M_SIM)
 #define M_SPINS	  100
 
@@ -33,9 +33,9 @@ _Static_assert(SK__M_SERVE_SHIFT + 14 <= SK__M_NEXT_SHIFT,
 #define RW_ONE	  4u
 
 #define SPIN_FREE(w)                                 \
-	(((w) & SK_ELIDED_SPIN_OWNER_MASK) ==        \
-		 (((w) >> 16) & SK_ELIDED_SPIN_OWNER_MASK) && \
-	 !((w) & SK_ELIDED_SPIN_SIM))
+	(((w) & SK__ELIDED_SPIN_OWNER_MASK) ==        \
+		 (((w) >> 16) & SK__ELIDED_SPIN_OWNER_MASK) && \
+	 !((w) & SK__ELIDED_SPIN_SIM))
 
 /* Free for a plain acquirer: not held, not in handoff mode. */
 static inline int m_free(unsigned int v)
@@ -191,7 +191,7 @@ static int mutex_exit(struct sk_elided_mutex *m)
 void sk_elided_mutex__unlock_slow(int *word)
 {
 	struct sk_elided_mutex *m =
-		SK_CONTAINER_OF(word, struct sk_elided_mutex, word);
+		SK__CONTAINER_OF(word, struct sk_elided_mutex, word);
 
 	/* Elided first: a busted simulated mark may share LOCKED. */
 	if (mutex_exit(m))
@@ -228,13 +228,13 @@ void sk_elided_spinlock_attach_stats(struct sk_elided_spinlock *l,
 
 void sk_elided_spinlock__wait(unsigned int *word, unsigned int old)
 {
-	unsigned int t = (old >> 16) & SK_ELIDED_SPIN_OWNER_MASK, w, n = 0;
+	unsigned int t = (old >> 16) & SK__ELIDED_SPIN_OWNER_MASK, w, n = 0;
 
 	for (;;) {
 		/* EL-SL2: acquire; pairs with EL-SU1 of the previous holder. */
 		w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-		if ((w & SK_ELIDED_SPIN_OWNER_MASK) == t &&
-		    !(w & SK_ELIDED_SPIN_SIM))
+		if ((w & SK__ELIDED_SPIN_OWNER_MASK) == t &&
+		    !(w & SK__ELIDED_SPIN_SIM))
 			return;
 		/*
 		 * More threads than CPUs: a FIFO lock waits for preempted
@@ -251,7 +251,7 @@ void sk_elided_spinlock__wait(unsigned int *word, unsigned int old)
 void sk__spin_lock_real(unsigned int *word)
 {
 	/* EL-SL1 of the inline path: take a ticket. */
-	unsigned int old = __atomic_fetch_add(word, SK_ELIDED_SPIN_NEXT_ONE,
+	unsigned int old = __atomic_fetch_add(word, SK__ELIDED_SPIN_NEXT_ONE,
 					      __ATOMIC_ACQUIRE);
 
 	if (!SPIN_FREE(old))
@@ -273,7 +273,7 @@ int sk_elided_spinlock_trylock(struct sk_elided_spinlock *l)
 	sk__elide_trylock_check();
 	w = load_relaxed(&l->word);
 	return SPIN_FREE(w) && cas_acquire(&l->word, w,
-					   w + SK_ELIDED_SPIN_NEXT_ONE)
+					   w + SK__ELIDED_SPIN_NEXT_ONE)
 		       ? 0
 		       : -EBUSY;
 }
@@ -281,7 +281,7 @@ int sk_elided_spinlock_trylock(struct sk_elided_spinlock *l)
 void sk_elided_spinlock__unlock_slow(unsigned int *word)
 {
 	struct sk_elided_spinlock *l =
-		SK_CONTAINER_OF(word, struct sk_elided_spinlock, word);
+		SK__CONTAINER_OF(word, struct sk_elided_spinlock, word);
 
 	unsigned int w;
 
@@ -289,10 +289,10 @@ void sk_elided_spinlock__unlock_slow(unsigned int *word)
 			   __atomic_load_n(&l->stats, __ATOMIC_RELAXED)))
 		return;
 	w = load_relaxed(word);
-	if (!SPIN_FREE(w & ~SK_ELIDED_SPIN_SIM)) {
+	if (!SPIN_FREE(w & ~SK__ELIDED_SPIN_SIM)) {
 		/* Held for real beside a (busted) simulated section. */
 		__atomic_fetch_add(word, sk_elided_spinlock__step(
-						 w & SK_ELIDED_SPIN_OWNER_MASK),
+						 w & SK__ELIDED_SPIN_OWNER_MASK),
 				   __ATOMIC_RELEASE); /* EL-SU1 */
 		return;
 	}

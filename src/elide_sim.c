@@ -159,11 +159,11 @@ static void sim_unmark(int kind, void *lock)
 {
 	switch (kind) {
 	case SK__ELIDE_MUTEX:
-		sk__mutex_unlock_real(lock, SK_ELIDED_MUTEX_SIM);
+		sk__mutex_unlock_real(lock, SK__ELIDED_MUTEX_SIM);
 		break;
 	case SK__ELIDE_SPIN:
 		/* EL-S2: release; pairs with EL-SL2 of the next holder. */
-		__atomic_fetch_and((unsigned int *)lock, ~SK_ELIDED_SPIN_SIM,
+		__atomic_fetch_and((unsigned int *)lock, ~SK__ELIDED_SPIN_SIM,
 				   __ATOMIC_RELEASE);
 		break;
 	case SK__ELIDE_RW_WRITE:
@@ -225,8 +225,8 @@ static int sim_mark_blind(int kind, void *lock)
 		lock = &((struct sk_elided_rwlock *)lock)->word;
 	/* Relaxed: the twin is meant to break the ordering. */
 	__atomic_fetch_or((unsigned int *)lock,
-			  kind == SK__ELIDE_SPIN	   ? SK_ELIDED_SPIN_SIM
-			  : kind == SK__ELIDE_MUTEX ? SK_ELIDED_MUTEX_SIM
+			  kind == SK__ELIDE_SPIN	   ? SK__ELIDED_SPIN_SIM
+			  : kind == SK__ELIDE_MUTEX ? SK__ELIDED_MUTEX_SIM
 						   : 2u,
 			  __ATOMIC_RELAXED);
 	return 1;
@@ -245,14 +245,14 @@ static int sim_mark(int kind, void *lock)
 		v = 0;
 		/* EL-S1: acquire; pairs with the release of the last holder. */
 		return __atomic_compare_exchange_n(
-			w, &v, kind == SK__ELIDE_MUTEX ? SK_ELIDED_MUTEX_SIM : 2u,
+			w, &v, kind == SK__ELIDE_MUTEX ? SK__ELIDED_MUTEX_SIM : 2u,
 			0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 	case SK__ELIDE_SPIN:
 		v = __atomic_load_n(w, __ATOMIC_RELAXED);
 		/* EL-S1 as above. */
 		return sk__elide_lock_free(kind, lock) &&
 		       __atomic_compare_exchange_n(w, &v,
-						   v | SK_ELIDED_SPIN_SIM, 0,
+						   v | SK__ELIDED_SPIN_SIM, 0,
 						   __ATOMIC_ACQUIRE,
 						   __ATOMIC_RELAXED);
 	default:

@@ -20,13 +20,13 @@
 #include "internal/rcu_state.h"
 #include "internal/util.h"
 
-#ifdef SK_TSAN
+#ifdef SK__TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
 struct sk_rcu__gp_state sk_rcu__gp = {
-	.ctr = (1UL << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1,
-	.qs_word = (1UL << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | SK_RCU_QSBR_NEST,
+	.ctr = (1UL << SK__RCU_SEQ_SHIFT) | SK__RCU_REG | 1,
+	.qs_word = (1UL << SK__RCU_SEQ_SHIFT) | SK__RCU_REG | SK__RCU_QSBR_NEST,
 	.futex = 0
 };
 
@@ -41,7 +41,7 @@ struct sk__rcu_state sk__rcu = {
 	.registry_lock = PTHREAD_RWLOCK_INITIALIZER,
 	.last_chunk = &sk__rcu_first_chunk,
 	.gp_lock = PTHREAD_MUTEX_INITIALIZER,
-	.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF,
+	.gp_backoff = SK__RCU_HANDSHAKE_BACKOFF,
 	.gp_seq = 1,
 	.completed = 1,
 	.key_once = PTHREAD_ONCE_INIT,
@@ -77,6 +77,8 @@ unsigned long sk_rcu_get_stall_ms(void)
 	return __atomic_load_n(&stall_ms, __ATOMIC_RELAXED);
 }
 
+#ifdef SK_TESTING
+/* Test machinery (internal/testing.h): the testing build only. */
 int sk__rcu_busted; /* SK__RCU_BUSTED_*, torture --busted-* only */
 
 void sk__rcu_set_busted(int mode)
@@ -91,6 +93,7 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k)
 	k->qsbr_only = sk_atomic_load_relaxed(&sk__rcu.kinds.qsbr_only);
 	k->quiet = sk_atomic_load_relaxed(&sk__rcu.kinds.quiet);
 }
+#endif
 
 /*
  * Counts of synchronize calls (sk_rcu_stats.sync_calls), one per calling
@@ -250,7 +253,7 @@ static void atfork_child(void)
 	 * the writer by thread id, which changed: re-create the lock.  TSan
 	 * is first told that the write lock is released.
 	 */
-#ifdef SK_TSAN
+#ifdef SK__TSAN
 	__tsan_mutex_pre_unlock(&sk__rcu.registry_lock, 0);
 	__tsan_mutex_post_unlock(&sk__rcu.registry_lock, 0);
 #endif
@@ -262,10 +265,10 @@ static void atfork_child(void)
 	sk_atomic_store_relaxed(&sk__rcu.ngeneral, 0UL);
 	sk_atomic_store_relaxed(&sk__rcu.nslots, 0UL);
 	/* Counted below: no longer parked (sk__rcu_park()). */
-	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK_RCU_PARKED)
-		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK__RCU_PARKED)
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
 	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next) {
-		for (i = 0; i < SK_RCU_CHUNK_SLOTS; i++) {
+		for (i = 0; i < SK__RCU_CHUNK_SLOTS; i++) {
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				ch->slots[i].tid = sk__gettid();
 				sk_atomic_store_relaxed(&sk__rcu.nreaders, 1UL);
@@ -283,7 +286,7 @@ static void atfork_child(void)
 	sk__rcu.expedite = 0;
 	sk__rcu.exp_skip = 0;
 	sk__rcu.gp_skip = 0;
-	sk__rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
+	sk__rcu.gp_backoff = SK__RCU_HANDSHAKE_BACKOFF;
 	sk__rcu_cb_atfork_child();
 	sync_count_fork_child();
 }

@@ -87,7 +87,9 @@ static struct {
 	/* Statistics (workers write, anyone reads). */
 	unsigned long batches, peak_backlog;
 	unsigned long retired_queued, retired_invoked; /* of freed queues */
-	int busted; /* test-only: SK__CB_BUSTED_* (sk__rcu_cb_set_busted) */
+#ifdef SK_TESTING
+	int busted; /* SK__CB_BUSTED_* (sk__rcu_cb_set_busted, testing.h) */
+#endif
 } cb = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	/*
@@ -116,7 +118,7 @@ __thread int sk__rcu_cb_in_worker __attribute__((tls_model("initial-exec")));
 /* The queue at link l of cb.queues. */
 static struct sk__rcu_cb_queue *queue_of(struct sk__link *l)
 {
-	return SK_CONTAINER_OF(l, struct sk__rcu_cb_queue, link);
+	return SK__CONTAINER_OF(l, struct sk__rcu_cb_queue, link);
 }
 
 static void queue_init(struct sk__rcu_cb_queue *q, int shared,
@@ -336,13 +338,23 @@ static unsigned long worker_take(struct sk__worker *w,
 	return backlog;
 }
 
+/* The broken modes on (SK__CB_BUSTED_*); 0 in a release build. */
+static inline int cb_busted(void)
+{
+#ifdef SK_TESTING
+	return sk_atomic_load_relaxed(&cb.busted);
+#else
+	return 0;
+#endif
+}
+
 /* Wait for one grace period that started after the take (and polls). */
 static void worker_wait_gp(struct sk__worker *w, unsigned long backlog)
 {
 	unsigned long req, target;
 
 	if (w != &cb.w0 &&
-	    (sk_atomic_load_relaxed(&cb.busted) & SK__CB_BUSTED_NO_GP))
+	    (cb_busted() & SK__CB_BUSTED_NO_GP))
 		return; /* BROKEN on purpose (torture --busted --cb-pcpu) */
 	req = sk_atomic_load_acquire(&cb.poll_req);
 	target = sk__rcu_snap();
@@ -562,7 +574,7 @@ int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
 static void barrier_cb(struct sk_rcu_head *h)
 {
 	struct sk__rcu_cb_queue *q =
-		SK_CONTAINER_OF(h, struct sk__rcu_cb_queue, bhead);
+		SK__CONTAINER_OF(h, struct sk__rcu_cb_queue, bhead);
 	struct sk_rcu_barrier_state *b = q->barrier;
 
 	/* seq_cst: the markers of other queues (other workers) ran before. */
@@ -579,7 +591,7 @@ static void barrier_cb(struct sk_rcu_head *h)
  */
 static unsigned long barrier_push(struct sk_rcu_barrier_state *b)
 {
-	int busted = sk_atomic_load_relaxed(&cb.busted);
+	int busted = cb_busted();
 	unsigned long n = 0;
 	struct sk__link *l;
 
@@ -734,7 +746,9 @@ void sk__rcu_cb_atfork_child(void)
 	sk__rcu_cb_pcpu_fork_child();
 }
 
+#ifdef SK_TESTING
 void sk__rcu_cb_set_busted(int what)
 {
 	sk_atomic_store_relaxed(&cb.busted, what);
 }
+#endif

@@ -45,16 +45,16 @@
 #include "internal/rcu_state.h"
 #include "internal/util.h"
 
-#ifdef SK_TEST_HOOKS
+#ifdef SK_TESTING
 static int rcu_test_scans; /* nonzero: scans per grace period (tests) */
 #define gp_scans()                                                      \
 	(sk_atomic_load_relaxed(&rcu_test_scans) ?                      \
-		 sk_atomic_load_relaxed(&rcu_test_scans) : SK_RCU_SCANS)
+		 sk_atomic_load_relaxed(&rcu_test_scans) : SK__RCU_SCANS)
 #else
-#define gp_scans() SK_RCU_SCANS
+#define gp_scans() SK__RCU_SCANS
 #endif
 
-#ifdef SK_TEST_HOOKS
+#ifdef SK_TESTING
 static void (*rcu_test_hook)(int where); /* see sk__rcu_test_set_hook() */
 #define test_hook(where)                                                \
 	do {                                                            \
@@ -85,11 +85,11 @@ void sk__rcu_wake_leader(void)
 /*
  * Readers that the first scan of a two-scan grace period found inside a
  * section of the current phase: the only ones the second scan must check
- * (see "Narrow words").  More than SK_RCU_PEND_MAX: check all.  Guarded by
+ * (see "Narrow words").  More than SK__RCU_PEND_MAX: check all.  Guarded by
  * gp_lock.
  */
 static struct {
-	struct rcu_slot *s[SK_RCU_PEND_MAX];
+	struct rcu_slot *s[SK__RCU_PEND_MAX];
 	unsigned long n;
 } suspects;
 
@@ -123,7 +123,7 @@ static unsigned long scan_all(unsigned long c, struct rcu_slot **pend,
 			}
 			slot_passed(s);
 			if (collect && nest_of(v)) {
-				if (suspects.n < SK_RCU_PEND_MAX)
+				if (suspects.n < SK__RCU_PEND_MAX)
 					suspects.s[suspects.n] = s;
 				suspects.n++;
 			}
@@ -153,7 +153,7 @@ static unsigned long rescan(unsigned long c, struct rcu_slot **pend,
 static unsigned long scan(unsigned long c, struct rcu_slot **pend,
 			  unsigned long n)
 {
-	return n > SK_RCU_PEND_MAX ? scan_all(c, pend, SK_RCU_PEND_MAX, 0)
+	return n > SK__RCU_PEND_MAX ? scan_all(c, pend, SK__RCU_PEND_MAX, 0)
 				   : rescan(c, pend, n);
 }
 
@@ -184,19 +184,19 @@ static inline void gp_fence_sb(void)
 static void wait_for_readers(unsigned long c, int expedited, int scan_no,
 			     int scans)
 {
-	struct rcu_slot *pend[SK_RCU_PEND_MAX];
+	struct rcu_slot *pend[SK__RCU_PEND_MAX];
 	uint64_t start = 0, now, next_report = 0, interval = 0;
 	unsigned int spins = 0, limit;
 	unsigned long n = suspects.n;
 
 	expedited = expedited || sk_atomic_load_relaxed(&sk__rcu.expedite);
-	limit = expedited ? SK_RCU_SPIN_EXPEDITED : SK_RCU_SPIN_NORMAL;
+	limit = expedited ? SK__RCU_SPIN_EXPEDITED : SK__RCU_SPIN_NORMAL;
 	if (scan_no == 0)
-		n = scan_all(c, pend, SK_RCU_PEND_MAX, scans > 1);
-	else if (n <= SK_RCU_PEND_MAX)
+		n = scan_all(c, pend, SK__RCU_PEND_MAX, scans > 1);
+	else if (n <= SK__RCU_PEND_MAX)
 		n = rescan(c, memcpy(pend, suspects.s, n * sizeof(*pend)), n);
 	else
-		n = scan_all(c, pend, SK_RCU_PEND_MAX, 0);
+		n = scan_all(c, pend, SK__RCU_PEND_MAX, 0);
 	for (; n; n = scan(c, pend, n)) {
 		if (spins++ < limit) {
 			sk_cpu_relax();
@@ -258,7 +258,7 @@ static void wait_for_readers(unsigned long c, int expedited, int scan_no,
  */
 static inline void gp_fence_after_scan(int general)
 {
-#if defined(SK_BARRIER__ARCH_X86)
+#if defined(SK__BARRIER_ARCH_X86)
 	(void)general;
 	sk_smp_mb();
 #else
@@ -292,10 +292,10 @@ static int other_readers(void)
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
 	/* A parked caller already left the counts (sk__rcu_park()). */
-	if (v == SK_RCU_PARKED && busted(SK__RCU_BUSTED_PARK_SELF) && n && g) {
+	if (v == SK__RCU_PARKED && busted(SK__RCU_BUSTED_PARK_SELF) && n && g) {
 		n--; /* broken twin: leaves itself out twice */
 		g--;
-	} else if (v && v != SK_RCU_PARKED) {
+	} else if (v && v != SK__RCU_PARKED) {
 		n--;
 		if (!sk__rcu_qsbr_mode)
 			g--;
@@ -308,8 +308,8 @@ static int other_readers(void)
  * is far ahead of completed: valid cookies are at most 2 ahead (gp_seq + 1
  * with gp_seq <= completed + 1), so such a cookie is one that wrapped, taken
  * 2^(bits-1) or more grace periods ago.  Only a cookie taken a multiple of
- * 2^bits grace periods ago, give or take SK_RCU_COOKIE_AHEAD, reads as not
- * done (for at most SK_RCU_COOKIE_AHEAD more grace periods).
+ * 2^bits grace periods ago, give or take SK__RCU_COOKIE_AHEAD, reads as not
+ * done (for at most SK__RCU_COOKIE_AHEAD more grace periods).
  */
 int sk__rcu_done(unsigned long target)
 {
@@ -317,7 +317,7 @@ int sk__rcu_done(unsigned long target)
 	unsigned long c = sk_atomic_load_acquire(&sk__rcu.completed);
 
 	return target == SK_RCU_COOKIE_COMPLETED || (long)(c - target) >= 0 ||
-	       target - c > SK_RCU_COOKIE_AHEAD;
+	       target - c > SK__RCU_COOKIE_AHEAD;
 }
 
 unsigned long sk__rcu_snap(void)
@@ -334,7 +334,7 @@ unsigned long sk__rcu_snap(void)
  */
 static unsigned long advance_phase(void)
 {
-	unsigned long w = sk_rcu__gp.ctr + (1UL << SK_RCU_SEQ_SHIFT);
+	unsigned long w = sk_rcu__gp.ctr + (1UL << SK__RCU_SEQ_SHIFT);
 
 	sk__rcu_set_ctr(w);
 	return w;
@@ -436,7 +436,7 @@ static void lead(unsigned long target, int expedited)
  * before them.  It marks each node done (RCU-W3) and wakes the owners that
  * sleep.  Callers that push while a leader waits for gp_lock join its
  * batch, so concurrent callers share grace periods; the others spin for
- * SK_RCU_WAITER_SPIN polls before sleeping on their node.
+ * SK__RCU_WAITER_SPIN polls before sleeping on their node.
  */
 struct gp_waiter {
 	struct gp_waiter *next; /* pushed before this one; set before RCU-W1 */
@@ -455,7 +455,7 @@ struct gp_waiter {
 enum { WQ_WAITING, WQ_SLEEPING, WQ_DONE, WQ_RELEASED };
 
 /* Polls of its node by a waiter before it sleeps. */
-#define SK_RCU_WAITER_SPIN 1000
+#define SK__RCU_WAITER_SPIN 1000
 
 /*
  * Push w on sk__rcu.wq; returns 1 when the queue was empty (w leads).
@@ -507,7 +507,7 @@ static void gp_lock_take(void)
 {
 	int i;
 
-	for (i = 0; i < SK_RCU_WAITER_SPIN; i++) {
+	for (i = 0; i < SK__RCU_WAITER_SPIN; i++) {
 		if (sk_atomic_load_relaxed(&sk__rcu.gp_seq) ==
 			    sk_atomic_load_relaxed(&sk__rcu.completed) &&
 		    pthread_mutex_trylock(&sk__rcu.gp_lock) == 0)
@@ -574,7 +574,7 @@ static void batch_wait(struct gp_waiter *w)
 	int i, s = WQ_WAITING;
 
 	/* Acquire: pairs with RCU-W3, the grace period before the return. */
-	for (i = 0; i < SK_RCU_WAITER_SPIN; i++) {
+	for (i = 0; i < SK__RCU_WAITER_SPIN; i++) {
 		if (sk_atomic_load_acquire(&w->state) >= WQ_DONE)
 			return;
 		sk_cpu_relax();
@@ -659,14 +659,8 @@ void sk_synchronize_rcu_expedited(void)
 	synchronize("sk_synchronize_rcu_expedited()", 1);
 }
 
-#ifdef SK_TEST_HOOKS
-/*
- * Test hooks (the scalekit_hooks test library only, never the installed
- * one): start the grace-period numbers at gp and the phase at phase, so a
- * test crosses the wrap-around points within a few grace periods; and force
- * the scans per grace period (0: the build's SK_RCU_SCANS).  Call with no
- * grace period, callback or polled request in flight.
- */
+#ifdef SK_TESTING
+/* Test hooks (internal/testing.h): the testing build only. */
 int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase)
 {
 	if (gp == ULONG_MAX)
@@ -675,7 +669,7 @@ int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase)
 	sk__rcu.gp_seq = gp;
 	sk_atomic_store_relaxed(&sk__rcu.ngps, 0UL);
 	sk_atomic_store_release(&sk__rcu.completed, gp);
-	sk__rcu_set_ctr((phase << SK_RCU_SEQ_SHIFT) | SK_RCU_REG | 1);
+	sk__rcu_set_ctr((phase << SK__RCU_SEQ_SHIFT) | SK__RCU_REG | 1);
 	pthread_mutex_unlock(&sk__rcu.gp_lock);
 	return 0;
 }
@@ -685,12 +679,7 @@ void sk__rcu_test_set_scans(int n)
 	sk_atomic_store_relaxed(&rcu_test_scans, n);
 }
 
-/*
- * Call fn(where) at the points named SK__RCU_HOOK_* (NULL: none), in the
- * thread that reaches them: a leader about to sleep on readers (holding
- * gp_lock), an expedited caller that has just asked for haste.  Release:
- * fn sees what the test wrote before.
- */
+/* Release: fn sees what the test wrote before. */
 void sk__rcu_test_set_hook(void (*fn)(int where))
 {
 	sk_atomic_store_release(&rcu_test_hook, fn);

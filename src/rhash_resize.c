@@ -21,28 +21,14 @@
 /* Old buckets migrated between two looks at the clock. */
 #define RHASH_WORK_BATCH 256UL
 
-#ifdef SK_RCU_CHECKER
-/*
- * Checker builds only (tests/checker.cmake; the test declares it): called
- * by a resize between two migration steps of one old bucket (the bucket
- * partly moved, no bucket lock held, resize_lock held), so that a test can
- * update the table there.
- */
-extern void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
-void (*sk_rhash__test_step_hook)(struct sk_rhash *ht);
-
-/*
- * Checker builds only: called inside a migration step (bucket lock held)
- * right before the CAS of RH-M2 (where 0) or of RH-M3 at an old bucket's
- * head (where 1), with the hash of the run's first node, so that a test
- * can make a lock-free insert race that CAS.
- */
-extern void (*sk_rhash__test_race_hook)(int where, unsigned long hash);
-void (*sk_rhash__test_race_hook)(int where, unsigned long hash);
+#ifdef SK_TESTING
+/* Test hooks (internal/testing.h): the testing build only. */
+void (*sk__rhash_test_step_hook)(struct sk_rhash *ht);
+void (*sk__rhash_test_race_hook)(int where, unsigned long hash);
 #define RHASH_RACE(where, h)                                     \
 	do {                                                     \
-		if (sk_rhash__test_race_hook)                    \
-			sk_rhash__test_race_hook((where), (h));  \
+		if (sk__rhash_test_race_hook)                    \
+			sk__rhash_test_race_hook((where), (h));  \
 	} while (0)
 #else
 #define RHASH_RACE(where, h) ((void)0)
@@ -95,7 +81,7 @@ static void publish_table(struct sk_rhash_table **pp, struct sk_rhash_table *v,
 	 * bits; pairs with lock_bucket()'s seq_cst fetch_or, then re-read.
 	 */
 	sk_smp_mb();
-	if (!RHASH_BROKEN(SK_RHASH__BROKEN_NO_DRAIN))
+	if (!RHASH_BROKEN(SK__RHASH_BROKEN_NO_DRAIN))
 		drain(from);
 	/*
 	 * Release: the drained updates happened before; an updater that
@@ -143,7 +129,7 @@ static void link_run(struct sk_rhash_table *f, struct sk_rhash_node *first,
 		if (last->next != cur)
 			SK_LIST__PUBLISH(last->next, cur);
 		RHASH_RACE(0, first->hash);
-		if (RHASH_BROKEN(SK_RHASH__BROKEN_HEAD_STORE)) {
+		if (RHASH_BROKEN(SK__RHASH_BROKEN_HEAD_STORE)) {
 			/* Broken twin: a store loses racing inserts. */
 			SK_LIST__PUBLISH(f->buckets[d], first);
 			return;
@@ -166,7 +152,7 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 {
 	struct sk_rhash_node *cur = first, *n;
 
-	if (RHASH_BROKEN(SK_RHASH__BROKEN_CUT_FIRST)) {
+	if (RHASH_BROKEN(SK__RHASH_BROKEN_CUT_FIRST)) {
 		/* Broken twin: cut the run off before f has it. */
 		SK_LIST__PUBLISH(*link, NULL);
 		SK_LIST__PUBLISH(last->next, f->buckets[d]);
@@ -185,12 +171,12 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 		return 1;
 	}
 	RHASH_RACE(1, first->hash);
-	if (RHASH_BROKEN(SK_RHASH__BROKEN_HEAD_STORE)) {
+	if (RHASH_BROKEN(SK__RHASH_BROKEN_HEAD_STORE)) {
 		/* Broken twin: a store loses racing inserts. */
 		SK_LIST__PUBLISH(*link, RHASH_MOVED);
 		return 1;
 	}
-	if (sk__rhash_cas(link, &cur, RHASH_BROKEN(SK_RHASH__BROKEN_NO_MOVED)
+	if (sk__rhash_cas(link, &cur, RHASH_BROKEN(SK__RHASH_BROKEN_NO_MOVED)
 					       ? NULL : RHASH_MOVED))
 		return 1;
 	/* Inserts pushed cur .. n onto the head: cut after the last one. */
@@ -205,7 +191,7 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
  * many runs from the chain's tail.  The checker build remembers 2, so
  * that its small chains are migrated in several steps.
  */
-#ifdef SK_RCU_CHECKER
+#ifdef SK_TESTING
 #define RHASH_RING 2
 #else
 #define RHASH_RING 256
@@ -237,7 +223,7 @@ static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
 	if (!n) {
 		/* RH-M3 of an empty chain; fails when an insert pushed. */
 		x = NULL;
-		return !RHASH_BROKEN(SK_RHASH__BROKEN_NO_MOVED) &&
+		return !RHASH_BROKEN(SK__RHASH_BROKEN_NO_MOVED) &&
 		       !sk__rhash_cas(&t->buckets[i], &x, RHASH_MOVED);
 	}
 	/* node[(k - 1) % R] is the chain's last node. */
@@ -296,10 +282,10 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
 			sk__rhash_bit_unlock(l, i);
 			if (!more)
 				break;
-#ifdef SK_RCU_CHECKER
+#ifdef SK_TESTING
 			/* Old bucket i partly moved, no bucket lock held. */
-			if (sk_rhash__test_step_hook)
-				sk_rhash__test_step_hook(ht);
+			if (sk__rhash_test_step_hook)
+				sk__rhash_test_step_hook(ht);
 #endif
 		}
 	}
@@ -324,13 +310,13 @@ static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 	return t;
 }
 
-/* A grace period inside a resize (checked under SK_RCU_CHECKER). */
+/* A grace period inside a resize (traced in the testing build). */
 static void resize_gp(void)
 {
-	if (RHASH_BROKEN(SK_RHASH__BROKEN_NO_GP))
+	if (RHASH_BROKEN(SK__RHASH_BROKEN_NO_GP))
 		return; /* broken twin: free the old array at once */
 	sk_synchronize_rcu();
-	SK_LIST__RCU_CHECK(SK_RCU_CHECK_GP);
+	SK_LIST__TRACE(GP);
 }
 
 /* Resize to nbuckets in the caller's thread.  resize_lock held. */

@@ -12,34 +12,20 @@
 
 #include "internal/cbq.h" /* SK__CB_VALGRIND, sk__cb_on_valgrind */
 #include "internal/util.h"
-#include "scalekit/list.h" /* checker hooks, SK_LIST__PUBLISH */
+#include "scalekit/list.h" /* SK_LIST__PUBLISH */
 
-#ifdef SK_RCU_CHECKER
-/* Test knob (scalekit/rhash.h): only in the checker build. */
-int sk_rhash__test_broken;
-#endif
-
-#ifdef SK_RCU_CHECKER
-/*
- * Checker builds only (the test declares it): nonzero makes the next
- * insert behave as one that read ht->tbl before a resize published its
- * future array (its first try ignores t->future); the insert clears it.
- */
-extern int sk_rhash__test_stale_insert;
-int sk_rhash__test_stale_insert;
+#ifdef SK_TESTING
+/* Test knobs and hook (internal/testing.h): the testing build only. */
+int sk__rhash_test_broken;
+int sk__rhash_test_stale_insert;
+void (*sk__rhash_test_locked_hook)(unsigned long hash);
 #define RHASH_STALE_INSERT() \
-	__atomic_exchange_n(&sk_rhash__test_stale_insert, 0, __ATOMIC_RELAXED)
+	__atomic_exchange_n(&sk__rhash_test_stale_insert, 0, __ATOMIC_RELAXED)
 
-/*
- * Checker builds only: called by lock_bucket() with the bucket's bit held
- * and the mapping checked, so that a test can hold an updater there.
- */
-extern void (*sk_rhash__test_locked_hook)(unsigned long hash);
-void (*sk_rhash__test_locked_hook)(unsigned long hash);
 #define RHASH_LOCKED_HOOK(h)                                  \
 	do {                                                  \
-		if (sk_rhash__test_locked_hook)               \
-			sk_rhash__test_locked_hook(h);        \
+		if (sk__rhash_test_locked_hook)               \
+			sk__rhash_test_locked_hook(h);        \
 	} while (0)
 #else
 #define RHASH_STALE_INSERT() 0

@@ -44,7 +44,7 @@
  * exits gives its row back (in_use = 0) for the next thread to take.
  */
 struct rb_row {
-	void *slot[SK_RWLOCK_RB_ROW_SLOTS]; /* owner writes, writers read */
+	void *slot[SK__RWLOCK_RB_ROW_SLOTS]; /* owner writes, writers read */
 	struct rb_row *next; /* immutable once the row is on the list */
 	int in_use;	     /* 1 while a thread owns the row (atomic) */
 } __attribute__((aligned(SK_CACHELINE)));
@@ -58,11 +58,10 @@ static pthread_key_t rb_key;
 static pthread_once_t rb_once = PTHREAD_ONCE_INIT;
 static int rb_key_ok;
 
-#ifdef SK_TEST_HOOKS
-/* Test hook: writers do not wait for announced readers (broken twin). */
+#ifdef SK_TESTING
+/* Test hook (internal/testing.h): writers do not wait for readers. */
 static int rb_busted;
 
-void sk__rwlock_rb_test_busted(int on);
 void sk__rwlock_rb_test_busted(int on)
 {
 	__atomic_store_n(&rb_busted, on, __ATOMIC_RELAXED);
@@ -77,7 +76,7 @@ static inline size_t rb_slot(const struct sk_rwlock_rb *l)
 {
 	uint64_t x = (uint64_t)(uintptr_t)l * 0x9e3779b97f4a7c15ULL;
 
-	return (size_t)(x >> 40) & (SK_RWLOCK_RB_ROW_SLOTS - 1);
+	return (size_t)(x >> 40) & (SK__RWLOCK_RB_ROW_SLOTS - 1);
 }
 
 /* Thread exit: the row must be empty; give it back. */
@@ -86,7 +85,7 @@ static void rb_row_put(void *p)
 	struct rb_row *r = p;
 	size_t i;
 
-	for (i = 0; i < SK_RWLOCK_RB_ROW_SLOTS; i++)
+	for (i = 0; i < SK__RWLOCK_RB_ROW_SLOTS; i++)
 		if (sk_atomic_load_relaxed(&r->slot[i]))
 			sk__die("thread exits holding sk_rwlock_rb %p for "
 				"reading",
@@ -194,7 +193,7 @@ static int rb_try_rd(struct sk_rwlock_rb *l)
 	return -EBUSY;
 }
 
-static void rb_rdlock_under(struct sk_rwlock_rb *l)
+static void rb_read_lock_under(struct sk_rwlock_rb *l)
 {
 	unsigned int spins = 0;
 	int v;
@@ -206,7 +205,7 @@ static void rb_rdlock_under(struct sk_rwlock_rb *l)
 	}
 }
 
-static void rb_wrlock_under(struct sk_rwlock_rb *l)
+static void rb_write_lock_under(struct sk_rwlock_rb *l)
 {
 	unsigned int spins = 0;
 	int v = sk_atomic_load_relaxed(&l->rw);
@@ -231,13 +230,13 @@ static void rb_wrlock_under(struct sk_rwlock_rb *l)
 	}
 }
 
-static void rb_rdunlock_under(struct sk_rwlock_rb *l)
+static void rb_read_unlock_under(struct sk_rwlock_rb *l)
 {
 	int v = sk_atomic_load_relaxed(&l->rw);
 
 	do {
 		if (v < RB_READER)
-			sk__die("sk_rwlock_rb_rdunlock(%p): not held for "
+			sk__die("sk_rwlock_rb_read_unlock(%p): not held for "
 				"reading",
 				(void *)l);
 		/* RB-U2: release; pairs with RB-U1 of the next writer. */
@@ -359,15 +358,15 @@ int sk_rwlock_rb_destroy(struct sk_rwlock_rb *l)
 	return 0;
 }
 
-void sk_rwlock_rb_rdlock(struct sk_rwlock_rb *l)
+void sk_rwlock_rb_read_lock(struct sk_rwlock_rb *l)
 {
 	if (rb_announce(l))
 		return;
-	rb_rdlock_under(l);
+	rb_read_lock_under(l);
 	rb_rebias(l);
 }
 
-int sk_rwlock_rb_tryrdlock(struct sk_rwlock_rb *l)
+int sk_rwlock_rb_read_trylock(struct sk_rwlock_rb *l)
 {
 	if (rb_announce(l))
 		return 0;
@@ -377,7 +376,7 @@ int sk_rwlock_rb_tryrdlock(struct sk_rwlock_rb *l)
 	return 0;
 }
 
-void sk_rwlock_rb_rdunlock(struct sk_rwlock_rb *l)
+void sk_rwlock_rb_read_unlock(struct sk_rwlock_rb *l)
 {
 	struct rb_row *r = rb_my_row;
 	void **p;
@@ -390,16 +389,16 @@ void sk_rwlock_rb_rdunlock(struct sk_rwlock_rb *l)
 			return;
 		}
 	}
-	rb_rdunlock_under(l);
+	rb_read_unlock_under(l);
 }
 
-void sk_rwlock_rb_wrlock(struct sk_rwlock_rb *l)
+void sk_rwlock_rb_write_lock(struct sk_rwlock_rb *l)
 {
-	rb_wrlock_under(l);
+	rb_write_lock_under(l);
 	rb_revoke(l, 1);
 }
 
-int sk_rwlock_rb_trywrlock(struct sk_rwlock_rb *l)
+int sk_rwlock_rb_write_trylock(struct sk_rwlock_rb *l)
 {
 	int v = sk_atomic_load_relaxed(&l->rw);
 
@@ -410,17 +409,17 @@ int sk_rwlock_rb_trywrlock(struct sk_rwlock_rb *l)
 		return -EBUSY;
 	if (rb_revoke(l, 0) == 0)
 		return 0;
-	sk_rwlock_rb_wrunlock(l);
+	sk_rwlock_rb_write_unlock(l);
 	return -EBUSY;
 }
 
-void sk_rwlock_rb_wrunlock(struct sk_rwlock_rb *l)
+void sk_rwlock_rb_write_unlock(struct sk_rwlock_rb *l)
 {
 	/* RB-U2: release; pairs with RB-U1 of the next reader or writer. */
 	int old = __atomic_fetch_and(&l->rw, ~RB_WRITER, __ATOMIC_RELEASE);
 
 	if (!(old & RB_WRITER))
-		sk__die("sk_rwlock_rb_wrunlock(%p): not held for writing",
+		sk__die("sk_rwlock_rb_write_unlock(%p): not held for writing",
 			(void *)l);
 	rb_wake(l);
 }

@@ -54,7 +54,7 @@ static void sums(struct sk_srcu *d, int which, unsigned long out[2])
 	for (k = 0; dir && k < n; k++) {
 		struct sk_srcu_slot *ch = sk_atomic_load_acquire(&dir[k]);
 
-		for (i = 0; ch && i < SK_SRCU_CHUNK_SLOTS; i++) {
+		for (i = 0; ch && i < SK__SRCU_CHUNK_SLOTS; i++) {
 			if (which) {
 				s0 += sk_atomic_load_relaxed(&ch[i].unlock[0]) +
 				      sk_atomic_load_relaxed(&ch[i].remote[0]);
@@ -459,15 +459,8 @@ int sk_poll_state_synchronize_srcu(struct sk_srcu *d, unsigned long cookie)
 	return 1;
 }
 
-#ifdef SK_TEST_HOOKS
-/*
- * Test hook (the scalekit_hooks test library only, see tests/hooks.cmake;
- * declared by the tests, never in a header): number d's grace periods
- * from seq on (d idle: no grace period, callback or poll pending), so
- * that a test can run across the 2^16 and 2^32 boundaries.
- */
-void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
-
+#ifdef SK_TESTING
+/* Test hook (internal/testing.h): number d's grace periods from seq on. */
 void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq)
 {
 	sk__srcu_ready(d, "sk__srcu_test_set_seq()");

@@ -48,7 +48,7 @@ static void tls_forget(void)
 {
 	unsigned int w;
 
-	for (w = 0; w < SK_SRCU__WAYS; w++) {
+	for (w = 0; w < SK__SRCU_WAYS; w++) {
 		sk_srcu__tls.ent[w].gen = ~(uint64_t)0;
 		sk_srcu__tls.ent[w].slot = NULL;
 	}
@@ -145,13 +145,13 @@ static uint64_t domain_gen(struct sk_srcu *d)
 /* The slot of thread index t in d, allocating it; NULL on ENOMEM. */
 static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 {
-	unsigned int k = (t - 1) / SK_SRCU_CHUNK_SLOTS;
+	unsigned int k = (t - 1) / SK__SRCU_CHUNK_SLOTS;
 	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->state->dir);
 	struct sk_srcu_slot *ch;
 
 	if (!dir) {
 		struct sk_srcu_slot **nd =
-			calloc(SK_SRCU_MAX_CHUNKS, sizeof(*nd));
+			calloc(SK__SRCU_MAX_CHUNKS, sizeof(*nd));
 
 		if (!nd)
 			return NULL;
@@ -166,12 +166,12 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 	ch = sk_atomic_load_acquire(&dir[k]);
 	if (!ch) {
 		struct sk_srcu_slot *nc = aligned_alloc(
-			SK_CACHELINE, SK_SRCU_CHUNK_SLOTS * sizeof(*nc));
+			SK_CACHELINE, SK__SRCU_CHUNK_SLOTS * sizeof(*nc));
 		unsigned int n = sk_atomic_load_relaxed(&d->state->nchunks);
 
 		if (!nc)
 			return NULL;
-		memset(nc, 0, SK_SRCU_CHUNK_SLOTS * sizeof(*nc));
+		memset(nc, 0, SK__SRCU_CHUNK_SLOTS * sizeof(*nc));
 		/*
 		 * SRCU-N: scanners look at dir[0..nchunks); raise it (max)
 		 * before
@@ -190,7 +190,7 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 		else
 			ch = nc;
 	}
-	return &ch[(t - 1) % SK_SRCU_CHUNK_SLOTS];
+	return &ch[(t - 1) % SK__SRCU_CHUNK_SLOTS];
 }
 
 /* The existing slot of thread index t in d, or NULL. */
@@ -201,8 +201,8 @@ struct sk_srcu_slot *sk__srcu_slot_find(struct sk_srcu *d, unsigned int t)
 
 	if (t == 0 || t > SRCU_MAX_THREADS || !dir)
 		return NULL;
-	ch = sk_atomic_load_acquire(&dir[(t - 1) / SK_SRCU_CHUNK_SLOTS]);
-	return ch ? &ch[(t - 1) % SK_SRCU_CHUNK_SLOTS] : NULL;
+	ch = sk_atomic_load_acquire(&dir[(t - 1) / SK__SRCU_CHUNK_SLOTS]);
+	return ch ? &ch[(t - 1) % SK__SRCU_CHUNK_SLOTS] : NULL;
 }
 
 /*
@@ -254,8 +254,8 @@ static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s, uint64_t gen)
 {
 	if (!sk_barrier__fence_sys_get())
 		return;
-	sk_srcu__tls.ent[SK_SRCU__WAY(d)].slot = s;
-	sk_srcu__tls.ent[SK_SRCU__WAY(d)].gen = gen;
+	sk_srcu__tls.ent[SK__SRCU_WAY(d)].slot = s;
+	sk_srcu__tls.ent[SK__SRCU_WAY(d)].gen = gen;
 }
 
 /*
@@ -474,14 +474,8 @@ int sk_srcu_read_lock_held(struct sk_srcu *d)
 	return open != 0 && open <= SRCU_TAG_COUNT >> 1;
 }
 
-#ifdef SK_TEST_HOOKS
-/*
- * Test hook (the scalekit_hooks test library only, see tests/hooks.cmake;
- * declared by the tests, never in a header): take the next domain gens
- * after next, so that a test can run across the 2^32 boundary.
- */
-void sk__srcu_test_set_gen_next(uint64_t next);
-
+#ifdef SK_TESTING
+/* Test hook (internal/testing.h): the next domain gens come after next. */
 void sk__srcu_test_set_gen_next(uint64_t next)
 {
 	__atomic_store_n(&gen_next, next, __ATOMIC_RELAXED);

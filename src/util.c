@@ -54,12 +54,8 @@ void sk__die(const char *fmt, ...)
 	abort();
 }
 
-#ifdef SK_RCU_CHECKER
-/*
- * Triplett checker hook (scalekit/list.h): NULL unless a test sets it.
- * Only in the checker build (tests/checker.cmake): the installed library
- * exports no mutable test global.
- */
-#include "scalekit/list.h"
-void (*sk_rcu_checker_hook)(int event);
+#ifdef SK_TESTING
+/* The Triplett checker hook (internal/testing.h): NULL unless a test sets it. */
+#include "internal/testing.h"
+void (*sk__rcu_checker_hook)(int event);
 #endif

@@ -16,7 +16,9 @@
 #include <signal.h>
 #include <stdio.h>
 
-#ifdef SK_TEST_HOOKS
+#include "internal/testing.h"
+
+#ifdef SK_TESTING
 static int fail_starts, fail_err;
 
 void sk__worker_test_fail_starts(int n, int err)

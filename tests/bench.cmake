@@ -92,7 +92,7 @@ sk_bench_cli_test(tool_usage_no_command 2 ""
   STDERR "usage: scalekit <command>")
 sk_bench_cli_test(tool_help 0 "--help" STDOUT "bench")
 sk_bench_cli_test(bench_help 0 "bench|--help"
-  STDOUT "usage: scalekit bench.*expedited.*poll.*srcu-read.*srcu-sync.*hash-lookup.*hash-resize.*hash-update.*hash-update-resize.*hash-grow.*list.*callbacks.*--threads N.*--reps R.*--csv FILE.*--quick.*--pin.*--static.*scalekit-exp.*scalekit-poll.*scalekit-free.*scalekit-srcu")
+  STDOUT "usage: scalekit bench.*expedited.*poll.*srcu-read.*srcu-sync.*hash-lookup.*hash-resize.*hash-update.*hash-update-resize.*hash-grow.*list.*callbacks.*--threads N.*--reps R.*--csv FILE.*--quick.*--pin.*scalekit-exp.*scalekit-poll.*scalekit-free.*scalekit-srcu")
 # Threads are placed by the scheduler unless --pin says otherwise; the
 # preamble says which (the hash scenarios above run unpinned).
 sk_bench_cli_test(bench_pin 0 "bench|read|--quick|--reps|1|--threads|2|--pin"
@@ -106,16 +106,7 @@ sk_bench_cli_test(bench_usage_pin_value 2 "bench|--pin=1"
 sk_bench_cli_test(bench_csv_unwritable 1
   "bench|read|--quick|--csv|/dev/null/bench.csv"
   STDERR "cannot write '/dev/null/bench.csv'")
-# The figures are measured through libscalekit.so: `scalekit bench` runs
-# scalekit-bench (linked with the shared library) from its directory;
-# --static keeps the measurement in the statically linked `scalekit`;
-# scalekit-bench itself refuses --static.  The preamble names the library.
-if(TARGET scalekit_bench)
-  sk_bench_cli_test(bench_shared_library 0 "bench|read|--quick|--reps|1|--threads|1"
-    STDOUT "library libscalekit.so.*read +general +1 " LABELS bench)
-  sk_bench_cli_test(bench_static_library 0
-    "bench|read|--quick|--reps|1|--threads|1|--static"
-    STDOUT "library static \\(--static\\).*read +general +1 " LABELS bench)
-  sk_bench_cli_test(bench_exe_usage_static 2 "--static" TOOL scalekit_bench
-    STDERR "--static: this program links libscalekit.so")
-endif()
+# The figures are measured through libscalekit.so: `scalekit` links the
+# shared library (tools/CMakeLists.txt), and the preamble names it.
+sk_bench_cli_test(bench_shared_library 0 "bench|read|--quick|--reps|1|--threads|1"
+  STDOUT "library libscalekit.so.*read +general +1 " LABELS bench)

@@ -10,8 +10,9 @@
 #         -P tests/exports.cmake
 #
 # No mutable test global either: an exported data symbol whose name says
-# test, hook or checker (sk_rcu_checker_hook, sk_rhash__test_broken exist
-# only in the test builds of tests/checker.cmake and tests/hooks.cmake).
+# test, hook or checker (the test machinery of src/internal/testing.h
+# exists only in the testing build, tests/testing.cmake; release_clean
+# checks for all of it, exported or not).
 # Its broken twin, exports_catches_test_globals, runs the same check on a
 # small library that exports two such globals: the check must fail there.
 #
@@ -149,7 +150,7 @@ if(bad OR missing OR test_globals)
   set(msg "")
   if(test_globals)
     string(APPEND msg "mutable test globals exported (compile them only "
-      "into the test builds, tests/checker.cmake and tests/hooks.cmake):\n  ${t}\n")
+      "into the testing build, src/internal/testing.h):\n  ${t}\n")
   endif()
   if(bad)
     list(JOIN bad "\n  " b)

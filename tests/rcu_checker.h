@@ -54,7 +54,7 @@
  *	sk_chk_init(&c, &my_ops, my_arg);
  *	sk_chk_add_lookup(&c, root, key, must_find);	   per key
  *	sk_chk_add_iter(&c, root, must_see, no_dups);	   per root
- *	sk_chk_begin(&c, "label");  hooks sk_rcu_checker_hook
+ *	sk_chk_begin(&c, "label");  hooks sk__rcu_checker_hook
  *	  ... the operation: SK_LIST__PUBLISH / GP hooks call sk_chk_event() ...
  *	sk_chk_end(&c);		    the final state; unhooks
  *	c.violations, c.st.*
@@ -63,7 +63,7 @@
  * The hook runs in the updater thread, possibly with the structure's locks
  * held: the ops only load pointers, never lock and never call RCU.
  * Defined in tests/support/rcu_checker.c (the test support library);
- * only programs that link the checker build of the library call it.
+ * only programs that link the testing build of the library call it.
  */
 #ifndef SK_RCU_CHECKER_TESTS_H
 #define SK_RCU_CHECKER_TESTS_H
@@ -74,13 +74,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scalekit/list.h" /* SK_RCU_CHECK_* */
-
-/*
- * The hook of the checker build of the library (tests/checker.cmake), also
- * declared by list.h when SK_RCU_CHECKER is defined.
- */
-extern void (*sk_rcu_checker_hook)(int event);
+#include "internal/testing.h" /* sk__rcu_checker_hook, SK__RCU_CHECK_* */
+#include "scalekit/list.h"
 
 #define SK_CHK_MAX_KEYS 256 /* key ids 0..255 */
 #define SK_CHK_WORDS	(SK_CHK_MAX_KEYS / 64)

@@ -125,7 +125,7 @@ static void policy_api_rejects_unknown_values(void)
 	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_OFF), 0);
 	SK_CHECK_EQ(sk_elide_get_policy(), SK_ELIDE_OFF);
 	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_AUTO), 0);
-	SK_CHECK_EQ(strcmp(sk_elide_backend_name(SK_ELIDE_BACKEND_SIM), "sim"),
+	SK_CHECK_EQ(strcmp(sk_elide_backend_name(SK__ELIDE_BACKEND_SIM), "sim"),
 		    0);
 	SK_CHECK_EQ(strcmp(sk_elide_abort_cause_name(SK_ELIDE_ABORT_BUSY),
 			   "busy"),
@@ -230,9 +230,9 @@ static void spinlock_tickets_wrap(void)
 		SK_CHECK_EQ(sk_elided_spinlock_destroy(&l), -EBUSY);
 		sk_elided_spinlock_unlock(&l);
 		SK_CHECK_EQ(sk_elided_spinlock_destroy(&l), 0);
-		SK_CHECK_EQ(l.word & SK_ELIDED_SPIN_SIM, 0);
+		SK_CHECK_EQ(l.word & SK__ELIDED_SPIN_SIM, 0);
 	}
-	SK_CHECK_EQ(l.word & SK_ELIDED_SPIN_OWNER_MASK, 3);
+	SK_CHECK_EQ(l.word & SK__ELIDED_SPIN_OWNER_MASK, 3);
 }
 
 /* The static initializers give unlocked locks; the budget holds. */
@@ -296,7 +296,7 @@ static void mutex_held_across_first_thread(void)
 	sk_elided_mutex_lock(&m);
 	sk_test_thread_start(&t, lock_once, &m);
 	while (!(__atomic_load_n(&m.word, __ATOMIC_RELAXED) &
-		 SK_ELIDED_MUTEX_WAITERS))
+		 SK__ELIDED_MUTEX_WAITERS))
 		sched_yield(); /* the thread spins, then sleeps on the word */
 	sk_elided_mutex_unlock(&m);
 	sk_test_thread_join(t);
@@ -408,7 +408,7 @@ static void ticket_wrap_run(const struct elide_ops *ops, int nthreads,
 {
 	struct sk_elide_tuning t = SK_ELIDE_TUNING_DEFAULT, d = t;
 	unsigned int first = SK__M_TMASK + 1 - (unsigned int)nthreads;
-	unsigned int want = SK_ELIDED_MUTEX_LOCKED | SK_ELIDED_MUTEX_WAITERS |
+	unsigned int want = SK__ELIDED_MUTEX_LOCKED | SK__ELIDED_MUTEX_WAITERS |
 			    SK__M_TICKETS_AT(first, 0);
 	struct wrap w = { 0 };
 	pthread_t th[8];
@@ -452,7 +452,7 @@ static void ticket_wrap_run(const struct elide_ops *ops, int nthreads,
 	SK_CHECK_EQ(wrap_destroy(&w), 0);
 	ops->lock(&w.l);
 	/* Taken for real from the free word: just LOCKED; elided: untouched. */
-	want = sk_elide_in_transaction() ? 0 : SK_ELIDED_MUTEX_LOCKED;
+	want = sk_elide_in_transaction() ? 0 : SK__ELIDED_MUTEX_LOCKED;
 	SK_CHECK_EQ(*word, want);
 	ops->unlock(&w.l);
 	SK_CHECK_EQ(*word, 0);

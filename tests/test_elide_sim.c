@@ -60,14 +60,14 @@ static void set_knobs(unsigned int retries, unsigned int init,
 
 static void backend_is_sim(void)
 {
-	SK_CHECK_EQ(sk_elide_backend(), SK_ELIDE_BACKEND_SIM);
+	SK_CHECK_EQ(sk_elide_backend(), SK__ELIDE_BACKEND_SIM);
 	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_OFF), 0);
 	SK_CHECK_EQ(sk_elide_backend(), SK_ELIDE_BACKEND_FALLBACK);
 	fresh();
 	SK_CHECK_EQ(once(&elide_ops[0]), 0);
 	SK_CHECK_EQ(st.commits + st.fallbacks + st.skips, 0);
 	SK_CHECK_EQ(sk_elide_set_policy(SK_ELIDE_AUTO), 0);
-	SK_CHECK_EQ(sk_elide_backend(), SK_ELIDE_BACKEND_SIM);
+	SK_CHECK_EQ(sk_elide_backend(), SK__ELIDE_BACKEND_SIM);
 }
 
 static void commit_on_every_lock(void)

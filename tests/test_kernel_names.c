@@ -12,7 +12,7 @@
  * Also: scalekit/scalekit.h alone defines none of these unprefixed names
  * (checked with #ifdef before kernel.h is included; reported at run time).
  *
- * Built with -DSK_KERNEL_IDIOMS (a compile-only CTest, tests/checker.cmake)
+ * Built with -DSK_KERNEL_IDIOMS (a compile-only CTest, tests/testing.cmake)
  * the file also uses kernel idioms that pass the grace-period functions
  * by name, as in list_splice_init_rcu(list, head, synchronize_rcu).
  */

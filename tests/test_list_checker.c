@@ -20,7 +20,7 @@
  *     destination list and never finds its own head again), and freeing
  *     a deleted entry without a grace period.
  */
-#define SK_RCU_CHECKER 1
+#include "internal/testing.h" /* first: list.h's trace points */
 #include "scalekit/list.h"
 
 #include <stddef.h>
@@ -331,7 +331,7 @@ static void gp_event(void)
 {
 	/* The updater's own grace period before it frees what it removed. */
 	sk_synchronize_rcu();
-	SK_LIST__RCU_CHECK(SK_RCU_CHECK_GP);
+	SK_LIST__TRACE(GP);
 }
 
 static unsigned long expect_clean(const char *label)

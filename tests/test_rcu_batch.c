@@ -8,13 +8,13 @@
  *   - a grace period runs only for a caller whose cookie names it, so
  *     rounds of concurrent calls run at most as many grace periods as
  *     their callers took distinct cookies.  Broken twin: every caller
- *     runs a grace period of its own (SK__RCU_BUSTED_NO_BATCH), and rounds
+ *     runs a grace period of its own (SK__RCU_SK__RCU_BUSTED_NO_BATCH), and rounds
  *     whose callers share a cookie run more;
  *   - callers that queue behind a running grace period (spinning, then
  *     asleep on their wait nodes) return only after the reader that holds
  *     up the next grace period, which serves them, has left.  Broken
  *     twin: the leader releases its batch before running the grace period
- *     (SK__RCU_BUSTED_EARLY_WAKE), and the callers of that batch return
+ *     (SK__RCU_SK__RCU_BUSTED_EARLY_WAKE), and the callers of that batch return
  *     while the reader is still inside.
  */
 #define _GNU_SOURCE
@@ -25,14 +25,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
 #include "sk_test_util.h"
 
-/* Broken twins of the library (src/internal/rcu.h; linked statically). */
-enum { BUSTED_NO_BATCH = 3, BUSTED_EARLY_WAKE = 4 };
-void sk__rcu_set_busted(int mode);
+/* Hidden in every build of the library (src/internal/rcu.h). */
 unsigned long sk__rcu_gp_count(void);
 
 #define NTHREADS 4
@@ -157,7 +156,7 @@ static void busted_no_batch_is_caught(void)
 {
 	int bad;
 
-	sk__rcu_set_busted(BUSTED_NO_BATCH);
+	sk__rcu_set_busted(SK__RCU_BUSTED_NO_BATCH);
 	bad = rounds_with_extra_gps(nrounds() / 10 + 1);
 	sk__rcu_set_busted(0);
 	SK_CHECK_GT(bad, 0);
@@ -238,7 +237,7 @@ static void busted_early_wake_is_caught(void)
 {
 	int early;
 
-	sk__rcu_set_busted(BUSTED_EARLY_WAKE);
+	sk__rcu_set_busted(SK__RCU_BUSTED_EARLY_WAKE);
 	early = waiters_returned_early();
 	sk__rcu_set_busted(0);
 	fprintf(stderr, "    busted: %d of %d returned early\n", early,

@@ -30,13 +30,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
-
-/* The library's broken twins (src/internal/rcu.h; hidden, static lib). */
-enum { BUSTED_BARRIER = 1, BUSTED_NO_GP = 2 };
-void sk__rcu_cb_set_busted(int what);
 
 /* Seconds after which a hang is reported (see main()). */
 #define HANG_S 240
@@ -202,7 +199,7 @@ static int pcpu_callback_runs_early(int busted)
 
 	STORE(early_ran, 0);
 	workers_on();
-	sk__rcu_cb_set_busted(busted ? BUSTED_NO_GP : 0);
+	sk__rcu_cb_set_busted(busted ? SK__CB_BUSTED_NO_GP : 0);
 	sk_test_holder_start(&r, 0, NULL, NULL);
 	SK_CHECK_EQ(sk_call_rcu(&h, early_cb), 0);
 	if (busted)
@@ -328,7 +325,7 @@ static unsigned long barrier_sees(int busted, unsigned long m)
 	mig_start(m);
 	while (LOAD(mig.done) < MIG_PRODUCERS)
 		sched_yield();
-	sk__rcu_cb_set_busted(busted ? BUSTED_BARRIER : 0);
+	sk__rcu_cb_set_busted(busted ? SK__CB_BUSTED_BARRIER : 0);
 	sk_test_thread_start(&b, bar_barrier_thread, &seen);
 	sk_test_sleep_ms(20);
 	sk_test_holder_release(&r);

@@ -8,7 +8,7 @@
  * count before publishing futex = -1, and an expedited caller wakes a
  * leader only where it finds futex == -1.  A request between the two
  * found 0, woke nobody, and the leader slept through it (until the reader
- * left or the next stall report).  Linked against scalekit_hooks, whose
+ * left or the next stall report).  Linked against scalekit_testing, whose
  * hooks put the request exactly there: the leader, about to sleep, lets
  * an expedited caller make its request and waits until it has.  The
  * leader must then poll, not sleep: the grace-period sleep count must not
@@ -19,14 +19,11 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
 #include "sk_test_util.h"
-
-/* The hooks of the scalekit_hooks library (src/internal/rcu.h). */
-enum { HOOK_BEFORE_SLEEP = 1, HOOK_EXPEDITE_ASKED = 2 };
-void sk__rcu_test_set_hook(void (*fn)(int where));
 
 /*
  * How long the reader holds the grace period up once the request is in:
@@ -42,7 +39,7 @@ static int go_expedite, asked, fired;
 
 static void hook(int where)
 {
-	if (where == HOOK_EXPEDITE_ASKED) {
+	if (where == SK__RCU_HOOK_EXPEDITE_ASKED) {
 		STORE(asked, 1);
 		return;
 	}

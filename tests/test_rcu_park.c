@@ -41,20 +41,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
 #include "sk_test_util.h"
 
-/* Hidden in the library (src/internal/rcu.h); linked statically. */
-enum { BUSTED_PARK_SELF = 6, BUSTED_PARK_SLOW = 7 };
-void sk__rcu_set_busted(int mode);
-struct sk__rcu_gp_kinds {
-	unsigned long handshake, heavy, qsbr_only, quiet;
-};
-void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
-
-#define HAS_QUIET_ROUND (SK_RCU_SEQ_BITS >= 40)
+#define HAS_QUIET_ROUND (SK__RCU_SEQ_BITS >= 40)
 
 /* How long the holder keeps its section open after the caller waits. */
 #define HOLD_MS 50
@@ -178,7 +171,7 @@ static void parked_caller_waits_for_reader(void)
 
 static void busted_park_self_is_caught(void)
 {
-	SK_CHECK_EQ(parked_caller_round(BUSTED_PARK_SELF), 0);
+	SK_CHECK_EQ(parked_caller_round(SK__RCU_BUSTED_PARK_SELF), 0);
 }
 
 /* ---- signal-handler sections in a parked thread ----------------------- */
@@ -322,7 +315,7 @@ static void busted_handler_section_is_caught(void)
 {
 	unsigned long bad;
 
-	sk__rcu_set_busted(BUSTED_PARK_SLOW);
+	sk__rcu_set_busted(SK__RCU_BUSTED_PARK_SLOW);
 	bad = handler_rounds(0.3, 0, 1);
 	sk__rcu_set_busted(0);
 	SK_CHECK_GT(bad, 0);
@@ -486,7 +479,7 @@ static void next_section_counts_the_thread_again(void)
 
 static void busted_park_slow_is_caught(void)
 {
-	SK_CHECK_EQ(next_section_round(BUSTED_PARK_SLOW), 0);
+	SK_CHECK_EQ(next_section_round(SK__RCU_BUSTED_PARK_SLOW), 0);
 }
 
 int main(int argc, char **argv)

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
@@ -905,12 +906,8 @@ static void expedited_handshake_then_fallback(void)
 
 /* ---- QSBR-only grace periods ----------------------------------------------- */
 
-/* Hidden in the library (src/barrier.c, src/internal/rcu.h); linked statically. */
+/* Hidden in every build of the library (src/barrier.c). */
 unsigned long sk__fence_heavy_count(void);
-struct sk__rcu_gp_kinds {
-	unsigned long handshake, heavy, qsbr_only, quiet;
-};
-void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
 
 /* Replace pv.ptr, wait with sk_synchronize_rcu(), poison, free. */
 static void sync_replace(void)

@@ -11,7 +11,7 @@
  *   - broken twin SK__RCU_BUSTED_QUIET: the round takes the reader for
  *     passed whatever its word shows and skips the scan; the reader then
  *     sees poisoned objects.
- * Where one scan does not suffice (32-bit words, SK_RCU_SEQ_BITS < 40) the
+ * Where one scan does not suffice (32-bit words, SK__RCU_SEQ_BITS < 40) the
  * round never runs: there the test checks that no grace period counts as
  * quiet, and that the twin changes nothing.
  */
@@ -21,20 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
 #include "sk_test_util.h"
 
-/* Hidden in the library (src/internal/rcu.h); linked statically. */
-enum { BUSTED_QUIET = 5 };
-void sk__rcu_set_busted(int mode);
-struct sk__rcu_gp_kinds {
-	unsigned long handshake, heavy, qsbr_only, quiet;
-};
-void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
-
-#define HAS_QUIET_ROUND (SK_RCU_SEQ_BITS >= 40)
+#define HAS_QUIET_ROUND (SK__RCU_SEQ_BITS >= 40)
 #define Q_MAGIC ((unsigned long)0x9e3779b97f4a7c15ULL)
 #define Q_POISON ((unsigned long)0x6b6b6b6b6b6b6b6bULL)
 
@@ -145,7 +138,7 @@ static void busted_quiet_round_is_caught(void)
 	pthread_t rd;
 
 	q_start(&rd);
-	sk__rcu_set_busted(BUSTED_QUIET);
+	sk__rcu_set_busted(SK__RCU_BUSTED_QUIET);
 	quiet = q_rounds(1, twin_caught);
 	sk__rcu_set_busted(0);
 	q_stop(rd);

@@ -2,10 +2,10 @@
 /*
  * RCU counters at their wrap-around points (issue 11, item 1).
  *
- * The reader word keeps SK_RCU_SEQ_BITS bits of the scan phase: 16 on a
+ * The reader word keeps SK__RCU_SEQ_BITS bits of the scan phase: 16 on a
  * 32-bit target, 48 on a 64-bit one; grace-period cookies are full
- * unsigned long.  Linked against scalekit_hooks (the library built with
- * SK_TEST_HOOKS), so a test can start the counters just below a wrap:
+ * unsigned long.  Linked against scalekit_testing (the library built with
+ * SK_TESTING), so a test can start the counters just below a wrap:
  *  - cookies_across_wrap: cookies, polls and completion across the phase
  *    wrap and the unsigned long wrap, one grace period at a time;
  *  - readers_protected_across_wrap: readers that check for freed
@@ -29,15 +29,14 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
 
-int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase);
-void sk__rcu_test_set_scans(int n);
 unsigned long sk__rcu_gp_count(void);
 
-#define PHASE_MASK (ULONG_MAX >> SK_RCU_SEQ_SHIFT)
+#define PHASE_MASK (ULONG_MAX >> SK__RCU_SEQ_SHIFT)
 
 /* Start both counters n grace periods below their wrap points. */
 static void start_below_wrap(unsigned long n)
@@ -196,7 +195,7 @@ static void *stale_reader(void *arg)
 
 	sk_rcu_register_thread();
 	if (s->stale) {
-		next = sk_test_gp_ctr() + (1UL << SK_RCU_SEQ_SHIFT);
+		next = sk_test_gp_ctr() + (1UL << SK__RCU_SEQ_SHIFT);
 		sk_atomic_store_relaxed(&sk_rcu__ctr, next);
 		sk_smp_mb(); /* the store before the flag (test's own pairing) */
 	} else {
@@ -254,7 +253,7 @@ static void stale_phase_reader_waited(void)
 	SK_CHECK_EQ(held_run(2, 1), 0);
 	/* Broken twin, one scan: it must return while the reader holds. */
 	SK_CHECK_EQ(held_run(1, 1), 1);
-	if (SK_RCU_SEQ_BITS < 40)
+	if (SK__RCU_SEQ_BITS < 40)
 		SK_CHECK_EQ(held_run(0, 1), 0); /* the build's own choice */
 }
 
@@ -289,12 +288,12 @@ static void gp_count_counts_grace_periods(void)
 	for (scans = 1; scans <= 2; scans++) {
 		sk__rcu_test_set_scans(scans);
 		n0 = sk__rcu_gp_count();
-		p0 = sk_test_gp_ctr() >> SK_RCU_SEQ_SHIFT;
+		p0 = sk_test_gp_ctr() >> SK__RCU_SEQ_SHIFT;
 		for (i = 0; i < gps; i++)
 			sk_synchronize_rcu();
 		SK_CHECK_EQ(sk__rcu_gp_count() - n0, gps);
 		/* The twin: right with one scan only. */
-		SK_CHECK_EQ(((sk_test_gp_ctr() >> SK_RCU_SEQ_SHIFT) - p0) &
+		SK_CHECK_EQ(((sk_test_gp_ctr() >> SK__RCU_SEQ_SHIFT) - p0) &
 				    PHASE_MASK,
 			    gps * (unsigned long)scans);
 	}
@@ -307,7 +306,7 @@ int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
-	fprintf(stderr, "phase bits %d\n", SK_RCU_SEQ_BITS);
+	fprintf(stderr, "phase bits %d\n", SK__RCU_SEQ_BITS);
 	SK_RUN(cookies_across_wrap);
 	SK_RUN(readers_protected_across_wrap);
 	SK_RUN(stale_phase_reader_waited);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_rhash_checker.c - the relativistic hash table under the Triplett
- * checker (tests/rcu_checker.h).  Linked with scalekit_checker, the library
- * built with SK_RCU_CHECKER=1 (tests/checker.cmake), so every publication
- * and grace period inside src/rhash.c calls the checker.
+ * checker (tests/rcu_checker.h).  Linked with scalekit_testing, the library
+ * built with SK_TESTING=1 (tests/testing.cmake), so every publication and
+ * grace period inside src/rhash*.c calls the checker.
  *
  * The reader model is sk_rhash_lookup() and sk_rhash_iter_next() step by
  * step: a lookup loads ht->tbl, then the bucket head, then next pointers,
@@ -40,7 +40,7 @@
  *     be caught whenever its bucket was already migrated (the key is
  *     lost with the old array);
  *   - two broken twins MUST be caught in every resize with a key
- *     (sk_rhash__test_broken): freeing the old array without the grace
+ *     (sk__rhash_test_broken): freeing the old array without the grace
  *     period (a paused reader loads from the freed array), and cutting a
  *     run off its old chain before the future array links it (a lookup
  *     misses a key present throughout);
@@ -53,6 +53,7 @@
  * layout (size, mask, buckets[]) and checks the mirror after init.
  */
 #define _GNU_SOURCE
+#include "internal/testing.h" /* first: list.h's trace points */
 #include "scalekit/rhash.h"
 
 #include <errno.h>
@@ -66,9 +67,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-/* Test knob of the checker build of the library (src/rhash.c). */
-extern int sk_rhash__test_broken;
 
 #include "../src/internal/rhash.h" /* white box: ht->tbl, ht->p.seed */
 #include "rcu_checker.h"
@@ -564,9 +562,9 @@ static unsigned long resize_case(unsigned long from, unsigned long to,
 	snprintf(label, sizeof(label),
 		 "resize %lu -> %lu, %d %s keys (seed %llu)%s", from, to, n,
 		 ks_names[kind], (unsigned long long)seed,
-		 sk_rhash__test_broken == SK_RHASH__BROKEN_NO_GP
+		 sk__rhash_test_broken == SK__RHASH_BROKEN_NO_GP
 			 ? " WITHOUT the grace period before the free"
-		 : sk_rhash__test_broken ? " CUTTING runs before linking them"
+		 : sk__rhash_test_broken ? " CUTTING runs before linking them"
 					 : "");
 	add_readers(n, present);
 	sk_chk_begin(&chk, label);
@@ -643,7 +641,7 @@ static void broken_twin_caught(int twin)
 	unsigned long from, to;
 	int c, kind, runs = 0, missed = 0;
 
-	sk_rhash__test_broken = twin;
+	sk__rhash_test_broken = twin;
 	chk.print_limit = chk.printed + 1; /* show which reader, which state */
 	chk.stop_on_violation = 1;	   /* the first one is enough */
 	for (from = 1; from <= 64; from *= 2)
@@ -661,7 +659,7 @@ static void broken_twin_caught(int twin)
 					}
 					runs++;
 				}
-	sk_rhash__test_broken = 0;
+	sk__rhash_test_broken = 0;
 	chk.print_limit = chk.printed + 20;
 	chk.stop_on_violation = 0;
 	fprintf(stderr, "  twin %d caught in %d of %d resizes\n", twin,
@@ -672,12 +670,12 @@ static void broken_twin_caught(int twin)
 
 static void resize_without_grace_period_is_caught(void)
 {
-	broken_twin_caught(SK_RHASH__BROKEN_NO_GP);
+	broken_twin_caught(SK__RHASH_BROKEN_NO_GP);
 }
 
 static void resize_cutting_before_linking_is_caught(void)
 {
-	broken_twin_caught(SK_RHASH__BROKEN_CUT_FIRST);
+	broken_twin_caught(SK__RHASH_BROKEN_CUT_FIRST);
 }
 
 /* ---- updates --------------------------------------------------------------- */
@@ -686,7 +684,7 @@ static void resize_cutting_before_linking_is_caught(void)
 static void gp_then_free_later(void)
 {
 	sk_synchronize_rcu();
-	sk_rcu_checker_hook(SK_RCU_CHECK_GP);
+	sk__rcu_checker_hook(SK__RCU_CHECK_GP);
 }
 
 /*
@@ -781,12 +779,9 @@ static void insert_remove_replace_at_every_position(void)
 
 /* ---- updates in the middle of a migration ----------------------------- */
 
-/* Defined by the checker build of src/rhash.c (no header declares it). */
-extern void (*sk_rhash__test_step_hook)(struct sk_rhash *h);
-
 /*
  * The update made at one step point of a resize: between two migration
- * steps of an old bucket (the checker build moves two runs per step), with
+ * steps of an old bucket (the testing build moves two runs per step), with
  * the bucket partly moved.
  */
 static struct {
@@ -813,21 +808,15 @@ static unsigned long partly_moved_bucket(void)
 	return i;
 }
 
-/* Checker build of src/rhash_update.c: the next insert is stale. */
-extern int sk_rhash__test_stale_insert;
-
 /* Insert the new key id mid.id; stale: as if it read the table early. */
 static void mid_insert(int stale)
 {
 	struct obj *o = obj_new(mid.id);
 
-	sk_rhash__test_stale_insert = stale;
+	sk__rhash_test_stale_insert = stale;
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
 	sk_chk_bit_set(mid.present, mid.id);
 }
-
-/* Checker build of src/rhash_resize.c: inside a step, before a CAS. */
-extern void (*sk_rhash__test_race_hook)(int where, unsigned long hash);
 
 static void race_update(int where, unsigned long hash)
 {
@@ -893,7 +882,7 @@ static int mid_case(unsigned long from, unsigned long to, int n, int at,
 		    int op, int id, unsigned long b, unsigned long *caught)
 {
 	uint64_t present[SK_CHK_WORDS] = { 0 }, stable[SK_CHK_WORDS], rng = 1;
-	int order[MAX_IDS], i, expect_ok = !sk_rhash__test_broken;
+	int order[MAX_IDS], i, expect_ok = !sk__rhash_test_broken;
 	char label[160];
 	unsigned long v;
 
@@ -918,13 +907,13 @@ static int mid_case(unsigned long from, unsigned long to, int n, int at,
 		 from, to, n, u_names[op], mid.id, at,
 		 expect_ok ? "" : " (BROKEN twin)");
 	add_readers(n + 1, stable);
-	sk_rhash__test_step_hook = mid_update;
-	sk_rhash__test_race_hook = race_update;
+	sk__rhash_test_step_hook = mid_update;
+	sk__rhash_test_race_hook = race_update;
 	sk_chk_begin(&chk, label);
 	SK_CHECK_EQ(sk_rhash_resize(ht, to), 0);
 	v = sk_chk_end(&chk);
-	sk_rhash__test_step_hook = NULL;
-	sk_rhash__test_race_hook = NULL;
+	sk__rhash_test_step_hook = NULL;
+	sk__rhash_test_race_hook = NULL;
 	if (v && expect_ok)
 		SK_T_FAIL("%s: %lu violation(s): %s", label, v, chk.first);
 	if (expect_ok && mid.seen > at)
@@ -989,7 +978,7 @@ static void stale_insert_into_unmarked_bucket_is_caught(void)
 	unsigned long b, caught;
 	int g, at, points, want = 0, got = 0;
 
-	sk_rhash__test_broken = SK_RHASH__BROKEN_NO_MOVED;
+	sk__rhash_test_broken = SK__RHASH_BROKEN_NO_MOVED;
 	for (g = 0; g < NMID; g++) {
 		unsigned long from = mid_grows[g].from, to = mid_grows[g].to;
 
@@ -1002,10 +991,10 @@ static void stale_insert_into_unmarked_bucket_is_caught(void)
 				got += mid.into_migrated && caught;
 			}
 	}
-	sk_rhash__test_broken = 0;
+	sk__rhash_test_broken = 0;
 	fprintf(stderr, "  twin %d caught in %d of %d stale inserts into a "
 			"migrated bucket\n",
-		SK_RHASH__BROKEN_NO_MOVED, got, want);
+		SK__RHASH_BROKEN_NO_MOVED, got, want);
 	SK_CHECK_GT(want, 0);
 	SK_CHECK_EQ(got, want);
 }
@@ -1061,13 +1050,13 @@ static void head_stores_without_cas_are_caught(void)
 {
 	int m2, m3, c2, c3;
 
-	sk_rhash__test_broken = SK_RHASH__BROKEN_HEAD_STORE;
+	sk__rhash_test_broken = SK__RHASH_BROKEN_HEAD_STORE;
 	m2 = race_grows(U_RACE_M2, &c2);
 	m3 = race_grows(U_RACE_M3, &c3);
-	sk_rhash__test_broken = 0;
+	sk__rhash_test_broken = 0;
 	fprintf(stderr, "  twin %d caught in %d of %d inserts racing RH-M2, "
 			"%d of %d racing RH-M3\n",
-		SK_RHASH__BROKEN_HEAD_STORE, c2, m2, c3, m3);
+		SK__RHASH_BROKEN_HEAD_STORE, c2, m2, c3, m3);
 	SK_CHECK_GT(m2, 0);
 	SK_CHECK_GT(m3, 0);
 	SK_CHECK_EQ(c2, m2);
@@ -1106,8 +1095,6 @@ const char *__asan_default_options(void)
 #endif
 
 /* ---- RH-D1: a change of the lock array waits for old bit holders ------ */
-
-extern void (*sk_rhash__test_locked_hook)(unsigned long hash);
 
 enum { HOLD_IDLE, HOLD_ARMED, HOLD_HELD, HOLD_RELEASED };
 static int hold_state;
@@ -1154,7 +1141,7 @@ static int lock_array_change(int twin)
 	uint64_t present[SK_CHK_WORDS] = { 0 };
 	int i, early = 0;
 
-	sk_rhash__test_broken = twin;
+	sk__rhash_test_broken = twin;
 	table_init(64, 1);
 	for (i = 0; i < 80; i++) {
 		keyval[i] = (uint64_t)i;
@@ -1164,7 +1151,7 @@ static int lock_array_change(int twin)
 	s.o = &objs[5];
 	n.o = &objs[69];
 	STORE(hold_state, HOLD_ARMED);
-	sk_rhash__test_locked_hook = hold_hook;
+	sk__rhash_test_locked_hook = hold_hook;
 	sk_test_thread_start(&s.tid, d1_main, &s);
 	while (LOAD(hold_state) != HOLD_HELD)
 		sched_yield();
@@ -1191,8 +1178,8 @@ static int lock_array_change(int twin)
 	sk_test_thread_join(s.tid);
 	sk_test_thread_join(r.tid);
 	sk_test_thread_join(n.tid);
-	sk_rhash__test_locked_hook = NULL;
-	sk_rhash__test_broken = 0;
+	sk__rhash_test_locked_hook = NULL;
+	sk__rhash_test_broken = 0;
 	if (!twin) {
 		SK_CHECK_EQ(s.rc, 0);
 		SK_CHECK_EQ(n.rc, 0);
@@ -1211,7 +1198,7 @@ static void lock_array_change_waits_for_old_bit_holders(void)
 	sk_test_deadline("a lock-array change waiting for a held bit", 60);
 	SK_CHECK_EQ(lock_array_change(0), 0);
 	/* The twin that does not drain is caught. */
-	SK_CHECK_EQ(lock_array_change(SK_RHASH__BROKEN_NO_DRAIN), 1);
+	SK_CHECK_EQ(lock_array_change(SK__RHASH_BROKEN_NO_DRAIN), 1);
 	alarm(0);
 }
 
@@ -1232,7 +1219,7 @@ static int arm_in_hook;
 /* Checker hook: the victim's insert has published its node. */
 static void arm_hook(int ev)
 {
-	if (ev != SK_RCU_CHECK_PUBLISH || !i_am_victim ||
+	if (ev != SK__RCU_CHECK_PUBLISH || !i_am_victim ||
 	    !__atomic_load_n(&arm_in_hook, __ATOMIC_RELAXED))
 		return;
 	arm_in_hook = 0;
@@ -1311,7 +1298,7 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	memset(&victim_obj, 0, sizeof(victim_obj));
 	victim_obj.key = 1000;
 	arm_in_hook = 1;
-	sk_rcu_checker_hook = arm_hook;
+	sk__rcu_checker_hook = arm_hook;
 	/*
 	 * Our read section holds back the background grow that the victim
 	 * queues (a callback, after a grace period) until the array is
@@ -1328,7 +1315,7 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	pthread_create(&tr, NULL, resize_to_4, NULL);
 	/* A background grow that ran first frees t0 by callback. */
 	map_race_victim(tv, tr, t0_map, in_section, table_barrier);
-	sk_rcu_checker_hook = NULL;
+	sk__rcu_checker_hook = NULL;
 	sigaction(SIGSEGV, &old, NULL);
 	map_victim_report("maybe_resize", stopped, in_section);
 	SK_CHECK_EQ(map_uaf_faults, 0);

@@ -6,7 +6,7 @@
  * never see a torn snapshot while writers write, both sides progress,
  * the bias is revoked by a writer and comes back, trylock answers, and
  * misuse is reported.  Broken twin: with the test hook of the
- * scalekit_hooks build, writers revoke the bias but do not wait for the
+ * scalekit_testing build, writers revoke the bias but do not wait for the
  * readers announced in the table; the torn-snapshot checker must catch
  * readers inside a write section.
  */
@@ -18,45 +18,43 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rwlock_rb.h"
 #include "sk_test.h"
 #include "sk_test_locks.h"
 #include "sk_test_util.h"
 
-/* Test hook of the SK_TEST_HOOKS library build (src/rwlock_rb.c). */
-void sk__rwlock_rb_test_busted(int on);
-
 static struct sk_rwlock_rb lock_a = SK_RWLOCK_RB_INITIALIZER;
 
 static void rb_write(void *l, struct lk_data *d)
 {
-	sk_rwlock_rb_wrlock(l);
+	sk_rwlock_rb_write_lock(l);
 	lk_write(d);
-	sk_rwlock_rb_wrunlock(l);
+	sk_rwlock_rb_write_unlock(l);
 }
 
 static void rb_read(void *l, struct lk_data *d, unsigned long *out)
 {
-	sk_rwlock_rb_rdlock(l);
+	sk_rwlock_rb_read_lock(l);
 	lk_read(d, out);
-	sk_rwlock_rb_rdunlock(l);
+	sk_rwlock_rb_read_unlock(l);
 }
 
-/* Readers that take the lock with tryrdlock (spinning on -EBUSY). */
+/* Readers that take the lock with read_trylock (spinning on -EBUSY). */
 static void rb_tryread(void *l, struct lk_data *d, unsigned long *out)
 {
-	while (sk_rwlock_rb_tryrdlock(l) != 0)
+	while (sk_rwlock_rb_read_trylock(l) != 0)
 		sched_yield();
 	lk_read(d, out);
-	sk_rwlock_rb_rdunlock(l);
+	sk_rwlock_rb_read_unlock(l);
 }
 
 static void rb_trywrite(void *l, struct lk_data *d)
 {
-	while (sk_rwlock_rb_trywrlock(l) != 0)
+	while (sk_rwlock_rb_write_trylock(l) != 0)
 		sched_yield();
 	lk_write(d);
-	sk_rwlock_rb_wrunlock(l);
+	sk_rwlock_rb_write_unlock(l);
 }
 
 static struct lk_spec rb_spec(void (*write)(void *, struct lk_data *),
@@ -73,8 +71,8 @@ static void static_initializer_is_unlocked_and_biased(void)
 	struct sk_rwlock_rb l = SK_RWLOCK_RB_INITIALIZER, m;
 
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&l), 1);
-	SK_CHECK_EQ(sk_rwlock_rb_trywrlock(&l), 0);
-	sk_rwlock_rb_wrunlock(&l);
+	SK_CHECK_EQ(sk_rwlock_rb_write_trylock(&l), 0);
+	sk_rwlock_rb_write_unlock(&l);
 	sk_rwlock_rb_init(&m);
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&m), 1);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&m), 0);
@@ -100,14 +98,14 @@ static void writer_revokes_bias_and_it_comes_back(void)
 	struct sk_rwlock_rb l = SK_RWLOCK_RB_INITIALIZER;
 	double end;
 
-	sk_rwlock_rb_wrlock(&l);
+	sk_rwlock_rb_write_lock(&l);
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&l), 0);
-	sk_rwlock_rb_wrunlock(&l);
+	sk_rwlock_rb_write_unlock(&l);
 	/* Slow-path readers turn it on again once the delay passed. */
 	end = sk_test_now() + 10;
 	while (!sk_rwlock_rb_is_biased(&l) && sk_test_now() < end) {
-		sk_rwlock_rb_rdlock(&l);
-		sk_rwlock_rb_rdunlock(&l);
+		sk_rwlock_rb_read_lock(&l);
+		sk_rwlock_rb_read_unlock(&l);
 	}
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&l), 1);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&l), 0);
@@ -122,10 +120,10 @@ struct try_op {
 	void (*unlock)(struct sk_rwlock_rb *l);
 };
 
-static struct try_op try_rd = { sk_rwlock_rb_tryrdlock,
-				sk_rwlock_rb_rdunlock };
-static struct try_op try_wr = { sk_rwlock_rb_trywrlock,
-				sk_rwlock_rb_wrunlock };
+static struct try_op try_rd = { sk_rwlock_rb_read_trylock,
+				sk_rwlock_rb_read_unlock };
+static struct try_op try_wr = { sk_rwlock_rb_write_trylock,
+				sk_rwlock_rb_write_unlock };
 
 static void *try_thread(void *arg)
 {
@@ -149,25 +147,25 @@ static int try_from_thread(struct try_op *op)
 static void trylock_semantics(void)
 {
 	/* A biased reader (in the table) keeps writers out, not readers. */
-	sk_rwlock_rb_rdlock(&try_l);
+	sk_rwlock_rb_read_lock(&try_l);
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&try_l), 1);
 	SK_CHECK_EQ(try_from_thread(&try_wr), -EBUSY);
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&try_l), 1); /* given back */
 	SK_CHECK_EQ(try_from_thread(&try_rd), 0);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&try_l), -EBUSY);
-	sk_rwlock_rb_rdunlock(&try_l);
+	sk_rwlock_rb_read_unlock(&try_l);
 	/* A writer keeps both out. */
-	SK_CHECK_EQ(sk_rwlock_rb_trywrlock(&try_l), 0);
+	SK_CHECK_EQ(sk_rwlock_rb_write_trylock(&try_l), 0);
 	SK_CHECK_EQ(try_from_thread(&try_wr), -EBUSY);
 	SK_CHECK_EQ(try_from_thread(&try_rd), -EBUSY);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&try_l), -EBUSY);
-	sk_rwlock_rb_wrunlock(&try_l);
+	sk_rwlock_rb_write_unlock(&try_l);
 	/* The writer revoked the bias: this reader takes the real lock. */
 	SK_CHECK_EQ(sk_rwlock_rb_is_biased(&try_l), 0);
-	sk_rwlock_rb_rdlock(&try_l);
+	sk_rwlock_rb_read_lock(&try_l);
 	SK_CHECK_EQ(try_from_thread(&try_wr), -EBUSY);
 	SK_CHECK_EQ(try_from_thread(&try_rd), 0);
-	sk_rwlock_rb_rdunlock(&try_l);
+	sk_rwlock_rb_read_unlock(&try_l);
 	SK_CHECK_EQ(try_from_thread(&try_wr), 0);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&try_l), 0);
 }
@@ -178,34 +176,34 @@ static void nested_different_locks(void)
 	struct sk_rwlock_rb a = SK_RWLOCK_RB_INITIALIZER;
 	struct sk_rwlock_rb b = SK_RWLOCK_RB_INITIALIZER;
 
-	sk_rwlock_rb_rdlock(&a);
-	sk_rwlock_rb_rdlock(&b);
-	sk_rwlock_rb_rdunlock(&a);
+	sk_rwlock_rb_read_lock(&a);
+	sk_rwlock_rb_read_lock(&b);
+	sk_rwlock_rb_read_unlock(&a);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&a), 0);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&b), -EBUSY);
-	sk_rwlock_rb_rdunlock(&b);
+	sk_rwlock_rb_read_unlock(&b);
 	SK_CHECK_EQ(sk_rwlock_rb_destroy(&b), 0);
 }
 
-static void rdunlock_unheld(void)
+static void read_unlock_unheld(void)
 {
 	struct sk_rwlock_rb l = SK_RWLOCK_RB_INITIALIZER;
 
-	sk_rwlock_rb_rdunlock(&l);
+	sk_rwlock_rb_read_unlock(&l);
 }
 
-static void wrunlock_unheld(void)
+static void write_unlock_unheld(void)
 {
 	struct sk_rwlock_rb l = SK_RWLOCK_RB_INITIALIZER;
 
-	sk_rwlock_rb_wrunlock(&l);
+	sk_rwlock_rb_write_unlock(&l);
 }
 
 static void misuse_is_reported(void)
 {
-	lk_check_aborts(rdunlock_unheld, "sk_rwlock_rb_rdunlock",
+	lk_check_aborts(read_unlock_unheld, "sk_rwlock_rb_read_unlock",
 			"not held for reading");
-	lk_check_aborts(wrunlock_unheld, "sk_rwlock_rb_wrunlock",
+	lk_check_aborts(write_unlock_unheld, "sk_rwlock_rb_write_unlock",
 			"not held for writing");
 }
 

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "scalekit/srcu.h"
 
@@ -35,10 +36,6 @@
 #include "sk_test.h"
 #include "sk_test_srcu.h"
 #include "sk_test_util.h"
-
-/* Test hooks of src/srcu_*.c (hidden: the tests link the static library). */
-void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
-void sk__srcu_test_set_gen_next(uint64_t next);
 
 /* Seconds after which a wait that a working library ends is a hang. */
 #define HANG_S 20
@@ -113,8 +110,8 @@ static struct sk_srcu_slot *slot_of(struct sk_srcu *d, int idx)
 {
 	unsigned int t = ((unsigned int)idx >> 1) & 0x7fffu;
 
-	return &d->state->dir[(t - 1) / SK_SRCU_CHUNK_SLOTS]
-		      [(t - 1) % SK_SRCU_CHUNK_SLOTS];
+	return &d->state->dir[(t - 1) / SK__SRCU_CHUNK_SLOTS]
+		      [(t - 1) % SK__SRCU_CHUNK_SLOTS];
 }
 
 /* ---- grace-period numbers and cookies ------------------------------------ */

@@ -3,9 +3,9 @@
  * test_worker.c - the callback worker threads of RCU and SRCU
  * (src/worker.c) when their thread cannot be started.
  *
- * The test hook sk__worker_test_fail_starts() (scalekit_hooks, declared
- * here) makes the next worker starts fail as if pthread_create() had
- * returned an error.  Checked:
+ * The test hook sk__worker_test_fail_starts() (scalekit_testing,
+ * src/internal/testing.h) makes the next worker starts fail as if
+ * pthread_create() had returned an error.  Checked:
  *   - sk_call_rcu() never fails for want of a thread: it returns 0 and
  *     prints nothing, the callback stays queued (a second call on its
  *     head is -EBUSY), sk_rcu_barrier() runs the pending callbacks on
@@ -44,14 +44,12 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "scalekit/rhash.h"
 #include "scalekit/srcu.h"
 #include "sk_test.h"
 #include "sk_test_util.h"
-
-/* Test hook of src/worker.c (hidden: the test links scalekit_hooks). */
-void sk__worker_test_fail_starts(int n, int err);
 
 /* Seconds after which a wait that a working library ends is a hang. */
 #define HANG_S 30

@@ -191,7 +191,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
-if(NOT TARGET scalekit_tool)
+if(NOT TARGET scalekit_torture)
   return()
 endif()
 
@@ -206,13 +206,14 @@ set(sk_tort_busted_env
 # sk_torture_test(NAME RC ARGS [DURATION s] [SLOW_DURATION s] [STDOUT re]
 #                 [STDERR re] [CHECK name] [FAULTS list] [WRAP cmd...]
 #                 [LABELS ...] [TIMEOUT s] [ENV ...] [LONG] [TOOL target])
-# TOOL: the program's target (default scalekit_tool).
+# TOOL: the program's target (default scalekit_torture, which `scalekit
+# torture` runs: so valgrind and the sanitizers see the torture run itself).
 function(sk_torture_test name rc args)
   cmake_parse_arguments(T "LONG"
     "DURATION;SLOW_DURATION;STDOUT;SLOW_STDOUT;STDERR;CHECK;TIMEOUT;TOOL"
     "LABELS;ENV;FAULTS;WRAP" ${ARGN})
   if(NOT T_TOOL)
-    set(T_TOOL scalekit_tool)
+    set(T_TOOL scalekit_torture)
   endif()
   sk_cli_test_defs(defs ${T_TOOL} "${args}" ${rc}
     OPTS CHECK DURATION SLOW_DURATION STDOUT SLOW_STDOUT STDERR)
@@ -296,7 +297,7 @@ sk_torture_test(torture_rcu_flood 0 "torture|rcu|--flood|--duration|@DUR@|--seed
 # Expedited grace periods only, one reader and one updater: most of them
 # try the readers' handshake, and some must get it (alone on the machine:
 # the reader must run while the updater waits).  The handshake window is
-# SK_RCU_HANDSHAKE_NS (5 us): under TSan or qemu-user (SK_TEST_SLOW) a
+# SK__RCU_HANDSHAKE_NS (5 us): under TSan or qemu-user (SK_TEST_SLOW) a
 # reader rarely answers that fast, and runs saw none in 3 s on a loaded
 # machine, so there the count is only reported (the grace periods are
 # checked the same).
@@ -309,7 +310,7 @@ sk_torture_test(torture_rcu_exp_handshake 0
   SLOW_STDOUT "${sk_exp_pipe}[0-9]+${sk_exp_tail}")
 set_tests_properties(torture_rcu_exp_handshake PROPERTIES RUN_SERIAL TRUE)
 # Normal grace periods, one reader and one updater, where the quiet round
-# runs (the reader seen in the new phase within SK_RCU_QUIET_NS, unasked):
+# runs (the reader seen in the new phase within SK__RCU_QUIET_NS, unasked):
 # every grace period must stay correct; how many passed quietly is only
 # reported, since a loaded machine may keep the reader off its CPU for the
 # whole run (one such run saw none).  test_rcu_quiet asserts that the round
@@ -404,6 +405,18 @@ sk_torture_test(torture_busted_locks 1
   STDERR "ERROR: (pthread-mutex|rwlock-rb|seqlock)" ENV "${sk_tort_busted_env}")
 sk_torture_test(torture_usage_locks_lock 2 "torture|locks|--lock|nosuch"
   STDERR "locks: unknown lock 'nosuch'")
+
+# ---- `scalekit torture` runs scalekit-torture from scalekit's directory --
+# (tools/CMakeLists.txt): its exit status and output come through, a
+# --busted run's verdict included.
+if(TARGET scalekit_tool)
+  sk_torture_test(torture_via_scalekit 2 "torture|rcu|--readers|0"
+    TOOL scalekit_tool STDERR "scalekit torture: .*--readers")
+  sk_torture_test(torture_via_scalekit_busted 1
+    "torture|rcu|--busted|--duration|@DUR@|--seed|11"
+    TOOL scalekit_tool DURATION 2 SLOW_DURATION 3
+    STDOUT "the detector caught it.*\nFAILURE\n$" ENV "${sk_tort_busted_env}")
+endif()
 
 # ---- the command line: exit status 2 and a message naming the problem ----
 sk_torture_test(torture_usage_no_mode 2 "torture"

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 #
-# scalekit_sim: the scalekit tool linked against the simulated-elision
-# library build (scalekit_elide_sim, tests/elide_sim.cmake) and compiled
+# scalekit_sim: the torture tool (scalekit-torture's sources) linked
+# against the simulated-elision library build (scalekit_elide_sim,
+# tests/elide_sim.cmake) and compiled
 # with SK_TORT_SIM=1, so that `scalekit torture locks` runs the elided
 # locks on the simulated backend with random injected aborts, and its
 # --busted twin is the library's (simulated sections that do not look at
@@ -10,20 +11,15 @@
 if(CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
-if(NOT TARGET scalekit_tool OR NOT TARGET scalekit_elide_sim)
+if(NOT TARGET scalekit_torture OR NOT TARGET scalekit_elide_sim)
   return()
 endif()
 
-file(GLOB sk_sim_tool_sources CONFIGURE_DEPENDS
-  ${PROJECT_SOURCE_DIR}/tools/*.c ${PROJECT_SOURCE_DIR}/bench/*.c)
-list(REMOVE_ITEM sk_sim_tool_sources ${PROJECT_SOURCE_DIR}/tools/torture_ops.c
-  ${PROJECT_SOURCE_DIR}/tools/bench_main.c)
-add_executable(scalekit_tool_sim ${sk_sim_tool_sources})
+add_executable(scalekit_tool_sim ${SK_TORTURE_SOURCES})
 set_target_properties(scalekit_tool_sim PROPERTIES OUTPUT_NAME scalekit_sim)
-target_include_directories(scalekit_tool_sim PRIVATE
-  ${PROJECT_SOURCE_DIR}/bench ${PROJECT_SOURCE_DIR}/tools)
+target_include_directories(scalekit_tool_sim PRIVATE ${PROJECT_SOURCE_DIR}/tools)
 target_compile_definitions(scalekit_tool_sim PRIVATE SK_TORT_SIM=1
-  SK_BENCH_STATIC=1 SK_VERSION="${PROJECT_VERSION}")
+  SK_VERSION="${PROJECT_VERSION}")
 target_link_libraries(scalekit_tool_sim PRIVATE sk_tort_ops scalekit_elide_sim m)
 
 sk_torture_test(torture_locks_sim 0

@@ -21,21 +21,11 @@
 #define CMD "bench"
 
 /*
- * How the measured library is linked.  `scalekit` links it statically
- * (SK_BENCH_STATIC) and, unless given --static, runs scalekit-bench,
- * the same benchmark linked with libscalekit.so, from its own directory:
- * figures are then those of a program that links the shared library, as
- * programs do (calls through the PLT, thread-locals reached through the
- * GOT), against peers that are shared libraries too.
+ * The measured library: this program links libscalekit.so, as programs
+ * that use scalekit do (calls through the PLT, thread-locals reached
+ * through the GOT), against peers that are shared libraries too.
  */
-#define BENCH_SHARED_EXE "scalekit-bench"
-static const char *bench_link =
-#ifdef SK_BENCH_STATIC
-	"static";
-#else
-	"libscalekit.so";
-#endif
-static int opt_static; /* --static given */
+static const char *bench_link = "libscalekit.so";
 
 /* Limits of the options: generous, yet small enough to catch typos. */
 #define BENCH_MAX_THREADS 1024
@@ -57,7 +47,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: scalekit bench [SCENARIO...] [--threads N] [--reps R] "
 		"[--csv FILE] [--quick]\n"
-		"                      [--pin] [--static]\n"
+		"                      [--pin]\n"
 		"\n"
 		"Compare scalekit with pthreads, liburcu and Concurrency Kit in "
 		"one run and\nprint a table of figures and ratios "
@@ -96,11 +86,6 @@ static void usage(FILE *f)
 		"in an application;\n"
 		"               the callbacks scenario's pinned variant is "
 		"pinned either way)\n"
-		"  --static     measure the library linked statically into "
-		"this program\n"
-		"               (default: run " BENCH_SHARED_EXE ", which "
-		"links libscalekit.so,\n"
-		"               from the directory of scalekit)\n"
 		"  -h, --help   show this help\n"
 		"\n"
 		"Implementations:\n",
@@ -251,16 +236,6 @@ static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
 			sk_bench_set_pinning(1);
 			continue;
 		}
-		if (strcmp(arg, "--static") == 0) {
-#ifndef SK_BENCH_STATIC
-			return sk_tool_usage_error(
-				CMD, "--static: this program links "
-				     "libscalekit.so; run `scalekit bench "
-				     "--static`");
-#endif
-			opt_static = 1;
-			continue;
-		}
 		m = parse_int_opt(argc, argv, &i, "--threads",
 				  BENCH_MAX_THREADS, &cfg->max_threads);
 		if (!m)
@@ -325,46 +300,6 @@ static int run_selected(const struct sk_bench_config *cfg,
 	return fflush(stdout) != 0 ? SK_TOOL_EXIT_FAIL : SK_TOOL_EXIT_OK;
 }
 
-#ifdef SK_BENCH_STATIC
-/*
- * Run BENCH_SHARED_EXE from this program's directory with argv's
- * arguments.  Returns only when it cannot (then this process measures
- * the static library, and says why in the preamble).
- */
-static void exec_shared(int argc, char **argv)
-{
-	static char why[160];
-	char self[4096], *slash, **args;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	size_t room;
-	int i;
-
-	if (n <= 0 || !(slash = memrchr(self, '/', (size_t)n))) {
-		bench_link = "static (cannot find this program's directory)";
-		return;
-	}
-	room = sizeof(self) - (size_t)(slash + 1 - self);
-	if ((size_t)snprintf(slash + 1, room, "%s", BENCH_SHARED_EXE) >= room) {
-		bench_link = "static (this program's path is too long)";
-		return;
-	}
-	args = calloc((size_t)argc + 1, sizeof(*args));
-	if (!args) {
-		bench_link = "static (out of memory)";
-		return;
-	}
-	args[0] = self;
-	for (i = 1; i < argc; i++)
-		args[i] = argv[i];
-	fflush(NULL);
-	execv(self, args);
-	snprintf(why, sizeof(why), "static (cannot run %s beside scalekit: "
-		 "%s)", BENCH_SHARED_EXE, strerror(errno));
-	bench_link = why;
-	free(args);
-}
-#endif
-
 int sk_tool_bench(int argc, char **argv)
 {
 	struct sk_bench_config cfg = {
@@ -390,12 +325,6 @@ int sk_tool_bench(int argc, char **argv)
 	ret = parse_args(argc, argv, &cfg, selected, nscen, &csv_path);
 	if (ret != 0)
 		return ret < 0 ? SK_TOOL_EXIT_OK : ret;
-#ifdef SK_BENCH_STATIC
-	if (opt_static)
-		bench_link = "static (--static)";
-	else
-		exec_shared(argc, argv);
-#endif
 	for (s = 0; s < nscen; s++)
 		nselected += selected[s];
 	if (!nselected)

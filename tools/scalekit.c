@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The `scalekit` command: one binary, one subcommand per tool.
+ * The `scalekit` command: one subcommand per tool.  bench and litmus run
+ * in this program, which links libscalekit.so like any program; torture
+ * runs in scalekit-torture, which links the testing build of the library
+ * (see torture_beside() below).
  *
  * A subcommand plugs in with one entry in the table below and its
  * function, int sk_tool_<name>(int argc, char **argv), declared in tool.h
@@ -24,12 +27,22 @@ struct sk_tool_cmd {
 	int (*run)(int argc, char **argv);
 };
 
+/*
+ * `scalekit torture` is scalekit-torture, beside this program: it links
+ * the testing build of the library, this program links libscalekit.so
+ * (tools/CMakeLists.txt).
+ */
+static int torture_beside(int argc, char **argv)
+{
+	return sk_tool_exec_beside("scalekit-torture", argc, argv);
+}
+
 static const struct sk_tool_cmd sk_tool_cmds[] = {
 	{ "bench", "compare scalekit with pthreads, liburcu and ck in one run",
 	  sk_tool_bench },
 	{ "torture",
 	  "torture-test RCU, SRCU, lists, the hash table and the locks",
-	  sk_tool_torture },
+	  torture_beside },
 	{ "litmus", "run litmus tests (LKMM C format) with scalekit's primitives",
 	  sk_tool_litmus },
 };

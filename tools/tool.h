@@ -20,6 +20,15 @@ int sk_tool_torture(int argc, char **argv);
 int sk_tool_litmus(int argc, char **argv);
 
 /*
+ * sk_tool_exec_beside() - run program exe, found in the directory of this
+ * program, with the arguments argv[0..argc-1] (the subcommand's name
+ * first), in place of this process.  `scalekit torture` runs
+ * scalekit-torture so (tools/CMakeLists.txt says why).
+ * Returns: only when it cannot (message printed): SK_TOOL_EXIT_FAIL.
+ */
+int sk_tool_exec_beside(const char *exe, int argc, char **argv);
+
+/*
  * sk_tool_usage_error() - print "scalekit <cmd>: <message>" and a pointer
  * to --help on stderr.
  * Returns: SK_TOOL_EXIT_USAGE, for "return sk_tool_usage_error(...)".

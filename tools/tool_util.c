@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Helpers shared by the subcommands of the `scalekit` command. */
+#define _GNU_SOURCE /* memrchr */
 #include "tool.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int sk_tool_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -66,4 +69,38 @@ int sk_tool_option_value(const char *cmd, int argc, char **argv, int *i,
 	}
 	*value = argv[++*i];
 	return 1;
+}
+
+int sk_tool_exec_beside(const char *exe, int argc, char **argv)
+{
+	char self[4096], *slash, **args;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	size_t room;
+	int i;
+
+	if (n <= 0 || !(slash = memrchr(self, '/', (size_t)n))) {
+		fprintf(stderr, "scalekit %s: cannot find this program's "
+				"directory\n", argv[0]);
+		return SK_TOOL_EXIT_FAIL;
+	}
+	room = sizeof(self) - (size_t)(slash + 1 - self);
+	if ((size_t)snprintf(slash + 1, room, "%s", exe) >= room) {
+		fprintf(stderr, "scalekit %s: this program's path is too "
+				"long\n", argv[0]);
+		return SK_TOOL_EXIT_FAIL;
+	}
+	args = calloc((size_t)argc + 2, sizeof(*args));
+	if (!args) {
+		fprintf(stderr, "scalekit %s: out of memory\n", argv[0]);
+		return SK_TOOL_EXIT_FAIL;
+	}
+	args[0] = self;
+	for (i = 0; i < argc; i++)
+		args[i + 1] = argv[i];
+	fflush(NULL);
+	execv(self, args);
+	fprintf(stderr, "scalekit %s: cannot run %s: %s\n", argv[0], self,
+		strerror(errno));
+	free(args);
+	return SK_TOOL_EXIT_FAIL;
 }

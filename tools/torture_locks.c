@@ -125,7 +125,7 @@ static int tl_rw_destroy(union tl_storage *s)
 	return -pthread_rwlock_destroy(&s->rw);
 }
 
-static void tl_rw_wrlock(union tl_storage *s)
+static void tl_rw_write_lock(union tl_storage *s)
 {
 	pthread_rwlock_wrlock(&s->rw);
 }
@@ -160,27 +160,28 @@ static void tl_rw_unlock(union tl_storage *s)
 	}
 
 /*
- * TL_READ_ADAPTERS(x, m, rdlock, rdunlock) - tl_x_rdlock() and
- * tl_x_rdunlock() for a read side that never asks for a retry.
+ * TL_READ_ADAPTERS(x, m, read_lock, read_unlock) - tl_x_read_lock() and
+ * tl_x_read_unlock() for a read side that never asks for a retry.
  */
-#define TL_READ_ADAPTERS(x, m, rdlock, rdunlock)                         \
-	static unsigned int tl_##x##_rdlock(union tl_storage *s)         \
+#define TL_READ_ADAPTERS(x, m, read_lock, read_unlock)                   \
+	static unsigned int tl_##x##_read_lock(union tl_storage *s)      \
 	{                                                                \
-		rdlock(&s->m);                                           \
+		read_lock(&s->m);                                        \
 		return 0;                                                \
 	}                                                                \
-	static int tl_##x##_rdunlock(union tl_storage *s, unsigned int t) \
+	static int tl_##x##_read_unlock(union tl_storage *s,             \
+					unsigned int t)                  \
 	{                                                                \
 		(void)t;                                                 \
-		rdunlock(&s->m);                                         \
+		read_unlock(&s->m);                                      \
 		return 0;                                                \
 	}
 
 TL_READ_ADAPTERS(rw, rw, pthread_rwlock_rdlock, pthread_rwlock_unlock)
 
 TL_ADAPTERS(rb, rb, sk_rwlock_rb_init, sk_rwlock_rb_destroy,
-	    sk_rwlock_rb_wrlock, sk_rwlock_rb_wrunlock)
-TL_READ_ADAPTERS(rb, rb, sk_rwlock_rb_rdlock, sk_rwlock_rb_rdunlock)
+	    sk_rwlock_rb_write_lock, sk_rwlock_rb_write_unlock)
+TL_READ_ADAPTERS(rb, rb, sk_rwlock_rb_read_lock, sk_rwlock_rb_read_unlock)
 
 static int tl_sl_init(union tl_storage *s)
 {
@@ -226,11 +227,11 @@ static const struct tl_lock tl_locks[] = {
 	{ "pthread-mutex", "pthread_mutex_t (reference)", tl_mutex_init,
 	  tl_mutex_destroy, tl_mutex_lock, tl_mutex_unlock, NULL, NULL, 0, 0 },
 	{ "pthread-rwlock", "pthread_rwlock_t (reference)", tl_rw_init,
-	  tl_rw_destroy, tl_rw_wrlock, tl_rw_unlock, tl_rw_rdlock,
-	  tl_rw_rdunlock, 0, 0 },
+	  tl_rw_destroy, tl_rw_write_lock, tl_rw_unlock, tl_rw_read_lock,
+	  tl_rw_read_unlock, 0, 0 },
 	{ "rwlock-rb", "sk_rwlock_rb, read-biased", tl_rb_init,
-	  tl_rb_destroy, tl_rb_lock, tl_rb_unlock, tl_rb_rdlock,
-	  tl_rb_rdunlock, 0, 0 },
+	  tl_rb_destroy, tl_rb_lock, tl_rb_unlock, tl_rb_read_lock,
+	  tl_rb_read_unlock, 0, 0 },
 	{ "seqlock", "sk_seqlock", tl_sl_init, tl_sl_destroy, tl_sl_lock,
 	  tl_sl_unlock, tl_sl_begin, tl_sl_retry, 1, 0 },
 	{ "elided-mutex", "sk_elided_mutex, on each elision backend",
@@ -241,7 +242,7 @@ static const struct tl_lock tl_locks[] = {
 	  1 },
 	{ "elided-rwlock", "sk_elided_rwlock, on each elision backend",
 	  tl_erw_init, tl_erw_destroy, tl_erw_lock, tl_erw_unlock,
-	  tl_erw_rdlock, tl_erw_rdunlock, 0, 1 },
+	  tl_erw_read_lock, tl_erw_read_unlock, 0, 1 },
 };
 
 #define TL_NLOCKS ((int)(sizeof(tl_locks) / sizeof(tl_locks[0])))
@@ -616,11 +617,8 @@ static long tl_run_one(const struct tl_lock *lk, const char *label,
 
 /* ---- elision backends ------------------------------------------------------- */
 
-#ifdef SK_TORT_SIM
-/* Hooks of the SK_ELIDE_SIM library build (src/elide_sim.c). */
-void sk__elide_sim_random(unsigned int permille, unsigned long seed);
-void sk__elide_sim_busted(int on);
-#endif
+/* The simulated backend's hooks (scalekit_elide_sim, tests/elide_sim.cmake). */
+#include "internal/testing.h"
 
 /* Random simulated aborts per 1000 transactions (sim backend). */
 #define TL_SIM_ABORTS 100
@@ -643,7 +641,7 @@ static int tl_backends(struct tl_backend *out)
 
 #ifdef SK_TORT_SIM
 	out[n++] = (struct tl_backend){ "sim", SK_ELIDE_AUTO,
-					SK_ELIDE_BACKEND_SIM };
+					SK__ELIDE_BACKEND_SIM };
 #else
 	out[n++] = (struct tl_backend){ "fallback", SK_ELIDE_OFF,
 					SK_ELIDE_BACKEND_FALLBACK };
@@ -709,7 +707,7 @@ static long tl_run_lock(int i, unsigned long n, double secs, uint64_t seed,
 		if (lk->elided) {
 			if (tl_backend_enter(&bs[b], seed, busted))
 				return -1;
-			lib_twin = bs[b].expect == SK_ELIDE_BACKEND_SIM;
+			lib_twin = bs[b].expect == SK__ELIDE_BACKEND_SIM;
 		}
 		e = tl_run_one(lk, label, n, secs, seed, busted,
 			       busted && !lib_twin);

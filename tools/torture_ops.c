@@ -106,7 +106,7 @@ static void rcu_unlock(void *ctx, int idx)
 
 /*
  * Hidden in the library (src/internal/rcu.h); every user of these ops
- * links the library statically.
+ * links a static build of it (scalekit_static or a test build).
  */
 unsigned long sk__rcu_gp_count(void);
 

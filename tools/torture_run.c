@@ -24,19 +24,11 @@
 #include "torture_core.h"
 
 /*
- * Hidden in the library (src/internal/rcu.h); the tool links it
- * statically.  --busted-qsbr and --busted-handshake switch it on.
+ * The broken modes (--busted-qsbr, --busted-handshake, --busted-quiet,
+ * --busted --cb-pcpu) and the grace-period kinds of the report: the
+ * testing build of the library, which the torture tool links.
  */
-enum {
-	SK__RCU_BUSTED_QSBR_ONLY = 1,
-	SK__RCU_BUSTED_HANDSHAKE = 2,
-	SK__RCU_BUSTED_QUIET = 5,
-};
-void sk__rcu_set_busted(int mode);
-struct sk__rcu_gp_kinds {
-	unsigned long handshake, heavy, qsbr_only, quiet;
-};
-void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
+#include "internal/testing.h"
 
 /* Progress line period; stutter: run, then pause. */
 #define TORT_PROGRESS_NS (3ULL * 1000000000)
@@ -53,7 +45,7 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
  * ThreadSanitizer dies when the child of a multithreaded fork() starts a
  * thread ("not supported"), so --fork is skipped, with a note, under it.
  */
-#ifdef SK_TSAN
+#ifdef SK__TSAN
 #define SK_TORT_NO_FORK 1
 #else
 #define SK_TORT_NO_FORK 0
@@ -65,12 +57,9 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
  * and created again every TORT_CB_PCPU_NS (callbacks queued meanwhile
  * move between the per-CPU workers and the default one), destroyed at
  * the end before the final barrier.  With --busted the per-CPU workers
- * skip the grace period (the library's test twin, declared here: the
- * static library has it, the shared one does not export it).
+ * skip the grace period (the library's test twin, SK__CB_BUSTED_NO_GP).
  */
 #define TORT_CB_PCPU_NS 1000000000ULL
-
-void sk__rcu_cb_set_busted(int what);
 
 static void cb_pcpu_cycle(struct sk_tort *T, int create, int destroy)
 {
@@ -244,7 +233,7 @@ static const struct sk_tort_ops *run_pick_ops(struct tort_run *R)
 		 * free) and the races the checks expect. */
 		R->busted_ops = *R->ops_in;
 		R->busted_ops.busted = 1;
-		sk__rcu_cb_set_busted(2); /* SK__CB_BUSTED_NO_GP */
+		sk__rcu_cb_set_busted(SK__CB_BUSTED_NO_GP);
 	} else if (cfg->busted) {
 		sk_tort_make_busted(R->ops_in, &R->busted_ops);
 	} else if (cfg->busted_qsbr || cfg->busted_hs || cfg->busted_quiet) {

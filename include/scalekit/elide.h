@@ -57,12 +57,12 @@
 #if defined(__has_include)
 #if __has_include(<sys/single_threaded.h>)
 #include <sys/single_threaded.h>
-#define SK_ELIDE__SINGLE_THREADED() \
+#define SK__ELIDE_SINGLE_THREADED() \
 	__atomic_load_n(&__libc_single_threaded, __ATOMIC_RELAXED)
 #endif
 #endif
-#ifndef SK_ELIDE__SINGLE_THREADED
-#define SK_ELIDE__SINGLE_THREADED() 0
+#ifndef SK__ELIDE_SINGLE_THREADED
+#define SK__ELIDE_SINGLE_THREADED() 0
 #endif
 
 #ifdef __cplusplus
@@ -129,8 +129,7 @@ enum sk_elide_policy {
 
 enum sk_elide_backend {
 	SK_ELIDE_BACKEND_FALLBACK = 0, /* plain locks */
-	SK_ELIDE_BACKEND_RTM,	       /* Intel TSX restricted transactions */
-	SK_ELIDE_BACKEND_SIM	       /* simulated (test-only library build) */
+	SK_ELIDE_BACKEND_RTM	       /* Intel TSX restricted transactions */
 };
 
 /*
@@ -154,7 +153,7 @@ SK_API enum sk_elide_policy sk_elide_get_policy(void);
  */
 SK_API enum sk_elide_backend sk_elide_backend(void);
 
-/* sk_elide_backend_name() - "fallback", "rtm", "sim" or "?". */
+/* sk_elide_backend_name() - "fallback", "rtm" or "?". */
 SK_API const char *sk_elide_backend_name(enum sk_elide_backend b);
 
 /*
@@ -206,7 +205,7 @@ SK_API void sk_elide_get_tuning(struct sk_elide_tuning *t);
 /* ---- private: what the inline fast paths below need ---------------------- */
 
 /*
- * ABI: nonzero while the backend is rtm or sim (elision may be tried);
+ * ABI: nonzero while elision may be tried (the backend is not fallback);
  * the inline lock fast paths take the plain lock when it is 0.
  */
 SK_API extern int sk_elide__enabled;
@@ -216,15 +215,17 @@ SK_API extern int sk_elide__enabled;
  * ticket fields are private; their counter wraps within them, so a free
  * mutex always reads 0.
  */
-#define SK_ELIDED_MUTEX_LOCKED	1
-#define SK_ELIDED_MUTEX_WAITERS 2
-/* Set only by the simulated backend: held by a simulated transaction. */
-#define SK_ELIDED_MUTEX_SIM	4
+#define SK__ELIDED_MUTEX_LOCKED  1
+#define SK__ELIDED_MUTEX_WAITERS 2
 
-/* Spinlock word (ABI): owner ticket bits 0..14, SIM bit 15, next 16..31. */
-#define SK_ELIDED_SPIN_OWNER_MASK 0x7fffu
-#define SK_ELIDED_SPIN_SIM	   0x8000u
-#define SK_ELIDED_SPIN_NEXT_ONE   0x10000u
+/*
+ * Spinlock word (ABI): owner ticket bits 0..14, SLOW bit 15, next 16..31.
+ * While SLOW is set, lock and unlock leave the word to the library's slow
+ * paths (the library sets it; a word that was never locked has it clear).
+ */
+#define SK__ELIDED_SPIN_OWNER_MASK 0x7fffu
+#define SK__ELIDED_SPIN_SLOW	   0x8000u
+#define SK__ELIDED_SPIN_NEXT_ONE   0x10000u
 
 /* Slow paths of the inline functions; not for direct use. */
 SK_API void sk_elided_mutex__lock_slow(int *word, unsigned int *policy,
@@ -286,15 +287,15 @@ static inline void sk_elided_mutex_lock(struct sk_elided_mutex *m)
 	 * EL-L0: the only thread: no other thread to order against (a thread
 	 * created later starts after pthread_create(), which orders).
 	 */
-	if (SK_ELIDE__SINGLE_THREADED() &&
+	if (SK__ELIDE_SINGLE_THREADED() &&
 	    __atomic_load_n(&m->word, __ATOMIC_RELAXED) == 0) {
-		__atomic_store_n(&m->word, SK_ELIDED_MUTEX_LOCKED,
+		__atomic_store_n(&m->word, SK__ELIDED_MUTEX_LOCKED,
 				 __ATOMIC_RELAXED);
 		return;
 	}
 	/* EL-L1: acquire on success; pairs with unlock's release EL-U1. */
 	if (!__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED) &&
-	    __atomic_compare_exchange_n(&m->word, &z, SK_ELIDED_MUTEX_LOCKED,
+	    __atomic_compare_exchange_n(&m->word, &z, SK__ELIDED_MUTEX_LOCKED,
 					0, __ATOMIC_ACQUIRE,
 					__ATOMIC_RELAXED))
 		return;
@@ -322,9 +323,9 @@ SK_API int sk_elided_mutex_trylock(struct sk_elided_mutex *m);
  */
 static inline void sk_elided_mutex_unlock(struct sk_elided_mutex *m)
 {
-	int l = SK_ELIDED_MUTEX_LOCKED;
+	int l = SK__ELIDED_MUTEX_LOCKED;
 
-	if (SK_ELIDE__SINGLE_THREADED() &&
+	if (SK__ELIDE_SINGLE_THREADED() &&
 	    __atomic_load_n(&m->word, __ATOMIC_RELAXED) == l) {
 		/* EL-U0: the only thread, as EL-L0; release for the compiler */
 		__atomic_store_n(&m->word, 0, __ATOMIC_RELEASE);
@@ -379,11 +380,11 @@ static inline void sk_elided_spinlock_lock(struct sk_elided_spinlock *l)
 
 	if (!__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED)) {
 		/* EL-SL1: take a ticket; acquire pairs with EL-SU1. */
-		old = __atomic_fetch_add(&l->word, SK_ELIDED_SPIN_NEXT_ONE,
+		old = __atomic_fetch_add(&l->word, SK__ELIDED_SPIN_NEXT_ONE,
 					 __ATOMIC_ACQUIRE);
-		if ((old & SK_ELIDED_SPIN_OWNER_MASK) !=
-			    ((old >> 16) & SK_ELIDED_SPIN_OWNER_MASK) ||
-		    (old & SK_ELIDED_SPIN_SIM))
+		if ((old & SK__ELIDED_SPIN_OWNER_MASK) !=
+			    ((old >> 16) & SK__ELIDED_SPIN_OWNER_MASK) ||
+		    (old & SK__ELIDED_SPIN_SLOW))
 			sk_elided_spinlock__wait(&l->word, old);
 		return;
 	}
@@ -401,7 +402,7 @@ SK_API int sk_elided_spinlock_trylock(struct sk_elided_spinlock *l);
 /* Private: what adds one to owner field own without carrying out of it. */
 static inline unsigned int sk_elided_spinlock__step(unsigned int own)
 {
-	return own == SK_ELIDED_SPIN_OWNER_MASK ? 0u - SK_ELIDED_SPIN_OWNER_MASK
+	return own == SK__ELIDED_SPIN_OWNER_MASK ? 0u - SK__ELIDED_SPIN_OWNER_MASK
 						: 1u;
 }
 
@@ -415,11 +416,11 @@ static inline unsigned int sk_elided_spinlock__step(unsigned int own)
 static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
 {
 	unsigned int w = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
-	unsigned int own = w & SK_ELIDED_SPIN_OWNER_MASK;
+	unsigned int own = w & SK__ELIDED_SPIN_OWNER_MASK;
 
-	/* Held for real: owner != next and no simulated transaction. */
-	if (own != ((w >> 16) & SK_ELIDED_SPIN_OWNER_MASK) &&
-	    !(w & SK_ELIDED_SPIN_SIM)) {
+	/* Held for real: owner != next and not left to the slow paths. */
+	if (own != ((w >> 16) & SK__ELIDED_SPIN_OWNER_MASK) &&
+	    !(w & SK__ELIDED_SPIN_SLOW)) {
 		/*
 		 * EL-SU1: release; pairs with EL-SL1.  Only the holder changes
 		 * the owner field: wrap it without carrying into bit 15.
@@ -444,7 +445,7 @@ static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
  * A zero-filled struct is unlocked.  Not recursive for writers.
  */
 struct sk_elided_rwlock {
-	unsigned int word;	      /* private: readers << 2 | SIM | WRITER */
+	unsigned int word;	      /* private: readers << 2 | flags */
 	int wlock;		      /* private: writers' mutex word */
 	unsigned int policy;	      /* private: adaptive skip state */
 	struct sk_elide_stats *stats; /* private: attached statistics */

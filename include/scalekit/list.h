@@ -42,31 +42,20 @@ extern "C" {
 #endif
 
 /*
- * Triplett checker hooks.  Built with SK_RCU_CHECKER defined, every
- * publication and every grace-period wait in list.h (and in the library's
- * rhash*.c, built so) calls sk_rcu_checker_hook, which a test points at a
- * function that runs complete readers against the intermediate state.
- * The hook exists only in the test build of the library
- * (tests/checker.cmake), never in the installed one.
+ * Instrumentation points: every publication and every grace-period wait
+ * of the update functions below expands SK_LIST__TRACE(PUBLISH) or
+ * SK_LIST__TRACE(GP), which does nothing unless a build defines it before
+ * it includes this header.
  */
-enum { SK_RCU_CHECK_PUBLISH = 1, SK_RCU_CHECK_GP = 2 };
-
-#ifdef SK_RCU_CHECKER
-extern void (*sk_rcu_checker_hook)(int event);
-#define SK_LIST__RCU_CHECK(ev)                       \
-	do {                                         \
-		if (sk_rcu_checker_hook)             \
-			sk_rcu_checker_hook(ev);     \
-	} while (0)
-#else
-#define SK_LIST__RCU_CHECK(ev) ((void)0)
+#ifndef SK_LIST__TRACE
+#define SK_LIST__TRACE(ev) ((void)0)
 #endif
 
-/* A publication (release store) of a reader-visible pointer, checked. */
-#define SK_LIST__PUBLISH(p, v)                              \
-	do {                                                \
-		sk_rcu_assign_pointer(p, v);                \
-		SK_LIST__RCU_CHECK(SK_RCU_CHECK_PUBLISH);   \
+/* A publication (release store) of a reader-visible pointer, traced. */
+#define SK_LIST__PUBLISH(p, v)                  \
+	do {                                    \
+		sk_rcu_assign_pointer(p, v);    \
+		SK_LIST__TRACE(PUBLISH);        \
 	} while (0)
 
 /* Poison for the prev pointers of deleted entries. */
@@ -191,7 +180,7 @@ static inline void sk_list_splice_init_rcu(struct sk_list_head *list,
 	 * pointing last at the other list (it would never find list again).
 	 */
 	sync();
-	SK_LIST__RCU_CHECK(SK_RCU_CHECK_GP);
+	SK_LIST__TRACE(GP);
 	/* [priv] no reader can reach first..last now. */
 	last->next = at_next;
 	first->prev = at;

@@ -237,28 +237,6 @@ struct sk_rhash_iter {
 SK_API void sk_rhash_iter_start(struct sk_rhash *ht, struct sk_rhash_iter *it);
 SK_API void *sk_rhash_iter_next(struct sk_rhash_iter *it);
 
-/*
- * Values of the test knob sk_rhash__test_broken, which exists only in the
- * checker build of the library (tests/checker.cmake; the tests declare
- * it): broken twins for the tests.  SK_RHASH__BROKEN_NO_GP frees the
- * replaced bucket array without waiting for a grace period;
- * SK_RHASH__BROKEN_CUT_FIRST cuts a run off its old chain before the
- * future array links it; SK_RHASH__BROKEN_NO_MOVED leaves a migrated old
- * bucket empty instead of marking it moved (an insert that read the table
- * before the resize began pushes its node there, and it is lost when the
- * resize drops the old array); SK_RHASH__BROKEN_HEAD_STORE moves runs
- * onto bucket heads with plain stores instead of compare-and-swaps (a
- * lock-free insert racing the move is lost); SK_RHASH__BROKEN_NO_DRAIN
- * changes the lock array without waiting for the updaters that hold a
- * bit of the old one (such an updater and the migrator then change the
- * same chain at once).  0: the correct table.
- */
-#define SK_RHASH__BROKEN_NO_GP      1
-#define SK_RHASH__BROKEN_CUT_FIRST  2
-#define SK_RHASH__BROKEN_NO_MOVED   3
-#define SK_RHASH__BROKEN_HEAD_STORE 4
-#define SK_RHASH__BROKEN_NO_DRAIN   5
-
 #ifdef __cplusplus
 }
 #endif

@@ -198,13 +198,19 @@ unsigned int sk__sim_unwind(unsigned int status);
 int sk__sim_read_lock(int kind, void *lock);
 void sk__sim_read_unlock(int kind, void *lock);
 void sk__rw_unclaim_sim(unsigned int *word);
-/* Test-only hooks: injected and random aborts, the broken twins. */
-void sk__elide_sim_inject(unsigned int status);
-void sk__elide_sim_random(unsigned int permille, unsigned long seed);
-void sk__elide_sim_busted(int on);
-void sk__elide_sim_busted_nesting(int on);
+/* Is the nesting twin on (sk__elide_sim_busted_nesting(), testing.h)? */
 int sk__sim_busted_nesting(void);
 #endif
+
+/*
+ * The simulated backend's marks in the lock words (the testing build
+ * only): a simulated transaction that holds a mutex or a spinlock.  The
+ * spinlock's is the public header's SLOW bit, which sends the inline
+ * lock and unlock to the slow paths.
+ */
+#define SK__ELIDED_MUTEX_SIM 4u
+#define SK__ELIDED_SPIN_SIM SK__ELIDED_SPIN_SLOW
+#include "testing.h" /* the simulated backend's hooks and its backend value */
 
 /* Relaxed increment of one counter of an attached struct sk_elide_stats. */
 #define SK__STAT_INC(stats, field)                                       \

@@ -13,7 +13,7 @@
  * Algorithm.  A global phase counter, in the upper bits of sk_rcu__gp.ctr,
  * numbers the scans of the registry.  A reader entering its outermost
  * section copies the word into its own reader word; leaving it, it stores
- * SK_RCU_REG (registered, depth 0).  A QSBR thread keeps a copy while
+ * SK__RCU_REG (registered, depth 0).  A QSBR thread keeps a copy while
  * online and refreshes it at each quiescent state.  A scan advances the
  * phase to p and waits until every registered reader either is outside a
  * section or carries phase p (it entered, or announced a quiescent state,
@@ -99,11 +99,11 @@
  *           later RCU-L1 sees the advance.  With no general thread besides
  *           the caller, RCU-G1/RCU-G2/RCU-G3 are sk_smp_mb().
  *   RCU-P1  parking thread, full fence before its word becomes
- *           SK_RCU_PARKED [rcu_reader.c]: its earlier sections first;
+ *           SK__RCU_PARKED [rcu_reader.c]: its earlier sections first;
  *           pairs with RCU-G2 of a leader that takes the parked word for
  *           an answer [rcu_exp.c].
  *   RCU-P2  unparking thread, full fence after its word leaves
- *           SK_RCU_PARKED [rcu_reader.c]: the word before the next
+ *           SK__RCU_PARKED [rcu_reader.c]: the word before the next
  *           section's RCU-L1; pairs with the leader's full barrier
  *           between RCU-R1 and its load of the word (store buffering).
  *   RCU-W1  caller, release push of its wait node [rcu_gp.c]; pairs with
@@ -188,78 +188,19 @@ void sk__rcu_unpark(void);
 unsigned long sk__rcu_gp_count(void);
 
 /*
- * How grace periods took their first barrier (RCU-G1), counted since start:
- * by handshake with the readers (of those, how many by the quiet round,
- * without a request), by membarrier(2) (sk_fence_heavy()), or with a full
- * fence because only QSBR-mode threads were registered besides the
- * caller.  Grace periods that found no other reader count in
- * none.  Relaxed loads, orders nothing; never blocks; any thread.  Hidden
- * (tests and the torture tool link the library statically).
+ * Broken modes, hooks and the test-only statistic of the grace-period
+ * kinds (struct sk__rcu_gp_kinds, counted in sk__rcu.kinds in every
+ * build): internal/testing.h, defined only in the testing build.
  */
-struct sk__rcu_gp_kinds {
-	unsigned long handshake; /* RCU-G1 by handshake, normal and expedited */
-	unsigned long heavy;	 /* RCU-G1 by sk_fence_heavy() */
-	unsigned long qsbr_only; /* RCU-G1 by a full fence, no general reader */
-	unsigned long quiet;	 /* of handshake: by the quiet round, unasked */
-};
-void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
-
-/*
- * Broken twins of the grace-period paths, for the torture tool's
- * --busted-qsbr / --busted-handshake / --busted-quiet, test_rcu_batch and
- * test_rcu_quiet (never set otherwise):
- * SK__RCU_BUSTED_QSBR_ONLY: a grace period that found no general reader
- * does not wait for the QSBR readers at all;
- * SK__RCU_BUSTED_HANDSHAKE: a handshake that timed out takes the readers
- * that did not answer for quiescent and skips membarrier(2) and the scan;
- * SK__RCU_BUSTED_NO_BATCH: every caller runs a grace period of its own
- * (concurrent callers share none);
- * SK__RCU_BUSTED_EARLY_WAKE: a leader releases the callers of its batch
- * before its grace period instead of after it;
- * SK__RCU_BUSTED_QUIET: the quiet round takes every reader for passed at
- * its first look, whatever its word shows (and skips the scan);
- * SK__RCU_BUSTED_PARK_SELF: a leader parked in its own wait takes itself
- * out of the counts a second time (so it misses another reader);
- * SK__RCU_BUSTED_PARK_SLOW: sk_rcu_read_lock() of a parked thread (a
- * signal handler) resumes without counting the thread again.
- */
-enum {
-	SK__RCU_BUSTED_QSBR_ONLY = 1,
-	SK__RCU_BUSTED_HANDSHAKE = 2,
-	SK__RCU_BUSTED_NO_BATCH = 3,
-	SK__RCU_BUSTED_EARLY_WAKE = 4,
-	SK__RCU_BUSTED_QUIET = 5,
-	SK__RCU_BUSTED_PARK_SELF = 6,
-	SK__RCU_BUSTED_PARK_SLOW = 7,
-};
-void sk__rcu_set_busted(int mode);
+#include "testing.h"
 
 /* Fill the callback counters of *st (src/rcu_cb.c). */
 struct sk_rcu_stats;
 int sk__rcu_cb_stats(struct sk_rcu_stats *st);
 
-/*
- * Deliberately broken callback machinery, for the broken twins of the
- * tests and of the torture tool (which declare this themselves; the
- * shared library does not export it): SK__CB_BUSTED_BARRIER makes
- * sk_rcu_barrier() skip the per-CPU queues, SK__CB_BUSTED_NO_GP makes the
- * per-CPU workers run callbacks without waiting for a grace period.
- * 0 restores the real thing.  Any thread.
- */
-enum { SK__CB_BUSTED_BARRIER = 1, SK__CB_BUSTED_NO_GP = 2 };
-void sk__rcu_cb_set_busted(int what);
-
 /* Fork handling of the callback machinery (src/rcu_cb.c). */
 void sk__rcu_cb_atfork_prepare(void);
 void sk__rcu_cb_atfork_parent(void);
 void sk__rcu_cb_atfork_child(void);
-
-#ifdef SK_TEST_HOOKS
-/* Test hooks of the scalekit_hooks library (src/rcu_gp.c). */
-int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase);
-void sk__rcu_test_set_scans(int n);
-enum { SK__RCU_HOOK_BEFORE_SLEEP = 1, SK__RCU_HOOK_EXPEDITE_ASKED = 2 };
-void sk__rcu_test_set_hook(void (*fn)(int where));
-#endif
 
 #endif

@@ -19,14 +19,14 @@
  * futex (normal grace periods save CPU: they hardly spin), and before an
  * expedited one starts yielding the CPU between polls.
  */
-#define SK_RCU_SPIN_NORMAL 100
-#define SK_RCU_SPIN_EXPEDITED 1000
+#define SK__RCU_SPIN_NORMAL 100
+#define SK__RCU_SPIN_EXPEDITED 1000
 
 /* Registry slots come in chunks of this many. */
-#define SK_RCU_CHUNK_SLOTS 64
+#define SK__RCU_CHUNK_SLOTS 64
 
 /* Most blocking readers a grace period tracks without rescanning all. */
-#define SK_RCU_PEND_MAX 128
+#define SK__RCU_PEND_MAX 128
 
 /*
  * Expedited handshake: how long the leader waits for every reader's
@@ -35,20 +35,20 @@
  * (idle registered threads never answer, so keep trying only now and
  * then).  futex holds sk__rcu_hs_word(e) while handshake e runs.
  */
-#define SK_RCU_HANDSHAKE_NS 5000
+#define SK__RCU_HANDSHAKE_NS 5000
 /*
  * The quiet round of a normal grace period, before its handshake request:
- * the leader first waits SK_RCU_QUIET_FIRST_NS without touching any
- * reader's line, then looks at the reader words every SK_RCU_QUIET_GAP_NS
- * for at most SK_RCU_QUIET_NS in all.  Each look takes the line of every
+ * the leader first waits SK__RCU_QUIET_FIRST_NS without touching any
+ * reader's line, then looks at the reader words every SK__RCU_QUIET_GAP_NS
+ * for at most SK__RCU_QUIET_NS in all.  Each look takes the line of every
  * busy reader's word, which that reader then misses on its next store; the
  * gaps bound how often a grace period makes it pay that.
  */
-#define SK_RCU_QUIET_FIRST_NS 1000
-#define SK_RCU_QUIET_GAP_NS 500
-#define SK_RCU_QUIET_NS 3000
-#define SK_RCU_HANDSHAKE_BACKOFF 15
-#define SK_RCU_HANDSHAKE_BACKOFF_MAX 63
+#define SK__RCU_QUIET_FIRST_NS 1000
+#define SK__RCU_QUIET_GAP_NS 500
+#define SK__RCU_QUIET_NS 3000
+#define SK__RCU_HANDSHAKE_BACKOFF 15
+#define SK__RCU_HANDSHAKE_BACKOFF_MAX 63
 /*
  * The futex value of handshake request e: positive (sleeping leaders use
  * -1), and different for 2^30 consecutive requests.  A reader whose
@@ -62,14 +62,14 @@ static inline int sk__rcu_hs_word(uint64_t e)
 }
 
 /* Scans per grace period: two where the phase wraps within reach. */
-#define SK_RCU_SCANS (SK_RCU_SEQ_BITS < 40 ? 2 : 1)
+#define SK__RCU_SCANS (SK__RCU_SEQ_BITS < 40 ? 2 : 1)
 
 /*
  * A cookie ahead of the completed count by more than this names a grace
  * period that completed 2^(bits-1) or more grace periods ago (it wrapped
  * around): it reads as completed.  A valid cookie is at most 2 ahead.
  */
-#define SK_RCU_COOKIE_AHEAD 1024UL
+#define SK__RCU_COOKIE_AHEAD 1024UL
 
 /*
  * Registry slot of a reader thread: where its reader word lives.  Slots
@@ -85,7 +85,7 @@ struct rcu_slot {
 };
 
 struct rcu_chunk {
-	struct rcu_slot slots[SK_RCU_CHUNK_SLOTS];
+	struct rcu_slot slots[SK__RCU_CHUNK_SLOTS];
 	uint64_t used;		/* bit i: slots[i] has an owner */
 	struct rcu_chunk *next; /* next chunk, or NULL */
 };
@@ -104,7 +104,7 @@ struct sk__rcu_state {
 	/*
 	 * Counts that grace periods read without the lock (RCU-M): owners
 	 * of slots, and owners not in QSBR mode.  Neither counts a thread
-	 * parked in a grace-period wait (SK_RCU_PARKED).  Atomic RMWs: the
+	 * parked in a grace-period wait (SK__RCU_PARKED).  Atomic RMWs: the
 	 * write lock's holders and parking threads change them.
 	 */
 	unsigned long nreaders;
@@ -161,15 +161,14 @@ extern __thread uint64_t sk__rcu_ack __attribute__((tls_model("initial-exec")));
  * under the registry write lock.
  */
 extern __thread int sk__rcu_qsbr_mode __attribute__((tls_model("initial-exec")));
-extern int sk__rcu_busted; /* SK__RCU_BUSTED_*, torture and tests only */
 
 /*
  * Reader word of a general thread parked in a grace-period wait (see
- * sk__rcu_park()): registered, depth 0, not SK_RCU_REG (so that
+ * sk__rcu_park()): registered, depth 0, not SK__RCU_REG (so that
  * sk_rcu_read_lock() takes its slow path and unparks), and not the
  * offline-QSBR word.
  */
-#define SK_RCU_PARKED (SK_RCU_REG | (2UL << SK_RCU_SEQ_SHIFT))
+#define SK__RCU_PARKED (SK__RCU_REG | (2UL << SK__RCU_SEQ_SHIFT))
 
 /*
  * Park the caller if it is a registered general thread outside sections
@@ -180,15 +179,15 @@ extern int sk__rcu_busted; /* SK__RCU_BUSTED_*, torture and tests only */
 static inline void sk__rcu_park(void)
 {
 	/* Relaxed: the thread's own word; a hint (a stale one only costs). */
-	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK_RCU_REG &&
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK__RCU_REG &&
 	    sk_atomic_load_relaxed(&sk__rcu.nslots) > 1)
 		sk__rcu_park_slow();
 }
 
-/* Nesting part of reader word v (SK_RCU_QSBR_NEST: online QSBR base). */
+/* Nesting part of reader word v (SK__RCU_QSBR_NEST: online QSBR base). */
 static inline unsigned long nest_of(unsigned long v)
 {
-	return v & SK_RCU_NEST_MASK;
+	return v & SK__RCU_NEST_MASK;
 }
 
 /* Read-section depth for messages (a QSBR thread's base is not a section). */
@@ -196,7 +195,7 @@ static inline unsigned long depth_of(unsigned long v)
 {
 	unsigned long n = nest_of(v);
 
-	return n > SK_RCU_QSBR_NEST ? n - SK_RCU_QSBR_NEST : n;
+	return n > SK__RCU_QSBR_NEST ? n - SK__RCU_QSBR_NEST : n;
 }
 
 /*
@@ -205,7 +204,7 @@ static inline unsigned long depth_of(unsigned long v)
  */
 static inline int blocks_gp(unsigned long v, unsigned long c)
 {
-	return nest_of(v) && ((v ^ c) >> SK_RCU_SEQ_SHIFT);
+	return nest_of(v) && ((v ^ c) >> SK__RCU_SEQ_SHIFT);
 }
 
 /* Read slot s's reader word (0 when free).  Read lock held. */
@@ -224,10 +223,10 @@ static inline void slot_passed(struct rcu_slot *s)
 		SK_TSAN_ACQUIRE(s->ctrp);
 }
 
-/* Is the broken twin mode (SK__RCU_BUSTED_*) on?  Relaxed: a test knob. */
+/* Is the broken twin mode (SK__RCU_BUSTED_*) on?  Never in a release build. */
 static inline int busted(int mode)
 {
-	return sk_atomic_load_relaxed(&sk__rcu_busted) == mode;
+	return sk__rcu_busted_is(mode);
 }
 
 /* Count a grace period's first barrier (leader only; stats read relaxed). */
@@ -245,7 +244,7 @@ static inline void count_kind(unsigned long *c)
 static inline void sk__rcu_set_ctr(unsigned long w)
 {
 	sk_atomic_store_relaxed(&sk_rcu__gp.qs_word,
-				w + (SK_RCU_QSBR_NEST - 1));
+				w + (SK__RCU_QSBR_NEST - 1));
 	/* RCU-R1: advance the counter; pairs with RCU-L1 (read lock). */
 	sk_atomic_store_release(&sk_rcu__gp.ctr, w);
 }

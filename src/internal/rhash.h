@@ -65,6 +65,9 @@
 #ifndef SCALEKIT_INTERNAL_RHASH_H
 #define SCALEKIT_INTERNAL_RHASH_H
 
+/* Before scalekit/list.h: its trace points (the testing build). */
+#include "testing.h"
+
 #include <limits.h>
 #include <pthread.h>
 #include <time.h>
@@ -90,10 +93,9 @@
 #define RHASH_MODE_GENERIC 0 /* hashfn / cmpfn / key_len as given */
 #define RHASH_MODE_U64	   1 /* 8-byte keys, sk_rhash_hash(), no cmpfn */
 
-#ifdef SK_RCU_CHECKER
-/* Test knob (scalekit/rhash.h): only in the checker build. */
-extern int sk_rhash__test_broken;
-#define RHASH_BROKEN(k) (sk_rhash__test_broken == (k))
+#ifdef SK_TESTING
+/* A broken twin (SK__RHASH_BROKEN_*, internal/testing.h) is on. */
+#define RHASH_BROKEN(k) (sk__rhash_test_broken == (k))
 #else
 #define RHASH_BROKEN(k) 0
 #endif
@@ -274,7 +276,7 @@ static inline int sk__rhash_cas(struct sk_rhash_node **pp,
 	if (!__atomic_compare_exchange_n(pp, old, v, 0, __ATOMIC_RELEASE,
 					 __ATOMIC_ACQUIRE))
 		return 0;
-	SK_LIST__RCU_CHECK(SK_RCU_CHECK_PUBLISH);
+	SK_LIST__TRACE(PUBLISH);
 	return 1;
 }
 

@@ -185,12 +185,6 @@ void sk__worker_stop(struct sk__worker *w);
  */
 void sk__worker_fork_child(struct sk__worker *w);
 
-#ifdef SK_TEST_HOOKS
-/*
- * Test hook (scalekit_hooks): the next n worker starts fail with -err, as
- * if pthread_create() had returned err.  n = 0 ends it.
- */
-void sk__worker_test_fail_starts(int n, int err);
-#endif
+/* Its test hook, sk__worker_test_fail_starts(): internal/testing.h. */
 
 #endif /* SCALEKIT_INTERNAL_WORKER_H */

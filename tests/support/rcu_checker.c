@@ -122,8 +122,8 @@ static void sk_chk__describe(struct sk_chk *c,
 
 static const char *sk_chk__evname(int ev)
 {
-	return ev == SK_RCU_CHECK_GP	    ? "after a grace period"
-	       : ev == SK_RCU_CHECK_PUBLISH ? "after a publication"
+	return ev == SK__RCU_CHECK_GP	    ? "after a grace period"
+	       : ev == SK__RCU_CHECK_PUBLISH ? "after a publication"
 					    : "begin/end of the operation";
 }
 
@@ -448,7 +448,7 @@ void sk_chk_event(struct sk_chk *c, int ev)
 	c->fly = NULL;
 	c->capfly = 0;
 	c->nfly = 0;
-	if (ev == SK_RCU_CHECK_GP) {
+	if (ev == SK__RCU_CHECK_GP) {
 		c->st.gp_events++;
 		sk_chk__run(c, old, nold, 0, 0);
 		sk_chk__run(c, NULL, 0, 1, 1);
@@ -476,7 +476,7 @@ void sk_chk_begin(struct sk_chk *c, const char *label)
 	c->st.events++;
 	sk_chk__run(c, NULL, 0, 1, 1);
 	sk_chk_current = c;
-	sk_rcu_checker_hook = sk_chk_hook;
+	sk__rcu_checker_hook = sk_chk_hook;
 }
 
 unsigned long sk_chk_end(struct sk_chk *c)
@@ -484,7 +484,7 @@ unsigned long sk_chk_end(struct sk_chk *c)
 	struct sk_chk_state *old = c->fly;
 	size_t nold = c->nfly;
 
-	sk_rcu_checker_hook = NULL;
+	sk__rcu_checker_hook = NULL;
 	sk_chk_current = NULL;
 	c->event++;
 	c->event_type = 0;

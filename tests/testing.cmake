@@ -1,20 +1,23 @@
 # SPDX-License-Identifier: MIT
 #
-# The Triplett checker build: scalekit_checker is the library compiled with
-# SK_RCU_CHECKER=1, so that the publications and grace periods inside
-# src/rhash.c call sk_rcu_checker_hook (see include/scalekit/list.h and
-# tests/rcu_checker.h), and the test knob sk_rhash__test_broken exists.
-# test_rhash_checker and test_list_checker link it instead of
-# scalekit_static; everything else is the same library.  The installed
-# libraries contain neither the hook nor the knob (the exports test checks).
+# The testing build: scalekit_testing (top-level CMakeLists.txt) is the
+# library compiled with SK_TESTING=1, which adds every broken mode, hook
+# and test-only statistic, all declared in src/internal/testing.h: the
+# broken twins of RCU, its callbacks, the hash table and the read-biased
+# rwlock, the Triplett checker hook, the counters' wrap-around presets,
+# the worker's start failures.  The installed libraries never contain
+# them (the release_clean test checks).  The tests listed here link it
+# instead of scalekit_static; so does the torture tool (scalekit-torture).
 
 if(CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
 include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
-sk_lib_variant(scalekit_checker SK_RCU_CHECKER test_rhash_checker
-  test_list_checker)
+sk_lib_variant_link(scalekit_testing
+  test_rcu_wrap test_srcu_wrap test_rcu_expedite test_rwlock_rb test_worker
+  test_rcu_batch test_rcu_cb_pcpu test_rcu_park test_rcu_quiet test_rcu_poll
+  test_rhash_checker test_list_checker)
 
 # The exhaustive checker runs take a while under the sanitizers.
 foreach(t test_list_checker test_rhash_checker)

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The test machinery of the library, in one place: broken modes (the
+ * twins that tests and `scalekit torture --busted*` must catch), hooks,
+ * and test-only statistics.
+ *
+ * Everything declared here is defined only in the testing build of the
+ * library, scalekit_testing (compiled with SK_TESTING=1;
+ * cmake/sk_lib_variant.cmake, tests/testing.cmake), which the tests that
+ * need it and the torture tool (scalekit-torture) link.  The release
+ * libscalekit.so and libscalekit.a define none of it, and the installed
+ * headers mention none of it: the `release_clean` test checks both (nm of
+ * the installed libraries, grep of the installed headers).  A program that
+ * calls one of these functions and links the release library fails to
+ * link.
+ *
+ * Library code tests a broken mode through the inline helpers at the end
+ * (sk__rcu_busted_is() and friends), which are constant 0 in the release
+ * build, so a release build carries neither the knob nor its test.
+ */
+#ifndef SCALEKIT_INTERNAL_TESTING_H
+#define SCALEKIT_INTERNAL_TESTING_H
+
+#include <stdint.h>
+
+struct sk_srcu;
+
+/* ---- RCU grace periods (src/rcu.c, rcu_gp.c, rcu_exp.c, rcu_reader.c) -- */
+
+/*
+ * Broken twins of the grace-period paths, for the torture tool's
+ * --busted-qsbr / --busted-handshake / --busted-quiet, test_rcu_batch,
+ * test_rcu_quiet and test_rcu_park (never set otherwise):
+ * SK__RCU_BUSTED_QSBR_ONLY: a grace period that found no general reader
+ * does not wait for the QSBR readers at all;
+ * SK__RCU_BUSTED_HANDSHAKE: a handshake that timed out takes the readers
+ * that did not answer for quiescent and skips membarrier(2) and the scan;
+ * SK__RCU_BUSTED_NO_BATCH: every caller runs a grace period of its own
+ * (concurrent callers share none);
+ * SK__RCU_BUSTED_EARLY_WAKE: a leader releases the callers of its batch
+ * before its grace period instead of after it;
+ * SK__RCU_BUSTED_QUIET: the quiet round takes every reader for passed at
+ * its first look, whatever its word shows (and skips the scan);
+ * SK__RCU_BUSTED_PARK_SELF: a leader parked in its own wait takes itself
+ * out of the counts a second time (so it misses another reader);
+ * SK__RCU_BUSTED_PARK_SLOW: sk_rcu_read_lock() of a parked thread (a
+ * signal handler) resumes without counting the thread again.
+ * 0 restores the real thing.  Any thread.
+ */
+enum {
+	SK__RCU_BUSTED_QSBR_ONLY = 1,
+	SK__RCU_BUSTED_HANDSHAKE = 2,
+	SK__RCU_BUSTED_NO_BATCH = 3,
+	SK__RCU_BUSTED_EARLY_WAKE = 4,
+	SK__RCU_BUSTED_QUIET = 5,
+	SK__RCU_BUSTED_PARK_SELF = 6,
+	SK__RCU_BUSTED_PARK_SLOW = 7,
+};
+void sk__rcu_set_busted(int mode);
+
+/*
+ * How grace periods took their first barrier (RCU-G1), counted by the
+ * leader in every build (sk__rcu.kinds); read by tests and the torture
+ * report through sk__rcu_get_gp_kinds().
+ */
+struct sk__rcu_gp_kinds {
+	unsigned long handshake; /* RCU-G1 by handshake, normal and expedited */
+	unsigned long heavy;	 /* RCU-G1 by sk_fence_heavy() */
+	unsigned long qsbr_only; /* RCU-G1 by a full fence, no general reader */
+	unsigned long quiet;	 /* of handshake: by the quiet round, unasked */
+};
+void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
+
+/*
+ * Start the grace-period numbers at gp and the phase at phase, so a test
+ * crosses the wrap-around points within a few grace periods (-EINVAL for
+ * gp ULONG_MAX); force the scans per grace period (0: the build's
+ * SK__RCU_SCANS).  Call with no grace period, callback or polled request
+ * in flight.
+ */
+int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase);
+void sk__rcu_test_set_scans(int n);
+
+/*
+ * Call fn(where) at the points named SK__RCU_HOOK_* (NULL: none), in the
+ * thread that reaches them: a leader about to sleep on readers (holding
+ * gp_lock), an expedited caller that has just asked for haste.
+ */
+enum { SK__RCU_HOOK_BEFORE_SLEEP = 1, SK__RCU_HOOK_EXPEDITE_ASKED = 2 };
+void sk__rcu_test_set_hook(void (*fn)(int where));
+
+/* ---- RCU callbacks (src/rcu_cb.c) ----------------------------------------- */
+
+/*
+ * Deliberately broken callback machinery: SK__CB_BUSTED_BARRIER makes
+ * sk_rcu_barrier() skip the per-CPU queues, SK__CB_BUSTED_NO_GP makes the
+ * per-CPU workers run callbacks without waiting for a grace period.
+ * 0 restores the real thing.  Any thread.
+ */
+enum { SK__CB_BUSTED_BARRIER = 1, SK__CB_BUSTED_NO_GP = 2 };
+void sk__rcu_cb_set_busted(int what);
+
+/* ---- SRCU (src/srcu_gp.c, src/srcu_read.c) -------------------------------- */
+
+/*
+ * Number d's grace periods from seq on (d idle: no grace period, callback
+ * or poll pending); take the next domain gens after next.  So that a test
+ * runs across the 2^16 and 2^32 boundaries.
+ */
+void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
+void sk__srcu_test_set_gen_next(uint64_t next);
+
+/* ---- the callback worker (src/worker.c) ----------------------------------- */
+
+/*
+ * The next n worker starts fail with -err, as if pthread_create() had
+ * returned err.  n = 0 ends it.
+ */
+void sk__worker_test_fail_starts(int n, int err);
+
+/* ---- read-biased rwlock (src/rwlock_rb.c) --------------------------------- */
+
+/* Nonzero: writers do not wait for announced readers (broken twin). */
+void sk__rwlock_rb_test_busted(int on);
+
+/* ---- the Triplett checker (tests/rcu_checker.h) --------------------------- */
+
+/*
+ * In the testing build, every publication and every grace-period wait of
+ * scalekit/list.h (and of src/rhash*.c) calls sk__rcu_checker_hook, which
+ * a test points at a function that runs complete readers against the
+ * intermediate state (NULL: nothing).  This header defines list.h's
+ * SK_LIST__TRACE() for that, so it comes before scalekit/list.h.
+ */
+enum { SK__RCU_CHECK_PUBLISH = 1, SK__RCU_CHECK_GP = 2 };
+extern void (*sk__rcu_checker_hook)(int event);
+
+#ifdef SK_TESTING
+#ifdef SCALEKIT_LIST_H
+#error "include internal/testing.h before scalekit/list.h"
+#endif
+#define SK_LIST__TRACE(ev)                                        \
+	do {                                                      \
+		void (*sk__fn_)(int) = sk__rcu_checker_hook;      \
+		if (sk__fn_)                                      \
+			sk__fn_(SK__RCU_CHECK_##ev);              \
+	} while (0)
+#endif
+
+/* ---- the resizable hash table (src/rhash*.c) ------------------------------ */
+
+/*
+ * Values of sk__rhash_test_broken, the broken twins of the hash table.
+ * SK__RHASH_BROKEN_NO_GP frees the replaced bucket array without waiting
+ * for a grace period; SK__RHASH_BROKEN_CUT_FIRST cuts a run off its old
+ * chain before the future array links it; SK__RHASH_BROKEN_NO_MOVED
+ * leaves a migrated old bucket empty instead of marking it moved (an
+ * insert that read the table before the resize began pushes its node
+ * there, and it is lost when the resize drops the old array);
+ * SK__RHASH_BROKEN_HEAD_STORE moves runs onto bucket heads with plain
+ * stores instead of compare-and-swaps (a lock-free insert racing the move
+ * is lost); SK__RHASH_BROKEN_NO_DRAIN changes the lock array without
+ * waiting for the updaters that hold a bit of the old one (such an
+ * updater and the migrator then change the same chain at once).
+ * 0: the correct table.
+ */
+#define SK__RHASH_BROKEN_NO_GP	    1
+#define SK__RHASH_BROKEN_CUT_FIRST  2
+#define SK__RHASH_BROKEN_NO_MOVED   3
+#define SK__RHASH_BROKEN_HEAD_STORE 4
+#define SK__RHASH_BROKEN_NO_DRAIN   5
+extern int sk__rhash_test_broken;
+
+/*
+ * Nonzero makes the next insert behave as one that read ht->tbl before a
+ * resize published its future array (its first try ignores t->future);
+ * the insert clears it.
+ */
+extern int sk__rhash_test_stale_insert;
+
+struct sk_rhash;
+/*
+ * Hooks (NULL: none).  locked: called by lock_bucket() with the bucket's
+ * bit held and the mapping checked, so that a test can hold an updater
+ * there.  step: called by a resize between two migration steps of one
+ * old bucket (partly moved, no bucket lock held, resize_lock held), so
+ * that a test can update the table there.  race: called inside a
+ * migration step (bucket lock held) right before the CAS of RH-M2 (where
+ * 0) or of RH-M3 at an old bucket's head (where 1), with the hash of the
+ * run's first node, so that a lock-free insert can race that CAS.
+ */
+extern void (*sk__rhash_test_locked_hook)(unsigned long hash);
+extern void (*sk__rhash_test_step_hook)(struct sk_rhash *ht);
+extern void (*sk__rhash_test_race_hook)(int where, unsigned long hash);
+
+/* ---- lock elision (src/elide_sim.c; scalekit_elide_sim only) ------------ */
+
+/*
+ * The simulated backend, built in place of the hardware one only in
+ * scalekit_elide_sim (SK_TESTING and SK_ELIDE_SIM; tests/elide_sim.cmake):
+ * sk_elide_backend() returns SK__ELIDE_BACKEND_SIM ("sim") there.  Hooks:
+ * inject one abort status into the next transaction; random aborts per
+ * 1000 transactions (seeded); the broken twins: claims that do not look
+ * at the lock word, and every elided unlock ending the transaction
+ * (nesting).
+ */
+#define SK__ELIDE_BACKEND_SIM ((enum sk_elide_backend)2)
+void sk__elide_sim_inject(unsigned int status);
+void sk__elide_sim_random(unsigned int permille, unsigned long seed);
+void sk__elide_sim_busted(int on);
+void sk__elide_sim_busted_nesting(int on);
+
+/* ---- what library code tests --------------------------------------------- */
+
+#ifdef SK_TESTING
+extern int sk__rcu_busted; /* SK__RCU_BUSTED_* */
+
+/* Is the broken twin mode (SK__RCU_BUSTED_*) on?  Relaxed: a test knob. */
+static inline int sk__rcu_busted_is(int mode)
+{
+	return __atomic_load_n(&sk__rcu_busted, __ATOMIC_RELAXED) == mode;
+}
+#else
+static inline int sk__rcu_busted_is(int mode)
+{
+	(void)mode;
+	return 0;
+}
+#endif
+
+#endif /* SCALEKIT_INTERNAL_TESTING_H */
