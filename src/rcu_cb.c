@@ -339,14 +339,11 @@ static unsigned long worker_take(struct sk__worker *w,
 }
 
 /* The broken modes on (SK__CB_BUSTED_*); 0 in a release build. */
-static inline int cb_busted(void)
-{
 #ifdef SK_TESTING
-	return sk_atomic_load_relaxed(&cb.busted);
+#define cb_busted() sk_atomic_load_relaxed(&cb.busted)
 #else
-	return 0;
+#define cb_busted() 0
 #endif
-}
 
 /* Wait for one grace period that started after the take (and polls). */
 static void worker_wait_gp(struct sk__worker *w, unsigned long backlog)

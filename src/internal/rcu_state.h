@@ -223,11 +223,8 @@ static inline void slot_passed(struct rcu_slot *s)
 		SK_TSAN_ACQUIRE(s->ctrp);
 }
 
-/* Is the broken twin mode (SK__RCU_BUSTED_*) on?  Never in a release build. */
-static inline int busted(int mode)
-{
-	return sk__rcu_busted_is(mode);
-}
+/* Is the broken twin mode (SK__RCU_BUSTED_*) on?  0 in a release build. */
+#define busted(mode) sk__rcu_busted_is(mode)
 
 /* Count a grace period's first barrier (leader only; stats read relaxed). */
 static inline void count_kind(unsigned long *c)
