@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Relativistic resizable hash table (Triplett, McKenney, Walpole, USENIX
- * ATC 2011): lifecycle, lookups and iteration.  Updates are in
- * src/rhash_update.c, resizing in src/rhash_resize.c, the shared
+ * ATC 2011): creation, lookups and iteration, the module's lowest layer.
+ * Resizing and sk_rhash_destroy() (which waits for the background work)
+ * are in src/rhash_resize.c, updates in src/rhash_update.c, the shared
  * declarations in src/internal/rhash.h.
  *
  * Chains are NULL-terminated singly linked lists of struct sk_rhash_node;
@@ -195,32 +196,6 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 		return NULL;
 	}
 	return ht;
-}
-
-static void free_chains(struct sk_rhash *ht, struct sk_rhash_table *t,
-			void (*free_obj)(void *obj, void *arg), void *arg)
-{
-	unsigned long i;
-
-	for (i = 0; free_obj && i < t->size; i++) {
-		struct sk_rhash_node *n = t->buckets[i], *next;
-
-		for (; sk__rhash_is_node(n); n = next) {
-			next = n->next;
-			free_obj(sk__rhash_obj(ht, n), arg);
-		}
-	}
-}
-
-void sk_rhash_destroy(struct sk_rhash *ht,
-		      void (*free_obj)(void *obj, void *arg), void *arg)
-{
-	if (!ht)
-		return;
-	sk_rhash_barrier(ht);
-	free_chains(ht, ht->tbl, free_obj, arg);
-	ht->p.free(ht->tbl);
-	ht->p.free(ht->mem);
 }
 
 /* ---- lookups ---------------------------------------------------------------- */

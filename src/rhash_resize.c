@@ -2,8 +2,8 @@
 /*
  * The resizable hash table's resizes: publishing the future array,
  * migrating the old buckets into it in bounded steps, switching the
- * table, and the background work that does all that for automatic
- * resizing.  The algorithm is in src/rhash.c, the legend of the RH-*
+ * table, the background work that does all that for automatic
+ * resizing, and sk_rhash_destroy(), which waits for it.  The algorithm is in src/rhash.c, the legend of the RH-*
  * labels in src/internal/rhash.h.
  */
 #define _GNU_SOURCE
@@ -559,6 +559,37 @@ void sk_rhash_barrier(struct sk_rhash *ht)
 	 */
 	while (sk_atomic_load_acquire(&ht->pending))
 		sk_rcu_barrier();
+}
+
+/*
+ * Destroy is here, above sk_rhash_barrier(), not with create in rhash.c:
+ * rhash.c is the module's lowest layer and calls no other file of it
+ * (src/layers.txt).
+ */
+static void free_chains(struct sk_rhash *ht, struct sk_rhash_table *t,
+			void (*free_obj)(void *obj, void *arg), void *arg)
+{
+	unsigned long i;
+
+	for (i = 0; free_obj && i < t->size; i++) {
+		struct sk_rhash_node *n = t->buckets[i], *next;
+
+		for (; sk__rhash_is_node(n); n = next) {
+			next = n->next;
+			free_obj(sk__rhash_obj(ht, n), arg);
+		}
+	}
+}
+
+void sk_rhash_destroy(struct sk_rhash *ht,
+		      void (*free_obj)(void *obj, void *arg), void *arg)
+{
+	if (!ht)
+		return;
+	sk_rhash_barrier(ht);
+	free_chains(ht, ht->tbl, free_obj, arg);
+	ht->p.free(ht->tbl);
+	ht->p.free(ht->mem);
 }
 
 /* See src/internal/rhash.h. */
