@@ -66,15 +66,15 @@ static struct sk_seqlock bl_sl = SK_SEQLOCK_INITIALIZER;
 static struct sk_seqlock bl_sl_wr = SK_SEQLOCK_INITIALIZER;
 
 SK_BENCH_SECTION_OPS(sk_bench_rwlock_rb_ops, rb_read_section, "sk-rwlock-rb",
-		     "sk_rwlock_rb_rdlock/rdunlock (read-biased rwlock)",
-		     sk_rwlock_rb_rdlock(&bl_rb), BL_DEREF(sk_bench_gp),
-		     sk_rwlock_rb_rdunlock(&bl_rb));
+		     "sk_rwlock_rb_read_lock/read_unlock (read-biased rwlock)",
+		     sk_rwlock_rb_read_lock(&bl_rb), BL_DEREF(sk_bench_gp),
+		     sk_rwlock_rb_read_unlock(&bl_rb));
 
 SK_BENCH_SECTION_OPS(sk_bench_rwlock_rb_wr_ops, rb_wr_section,
 		     "sk-rwlock-rb-wr",
-		     "sk_rwlock_rb_wrlock/wrunlock (locks scenario)",
-		     sk_rwlock_rb_wrlock(&bl_rb_wr), BL_DEREF(sk_bench_gp),
-		     sk_rwlock_rb_wrunlock(&bl_rb_wr));
+		     "sk_rwlock_rb_write_lock/write_unlock (locks scenario)",
+		     sk_rwlock_rb_write_lock(&bl_rb_wr), BL_DEREF(sk_bench_gp),
+		     sk_rwlock_rb_write_unlock(&bl_rb_wr));
 
 /* A seqlock read: begin, load, retry check (the value is used after it). */
 static void sl_read_section(long n)
@@ -298,10 +298,10 @@ static void hul_mutex_unlock(void) { pthread_mutex_unlock(&hul_mutex); }
 static void hul_rw_rd(void) { pthread_rwlock_rdlock(&hul_rwlock); }
 static void hul_rw_wr(void) { pthread_rwlock_wrlock(&hul_rwlock); }
 static void hul_rw_unlock(void) { pthread_rwlock_unlock(&hul_rwlock); }
-static void hul_rb_rd(void) { sk_rwlock_rb_rdlock(&hul_rb); }
-static void hul_rb_rdu(void) { sk_rwlock_rb_rdunlock(&hul_rb); }
-static void hul_rb_wr(void) { sk_rwlock_rb_wrlock(&hul_rb); }
-static void hul_rb_wru(void) { sk_rwlock_rb_wrunlock(&hul_rb); }
+static void hul_rb_rd(void) { sk_rwlock_rb_read_lock(&hul_rb); }
+static void hul_rb_rdu(void) { sk_rwlock_rb_read_unlock(&hul_rb); }
+static void hul_rb_wr(void) { sk_rwlock_rb_write_lock(&hul_rb); }
+static void hul_rb_wru(void) { sk_rwlock_rb_write_unlock(&hul_rb); }
 
 static struct sk_elided_mutex hul_em = SK_ELIDED_MUTEX_INITIALIZER;
 static struct sk_elided_rwlock hul_erw = SK_ELIDED_RWLOCK_INITIALIZER;
@@ -521,11 +521,8 @@ static void hul_child_exec(int fd, int n, uint64_t warm_ns, uint64_t ns)
 		 (unsigned long long)warm_ns, (unsigned long long)ns);
 	setenv(HUL_CHILD_ENV, spec, 1);
 	setenv("GLIBC_TUNABLES", "glibc.elision.enable=1", 1);
-	/* The same program: --static keeps a static parent's child static. */
+	/* The same program, so the child measures the same library. */
 	execl("/proc/self/exe", "scalekit", "bench", "hash-under-lock",
-#ifdef SK_BENCH_STATIC
-	      "--static",
-#endif
 	      (char *)NULL);
 	_exit(127);
 }

@@ -188,7 +188,7 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 
 /*
  * Links remembered per walk of an old chain: one walk moves up to this
- * many runs from the chain's tail.  The checker build remembers 2, so
+ * many runs from the chain's tail.  The testing build remembers 2, so
  * that its small chains are migrated in several steps.
  */
 #ifdef SK_TESTING

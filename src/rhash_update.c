@@ -232,7 +232,7 @@ static inline int in_table(struct sk_rhash_table *t,
  * head in the newest array reachable from t, without a lock: during a
  * resize that is the future array.  Inside a read section (the arrays stay
  * allocated).  Never waits; retries only when the head changed under it.
- * stale (checker builds): the first try ignores t->future.  Returns the
+ * stale (the testing build): the first try ignores t->future.  Returns the
  * array that took the node.
  */
 static struct sk_rhash_table *push(struct sk_rhash_table *t,

@@ -267,7 +267,7 @@ static inline int sk__rhash_is_node(const struct sk_rhash_node *n)
  * stripe lock).  Release on success: v's fields (and the object) before
  * the pointer, as SK_LIST__PUBLISH; acquire on failure, so the caller can
  * follow the value it sees (*old receives it).  Nonzero on success, which
- * the checker build examines like a publication.
+ * the testing build examines like a publication.
  */
 static inline int sk__rhash_cas(struct sk_rhash_node **pp,
 				struct sk_rhash_node **old,
