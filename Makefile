@@ -57,7 +57,7 @@ check-tsan:
 # The library's architecture branches and the job of `make check` that compiles
 # and runs each side (check-main, asan and tsan run the x86-64 sides):
 #
-#   include/scalekit/barrier.h (SK_BARRIER__ARCH_X86 / SK_BARRIER__ARCH_X86_64 / SK_BARRIER__ARCH_ARM64
+#   include/scalekit/barrier.h (SK__BARRIER_ARCH_X86 / SK__BARRIER_ARCH_X86_64 / SK__BARRIER_ARCH_ARM64
 #   are set from __x86_64__, __i386__ and __aarch64__ unless SK_ARCH_GENERIC)
 #     sk_cpu_relax()            x86 pause:          check-main, check-m32
 #                               aarch64 yield:      check-aarch64
@@ -73,7 +73,7 @@ check-tsan:
 #                               relaxed atomic load: check-aarch64, check-m32,
 #                                                   check-generic, check-tsan
 #   src/rcu.c gp_fence_after_scan() (keyed on __x86_64__/__i386__ for now;
-#   once on SK_BARRIER__ARCH_X86, check-generic runs its heavy-fence side as well)
+#   once on SK__BARRIER_ARCH_X86, check-generic runs its heavy-fence side as well)
 #                               x86 (TSO) sk_smp_mb(): check-main, check-m32
 #                               sk_fence_heavy():   check-aarch64
 #   tests/test_barrier.c sb_expect_observed()

@@ -16,7 +16,7 @@
 #include "hash.h"
 
 #if defined(SK_HAVE_LIBURCU_CDS) && defined(SK_HAVE_LIBURCU_MEMB) && \
-	!defined(SK_TSAN)
+	!defined(SK__TSAN)
 #define _LGPL_SOURCE
 #include <urcu/urcu-memb.h>
 #include <urcu/rculfhash.h>
@@ -175,7 +175,7 @@ const struct sk_bench_hash_ops sk_bench_hash_lfht = {
 const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops = {
 	.name = "urcu-lfht",
 	.desc = "liburcu cds_lfht (hash-* scenarios)",
-#ifdef SK_TSAN
+#ifdef SK__TSAN
 	.unavailable = "not built under ThreadSanitizer (liburcu-cds is not "
 		       "instrumented)",
 #else

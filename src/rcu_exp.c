@@ -44,7 +44,7 @@
  */
 static inline int word_is_parked(unsigned long v)
 {
-	return v == SK_RCU_PARKED;
+	return v == SK__RCU_PARKED;
 }
 
 /*
@@ -59,8 +59,8 @@ static inline int word_is_parked(unsigned long v)
  */
 static inline int word_is_answer(unsigned long v, unsigned long c)
 {
-	return (SK_RCU_SCANS == 1 && nest_of(v) &&
-		!((v ^ c) >> SK_RCU_SEQ_SHIFT)) ||
+	return (SK__RCU_SCANS == 1 && nest_of(v) &&
+		!((v ^ c) >> SK__RCU_SEQ_SHIFT)) ||
 	       word_is_parked(v);
 }
 
@@ -120,20 +120,20 @@ static void spin_until(uint64_t t)
  * sk_rcu_read_lock() (RCU-L1, acquire, pairs with RCU-R1), so it answers
  * within a fraction of a microsecond, with no futex store for it to miss,
  * no slow path and no fence.  The leader looks only every
- * SK_RCU_QUIET_GAP_NS (see there).  A word of c also shows that the reader
+ * SK__RCU_QUIET_GAP_NS (see there).  A word of c also shows that the reader
  * left every section that began before RCU-R1, so no scan needs to read it
- * again.  Returns 1 when all showed one within SK_RCU_QUIET_NS; 0 at once
+ * again.  Returns 1 when all showed one within SK__RCU_QUIET_NS; 0 at once
  * when an expedited caller waits (it asks instead) or where one scan does
  * not suffice.
  */
 static int quiet_round(unsigned long c)
 {
-	uint64_t now = sk__now_ns(), end = now + SK_RCU_QUIET_NS;
+	uint64_t now = sk__now_ns(), end = now + SK__RCU_QUIET_NS;
 	int all;
 
-	if (SK_RCU_SCANS != 1)
+	if (SK__RCU_SCANS != 1)
 		return 0;
-	for (now += SK_RCU_QUIET_FIRST_NS;; now += SK_RCU_QUIET_GAP_NS) {
+	for (now += SK__RCU_QUIET_FIRST_NS;; now += SK__RCU_QUIET_GAP_NS) {
 		spin_until(now);
 		if (sk_atomic_load_relaxed(&sk__rcu.expedite))
 			return 0;
@@ -147,7 +147,7 @@ static int quiet_round(unsigned long c)
 
 /*
  * Ask every registered reader for a barrier (RCU-H0) and wait up to
- * SK_RCU_HANDSHAKE_NS for all answers; returns 1 when all answered.
+ * SK__RCU_HANDSHAKE_NS for all answers; returns 1 when all answered.
  * Registry read lock taken here.
  */
 static int handshake_round(unsigned long c)
@@ -160,7 +160,7 @@ static int handshake_round(unsigned long c)
 	sk_atomic_store_release(&sk__rcu.exp_seq, e);
 	/* Readers take their slow path and answer (after exp_seq). */
 	sk_atomic_store_release(&sk_rcu__gp.futex, sk__rcu_hs_word(e));
-	deadline = sk__now_ns() + SK_RCU_HANDSHAKE_NS;
+	deadline = sk__now_ns() + SK__RCU_HANDSHAKE_NS;
 	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
 	while (!(all = all_answered(e, c)) && sk__now_ns() < deadline)
 		sk_cpu_relax();
@@ -172,13 +172,13 @@ static int handshake_round(unsigned long c)
 /*
  * RCU-G1 by handshake (RCU-H0/RCU-H1/RCU-H2), tried by every grace period
  * that waits for general readers: 1 when every other registered reader
- * answered within SK_RCU_HANDSHAKE_NS, 0 when the caller must issue the
+ * answered within SK__RCU_HANDSHAKE_NS, 0 when the caller must issue the
  * heavy fence.  Busy readers answer within about a microsecond, where
  * membarrier(2) costs an IPI round trip.  After a failure (an idle
- * registered thread never answers) the next SK_RCU_HANDSHAKE_BACKOFF
+ * registered thread never answers) the next SK__RCU_HANDSHAKE_BACKOFF
  * expedited grace periods go straight to membarrier(2) (exp_skip); for
  * normal ones (gp_skip) the skip doubles with every further failure (up
- * to SK_RCU_HANDSHAKE_BACKOFF_MAX) and resets after a success, so idle
+ * to SK__RCU_HANDSHAKE_BACKOFF_MAX) and resets after a success, so idle
  * threads cost them at most one timeout per that many grace periods.
  * Caller holds gp_lock, after RCU-R1.
  */
@@ -192,18 +192,18 @@ int sk__rcu_gp_handshake(int expedited, unsigned long c)
 		all = 0;
 	} else if (!expedited && !busted(SK__RCU_BUSTED_HANDSHAKE) &&
 		   quiet_round(c)) {
-		sk__rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
+		sk__rcu.gp_backoff = SK__RCU_HANDSHAKE_BACKOFF;
 		count_kind(&sk__rcu.kinds.handshake);
 		count_kind(&sk__rcu.kinds.quiet);
 		return SK_RCU_HS_QUIET;
 	} else if ((all = handshake_round(c))) {
 		if (!expedited)
-			sk__rcu.gp_backoff = SK_RCU_HANDSHAKE_BACKOFF;
+			sk__rcu.gp_backoff = SK__RCU_HANDSHAKE_BACKOFF;
 	} else if (expedited) {
-		*skip = SK_RCU_HANDSHAKE_BACKOFF;
+		*skip = SK__RCU_HANDSHAKE_BACKOFF;
 	} else {
 		*skip = sk__rcu.gp_backoff;
-		if (sk__rcu.gp_backoff < SK_RCU_HANDSHAKE_BACKOFF_MAX)
+		if (sk__rcu.gp_backoff < SK__RCU_HANDSHAKE_BACKOFF_MAX)
 			sk__rcu.gp_backoff = 2 * sk__rcu.gp_backoff + 1;
 	}
 	if (expedited)
@@ -236,13 +236,13 @@ void sk__rcu_report_stall(struct rcu_slot **pend, unsigned long n,
 			 unsigned long c, uint64_t waited_ns)
 {
 	unsigned long i, k = 0, ms = (unsigned long)(waited_ns / 1000000u);
-	unsigned long words[SK_RCU_PEND_MAX];
-	long tids[SK_RCU_PEND_MAX];
+	unsigned long words[SK__RCU_PEND_MAX];
+	long tids[SK__RCU_PEND_MAX];
 	char name[32];
 
 	/* The readers that still block, read once: header and lines agree. */
 	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
-	for (i = 0; i < n && i < SK_RCU_PEND_MAX; i++) {
+	for (i = 0; i < n && i < SK__RCU_PEND_MAX; i++) {
 		unsigned long v = slot_word(pend[i]);
 
 		if (blocks_gp(v, c)) {
@@ -258,15 +258,15 @@ void sk__rcu_report_stall(struct rcu_slot **pend, unsigned long n,
 		"(threshold %lu ms: SCALEKIT_RCU_STALL_MS or "
 		"sk_rcu_set_stall_ms()) for %lu reader(s)%s:\n",
 		sk__rcu.ngps + 1, ms, sk_rcu_get_stall_ms(),
-		n > SK_RCU_PEND_MAX ? n : k,
-		n > SK_RCU_PEND_MAX ? " (the first ones listed)" : "");
+		n > SK__RCU_PEND_MAX ? n : k,
+		n > SK__RCU_PEND_MAX ? " (the first ones listed)" : "");
 	for (i = 0; i < k; i++) {
 		thread_name(tids[i], name, sizeof(name));
 		fprintf(stderr,
 			"scalekit:   thread %ld (\"%s\"), %s for at least %lu "
 			"ms\n",
 			tids[i], name,
-			nest_of(words[i]) >= SK_RCU_QSBR_NEST
+			nest_of(words[i]) >= SK__RCU_QSBR_NEST
 				? "QSBR online without a quiescent state"
 				: "inside a read-side critical section",
 			ms);

@@ -18,10 +18,10 @@
  *           word before the futex load and later loads; pairs with RCU-G1
  *           and RCU-G3 [rcu_gp.c].
  *   RCU-P1  full fence before a parking thread's word becomes
- *           SK_RCU_PARKED: its earlier sections first; pairs with RCU-G2
+ *           SK__RCU_PARKED: its earlier sections first; pairs with RCU-G2
  *           [rcu_gp.c] where the leader took the word for an answer
  *           [rcu_exp.c].
- *   RCU-P2  full fence after the word leaves SK_RCU_PARKED: before the
+ *   RCU-P2  full fence after the word leaves SK__RCU_PARKED: before the
  *           next section's RCU-L1; pairs with the leader's barrier between
  *           RCU-R1 and its load of the word (store buffering).
  *   RCU-H1  full barrier between reading a handshake request (acquire,
@@ -92,7 +92,7 @@ static void park_counts(long d)
 /*
  * Park the calling thread for a grace-period wait (sk__rcu_park() calls
  * this for a registered general thread outside any section: word exactly
- * SK_RCU_REG).  Once parked, later waits find the thread parked and cost
+ * SK__RCU_REG).  Once parked, later waits find the thread parked and cost
  * nothing more.  The thread stays parked after the wait, until its next
  * sk_rcu_read_lock() (whose slow path counts it again:
  * sk_rcu__register_slow()), sk_rcu_thread_online(), unregistering or
@@ -106,38 +106,38 @@ void sk__rcu_park_slow(void)
 	/*
 	 * RCU-P1: the thread's earlier sections (their loads) before the
 	 * word; pairs with the leader's fence after it reads the word
-	 * (RCU-G2), for a leader that takes SK_RCU_PARKED for an answer
+	 * (RCU-G2), for a leader that takes SK__RCU_PARKED for an answer
 	 * (slot_answered() [rcu_exp.c]).
 	 */
 	sk_smp_mb();
 	SK_TSAN_RELEASE(&sk_rcu__ctr);
-	sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_PARKED);
+	sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_PARKED);
 	park_counts(-1);
 }
 
 /*
- * Count a parked thread again and make its word SK_RCU_REG.  Counts
+ * Count a parked thread again and make its word SK__RCU_REG.  Counts
  * first, then the word: whoever (the wait's end, or a signal handler's
  * sk_rcu_read_lock() that interrupted it) changes the word from
- * SK_RCU_PARKED has counted the thread; one that finds the word changed
+ * SK__RCU_PARKED has counted the thread; one that finds the word changed
  * after counting took the thread in twice and gives its count back.  The
  * thread is never in a section while uncounted; counted twice it only
  * makes grace periods wait more, for a moment.
  */
 static void unpark(void)
 {
-	unsigned long v = SK_RCU_PARKED;
+	unsigned long v = SK__RCU_PARKED;
 
 	park_counts(1);
 	/* Seq_cst CAS: atomic against this thread's signal handlers. */
-	if (!sk_atomic_cmpxchg_seq_cst(&sk_rcu__ctr, &v, SK_RCU_REG)) {
+	if (!sk_atomic_cmpxchg_seq_cst(&sk_rcu__ctr, &v, SK__RCU_REG)) {
 		park_counts(-1);
 		return;
 	}
 	/*
 	 * RCU-P2: the word before the next section's RCU-L1 load (store
 	 * buffering with the leader's RCU-R1, full barrier, load of the
-	 * word): a leader that read SK_RCU_PARKED has its counter advance
+	 * word): a leader that read SK__RCU_PARKED has its counter advance
 	 * seen by this thread's next sections.
 	 */
 	sk_smp_mb();
@@ -145,7 +145,7 @@ static void unpark(void)
 
 void sk__rcu_unpark(void)
 {
-	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK_RCU_PARKED)
+	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK__RCU_PARKED)
 		unpark();
 }
 
@@ -183,7 +183,7 @@ static void slot_free(void)
 	int i;
 
 	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next) {
-		for (i = 0; i < SK_RCU_CHUNK_SLOTS; i++) {
+		for (i = 0; i < SK__RCU_CHUNK_SLOTS; i++) {
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				ch->slots[i].ctrp = NULL;
 				ch->used &= ~((uint64_t)1 << i);
@@ -206,7 +206,7 @@ static int reader_register(void)
 	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
 	s = slot_alloc();
 	if (s) {
-		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
 		/* General until sk_rcu_thread_online(). */
 		count_add(&sk__rcu.ngeneral, 1);
 		sk__rcu_qsbr_mode = 0;
@@ -247,24 +247,24 @@ static void set_qsbr_mode(int on)
 
 /*
  * Outermost sk_rcu_read_lock() of an unregistered thread (register it) or
- * of an offline QSBR thread (SK_RCU_QOFF: count it as general again; its
+ * of an offline QSBR thread (SK__RCU_QOFF: count it as general again; its
  * light fences need the grace period's heavy fence).
  */
 void sk_rcu__register_slow(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (v == SK_RCU_PARKED) {
+	if (v == SK__RCU_PARKED) {
 		/* A section begun inside a grace-period wait (a handler). */
 		if (busted(SK__RCU_BUSTED_PARK_SLOW))
-			sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+			sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
 		else
 			unpark();
 		return;
 	}
 	if (v) {
 		set_qsbr_mode(0);
-		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
 		return;
 	}
 	if (reader_register() != 0)
@@ -289,7 +289,7 @@ static void go_offline(void)
 	/* RCU-Q1: earlier loads before the store; pairs with RCU-G2. */
 	sk_smp_mb();
 	SK_TSAN_RELEASE(&sk_rcu__ctr);
-	sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG | SK_RCU_QOFF);
+	sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG | SK__RCU_QOFF);
 	/* RCU-Q2: the store before the futex load; pairs with RCU-G3. */
 	sk_smp_mb();
 	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex))
@@ -308,7 +308,7 @@ int sk_rcu_unregister_thread(void)
 
 	if (!v)
 		return -EINVAL;
-	if (nest_of(v) == SK_RCU_QSBR_NEST)
+	if (nest_of(v) == SK__RCU_QSBR_NEST)
 		go_offline();
 	else if (nest_of(v) != 0)
 		sk__die("sk_rcu_unregister_thread() %s (nesting depth %lu)",
@@ -325,7 +325,7 @@ static void reader_exit(void *arg)
 	(void)arg;
 	sk__rcu_unpark(); /* slot_free() and the counts below count it out */
 	v = sk_atomic_load_relaxed(&sk_rcu__ctr);
-	if (nest_of(v) == SK_RCU_QSBR_NEST)
+	if (nest_of(v) == SK__RCU_QSBR_NEST)
 		go_offline();
 	else if (nest_of(v) != 0)
 		sk__die("thread exited inside an RCU read-side critical section "
@@ -342,7 +342,7 @@ int sk_rcu_thread_online(void)
 	sk__rcu_unpark(); /* parked since its last grace-period wait */
 	v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (nest_of(v) == SK_RCU_QSBR_NEST)
+	if (nest_of(v) == SK__RCU_QSBR_NEST)
 		return 0;
 	if (nest_of(v) != 0)
 		sk__die("sk_rcu_thread_online() %s", in_section_msg);
@@ -352,8 +352,8 @@ int sk_rcu_thread_online(void)
 	/* RCU-L1: acquire pairs with the counter advance RCU-R1. */
 	sk_atomic_store_relaxed(
 		&sk_rcu__ctr,
-		(sk_atomic_load_acquire(&sk_rcu__gp.ctr) & ~SK_RCU_NEST_MASK) |
-			SK_RCU_QSBR_NEST);
+		(sk_atomic_load_acquire(&sk_rcu__gp.ctr) & ~SK__RCU_NEST_MASK) |
+			SK__RCU_QSBR_NEST);
 	/*
 	 * RCU-Q2: the store before the loads that follow; pairs with RCU-G1
 	 * (full, not light: see go_offline()).
@@ -366,7 +366,7 @@ void sk_rcu_thread_offline(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (nest_of(v) != SK_RCU_QSBR_NEST)
+	if (nest_of(v) != SK__RCU_QSBR_NEST)
 		sk__die("sk_rcu_thread_offline() called by a thread that is not "
 			"an online QSBR reader outside sk_rcu_read_lock() "
 			"(nesting depth %lu)",
@@ -384,7 +384,7 @@ void sk_rcu__nest_overflow(void)
 {
 	sk__die("sk_rcu_read_lock() nested deeper than %lu levels: missing "
 		"sk_rcu_read_unlock() (or unbounded recursion)",
-		SK_RCU_QSBR_NEST - 1);
+		SK__RCU_QSBR_NEST - 1);
 }
 
 /*
@@ -397,7 +397,7 @@ void sk_rcu__quiescent_slow(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr), gp;
 
-	if (nest_of(v) != SK_RCU_QSBR_NEST)
+	if (nest_of(v) != SK__RCU_QSBR_NEST)
 		sk_rcu__qs_misuse();
 	/* RCU-L1: acquire pairs with the counter advance RCU-R1. */
 	gp = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
@@ -405,7 +405,7 @@ void sk_rcu__quiescent_slow(void)
 	sk_smp_mb();
 	SK_TSAN_RELEASE(&sk_rcu__ctr);
 	sk_atomic_store_relaxed(&sk_rcu__ctr,
-				(gp & ~SK_RCU_NEST_MASK) | SK_RCU_QSBR_NEST);
+				(gp & ~SK__RCU_NEST_MASK) | SK__RCU_QSBR_NEST);
 	/*
 	 * RCU-Q2: announcement before the futex load and later loads; pairs
 	 * with RCU-G1/RCU-G3 (a futex of 1 asks for the handshake,
@@ -420,7 +420,7 @@ void sk_rcu__qs_misuse(void)
 {
 	unsigned long n = nest_of(sk_atomic_load_relaxed(&sk_rcu__ctr));
 
-	if (n > SK_RCU_QSBR_NEST)
+	if (n > SK__RCU_QSBR_NEST)
 		sk__die("sk_rcu_quiescent_state() %s", in_section_msg);
 	sk__die("sk_rcu_quiescent_state() called by a thread that is not an "
 		"online QSBR reader (call sk_rcu_thread_online() first)");
@@ -475,7 +475,7 @@ int sk__rcu_enter_wait(const char *fn)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
-	if (nest_of(v) == SK_RCU_QSBR_NEST) {
+	if (nest_of(v) == SK__RCU_QSBR_NEST) {
 		go_offline();
 		return 1;
 	}

@@ -61,7 +61,7 @@ static int work_visible(struct sk_srcu *d)
 static void barrier_cb(struct sk_rcu_head *h)
 {
 	struct sk_srcu__state *st =
-		SK_CONTAINER_OF(h, struct sk_srcu__state, barrier_head);
+		SK__CONTAINER_OF(h, struct sk_srcu__state, barrier_head);
 
 	sk_atomic_store_release(&st->barrier_done, 1);
 	sk__futex_wake(&st->barrier_done, 1);

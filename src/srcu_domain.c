@@ -45,8 +45,8 @@ static void unbind_all(struct sk_srcu *d)
 	for (k = 0; d->state->dir && k < d->state->nchunks; k++) {
 		struct sk_srcu_slot *ch = d->state->dir[k];
 
-		for (i = 0; ch && i < SK_SRCU_CHUNK_SLOTS; i++) {
-			unsigned int t = k * SK_SRCU_CHUNK_SLOTS + i + 1;
+		for (i = 0; ch && i < SK__SRCU_CHUNK_SLOTS; i++) {
+			unsigned int t = k * SK__SRCU_CHUNK_SLOTS + i + 1;
 			struct srcu_thr *r = sk__srcu.thr[t - 1];
 
 			if (!(sk_atomic_load_relaxed(&ch[i].tag) >>
@@ -131,7 +131,7 @@ int sk_srcu_destroy(struct sk_srcu *d)
 		return -EBUSY; /* why: see cleanup_refusal(); not printed */
 	/* Every thread's slot cache misses from now on. */
 	sk_atomic_store_relaxed(&d->gen, sk__srcu_gen_new());
-	for (k = 0; d->state->dir && k < SK_SRCU_MAX_CHUNKS; k++)
+	for (k = 0; d->state->dir && k < SK__SRCU_MAX_CHUNKS; k++)
 		free(d->state->dir[k]);
 	free(d->state->dir);
 	d->state->dir = NULL;

@@ -534,7 +534,7 @@ static void synchronize_by_thread_with_recycled_index_is_allowed(void)
 static void child_excess_end_seen_by_grace_period(void)
 {
 	int idx = sk_srcu_read_lock(&dom_a);
-	struct sk_srcu_slot *s = sk_srcu__tls.ent[SK_SRCU__WAY(&dom_a)].slot;
+	struct sk_srcu_slot *s = sk_srcu__tls.ent[SK__SRCU_WAY(&dom_a)].slot;
 
 	sk_srcu_read_unlock(&dom_a, idx);
 	s->unlock[idx & 1] += 2;

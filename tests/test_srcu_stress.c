@@ -413,10 +413,10 @@ static unsigned long emu_sum(struct sk_srcu *d, int bit, int unlocks)
 	sum = unlocks ? SK_READ_ONCE(d->state->shared.unlock[bit])
 		      : SK_READ_ONCE(d->state->shared.lock[bit]);
 	/* Every chunk, not only the first nchunks. */
-	for (k = 0; dir && k < SK_SRCU_MAX_CHUNKS; k++) {
+	for (k = 0; dir && k < SK__SRCU_MAX_CHUNKS; k++) {
 		struct sk_srcu_slot *ch = sk_atomic_load_acquire(&dir[k]);
 
-		for (i = 0; ch && i < SK_SRCU_CHUNK_SLOTS; i++)
+		for (i = 0; ch && i < SK__SRCU_CHUNK_SLOTS; i++)
 			sum += unlocks ? SK_READ_ONCE(ch[i].unlock[bit]) +
 						 SK_READ_ONCE(ch[i].remote[bit])
 				       : SK_READ_ONCE(ch[i].lock[bit]);

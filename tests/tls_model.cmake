@@ -4,7 +4,7 @@
 # initial-exec TLS model, so that a program linked with libscalekit.so
 # reaches it at a fixed offset from the thread pointer.  The default
 # model of -fPIC code (general or local dynamic) calls __tls_get_addr on
-# each access: measured here, sk_rwlock_rb_rdlock+rdunlock took 10.1 ns
+# each access: measured here, sk_rwlock_rb_read_lock+read_unlock took 10.1 ns
 # through libscalekit.so against 4.8 ns statically linked, and 6.3 ns
 # through the library once its row pointer was initial-exec.
 #

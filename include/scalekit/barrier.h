@@ -36,9 +36,9 @@ extern "C" {
 #define SK_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /*
- * The CPU the code below is written for.  SK_BARRIER__ARCH_X86 (x86-64 and i386):
+ * The CPU the code below is written for.  SK__BARRIER_ARCH_X86 (x86-64 and i386):
  * total store order, and a locked instruction is a full barrier;
- * SK_BARRIER__ARCH_X86_64 in addition on x86-64; SK_BARRIER__ARCH_ARM64 on aarch64.
+ * SK__BARRIER_ARCH_X86_64 in addition on x86-64; SK__BARRIER_ARCH_ARM64 on aarch64.
  * Neither elsewhere: only the portable C11 path (__atomic builtins).
  *
  * SK_ARCH_GENERIC, when defined (CMake -DSK_ARCH_GENERIC=ON), takes the
@@ -47,12 +47,12 @@ extern "C" {
  * for the same ordering: no layout or ABI changes.
  */
 #if !defined(SK_ARCH_GENERIC) && (defined(__x86_64__) || defined(__i386__))
-#define SK_BARRIER__ARCH_X86 1
+#define SK__BARRIER_ARCH_X86 1
 #if defined(__x86_64__)
-#define SK_BARRIER__ARCH_X86_64 1
+#define SK__BARRIER_ARCH_X86_64 1
 #endif
 #elif !defined(SK_ARCH_GENERIC) && defined(__aarch64__)
-#define SK_BARRIER__ARCH_ARM64 1
+#define SK__BARRIER_ARCH_ARM64 1
 #endif
 
 /* Size of a cache line on the CPUs scalekit is tuned for. */
@@ -60,10 +60,10 @@ extern "C" {
 
 /* TSan detection: GCC defines __SANITIZE_THREAD__, Clang has __has_feature. */
 #if defined(__SANITIZE_THREAD__)
-#define SK_TSAN 1
+#define SK__TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define SK_TSAN 1
+#define SK__TSAN 1
 #endif
 #endif
 
@@ -73,7 +73,7 @@ extern "C" {
  * fence pair (sk_fence_light() on one side, membarrier(2) on the other).
  * They compile to nothing outside TSan builds.
  */
-#ifdef SK_TSAN
+#ifdef SK__TSAN
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 #define SK_TSAN_RELEASE(addr) __tsan_release((void *)(addr))
@@ -121,9 +121,9 @@ void __tsan_release(void *addr);
 #define sk_barrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 /* sk_cpu_relax() - hint to the CPU inside a spin loop. */
-#if defined(SK_BARRIER__ARCH_X86)
+#if defined(SK__BARRIER_ARCH_X86)
 #define sk_cpu_relax() __builtin_ia32_pause()
-#elif defined(SK_BARRIER__ARCH_ARM64)
+#elif defined(SK__BARRIER_ARCH_ARM64)
 #define sk_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
 #else
 #define sk_cpu_relax() sk_barrier()
@@ -138,10 +138,10 @@ void __tsan_release(void *addr);
  * fence on the other side would cause); the litmus tests and the
  * non-TSan stress tests cover that side.
  */
-#ifdef SK_TSAN
+#ifdef SK__TSAN
 SK_API extern unsigned long sk_barrier__tsan_fence;
-#define SK_BARRIER__FENCE_RMW(order) ((void)__atomic_fetch_add(&sk_barrier__tsan_fence, 0UL, order))
-#define SK_BARRIER__FENCE_ACQ() ((void)__atomic_load_n(&sk_barrier__tsan_fence, __ATOMIC_ACQUIRE))
+#define SK__BARRIER_FENCE_RMW(order) ((void)__atomic_fetch_add(&sk_barrier__tsan_fence, 0UL, order))
+#define SK__BARRIER_FENCE_ACQ() ((void)__atomic_load_n(&sk_barrier__tsan_fence, __ATOMIC_ACQUIRE))
 #endif
 
 /*
@@ -152,9 +152,9 @@ SK_API extern unsigned long sk_barrier__tsan_fence;
  */
 static inline void sk_smp_mb(void)
 {
-#if defined(SK_TSAN)
-	SK_BARRIER__FENCE_RMW(__ATOMIC_SEQ_CST);
-#elif defined(SK_BARRIER__ARCH_X86_64)
+#if defined(SK__TSAN)
+	SK__BARRIER_FENCE_RMW(__ATOMIC_SEQ_CST);
+#elif defined(SK__BARRIER_ARCH_X86_64)
 	/* A locked no-op on the stack is a full barrier and cheaper than mfence. */
 	__asm__ __volatile__("lock; addl $0,-4(%%rsp)" ::: "memory", "cc");
 #else
@@ -168,8 +168,8 @@ static inline void sk_smp_mb(void)
  * sk_smp_wmb() (or a release) on the writing side.  Implemented as an
  * acquire fence, which also orders earlier loads before later stores.
  */
-#ifdef SK_TSAN
-#define sk_smp_rmb() SK_BARRIER__FENCE_ACQ()
+#ifdef SK__TSAN
+#define sk_smp_rmb() SK__BARRIER_FENCE_ACQ()
 #else
 #define sk_smp_rmb() __atomic_thread_fence(__ATOMIC_ACQUIRE)
 #endif
@@ -180,8 +180,8 @@ static inline void sk_smp_mb(void)
  * with sk_smp_rmb() (or an acquire) on the reading side.  Implemented as a
  * release fence, which also orders earlier loads before later stores.
  */
-#ifdef SK_TSAN
-#define sk_smp_wmb() SK_BARRIER__FENCE_RMW(__ATOMIC_RELEASE)
+#ifdef SK__TSAN
+#define sk_smp_wmb() SK__BARRIER_FENCE_RMW(__ATOMIC_RELEASE)
 #else
 #define sk_smp_wmb() __atomic_thread_fence(__ATOMIC_RELEASE)
 #endif
@@ -205,7 +205,7 @@ static inline void sk_smp_mb(void)
  * On x86 every locked instruction is already a full barrier, so these only
  * stop the compiler.
  */
-#if defined(SK_BARRIER__ARCH_X86)
+#if defined(SK__BARRIER_ARCH_X86)
 #define sk_smp_mb__before_atomic() sk_barrier()
 #define sk_smp_mb__after_atomic()  sk_barrier()
 #else
@@ -240,7 +240,7 @@ SK_API extern int sk_barrier__fence_sys;
  */
 static inline int sk_barrier__fence_sys_get(void)
 {
-#if defined(SK_BARRIER__ARCH_X86_64) && !defined(SK_TSAN)
+#if defined(SK__BARRIER_ARCH_X86_64) && !defined(SK__TSAN)
 	const int *p;
 	int v;
 

@@ -42,29 +42,29 @@ struct sk_rcu_head {
  * The calling thread's reader word (thread-local, ABI: the inline fast
  * paths below touch it; the grace-period code reads it from other threads
  * through the registry).  Layout:
- *   bits 0..14   nesting depth of read sections (SK_RCU_QSBR_NEST while
+ *   bits 0..14   nesting depth of read sections (SK__RCU_QSBR_NEST while
  *                an online QSBR thread is outside sk_rcu_read_lock());
- *   bit 15       SK_RCU_REG: the thread is registered;
- *   the rest     SK_RCU_SEQ_BITS low bits of the scan-phase counter seen
+ *   bit 15       SK__RCU_REG: the thread is registered;
+ *   the rest     SK__RCU_SEQ_BITS low bits of the scan-phase counter seen
  *                when the outermost section began (or at the last
  *                quiescent state): 48 bits where unsigned long has 64, 16
  *                where it has 32.
  * 0 means "not registered".  A QSBR thread that is offline holds
- * SK_RCU_REG | SK_RCU_QOFF (depth 0, phase bits 1): sk_rcu_read_lock()
+ * SK__RCU_REG | SK__RCU_QOFF (depth 0, phase bits 1): sk_rcu_read_lock()
  * takes its slow path on any outermost entry whose word is not exactly
- * SK_RCU_REG, which lets such a thread count itself as a general reader
+ * SK__RCU_REG, which lets such a thread count itself as a general reader
  * again (docs/rcu.md, "QSBR").  The phase bits are only ever compared for
  * equality with the current phase, so they may wrap; grace-period cookies
  * are kept apart, in full unsigned long width (see sk_get_state_
  * synchronize_rcu()).  Where the phase has fewer than 32 bits, every grace
  * period scans twice (docs/rcu.md, "Narrow words").
  */
-#define SK_RCU_NEST_MASK 0x7fffUL
-#define SK_RCU_QSBR_NEST 0x4000UL
-#define SK_RCU_REG	 0x8000UL
-#define SK_RCU_SEQ_SHIFT 16
-#define SK_RCU_SEQ_BITS	 (8 * (int)sizeof(unsigned long) - SK_RCU_SEQ_SHIFT)
-#define SK_RCU_QOFF	 (1UL << SK_RCU_SEQ_SHIFT)
+#define SK__RCU_NEST_MASK 0x7fffUL
+#define SK__RCU_QSBR_NEST 0x4000UL
+#define SK__RCU_REG       0x8000UL
+#define SK__RCU_SEQ_SHIFT 16
+#define SK__RCU_SEQ_BITS  (8 * (int)sizeof(unsigned long) - SK__RCU_SEQ_SHIFT)
+#define SK__RCU_QOFF      (1UL << SK__RCU_SEQ_SHIFT)
 
 /*
  * Grace-period state read by the fast paths.  Guarded by: ctr is written
@@ -77,9 +77,9 @@ struct sk_rcu_head {
  * nonzero value.  Alone on its cache line, read-mostly.
  */
 struct sk_rcu__gp_state {
-	unsigned long ctr; /* ABI: (phase << 16) | SK_RCU_REG | 1 */
+	unsigned long ctr; /* ABI: (phase << 16) | SK__RCU_REG | 1 */
 	/*
-	 * ABI: ctr + SK_RCU_QSBR_NEST - 1, stored before ctr: the word of an
+	 * ABI: ctr + SK__RCU_QSBR_NEST - 1, stored before ctr: the word of an
 	 * online QSBR thread that has announced ctr's phase (saves the
 	 * quiescent state's fast path an addition).
 	 */
@@ -128,9 +128,9 @@ static inline void sk_rcu_read_lock(void)
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 	int sys = sk_barrier__fence_sys_get(); /* first: a loop loads it once */
 
-	if (SK_LIKELY(!(v & SK_RCU_NEST_MASK))) {
+	if (SK_LIKELY(!(v & SK__RCU_NEST_MASK))) {
 		/* Unregistered, or an offline QSBR thread: slow path. */
-		if (SK_UNLIKELY(v != SK_RCU_REG))
+		if (SK_UNLIKELY(v != SK__RCU_REG))
 			sk_rcu__register_slow();
 		/*
 		 * RCU-L1: snapshot the grace-period counter (nesting 1
@@ -147,10 +147,10 @@ static inline void sk_rcu_read_lock(void)
 	} else {
 		/*
 		 * Nested: the low 14 bits of the depth wrap to 0 exactly when
-		 * a general reader would reach SK_RCU_QSBR_NEST or a QSBR
-		 * reader would carry into SK_RCU_REG.
+		 * a general reader would reach SK__RCU_QSBR_NEST or a QSBR
+		 * reader would carry into SK__RCU_REG.
 		 */
-		if (SK_UNLIKELY(!((v + 1) & (SK_RCU_QSBR_NEST - 1))))
+		if (SK_UNLIKELY(!((v + 1) & (SK__RCU_QSBR_NEST - 1))))
 			sk_rcu__nest_overflow();
 		sk_atomic_store_relaxed(&sk_rcu__ctr, v + 1);
 	}
@@ -169,7 +169,7 @@ static inline void sk_rcu_read_lock(void)
 static inline void sk_rcu_read_unlock(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
-	unsigned long n = v & SK_RCU_NEST_MASK;
+	unsigned long n = v & SK__RCU_NEST_MASK;
 	int sys = sk_barrier__fence_sys_get(); /* first: a loop loads it once */
 	int f;
 
@@ -180,7 +180,7 @@ static inline void sk_rcu_read_unlock(void)
 		 */
 		sk_barrier__fence_light_sys(sys);
 		SK_TSAN_RELEASE(&sk_rcu__ctr);
-		sk_atomic_store_relaxed(&sk_rcu__ctr, SK_RCU_REG);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
 		/*
 		 * RCU-U2: orders the store before the futex load (store
 		 * buffering); pairs with the heavy fence RCU-G3 after the
@@ -194,7 +194,7 @@ static inline void sk_rcu_read_unlock(void)
 		if (SK_UNLIKELY(f) &&
 		    f != sk_atomic_load_relaxed(&sk_rcu__hs_seen))
 			sk_rcu__wake_gp();
-	} else if (SK_UNLIKELY(n == 0 || n == SK_RCU_QSBR_NEST)) {
+	} else if (SK_UNLIKELY(n == 0 || n == SK__RCU_QSBR_NEST)) {
 		sk_rcu__unlock_misuse();
 	} else {
 		sk_atomic_store_relaxed(&sk_rcu__ctr, v - 1);
@@ -208,7 +208,7 @@ static inline void sk_rcu_read_unlock(void)
  */
 static inline int sk_rcu_read_lock_held(void)
 {
-	return (sk_atomic_load_relaxed(&sk_rcu__ctr) & SK_RCU_NEST_MASK) != 0;
+	return (sk_atomic_load_relaxed(&sk_rcu__ctr) & SK__RCU_NEST_MASK) != 0;
 }
 
 /*

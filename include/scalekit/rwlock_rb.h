@@ -48,14 +48,14 @@
  * the cheap side for readers, membarrier(2) for the rare writer that
  * revokes the bias:
  *
- *	reader (rdlock)                   writer (wrlock, after the
+ *	reader (read_lock)                writer (write_lock, after the
  *	                                  underlying write lock)
  *	RB-R1: own slot = lock            RB-W1: bias = 0
  *	RB-R2: sk_fence_light()  -pairs-  RB-W2: sk_fence_heavy()
  *	RB-R3: if bias == 0: undo, slow   RB-W3: wait while a slot == lock
  *
  * Either the reader sees the bias off, or the writer sees the slot.
- * RB-R4 (rdunlock: slot = NULL, release) pairs with RB-W3's acquire
+ * RB-R4 (read_unlock: slot = NULL, release) pairs with RB-W3's acquire
  * loads, so the reader's section happens before the writer's.  See
  * docs/locks.md (the table of the RB-* labels; their legend is in
  * src/internal/rwlock_rb.h).
@@ -72,7 +72,7 @@ extern "C" {
 #endif
 
 /* Slots in each thread's row of the visible-readers table. */
-#define SK_RWLOCK_RB_ROW_SLOTS 64
+#define SK__RWLOCK_RB_ROW_SLOTS 64
 
 /*
  * Revocation cost multiplier: after a writer revoked the bias in T ns,
@@ -114,45 +114,45 @@ SK_API void sk_rwlock_rb_init(struct sk_rwlock_rb *l);
 SK_API int sk_rwlock_rb_destroy(struct sk_rwlock_rb *l);
 
 /*
- * sk_rwlock_rb_rdlock() - acquire l for reading.
+ * sk_rwlock_rb_read_lock() - acquire l for reading.
  * Context: any thread; may block (futex) while a writer holds or waits
  * for l.  Not recursive: a thread that holds l must not take it again
  * (a writer waiting between the two acquisitions deadlocks them).
  * Ordering: acquire; the section is ordered after the previous writer's
- * sk_rwlock_rb_wrunlock().
+ * sk_rwlock_rb_write_unlock().
  */
-SK_API void sk_rwlock_rb_rdlock(struct sk_rwlock_rb *l);
+SK_API void sk_rwlock_rb_read_lock(struct sk_rwlock_rb *l);
 
 /*
- * sk_rwlock_rb_tryrdlock() - acquire l for reading if that needs no
+ * sk_rwlock_rb_read_trylock() - acquire l for reading if that needs no
  * waiting.
  * Context: any thread; never blocks.
  * Ordering: acquire when it succeeds.
  * Returns: 0 (l is held for reading), or -EBUSY (a writer holds or waits
  * for l).
  */
-SK_API int sk_rwlock_rb_tryrdlock(struct sk_rwlock_rb *l);
+SK_API int sk_rwlock_rb_read_trylock(struct sk_rwlock_rb *l);
 
 /*
- * sk_rwlock_rb_rdunlock() - release a read acquisition of l.
+ * sk_rwlock_rb_read_unlock() - release a read acquisition of l.
  * Context: the thread that took it; never blocks (wakes a writer).
  * Ordering: release; the section is ordered before the next writer's.
  * A release of a lock that no reader holds is reported, then aborts.
  */
-SK_API void sk_rwlock_rb_rdunlock(struct sk_rwlock_rb *l);
+SK_API void sk_rwlock_rb_read_unlock(struct sk_rwlock_rb *l);
 
 /*
- * sk_rwlock_rb_wrlock() - acquire l for writing.
+ * sk_rwlock_rb_write_lock() - acquire l for writing.
  * Context: any thread; may block (futex) while others hold l, and waits
  * (spinning, then yielding) for readers announced in the table.  Not
  * recursive.
  * Ordering: acquire; the section is ordered after every earlier reader's
  * and writer's section.
  */
-SK_API void sk_rwlock_rb_wrlock(struct sk_rwlock_rb *l);
+SK_API void sk_rwlock_rb_write_lock(struct sk_rwlock_rb *l);
 
 /*
- * sk_rwlock_rb_trywrlock() - acquire l for writing if no other thread
+ * sk_rwlock_rb_write_trylock() - acquire l for writing if no other thread
  * holds it.
  * Context: any thread; never waits for another thread (it scans the
  * readers' table once when l is biased, and gives up when a reader is
@@ -160,16 +160,16 @@ SK_API void sk_rwlock_rb_wrlock(struct sk_rwlock_rb *l);
  * Ordering: acquire when it succeeds.
  * Returns: 0 (l is held for writing), or -EBUSY.
  */
-SK_API int sk_rwlock_rb_trywrlock(struct sk_rwlock_rb *l);
+SK_API int sk_rwlock_rb_write_trylock(struct sk_rwlock_rb *l);
 
 /*
- * sk_rwlock_rb_wrunlock() - release a write acquisition of l.
+ * sk_rwlock_rb_write_unlock() - release a write acquisition of l.
  * Context: the thread that holds l for writing; never blocks (wakes
  * waiters).
  * Ordering: release.  A release of a lock that no writer holds is
  * reported, then aborts.
  */
-SK_API void sk_rwlock_rb_wrunlock(struct sk_rwlock_rb *l);
+SK_API void sk_rwlock_rb_write_unlock(struct sk_rwlock_rb *l);
 
 /*
  * sk_rwlock_rb_is_biased() - 1 when l's readers currently announce in the

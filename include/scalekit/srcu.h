@@ -29,8 +29,8 @@ extern "C" {
 #endif
 
 /* Threads with their own counters: per chunk, and chunks per domain. */
-#define SK_SRCU_CHUNK_SLOTS 64
-#define SK_SRCU_MAX_CHUNKS  256
+#define SK__SRCU_CHUNK_SLOTS 64
+#define SK__SRCU_MAX_CHUNKS  256
 
 /*
  * A 64-bit field also on 32-bit targets (counters that must not wrap),
@@ -91,9 +91,9 @@ struct sk_srcu {
  * in; the library checks at build time that its state fits, so private
  * fields may change within this reserve without any application noticing.
  */
-#define SK_SRCU__STATE_BYTES 2048
+#define SK__SRCU_STATE_BYTES 2048
 struct sk_srcu__store {
-	unsigned char bytes[SK_SRCU__STATE_BYTES];
+	unsigned char bytes[SK__SRCU_STATE_BYTES];
 } __attribute__((aligned(SK_CACHELINE)));
 
 /*
@@ -102,13 +102,13 @@ struct sk_srcu__store {
  * sk_srcu_init().  SK_SRCU_DEFINE_STATIC(name): the same with internal
  * linkage.  At file (namespace) scope, in C and C++.
  */
-#define SK_SRCU__DEFINE(cls, name)                                        \
+#define SK__SRCU_DEFINE(cls, name)                                        \
 	static struct sk_srcu__store name##__sk_srcu_store;              \
 	cls struct sk_srcu name = {                                      \
 		0, 0, (struct sk_srcu__state *)(void *)&name##__sk_srcu_store \
 	}
-#define SK_SRCU_DEFINE(name)	    SK_SRCU__DEFINE(, name)
-#define SK_SRCU_DEFINE_STATIC(name) SK_SRCU__DEFINE(static, name)
+#define SK_SRCU_DEFINE(name)	    SK__SRCU_DEFINE(, name)
+#define SK_SRCU_DEFINE_STATIC(name) SK__SRCU_DEFINE(static, name)
 
 #ifndef __cplusplus
 /*
@@ -136,15 +136,15 @@ struct sk_srcu__store {
  * the domain's address (the way) and d->gen (the tag), so the fast paths
  * reach the thread's slot without walking d->dir.
  */
-#define SK_SRCU__WAYS 8
-#define SK_SRCU__WAY(d) \
-	((unsigned int)((unsigned long)(d) / SK_CACHELINE) % SK_SRCU__WAYS)
+#define SK__SRCU_WAYS 8
+#define SK__SRCU_WAY(d) \
+	((unsigned int)((unsigned long)(d) / SK_CACHELINE) % SK__SRCU_WAYS)
 
 struct sk_srcu__tls {
 	struct {
 		sk_srcu__u64 gen;	   /* d->gen cached here; ~0: empty */
 		struct sk_srcu_slot *slot; /* this thread's slot in d */
-	} ent[SK_SRCU__WAYS];
+	} ent[SK__SRCU_WAYS];
 };
 
 SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
@@ -195,7 +195,7 @@ SK_API int sk_srcu_destroy(struct sk_srcu *d);
  */
 static inline int sk_srcu_read_lock(struct sk_srcu *d)
 {
-	unsigned int w = SK_SRCU__WAY(d);
+	unsigned int w = SK__SRCU_WAY(d);
 	struct sk_srcu_slot *s;
 	unsigned long *c;
 	int bit;
@@ -241,7 +241,7 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
  */
 static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
-	unsigned int w = SK_SRCU__WAY(d);
+	unsigned int w = SK__SRCU_WAY(d);
 	struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
 	int bit = idx & 1;
 	unsigned long n;

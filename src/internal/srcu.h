@@ -172,7 +172,7 @@
 #include "internal/util.h"
 #include "internal/worker.h"
 
-#define SRCU_MAX_THREADS (SK_SRCU_MAX_CHUNKS * SK_SRCU_CHUNK_SLOTS)
+#define SRCU_MAX_THREADS (SK__SRCU_MAX_CHUNKS * SK__SRCU_CHUNK_SLOTS)
 
 /* idx layout: binding incarnation (15 bits) << 16 | thread index << 1 | i. */
 #define SRCU_T_BITS 15
@@ -265,7 +265,7 @@ void sk__srcu_ready(struct sk_srcu *d, const char *fn);
 /* The domain on the worker's list at link l (st->work_link). */
 static inline struct sk_srcu *srcu_of_link(struct sk__link *l)
 {
-	return SK_CONTAINER_OF(l, struct sk_srcu__state, work_link)->dom;
+	return SK__CONTAINER_OF(l, struct sk_srcu__state, work_link)->dom;
 }
 
 /* Set up st (zeroed) as the state of d (srcu_domain.c). */

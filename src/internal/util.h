@@ -22,7 +22,7 @@ struct sk__link {
 	struct sk__link *next, *prev;
 };
 
-#define SK_CONTAINER_OF(ptr, type, member) \
+#define SK__CONTAINER_OF(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* 1 when the environment variable is set to something other than "" or "0". */
