@@ -310,6 +310,29 @@ void sk_bench_latency(uint64_t *lat, size_t n, double *p50_us, double *p99_us)
 	*p99_us = (double)percentile(lat, n, 0.99) / 1e3;
 }
 
+size_t sk_bench_time_calls(void (*fn)(void), uint64_t run_ns, size_t min_calls,
+			   size_t max_calls, uint64_t *lat, double *p50_us,
+			   double *p99_us)
+{
+	uint64_t start, t0, t1;
+	size_t n = 0;
+
+	start = sk_bench_now_ns();
+	for (;;) {
+		t0 = sk_bench_now_ns();
+		fn();
+		t1 = sk_bench_now_ns();
+		lat[n++] = t1 - t0;
+		if (n == max_calls)
+			break;
+		if (t1 - start >= run_ns &&
+		    (n >= min_calls || t1 - start >= 10 * run_ns))
+			break;
+	}
+	sk_bench_latency(lat, n, p50_us, p99_us);
+	return n;
+}
+
 /* ---- reader threads -------------------------------------------------------- */
 
 struct sk_bench_reader {

@@ -56,13 +56,16 @@ static void rh_lookups(long n)
 	sk_bench_hash_rng = s;
 }
 
+/* Registered lookup threads: what both ops share. */
+#define RH_LOOKUP_READERS                                                   \
+	.thread_init = rh_lookup_thread_init, .thread_exit = rh_unregister, \
+	.read_section = rh_lookups
+
 const struct sk_bench_rcu_ops sk_bench_rhash_ops = {
 	.name = "rhash",
 	.desc = "scalekit sk_rhash: sk_rcu_read_lock + sk_rhash_lookup "
 		"(hash-* scenarios)",
-	.thread_init = rh_lookup_thread_init,
-	.thread_exit = rh_unregister,
-	.read_section = rh_lookups,
+	RH_LOOKUP_READERS,
 };
 
 /* The same lookups; hash-resize runs a resizer beside them. */
@@ -70,9 +73,7 @@ const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops = {
 	.name = "rhash-resizing",
 	.desc = "rhash lookups while another thread resizes the table "
 		"(hash-resize)",
-	.thread_init = rh_lookup_thread_init,
-	.thread_exit = rh_unregister,
-	.read_section = rh_lookups,
+	RH_LOOKUP_READERS,
 };
 
 static int rh_build(unsigned long buckets)
