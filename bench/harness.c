@@ -547,14 +547,27 @@ void sk_bench_idle_stop(struct sk_bench_idle *idle)
 
 /* ---- results and statistics --------------------------------------------------- */
 
+static __attribute__((noreturn)) void out_of_memory(void)
+{
+	fprintf(stderr, "scalekit bench: out of memory\n");
+	abort();
+}
+
 static void *xrealloc(void *p, size_t size)
 {
 	p = realloc(p, size);
-	if (!p) {
-		fprintf(stderr, "scalekit bench: out of memory\n");
-		abort();
-	}
+	if (!p)
+		out_of_memory();
 	return p;
+}
+
+/* The array p of n used entries of elem bytes, with room for one more. */
+static void *grow(void *p, int n, int *cap, size_t elem)
+{
+	if (n < *cap)
+		return p;
+	*cap = *cap ? 2 * *cap : 8;
+	return xrealloc(p, elem * (size_t)*cap);
 }
 
 struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
@@ -589,11 +602,8 @@ struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
 			row->rep[i][r] = NAN;
 	}
 	row->nimpl = i;
-	if (res->nrows == res->cap_rows) {
-		res->cap_rows = res->cap_rows ? 2 * res->cap_rows : 32;
-		res->rows = xrealloc(res->rows, sizeof(*res->rows) *
-							(size_t)res->cap_rows);
-	}
+	res->rows =
+		grow(res->rows, res->nrows, &res->cap_rows, sizeof(*res->rows));
 	res->rows[res->nrows++] = row;
 	return row;
 }
@@ -662,31 +672,25 @@ struct sk_bench_stat sk_bench_ratio_stat(const struct sk_bench_row *a, int ia,
 void sk_bench_target_add(struct sk_bench_results *res,
 			 const struct sk_bench_target *t)
 {
-	if (res->ntargets == res->cap_targets) {
-		res->cap_targets = res->cap_targets ? 2 * res->cap_targets : 8;
-		res->targets = xrealloc(res->targets,
-					sizeof(*res->targets) *
-						(size_t)res->cap_targets);
-	}
+	res->targets = grow(res->targets, res->ntargets, &res->cap_targets,
+			    sizeof(*res->targets));
 	res->targets[res->ntargets++] = *t;
 }
 
 void sk_bench_note_add(struct sk_bench_results *res, const char *fmt, ...)
 {
-	char line[512];
+	char *line;
 	va_list ap;
+	int len;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	len = vasprintf(&line, fmt, ap);
 	va_end(ap);
-	if (res->nnotes == res->cap_notes) {
-		res->cap_notes = res->cap_notes ? 2 * res->cap_notes : 8;
-		res->notes =
-			xrealloc(res->notes,
-				 sizeof(*res->notes) * (size_t)res->cap_notes);
-	}
-	res->notes[res->nnotes] = xrealloc(NULL, strlen(line) + 1);
-	strcpy(res->notes[res->nnotes++], line);
+	if (len < 0)
+		out_of_memory();
+	res->notes = grow(res->notes, res->nnotes, &res->cap_notes,
+			  sizeof(*res->notes));
+	res->notes[res->nnotes++] = line;
 }
 
 void sk_bench_ratio_target(struct sk_bench_results *res,
