@@ -546,6 +546,17 @@ void sk_bench_unpin_main(void);
  */
 void sk_bench_latency(uint64_t *lat, size_t n, double *p50_us, double *p99_us);
 
+/*
+ * sk_bench_time_calls() - call fn() back to back, each call timed into
+ * lat[], until run_ns have passed and min_calls calls were made (or
+ * 10 x run_ns have passed, or max_calls calls were made: lat has room for
+ * max_calls values); then sk_bench_latency() of them.  Returns the number
+ * of calls.
+ */
+size_t sk_bench_time_calls(void (*fn)(void), uint64_t run_ns,
+			   size_t min_calls, size_t max_calls, uint64_t *lat,
+			   double *p50_us, double *p99_us);
+
 /* ---- report (report.c) ---------------------------------------------------- */
 
 /* Print the comparison tables and the targets section. */

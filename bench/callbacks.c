@@ -248,24 +248,9 @@ static int measure_barrier(const struct sk_bench_rcu_ops *ops, uint64_t run_ns,
 			   uint64_t *lat, double *p50, double *p99,
 			   size_t *calls)
 {
-	uint64_t start, t0, t1;
-	size_t n = 0;
-
 	ops->barrier(); /* whatever a previous run left */
-	start = sk_bench_now_ns();
-	for (;;) {
-		t0 = sk_bench_now_ns();
-		ops->barrier();
-		t1 = sk_bench_now_ns();
-		lat[n++] = t1 - t0;
-		if (n == BARRIER_MAX_CALLS)
-			break;
-		if (t1 - start >= run_ns &&
-		    (n >= BARRIER_MIN_CALLS || t1 - start >= 10 * run_ns))
-			break;
-	}
-	sk_bench_latency(lat, n, p50, p99);
-	*calls = n;
+	*calls = sk_bench_time_calls(ops->barrier, run_ns, BARRIER_MIN_CALLS,
+				     BARRIER_MAX_CALLS, lat, p50, p99);
 	return 0;
 }
 

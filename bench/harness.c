@@ -310,6 +310,29 @@ void sk_bench_latency(uint64_t *lat, size_t n, double *p50_us, double *p99_us)
 	*p99_us = (double)percentile(lat, n, 0.99) / 1e3;
 }
 
+size_t sk_bench_time_calls(void (*fn)(void), uint64_t run_ns, size_t min_calls,
+			   size_t max_calls, uint64_t *lat, double *p50_us,
+			   double *p99_us)
+{
+	uint64_t start, t0, t1;
+	size_t n = 0;
+
+	start = sk_bench_now_ns();
+	for (;;) {
+		t0 = sk_bench_now_ns();
+		fn();
+		t1 = sk_bench_now_ns();
+		lat[n++] = t1 - t0;
+		if (n == max_calls)
+			break;
+		if (t1 - start >= run_ns &&
+		    (n >= min_calls || t1 - start >= 10 * run_ns))
+			break;
+	}
+	sk_bench_latency(lat, n, p50_us, p99_us);
+	return n;
+}
+
 /* ---- reader threads -------------------------------------------------------- */
 
 struct sk_bench_reader {
@@ -524,14 +547,27 @@ void sk_bench_idle_stop(struct sk_bench_idle *idle)
 
 /* ---- results and statistics --------------------------------------------------- */
 
+static __attribute__((noreturn)) void out_of_memory(void)
+{
+	fprintf(stderr, "scalekit bench: out of memory\n");
+	abort();
+}
+
 static void *xrealloc(void *p, size_t size)
 {
 	p = realloc(p, size);
-	if (!p) {
-		fprintf(stderr, "scalekit bench: out of memory\n");
-		abort();
-	}
+	if (!p)
+		out_of_memory();
 	return p;
+}
+
+/* The array p of n used entries of elem bytes, with room for one more. */
+static void *grow(void *p, int n, int *cap, size_t elem)
+{
+	if (n < *cap)
+		return p;
+	*cap = *cap ? 2 * *cap : 8;
+	return xrealloc(p, elem * (size_t)*cap);
 }
 
 struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
@@ -566,11 +602,8 @@ struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
 			row->rep[i][r] = NAN;
 	}
 	row->nimpl = i;
-	if (res->nrows == res->cap_rows) {
-		res->cap_rows = res->cap_rows ? 2 * res->cap_rows : 32;
-		res->rows = xrealloc(res->rows, sizeof(*res->rows) *
-							(size_t)res->cap_rows);
-	}
+	res->rows =
+		grow(res->rows, res->nrows, &res->cap_rows, sizeof(*res->rows));
 	res->rows[res->nrows++] = row;
 	return row;
 }
@@ -639,31 +672,25 @@ struct sk_bench_stat sk_bench_ratio_stat(const struct sk_bench_row *a, int ia,
 void sk_bench_target_add(struct sk_bench_results *res,
 			 const struct sk_bench_target *t)
 {
-	if (res->ntargets == res->cap_targets) {
-		res->cap_targets = res->cap_targets ? 2 * res->cap_targets : 8;
-		res->targets = xrealloc(res->targets,
-					sizeof(*res->targets) *
-						(size_t)res->cap_targets);
-	}
+	res->targets = grow(res->targets, res->ntargets, &res->cap_targets,
+			    sizeof(*res->targets));
 	res->targets[res->ntargets++] = *t;
 }
 
 void sk_bench_note_add(struct sk_bench_results *res, const char *fmt, ...)
 {
-	char line[512];
+	char *line;
 	va_list ap;
+	int len;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	len = vasprintf(&line, fmt, ap);
 	va_end(ap);
-	if (res->nnotes == res->cap_notes) {
-		res->cap_notes = res->cap_notes ? 2 * res->cap_notes : 8;
-		res->notes =
-			xrealloc(res->notes,
-				 sizeof(*res->notes) * (size_t)res->cap_notes);
-	}
-	res->notes[res->nnotes] = xrealloc(NULL, strlen(line) + 1);
-	strcpy(res->notes[res->nnotes++], line);
+	if (len < 0)
+		out_of_memory();
+	res->notes = grow(res->notes, res->nnotes, &res->cap_notes,
+			  sizeof(*res->notes));
+	res->notes[res->nnotes++] = line;
 }
 
 void sk_bench_ratio_target(struct sk_bench_results *res,

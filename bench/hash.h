@@ -119,6 +119,26 @@ extern __thread uint64_t sk_bench_hash_rng;
 void sk_bench_hash_seed_thread(void);
 void sk_bench_hash_seed_reset(void);
 
+/*
+ * SK_BENCH_HASH_LOOKUPS(n, key, lookup) - the read_section of a table
+ * adapter: n lookups of keys of sk_bench_hash_w drawn from the thread's
+ * sk_bench_hash_rng; lookup is a statement (one read section) that looks
+ * up the uint64_t key and uses what it finds.  Inline, as the adapters'
+ * loops must cost the same but for the table.
+ */
+#define SK_BENCH_HASH_LOOKUPS(n, key, lookup)                            \
+	do {                                                             \
+		uint64_t sk_mask_ = (uint64_t)sk_bench_hash_w.nkeys - 1; \
+		uint64_t sk_s_ = sk_bench_hash_rng;                      \
+		long sk_i_;                                              \
+		for (sk_i_ = 0; sk_i_ < (n); sk_i_++) {                  \
+			uint64_t key = sk_bench_hash_key(                \
+				sk_bench_hash_rand(&sk_s_) & sk_mask_);  \
+			lookup;                                          \
+		}                                                        \
+		sk_bench_hash_rng = sk_s_;                               \
+	} while (0)
+
 __attribute__((noreturn)) void sk_bench_hash_die(const char *what);
 
 /*

@@ -35,34 +35,35 @@ static void rh_unregister(void)
 	sk_rcu_unregister_thread();
 }
 
+static inline void rh_lookup_one(struct sk_rhash *ht, uint64_t key)
+{
+	struct hobj *o;
+
+	sk_rcu_read_lock();
+	o = sk_rhash_lookup(ht, &key);
+	if (SK_UNLIKELY(!o))
+		lookup_missed();
+	SK_BENCH_USE(o->key);
+	sk_rcu_read_unlock();
+}
+
 static void rh_lookups(long n)
 {
 	struct sk_rhash *ht = sk_bench_hash_w.sk;
-	uint64_t mask = (uint64_t)sk_bench_hash_w.nkeys - 1;
-	uint64_t s = sk_bench_hash_rng;
-	long i;
 
-	for (i = 0; i < n; i++) {
-		uint64_t key = sk_bench_hash_key(sk_bench_hash_rand(&s) & mask);
-		struct hobj *o;
-
-		sk_rcu_read_lock();
-		o = sk_rhash_lookup(ht, &key);
-		if (SK_UNLIKELY(!o))
-			lookup_missed();
-		SK_BENCH_USE(o->key);
-		sk_rcu_read_unlock();
-	}
-	sk_bench_hash_rng = s;
+	SK_BENCH_HASH_LOOKUPS(n, key, rh_lookup_one(ht, key));
 }
+
+/* Registered lookup threads: what both ops share. */
+#define RH_LOOKUP_READERS                                                   \
+	.thread_init = rh_lookup_thread_init, .thread_exit = rh_unregister, \
+	.read_section = rh_lookups
 
 const struct sk_bench_rcu_ops sk_bench_rhash_ops = {
 	.name = "rhash",
 	.desc = "scalekit sk_rhash: sk_rcu_read_lock + sk_rhash_lookup "
 		"(hash-* scenarios)",
-	.thread_init = rh_lookup_thread_init,
-	.thread_exit = rh_unregister,
-	.read_section = rh_lookups,
+	RH_LOOKUP_READERS,
 };
 
 /* The same lookups; hash-resize runs a resizer beside them. */
@@ -70,9 +71,7 @@ const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops = {
 	.name = "rhash-resizing",
 	.desc = "rhash lookups while another thread resizes the table "
 		"(hash-resize)",
-	.thread_init = rh_lookup_thread_init,
-	.thread_exit = rh_unregister,
-	.read_section = rh_lookups,
+	RH_LOOKUP_READERS,
 };
 
 static int rh_build(unsigned long buckets)

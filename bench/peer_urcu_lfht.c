@@ -63,27 +63,25 @@ static void lf_unregister(void)
 	urcu_memb_unregister_thread();
 }
 
+static inline void lf_lookup_one(struct cds_lfht *ht, uint64_t key)
+{
+	struct cds_lfht_iter it;
+	struct cds_lfht_node *node;
+
+	urcu_memb_read_lock();
+	cds_lfht_lookup(ht, sk_bench_hash_of(key), lf_match, &key, &it);
+	node = cds_lfht_iter_get_node(&it);
+	if (SK_UNLIKELY(!node))
+		lf_lookup_missed();
+	SK_BENCH_USE(lf_obj(node)->key);
+	urcu_memb_read_unlock();
+}
+
 static void lf_lookups(long n)
 {
 	struct cds_lfht *ht = sk_bench_hash_w.lf;
-	uint64_t mask = (uint64_t)sk_bench_hash_w.nkeys - 1;
-	uint64_t s = sk_bench_hash_rng;
-	long i;
 
-	for (i = 0; i < n; i++) {
-		uint64_t key = sk_bench_hash_key(sk_bench_hash_rand(&s) & mask);
-		struct cds_lfht_iter it;
-		struct cds_lfht_node *node;
-
-		urcu_memb_read_lock();
-		cds_lfht_lookup(ht, sk_bench_hash_of(key), lf_match, &key, &it);
-		node = cds_lfht_iter_get_node(&it);
-		if (SK_UNLIKELY(!node))
-			lf_lookup_missed();
-		SK_BENCH_USE(lf_obj(node)->key);
-		urcu_memb_read_unlock();
-	}
-	sk_bench_hash_rng = s;
+	SK_BENCH_HASH_LOOKUPS(n, key, lf_lookup_one(ht, key));
 }
 
 const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops = {

@@ -87,8 +87,6 @@ static int measure(const struct sk_bench_rcu_ops *ops, int readers, int pin,
 		   double *p99_us, size_t *calls)
 {
 	struct sk_bench_readers *g = NULL;
-	uint64_t start, t0, t1;
-	size_t n = 0;
 	int err;
 
 	if (pin)
@@ -100,22 +98,10 @@ static int measure(const struct sk_bench_rcu_ops *ops, int readers, int pin,
 			return err;
 		}
 	}
-	start = sk_bench_now_ns();
-	for (;;) {
-		t0 = sk_bench_now_ns();
-		ops->sync();
-		t1 = sk_bench_now_ns();
-		lat[n++] = t1 - t0;
-		if (n == SYNC_MAX_CALLS)
-			break;
-		if (t1 - start >= run_ns &&
-		    (n >= SYNC_MIN_CALLS || t1 - start >= 10 * run_ns))
-			break;
-	}
+	*calls = sk_bench_time_calls(ops->sync, run_ns, SYNC_MIN_CALLS,
+				     SYNC_MAX_CALLS, lat, p50_us, p99_us);
 	sk_bench_readers_stop(g, NULL);
 	sk_bench_unpin_main();
-	sk_bench_latency(lat, n, p50_us, p99_us);
-	*calls = n;
 	return 0;
 }
 

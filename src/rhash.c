@@ -88,7 +88,7 @@
 #include <string.h>
 
 #include "internal/util.h"
-#include "scalekit/list.h" /* SK_LIST__PUBLISH */
+#include "scalekit/list.h" /* SK__LIST_PUBLISH */
 
 unsigned long sk_rhash_hash(const void *key, size_t len, unsigned long seed)
 {

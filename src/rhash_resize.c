@@ -14,7 +14,7 @@
 
 #include "internal/rcu_cb.h" /* sk__rcu_cb_start_worker() */
 #include "internal/util.h"
-#include "scalekit/list.h" /* checker hooks, SK_LIST__PUBLISH */
+#include "scalekit/list.h" /* checker hooks, SK__LIST_PUBLISH */
 
 /* Migration time per background callback (then it re-queues itself). */
 #define RHASH_WORK_NS 500000u
@@ -73,7 +73,7 @@ static void publish_table(struct sk_rhash_table **pp, struct sk_rhash_table *v,
 		/* Ordered before the publication by its release. */
 		sk_atomic_store_relaxed(&to->prev_lock, from);
 	/* RH-P1 [pub]: the array's heads (and prev_lock), then the pointer. */
-	SK_LIST__PUBLISH(*pp, v);
+	SK__LIST_PUBLISH(*pp, v);
 	if (from == to)
 		return;
 	/*
@@ -127,11 +127,11 @@ static void link_run(struct sk_rhash_table *f, struct sk_rhash_node *first,
 		 * does not change, and readers keep the node's cache line.
 		 */
 		if (last->next != cur)
-			SK_LIST__PUBLISH(last->next, cur);
+			SK__LIST_PUBLISH(last->next, cur);
 		RHASH_RACE(0, first->hash);
 		if (RHASH_BROKEN(SK__RHASH_BROKEN_HEAD_STORE)) {
 			/* Broken twin: a store loses racing inserts. */
-			SK_LIST__PUBLISH(f->buckets[d], first);
+			SK__LIST_PUBLISH(f->buckets[d], first);
 			return;
 		}
 		/* RH-M2 [pub]: the run's nodes, then f's head (release CAS). */
@@ -154,9 +154,9 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 
 	if (RHASH_BROKEN(SK__RHASH_BROKEN_CUT_FIRST)) {
 		/* Broken twin: cut the run off before f has it. */
-		SK_LIST__PUBLISH(*link, NULL);
-		SK_LIST__PUBLISH(last->next, f->buckets[d]);
-		SK_LIST__PUBLISH(f->buckets[d], first);
+		SK__LIST_PUBLISH(*link, NULL);
+		SK__LIST_PUBLISH(last->next, f->buckets[d]);
+		SK__LIST_PUBLISH(f->buckets[d], first);
 		return 1;
 	}
 	link_run(f, first, last, d);
@@ -167,13 +167,13 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 	 * lock; a head also by lock-free inserts: a CAS there.
 	 */
 	if (!at_head) {
-		SK_LIST__PUBLISH(*link, NULL);
+		SK__LIST_PUBLISH(*link, NULL);
 		return 1;
 	}
 	RHASH_RACE(1, first->hash);
 	if (RHASH_BROKEN(SK__RHASH_BROKEN_HEAD_STORE)) {
 		/* Broken twin: a store loses racing inserts. */
-		SK_LIST__PUBLISH(*link, RHASH_MOVED);
+		SK__LIST_PUBLISH(*link, RHASH_MOVED);
 		return 1;
 	}
 	if (sk__rhash_cas(link, &cur, RHASH_BROKEN(SK__RHASH_BROKEN_NO_MOVED)
@@ -182,7 +182,7 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 	/* Inserts pushed cur .. n onto the head: cut after the last one. */
 	for (n = cur; n->next != first; n = n->next)
 		;
-	SK_LIST__PUBLISH(n->next, NULL);
+	SK__LIST_PUBLISH(n->next, NULL);
 	return 0;
 }
 
@@ -316,7 +316,7 @@ static void resize_gp(void)
 	if (RHASH_BROKEN(SK__RHASH_BROKEN_NO_GP))
 		return; /* broken twin: free the old array at once */
 	sk_synchronize_rcu();
-	SK_LIST__TRACE(GP);
+	SK__LIST_TRACE(GP);
 }
 
 /* Resize to nbuckets in the caller's thread.  resize_lock held. */

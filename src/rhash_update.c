@@ -12,7 +12,7 @@
 
 #include "internal/cbq.h" /* SK__CB_VALGRIND, sk__cb_on_valgrind */
 #include "internal/util.h"
-#include "scalekit/list.h" /* SK_LIST__PUBLISH */
+#include "scalekit/list.h" /* SK__LIST_PUBLISH */
 
 #ifdef SK_TESTING
 /* Test knobs and hook (internal/testing.h): the testing build only. */
@@ -386,13 +386,13 @@ static void relink(struct sk_rhash_table *t, struct sk_rhash_node **pp,
 {
 	struct sk_rhash_node *cur = node;
 
-	/* RH-P1 (release CAS), as SK_LIST__PUBLISH below. */
+	/* RH-P1 (release CAS), as SK__LIST_PUBLISH below. */
 	if (pp == &t->buckets[node->hash & t->mask]) {
 		if (sk__rhash_cas(pp, &cur, v))
 			return;
 		pp = find_link(t, node);
 	}
-	SK_LIST__PUBLISH(*pp, v);
+	SK__LIST_PUBLISH(*pp, v);
 }
 
 int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)

@@ -21,25 +21,15 @@
 if(NOT CMAKE_SCRIPT_MODE_FILE)
   # ---- registration (configure time) ----------------------------------------
   find_package(Python3 COMPONENTS Interpreter)
-  if(NOT Python3_Interpreter_FOUND)
-    message(STATUS "labels test: python3 not found; test skipped")
-    return()
-  endif()
-  add_test(NAME labels
-    COMMAND ${Python3_EXECUTABLE}
+  include(${PROJECT_SOURCE_DIR}/cmake/sk_check_script.cmake)
+  sk_check_with_twin(labels NEEDS Python3_Interpreter_FOUND python3
+    CHECK_COMMAND ${Python3_EXECUTABLE}
       ${PROJECT_SOURCE_DIR}/scripts/check_labels.py -v
-      --root ${PROJECT_SOURCE_DIR})
-  set_tests_properties(labels PROPERTIES TIMEOUT 60 LABELS "unit")
-  add_test(NAME labels_catches_missing_entry
-    COMMAND ${CMAKE_COMMAND}
-      -DPYTHON=${Python3_EXECUTABLE}
-      -DSRC=${PROJECT_SOURCE_DIR}
+      --root ${PROJECT_SOURCE_DIR}
+    TWIN labels_catches_missing_entry
+    TWIN_DEFS -DPYTHON=${Python3_EXECUTABLE} -DSRC=${PROJECT_SOURCE_DIR}
       -DWORK=${CMAKE_CURRENT_BINARY_DIR}/labels_twin
-      -DLABEL=WK-S
-      -DLEGEND=src/internal/worker.h
-      -P ${CMAKE_CURRENT_LIST_FILE})
-  set_tests_properties(labels_catches_missing_entry PROPERTIES TIMEOUT 60
-    LABELS "unit")
+      -DLABEL=WK-S -DLEGEND=src/internal/worker.h)
   return()
 endif()
 

@@ -23,34 +23,19 @@
 
 if(NOT CMAKE_SCRIPT_MODE_FILE)
   # ---- registration (configure time) ----------------------------------------
-  if(NOT CMAKE_NM)
-    message(STATUS "layers test: nm not found (install binutils); test skipped")
-    return()
-  endif()
-  foreach(twin 0 1)
-    if(twin)
-      set(name layers_catches_a_call_up)
-      set(swap "-DSWAP=rhash_resize:rhash_update")
-    else()
-      set(name layers)
-      set(swap "")
-    endif()
-    add_test(NAME ${name}
-      COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM}
-        -DSPEC=${PROJECT_SOURCE_DIR}/src/layers.txt
-        "-DOBJS=$<JOIN:$<TARGET_OBJECTS:scalekit_obj>,:>" ${swap}
-        -P ${CMAKE_CURRENT_LIST_FILE})
-    set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS "unit")
-    if(twin)
-      set_tests_properties(${name} PROPERTIES
-        PASS_REGULAR_EXPRESSION "calls up: rhash_update -> rhash_resize")
-    endif()
-  endforeach()
+  include(${PROJECT_SOURCE_DIR}/cmake/sk_check_script.cmake)
+  sk_check_with_twin(layers NEEDS CMAKE_NM "nm (binutils)" TIMEOUT 120
+    DEFS -DNM=${CMAKE_NM} -DSPEC=${PROJECT_SOURCE_DIR}/src/layers.txt
+      "-DOBJS=$<JOIN:$<TARGET_OBJECTS:scalekit_obj>,:>"
+    TWIN layers_catches_a_call_up
+    TWIN_DEFS "-DSWAP=rhash_resize:rhash_update"
+    TWIN_PASS "calls up: rhash_update -> rhash_resize")
   return()
 endif()
 
 # ---- the check (cmake -P) ---------------------------------------------------
 cmake_minimum_required(VERSION 3.16) # IN_LIST
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_check_script.cmake)
 string(REPLACE ":" ";" OBJS "${OBJS}")
 string(REPLACE ":" ";" SWAP "${SWAP}")
 file(STRINGS ${SPEC} spec_lines)
@@ -96,11 +81,7 @@ foreach(obj IN LISTS OBJS)
     continue()
   endif()
   list(APPEND stems ${stem})
-  execute_process(COMMAND ${NM} ${obj} OUTPUT_VARIABLE out
-    RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${NM} ${obj} failed")
-  endif()
+  sk_check_output(out layers ${NM} ${obj})
   string(REPLACE "\n" ";" out "${out}")
   set(undef_${stem} "")
   foreach(l IN LISTS out)

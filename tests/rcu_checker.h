@@ -55,7 +55,7 @@
  *	sk_chk_add_lookup(&c, root, key, must_find);	   per key
  *	sk_chk_add_iter(&c, root, must_see, no_dups);	   per root
  *	sk_chk_begin(&c, "label");  hooks sk__rcu_checker_hook
- *	  ... the operation: SK_LIST__PUBLISH / GP hooks call sk_chk_event() ...
+ *	  ... the operation: SK__LIST_PUBLISH / GP hooks call sk_chk_event() ...
  *	sk_chk_end(&c);		    the final state; unhooks
  *	c.violations, c.st.*
  *	sk_chk_destroy(&c);

@@ -23,40 +23,29 @@
 
 if(NOT CMAKE_SCRIPT_MODE_FILE)
   # ---- registration (configure time) ----------------------------------------
-  if(NOT CMAKE_NM)
-    message(STATUS "release_clean test: nm not found (install binutils); test skipped")
-    return()
-  endif()
-  add_test(NAME release_clean
-    COMMAND ${CMAKE_COMMAND}
-      -DNM=${CMAKE_NM}
-      -DBUILD_DIR=${PROJECT_BINARY_DIR}
-      -DCONFIG=$<CONFIG>
-      -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/release_clean
-      -DLIBDIR=${CMAKE_INSTALL_LIBDIR}
-      -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR}
-      -P ${CMAKE_CURRENT_LIST_FILE})
-  set_tests_properties(release_clean PROPERTIES TIMEOUT 120 LABELS "unit")
   set(twin_headers ${CMAKE_CURRENT_BINARY_DIR}/release_clean_twin_include)
   file(MAKE_DIRECTORY ${twin_headers})
   file(GLOB sk_rc_headers ${PROJECT_SOURCE_DIR}/include/scalekit/*.h)
   file(COPY ${sk_rc_headers} ${PROJECT_SOURCE_DIR}/src/internal/testing.h
     DESTINATION ${twin_headers})
-  add_test(NAME release_clean_catches_testing
-    COMMAND ${CMAKE_COMMAND}
-      -DNM=${CMAKE_NM}
-      -DLIBS=$<TARGET_FILE:scalekit_testing>
-      -DHEADER_DIR=${twin_headers}
-      -P ${CMAKE_CURRENT_LIST_FILE})
   # The twin needs the testing build, which only its users pull in.
   add_custom_target(sk_release_clean_twin ALL DEPENDS scalekit_testing)
-  set_tests_properties(release_clean_catches_testing PROPERTIES TIMEOUT 60
-    LABELS "unit"
-    PASS_REGULAR_EXPRESSION "release_clean: FAILED.*test machinery in .*libscalekit_testing.a:.*sk__rcu_busted.*sk__rcu_set_busted.*test machinery in the headers: testing.h")
+  include(${PROJECT_SOURCE_DIR}/cmake/sk_check_script.cmake)
+  sk_check_with_twin(release_clean NEEDS CMAKE_NM "nm (binutils)" TIMEOUT 120
+    DEFS -DNM=${CMAKE_NM}
+    CHECK_DEFS -DBUILD_DIR=${PROJECT_BINARY_DIR} -DCONFIG=$<CONFIG>
+      -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/release_clean
+      -DLIBDIR=${CMAKE_INSTALL_LIBDIR}
+      -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR}
+    TWIN release_clean_catches_testing
+    TWIN_DEFS -DLIBS=$<TARGET_FILE:scalekit_testing>
+      -DHEADER_DIR=${twin_headers}
+    TWIN_PASS "release_clean: FAILED.*test machinery in .*libscalekit_testing.a:.*sk__rcu_busted.*sk__rcu_set_busted.*test machinery in the headers: testing.h")
   return()
 endif()
 
 # ---- the check (cmake -P) ------------------------------------------------------
+include(${CMAKE_CURRENT_LIST_DIR}/../cmake/sk_check_script.cmake)
 if(DEFINED BUILD_DIR)
   file(REMOVE_RECURSE ${WORK_DIR})
   execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR}
@@ -90,11 +79,7 @@ set(msg "")
 foreach(lib IN LISTS LIBS)
   # Every symbol (the symbol table, hidden and static ones included) and,
   # for an archive, its member names ("name.o:" lines).
-  execute_process(COMMAND ${NM} -A ${lib}
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "release_clean: ${NM} -A ${lib} failed (${rc}): ${err}")
-  endif()
+  sk_check_output(out release_clean ${NM} -A ${lib})
   execute_process(COMMAND ${NM} ${lib} OUTPUT_VARIABLE members ERROR_QUIET)
   string(REPLACE "\n" ";" lines "${out}")
   set(hits "")

@@ -331,7 +331,7 @@ static void gp_event(void)
 {
 	/* The updater's own grace period before it frees what it removed. */
 	sk_synchronize_rcu();
-	SK_LIST__TRACE(GP);
+	SK__LIST_TRACE(GP);
 }
 
 static unsigned long expect_clean(const char *label)
@@ -483,12 +483,12 @@ static void sk_list_splice_init_rcu_BROKEN(struct sk_list_head *list,
 
 	if (first == list)
 		return;
-	SK_LIST__PUBLISH(list->next, list);
+	SK__LIST_PUBLISH(list->next, list);
 	list->prev = list;
 	/* (no grace period here) */
 	last->next = at_next;
 	first->prev = at;
-	SK_LIST__PUBLISH(at->next, first);
+	SK__LIST_PUBLISH(at->next, first);
 	at_next->prev = last;
 }
 

@@ -43,19 +43,19 @@ extern "C" {
 
 /*
  * Instrumentation points: every publication and every grace-period wait
- * of the update functions below expands SK_LIST__TRACE(PUBLISH) or
- * SK_LIST__TRACE(GP), which does nothing unless a build defines it before
+ * of the update functions below expands SK__LIST_TRACE(PUBLISH) or
+ * SK__LIST_TRACE(GP), which does nothing unless a build defines it before
  * it includes this header.
  */
-#ifndef SK_LIST__TRACE
-#define SK_LIST__TRACE(ev) ((void)0)
+#ifndef SK__LIST_TRACE
+#define SK__LIST_TRACE(ev) ((void)0)
 #endif
 
 /* A publication (release store) of a reader-visible pointer, traced. */
-#define SK_LIST__PUBLISH(p, v)                  \
+#define SK__LIST_PUBLISH(p, v)                  \
 	do {                                    \
 		sk_rcu_assign_pointer(p, v);    \
-		SK_LIST__TRACE(PUBLISH);        \
+		SK__LIST_TRACE(PUBLISH);        \
 	} while (0)
 
 /* Poison for the prev pointers of deleted entries. */
@@ -97,7 +97,7 @@ static inline void sk_list__add_rcu(struct sk_list_head *n,
 	n->next = next;
 	n->prev = prev;
 	/* [pub] n's fields, then the pointer to n (readers: opposite order). */
-	SK_LIST__PUBLISH(prev->next, n);
+	SK__LIST_PUBLISH(prev->next, n);
 	/* [one] readers never follow prev pointers. */
 	next->prev = n;
 }
@@ -131,7 +131,7 @@ static inline void sk_list_del_rcu(struct sk_list_head *entry)
 	struct sk_list_head *prev = entry->prev, *next = entry->next;
 
 	/* [one] readers either still see entry or skip it. */
-	SK_LIST__PUBLISH(prev->next, next);
+	SK__LIST_PUBLISH(prev->next, next);
 	/* [one] readers never follow prev pointers. */
 	next->prev = prev;
 	/* entry->next stays for readers on entry; prev is poisoned. */
@@ -150,7 +150,7 @@ static inline void sk_list_replace_rcu(struct sk_list_head *old,
 	n->next = old->next;
 	n->prev = old->prev;
 	/* [pub] n's fields (and object), then the pointer to n. */
-	SK_LIST__PUBLISH(n->prev->next, n);
+	SK__LIST_PUBLISH(n->prev->next, n);
 	/* [one] readers never follow prev pointers. */
 	n->next->prev = n;
 	old->prev = (struct sk_list_head *)SK_LIST_POISON_PREV;
@@ -172,7 +172,7 @@ static inline void sk_list_splice_init_rcu(struct sk_list_head *list,
 	if (first == list)
 		return;
 	/* [one] readers of list now find it empty. */
-	SK_LIST__PUBLISH(list->next, list);
+	SK__LIST_PUBLISH(list->next, list);
 	list->prev = list;
 	/*
 	 * [gp] a reader of list reads list->next, then last->next; we write
@@ -180,12 +180,12 @@ static inline void sk_list_splice_init_rcu(struct sk_list_head *list,
 	 * pointing last at the other list (it would never find list again).
 	 */
 	sync();
-	SK_LIST__TRACE(GP);
+	SK__LIST_TRACE(GP);
 	/* [priv] no reader can reach first..last now. */
 	last->next = at_next;
 	first->prev = at;
 	/* [pub] the chain's links, then the pointer into it. */
-	SK_LIST__PUBLISH(at->next, first);
+	SK__LIST_PUBLISH(at->next, first);
 	/* [one] readers never follow prev pointers. */
 	at_next->prev = last;
 }
@@ -276,7 +276,7 @@ static inline void sk_hlist_add_head_rcu(struct sk_hlist_node *n,
 	n->next = first;
 	n->pprev = &h->first;
 	/* [pub] n's fields, then the pointer to n. */
-	SK_LIST__PUBLISH(h->first, n);
+	SK__LIST_PUBLISH(h->first, n);
 	/* [one] readers never follow pprev. */
 	if (first)
 		first->pprev = &n->next;
@@ -290,7 +290,7 @@ static inline void sk_hlist_add_before_rcu(struct sk_hlist_node *n,
 	n->pprev = next->pprev;
 	n->next = next;
 	/* [pub] n's fields, then the pointer to n. */
-	SK_LIST__PUBLISH(*n->pprev, n);
+	SK__LIST_PUBLISH(*n->pprev, n);
 	/* [one] readers never follow pprev. */
 	next->pprev = &n->next;
 }
@@ -303,7 +303,7 @@ static inline void sk_hlist_add_behind_rcu(struct sk_hlist_node *n,
 	n->next = prev->next;
 	n->pprev = &prev->next;
 	/* [pub] n's fields, then the pointer to n. */
-	SK_LIST__PUBLISH(prev->next, n);
+	SK__LIST_PUBLISH(prev->next, n);
 	/* [one] readers never follow pprev. */
 	if (n->next)
 		n->next->pprev = &n->next;
@@ -318,7 +318,7 @@ static inline void sk_hlist_del_rcu(struct sk_hlist_node *n)
 	struct sk_hlist_node *next = n->next, **pprev = n->pprev;
 
 	/* [one] readers either still see n or skip it. */
-	SK_LIST__PUBLISH(*pprev, next);
+	SK__LIST_PUBLISH(*pprev, next);
 	/* [one] readers never follow pprev. */
 	if (next)
 		next->pprev = pprev;
@@ -335,7 +335,7 @@ static inline void sk_hlist_replace_rcu(struct sk_hlist_node *old,
 	n->next = next;
 	n->pprev = old->pprev;
 	/* [pub] n's fields, then the pointer to n. */
-	SK_LIST__PUBLISH(*n->pprev, n);
+	SK__LIST_PUBLISH(*n->pprev, n);
 	/* [one] readers never follow pprev. */
 	if (next)
 		next->pprev = &n->next;

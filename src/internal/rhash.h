@@ -74,7 +74,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "scalekit/list.h" /* checker hooks, SK_LIST__PUBLISH */
+#include "scalekit/list.h" /* checker hooks, SK__LIST_PUBLISH */
 #include "scalekit/rhash.h"
 
 #define RHASH_MAX_STRIPES 256UL /* count stripes (no locks) */
@@ -265,7 +265,7 @@ static inline int sk__rhash_is_node(const struct sk_rhash_node *n)
  * Compare-and-swap the chain link *pp from old to v (RH-I1, RH-M2, and
  * unlinks at a bucket head, which lock-free inserts may change under a
  * stripe lock).  Release on success: v's fields (and the object) before
- * the pointer, as SK_LIST__PUBLISH; acquire on failure, so the caller can
+ * the pointer, as SK__LIST_PUBLISH; acquire on failure, so the caller can
  * follow the value it sees (*old receives it).  Nonzero on success, which
  * the testing build examines like a publication.
  */
@@ -276,7 +276,7 @@ static inline int sk__rhash_cas(struct sk_rhash_node **pp,
 	if (!__atomic_compare_exchange_n(pp, old, v, 0, __ATOMIC_RELEASE,
 					 __ATOMIC_ACQUIRE))
 		return 0;
-	SK_LIST__TRACE(PUBLISH);
+	SK__LIST_TRACE(PUBLISH);
 	return 1;
 }
 

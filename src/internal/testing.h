@@ -135,7 +135,7 @@ void sk__rwlock_rb_test_busted(int on);
  * scalekit/list.h (and of src/rhash*.c) calls sk__rcu_checker_hook, which
  * a test points at a function that runs complete readers against the
  * intermediate state (NULL: nothing).  This header defines list.h's
- * SK_LIST__TRACE() for that, so it comes before scalekit/list.h.
+ * SK__LIST_TRACE() for that, so it comes before scalekit/list.h.
  */
 enum { SK__RCU_CHECK_PUBLISH = 1, SK__RCU_CHECK_GP = 2 };
 extern void (*sk__rcu_checker_hook)(int event);
@@ -144,7 +144,7 @@ extern void (*sk__rcu_checker_hook)(int event);
 #ifdef SCALEKIT_LIST_H
 #error "include internal/testing.h before scalekit/list.h"
 #endif
-#define SK_LIST__TRACE(ev)                                        \
+#define SK__LIST_TRACE(ev)                                        \
 	do {                                                      \
 		void (*sk__fn_)(int) = sk__rcu_checker_hook;      \
 		if (sk__fn_)                                      \
