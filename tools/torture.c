@@ -39,21 +39,22 @@
 
 /* ---- modes --------------------------------------------------------------- */
 
+/* The pipe test of flavor f (sk_tort_f_ops); summary "pipe test, " s. */
+#define TORT_PIPE(f, s) \
+	{ #f, &sk_tort_pipe_scenario, &sk_tort_##f##_ops, "pipe test, " s }
+
 /* One line here per mode (struct sk_tort_mode in torture_core.h). */
 static const struct sk_tort_mode tort_modes[] = {
-	{ "rcu", &sk_tort_pipe_scenario, &sk_tort_rcu_ops,
-	  "pipe test, general RCU readers" },
-	{ "qsbr", &sk_tort_pipe_scenario, &sk_tort_qsbr_ops,
-	  "pipe test, QSBR readers (and QSBR updaters)" },
-	{ "mixed", &sk_tort_pipe_scenario, &sk_tort_mixed_ops,
-	  "pipe test, half general, half QSBR readers" },
-	{ "srcu", &sk_tort_pipe_scenario, &sk_tort_srcu_ops,
-	  "pipe test, SRCU readers (sleep with --sleep, hand-off)" },
+	TORT_PIPE(rcu, "general RCU readers"),
+	TORT_PIPE(qsbr, "QSBR readers (and QSBR updaters)"),
+	TORT_PIPE(mixed, "half general, half QSBR readers"),
+	TORT_PIPE(srcu, "SRCU readers (sleep with --sleep, hand-off)"),
 	/* The data structures: readers of --flavor, rcu by default. */
 	{ "list", &sk_tort_list_scenario, &sk_tort_rcu_ops,
 	  "sk_list: sorted-list invariants against a model" },
 	{ "rhash", &sk_tort_rhash_scenario, &sk_tort_rcu_ops,
 	  "sk_rhash: stable keys, model, resizer, --fault-rate" },
+	/* A harness of its own: no ops. */
 	{ "locks", &sk_tort_locks_scenario, NULL,
 	  "mutual exclusion of every lock, and its broken twin" },
 };
@@ -432,6 +433,13 @@ static void note_option(struct tort_cmdline *cl, const char *a)
 	}
 }
 
+/* "opt wants what, not 'val'": -1. */
+static int bad_value(const char *opt, const char *what, const char *val)
+{
+	return -sk_tool_usage_error(CMD, "%s wants %s, not '%s'", opt, what,
+				    val);
+}
+
 /*
  * Does argv[*i] set --seed, --gp, --fault-rate, --flavor or --lock?  1: set
  * in cl,
@@ -445,11 +453,8 @@ static int parse_value_opt(struct tort_cmdline *cl, int argc, char **argv,
 
 	if ((r = sk_tool_option_value(CMD, argc, argv, i, "--seed", &val))) {
 		if (r > 0 && parse_seed(val, &cl->cfg.seed) != 0)
-			r = -sk_tool_usage_error(CMD,
-						 "--seed wants a 64-bit number "
-						 "(decimal or 0x hex), not "
-						 "'%s'",
-						 val);
+			r = bad_value("--seed",
+				      "a 64-bit number (decimal or 0x hex)", val);
 		cl->have_seed = 1;
 	} else if ((r = sk_tool_option_value(CMD, argc, argv, i, "--gp",
 					     &val))) {
@@ -459,11 +464,8 @@ static int parse_value_opt(struct tort_cmdline *cl, int argc, char **argv,
 	} else if ((r = sk_tool_option_value(CMD, argc, argv, i,
 					     "--fault-rate", &val))) {
 		if (r > 0 && parse_fraction(val, &cl->cfg.fault_rate) != 0)
-			r = -sk_tool_usage_error(CMD,
-						 "--fault-rate wants a fraction "
-						 "from 0 to 1 (e.g. 0.01), not "
-						 "'%s'",
-						 val);
+			r = bad_value("--fault-rate",
+				      "a fraction from 0 to 1 (e.g. 0.01)", val);
 		cl->fault = val;
 	} else if ((r = sk_tool_option_value(CMD, argc, argv, i, "--flavor",
 					     &val))) {
