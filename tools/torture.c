@@ -453,8 +453,8 @@ static int parse_value_opt(struct tort_cmdline *cl, int argc, char **argv,
 
 	if ((r = sk_tool_option_value(CMD, argc, argv, i, "--seed", &val))) {
 		if (r > 0 && parse_seed(val, &cl->cfg.seed) != 0)
-			r = bad_value("--seed",
-				      "a 64-bit number (decimal or 0x hex)", val);
+			r = bad_value("--seed", "a 64-bit number (decimal "
+				      "or 0x hex)", val);
 		cl->have_seed = 1;
 	} else if ((r = sk_tool_option_value(CMD, argc, argv, i, "--gp",
 					     &val))) {
@@ -464,8 +464,8 @@ static int parse_value_opt(struct tort_cmdline *cl, int argc, char **argv,
 	} else if ((r = sk_tool_option_value(CMD, argc, argv, i,
 					     "--fault-rate", &val))) {
 		if (r > 0 && parse_fraction(val, &cl->cfg.fault_rate) != 0)
-			r = bad_value("--fault-rate",
-				      "a fraction from 0 to 1 (e.g. 0.01)", val);
+			r = bad_value("--fault-rate", "a fraction from 0 "
+				      "to 1 (e.g. 0.01)", val);
 		cl->fault = val;
 	} else if ((r = sk_tool_option_value(CMD, argc, argv, i, "--flavor",
 					     &val))) {

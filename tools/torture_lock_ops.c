@@ -13,7 +13,7 @@
 
 #include "scalekit/barrier.h"
 
-/* ---- the adapters --------------------------------------------------------- */
+/* ---- the adapters -------------------------------------------------------- */
 
 /*
  * SK__TL_EXCL(x, T, init, destroy, lock, unlock, trylock) - x_init(),
@@ -142,7 +142,7 @@ static int sl_retry(void *l, unsigned int token)
 	return sk_seqlock_read_retry(l, token);
 }
 
-/* ---- the broken twins -------------------------------------------------------- */
+/* ---- the broken twins ---------------------------------------------------- */
 
 /*
  * The plain twin: test, then set, not atomically, on the first word of
@@ -188,7 +188,7 @@ static int busted_read_unlock(void *l, unsigned int token)
  * SK__TL_PLAIN_TWIN(x, init_fn) - the plain twin of lock x, on storage
  * its real init(), init_fn, prepared.
  */
-#define SK__TL_PLAIN_TWIN(x, init_fn)                                            \
+#define SK__TL_PLAIN_TWIN(x, init_fn)                                         \
 	static const struct sk_tort_lock_ops x##_twin = {                     \
 		.name = #x "-busted", .desc = "test-then-set, not atomic",    \
 		.init = init_fn, .destroy = busted_destroy,                    \
@@ -219,7 +219,7 @@ SK__TL_READ_TWIN(erw, erw, busted_read_lock, busted_read_unlock);
 /* The seqlock's: one attempt, no retry check. */
 SK__TL_READ_TWIN(sl, sl, sl_begin, busted_read_unlock);
 
-/* ---- the table --------------------------------------------------------------- */
+/* ---- the table ----------------------------------------------------------- */
 
 /*
  * SK__TL_OPS(x, name, desc, ...) - the ops of lock x (its adapters x_*

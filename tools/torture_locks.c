@@ -135,7 +135,7 @@ static void tl_read_section(struct tl_thread *t)
 	int k, retry;
 
 	do {
-		/* Twins: readers that take no lock (the seqlock's: no retry). */
+		/* Twins: readers take no lock (the seqlock's: no retry). */
 		tok = r->lk->read_lock(&r->lock);
 		o = SK_READ_ONCE(r->owner);
 		for (k = 0; k < TL_WORDS; k++) {
@@ -385,7 +385,7 @@ static long tl_run_one(const struct sk_tort_lock_ops *lk, const char *label,
 	return (long)errors;
 }
 
-/* ---- elision backends ------------------------------------------------------- */
+/* ---- elision backends ---------------------------------------------------- */
 
 /* The simulated backend's hooks (scalekit_elide_sim, tests/elide_sim.cmake). */
 #include "internal/testing.h"
@@ -503,7 +503,7 @@ static int tl_nruns(const struct sk_tort_lock_ops *lk, const char *only)
 	return lk->elided ? tl_backends(bs) : 1;
 }
 
-/* ---- the mode ------------------------------------------------------------------ */
+/* ---- the mode ------------------------------------------------------------ */
 
 void sk_tort_locks_list(FILE *f)
 {
@@ -517,16 +517,19 @@ void sk_tort_locks_list(FILE *f)
 static int tl_run_mode(const struct sk_tort_config *cfg)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), errors = 0, e;
-	unsigned long n = cfg->threads ? cfg->threads
-				       : 2 * (unsigned long)(ncpu < 1 ? 1 : ncpu) + 1;
+	unsigned long n = 2 * (unsigned long)(ncpu < 1 ? 1 : ncpu) + 1;
 	int i, nsel = 0, uncaught = 0;
 	double secs;
 
+	if (cfg->threads)
+		n = cfg->threads;
 	for (i = 0; sk_tort_locks[i]; i++)
 		nsel += tl_nruns(sk_tort_locks[i], cfg->lock);
 	if (!nsel)
-		return sk_tool_usage_error("torture", "locks: unknown lock '%s' "
-					   "(see --help)", cfg->lock);
+		return sk_tool_usage_error("torture",
+					   "locks: unknown lock '%s' (see "
+					   "--help)",
+					   cfg->lock);
 	secs = (double)cfg->duration_s / nsel;
 	printf("torture locks: %d run%s, %lu threads each, %.1f s each, "
 	       "seed %llu%s\n",
