@@ -16,7 +16,9 @@
  *    init() made in T->ctx and passes it to every call.
  *  - struct sk_tort_scenario: what the readers and updaters do with it:
  *    the pipe test (torture_pipe.c), an RCU list (torture_list.c), the
- *    resizable hash table (torture_rhash.c).
+ *    resizable hash table (torture_rhash.c).  The locks scenario
+ *    (torture_locks.c) is a run of its own (its run()), over the lock ops
+ *    table of torture_lock_ops.h, which the lock tests use too.
  *
  * The harness owns the rest: torture.c the modes and the command line;
  * torture_run.c one run, step by step (setup, threads, the monitor with
