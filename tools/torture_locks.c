@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `scalekit torture locks`: every lock under contention from more threads
- * than CPUs.
+ * `scalekit torture locks`, the locks mode (sk_tort_locks_scenario, a run
+ * of its own): every lock of the ops table (torture_lock_ops.c), or the
+ * one --lock names, under contention from more threads than CPUs
+ * (--threads); --duration, --seed and --busted as in every mode.
  *
  * Each lock in turn gets the same workload: threads pick, at random, a
  * write section (one in four for reader-writer locks, always for plain
@@ -15,8 +17,8 @@
  * agree.  At the end the shadow counter must equal the sum of the write
  * sections, and every thread must have made progress.
  *
- * --busted swaps in a broken twin of each lock, which the checks must
- * catch: plain locks become a test-then-set lock that is not atomic,
+ * --busted swaps in each lock's broken twin (its ->broken in the table),
+ * which the checks must catch: plain locks become a test-then-set lock that is not atomic,
  * reader-writer locks get readers that take no lock, the seqlock's
  * readers skip the retry check.
  *
