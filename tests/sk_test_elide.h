@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers for the elided-lock tests (test_elide.c on the real backends,
- * test_elide_sim.c on the simulated one): the three locks behind one ops
- * table, a mutual-exclusion stress with a non-atomic counter, and a
- * hang detector.
+ * test_elide_sim.c on the simulated one): the three locks of the lock ops
+ * table that `scalekit torture locks` runs too (tools/torture_lock_ops.h),
+ * side by side; a mutual-exclusion stress with a non-atomic counter; and
+ * a hang detector.
  */
 #ifndef SK_TEST_ELIDE_H
 #define SK_TEST_ELIDE_H
@@ -16,20 +17,24 @@
 #include "scalekit/elide.h"
 #include "sk_test.h"
 #include "sk_test_util.h"
+#include "torture_lock_ops.h"
 
-/* One lock of any kind; "write" side for the rwlock. */
+/* One lock of each kind. */
 struct elide_lock {
 	struct sk_elided_mutex m;
 	struct sk_elided_spinlock s;
 	struct sk_elided_rwlock rw;
 };
 
+/*
+ * A lock of the table and where it is in struct elide_lock; "write" side
+ * for the rwlock, unless read.
+ */
 struct elide_ops {
 	const char *name;
-	void (*lock)(struct elide_lock *);
-	void (*unlock)(struct elide_lock *);
-	int (*trylock)(struct elide_lock *);
-	void (*attach)(struct elide_lock *, struct sk_elide_stats *);
+	const struct sk_tort_lock_ops *ops;
+	size_t off; /* of the lock in struct elide_lock */
+	int read;
 };
 
 /* The exclusive locks; the rwlock's read side is elide_read_ops. */
@@ -39,6 +44,13 @@ extern const struct elide_ops elide_read_ops;
 
 /* Initialize the three locks of l. */
 void elide_lock_init(struct elide_lock *l);
+
+/* Lock, unlock, trylock (0 or -EBUSY), attach stats: o's lock of l. */
+void el_lock(const struct elide_ops *o, struct elide_lock *l);
+void el_unlock(const struct elide_ops *o, struct elide_lock *l);
+int el_trylock(const struct elide_ops *o, struct elide_lock *l);
+void el_attach(const struct elide_ops *o, struct elide_lock *l,
+	       struct sk_elide_stats *s);
 
 /* ---- hang detection ------------------------------------------------------- */
 

@@ -4,8 +4,9 @@
  * test_seqlock.c): writer threads bump a non-atomic counter and write a
  * multi-word snapshot (every word the same value, written one at a time
  * with spins in between); reader threads read the snapshot and count the
- * torn ones.  The lock under test is given as two functions: one write
- * section and one read.
+ * torn ones.  The lock under test is one of the lock ops table that
+ * `scalekit torture locks` runs too (tools/torture_lock_ops.h), or its
+ * broken twin (->broken).
  *
  * Checks a caller makes from struct lk_result: the counter ends exact
  * (writers excluded each other), no torn snapshot (readers excluded
@@ -22,6 +23,7 @@
 #include "scalekit/barrier.h"
 #include "sk_test.h"
 #include "sk_test_util.h"
+#include "torture_lock_ops.h"
 
 #define LK_WORDS 4
 
@@ -32,11 +34,9 @@ struct lk_data {
 };
 
 struct lk_spec {
-	void *lock;
-	/* One write section: lock, lk_write(d), unlock. */
-	void (*write)(void *lock, struct lk_data *d);
-	/* One read: copy the snapshot into out[] (consistently, if it can). */
-	void (*read)(void *lock, struct lk_data *d, unsigned long *out);
+	const struct sk_tort_lock_ops *ops; /* the lock, or its twin */
+	void *lock;			    /* initialized by the caller */
+	int try; /* the trylocks (spinning on -EBUSY), not the locks */
 	int readers, writers;
 	unsigned long writes_each; /* write sections per writer */
 	double max_s;		   /* readers stop after this at the latest */
@@ -59,11 +59,12 @@ struct lk_run {
 /* Spin a few iterations (widens the windows a broken lock leaves open). */
 void lk_spin(unsigned n);
 
-/* The body of a write section: counter + 1, then the words one by one. */
-void lk_write(struct lk_data *d);
+/* One write section: counter + 1, then the words one by one. */
+void lk_write(const struct lk_spec *spec, struct lk_data *d);
 
-/* The body of a read: the words one by one. */
-void lk_read(struct lk_data *d, unsigned long *out);
+/* One read: the words one by one (again, while the lock asks a retry). */
+void lk_read(const struct lk_spec *spec, struct lk_data *d,
+	     unsigned long *out);
 
 void *lk_writer(void *arg);
 

@@ -25,19 +25,18 @@ static const char *prog;
 /* ---- dispatch --------------------------------------------------------------- */
 
 #if defined(__x86_64__) || defined(__i386__)
-/* What CPUID says, independently of the library. */
+/*
+ * What CPUID says, independently of the library: leaf 7, EBX bit 11 (RTM)
+ * and EDX bit 11 (RTM_ALWAYS_ABORT).
+ */
 static unsigned int cpuid_flags(void)
 {
-	unsigned int a, b, c, d, f = 0;
+	unsigned int r[4] = { 0, 0, 0, 0 };
 
-	if (__get_cpuid_max(0, NULL) < 7)
-		return 0;
-	__cpuid_count(7, 0, a, b, c, d);
-	if (b & (1u << 11))
-		f |= SK_ELIDE_CPU_RTM;
-	if (d & (1u << 11))
-		f |= SK_ELIDE_CPU_ALWAYS_ABORT;
-	return f;
+	if (__get_cpuid_max(0, NULL) >= 7)
+		__cpuid_count(7, 0, r[0], r[1], r[2], r[3]);
+	return ((r[1] >> 11) & 1 ? SK_ELIDE_CPU_RTM : 0) |
+	       ((r[3] >> 11) & 1 ? SK_ELIDE_CPU_ALWAYS_ABORT : 0);
 }
 
 /* Our own probe transaction; only run when CPUID reports RTM. */
@@ -105,9 +104,9 @@ static void policy_on_without_rtm_never_sigills(void)
 						: SK_ELIDE_BACKEND_FALLBACK);
 	for (k = 0; k < ELIDE_NOPS; k++)
 		for (i = 0; i < 100; i++) {
-			elide_ops[k].lock(&l);
-			SK_CHECK_EQ(elide_ops[k].trylock(&l), -EBUSY);
-			elide_ops[k].unlock(&l);
+			el_lock(&elide_ops[k], &l);
+			SK_CHECK_EQ(el_trylock(&elide_ops[k], &l), -EBUSY);
+			el_unlock(&elide_ops[k], &l);
 		}
 	sk_elided_rwlock_read_lock(&l.rw);
 	SK_CHECK_EQ(sk_elide_in_transaction(),
@@ -194,9 +193,9 @@ static void trylock_and_destroy_report_busy(void)
 
 	elide_lock_init(&l);
 	for (k = 0; k < ELIDE_NOPS; k++) {
-		SK_CHECK_EQ(elide_ops[k].trylock(&l), 0);
-		SK_CHECK_EQ(elide_ops[k].trylock(&l), -EBUSY);
-		elide_ops[k].unlock(&l);
+		SK_CHECK_EQ(el_trylock(&elide_ops[k], &l), 0);
+		SK_CHECK_EQ(el_trylock(&elide_ops[k], &l), -EBUSY);
+		el_unlock(&elide_ops[k], &l);
 	}
 	SK_CHECK_EQ(sk_elided_rwlock_read_trylock(&l.rw), 0);
 	SK_CHECK_EQ(sk_elided_rwlock_read_trylock(&l.rw), 0);
@@ -264,9 +263,9 @@ static void fallback_counts_nothing(void)
 		return;
 	elide_lock_init(&l);
 	for (k = 0; k < ELIDE_NOPS; k++) {
-		elide_ops[k].attach(&l, &s);
-		elide_ops[k].lock(&l);
-		elide_ops[k].unlock(&l);
+		el_attach(&elide_ops[k], &l, &s);
+		el_lock(&elide_ops[k], &l);
+		el_unlock(&elide_ops[k], &l);
 	}
 	sk_elide_stats_read(&s, &r);
 	SK_CHECK_EQ(r.commits + r.fallbacks + r.skips + r.aborts[0], 0);
@@ -383,12 +382,12 @@ static void *wrap_worker(void *arg)
 	unsigned long i;
 
 	for (i = 0; i < w->iters; i++) {
-		w->ops->lock(&w->l);
+		el_lock(w->ops, &w->l);
 		/* Plain (volatile): TSan checks that the lock orders it. */
 		*(volatile unsigned long *)&w->counter += 1;
 		if (i % 4 == 0)
 			sched_yield(); /* let the others queue and sleep */
-		w->ops->unlock(&w->l);
+		el_unlock(w->ops, &w->l);
 	}
 	return NULL;
 }
@@ -421,7 +420,8 @@ static void ticket_wrap_run(const struct elide_ops *ops, int nthreads,
 	t.handoff_wakeups = 1;
 	SK_CHECK_EQ(sk_elide_set_tuning(&t), 0);
 	elide_lock_init(&w.l);
-	SK_CHECK_EQ(ops->trylock(&w.l), 0); /* held for real on any backend */
+	/* Held for real on any backend. */
+	SK_CHECK_EQ(el_trylock(ops, &w.l), 0);
 	__atomic_fetch_or((unsigned int *)word, SK__M_TICKETS_AT(first, first),
 			  __ATOMIC_RELAXED);
 	for (i = 0; i < nthreads; i++)
@@ -440,7 +440,7 @@ static void ticket_wrap_run(const struct elide_ops *ops, int nthreads,
 			"%#x (want %#x)\n",
 		ops->name, nthreads, first, SK__M_TMASK, v, want);
 	SK_CHECK_EQ(v, want);
-	ops->unlock(&w.l);
+	el_unlock(ops, &w.l);
 	for (i = 0; i < nthreads; i++)
 		sk_test_thread_join(th[i]);
 	v = __atomic_load_n((unsigned int *)word, __ATOMIC_RELAXED);
@@ -450,11 +450,11 @@ static void ticket_wrap_run(const struct elide_ops *ops, int nthreads,
 	SK_CHECK_EQ(v, 0);
 	SK_CHECK_EQ(w.l.rw.word, 0);
 	SK_CHECK_EQ(wrap_destroy(&w), 0);
-	ops->lock(&w.l);
+	el_lock(ops, &w.l);
 	/* Taken for real from the free word: just LOCKED; elided: untouched. */
 	want = sk_elide_in_transaction() ? 0 : SK__ELIDED_MUTEX_LOCKED;
 	SK_CHECK_EQ(*word, want);
-	ops->unlock(&w.l);
+	el_unlock(ops, &w.l);
 	SK_CHECK_EQ(*word, 0);
 	SK_CHECK_EQ(wrap_destroy(&w), 0);
 	SK_CHECK_EQ(sk_elide_set_tuning(&d), 0);

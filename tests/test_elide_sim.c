@@ -33,7 +33,7 @@ static void fresh(void)
 	elide_lock_init(&L);
 	sk_elide_stats_reset(&st);
 	for (k = 0; k < ELIDE_NOPS; k++)
-		elide_ops[k].attach(&L, &st);
+		el_attach(&elide_ops[k], &L, &st);
 }
 
 /* One lock+unlock; returns whether the section ran elided. */
@@ -41,9 +41,9 @@ static int once(const struct elide_ops *o)
 {
 	int in;
 
-	o->lock(&L);
+	el_lock(o, &L);
 	in = sk_elide_in_transaction();
-	o->unlock(&L);
+	el_unlock(o, &L);
 	return in;
 }
 
@@ -192,8 +192,8 @@ static void *busy_locker(void *arg)
 {
 	const struct elide_ops *o = arg;
 
-	o->lock(&L);
-	o->unlock(&L);
+	el_lock(o, &L);
+	el_unlock(o, &L);
 	return NULL;
 }
 
@@ -205,11 +205,12 @@ static void busy_lock_at_start_falls_back(void)
 	elide_deadline("busy_lock_at_start_falls_back", 120);
 	for (k = 0; k < ELIDE_NOPS; k++) {
 		fresh();
-		SK_CHECK_EQ(elide_ops[k].trylock(&L), 0); /* real: not in a tx */
+		/* Real: not in a transaction. */
+		SK_CHECK_EQ(el_trylock(&elide_ops[k], &L), 0);
 		sk_test_thread_start(&t, busy_locker, (void *)&elide_ops[k]);
 		while (!__atomic_load_n(&st.fallbacks, __ATOMIC_RELAXED))
 			sched_yield();
-		elide_ops[k].unlock(&L);
+		el_unlock(&elide_ops[k], &L);
 		sk_test_thread_join(t);
 		SK_CHECK_EQ(st.aborts[SK_ELIDE_ABORT_BUSY], 1);
 		SK_CHECK_EQ(st.commits, 0);
@@ -283,9 +284,9 @@ static void *try_other(void *arg)
 {
 	const struct elide_ops *o = excl_ops(arg);
 
-	if (o->trylock(&L))
+	if (el_trylock(o, &L))
 		return (void *)0;
-	o->unlock(&L);
+	el_unlock(o, &L);
 	return (void *)1;
 }
 
@@ -320,14 +321,14 @@ static int inner_unlock_leaves_outer(int outer, int inner,
 	const struct elide_ops *o = kind_ops(outer), *i = kind_ops(inner);
 	int in_tx, other, commits;
 
-	o->lock(&L);
-	i->lock(il);
-	i->unlock(il);
+	el_lock(o, &L);
+	el_lock(i, il);
+	el_unlock(i, il);
 	in_tx = sk_elide_in_transaction();
 	commits = (int)st.commits;
 	other = other_thread_gets(o);
 	if (in_tx)
-		o->unlock(&L);
+		el_unlock(o, &L);
 	if (in_tx && !commits && !other)
 		return 1;
 	fprintf(stderr, "    outer %s, inner %s%s: after the inner unlock in "
@@ -356,9 +357,9 @@ static int nested_pairs_kept(int busted)
 		b = k < 16 ? k % 4 : 3;
 		fresh();
 		elide_lock_init(&x);
-		elide_ops[0].attach(&x, &st);
-		elide_ops[1].attach(&x, &st);
-		elide_ops[2].attach(&x, &st);
+		el_attach(&elide_ops[0], &x, &st);
+		el_attach(&elide_ops[1], &x, &st);
+		el_attach(&elide_ops[2], &x, &st);
 		if (!inner_unlock_leaves_outer(a, b, k < 16 ? &x : &L))
 			continue;
 		kept++;
@@ -411,7 +412,7 @@ static void *hold_until_queued(void *arg)
 	const struct elide_ops *o = excl_ops(h->ops);
 	unsigned int w[4];
 
-	SK_CHECK_EQ(o->trylock(x), 0);
+	SK_CHECK_EQ(el_trylock(o, x), 0);
 	w[0] = (unsigned int)__atomic_load_n(&x->m.word, __ATOMIC_RELAXED);
 	w[1] = __atomic_load_n(&x->s.word, __ATOMIC_RELAXED);
 	w[2] = __atomic_load_n(&x->rw.word, __ATOMIC_RELAXED);
@@ -425,7 +426,7 @@ static void *hold_until_queued(void *arg)
 	       (unsigned int)__atomic_load_n(&x->rw.wlock,
 					     __ATOMIC_RELAXED) == w[3])
 		sched_yield();
-	o->unlock(x);
+	el_unlock(o, x);
 	return NULL;
 }
 
@@ -456,9 +457,9 @@ static void busy_inner_lock_is_taken_for_real_inside_section(void)
 			sk_test_thread_start(&t, hold_until_queued, &h);
 			while (!__atomic_load_n(&h.held, __ATOMIC_ACQUIRE))
 				sched_yield();
-			kind_ops(a)->lock(&L);
-			kind_ops(b)->lock(&x); /* waits for the holder */
-			kind_ops(b)->unlock(&x);
+			el_lock(kind_ops(a), &L);
+			el_lock(kind_ops(b), &x); /* waits for the holder */
+			el_unlock(kind_ops(b), &x);
 			in_tx = sk_elide_in_transaction();
 			if (!in_tx)
 				fprintf(stderr, "    outer %s, inner %s: the "
@@ -467,7 +468,7 @@ static void busy_inner_lock_is_taken_for_real_inside_section(void)
 					kind_ops(a)->name, kind_ops(b)->name);
 			SK_CHECK_EQ(in_tx, 1);
 			if (in_tx) /* else the outer lock is not held now */
-				kind_ops(a)->unlock(&L);
+				el_unlock(kind_ops(a), &L);
 			sk_test_thread_join(t);
 			SK_CHECK_EQ(sk_elide_in_transaction(), 0);
 			SK_CHECK_EQ(st.aborts[SK_ELIDE_ABORT_BUSY], 1);
@@ -572,10 +573,10 @@ static void trylock_inside_transaction_aborts(void)
 	/* Its own lock, elided by this very section: never "got it". */
 	for (k = 0; k < ELIDE_NOPS; k++) {
 		fresh();
-		elide_ops[k].lock(&L);
+		el_lock(&elide_ops[k], &L);
 		SK_CHECK_EQ(sk_elide_in_transaction(), 1);
-		SK_CHECK_EQ(elide_ops[k].trylock(&L), -EBUSY);
-		elide_ops[k].unlock(&L);
+		SK_CHECK_EQ(el_trylock(&elide_ops[k], &L), -EBUSY);
+		el_unlock(&elide_ops[k], &L);
 		SK_CHECK_EQ(st.commits, 0);
 		SK_CHECK_EQ(st.aborts[SK_ELIDE_ABORT_EXPLICIT], 1);
 		SK_CHECK_EQ(st.fallbacks, 1);

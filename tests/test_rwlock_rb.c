@@ -26,42 +26,10 @@
 
 static struct sk_rwlock_rb lock_a = SK_RWLOCK_RB_INITIALIZER;
 
-static void rb_write(void *l, struct lk_data *d)
+/* try: readers and writers take the lock with the trylocks. */
+static struct lk_spec rb_spec(int try)
 {
-	sk_rwlock_rb_write_lock(l);
-	lk_write(d);
-	sk_rwlock_rb_write_unlock(l);
-}
-
-static void rb_read(void *l, struct lk_data *d, unsigned long *out)
-{
-	sk_rwlock_rb_read_lock(l);
-	lk_read(d, out);
-	sk_rwlock_rb_read_unlock(l);
-}
-
-/* Readers that take the lock with read_trylock (spinning on -EBUSY). */
-static void rb_tryread(void *l, struct lk_data *d, unsigned long *out)
-{
-	while (sk_rwlock_rb_read_trylock(l) != 0)
-		sched_yield();
-	lk_read(d, out);
-	sk_rwlock_rb_read_unlock(l);
-}
-
-static void rb_trywrite(void *l, struct lk_data *d)
-{
-	while (sk_rwlock_rb_write_trylock(l) != 0)
-		sched_yield();
-	lk_write(d);
-	sk_rwlock_rb_write_unlock(l);
-}
-
-static struct lk_spec rb_spec(void (*write)(void *, struct lk_data *),
-			      void (*read)(void *, struct lk_data *,
-					   unsigned long *))
-{
-	struct lk_spec s = { &lock_a, write, read, 3, 2,
+	struct lk_spec s = { &sk_tort_lock_rwlock_rb, &lock_a, try, 3, 2,
 			     2000 / sk_test_slow(), 60.0, 0 };
 	return s;
 }
@@ -81,12 +49,12 @@ static void static_initializer_is_unlocked_and_biased(void)
 
 static void writers_exclude_and_readers_see_no_torn_snapshot(void)
 {
-	lk_check_clean(rb_spec(rb_write, rb_read));
+	lk_check_clean(rb_spec(0));
 }
 
 static void trylock_users_exclude_too(void)
 {
-	struct lk_spec s = rb_spec(rb_trywrite, rb_tryread);
+	struct lk_spec s = rb_spec(1);
 
 	s.writes_each /= 8;
 	lk_check_clean(s);
@@ -211,8 +179,17 @@ static void misuse_is_reported(void)
 static void busted_writer_twin_is_caught(void)
 {
 	sk__rwlock_rb_test_busted(1);
-	lk_check_twin_caught(rb_spec(rb_write, rb_read));
+	lk_check_twin_caught(rb_spec(0));
 	sk__rwlock_rb_test_busted(0);
+}
+
+/* The table's twin (tools/torture_lock_ops.c): readers that take no lock. */
+static void reader_without_lock_twin_is_caught(void)
+{
+	struct lk_spec s = rb_spec(0);
+
+	s.ops = sk_tort_lock_rwlock_rb.broken;
+	lk_check_twin_caught(s);
 }
 
 int main(int argc, char **argv)
@@ -229,5 +206,6 @@ int main(int argc, char **argv)
 	SK_RUN(writers_exclude_and_readers_see_no_torn_snapshot);
 	SK_RUN(trylock_users_exclude_too);
 	SK_RUN(busted_writer_twin_is_caught);
+	SK_RUN(reader_without_lock_twin_is_caught);
 	return sk_test_report();
 }

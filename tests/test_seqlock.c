@@ -22,35 +22,11 @@
 
 static struct sk_seqlock seq_a = SK_SEQLOCK_INITIALIZER;
 
-static void sl_write(void *l, struct lk_data *d)
+/* ops: sk_tort_lock_seqlock, or its twin (one attempt, no retry check). */
+static struct lk_spec sl_spec(const struct sk_tort_lock_ops *ops)
 {
-	sk_seqlock_write_lock(l);
-	lk_write(d);
-	sk_seqlock_write_unlock(l);
-}
-
-static void sl_read(void *l, struct lk_data *d, unsigned long *out)
-{
-	unsigned int s;
-
-	do {
-		s = sk_seqlock_read_begin(l);
-		lk_read(d, out);
-	} while (sk_seqlock_read_retry(l, s));
-}
-
-/* The broken twin: one attempt, no retry check. */
-static void sl_read_no_retry(void *l, struct lk_data *d, unsigned long *out)
-{
-	(void)sk_seqlock_read_begin(l);
-	lk_read(d, out);
-}
-
-static struct lk_spec sl_spec(void (*read)(void *, struct lk_data *,
-					   unsigned long *))
-{
-	struct lk_spec s = { &seq_a, sl_write, read, 3, 2,
-			     2000 / sk_test_slow(), 60.0, 0 };
+	struct lk_spec s = { ops, &seq_a, 0, 3, 2, 2000 / sk_test_slow(),
+			     60.0, 0 };
 	return s;
 }
 
@@ -74,13 +50,13 @@ static void count_is_odd_inside_a_write_section(void)
 
 static void writers_exclude_and_readers_see_no_torn_snapshot(void)
 {
-	lk_check_clean(sl_spec(sl_read));
+	lk_check_clean(sl_spec(&sk_tort_lock_seqlock));
 }
 
 /* Many writers, one reader: the writer lock's futex path is exercised. */
 static void contended_writers_sleep_and_wake(void)
 {
-	struct lk_spec s = sl_spec(sl_read);
+	struct lk_spec s = sl_spec(&sk_tort_lock_seqlock);
 
 	s.writers = 6;
 	s.readers = 1;
@@ -89,7 +65,7 @@ static void contended_writers_sleep_and_wake(void)
 
 static void reader_without_retry_twin_is_caught(void)
 {
-	lk_check_twin_caught(sl_spec(sl_read_no_retry));
+	lk_check_twin_caught(sl_spec(sk_tort_lock_seqlock.broken));
 }
 
 static void unlock_unheld(void)

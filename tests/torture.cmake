@@ -405,6 +405,10 @@ sk_torture_test(torture_busted_locks 1
   STDERR "ERROR: (pthread-mutex|rwlock-rb|seqlock)" ENV "${sk_tort_busted_env}")
 sk_torture_test(torture_usage_locks_lock 2 "torture|locks|--lock|nosuch"
   STDERR "locks: unknown lock 'nosuch'")
+sk_torture_test(torture_usage_locks_option 2 "torture|locks|--readers|3"
+  STDERR "--readers does not apply to mode 'locks'")
+sk_torture_test(torture_usage_locks_threads_mode 2 "torture|rcu|--threads|3"
+  STDERR "--threads applies to locks only, not 'rcu'")
 
 # ---- `scalekit torture` runs scalekit-torture from scalekit's directory --
 # (tools/CMakeLists.txt): its exit status and output come through, a
@@ -452,7 +456,8 @@ foreach(t torture_usage_no_mode torture_usage_unknown_mode
     torture_usage_duration_abc torture_usage_readers_zero torture_usage_gp_foo
     torture_usage_gp_unsupported torture_usage_seed torture_usage_fault_rate
     torture_usage_fault_rate_mode torture_usage_unknown_option
-    torture_usage_missing_value torture_help torture_usage_locks_lock)
+    torture_usage_missing_value torture_help torture_usage_locks_lock
+    torture_usage_locks_option torture_usage_locks_threads_mode)
   set_tests_properties(${t} PROPERTIES TIMEOUT 30)
 endforeach()
 

@@ -5,7 +5,8 @@
  * step by step, is in torture_run.c; its threads, the pools and the
  * helpers the scenarios share in torture_threads.c; the primitives in
  * torture_ops.c; the scenarios in torture_pipe.c, torture_list.c and
- * torture_rhash.c; `torture locks` in torture_locks.c.  torture_core.h
+ * torture_rhash.c; the locks mode, a harness of its own, in
+ * torture_locks.c over the locks of torture_lock_ops.c.  torture_core.h
  * ties them together.
  */
 #define _GNU_SOURCE
@@ -34,23 +35,28 @@
 #define TORT_DEFAULT_NESTING 3
 #define TORT_DEFAULT_RSS_MIB 1024
 #define TORT_DEFAULT_STALL_S 10
+#define TORT_MAX_THREADS 256
 
 /* ---- modes --------------------------------------------------------------- */
 
+/* The pipe test of flavor f (sk_tort_f_ops); summary "pipe test, " s. */
+#define TORT_PIPE(f, s) \
+	{ #f, &sk_tort_pipe_scenario, &sk_tort_##f##_ops, "pipe test, " s }
+
 /* One line here per mode (struct sk_tort_mode in torture_core.h). */
 static const struct sk_tort_mode tort_modes[] = {
-	{ "rcu", &sk_tort_pipe_scenario, &sk_tort_rcu_ops,
-	  "pipe test, general RCU readers" },
-	{ "qsbr", &sk_tort_pipe_scenario, &sk_tort_qsbr_ops,
-	  "pipe test, QSBR readers (and QSBR updaters)" },
-	{ "mixed", &sk_tort_pipe_scenario, &sk_tort_mixed_ops,
-	  "pipe test, half general, half QSBR readers" },
-	{ "srcu", &sk_tort_pipe_scenario, &sk_tort_srcu_ops,
-	  "pipe test, SRCU readers (sleep with --sleep, hand-off)" },
+	TORT_PIPE(rcu, "general RCU readers"),
+	TORT_PIPE(qsbr, "QSBR readers (and QSBR updaters)"),
+	TORT_PIPE(mixed, "half general, half QSBR readers"),
+	TORT_PIPE(srcu, "SRCU readers (sleep with --sleep, hand-off)"),
+	/* The data structures: readers of --flavor, rcu by default. */
 	{ "list", &sk_tort_list_scenario, &sk_tort_rcu_ops,
 	  "sk_list: sorted-list invariants against a model" },
 	{ "rhash", &sk_tort_rhash_scenario, &sk_tort_rcu_ops,
 	  "sk_rhash: stable keys, model, resizer, --fault-rate" },
+	/* A harness of its own: no ops. */
+	{ "locks", &sk_tort_locks_scenario, NULL,
+	  "mutual exclusion of every lock, and its broken twin" },
 };
 
 #define TORT_NMODES ((int)(sizeof(tort_modes) / sizeof(tort_modes[0])))
@@ -140,17 +146,22 @@ static void usage_broken_and_rest(FILE *f)
 		"(default %d)\n"
 		"  --stall S       fail when no grace period completes for "
 		"S s (default %d)\n"
+		"  --threads N     locks: threads per lock (1..%d, default: "
+		"2 x CPUs + 1)\n"
+		"  --lock NAME     locks: only this lock, one of\n",
+		TORT_DEFAULT_RSS_MIB, TORT_DEFAULT_STALL_S, TORT_MAX_THREADS);
+	sk_tort_locks_list(f);
+	fprintf(f,
 		"  -h, --help      show this help\n"
 		"\n"
 		"Progress lines go to stderr every few seconds, the report "
 		"to stdout.  Exit\nstatus: 0 SUCCESS, 1 FAILURE, 2 bad "
-		"command line.  See docs/torture.md.\n",
-		TORT_DEFAULT_RSS_MIB, TORT_DEFAULT_STALL_S);
+		"command line.  See docs/torture.md.\n");
 }
 
 static void usage(FILE *f)
 {
-	int i;
+	const struct sk_tort_mode *m;
 
 	fprintf(f,
 		"usage: scalekit torture MODE [--duration S] [--readers N] "
@@ -159,7 +170,8 @@ static void usage(FILE *f)
 		"[--churn] [--fork]\n"
 		"              [--flood] [--stutter] [--cb-pcpu] [--busted] "
 		"[--fault-rate P] [--flavor F]\n"
-		"              [--rss-limit MIB] [--stall S]\n"
+		"              [--rss-limit MIB] [--stall S] [--threads N] "
+		"[--lock NAME]\n"
 		"\n"
 		"Torture-test a scalekit primitive, in the spirit of the "
 		"kernel's rcutorture:\nreaders check what they see while "
@@ -167,12 +179,8 @@ static void usage(FILE *f)
 		"histograms and SUCCESS or FAILURE.\n"
 		"\n"
 		"Modes:\n");
-	for (i = 0; i < TORT_NMODES; i++)
-		fprintf(f, "  %-6s %s\n", tort_modes[i].name,
-			tort_modes[i].summary);
-	fprintf(f, "  %-6s %s\n", "locks",
-		"mutual exclusion of every lock (own options: "
-		"torture locks --help)");
+	for (m = tort_modes; m < tort_modes + TORT_NMODES; m++)
+		fprintf(f, "  %-6s %s\n", m->name, m->summary);
 	usage_options(f);
 	usage_broken_and_rest(f);
 }
@@ -342,6 +350,8 @@ static const struct tort_num_opt {
 	{ "--rss-limit", 16, 1UL << 24,
 	  offsetof(struct sk_tort_config, rss_limit_mib) },
 	{ "--stall", 1, 3600, offsetof(struct sk_tort_config, stall_s) },
+	{ "--threads", 1, TORT_MAX_THREADS,
+	  offsetof(struct sk_tort_config, threads) },
 };
 
 #define TORT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -392,10 +402,47 @@ struct tort_cmdline {
 	const struct sk_tort_mode *mode;
 	const char *flavor, *fault;
 	int have_seed, have_gp;
+	/* The first option for the locks only, and one for the others. */
+	const char *locks_opt, *other_opt;
 };
 
+/* The options of the locks mode: the common ones, and its own. */
+static const char *const tort_locks_common[] = { "--duration", "--seed",
+						 "--busted", NULL };
+static const char *const tort_locks_own[] = { "--threads", "--lock", NULL };
+
+/* Is option a (maybe "--name=value") one of names? */
+static int opt_in(const char *a, const char *const *names)
+{
+	size_t len = strcspn(a, "=");
+
+	for (; *names; names++)
+		if (strlen(*names) == len && strncmp(a, *names, len) == 0)
+			return 1;
+	return 0;
+}
+
+/* Note which modes option a applies to (check_mode_options()). */
+static void note_option(struct tort_cmdline *cl, const char *a)
+{
+	if (opt_in(a, tort_locks_own)) {
+		if (!cl->locks_opt)
+			cl->locks_opt = a;
+	} else if (!opt_in(a, tort_locks_common) && !cl->other_opt) {
+		cl->other_opt = a;
+	}
+}
+
+/* "opt wants what, not 'val'": -1. */
+static int bad_value(const char *opt, const char *what, const char *val)
+{
+	return -sk_tool_usage_error(CMD, "%s wants %s, not '%s'", opt, what,
+				    val);
+}
+
 /*
- * Does argv[*i] set --seed, --gp, --fault-rate or --flavor?  1: set in cl,
+ * Does argv[*i] set --seed, --gp, --fault-rate, --flavor or --lock?  1: set
+ * in cl,
  * 0: none of them, -1: bad or missing value (message printed).
  */
 static int parse_value_opt(struct tort_cmdline *cl, int argc, char **argv,
@@ -406,11 +453,8 @@ static int parse_value_opt(struct tort_cmdline *cl, int argc, char **argv,
 
 	if ((r = sk_tool_option_value(CMD, argc, argv, i, "--seed", &val))) {
 		if (r > 0 && parse_seed(val, &cl->cfg.seed) != 0)
-			r = -sk_tool_usage_error(CMD,
-						 "--seed wants a 64-bit number "
-						 "(decimal or 0x hex), not "
-						 "'%s'",
-						 val);
+			r = bad_value("--seed", "a 64-bit number (decimal "
+				      "or 0x hex)", val);
 		cl->have_seed = 1;
 	} else if ((r = sk_tool_option_value(CMD, argc, argv, i, "--gp",
 					     &val))) {
@@ -420,15 +464,15 @@ static int parse_value_opt(struct tort_cmdline *cl, int argc, char **argv,
 	} else if ((r = sk_tool_option_value(CMD, argc, argv, i,
 					     "--fault-rate", &val))) {
 		if (r > 0 && parse_fraction(val, &cl->cfg.fault_rate) != 0)
-			r = -sk_tool_usage_error(CMD,
-						 "--fault-rate wants a fraction "
-						 "from 0 to 1 (e.g. 0.01), not "
-						 "'%s'",
-						 val);
+			r = bad_value("--fault-rate", "a fraction from 0 "
+				      "to 1 (e.g. 0.01)", val);
 		cl->fault = val;
 	} else if ((r = sk_tool_option_value(CMD, argc, argv, i, "--flavor",
 					     &val))) {
 		cl->flavor = val;
+	} else if ((r = sk_tool_option_value(CMD, argc, argv, i, "--lock",
+					     &val))) {
+		cl->cfg.lock = val;
 	}
 	return r < 0 ? -1 : r;
 }
@@ -469,15 +513,17 @@ static int parse_args(struct tort_cmdline *cl, int argc, char **argv)
 			usage(stdout);
 			return -1;
 		}
-		if (parse_flag_opt(&cl->cfg, a))
-			continue;
-		r = parse_num_opt(&cl->cfg, argc, argv, &i);
+		r = parse_flag_opt(&cl->cfg, a);
+		if (r == 0)
+			r = parse_num_opt(&cl->cfg, argc, argv, &i);
 		if (r == 0)
 			r = parse_value_opt(cl, argc, argv, &i);
 		if (r < 0)
 			return SK_TOOL_EXIT_USAGE;
-		if (r > 0)
+		if (r > 0) {
+			note_option(cl, a);
 			continue;
+		}
 		if (a[0] == '-')
 			return sk_tool_usage_error(CMD, "unknown option '%s'",
 						   a);
@@ -526,6 +572,23 @@ static const struct sk_tort_ops *pick_flavor(const struct tort_cmdline *cl)
 		return NULL;
 	}
 	return ops;
+}
+
+/* Options of the locks mode, or of the others: 0 or SK_TOOL_EXIT_USAGE. */
+static int check_mode_options(const struct tort_cmdline *cl)
+{
+	if (cl->mode->scen->run && cl->other_opt)
+		return sk_tool_usage_error(CMD,
+					   "%.*s does not apply to mode '%s'",
+					   (int)strcspn(cl->other_opt, "="),
+					   cl->other_opt, cl->mode->name);
+	if (!cl->mode->scen->run && cl->locks_opt)
+		return sk_tool_usage_error(CMD,
+					   "%.*s applies to locks only, not "
+					   "'%s'",
+					   (int)strcspn(cl->locks_opt, "="),
+					   cl->locks_opt, cl->mode->name);
+	return 0;
 }
 
 /* rhash-only options, --gp against ops: 0 or SK_TOOL_EXIT_USAGE. */
@@ -577,24 +640,24 @@ int sk_tool_torture(int argc, char **argv)
 		},
 	};
 	const struct sk_tort_ops *ops;
-	int i, r;
+	int r;
 
 	cl.cfg.readers = default_readers();
-	/* The locks mode has a command line of its own. */
-	for (i = 1; i < argc; i++)
-		if (strcmp(argv[i], "locks") == 0)
-			return sk_tort_locks_main(argc, argv);
 	r = parse_args(&cl, argc, argv);
 	if (r != 0)
 		return r < 0 ? SK_TOOL_EXIT_OK : r;
+	if (check_mode_options(&cl) != 0)
+		return SK_TOOL_EXIT_USAGE;
+	if (!cl.have_seed)
+		cl.cfg.seed = default_seed();
+	cl.cfg.mode = cl.mode->name;
+	if (cl.mode->scen->run)
+		return cl.mode->scen->run(&cl.cfg);
 	ops = pick_flavor(&cl);
 	if (!ops)
 		return SK_TOOL_EXIT_USAGE;
 	if (check_options(&cl, ops) != 0)
 		return SK_TOOL_EXIT_USAGE;
-	if (!cl.have_seed)
-		cl.cfg.seed = default_seed();
-	cl.cfg.mode = cl.mode->name;
 	if (sk_tort_fault_from_env() != 0)
 		return sk_tool_usage_error(
 			CMD,

@@ -16,7 +16,9 @@
  *    init() made in T->ctx and passes it to every call.
  *  - struct sk_tort_scenario: what the readers and updaters do with it:
  *    the pipe test (torture_pipe.c), an RCU list (torture_list.c), the
- *    resizable hash table (torture_rhash.c).
+ *    resizable hash table (torture_rhash.c).  The locks scenario
+ *    (torture_locks.c) is a run of its own (its run()), over the lock ops
+ *    table of torture_lock_ops.h, which the lock tests use too.
  *
  * The harness owns the rest: torture.c the modes and the command line;
  * torture_run.c one run, step by step (setup, threads, the monitor with
@@ -61,6 +63,8 @@ struct sk_tort_config {
 	int busted_qsbr, busted_hs, busted_quiet; /* broken library paths: must FAIL */
 	int cb_pcpu;	   /* per-CPU callback workers, cycled every second */
 	int in_section;	   /* rhash: updates inside read sections */
+	unsigned long threads; /* locks: threads per lock (0: default) */
+	const char *lock;      /* locks: only this lock (NULL: all) */
 	double fault_rate; /* rhash: fraction of failing allocations */
 	unsigned long rss_limit_mib;
 	unsigned long stall_s; /* no grace period for this long: FAIL */
@@ -128,6 +132,11 @@ struct sk_tort_thread {
  */
 struct sk_tort_scenario {
 	const char *name;
+	/*
+	 * A scenario with a harness of its own (locks: the rest NULL, and
+	 * the mode's ops too): the whole run; returns the exit status.
+	 */
+	int (*run)(const struct sk_tort_config *cfg);
 	int needs_global_rcu; /* uses sk_rhash & co: RCU-domain ops only */
 	int plain_updaters;   /* updaters never QSBR-online (they block on
 				 locks that a grace-period waiter holds) */
@@ -165,6 +174,7 @@ struct sk_tort_scenario {
 extern const struct sk_tort_scenario sk_tort_pipe_scenario;
 extern const struct sk_tort_scenario sk_tort_list_scenario;
 extern const struct sk_tort_scenario sk_tort_rhash_scenario;
+extern const struct sk_tort_scenario sk_tort_locks_scenario;
 
 /* One run. */
 struct sk_tort {
@@ -437,9 +447,11 @@ int sk_tort_run_checked(const struct sk_tort_config *cfg,
 			const struct sk_tort_ops *ops, const char *prefix);
 
 /*
- * `scalekit torture locks` (torture_locks.c): its own command line, from
- * argv[0] "torture"; returns the exit status.
+ * The locks mode, sk_tort_locks_scenario (torture_locks.c), runs every
+ * lock of torture_lock_ops.h (or cfg->lock) in turn, cfg->threads threads
+ * each (0: 2 x CPUs + 1), cfg->busted: their broken twins.
+ * sk_tort_locks_list() prints the locks' names (the help).
  */
-int sk_tort_locks_main(int argc, char **argv);
+void sk_tort_locks_list(FILE *f);
 
 #endif /* SK_TORTURE_CORE_H */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `scalekit torture locks`: every lock under contention from more threads
- * than CPUs.
+ * `scalekit torture locks`, the locks mode (sk_tort_locks_scenario, a run
+ * of its own): every lock of the ops table (torture_lock_ops.c), or the
+ * one --lock names, under contention from more threads than CPUs
+ * (--threads); --duration, --seed and --busted as in every mode.
  *
  * Each lock in turn gets the same workload: threads pick, at random, a
  * write section (one in four for reader-writer locks, always for plain
@@ -15,8 +17,8 @@
  * agree.  At the end the shadow counter must equal the sum of the write
  * sections, and every thread must have made progress.
  *
- * --busted swaps in a broken twin of each lock, which the checks must
- * catch: plain locks become a test-then-set lock that is not atomic,
+ * --busted swaps in each lock's broken twin (its ->broken in the table),
+ * which the checks must catch: plain locks become a test-then-set lock that is not atomic,
  * reader-writer locks get readers that take no lock, the seqlock's
  * readers skip the retry check.
  *
@@ -38,233 +40,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "scalekit/elide.h"
-#include "scalekit/rwlock_rb.h"
-#include "scalekit/seqlock.h"
 #include "tool.h"
 #include "torture_core.h"
+#include "torture_lock_ops.h"
 
-#define CMD "torture"
 #define TL_WORDS 4
-#define TL_MAX_THREADS 256
-#define TL_MAX_DURATION (366L * 24 * 3600)
 /* A run where no section completes for this long has hung. */
 #define TL_HANG_S 30
-
-/* ---- the locks --------------------------------------------------------- */
-
-/* Storage for any of the locks (the largest, aligned). */
-union tl_storage {
-	pthread_mutex_t m;
-	pthread_rwlock_t rw;
-	struct sk_rwlock_rb rb;
-	struct sk_seqlock sl;
-	struct sk_elided_mutex em;
-	struct sk_elided_spinlock es;
-	struct sk_elided_rwlock erw;
-	int word;
-	unsigned char bytes[64];
-} __attribute__((aligned(SK_CACHELINE)));
-
-/*
- * One lock: init/destroy, the write side, and the read side when it has
- * one.  rd_end() returns 1 when the read must be retried (seqlock).
- */
-struct tl_lock {
-	const char *name;
-	const char *desc;
-	int (*init)(union tl_storage *s); /* 0 or -errno */
-	int (*destroy)(union tl_storage *s);
-	void (*wr_lock)(union tl_storage *s);
-	void (*wr_unlock)(union tl_storage *s);
-	unsigned int (*rd_begin)(union tl_storage *s);
-	int (*rd_end)(union tl_storage *s, unsigned int token);
-	int seqlock; /* readers may see a torn copy before rd_end() */
-	int elided;  /* run once on each elision backend */
-};
-
-static int tl_mutex_init(union tl_storage *s)
-{
-	return -pthread_mutex_init(&s->m, NULL);
-}
-
-static int tl_mutex_destroy(union tl_storage *s)
-{
-	return -pthread_mutex_destroy(&s->m);
-}
-
-static void tl_mutex_lock(union tl_storage *s)
-{
-	pthread_mutex_lock(&s->m);
-}
-
-static void tl_mutex_unlock(union tl_storage *s)
-{
-	pthread_mutex_unlock(&s->m);
-}
-
-/*
- * Writer-preferring, as scalekit's rwlocks: glibc's default prefers
- * readers, and its writers then starve (the progress check fails).
- */
-static int tl_rw_init(union tl_storage *s)
-{
-	pthread_rwlockattr_t a;
-	int err;
-
-	pthread_rwlockattr_init(&a);
-	pthread_rwlockattr_setkind_np(
-		&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	err = pthread_rwlock_init(&s->rw, &a);
-	pthread_rwlockattr_destroy(&a);
-	return -err;
-}
-
-static int tl_rw_destroy(union tl_storage *s)
-{
-	return -pthread_rwlock_destroy(&s->rw);
-}
-
-static void tl_rw_write_lock(union tl_storage *s)
-{
-	pthread_rwlock_wrlock(&s->rw);
-}
-
-static void tl_rw_unlock(union tl_storage *s)
-{
-	pthread_rwlock_unlock(&s->rw);
-}
-
-/*
- * TL_ADAPTERS(x, m, init, destroy, lock, unlock) - tl_x_init(),
- * tl_x_destroy(), tl_x_lock() and tl_x_unlock() on member m of union
- * tl_storage, for a lock whose init cannot fail.
- */
-#define TL_ADAPTERS(x, m, init, destroy, lock, unlock)    \
-	static int tl_##x##_init(union tl_storage *s)     \
-	{                                                 \
-		init(&s->m);                              \
-		return 0;                                 \
-	}                                                 \
-	static int tl_##x##_destroy(union tl_storage *s)  \
-	{                                                 \
-		return destroy(&s->m);                    \
-	}                                                 \
-	static void tl_##x##_lock(union tl_storage *s)    \
-	{                                                 \
-		lock(&s->m);                              \
-	}                                                 \
-	static void tl_##x##_unlock(union tl_storage *s)  \
-	{                                                 \
-		unlock(&s->m);                            \
-	}
-
-/*
- * TL_READ_ADAPTERS(x, m, read_lock, read_unlock) - tl_x_read_lock() and
- * tl_x_read_unlock() for a read side that never asks for a retry.
- */
-#define TL_READ_ADAPTERS(x, m, read_lock, read_unlock)                   \
-	static unsigned int tl_##x##_read_lock(union tl_storage *s)      \
-	{                                                                \
-		read_lock(&s->m);                                        \
-		return 0;                                                \
-	}                                                                \
-	static int tl_##x##_read_unlock(union tl_storage *s,             \
-					unsigned int t)                  \
-	{                                                                \
-		(void)t;                                                 \
-		read_unlock(&s->m);                                      \
-		return 0;                                                \
-	}
-
-TL_READ_ADAPTERS(rw, rw, pthread_rwlock_rdlock, pthread_rwlock_unlock)
-
-TL_ADAPTERS(rb, rb, sk_rwlock_rb_init, sk_rwlock_rb_destroy,
-	    sk_rwlock_rb_write_lock, sk_rwlock_rb_write_unlock)
-TL_READ_ADAPTERS(rb, rb, sk_rwlock_rb_read_lock, sk_rwlock_rb_read_unlock)
-
-static int tl_sl_init(union tl_storage *s)
-{
-	sk_seqlock_init(&s->sl);
-	return 0;
-}
-
-static int tl_sl_destroy(union tl_storage *s)
-{
-	return sk_seqlock_destroy(&s->sl);
-}
-
-static void tl_sl_lock(union tl_storage *s)
-{
-	sk_seqlock_write_lock(&s->sl);
-}
-
-static void tl_sl_unlock(union tl_storage *s)
-{
-	sk_seqlock_write_unlock(&s->sl);
-}
-
-static unsigned int tl_sl_begin(union tl_storage *s)
-{
-	return sk_seqlock_read_begin(&s->sl);
-}
-
-static int tl_sl_retry(union tl_storage *s, unsigned int token)
-{
-	return sk_seqlock_read_retry(&s->sl, token);
-}
-
-TL_ADAPTERS(em, em, sk_elided_mutex_init, sk_elided_mutex_destroy,
-	    sk_elided_mutex_lock, sk_elided_mutex_unlock)
-TL_ADAPTERS(es, es, sk_elided_spinlock_init, sk_elided_spinlock_destroy,
-	    sk_elided_spinlock_lock, sk_elided_spinlock_unlock)
-TL_ADAPTERS(erw, erw, sk_elided_rwlock_init, sk_elided_rwlock_destroy,
-	    sk_elided_rwlock_write_lock, sk_elided_rwlock_write_unlock)
-TL_READ_ADAPTERS(erw, erw, sk_elided_rwlock_read_lock,
-		 sk_elided_rwlock_read_unlock)
-
-static const struct tl_lock tl_locks[] = {
-	{ "pthread-mutex", "pthread_mutex_t (reference)", tl_mutex_init,
-	  tl_mutex_destroy, tl_mutex_lock, tl_mutex_unlock, NULL, NULL, 0, 0 },
-	{ "pthread-rwlock", "pthread_rwlock_t (reference)", tl_rw_init,
-	  tl_rw_destroy, tl_rw_write_lock, tl_rw_unlock, tl_rw_read_lock,
-	  tl_rw_read_unlock, 0, 0 },
-	{ "rwlock-rb", "sk_rwlock_rb, read-biased", tl_rb_init,
-	  tl_rb_destroy, tl_rb_lock, tl_rb_unlock, tl_rb_read_lock,
-	  tl_rb_read_unlock, 0, 0 },
-	{ "seqlock", "sk_seqlock", tl_sl_init, tl_sl_destroy, tl_sl_lock,
-	  tl_sl_unlock, tl_sl_begin, tl_sl_retry, 1, 0 },
-	{ "elided-mutex", "sk_elided_mutex, on each elision backend",
-	  tl_em_init, tl_em_destroy, tl_em_lock, tl_em_unlock, NULL, NULL, 0,
-	  1 },
-	{ "elided-spinlock", "sk_elided_spinlock, on each elision backend",
-	  tl_es_init, tl_es_destroy, tl_es_lock, tl_es_unlock, NULL, NULL, 0,
-	  1 },
-	{ "elided-rwlock", "sk_elided_rwlock, on each elision backend",
-	  tl_erw_init, tl_erw_destroy, tl_erw_lock, tl_erw_unlock,
-	  tl_erw_read_lock, tl_erw_read_unlock, 0, 1 },
-};
-
-#define TL_NLOCKS ((int)(sizeof(tl_locks) / sizeof(tl_locks[0])))
-
-/* The busted plain lock: test, then set, not atomically. */
-static void tl_busted_lock(union tl_storage *s)
-{
-	int i;
-
-	while (SK_READ_ONCE(s->word))
-		sk_cpu_relax();
-	/* The window another thread slips through, also on one CPU. */
-	for (i = 0; i < 64; i++)
-		sk_cpu_relax();
-	sched_yield();
-	SK_WRITE_ONCE(s->word, 1);
-}
-
-static void tl_busted_unlock(union tl_storage *s)
-{
-	SK_WRITE_ONCE(s->word, 0);
-}
 
 /* ---- one run of one lock ------------------------------------------------- */
 
@@ -279,12 +61,11 @@ struct tl_thread {
 } __attribute__((aligned(SK_CACHELINE)));
 
 struct tl_run {
-	const struct tl_lock *lk;
+	const struct sk_tort_lock_ops *lk; /* the lock, or its broken twin */
 	const char *label; /* lock name, and /backend for elided locks */
 	int busted;	   /* a broken lock: races are expected */
-	int twin;	   /* the tool's broken twin replaces the lock */
 	int stop; /* atomic */
-	union tl_storage lock;
+	union sk_tort_lock lock;
 	/* The guarded data, on its own line. */
 	unsigned long owner __attribute__((aligned(SK_CACHELINE)));
 	unsigned long shadow;
@@ -322,14 +103,10 @@ static void tl_shadow_set(struct tl_run *r, unsigned long v)
 static void tl_write_section(struct tl_thread *t)
 {
 	struct tl_run *r = t->run;
-	int plain_busted = r->twin && !r->lk->rd_begin;
 	unsigned long v, o;
 	int k;
 
-	if (plain_busted)
-		tl_busted_lock(&r->lock);
-	else
-		r->lk->wr_lock(&r->lock);
+	r->lk->write_lock(&r->lock);
 	o = SK_READ_ONCE(r->owner);
 	if (o != 0)
 		tl_error(t, "lock taken while another thread owns it", o, 0);
@@ -348,10 +125,7 @@ static void tl_write_section(struct tl_thread *t)
 	if (o != t->id)
 		tl_error(t, "owner changed inside a write section", o, t->id);
 	SK_WRITE_ONCE(r->owner, 0);
-	if (plain_busted)
-		tl_busted_unlock(&r->lock);
-	else
-		r->lk->wr_unlock(&r->lock);
+	r->lk->write_unlock(&r->lock);
 	sk_tort_inc(&t->writes);
 }
 
@@ -359,13 +133,12 @@ static void tl_read_section(struct tl_thread *t)
 {
 	struct tl_run *r = t->run;
 	unsigned long o, w[TL_WORDS];
-	unsigned int tok = 0;
+	unsigned int tok;
 	int k, retry;
 
 	do {
-		/* Busted readers take no lock (the seqlock's: no retry). */
-		if (!r->twin || r->lk->seqlock)
-			tok = r->lk->rd_begin(&r->lock);
+		/* Twins: readers take no lock (the seqlock's: no retry). */
+		tok = r->lk->read_lock(&r->lock);
 		o = SK_READ_ONCE(r->owner);
 		for (k = 0; k < TL_WORDS; k++) {
 			w[k] = SK_READ_ONCE(r->w[k]);
@@ -374,7 +147,7 @@ static void tl_read_section(struct tl_thread *t)
 			if (sk_tort_one_in(&t->rng, r->busted ? 4 : 256))
 				sched_yield();
 		}
-		retry = r->twin ? 0 : r->lk->rd_end(&r->lock, tok);
+		retry = r->lk->read_unlock(&r->lock, tok);
 		if (retry)
 			sk_tort_inc(&t->retries);
 	} while (retry);
@@ -392,7 +165,7 @@ static void *tl_main(void *arg)
 	struct tl_run *r = t->run;
 
 	while (!sk_atomic_load_acquire(&r->stop)) {
-		if (r->lk->rd_begin && !sk_tort_one_in(&t->rng, 4))
+		if (r->lk->read_lock && !sk_tort_one_in(&t->rng, 4))
 			tl_read_section(t);
 		else
 			tl_write_section(t);
@@ -556,11 +329,11 @@ static void tl_join_all(const struct tl_run *r, struct tl_thread *th,
 
 /*
  * Torture lk (called label) with n threads for secs; the errors it found
- * (-1: setup).  busted: the lock is broken (twin: by the tool's twin).
+ * (-1: setup).  busted: the lock is broken (lk is its twin, or the
+ * library's sim backend is busted).
  */
-static long tl_run_one(const struct tl_lock *lk, const char *label,
-		       unsigned long n, double secs, uint64_t seed, int busted,
-		       int twin)
+static long tl_run_one(const struct sk_tort_lock_ops *lk, const char *label,
+		       unsigned long n, double secs, uint64_t seed, int busted)
 {
 	static struct tl_run r;
 	struct tl_thread *th = calloc(n, sizeof(*th));
@@ -571,7 +344,6 @@ static long tl_run_one(const struct tl_lock *lk, const char *label,
 	r.lk = lk;
 	r.label = label;
 	r.busted = busted;
-	r.twin = twin;
 	err = th ? lk->init(&r.lock) : -ENOMEM;
 	if (err) {
 		fprintf(stderr, "scalekit torture: %s: cannot initialize: %s\n",
@@ -579,7 +351,7 @@ static long tl_run_one(const struct tl_lock *lk, const char *label,
 		free(th);
 		return -1;
 	}
-	if (busted && !twin) {
+	if (busted && lk->broken) {
 		/* The library's own twin (sim): see tl_on_abort(). */
 		tl_abort_th = th;
 		tl_abort_n = n;
@@ -609,13 +381,13 @@ static long tl_run_one(const struct tl_lock *lk, const char *label,
 		return -1;
 	}
 	errors = tl_report(&r, th, n, secs);
-	if (!busted && lk->destroy(&r.lock) != 0)
+	if (lk->destroy(&r.lock) != 0)
 		errors++;
 	free(th);
 	return (long)errors;
 }
 
-/* ---- elision backends ------------------------------------------------------- */
+/* ---- elision backends ---------------------------------------------------- */
 
 /* The simulated backend's hooks (scalekit_elide_sim, tests/elide_sim.cmake). */
 #include "internal/testing.h"
@@ -686,31 +458,29 @@ static void tl_backend_leave(void)
 }
 
 /*
- * Torture lock i on every backend it runs on; the errors found, or -1.
- * With --busted, each run must find errors (*uncaught counts the runs
- * that did not).
+ * Torture lk on every backend it runs on; the errors found, or -1.  With
+ * --busted, each run must find errors (*uncaught counts the runs that did
+ * not).
  */
-static long tl_run_lock(int i, unsigned long n, double secs, uint64_t seed,
-			int busted, int *uncaught)
+static long tl_run_lock(const struct sk_tort_lock_ops *lk, unsigned long n,
+			double secs, uint64_t seed, int busted, int *uncaught)
 {
-	const struct tl_lock *lk = &tl_locks[i];
 	struct tl_backend bs[3];
 	char label[64];
 	int nb = lk->elided ? tl_backends(bs) : 1, b;
 	long e, errors = 0;
 
 	for (b = 0; b < nb; b++) {
-		int lib_twin = 0;
+		/* The sim backend's twin is the library's (tl_on_abort()). */
+		int lib_twin = lk->elided &&
+			       bs[b].expect == SK__ELIDE_BACKEND_SIM;
 
 		snprintf(label, sizeof(label), "%s%s%s", lk->name,
 			 lk->elided ? "/" : "", lk->elided ? bs[b].name : "");
-		if (lk->elided) {
-			if (tl_backend_enter(&bs[b], seed, busted))
-				return -1;
-			lib_twin = bs[b].expect == SK__ELIDE_BACKEND_SIM;
-		}
-		e = tl_run_one(lk, label, n, secs, seed, busted,
-			       busted && !lib_twin);
+		if (lk->elided && tl_backend_enter(&bs[b], seed, busted))
+			return -1;
+		e = tl_run_one(busted && !lib_twin ? lk->broken : lk, label, n,
+			       secs, seed, busted);
 		if (lk->elided)
 			tl_backend_leave();
 		if (e < 0)
@@ -725,148 +495,70 @@ static long tl_run_lock(int i, unsigned long n, double secs, uint64_t seed,
 	return errors;
 }
 
-/* Runs of lock i (its backends); only: the --lock name or NULL. */
-static int tl_nruns(int i, const char *only)
+/* Runs of lock lk (its backends); only: the --lock name or NULL. */
+static int tl_nruns(const struct sk_tort_lock_ops *lk, const char *only)
 {
 	struct tl_backend bs[3];
 
-	if (only && strcmp(only, tl_locks[i].name))
+	if (only && strcmp(only, lk->name))
 		return 0;
-	return tl_locks[i].elided ? tl_backends(bs) : 1;
+	return lk->elided ? tl_backends(bs) : 1;
 }
 
-/* ---- command line ---------------------------------------------------------- */
+/* ---- the mode ------------------------------------------------------------ */
 
-static void tl_usage(FILE *f)
+void sk_tort_locks_list(FILE *f)
 {
 	int i;
 
-	fprintf(f,
-		"usage: scalekit torture locks [--duration S] [--threads N] "
-		"[--lock NAME]\n"
-		"              [--seed X] [--busted]\n"
-		"\n"
-		"Torture every lock (or one, --lock) in turn with more "
-		"threads than CPUs:\nmutual exclusion by a shadow counter and "
-		"an owner field, readers check a\nmulti-word snapshot.  The "
-		"duration is shared among the locks.\n\nLocks:\n");
-	for (i = 0; i < TL_NLOCKS; i++)
-		fprintf(f, "  %-22s %s\n", tl_locks[i].name, tl_locks[i].desc);
-	fprintf(f,
-		"\nOptions:\n"
-		"  --duration S  seconds in all (default 10)\n"
-		"  --threads N   threads per lock (default: 2 x CPUs + 1)\n"
-		"  --lock NAME   only this lock\n"
-		"  --seed X      seed of the random choices (decimal)\n"
-		"  --busted      broken twins of the locks: the run must "
-		"report FAILURE\n");
+	for (i = 0; sk_tort_locks[i]; i++)
+		fprintf(f, "    %-18s %s\n", sk_tort_locks[i]->name,
+			sk_tort_locks[i]->desc);
 }
 
-struct tl_config {
-	long duration, threads, seed;
-	const char *only;
-	int busted;
-};
-
-/* Parse argv (argv[0] "torture", one word "locks"); -1: usage error. */
-static int tl_parse(int argc, char **argv, struct tl_config *c)
+static int tl_run_mode(const struct sk_tort_config *cfg)
 {
-	static const struct {
-		const char *name;
-		long min, max;
-		size_t off;
-	} nums[] = {
-		{ "--duration", 1, TL_MAX_DURATION,
-		  offsetof(struct tl_config, duration) },
-		{ "--threads", 1, TL_MAX_THREADS,
-		  offsetof(struct tl_config, threads) },
-		{ "--seed", 0, 0x7fffffffL, offsetof(struct tl_config, seed) },
-	};
-	const char *val;
-	size_t k;
-	int i, r;
-
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "locks") == 0)
-			continue;
-		if (strcmp(argv[i], "--busted") == 0) {
-			c->busted = 1;
-			continue;
-		}
-		r = sk_tool_option_value(CMD, argc, argv, &i, "--lock", &val);
-		if (r < 0)
-			return -1;
-		if (r > 0) {
-			c->only = val;
-			continue;
-		}
-		for (k = 0, r = 0; k < sizeof(nums) / sizeof(nums[0]) && !r;
-		     k++) {
-			r = sk_tool_option_value(CMD, argc, argv, &i,
-						 nums[k].name, &val);
-			if (r > 0 &&
-			    sk_tool_parse_long(val, nums[k].min, nums[k].max,
-					       (long *)((char *)c +
-							nums[k].off)) != 0) {
-				sk_tool_usage_error(CMD, "%s wants a whole "
-					"number from %ld to %ld, not '%s'",
-					nums[k].name, nums[k].min,
-					nums[k].max, val);
-				return -1;
-			}
-		}
-		if (r < 0)
-			return -1;
-		if (r == 0) {
-			sk_tool_usage_error(CMD, "locks: unknown option or "
-					    "word '%s'", argv[i]);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-int sk_tort_locks_main(int argc, char **argv)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	struct tl_config c = { 10, 2 * (ncpu < 1 ? 1 : ncpu) + 1, 1, NULL, 0 };
-	long errors = 0, e;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), errors = 0, e;
+	unsigned long n = 2 * (unsigned long)(ncpu < 1 ? 1 : ncpu) + 1;
 	int i, nsel = 0, uncaught = 0;
 	double secs;
 
-	for (i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			tl_usage(stdout);
-			return SK_TOOL_EXIT_OK;
-		}
-	if (tl_parse(argc, argv, &c) != 0)
-		return SK_TOOL_EXIT_USAGE;
-	for (i = 0; i < TL_NLOCKS; i++)
-		nsel += tl_nruns(i, c.only);
+	if (cfg->threads)
+		n = cfg->threads;
+	for (i = 0; sk_tort_locks[i]; i++)
+		nsel += tl_nruns(sk_tort_locks[i], cfg->lock);
 	if (!nsel)
-		return sk_tool_usage_error(CMD, "locks: unknown lock '%s' "
-					   "(see --help)", c.only);
-	secs = (double)c.duration / nsel;
-	printf("torture locks: %d run%s, %ld threads each, %.1f s each, "
-	       "seed %ld%s\n",
-	       nsel, nsel == 1 ? "" : "s", c.threads, secs, c.seed,
-	       c.busted ? ", BUSTED twins" : "");
+		return sk_tool_usage_error("torture",
+					   "locks: unknown lock '%s' (see "
+					   "--help)",
+					   cfg->lock);
+	secs = (double)cfg->duration_s / nsel;
+	printf("torture locks: %d run%s, %lu threads each, %.1f s each, "
+	       "seed %llu%s\n",
+	       nsel, nsel == 1 ? "" : "s", n, secs,
+	       (unsigned long long)cfg->seed,
+	       cfg->busted ? ", BUSTED twins" : "");
 	fflush(stdout);
-	for (i = 0; i < TL_NLOCKS; i++) {
-		if (!tl_nruns(i, c.only))
+	for (i = 0; sk_tort_locks[i]; i++) {
+		if (!tl_nruns(sk_tort_locks[i], cfg->lock))
 			continue;
-		e = tl_run_lock(i, (unsigned long)c.threads, secs,
-				(uint64_t)c.seed + (uint64_t)i, c.busted,
+		e = tl_run_lock(sk_tort_locks[i], n, secs,
+				cfg->seed + (uint64_t)i, cfg->busted,
 				&uncaught);
 		if (e < 0)
 			return SK_TOOL_EXIT_FAIL;
 		errors += e;
 	}
 	printf("errors: %ld\n", errors);
-	if (c.busted)
+	if (cfg->busted)
 		printf("--busted: locks that do not exclude; %s\n",
 		       !uncaught ? "the detector caught it, as it must"
-			      : "NOT DETECTED: the detector is blind");
-	printf("%s\n", errors || c.busted ? "FAILURE" : "SUCCESS");
-	return errors || c.busted ? SK_TOOL_EXIT_FAIL : SK_TOOL_EXIT_OK;
+				 : "NOT DETECTED: the detector is blind");
+	printf("%s\n", errors || cfg->busted ? "FAILURE" : "SUCCESS");
+	return errors || cfg->busted ? SK_TOOL_EXIT_FAIL : SK_TOOL_EXIT_OK;
 }
+
+const struct sk_tort_scenario sk_tort_locks_scenario = {
+	.name = "locks",
+	.run = tl_run_mode,
+};

@@ -2,52 +2,64 @@
 /* sk_test_elide.h: the elided locks behind one ops table, the stress. */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "sk_test_elide.h"
 
-static void el_m_lock(struct elide_lock *l) { sk_elided_mutex_lock(&l->m); }
-static void el_m_unlock(struct elide_lock *l) { sk_elided_mutex_unlock(&l->m); }
-static int el_m_try(struct elide_lock *l) { return sk_elided_mutex_trylock(&l->m); }
-static void el_m_attach(struct elide_lock *l, struct sk_elide_stats *s)
-{
-	sk_elided_mutex_attach_stats(&l->m, s);
-}
-static void el_s_lock(struct elide_lock *l) { sk_elided_spinlock_lock(&l->s); }
-static void el_s_unlock(struct elide_lock *l) { sk_elided_spinlock_unlock(&l->s); }
-static int el_s_try(struct elide_lock *l) { return sk_elided_spinlock_trylock(&l->s); }
-static void el_s_attach(struct elide_lock *l, struct sk_elide_stats *s)
-{
-	sk_elided_spinlock_attach_stats(&l->s, s);
-}
-static void el_w_lock(struct elide_lock *l) { sk_elided_rwlock_write_lock(&l->rw); }
-static void el_w_unlock(struct elide_lock *l) { sk_elided_rwlock_write_unlock(&l->rw); }
-static int el_w_try(struct elide_lock *l) { return sk_elided_rwlock_write_trylock(&l->rw); }
-static void el_r_lock(struct elide_lock *l) { sk_elided_rwlock_read_lock(&l->rw); }
-static void el_r_unlock(struct elide_lock *l) { sk_elided_rwlock_read_unlock(&l->rw); }
-static int el_r_try(struct elide_lock *l) { return sk_elided_rwlock_read_trylock(&l->rw); }
-static void el_rw_attach(struct elide_lock *l, struct sk_elide_stats *s)
-{
-	sk_elided_rwlock_attach_stats(&l->rw, s);
-}
+#define EL_AT(m) offsetof(struct elide_lock, m)
 
 /* The exclusive locks; the rwlock's read side is elide_read_ops. */
 const struct elide_ops elide_ops[3] = {
-	{ "mutex", el_m_lock, el_m_unlock, el_m_try, el_m_attach },
-	{ "spinlock", el_s_lock, el_s_unlock, el_s_try, el_s_attach },
-	{ "rwlock", el_w_lock, el_w_unlock, el_w_try, el_rw_attach },
+	{ "mutex", &sk_tort_lock_elided_mutex, EL_AT(m), 0 },
+	{ "spinlock", &sk_tort_lock_elided_spinlock, EL_AT(s), 0 },
+	{ "rwlock", &sk_tort_lock_elided_rwlock, EL_AT(rw), 0 },
 };
-const struct elide_ops elide_read_ops = {
-	"rwlock-read", el_r_lock, el_r_unlock, el_r_try, el_rw_attach
-};
+const struct elide_ops elide_read_ops = { "rwlock-read",
+					  &sk_tort_lock_elided_rwlock,
+					  EL_AT(rw), 1 };
+
+static void *el_of(const struct elide_ops *o, struct elide_lock *l)
+{
+	return (char *)l + o->off;
+}
+
+void el_lock(const struct elide_ops *o, struct elide_lock *l)
+{
+	if (o->read)
+		(void)o->ops->read_lock(el_of(o, l));
+	else
+		o->ops->write_lock(el_of(o, l));
+}
+
+void el_unlock(const struct elide_ops *o, struct elide_lock *l)
+{
+	if (o->read)
+		(void)o->ops->read_unlock(el_of(o, l), 0);
+	else
+		o->ops->write_unlock(el_of(o, l));
+}
+
+int el_trylock(const struct elide_ops *o, struct elide_lock *l)
+{
+	return o->read ? o->ops->read_trylock(el_of(o, l))
+		       : o->ops->write_trylock(el_of(o, l));
+}
+
+void el_attach(const struct elide_ops *o, struct elide_lock *l,
+	       struct sk_elide_stats *s)
+{
+	o->ops->attach_stats(el_of(o, l), s);
+}
 
 void elide_lock_init(struct elide_lock *l)
 {
-	sk_elided_mutex_init(&l->m);
-	sk_elided_spinlock_init(&l->s);
-	sk_elided_rwlock_init(&l->rw);
+	int k;
+
+	for (k = 0; k < ELIDE_NOPS; k++)
+		(void)elide_ops[k].ops->init(el_of(&elide_ops[k], l));
 }
 
 /* ---- hang detection ------------------------------------------------------- */
@@ -99,14 +111,14 @@ static void *elide_stress_thread(void *arg)
 	elide_start_line(st, st->nthreads);
 	for (i = 0; i < st->iters; i++) {
 		if (!st->nolock)
-			st->ops->lock(st->lock);
+			el_lock(st->ops, st->lock);
 		c = elide_get(st, &st->counter);
 		if (i % 16 == 0)
 			sched_yield();
 		elide_set(st, &st->counter, c + 1);
 		elide_set(st, &st->shadow, c + 1);
 		if (!st->nolock)
-			st->ops->unlock(st->lock);
+			el_unlock(st->ops, st->lock);
 	}
 	return NULL;
 }
@@ -119,14 +131,14 @@ static void *elide_reader_thread(void *arg)
 
 	elide_start_line(st, st->nthreads);
 	for (i = 0; i < st->iters; i++) {
-		st->rd_ops->lock(st->lock);
+		el_lock(st->rd_ops, st->lock);
 		if (elide_get(st, &st->counter) != elide_get(st, &st->shadow))
 			__atomic_fetch_add(&st->torn, 1, __ATOMIC_RELAXED);
 		if (i % 16 == 0)
 			sched_yield();
 		if (elide_get(st, &st->counter) != elide_get(st, &st->shadow))
 			__atomic_fetch_add(&st->torn, 1, __ATOMIC_RELAXED);
-		st->rd_ops->unlock(st->lock);
+		el_unlock(st->rd_ops, st->lock);
 	}
 	return NULL;
 }

@@ -9,26 +9,44 @@ void lk_spin(unsigned n)
 		sk_cpu_relax();
 }
 
-void lk_write(struct lk_data *d)
+void lk_write(const struct lk_spec *spec, struct lk_data *d)
 {
-	unsigned long c = d->counter + 1;
+	const struct sk_tort_lock_ops *o = spec->ops;
+	unsigned long c;
 	int k;
 
+	if (!spec->try)
+		o->write_lock(spec->lock);
+	else
+		while (o->write_trylock(spec->lock) != 0)
+			sched_yield();
+	c = d->counter + 1;
 	for (k = 0; k < LK_WORDS; k++) {
 		SK_WRITE_ONCE(d->w[k], c);
 		lk_spin(20);
 	}
 	d->counter = c;
+	o->write_unlock(spec->lock);
 }
 
-void lk_read(struct lk_data *d, unsigned long *out)
+void lk_read(const struct lk_spec *spec, struct lk_data *d,
+	     unsigned long *out)
 {
+	const struct sk_tort_lock_ops *o = spec->ops;
+	unsigned int token = 0;
 	int k;
 
-	for (k = 0; k < LK_WORDS; k++) {
-		out[k] = SK_READ_ONCE(d->w[k]);
-		lk_spin(10);
-	}
+	do {
+		if (!spec->try)
+			token = o->read_lock(spec->lock);
+		else
+			while (o->read_trylock(spec->lock) != 0)
+				sched_yield();
+		for (k = 0; k < LK_WORDS; k++) {
+			out[k] = SK_READ_ONCE(d->w[k]);
+			lk_spin(10);
+		}
+	} while (o->read_unlock(spec->lock, token));
 }
 
 void *lk_writer(void *arg)
@@ -37,7 +55,7 @@ void *lk_writer(void *arg)
 	unsigned long i;
 
 	for (i = 0; i < r->spec->writes_each && !LOAD(r->stop); i++) {
-		r->spec->write(r->spec->lock, &r->d);
+		lk_write(r->spec, &r->d);
 		if (i % 64 == 0)
 			sched_yield();
 	}
@@ -55,7 +73,7 @@ void *lk_reader(void *arg)
 	/* Read while writers write (and at least a few times). */
 	while (!LOAD(r->stop) &&
 	       (LOAD(r->writers_left) > 0 || reads < 1000)) {
-		r->spec->read(r->spec->lock, &r->d, out);
+		lk_read(r->spec, &r->d, out);
 		reads++;
 		for (k = 1; k < LK_WORDS; k++)
 			if (out[k] != out[0]) {
