@@ -2,8 +2,8 @@
 /*
  * rcu_stress.h - the RCU poison stress checker of the test programs
  * (test_rcu_stress.c; test_srcu_stress.c reuses its object checks and
- * counters with SRCU readers of its own).  Defined in tests/support/rcu_stress.c
- * (the test support library).  It calls the primitive only through a
+ * counters with SRCU readers of its own).  Defined in
+ * tests/support/rcu_stress.c (the test support library).  It calls the primitive only through a
  * struct sk_tort_ops (tools/torture_ops.h, the sk_tort_ops library that
  * `scalekit torture` runs on too): readers enter and leave sections,
  * QSBR readers go online, offline and quiescent, updaters wait for grace

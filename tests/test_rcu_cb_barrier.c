@@ -30,20 +30,7 @@
 static const struct sk_tort_ops *const real_ops = &sk_tort_rcu_ops;
 static struct sk_tort_ops broken_now_ops;
 
-/*
- * Run this program again with --child=mode (fork + exec, so that the child
- * starts single-threaded, also under the sanitizers) and stderr on a pipe;
- * returns the wait status and the child's stderr in out.
- */
-static int run_child(const char *mode, char *out, size_t len)
-{
-	int st = sk_test_run_child("test_rcu_cb_barrier", mode, NULL, NULL, out, len);
-
-	fprintf(stderr, "child stderr: %s", out);
-	return st;
-}
-
-/* ---- sk_rcu_barrier() ----------------------------------------------------- */
+/* ---- sk_rcu_barrier() ---------------------------------------------------- */
 
 #define BAR_PRODUCERS 4
 
@@ -233,7 +220,7 @@ static void barrier_with_nothing_pending_runs_no_grace_period(void)
 }
 
 
-/* ---- death tests ---------------------------------------------------------- */
+/* ---- death tests --------------------------------------------------------- */
 
 static void child_barrier_in_section(void)
 {
@@ -260,6 +247,7 @@ static void child_barrier_in_callback(void)
 
 static void check_aborted(int st, const char *out, const char *what)
 {
+	fprintf(stderr, "child stderr: %s", out);
 	if (!WIFSIGNALED(st))
 		fprintf(stderr, "%s: child exited with status %d\n", what,
 			WIFEXITED(st) ? WEXITSTATUS(st) : -1);
@@ -275,7 +263,8 @@ static void check_aborted(int st, const char *out, const char *what)
 static void barrier_inside_read_section_aborts(void)
 {
 	char out[4096];
-	int st = run_child("barrier-in-section", out, sizeof(out));
+	int st = sk_test_run_child("test_rcu_cb_barrier", "barrier-in-section",
+				   NULL, NULL, out, sizeof(out));
 
 	check_aborted(st, out, "barrier in section");
 	SK_CHECK_STR_CONTAINS(out, "read-side critical section");
@@ -285,7 +274,8 @@ static void barrier_inside_read_section_aborts(void)
 static void barrier_inside_callback_aborts(void)
 {
 	char out[4096];
-	int st = run_child("barrier-in-callback", out, sizeof(out));
+	int st = sk_test_run_child("test_rcu_cb_barrier", "barrier-in-callback",
+				   NULL, NULL, out, sizeof(out));
 
 	check_aborted(st, out, "barrier in callback");
 	SK_CHECK_STR_CONTAINS(out, "callback");

@@ -27,20 +27,7 @@
 #include "sk_test.h"
 #include "sk_test_rcu.h"
 
-/*
- * Run this program again with --child=mode (fork + exec, so that the child
- * starts single-threaded, also under the sanitizers) and stderr on a pipe;
- * returns the wait status and the child's stderr in out.
- */
-static int run_child(const char *mode, char *out, size_t len)
-{
-	int st = sk_test_run_child("test_rcu_cb_free", mode, NULL, NULL, out, len);
-
-	fprintf(stderr, "child stderr: %s", out);
-	return st;
-}
-
-/* ---- SK_FREE_RCU ---------------------------------------------------------- */
+/* ---- SK_FREE_RCU --------------------------------------------------------- */
 
 struct fobj {
 	long pad[3];
@@ -314,8 +301,10 @@ static void child_double_queue(void)
 static void double_queue_goes_on_and_prints_nothing(void)
 {
 	char out[4096];
-	int st = run_child("double-queue", out, sizeof(out));
+	int st = sk_test_run_child("test_rcu_cb_free", "double-queue", NULL,
+				   NULL, out, sizeof(out));
 
+	fprintf(stderr, "child stderr: %s", out);
 	SK_CHECK_EXIT_0(st);
 	SK_CHECK_STR_CONTAINS(out, "pid "); /* the capture works */
 	SK_CHECK_EQ(sk_test_count_substr(out, "scalekit"), 0);
