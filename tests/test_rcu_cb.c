@@ -236,7 +236,7 @@ static void callback_queued_inside_section_waits_for_it(void)
 	}
 }
 
-/* ---- exactly once, per-thread FIFO -------------------------------------- */
+/* ---- exactly once, per-thread FIFO --------------------------------------- */
 
 #define FIFO_PRODUCERS 4
 
@@ -412,7 +412,7 @@ static void one_grace_period_serves_a_batch(void)
 	free(h);
 }
 
-/* ---- callbacks that queue callbacks ------------------------------------- */
+/* ---- callbacks that queue callbacks -------------------------------------- */
 
 struct chain {
 	struct sk_rcu_head rcu;
@@ -479,7 +479,7 @@ static void callbacks_requeue_and_barrier_waits_for_queued_links(void)
 }
 
 
-/* ---- flood ---------------------------------------------------------------- */
+/* ---- flood --------------------------------------------------------------- */
 
 struct flood_obj {
 	struct sk_rcu_head rcu;
