@@ -245,15 +245,24 @@ static void child_barrier_in_callback(void)
 	sk_rcu_barrier();
 }
 
-static void check_aborted(int st, const char *out, const char *what)
+/*
+ * Run this program again as a child in mode: it must abort, naming
+ * sk_rcu_barrier(), the thread and what (where the barrier was called).
+ */
+static void child_aborts(const char *mode, const char *what)
 {
+	char out[4096];
+	int st = sk_test_run_child("test_rcu_cb_barrier", mode, NULL, NULL,
+				   out, sizeof(out));
+
 	fprintf(stderr, "child stderr: %s", out);
 	if (!WIFSIGNALED(st))
-		fprintf(stderr, "%s: child exited with status %d\n", what,
+		fprintf(stderr, "%s: child exited with status %d\n", mode,
 			WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	SK_CHECK_ABORTED(st);
 	SK_CHECK_STR_CONTAINS(out, "sk_rcu_barrier()");
 	SK_CHECK_STR_CONTAINS(out, "scalekit: thread ");
+	SK_CHECK_STR_CONTAINS(out, what);
 }
 
 /*
@@ -262,25 +271,14 @@ static void check_aborted(int st, const char *out, const char *what)
  */
 static void barrier_inside_read_section_aborts(void)
 {
-	char out[4096];
-	int st = sk_test_run_child("test_rcu_cb_barrier", "barrier-in-section",
-				   NULL, NULL, out, sizeof(out));
-
-	check_aborted(st, out, "barrier in section");
-	SK_CHECK_STR_CONTAINS(out, "read-side critical section");
+	child_aborts("barrier-in-section", "read-side critical section");
 }
 
 /* sk_rcu_barrier() from a callback would wait for itself: message, abort. */
 static void barrier_inside_callback_aborts(void)
 {
-	char out[4096];
-	int st = sk_test_run_child("test_rcu_cb_barrier", "barrier-in-callback",
-				   NULL, NULL, out, sizeof(out));
-
-	check_aborted(st, out, "barrier in callback");
-	SK_CHECK_STR_CONTAINS(out, "callback");
+	child_aborts("barrier-in-callback", "callback");
 }
-
 
 int main(int argc, char **argv)
 {
