@@ -154,72 +154,49 @@ static void grace_period_broken_twin_is_caught(void)
 	}
 }
 
+/* Thread body: sk_synchronize_rcu(), then set *(int *)done. */
+static void *late_sync(void *done)
+{
+	sk_synchronize_rcu();
+	sk_atomic_store_release((int *)done, 1);
+	return NULL;
+}
+
 /*
  * A reader that enters after the grace period started does not hold it
  * back: the grace period ends while that reader is still inside (if it
  * waited for it, this test would hang and fail by the CTest timeout).
  */
-struct late {
-	int r2_entered, sync_done, r2_inside_at_return;
-	int qsbr;
-};
-
-static void *late_r2(void *arg)
-{
-	struct late *l = arg;
-
-	if (l->qsbr)
-		sk_rcu_thread_online();
-	else
-		sk_rcu_read_lock();
-	sk_atomic_store_release(&l->r2_entered, 1);
-	sk_test_wait_flag(&l->sync_done);
-	if (l->qsbr)
-		sk_rcu_thread_offline();
-	else
-		sk_rcu_read_unlock();
-	return NULL;
-}
-
-static void *late_sync(void *arg)
-{
-	struct late *l = arg;
-
-	sk_synchronize_rcu();
-	l->r2_inside_at_return = !!sk_atomic_load_acquire(&l->r2_entered);
-	sk_atomic_store_release(&l->sync_done, 1);
-	return NULL;
-}
-
 static void grace_period_ignores_later_readers(void)
 {
 	int qsbr;
 
 	for (qsbr = 0; qsbr < 2; qsbr++) {
-		struct late l = { .qsbr = qsbr };
+		int sync_done = 0;
 		unsigned long sleeps0 = sk_test_rcu_stats().gp_sleeps;
-		struct sk_test_holder r1;
-		pthread_t r2, s;
+		struct sk_test_holder r1, r2;
+		pthread_t s;
 
 		sk_test_holder_start(&r1, 0, NULL, NULL);
-		sk_test_thread_start(&s, late_sync, &l);
+		sk_test_thread_start(&s, late_sync, &sync_done);
 		/* The grace period has started: it sleeps waiting for r1. */
 		while (sk_test_rcu_stats().gp_sleeps == sleeps0 &&
-		       !sk_atomic_load_acquire(&l.sync_done))
+		       !sk_atomic_load_acquire(&sync_done))
 			sk_test_sleep_ms(1);
-		if (sk_atomic_load_acquire(&l.sync_done)) {
+		if (sk_atomic_load_acquire(&sync_done)) {
 			SK_T_FAIL("%s", "sk_synchronize_rcu() returned while a "
 					"pre-existing reader was inside");
 			sk_test_holder_release(&r1);
 			sk_test_thread_join(s);
 			continue;
 		}
-		sk_test_thread_start(&r2, late_r2, &l);
-		sk_test_wait_flag(&l.r2_entered);
+		/* r2 enters (general or QSBR online) after the start. */
+		sk_test_holder_start(&r2, qsbr, NULL, NULL);
 		sk_test_holder_release(&r1);
 		sk_test_thread_join(s);
-		sk_test_thread_join(r2);
-		SK_CHECK_EQ(l.r2_inside_at_return, 1);
+		/* The grace period ended with r2 still inside. */
+		SK_CHECK_EQ(LOAD(r2.left), 0);
+		sk_test_holder_release(&r2);
 	}
 }
 
