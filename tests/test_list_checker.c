@@ -99,23 +99,45 @@ static int pool_freed(void *arg, const void *addr)
 	return pool[((const char *)addr - b) / sizeof(struct ent)].freed;
 }
 
-/* ---- reader model: sk_list_for_each_entry_rcu ------------------------ */
+/* ---- reader models: sk_list/sk_hlist_for_each_entry_rcu --------------- */
 
-static void list_start(void *arg, const struct sk_chk_kind *k,
+/*
+ * One set of ops walks both; the checker's arg is the struct walk of the
+ * list kind being checked: where a head's first pointer is, what ends a
+ * walk and which member of struct ent links it.
+ */
+struct walk {
+	size_t first;	       /* offset of the first pointer in a head */
+	int null_ends;	       /* hlist: NULL ends a walk; list: the head */
+	size_t link, next;     /* in struct ent: the node, its next pointer */
+	const char *next_name; /* that pointer, for messages */
+};
+
+static struct walk list_walk = {
+	offsetof(struct sk_list_head, next), 0, offsetof(struct ent, list),
+	offsetof(struct ent, list.next), "next",
+};
+
+static struct walk hlist_walk = {
+	offsetof(struct sk_hlist_head, first), 1, offsetof(struct ent, hnode),
+	offsetof(struct ent, hnode.next), "hnode.next",
+};
+
+static void walk_start(void *arg, const struct sk_chk_kind *k,
 		       struct sk_chk_reader *r)
 {
-	(void)arg;
-	r->slot = &((struct sk_list_head *)k->root)->next;
+	const struct walk *w = arg;
+
+	r->slot = (const char *)k->root + w->first;
 }
 
-static int list_load(void *arg, const struct sk_chk_kind *k,
+static int walk_load(void *arg, const struct sk_chk_kind *k,
 		     struct sk_chk_reader *r, const void **node)
 {
-	struct sk_list_head *n =
-		sk_rcu_dereference(*(struct sk_list_head **)r->slot);
+	const struct walk *w = arg;
+	void *n = sk_rcu_dereference(*(void *const *)r->slot);
 
-	(void)arg;
-	if (n == k->root)
+	if (w->null_ends ? !n : n == k->root)
 		return SK_CHK_END;
 	*node = n;
 	return SK_CHK_NODE;
@@ -149,26 +171,34 @@ static int ent_describe(const struct sk_chk_reader *r, size_t next,
 	return 1;
 }
 
-static int list_enter(void *arg, const struct sk_chk_kind *k,
+static int walk_enter(void *arg, const struct sk_chk_kind *k,
 		      struct sk_chk_reader *r, const void *node)
 {
-	(void)arg;
+	const struct walk *w = arg;
+
 	(void)k;
-	return ent_enter(r, node, offsetof(struct ent, list),
-			 offsetof(struct ent, list.next));
+	return ent_enter(r, node, w->link, w->next);
 }
 
-static void list_describe(void *arg, const struct sk_chk_reader *r,
+static void walk_describe(void *arg, const struct sk_chk_reader *r,
 			  char *buf, size_t len)
 {
-	(void)arg;
-	if (ent_describe(r, offsetof(struct ent, list.next), "next", buf, len))
+	const struct walk *w = arg;
+	int h;
+
+	if (ent_describe(r, w->next, w->next_name, buf, len))
 		return;
-	if (r->slot == &heads[0].next || r->slot == &heads[1].next)
-		snprintf(buf, len, "&heads[%d].next",
-			 r->slot == &heads[1].next);
-	else
-		snprintf(buf, len, "%p", r->slot);
+	for (h = 0; h < 2; h++) {
+		if (r->slot == &heads[h].next) {
+			snprintf(buf, len, "&heads[%d].next", h);
+			return;
+		}
+		if (r->slot == &hheads[h].first) {
+			snprintf(buf, len, "&hheads[%d].first", h);
+			return;
+		}
+	}
+	snprintf(buf, len, "%p", r->slot);
 }
 
 static const char *root_name(void *arg, const void *root)
@@ -183,62 +213,12 @@ static const char *root_name(void *arg, const void *root)
 	return NULL;
 }
 
-static const struct sk_chk_ops list_ops = {
-	.start = list_start,
-	.load = list_load,
-	.enter = list_enter,
+static const struct sk_chk_ops walk_ops = {
+	.start = walk_start,
+	.load = walk_load,
+	.enter = walk_enter,
 	.freed = pool_freed,
-	.describe = list_describe,
-	.root_name = root_name,
-};
-
-/* ---- reader model: sk_hlist_for_each_entry_rcu ----------------------- */
-
-static void hlist_start(void *arg, const struct sk_chk_kind *k,
-			struct sk_chk_reader *r)
-{
-	(void)arg;
-	r->slot = &((struct sk_hlist_head *)k->root)->first;
-}
-
-static int hlist_load(void *arg, const struct sk_chk_kind *k,
-		      struct sk_chk_reader *r, const void **node)
-{
-	struct sk_hlist_node *n =
-		sk_rcu_dereference(*(struct sk_hlist_node **)r->slot);
-
-	(void)arg;
-	(void)k;
-	if (!n)
-		return SK_CHK_END;
-	*node = n;
-	return SK_CHK_NODE;
-}
-
-static int hlist_enter(void *arg, const struct sk_chk_kind *k,
-		       struct sk_chk_reader *r, const void *node)
-{
-	(void)arg;
-	(void)k;
-	return ent_enter(r, node, offsetof(struct ent, hnode),
-			 offsetof(struct ent, hnode.next));
-}
-
-static void hlist_describe(void *arg, const struct sk_chk_reader *r,
-			   char *buf, size_t len)
-{
-	(void)arg;
-	if (!ent_describe(r, offsetof(struct ent, hnode.next), "hnode.next",
-			  buf, len))
-		snprintf(buf, len, "&hhead->first (%p)", r->slot);
-}
-
-static const struct sk_chk_ops hlist_ops = {
-	.start = hlist_start,
-	.load = hlist_load,
-	.enter = hlist_enter,
-	.freed = pool_freed,
-	.describe = hlist_describe,
+	.describe = walk_describe,
 	.root_name = root_name,
 };
 
@@ -834,7 +814,7 @@ int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
-	sk_chk_init(&chk, &list_ops, NULL);
+	sk_chk_init(&chk, &walk_ops, &list_walk);
 	SK_RUN(list_add_del_replace_at_every_position);
 	SK_RUN(list_splice_init_rcu_at_every_position);
 	SK_RUN(list_random_sequences_without_gp);
@@ -846,7 +826,7 @@ int main(int argc, char **argv)
 	sk_chk_print_stats(&chk, "list (broken twins)");
 	sk_chk_destroy(&chk);
 
-	sk_chk_init(&chk, &hlist_ops, NULL);
+	sk_chk_init(&chk, &walk_ops, &hlist_walk);
 	SK_RUN(hlist_ops_at_every_position);
 	SK_RUN(hlist_random_sequences_without_gp);
 	sk_chk_print_stats(&chk, "hlist");
