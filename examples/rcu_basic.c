@@ -15,7 +15,7 @@
  * written after it is published, so the two loads agree unless the copy
  * was freed under the reader (glibc's free() overwrites the first bytes of
  * a block, and malloc() hands it out again).  A mismatch makes the program
- * exit 1.  tests/test_rcu.c proves the guarantee under stress.
+ * exit 1.  tests/test_rcu_stress.c proves the guarantee under stress.
  *
  * Build: cc rcu_basic.c $(pkg-config --cflags --libs scalekit)
  */

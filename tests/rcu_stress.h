@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rcu_stress.h - the RCU poison stress checker of the test programs
- * (test_rcu.c; test_srcu_stress.c reuses its object checks and counters
- * with SRCU readers of its own).  Defined in tests/support/rcu_stress.c
- * (the test support library).  It calls the primitive only through a
- * struct sk_tort_ops (tools/torture_ops.h, the sk_tort_ops library that
- * `scalekit torture` runs on too): readers enter and leave sections,
- * QSBR readers go online, offline and quiescent, updaters wait for grace
- * periods, all by the ops of cfg.ops (default: sk_tort_mixed_ops, whose
- * even-numbered readers are general and odd ones QSBR).  The harness
- * around them (threads, the object, the checks) is this file's, not the
- * tool's: the tool runs for a time and reports, a test runs a fixed
- * number of updates and asserts on the counts.
+ * (test_rcu_stress.c; test_srcu_stress.c reuses its object checks and
+ * counters with SRCU readers of its own).  Defined in
+ * tests/support/rcu_stress.c (the test support library).  It calls the
+ * primitive only through a struct sk_tort_ops (tools/torture_ops.h, the
+ * sk_tort_ops library that `scalekit torture` runs on too): readers enter
+ * and leave sections, QSBR readers go online, offline and quiescent,
+ * updaters wait for grace periods, all by the ops of cfg.ops (default:
+ * sk_tort_mixed_ops, whose even-numbered readers are general and odd ones
+ * QSBR).  The harness around them (threads, the object, the checks) is this
+ * file's, not the tool's: the tool runs for a time and reports, a test
+ * runs a fixed number of updates and asserts on the counts.
  *
  * Readers follow one global pointer to a struct sk_stress_obj {magic, seq,
  * payload[]} while updaters replace it: allocate and fill a new object,

@@ -16,6 +16,9 @@
 /* sk_rcu_get_stats(), checked to succeed. */
 struct sk_rcu_stats sk_test_rcu_stats(void);
 
+/* The number of registered reader threads (sk_rcu_get_stats()). */
+unsigned long sk_test_rcu_readers(void);
+
 /* The grace-period counter: it moves when a grace period starts. */
 unsigned long sk_test_gp_ctr(void);
 
@@ -75,5 +78,15 @@ struct sk_test_busy {
 };
 
 void *sk_test_busy_reader(void *arg);
+
+struct sk_tort_ops;
+
+/*
+ * Wait for a full grace period of ops (tools/torture_ops.h: the RCU ops,
+ * or their busted twin, which waits for nothing) in one of four ways:
+ * 0 synchronize, 1 expedited, 2 cond on a fresh cookie, 3 start a poll
+ * and spin on it.
+ */
+void sk_test_sync_by(const struct sk_tort_ops *ops, int kind);
 
 #endif /* SK_TEST_RCU_H */

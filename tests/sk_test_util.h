@@ -55,6 +55,9 @@ void sk_test_sleep_us(unsigned long us);
 /* Sleep ms milliseconds, resuming after signals. */
 void sk_test_sleep_ms(unsigned long ms);
 
+/* Wait (sleeping 1 ms at a time) until *flag (read with acquire) is nonzero. */
+void sk_test_wait_flag(int *flag);
+
 /* How many times needle occurs in hay, without overlaps. */
 int sk_test_count_substr(const char *hay, const char *needle);
 
@@ -107,7 +110,8 @@ int sk_test_exec_self(char *const argv[], char *const envp[],
 /*
  * Run this program again (sk_test_exec_self()) as "prog --child=mode",
  * with the environment variable name set to value (removed when value is
- * NULL); returns the wait status and the child's stderr in out.
+ * NULL; the environment as is when name is NULL); returns the wait status
+ * and the child's stderr in out.
  */
 int sk_test_run_child(const char *prog, const char *mode,
 		      const char *name, const char *value,

@@ -99,23 +99,45 @@ static int pool_freed(void *arg, const void *addr)
 	return pool[((const char *)addr - b) / sizeof(struct ent)].freed;
 }
 
-/* ---- reader model: sk_list_for_each_entry_rcu ------------------------ */
+/* ---- reader models: sk_list/sk_hlist_for_each_entry_rcu --------------- */
 
-static void list_start(void *arg, const struct sk_chk_kind *k,
+/*
+ * One set of ops walks both; the checker's arg is the struct walk of the
+ * list kind being checked: where a head's first pointer is, what ends a
+ * walk and which member of struct ent links it.
+ */
+struct walk {
+	size_t first;	       /* offset of the first pointer in a head */
+	int null_ends;	       /* hlist: NULL ends a walk; list: the head */
+	size_t link, next;     /* in struct ent: the node, its next pointer */
+	const char *next_name; /* that pointer, for messages */
+};
+
+static struct walk list_walk = {
+	offsetof(struct sk_list_head, next), 0, offsetof(struct ent, list),
+	offsetof(struct ent, list.next), "next",
+};
+
+static struct walk hlist_walk = {
+	offsetof(struct sk_hlist_head, first), 1, offsetof(struct ent, hnode),
+	offsetof(struct ent, hnode.next), "hnode.next",
+};
+
+static void walk_start(void *arg, const struct sk_chk_kind *k,
 		       struct sk_chk_reader *r)
 {
-	(void)arg;
-	r->slot = &((struct sk_list_head *)k->root)->next;
+	const struct walk *w = arg;
+
+	r->slot = (const char *)k->root + w->first;
 }
 
-static int list_load(void *arg, const struct sk_chk_kind *k,
+static int walk_load(void *arg, const struct sk_chk_kind *k,
 		     struct sk_chk_reader *r, const void **node)
 {
-	struct sk_list_head *n =
-		sk_rcu_dereference(*(struct sk_list_head **)r->slot);
+	const struct walk *w = arg;
+	void *n = sk_rcu_dereference(*(void *const *)r->slot);
 
-	(void)arg;
-	if (n == k->root)
+	if (w->null_ends ? !n : n == k->root)
 		return SK_CHK_END;
 	*node = n;
 	return SK_CHK_NODE;
@@ -149,26 +171,34 @@ static int ent_describe(const struct sk_chk_reader *r, size_t next,
 	return 1;
 }
 
-static int list_enter(void *arg, const struct sk_chk_kind *k,
+static int walk_enter(void *arg, const struct sk_chk_kind *k,
 		      struct sk_chk_reader *r, const void *node)
 {
-	(void)arg;
+	const struct walk *w = arg;
+
 	(void)k;
-	return ent_enter(r, node, offsetof(struct ent, list),
-			 offsetof(struct ent, list.next));
+	return ent_enter(r, node, w->link, w->next);
 }
 
-static void list_describe(void *arg, const struct sk_chk_reader *r,
+static void walk_describe(void *arg, const struct sk_chk_reader *r,
 			  char *buf, size_t len)
 {
-	(void)arg;
-	if (ent_describe(r, offsetof(struct ent, list.next), "next", buf, len))
+	const struct walk *w = arg;
+	int h;
+
+	if (ent_describe(r, w->next, w->next_name, buf, len))
 		return;
-	if (r->slot == &heads[0].next || r->slot == &heads[1].next)
-		snprintf(buf, len, "&heads[%d].next",
-			 r->slot == &heads[1].next);
-	else
-		snprintf(buf, len, "%p", r->slot);
+	for (h = 0; h < 2; h++) {
+		if (r->slot == &heads[h].next) {
+			snprintf(buf, len, "&heads[%d].next", h);
+			return;
+		}
+		if (r->slot == &hheads[h].first) {
+			snprintf(buf, len, "&hheads[%d].first", h);
+			return;
+		}
+	}
+	snprintf(buf, len, "%p", r->slot);
 }
 
 static const char *root_name(void *arg, const void *root)
@@ -183,62 +213,12 @@ static const char *root_name(void *arg, const void *root)
 	return NULL;
 }
 
-static const struct sk_chk_ops list_ops = {
-	.start = list_start,
-	.load = list_load,
-	.enter = list_enter,
+static const struct sk_chk_ops walk_ops = {
+	.start = walk_start,
+	.load = walk_load,
+	.enter = walk_enter,
 	.freed = pool_freed,
-	.describe = list_describe,
-	.root_name = root_name,
-};
-
-/* ---- reader model: sk_hlist_for_each_entry_rcu ----------------------- */
-
-static void hlist_start(void *arg, const struct sk_chk_kind *k,
-			struct sk_chk_reader *r)
-{
-	(void)arg;
-	r->slot = &((struct sk_hlist_head *)k->root)->first;
-}
-
-static int hlist_load(void *arg, const struct sk_chk_kind *k,
-		      struct sk_chk_reader *r, const void **node)
-{
-	struct sk_hlist_node *n =
-		sk_rcu_dereference(*(struct sk_hlist_node **)r->slot);
-
-	(void)arg;
-	(void)k;
-	if (!n)
-		return SK_CHK_END;
-	*node = n;
-	return SK_CHK_NODE;
-}
-
-static int hlist_enter(void *arg, const struct sk_chk_kind *k,
-		       struct sk_chk_reader *r, const void *node)
-{
-	(void)arg;
-	(void)k;
-	return ent_enter(r, node, offsetof(struct ent, hnode),
-			 offsetof(struct ent, hnode.next));
-}
-
-static void hlist_describe(void *arg, const struct sk_chk_reader *r,
-			   char *buf, size_t len)
-{
-	(void)arg;
-	if (!ent_describe(r, offsetof(struct ent, hnode.next), "hnode.next",
-			  buf, len))
-		snprintf(buf, len, "&hhead->first (%p)", r->slot);
-}
-
-static const struct sk_chk_ops hlist_ops = {
-	.start = hlist_start,
-	.load = hlist_load,
-	.enter = hlist_enter,
-	.freed = pool_freed,
-	.describe = hlist_describe,
+	.describe = walk_describe,
 	.root_name = root_name,
 };
 
@@ -444,22 +424,37 @@ static void list_add_del_replace_at_every_position(void)
 	}
 }
 
-/* Freeing a deleted entry without a grace period MUST be caught. */
-static void list_del_free_without_gp_is_caught(void)
+/*
+ * A broken twin's runs: the checker prints the first violation only and
+ * stops each run at its first; twin_end() checks that every one of the
+ * runs configurations caught it, and restores the checker.
+ */
+static void twin_begin(void)
 {
-	int len, pos, missed = 0, runs = 0;
-
-	chk.print_limit = chk.printed + 1; /* show the first one */
+	chk.print_limit = chk.printed + 1;
 	chk.stop_on_violation = 1;
-	for (len = 1; len <= MAX_LEN; len++)
-		for (pos = 0; pos < len; pos++, runs++)
-			if (!list_op(OP_DEL_NO_GP, len, pos, 0))
-				missed++;
+}
+
+static void twin_end(int runs, int missed)
+{
 	fprintf(stderr, "  caught in %d of %d configurations\n", runs - missed,
 		runs);
 	SK_CHECK_EQ(missed, 0);
 	chk.print_limit = chk.printed + 20;
 	chk.stop_on_violation = 0;
+}
+
+/* Freeing a deleted entry without a grace period MUST be caught. */
+static void list_del_free_without_gp_is_caught(void)
+{
+	int len, pos, missed = 0, runs = 0;
+
+	twin_begin();
+	for (len = 1; len <= MAX_LEN; len++)
+		for (pos = 0; pos < len; pos++, runs++)
+			if (!list_op(OP_DEL_NO_GP, len, pos, 0))
+				missed++;
+	twin_end(runs, missed);
 }
 
 static int sync_calls;
@@ -556,8 +551,7 @@ static void list_splice_without_gp_is_caught(void)
 {
 	int a, b, pos, runs = 0, missed = 0;
 
-	chk.print_limit = chk.printed + 1;
-	chk.stop_on_violation = 1;
+	twin_begin();
 	for (a = 0; a <= MAX_LEN; a++)
 		for (b = 0; b <= MAX_LEN; b++)
 			for (pos = -1; pos < b; pos++) {
@@ -571,19 +565,9 @@ static void list_splice_without_gp_is_caught(void)
 				if (!v)
 					missed++;
 			}
-	fprintf(stderr, "  caught in %d of %d configurations\n", runs - missed,
-		runs);
-	SK_CHECK_EQ(missed, 0);
-	chk.print_limit = chk.printed + 20;
-	chk.stop_on_violation = 0;
+	twin_end(runs, missed);
 }
 
-/*
- * Random sequences of adds, deletes and replaces with no grace period in
- * between; the deleted and replaced entries are freed after one grace
- * period at the end.  Keys untouched by the whole sequence must stay
- * visible to every reader, however it is paused.
- */
 /*
  * Apply operation op to the live entry with key (if still there) of
  * heads[0]: an entry with key *next_key (then incremented) added after it
@@ -622,9 +606,29 @@ static void seq_apply(int op, int key, int *next_key, struct ent **gone,
 	}
 }
 
-static void list_random_sequences_without_gp(void)
+/* A kind of list for random_sequences(): its operations and head 0. */
+struct seq_kind {
+	const char *name;
+	int nops;	  /* operations 0..nops-1 to pick from */
+	int del;	  /* the one that deletes its key */
+	const void *root; /* head 0 */
+	void (*build)(int h, int base, int len);
+	/* Operation op on the entry with key (see seq_apply()). */
+	void (*apply)(int op, int key, int *next_key, struct ent **gone,
+		      int *ngone);
+	int (*keys)(int h, int *out);
+};
+
+/*
+ * Random sequences of adds, deletes and replaces with no grace period in
+ * between; the deleted and replaced entries are freed after one grace
+ * period at the end.  Keys untouched by the whole sequence must stay
+ * visible to every reader, however it is paused, and on the list exactly
+ * once at the end.
+ */
+static void random_sequences(const struct seq_kind *k, uint64_t salt)
 {
-	uint64_t rng = sk_t_seed ^ 0x1157;
+	uint64_t rng = sk_t_seed ^ salt;
 	int round, rounds = 400 / (int)sk_test_slow();
 
 	for (round = 0; round < rounds; round++) {
@@ -632,49 +636,54 @@ static void list_random_sequences_without_gp(void)
 		struct ent *gone[POOL];
 		int len = (int)(sk_test_rand(&rng) % (MAX_LEN + 1));
 		int nops = 1 + (int)(sk_test_rand(&rng) % 6), ngone = 0;
-		int next_key = len, i, j, cnt;
+		int next_key = len, i, j, op[8], key[8], got[POOL], ngot, cnt;
 		char label[64];
 
 		pool_reset();
-		list_build(0, 0, len);
+		k->build(0, 0, len);
 		for (i = 0; i < len; i++)
 			sk_chk_bit_set(stable, i);
 		/* Pick the operations first to know the untouched keys. */
-		struct {
-			int op, key;
-		} seq[8];
 		for (i = 0; i < nops; i++) {
-			seq[i].op = (int)(sk_test_rand(&rng) % 4);
-			seq[i].key = len ? (int)(sk_test_rand(&rng) % (uint64_t)len)
-					 : -1;
+			op[i] = (int)(sk_test_rand(&rng) % (uint64_t)k->nops);
+			key[i] = len ? (int)(sk_test_rand(&rng) % (uint64_t)len)
+				     : -1;
 			/* A replaced key stays visible; a deleted one not. */
-			if (seq[i].key >= 0 && seq[i].op == OP_DEL)
-				stable[seq[i].key / 64] &=
-					~(1ull << (seq[i].key % 64));
+			if (key[i] >= 0 && op[i] == k->del)
+				stable[key[i] / 64] &= ~(1ull << (key[i] % 64));
 		}
-		snprintf(label, sizeof(label), "list sequence %d", round);
+		snprintf(label, sizeof(label), "%s sequence %d", k->name,
+			 round);
 		sk_chk_clear_kinds(&chk);
-		add_readers(&heads[0], len + nops, stable);
+		add_readers(k->root, len + nops, stable);
 		sk_chk_begin(&chk, label);
 		for (i = 0; i < nops; i++)
-			seq_apply(seq[i].op, seq[i].key, &next_key, gone,
-				  &ngone);
+			k->apply(op[i], key[i], &next_key, gone, &ngone);
 		gp_event();
 		for (j = 0; j < ngone; j++)
 			ent_free(gone[j]);
 		expect_clean(label);
 		/* Every stable key is still there exactly once. */
+		ngot = k->keys(0, got);
+		SK_CHECK(ngot >= 0);
 		for (i = 0; i < len; i++) {
-			struct ent *x;
-
 			if (!sk_chk_bit(stable, i))
 				continue;
-			cnt = 0;
-			sk_list_for_each_entry(x, &heads[0], list)
-				cnt += x->key == i;
+			for (cnt = 0, j = 0; j < ngot; j++)
+				cnt += got[j] == i;
 			SK_CHECK_EQ(cnt, 1);
 		}
 	}
+}
+
+static const struct seq_kind list_seq = {
+	"list", OP_REPLACE + 1, OP_DEL, &heads[0], list_build, seq_apply,
+	list_keys,
+};
+
+static void list_random_sequences_without_gp(void)
+{
+	random_sequences(&list_seq, 0x1157);
 }
 
 /* ---- hlists ------------------------------------------------------------ */
@@ -761,80 +770,58 @@ static void hlist_ops_at_every_position(void)
 	}
 }
 
+/* As seq_apply(), on hheads[0]. */
+static void hlist_seq_apply(int op, int key, int *next_key, struct ent **gone,
+			    int *ngone)
+{
+	struct sk_hlist_node *p;
+	struct ent *e = NULL, *x;
+
+	for (p = hheads[0].first; p; p = p->next)
+		if (sk_hlist_entry(p, struct ent, hnode)->key == key)
+			e = sk_hlist_entry(p, struct ent, hnode);
+	if (op >= H_ADD_BEFORE && !e)
+		return;
+	switch (op) {
+	case H_ADD_HEAD:
+		x = ent_new((*next_key)++);
+		sk_hlist_add_head_rcu(&x->hnode, &hheads[0]);
+		break;
+	case H_ADD_BEFORE:
+		x = ent_new((*next_key)++);
+		sk_hlist_add_before_rcu(&x->hnode, &e->hnode);
+		break;
+	case H_ADD_BEHIND:
+		x = ent_new((*next_key)++);
+		sk_hlist_add_behind_rcu(&x->hnode, &e->hnode);
+		break;
+	case H_DEL:
+		sk_hlist_del_rcu(&e->hnode);
+		gone[(*ngone)++] = e;
+		break;
+	case H_REPLACE:
+		x = ent_new(e->key);
+		sk_hlist_replace_rcu(&e->hnode, &x->hnode);
+		gone[(*ngone)++] = e;
+		break;
+	}
+}
+
+static const struct seq_kind hlist_seq = {
+	"hlist", H_REPLACE + 1, H_DEL, &hheads[0], hlist_build,
+	hlist_seq_apply, hlist_keys,
+};
+
 static void hlist_random_sequences_without_gp(void)
 {
-	uint64_t rng = sk_t_seed ^ 0x4157;
-	int round, rounds = 400 / (int)sk_test_slow();
-
-	for (round = 0; round < rounds; round++) {
-		uint64_t stable[SK_CHK_WORDS] = { 0 };
-		struct ent *gone[POOL];
-		int len = (int)(sk_test_rand(&rng) % (MAX_LEN + 1));
-		int nops = 1 + (int)(sk_test_rand(&rng) % 6), ngone = 0;
-		int next_key = len, i, j, op[8], key[8];
-		char label[64];
-
-		pool_reset();
-		hlist_build(0, 0, len);
-		for (i = 0; i < len; i++)
-			sk_chk_bit_set(stable, i);
-		for (i = 0; i < nops; i++) {
-			op[i] = (int)(sk_test_rand(&rng) % 5);
-			key[i] = len ? (int)(sk_test_rand(&rng) % (uint64_t)len)
-				     : -1;
-			if (key[i] >= 0 && op[i] == H_DEL)
-				stable[key[i] / 64] &= ~(1ull << (key[i] % 64));
-		}
-		snprintf(label, sizeof(label), "hlist sequence %d", round);
-		sk_chk_clear_kinds(&chk);
-		add_readers(&hheads[0], len + nops, stable);
-		sk_chk_begin(&chk, label);
-		for (i = 0; i < nops; i++) {
-			struct sk_hlist_node *p;
-			struct ent *e = NULL, *x;
-
-			for (p = hheads[0].first; p; p = p->next)
-				if (sk_hlist_entry(p, struct ent, hnode)->key ==
-				    key[i])
-					e = sk_hlist_entry(p, struct ent, hnode);
-			if (op[i] >= H_ADD_BEFORE && !e)
-				continue;
-			switch (op[i]) {
-			case H_ADD_HEAD:
-				x = ent_new(next_key++);
-				sk_hlist_add_head_rcu(&x->hnode, &hheads[0]);
-				break;
-			case H_ADD_BEFORE:
-				x = ent_new(next_key++);
-				sk_hlist_add_before_rcu(&x->hnode, &e->hnode);
-				break;
-			case H_ADD_BEHIND:
-				x = ent_new(next_key++);
-				sk_hlist_add_behind_rcu(&x->hnode, &e->hnode);
-				break;
-			case H_DEL:
-				sk_hlist_del_rcu(&e->hnode);
-				gone[ngone++] = e;
-				break;
-			case H_REPLACE:
-				x = ent_new(e->key);
-				sk_hlist_replace_rcu(&e->hnode, &x->hnode);
-				gone[ngone++] = e;
-				break;
-			}
-		}
-		gp_event();
-		for (j = 0; j < ngone; j++)
-			ent_free(gone[j]);
-		expect_clean(label);
-	}
+	random_sequences(&hlist_seq, 0x4157);
 }
 
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
-	sk_chk_init(&chk, &list_ops, NULL);
+	sk_chk_init(&chk, &walk_ops, &list_walk);
 	SK_RUN(list_add_del_replace_at_every_position);
 	SK_RUN(list_splice_init_rcu_at_every_position);
 	SK_RUN(list_random_sequences_without_gp);
@@ -846,7 +833,7 @@ int main(int argc, char **argv)
 	sk_chk_print_stats(&chk, "list (broken twins)");
 	sk_chk_destroy(&chk);
 
-	sk_chk_init(&chk, &hlist_ops, NULL);
+	sk_chk_init(&chk, &walk_ops, &hlist_walk);
 	SK_RUN(hlist_ops_at_every_position);
 	SK_RUN(hlist_random_sequences_without_gp);
 	sk_chk_print_stats(&chk, "hlist");

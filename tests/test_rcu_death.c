@@ -70,28 +70,71 @@ static void expect_death(void (*fn)(void), int main_thread,
 #define NEEDLES(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
 /* ------------------------------------------------------------------------
- * The misuses.
+ * The misuses: most are a few calls on the child's main thread, the last
+ * one the misuse, made by do_calls().
  */
 
-static void do_synchronize_in_section(void)
+enum call {
+	LOCK,	    /* sk_rcu_read_lock() */
+	UNLOCK,	    /* sk_rcu_read_unlock() */
+	QSBR_LOCK,  /* sk_rcu_qsbr_read_lock() */
+	ONLINE,	    /* sk_rcu_thread_online() */
+	OFFLINE,    /* sk_rcu_thread_offline() */
+	QS,	    /* sk_rcu_quiescent_state() */
+	REGISTER,   /* sk_rcu_register_thread() */
+	UNREGISTER, /* sk_rcu_unregister_thread() */
+	SYNC,	    /* sk_synchronize_rcu() */
+	CALLS_END
+};
+
+#define CALLS(...) ((const enum call[]){ __VA_ARGS__, CALLS_END })
+
+/* The calls of the next child, set by expect_calls_die() before the fork. */
+static const enum call *child_calls;
+
+static void do_calls(void)
 {
-	sk_rcu_read_lock();
-	sk_synchronize_rcu();
+	const enum call *c;
+
+	for (c = child_calls; *c != CALLS_END; c++) {
+		switch (*c) {
+		case LOCK:
+			sk_rcu_read_lock();
+			break;
+		case UNLOCK:
+			sk_rcu_read_unlock();
+			break;
+		case QSBR_LOCK:
+			sk_rcu_qsbr_read_lock();
+			break;
+		case ONLINE:
+			(void)sk_rcu_thread_online();
+			break;
+		case OFFLINE:
+			sk_rcu_thread_offline();
+			break;
+		case QS:
+			sk_rcu_quiescent_state();
+			break;
+		case REGISTER:
+			(void)sk_rcu_register_thread();
+			break;
+		case UNREGISTER:
+			(void)sk_rcu_unregister_thread();
+			break;
+		default:
+			sk_synchronize_rcu();
+			break;
+		}
+	}
 }
 
-static void do_synchronize_in_nested_section(void)
+/* A child makes calls on its main thread and must die with needles. */
+static void expect_calls_die(const enum call *calls,
+			     const char *const *needles)
 {
-	sk_rcu_read_lock();
-	sk_rcu_read_lock();
-	sk_rcu_read_unlock();
-	sk_synchronize_rcu();
-}
-
-static void do_synchronize_in_section_of_online_qsbr(void)
-{
-	sk_rcu_thread_online();
-	sk_rcu_read_lock();
-	sk_synchronize_rcu();
+	child_calls = calls;
+	expect_death(do_calls, 1, needles);
 }
 
 static void synchronize_inside_read_section_aborts(void)
@@ -99,36 +142,18 @@ static void synchronize_inside_read_section_aborts(void)
 	const char *const *msg =
 		NEEDLES("sk_synchronize_rcu()", "read-side critical section");
 
-	expect_death(do_synchronize_in_section, 1, msg);
-	expect_death(do_synchronize_in_nested_section, 1, msg);
-	expect_death(do_synchronize_in_section_of_online_qsbr, 1, msg);
-}
-
-static void do_unlock_without_lock(void)
-{
-	sk_rcu_read_unlock();
-}
-
-static void do_unlock_twice(void)
-{
-	sk_rcu_read_lock();
-	sk_rcu_read_unlock();
-	sk_rcu_read_unlock();
-}
-
-static void do_unlock_on_online_qsbr(void)
-{
-	sk_rcu_thread_online();
-	sk_rcu_read_unlock();
+	expect_calls_die(CALLS(LOCK, SYNC), msg);
+	expect_calls_die(CALLS(LOCK, LOCK, UNLOCK, SYNC), msg); /* nested */
+	expect_calls_die(CALLS(ONLINE, LOCK, SYNC), msg); /* online QSBR */
 }
 
 static void unbalanced_read_unlock_aborts(void)
 {
 	const char *const *msg = NEEDLES("unbalanced sk_rcu_read_unlock()");
 
-	expect_death(do_unlock_without_lock, 1, msg);
-	expect_death(do_unlock_twice, 1, msg);
-	expect_death(do_unlock_on_online_qsbr, 1, msg);
+	expect_calls_die(CALLS(UNLOCK), msg);
+	expect_calls_die(CALLS(LOCK, UNLOCK, UNLOCK), msg);
+	expect_calls_die(CALLS(ONLINE, UNLOCK), msg);
 }
 
 static void *exit_in_section_fn(void *arg)
@@ -175,79 +200,22 @@ static void thread_exit_inside_read_section_aborts(void)
 	expect_death(do_thread_exit_in_nested_section, 0, msg);
 }
 
-static void do_qs_unregistered(void)
-{
-	sk_rcu_quiescent_state();
-}
-
-static void do_qs_general_reader(void)
-{
-	sk_rcu_register_thread();
-	sk_rcu_read_lock();
-	sk_rcu_read_unlock();
-	sk_rcu_quiescent_state();
-}
-
-static void do_qs_offline(void)
-{
-	sk_rcu_thread_online();
-	sk_rcu_thread_offline();
-	sk_rcu_quiescent_state();
-}
-
-static void do_qs_in_section_of_online_qsbr(void)
-{
-	sk_rcu_thread_online();
-	sk_rcu_read_lock();
-	sk_rcu_quiescent_state();
-}
-
-#if SK_DEBUG
-/* SK_DEBUG: the QSBR flavor's read lock counts nesting like read_lock. */
-static void do_qs_in_qsbr_read_lock(void)
-{
-	sk_rcu_thread_online();
-	sk_rcu_qsbr_read_lock();
-	sk_rcu_quiescent_state();
-}
-#endif
-
 static void quiescent_state_on_non_qsbr_thread_aborts(void)
 {
 	const char *const *msg = NEEDLES("sk_rcu_quiescent_state()",
 					 "not an online QSBR reader");
+	const char *const *in_section = NEEDLES("sk_rcu_quiescent_state()",
+						"read-side critical section");
 
-	expect_death(do_qs_unregistered, 1, msg);
-	expect_death(do_qs_general_reader, 1, msg);
-	expect_death(do_qs_offline, 1, msg);
+	expect_calls_die(CALLS(QS), msg); /* unregistered */
+	expect_calls_die(CALLS(REGISTER, LOCK, UNLOCK, QS), msg); /* general */
+	expect_calls_die(CALLS(ONLINE, OFFLINE, QS), msg);
 	/* Online, but inside read_lock: a different message. */
-	expect_death(do_qs_in_section_of_online_qsbr, 1,
-		     NEEDLES("sk_rcu_quiescent_state()",
-			     "read-side critical section"));
+	expect_calls_die(CALLS(ONLINE, LOCK, QS), in_section);
 #if SK_DEBUG
-	expect_death(do_qs_in_qsbr_read_lock, 1,
-		     NEEDLES("sk_rcu_quiescent_state()",
-			     "read-side critical section"));
+	/* SK_DEBUG: the QSBR flavor's read lock counts nesting like read_lock. */
+	expect_calls_die(CALLS(ONLINE, QSBR_LOCK, QS), in_section);
 #endif
-}
-
-static void do_offline_unregistered(void)
-{
-	sk_rcu_thread_offline();
-}
-
-static void do_offline_twice(void)
-{
-	sk_rcu_thread_online();
-	sk_rcu_thread_offline();
-	sk_rcu_thread_offline();
-}
-
-static void do_offline_in_section_of_online_qsbr(void)
-{
-	sk_rcu_thread_online();
-	sk_rcu_read_lock();
-	sk_rcu_thread_offline();
 }
 
 static void offline_by_non_online_thread_aborts(void)
@@ -255,29 +223,9 @@ static void offline_by_non_online_thread_aborts(void)
 	const char *const *msg =
 		NEEDLES("sk_rcu_thread_offline()", "not an online QSBR reader");
 
-	expect_death(do_offline_unregistered, 1, msg);
-	expect_death(do_offline_twice, 1, msg);
-	expect_death(do_offline_in_section_of_online_qsbr, 1, msg);
-}
-
-static void do_unregister_in_section(void)
-{
-	sk_rcu_register_thread();
-	sk_rcu_read_lock();
-	sk_rcu_unregister_thread();
-}
-
-static void do_unregister_in_section_auto(void)
-{
-	sk_rcu_read_lock();
-	sk_rcu_unregister_thread();
-}
-
-static void do_unregister_in_section_of_online_qsbr(void)
-{
-	sk_rcu_thread_online();
-	sk_rcu_read_lock();
-	sk_rcu_unregister_thread();
+	expect_calls_die(CALLS(OFFLINE), msg); /* unregistered */
+	expect_calls_die(CALLS(ONLINE, OFFLINE, OFFLINE), msg);
+	expect_calls_die(CALLS(ONLINE, LOCK, OFFLINE), msg);
 }
 
 static void unregister_inside_read_section_aborts(void)
@@ -285,22 +233,16 @@ static void unregister_inside_read_section_aborts(void)
 	const char *const *msg = NEEDLES("sk_rcu_unregister_thread()",
 					 "read-side critical section");
 
-	expect_death(do_unregister_in_section, 1, msg);
-	expect_death(do_unregister_in_section_auto, 1, msg);
-	expect_death(do_unregister_in_section_of_online_qsbr, 1, msg);
-}
-
-static void do_online_in_section(void)
-{
-	sk_rcu_read_lock();
-	sk_rcu_thread_online();
+	expect_calls_die(CALLS(REGISTER, LOCK, UNREGISTER), msg);
+	expect_calls_die(CALLS(LOCK, UNREGISTER), msg); /* registered by it */
+	expect_calls_die(CALLS(ONLINE, LOCK, UNREGISTER), msg);
 }
 
 static void online_inside_read_section_aborts(void)
 {
-	expect_death(do_online_in_section, 1,
-		     NEEDLES("sk_rcu_thread_online()",
-			     "read-side critical section"));
+	expect_calls_die(CALLS(LOCK, ONLINE),
+			 NEEDLES("sk_rcu_thread_online()",
+				 "read-side critical section"));
 }
 
 /* ------------------------------------------------------------------------

@@ -75,14 +75,11 @@ static void cookies_across_wrap(void)
  * Readers check that the object they reach is not poisoned; the updater
  * replaces it, waits for a grace period, poisons and frees the old one.
  */
-struct obj {
-	unsigned long magic;
-};
 #define MAGIC 0x5ca1ab1eUL
 #define POISON 0xdeadUL
 
 #define QUARANTINE 1024
-static struct obj *shared, *quarantine[QUARANTINE];
+static struct sk_test_robj *shared, *quarantine[QUARANTINE];
 static int stop, errors, started;
 static unsigned long reads;
 
@@ -93,14 +90,13 @@ static void *reader(void *arg)
 	(void)arg;
 	sk_rcu_register_thread();
 	while (!LOAD(stop)) {
-		struct obj *o;
+		struct sk_test_robj *o;
 
 		sk_rcu_read_lock();
 		o = sk_rcu_dereference(shared);
 		/* Reread a few times: a freed object gets poisoned meanwhile. */
 		for (int k = 0; k < 32; k++)
-			if (__atomic_load_n(&o->magic, __ATOMIC_RELAXED) !=
-			    MAGIC)
+			if (__atomic_load_n(&o->val, __ATOMIC_RELAXED) != MAGIC)
 				INC(errors);
 		sk_rcu_read_unlock();
 		if (n++ == 0)
@@ -109,16 +105,6 @@ static void *reader(void *arg)
 	__atomic_fetch_add(&reads, n, __ATOMIC_RELAXED);
 	sk_rcu_unregister_thread();
 	return NULL;
-}
-
-static struct obj *obj_new(void)
-{
-	struct obj *o = malloc(sizeof(*o));
-
-	if (!o)
-		abort();
-	o->magic = MAGIC;
-	return o;
 }
 
 /* Replace the shared object gps times; return the errors readers saw. */
@@ -139,14 +125,14 @@ static int run_updates(unsigned long gps, int nreaders)
 	while (LOAD(started) < nreaders)
 		sched_yield();
 	for (unsigned long g = 0; g < gps && !LOAD(errors); g++) {
-		struct obj *old = shared;
+		struct sk_test_robj *old = shared;
 
-		sk_rcu_assign_pointer(shared, obj_new());
+		sk_rcu_assign_pointer(shared, sk_test_robj_new(MAGIC));
 		if (g % 3 == 2)
 			sk_synchronize_rcu_expedited();
 		else
 			sk_synchronize_rcu();
-		__atomic_store_n(&old->magic, POISON, __ATOMIC_RELAXED);
+		__atomic_store_n(&old->val, POISON, __ATOMIC_RELAXED);
 		/* Quarantine: a poisoned object stays poisoned a while. */
 		free(quarantine[g % QUARANTINE]);
 		quarantine[g % QUARANTINE] = old;
@@ -167,7 +153,7 @@ static void readers_protected_across_wrap(void)
 {
 	unsigned long natural = (1UL << 16) + (1UL << 14);
 
-	shared = obj_new();
+	shared = sk_test_robj_new(MAGIC);
 	start_below_wrap(2000);
 	SK_CHECK_EQ(run_updates(4000, 2), 0);
 	/* No hook from here on: 2^16 + 2^14 grace periods from where we are. */

@@ -357,29 +357,26 @@ static void *held_elsewhere(void *arg)
 	return (void *)(intptr_t)sk_srcu_read_lock_held(arg);
 }
 
-struct nest_arg {
-	struct sk_srcu *d;
-	int inner_done;
-	struct gate release;
-};
-
+/*
+ * As holder_main() (sk_test_srcu.h's struct holder), but with a nested
+ * section opened and closed first: h->in is set once the inner one ended.
+ */
 static void *nested_reader(void *arg)
 {
-	struct nest_arg *a = arg;
-	int outer = sk_srcu_read_lock(a->d);
-	int inner = sk_srcu_read_lock(a->d);
+	struct holder *h = arg;
+	int outer = sk_srcu_read_lock(h->d);
 
-	sk_srcu_read_unlock(a->d, inner);
-	flag_set(&a->inner_done);
-	gate_wait(&a->release);
-	sk_srcu_read_unlock(a->d, outer);
+	sk_srcu_read_unlock(h->d, sk_srcu_read_lock(h->d));
+	flag_set(&h->in);
+	gate_wait(&h->release);
+	sk_srcu_read_unlock(h->d, outer);
 	return NULL;
 }
 
 static void nesting_and_held_tracking(void)
 {
 	struct sk_srcu *d = domain_new(), *e = domain_new();
-	struct nest_arg na;
+	struct holder na;
 	struct syncer s;
 	int idx[100], i;
 	pthread_t t;
@@ -413,13 +410,12 @@ static void nesting_and_held_tracking(void)
 	memset(&na, 0, sizeof(na));
 	na.d = d;
 	gate_init(&na.release);
-	sk_test_thread_start(&t, nested_reader, &na);
-	flag_wait(&na.inner_done);
+	sk_test_thread_start(&na.tid, nested_reader, &na);
+	flag_wait(&na.in);
 	syncer_start(&s, d, 0);
 	sk_test_sleep_ms(20);
 	SK_CHECK_EQ(flag_get(&s.done), 0);
-	gate_open(&na.release);
-	sk_test_thread_join(t);
+	holder_finish(&na);
 	sk_test_thread_join(s.tid);
 	SK_CHECK_EQ(flag_get(&s.done), 1);
 	domain_free(d);

@@ -32,13 +32,17 @@
 static struct sk_srcu dom_a = SK_SRCU_INITIALIZER(dom_a);
 static struct sk_srcu dom_b = SK_SRCU_INITIALIZER(dom_b);
 
-/* Run fn in a child (see sk_test_fork_child()); it ends by _exit(0). */
-static struct sk_test_child run_child(void (*fn)(void))
+/*
+ * Run fn in a child (see sk_test_fork_child()): it must exit 0 and print
+ * nothing.
+ */
+static void expect_silent_exit(void (*fn)(void))
 {
 	struct sk_test_child c;
 
 	sk_test_fork_child(fn, 0, 1, &c);
-	return c;
+	SK_CHECK_EXIT_0(c.status);
+	SK_CHECK_EQ(c.err[0], '\0');
 }
 
 /*
@@ -52,22 +56,24 @@ static void expect_abort(void (*fn)(void), const char *m1, const char *m2)
 
 /* ---- children ------------------------------------------------------------ */
 
-static void child_synchronize_in_own_section(void)
+/* Inside a section of domain a, a wait for a: fn(&dom_a). */
+static void wait_in_own_section(void (*fn)(struct sk_srcu *))
 {
 	int idx = sk_srcu_read_lock(&dom_a);
 
-	sk_synchronize_srcu(&dom_a);
+	fn(&dom_a);
 	sk_srcu_read_unlock(&dom_a, idx);
 	_exit(CHILD_RETURNED);
 }
 
+static void child_synchronize_in_own_section(void)
+{
+	wait_in_own_section(sk_synchronize_srcu);
+}
+
 static void child_expedited_in_own_section(void)
 {
-	int idx = sk_srcu_read_lock(&dom_a);
-
-	sk_synchronize_srcu_expedited(&dom_a);
-	sk_srcu_read_unlock(&dom_a, idx);
-	_exit(CHILD_RETURNED);
+	wait_in_own_section(sk_synchronize_srcu_expedited);
 }
 
 static void child_synchronize_in_nested_own_section(void)
@@ -99,20 +105,25 @@ static void child_synchronize_in_other_domain_section(void)
 
 static void child_barrier_in_own_section(void)
 {
+	wait_in_own_section(sk_srcu_barrier);
+}
+
+/*
+ * A section of domain a, then one more unlock of a: with the section's
+ * idx again (bogus < 0) or with bogus.
+ */
+static void unlock_again_after_section(int bogus)
+{
 	int idx = sk_srcu_read_lock(&dom_a);
 
-	sk_srcu_barrier(&dom_a);
 	sk_srcu_read_unlock(&dom_a, idx);
+	sk_srcu_read_unlock(&dom_a, bogus < 0 ? idx : bogus);
 	_exit(CHILD_RETURNED);
 }
 
 static void child_unlock_twice(void)
 {
-	int idx = sk_srcu_read_lock(&dom_a);
-
-	sk_srcu_read_unlock(&dom_a, idx);
-	sk_srcu_read_unlock(&dom_a, idx);
-	_exit(CHILD_RETURNED);
+	unlock_again_after_section(-1);
 }
 
 static int handoff_idx;
@@ -167,11 +178,7 @@ static void child_remote_then_locker_unlock(void)
 
 static void child_bogus_idx(void)
 {
-	int idx = sk_srcu_read_lock(&dom_a);
-
-	sk_srcu_read_unlock(&dom_a, idx);
-	sk_srcu_read_unlock(&dom_a, 12345);
-	_exit(CHILD_RETURNED);
+	unlock_again_after_section(12345);
 }
 
 static void child_bogus_idx_fresh_domain(void)
@@ -186,11 +193,7 @@ static void child_bogus_idx_fresh_domain(void)
  */
 static void child_bogus_idx_zero(void)
 {
-	int idx = sk_srcu_read_lock(&dom_a);
-
-	sk_srcu_read_unlock(&dom_a, idx);
-	sk_srcu_read_unlock(&dom_a, 0);
-	_exit(CHILD_RETURNED);
+	unlock_again_after_section(0);
 }
 
 /* An idx of domain a ended on domain b, where the thread never read. */
@@ -410,11 +413,7 @@ static void expedited_inside_own_section_aborts(void)
 
 static void synchronize_inside_other_domain_section_is_allowed(void)
 {
-	struct sk_test_child o =
-		run_child(child_synchronize_in_other_domain_section);
-
-	SK_CHECK_EXIT_0(o.status);
-	SK_CHECK_EQ(o.err[0], '\0');
+	expect_silent_exit(child_synchronize_in_other_domain_section);
 }
 
 static void barrier_inside_own_section_aborts(void)
@@ -519,11 +518,7 @@ static void cleanup_in_own_callback_is_ebusy(void)
  */
 static void synchronize_by_thread_with_recycled_index_is_allowed(void)
 {
-	struct sk_test_child o =
-		run_child(child_synchronize_with_recycled_index);
-
-	SK_CHECK_EXIT_0(o.status);
-	SK_CHECK_EQ(o.err[0], '\0');
+	expect_silent_exit(child_synchronize_with_recycled_index);
 }
 
 /*

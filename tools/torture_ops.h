@@ -7,11 +7,12 @@
  * Who uses it: `scalekit torture` (every scenario of tools/torture_*.c
  * calls the primitive through the ops of its run) and the concurrency
  * checks of the tests with their broken twins: the RCU poison stress
- * (tests/support/rcu_stress.c, run by test_rcu.c), the SRCU poison stress
- * (test_srcu_stress.c), the SRCU generation checker (sk_test_srcu.c's
- * gen_*, run by test_srcu_gp.c and test_srcu_callbacks.c), test_rcu.c's
- * holder and mid-grace-period checks, test_rcu_cb.c's callback checks and
- * test_rcu_poll.c's reader/updater check.  The tool and the tests link
+ * (tests/support/rcu_stress.c, run by test_rcu_stress.c), the SRCU poison
+ * stress (test_srcu_stress.c), the SRCU generation checker
+ * (sk_test_srcu.c's gen_*, run by test_srcu_gp.c and
+ * test_srcu_callbacks.c), test_rcu_sync.c's holder and mid-grace-period
+ * checks, test_rcu_cb*.c's callback checks and test_rcu_poll.c's and
+ * test_rcu_gp_kinds.c's reader/updater checks.  The tool and the tests link
  * the ops as one small static library, sk_tort_ops (tools/torture_ops.c
  * alone, built in every configuration, the test-only ones too); it names
  * no scalekit library: its user links one after it.

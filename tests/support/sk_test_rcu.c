@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "sk_test_rcu.h"
+#include "torture_ops.h"
 
 struct sk_rcu_stats sk_test_rcu_stats(void)
 {
@@ -15,6 +16,11 @@ struct sk_rcu_stats sk_test_rcu_stats(void)
 	memset(&s, 0, sizeof(s));
 	SK_CHECK_EQ(sk_rcu_get_stats(&s), 0);
 	return s;
+}
+
+unsigned long sk_test_rcu_readers(void)
+{
+	return sk_test_rcu_stats().readers;
 }
 
 unsigned long sk_test_gp_ctr(void)
@@ -100,4 +106,25 @@ void *sk_test_busy_reader(void *arg)
 			__atomic_fetch_add(&b->reads, 1024, __ATOMIC_RELAXED);
 	}
 	return NULL;
+}
+
+void sk_test_sync_by(const struct sk_tort_ops *ops, int kind)
+{
+	unsigned long c;
+
+	switch (kind) {
+	case 0:
+		ops->sync(NULL);
+		break;
+	case 1:
+		ops->exp_sync(NULL);
+		break;
+	case 2:
+		ops->cond_sync(NULL, ops->get_gp_state(NULL));
+		break;
+	default:
+		c = ops->start_gp_poll(NULL);
+		while (!ops->poll_gp_state(NULL, c))
+			sched_yield();
+	}
 }

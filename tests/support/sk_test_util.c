@@ -48,6 +48,12 @@ void sk_test_sleep_ms(unsigned long ms)
 	sk_test_sleep_us(ms * 1000UL);
 }
 
+void sk_test_wait_flag(int *flag)
+{
+	while (!LOAD(*flag))
+		sk_test_sleep_ms(1);
+}
+
 int sk_test_count_substr(const char *hay, const char *needle)
 {
 	int n = 0;
@@ -177,7 +183,7 @@ int sk_test_run_child(const char *prog, const char *mode,
 	extern char **environ;
 	char flag[64], var[128];
 	char *argv[3], **envp;
-	size_t n = 0, i, nl = strlen(name);
+	size_t n = 0, i, nl = name ? strlen(name) : 0;
 	int st;
 
 	for (i = 0; environ[i]; i++)
@@ -186,9 +192,10 @@ int sk_test_run_child(const char *prog, const char *mode,
 	if (!envp)
 		abort();
 	for (i = 0; environ[i]; i++)
-		if (strncmp(environ[i], name, nl) != 0 || environ[i][nl] != '=')
+		if (!name || strncmp(environ[i], name, nl) != 0 ||
+		    environ[i][nl] != '=')
 			envp[n++] = environ[i];
-	if (value) {
+	if (name && value) {
 		snprintf(var, sizeof(var), "%s=%s", name, value);
 		envp[n++] = var;
 	}

@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rcu_gp_kinds.c - the kinds of grace period (normal, expedited,
+ * conditional, polled) and the ways they reach the readers (the expedited
+ * handshake, its membarrier(2) or fence fallback, QSBR-only grace periods),
+ * under real threads.
+ *
+ * What is proven, one function each:
+ *   - normal, expedited, conditional and polled updaters together protect
+ *     readers (use after free would show; an updater that skips the wait
+ *     MUST be caught);
+ *   - an expedited grace period takes the handshake with a general reader
+ *     that answers, and falls back once an idle registered thread does
+ *     not;
+ *   - with only QSBR threads registered, grace periods issue no
+ *     membarrier(2) and count as QSBR-only; a QSBR thread in a read
+ *     section while offline makes them take a first barrier again.
+ * The gp-kind counters are the testing build's (tests/testing.cmake).
+ * No assertion bounds time; counts shrink by sk_test_slow().
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
+#include "scalekit/rcu.h"
+#include "sk_test.h"
+#include "sk_test_rcu.h"
+#include "torture_ops.h"
+
+/* ---- updaters of every kind protect readers ------------------------------ */
+
+#define PV_MAGIC ((unsigned long)0x600d600d600d600dULL)
+#define PV_POISON ((unsigned long)0xdeaddeaddeaddeadULL)
+
+static struct {
+	struct sk_test_robj *ptr;
+	int stop;
+	unsigned long bad, reads; /* reads: published every 1024 */
+	unsigned long iters;	  /* per correct updater */
+	unsigned long twin_reads; /* broken updater: stop after these */
+	const struct sk_tort_ops *ops; /* sections, grace periods */
+} pv;
+
+/* Reset pv and publish a live object; ops for the sections and the waits. */
+static void pv_start(const struct sk_tort_ops *ops)
+{
+	memset(&pv, 0, sizeof(pv));
+	pv.ops = ops;
+	pv.ptr = sk_test_robj_new(PV_MAGIC);
+}
+
+static void *pv_reader(void *arg)
+{
+	unsigned long reads = 0, k;
+
+	(void)arg;
+	while (!LOAD(pv.stop)) {
+		struct sk_test_robj *p;
+		unsigned long v1, v2;
+		int idx;
+
+		idx = pv.ops->readlock(NULL);
+		p = pv.ops->deref((void *const *)&pv.ptr);
+		v1 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		for (k = 0; k < 50; k++)
+			sk_cpu_relax();
+		v2 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		pv.ops->readunlock(NULL, idx);
+		if (v1 != PV_MAGIC || v2 != PV_MAGIC)
+			INC(pv.bad);
+		if (++reads % 1024 == 0) {
+			__atomic_fetch_add(&pv.reads, 1024, __ATOMIC_RELAXED);
+			/* Leave the updaters some CPU on a small machine. */
+			if (reads % 4096 == 0)
+				sched_yield();
+		}
+	}
+	return NULL;
+}
+
+static struct sk_test_robj *pv_replace(void)
+{
+	struct sk_test_robj *n = sk_test_robj_new(PV_MAGIC);
+
+	return __atomic_exchange_n(&pv.ptr, n, __ATOMIC_ACQ_REL);
+}
+
+/*
+ * Does the updater go on after i updates?  With the busted ops (the
+ * BROKEN twin): until a reader notices or the readers have done
+ * twin_reads reads.
+ */
+static int pv_more(unsigned long i)
+{
+	if (!pv.ops->busted)
+		return i < pv.iters;
+	return !LOAD(pv.bad) &&
+	       __atomic_load_n(&pv.reads, __ATOMIC_RELAXED) < pv.twin_reads;
+}
+
+/* Free the n stashed objects after a real grace period. */
+static void pv_free_stash(struct sk_test_robj **stash, unsigned long n)
+{
+	sk_synchronize_rcu();
+	while (n)
+		free(stash[--n]);
+}
+
+/*
+ * Replace, wait with ops in way kind, poison, free.  With the busted ops
+ * the old object is poisoned without a grace period and freed only after
+ * a real one (stashed), to stay memory-safe.
+ */
+static void *pv_updater(void *arg)
+{
+	int kind = (int)(uintptr_t)arg;
+	struct sk_test_robj *stash[1024];
+	unsigned long i, n = 0, k;
+
+	/* Start once the readers run, so that updates overlap reads. */
+	while (__atomic_load_n(&pv.reads, __ATOMIC_RELAXED) < 2048)
+		sched_yield();
+	for (i = 0; pv_more(i); i++) {
+		struct sk_test_robj *old = pv_replace();
+
+		sk_test_sync_by(pv.ops, kind);
+		__atomic_store_n(&old->val, PV_POISON, __ATOMIC_RELAXED);
+		if (!pv.ops->busted) {
+			free(old);
+			continue;
+		}
+		stash[n++] = old;
+		if (n == 1024) {
+			pv_free_stash(stash, n);
+			n = 0;
+		}
+		for (k = 0; k < 200; k++)
+			sk_cpu_relax();
+	}
+	if (n)
+		pv_free_stash(stash, n);
+	return NULL;
+}
+
+static unsigned long run_pv(int broken, int nupdaters, unsigned long iters)
+{
+	static struct sk_tort_ops busted;
+	pthread_t rd[2], up[4];
+	int i;
+
+	sk_tort_make_busted(&sk_tort_rcu_ops, &busted);
+	pv_start(broken ? &busted : &sk_tort_rcu_ops);
+	pv.iters = iters;
+	pv.twin_reads = 2000000 / sk_test_slow();
+	for (i = 0; i < 2; i++)
+		sk_test_thread_start(&rd[i], pv_reader, NULL);
+	for (i = 0; i < nupdaters; i++)
+		sk_test_thread_start(&up[i], pv_updater, (void *)(uintptr_t)i);
+	for (i = 0; i < nupdaters; i++)
+		pthread_join(up[i], NULL);
+	STORE(pv.stop, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(rd[i], NULL);
+	sk_synchronize_rcu();
+	free(pv.ptr);
+	fprintf(stderr, "%s: %lu reads, %lu bad\n",
+		broken ? "updater without grace period (BROKEN)"
+		       : "normal+expedited+cond+poll updaters",
+		LOAD(pv.reads), LOAD(pv.bad));
+	return LOAD(pv.bad);
+}
+
+/*
+ * Two readers check that the object they reached is never poisoned (and,
+ * under ASan/TSan, never freed) inside their section, while four updaters
+ * replace it concurrently: with sk_synchronize_rcu(), with the expedited
+ * one, with cond_synchronize() and with start_poll + poll.  An updater
+ * that skips the wait must be caught.
+ */
+static void expedited_and_normal_updaters_protect_readers(void)
+{
+	unsigned long bad = 0;
+	int tries;
+
+	SK_CHECK_EQ(run_pv(0, 4, 2500 / sk_test_slow()), 0);
+	/* The broken twin: a loaded machine may hide it once; retry. */
+	for (tries = 0; tries < 20 && !bad; tries++)
+		bad = run_pv(1, 1, 0);
+	SK_CHECK_GT(bad, 0);
+}
+
+/* ---- expedited handshake ------------------------------------------------- */
+
+static int idle_in, idle_go;
+
+/* Registered, then idle outside any section until told to go. */
+static void *idle_registered(void *arg)
+{
+	(void)arg;
+	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	STORE(idle_in, 1);
+	while (!LOAD(idle_go))
+		usleep(1000);
+	return NULL;
+}
+
+/* As pv_reader(), as an online QSBR thread (answers at its QS). */
+static void *pv_qsbr_reader(void *arg)
+{
+	unsigned long reads = 0, k;
+
+	(void)arg;
+	SK_CHECK_EQ(sk_rcu_thread_online(), 0);
+	while (!LOAD(pv.stop)) {
+		struct sk_test_robj *p = sk_rcu_dereference(pv.ptr);
+		unsigned long v1, v2;
+
+		v1 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		for (k = 0; k < 50; k++)
+			sk_cpu_relax();
+		v2 = __atomic_load_n(&p->val, __ATOMIC_RELAXED);
+		if (v1 != PV_MAGIC || v2 != PV_MAGIC)
+			INC(pv.bad);
+		sk_rcu_quiescent_state();
+		if (++reads % 1024 == 0)
+			__atomic_fetch_add(&pv.reads, 1024, __ATOMIC_RELAXED);
+	}
+	sk_rcu_thread_offline();
+	return NULL;
+}
+
+/* Replace pv.ptr, wait with the expedited grace period, poison, free. */
+static void exp_replace(void)
+{
+	struct sk_test_robj *old = pv_replace();
+
+	sk_synchronize_rcu_expedited();
+	__atomic_store_n(&old->val, PV_POISON, __ATOMIC_RELAXED);
+	free(old);
+}
+
+/*
+ * With one busy reader besides the caller, expedited grace periods take
+ * their first barrier by handshake (the reader answers at its next
+ * unlock); with an idle registered thread, which never answers, every one
+ * of them falls back to membarrier(2).  The reader never sees a poisoned
+ * object either way.  The handshake needs the reader on a CPU during the
+ * few microseconds it waits, so the first phase retries (up to 30 s; CTest
+ * runs this program alone) until one succeeded.  Run with a general and
+ * with a QSBR reader: with the QSBR reader alone, grace periods need no
+ * first barrier from it (neither handshake nor fallback counts); the idle
+ * registered thread, a general one, then makes every one fall back.  The
+ * QSBR reader's answer at its quiescent states is exercised by the
+ * torture's mixed mode (tests/torture.cmake).
+ */
+static void handshake_then_fallback(void *(*reader)(void *), const char *kind)
+{
+	struct sk_rcu_stats s0, s1, s2;
+	double deadline = sk_test_now() + 30.0;
+	int i, qsbr = reader != pv_reader;
+	pthread_t rd, idle;
+
+	pv_start(&sk_tort_rcu_ops);
+	sk_test_thread_start(&rd, reader, NULL);
+	while (LOAD(pv.reads) < 2048)
+		sched_yield();
+
+	SK_CHECK_EQ(sk_rcu_get_stats(&s0), 0);
+	do {
+		for (i = 0; i < 100; i++)
+			exp_replace();
+		SK_CHECK_EQ(sk_rcu_get_stats(&s1), 0);
+	} while (qsbr == 0 && s1.exp_handshakes == s0.exp_handshakes &&
+		 sk_test_now() < deadline);
+	if (qsbr) {
+		/* QSBR-only grace periods: no first barrier from the reader. */
+		SK_CHECK_EQ(s1.exp_handshakes - s0.exp_handshakes, 0);
+		SK_CHECK_EQ(s1.exp_fallbacks - s0.exp_fallbacks, 0);
+	} else {
+		SK_CHECK_GT(s1.exp_handshakes - s0.exp_handshakes, 0);
+	}
+
+	STORE(idle_in, 0);
+	STORE(idle_go, 0);
+	sk_test_thread_start(&idle, idle_registered, NULL);
+	while (!LOAD(idle_in))
+		sched_yield();
+	for (i = 0; i < 50; i++)
+		exp_replace();
+	SK_CHECK_EQ(sk_rcu_get_stats(&s2), 0);
+	SK_CHECK_EQ(s2.exp_handshakes - s1.exp_handshakes, 0);
+	SK_CHECK_EQ(s2.exp_fallbacks - s1.exp_fallbacks, 50);
+
+	STORE(idle_go, 1);
+	pthread_join(idle, NULL);
+	STORE(pv.stop, 1);
+	pthread_join(rd, NULL);
+	sk_synchronize_rcu();
+	free(pv.ptr);
+	fprintf(stderr, "%s reader: handshakes %lu, fallbacks %lu (then %lu "
+			"with an idle reader), %lu reads, %lu bad\n",
+		kind, s1.exp_handshakes - s0.exp_handshakes,
+		s1.exp_fallbacks - s0.exp_fallbacks,
+		s2.exp_fallbacks - s1.exp_fallbacks, LOAD(pv.reads),
+		LOAD(pv.bad));
+	SK_CHECK_EQ(LOAD(pv.bad), 0);
+}
+
+static void expedited_handshake_then_fallback(void)
+{
+	handshake_then_fallback(pv_reader, "general");
+	handshake_then_fallback(pv_qsbr_reader, "QSBR");
+}
+
+/* ---- QSBR-only grace periods --------------------------------------------- */
+
+/* Hidden in every build of the library (src/barrier.c). */
+unsigned long sk__fence_heavy_count(void);
+
+/* Replace pv.ptr, wait with sk_synchronize_rcu(), poison, free. */
+static void sync_replace(void)
+{
+	struct sk_test_robj *old = pv_replace();
+
+	sk_synchronize_rcu();
+	__atomic_store_n(&old->val, PV_POISON, __ATOMIC_RELAXED);
+	free(old);
+}
+
+/* n normal and n expedited replacements; the first barriers they took. */
+static void replace_and_count(int n, struct sk__rcu_gp_kinds *d,
+			      unsigned long *heavy)
+{
+	struct sk__rcu_gp_kinds k0, k1;
+	unsigned long h0 = sk__fence_heavy_count();
+	int i;
+
+	sk__rcu_get_gp_kinds(&k0);
+	for (i = 0; i < n; i++) {
+		sync_replace();
+		exp_replace();
+	}
+	sk__rcu_get_gp_kinds(&k1);
+	*heavy = sk__fence_heavy_count() - h0;
+	d->handshake = k1.handshake - k0.handshake;
+	d->heavy = k1.heavy - k0.heavy;
+	d->qsbr_only = k1.qsbr_only - k0.qsbr_only;
+}
+
+static int sw_state; /* 0 online, 1 go offline + read once, 2 online, 3 stop */
+static int sw_ack;   /* the switcher reached sw_state */
+
+/* Online QSBR thread that leaves QSBR mode (a read section while offline)
+ * and comes back when told. */
+static void *mode_switcher(void *arg)
+{
+	int st = 0;
+
+	(void)arg;
+	SK_CHECK_EQ(sk_rcu_thread_online(), 0);
+	STORE(sw_ack, 0);
+	while ((st = LOAD(sw_state)) != 3) {
+		if (st == 1 && LOAD(sw_ack) == 0) {
+			sk_rcu_thread_offline();
+			sk_rcu_read_lock();
+			sk_rcu_read_unlock();
+			STORE(sw_ack, 1);
+		} else if (st == 2 && LOAD(sw_ack) == 1) {
+			SK_CHECK_EQ(sk_rcu_thread_online(), 0);
+			STORE(sw_ack, 2);
+		} else if (st != 1) {
+			sk_rcu_quiescent_state();
+		}
+		usleep(100);
+	}
+	if (sk_rcu_read_lock_held())
+		sk_rcu_thread_offline();
+	return NULL;
+}
+
+/*
+ * With only QSBR threads registered besides the caller, grace periods
+ * (normal and expedited) issue no membarrier(2): the library's count of
+ * them does not move, and every grace period counts as QSBR-only.  The
+ * twin that must be seen: a QSBR thread that enters a read section while
+ * offline counts as a general reader, and the grace periods then take the
+ * handshake or membarrier(2) (a membarrier(2) where it is available,
+ * since that thread idles and never answers); once online again, they
+ * are QSBR-only again.  Readers never see a poisoned object.
+ */
+static void qsbr_only_grace_periods_skip_membarrier(void)
+{
+	int n = 50 / sk_test_slow() + 1, i;
+	struct sk__rcu_gp_kinds d;
+	unsigned long heavy;
+	pthread_t rd[2], sw;
+
+	pv_start(&sk_tort_rcu_ops);
+	STORE(sw_state, 0);
+	STORE(sw_ack, -1);
+	for (i = 0; i < 2; i++)
+		sk_test_thread_start(&rd[i], pv_qsbr_reader, NULL);
+	sk_test_thread_start(&sw, mode_switcher, NULL);
+	while (LOAD(pv.reads) < 2048 || LOAD(sw_ack) != 0)
+		sched_yield();
+
+	replace_and_count(n, &d, &heavy);
+	SK_CHECK_EQ(heavy, 0);
+	SK_CHECK_EQ(d.qsbr_only, 2UL * n);
+	SK_CHECK_EQ(d.handshake + d.heavy, 0);
+
+	STORE(sw_state, 1);
+	while (LOAD(sw_ack) != 1)
+		sched_yield();
+	replace_and_count(n, &d, &heavy);
+	SK_CHECK_EQ(d.qsbr_only, 0);
+	SK_CHECK_EQ(d.handshake + d.heavy, 2UL * n);
+	if (sk_fence_uses_membarrier())
+		SK_CHECK_GT(heavy, 0);
+
+	STORE(sw_state, 2);
+	while (LOAD(sw_ack) != 2)
+		sched_yield();
+	replace_and_count(n, &d, &heavy);
+	SK_CHECK_EQ(heavy, 0);
+	SK_CHECK_EQ(d.qsbr_only, 2UL * n);
+
+	STORE(sw_state, 3);
+	pthread_join(sw, NULL);
+	STORE(pv.stop, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(rd[i], NULL);
+	sk_synchronize_rcu();
+	free(pv.ptr);
+	SK_CHECK_EQ(LOAD(pv.bad), 0);
+}
+
+
+int main(int argc, char **argv)
+{
+	sk_test_args(argc, argv);
+	sk_test_seed_init();
+	SK_RUN(expedited_and_normal_updaters_protect_readers);
+	SK_RUN(expedited_handshake_then_fallback);
+	SK_RUN(qsbr_only_grace_periods_skip_membarrier);
+	return sk_test_report();
+}
