@@ -38,26 +38,4 @@ struct obj *objs_new(int n, int cleared);
  */
 void check_all(struct sk_rhash *ht, struct obj *o, int n, const char *what);
 
-/* The sanitizers' options of a program (one use each, at file scope). */
-#ifdef __SANITIZE_THREAD__
-#define SK_TEST_TSAN_OPTIONS(opts)                        \
-	const char *__tsan_default_options(void);         \
-	const char *__tsan_default_options(void)          \
-	{                                                 \
-		return opts;                              \
-	}
-#else
-#define SK_TEST_TSAN_OPTIONS(opts)
-#endif
-#ifdef __SANITIZE_ADDRESS__
-#define SK_TEST_ASAN_OPTIONS(opts)                        \
-	const char *__asan_default_options(void);         \
-	const char *__asan_default_options(void)          \
-	{                                                 \
-		return opts;                              \
-	}
-#else
-#define SK_TEST_ASAN_OPTIONS(opts)
-#endif
-
 #endif /* SK_TEST_RHASH_H */

@@ -37,6 +37,7 @@
 
 #include "sk_test.h"
 #include "sk_test_rhash.h"
+#include "sk_test_san.h"
 #include "sk_test_util.h"
 
 /* die_after_fork=0: the death test forks. */

@@ -40,6 +40,7 @@
 
 #include "sk_test.h"
 #include "sk_test_rhash.h"
+#include "sk_test_san.h"
 #include "sk_test_util.h"
 
 /* die_after_fork=0: the first test forks (before any thread starts). */

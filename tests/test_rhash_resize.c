@@ -31,6 +31,7 @@
 #include "../src/internal/rhash.h" /* white box: resizing, resizes */
 #include "sk_test.h"
 #include "sk_test_rhash.h"
+#include "sk_test_san.h"
 #include "sk_test_util.h"
 
 SK_TEST_ASAN_OPTIONS("allow_user_segv_handler=1")
