@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include "rhash_checker.h"
 
+#include "sk_test_rhash.h" /* sk_test_rhash_params() */
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@
 /* r->aux of a reader about to load t->future (its chain or array done). */
 #define AT_FUTURE (~0UL)
 
-struct obj objs[MAX_OBJS];
+struct cobj objs[MAX_OBJS];
 int nobjs;
 uint64_t keyval[MAX_IDS]; /* key of each id */
 struct sk_rhash *ht;
@@ -115,9 +117,9 @@ static unsigned long hash_of(uint64_t key)
 				: sk_rhash_hash(&key, 8, ht->p.seed);
 }
 
-struct obj *obj_new(int id)
+struct cobj *obj_new(int id)
 {
-	struct obj *o = &objs[nobjs++];
+	struct cobj *o = &objs[nobjs++];
 
 	memset(o, 0, sizeof(*o));
 	o->id = id;
@@ -125,14 +127,14 @@ struct obj *obj_new(int id)
 	return o;
 }
 
-void obj_free(struct obj *o)
+void obj_free(struct cobj *o)
 {
 	o->freed = 1;
 	o->node.next = (struct sk_rhash_node *)((unsigned long)0xdead0000beefULL);
 	o->node.hash = 0xdeadbeefUL;
 }
 
-static struct obj *obj_of(const void *p)
+static struct cobj *obj_of(const void *p)
 {
 	const char *b = (const char *)objs;
 	size_t d;
@@ -140,9 +142,9 @@ static struct obj *obj_of(const void *p)
 	if ((const char *)p < b || (const char *)p >= b + sizeof(objs))
 		return NULL;
 	d = (size_t)((const char *)p - b);
-	if (d % sizeof(struct obj) != offsetof(struct obj, node))
+	if (d % sizeof(struct cobj) != offsetof(struct cobj, node))
 		return NULL;
-	return &objs[d / sizeof(struct obj)];
+	return &objs[d / sizeof(struct cobj)];
 }
 
 struct chk_tbl *cur_tbl(void)
@@ -222,7 +224,7 @@ static int rh_load(void *arg, const struct sk_chk_kind *k,
 static int rh_enter(void *arg, const struct sk_chk_kind *k,
 		    struct sk_chk_reader *r, const void *node)
 {
-	struct obj *o = obj_of(node);
+	struct cobj *o = obj_of(node);
 	const struct chk_tbl *t = (const struct chk_tbl *)r->ctx;
 
 	(void)arg;
@@ -239,14 +241,14 @@ static int rh_enter(void *arg, const struct sk_chk_kind *k,
 
 static int rh_freed(void *arg, const void *addr)
 {
-	struct obj *o;
+	struct cobj *o;
 	const struct blk *b;
 
 	(void)arg;
 	if ((const char *)addr >= (const char *)objs &&
 	    (const char *)addr < (const char *)objs + sizeof(objs)) {
 		o = &objs[((const char *)addr - (const char *)objs) /
-			  sizeof(struct obj)];
+			  sizeof(struct cobj)];
 		return o->freed;
 	}
 	b = block_of(addr);
@@ -277,7 +279,7 @@ static void rh_describe(void *arg, const struct sk_chk_reader *r, char *buf,
 			size_t len)
 {
 	const struct blk *b = block_of(r->slot);
-	struct obj *o = obj_of((const char *)r->slot -
+	struct cobj *o = obj_of((const char *)r->slot -
 			       offsetof(struct sk_rhash_node, next));
 	size_t n;
 
@@ -320,17 +322,11 @@ const struct sk_chk_ops rh_ops = {
 
 /* ---- table set-up and final checks ------------------------------------ */
 
-/* Parameters of a table of struct obj (8-byte keys) from buckets up. */
+/* Parameters of a table of struct cobj (8-byte keys) from buckets up. */
 struct sk_rhash_params obj_table_params(unsigned long buckets)
 {
-	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
-
-	p.head_offset = offsetof(struct obj, node);
-	p.key_offset = offsetof(struct obj, key);
-	p.key_len = 8;
-	p.initial_buckets = buckets;
-	p.min_buckets = 1;
-	return p;
+	return sk_test_rhash_params(offsetof(struct cobj, node),
+				    offsetof(struct cobj, key), buckets);
 }
 
 /* Create ht from p, no objects yet; identity: identity_hash is in use. */
@@ -373,7 +369,7 @@ void check_table(const uint64_t *present, const char *label)
 	int seen[MAX_IDS] = { 0 }, id, n = 0, bad = 0;
 	unsigned long b;
 	struct sk_rhash_iter it;
-	struct obj *o;
+	struct cobj *o;
 
 	for (b = 0; b < t->size; b++) {
 		struct sk_rhash_node *x;
@@ -387,7 +383,7 @@ void check_table(const uint64_t *present, const char *label)
 			  label, bad);
 	sk_rcu_read_lock();
 	sk_rhash_iter_start(ht, &it);
-	while ((o = (struct obj *)sk_rhash_iter_next(&it)) != NULL) {
+	while ((o = (struct cobj *)sk_rhash_iter_next(&it)) != NULL) {
 		if (o->freed || o->id < 0 || o->id >= MAX_IDS) {
 			bad++;
 			break;
@@ -405,7 +401,7 @@ void check_table(const uint64_t *present, const char *label)
 			break;
 		}
 		if (want) {
-			o = (struct obj *)sk_rhash_lookup(ht, &keyval[id]);
+			o = (struct cobj *)sk_rhash_lookup(ht, &keyval[id]);
 			if (!o || o->id != id) {
 				SK_T_FAIL("%s: lookup of key id %d fails",
 					  label, id);
@@ -464,7 +460,7 @@ void fill(int n, const int *order, uint64_t *present)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		struct obj *o = obj_new(order[i]);
+		struct cobj *o = obj_new(order[i]);
 
 		SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
 		sk_chk_bit_set(present, order[i]);
@@ -485,3 +481,21 @@ const char *const u_names[] = { "insert",       "remove",
 				       "replace",      "stale insert",
 				       "insert racing RH-M2",
 				       "stale insert racing RH-M3" };
+
+int rhash_checker_main(int argc, char **argv, void (*correct)(void),
+		       void (*twins)(void), void (*others)(void))
+{
+	sk_test_args(argc, argv);
+	sk_test_seed_init();
+	sk_chk_init(&chk, &rh_ops, NULL);
+	correct();
+	sk_chk_print_stats(&chk, "rhash (correct table)");
+	memset(&chk.st, 0, sizeof(chk.st));
+	chk.violations = 0;
+	twins();
+	sk_chk_print_stats(&chk, "rhash (broken twin)");
+	if (others)
+		others();
+	sk_chk_destroy(&chk);
+	return sk_test_report();
+}

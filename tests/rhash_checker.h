@@ -23,14 +23,14 @@
 #define MAX_OBJS 512
 #define MAX_IDS	 SK_CHK_MAX_KEYS
 
-struct obj {
+struct cobj {
 	struct sk_rhash_node node;
 	uint64_t key;  /* the table's key (8 bytes) */
 	int id;	       /* checker key id */
 	int freed;     /* freed by the test after a grace period */
 };
 
-extern struct obj objs[MAX_OBJS];
+extern struct cobj objs[MAX_OBJS];
 extern int nobjs;
 extern uint64_t keyval[MAX_IDS]; /* key of each id */
 extern struct sk_rhash *ht;
@@ -42,13 +42,14 @@ int live_blocks(void);
 void q_release_all(void);
 
 /* objs[nobjs++] for key id (key keyval[id]); "free" o (poisoned). */
-struct obj *obj_new(int id);
-void obj_free(struct obj *o);
+struct cobj *obj_new(int id);
+void obj_free(struct cobj *o);
 
 /* The table's current bucket array. */
 struct chk_tbl *cur_tbl(void);
 
-/* Parameters of a table of struct obj (8-byte keys) from buckets up. */
+/* Parameters of a table of struct cobj (8-byte keys) from buckets up,
+ * min 1 bucket, no automatic resize. */
 struct sk_rhash_params obj_table_params(unsigned long buckets);
 /* Create ht from p, no objects yet; identity: identity_hash is in use. */
 void table_create(const struct sk_rhash_params *p, int identity);
@@ -90,5 +91,13 @@ extern const char *const u_names[U_RACE_M3 + 1];
 
 /* The updater's own grace period before it frees what it removed. */
 void gp_then_free_later(void);
+
+/*
+ * The main() of a checker program: correct() runs the tests of the correct
+ * table, twins() those of the broken twins (each followed by the checker's
+ * statistics), others() (or NULL) what uses no checker reader.
+ */
+int rhash_checker_main(int argc, char **argv, void (*correct)(void),
+		       void (*twins)(void), void (*others)(void));
 
 #endif /* SK_TEST_RHASH_CHECKER_H */

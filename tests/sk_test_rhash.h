@@ -9,6 +9,7 @@
 #ifndef SK_TEST_RHASH_H
 #define SK_TEST_RHASH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "scalekit/rhash.h"
@@ -20,7 +21,14 @@ struct obj {
 	int freed_by_cb; /* test_rhash.c's free callback counts here */
 };
 
-/* 8-byte keys, buckets to start with, min 1 bucket, no automatic resize. */
+/*
+ * A table of objects with their node at head and an 8-byte key at key:
+ * buckets to start with, min 1 bucket, no automatic resize.
+ */
+struct sk_rhash_params sk_test_rhash_params(size_t head, size_t key,
+					    unsigned long buckets);
+
+/* sk_test_rhash_params() of struct obj. */
 struct sk_rhash_params obj_params(unsigned long buckets);
 
 /* A table of obj_params(buckets); exits with 2 if it cannot be created. */

@@ -205,7 +205,7 @@ static void update_case(unsigned long buckets, int n, int op, int id)
 {
 	uint64_t present[SK_CHK_WORDS] = { 0 }, stable[SK_CHK_WORDS], rng = 1;
 	int order[MAX_IDS], i;
-	struct obj *victim = NULL, *o;
+	struct cobj *victim = NULL, *o;
 	char label[128];
 
 	make_keys(KS_ALTERNATE, n, &rng, order);
@@ -273,19 +273,20 @@ static void insert_remove_replace_at_every_position(void)
 	fprintf(stderr, "  %d updates checked\n", cases);
 }
 
-int main(int argc, char **argv)
+static void correct_table(void)
 {
-	sk_test_args(argc, argv);
-	sk_test_seed_init();
-	sk_chk_init(&chk, &rh_ops, NULL);
 	SK_RUN(every_grow_and_shrink_between_1_and_64_buckets);
 	SK_RUN(insert_remove_replace_at_every_position);
-	sk_chk_print_stats(&chk, "rhash (correct table)");
-	memset(&chk.st, 0, sizeof(chk.st));
-	chk.violations = 0;
+}
+
+static void broken_twins(void)
+{
 	SK_RUN(resize_without_grace_period_is_caught);
 	SK_RUN(resize_cutting_before_linking_is_caught);
-	sk_chk_print_stats(&chk, "rhash (broken twin)");
-	sk_chk_destroy(&chk);
-	return sk_test_report();
+}
+
+int main(int argc, char **argv)
+{
+	return rhash_checker_main(argc, argv, correct_table, broken_twins,
+				  NULL);
 }

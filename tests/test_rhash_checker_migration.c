@@ -59,7 +59,7 @@ static struct {
 	int seen;	   /* step points passed */
 	int op, id;	   /* the update; insert: id n, key in old bucket b */
 	unsigned long b;   /* insert: the old bucket its key hashes to */
-	struct obj *victim;
+	struct cobj *victim;
 	uint64_t *present;
 	int into_migrated; /* the insert's bucket was already migrated */
 } mid;
@@ -81,7 +81,7 @@ static unsigned long partly_moved_bucket(void)
 /* Insert the new key id mid.id; stale: as if it read the table early. */
 static void mid_insert(int stale)
 {
-	struct obj *o = obj_new(mid.id);
+	struct cobj *o = obj_new(mid.id);
 
 	sk__rhash_test_stale_insert = stale;
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o->node), 0);
@@ -101,7 +101,7 @@ static void race_update(int where, unsigned long hash)
 
 static void mid_update(struct sk_rhash *h)
 {
-	struct obj *o;
+	struct cobj *o;
 
 	(void)h;
 	if (mid.op >= U_RACE_M2 || mid.seen++ != mid.at)
@@ -374,7 +374,7 @@ static void hold_hook(unsigned long hash)
 
 struct d1_thread {
 	pthread_t tid;
-	struct obj *o; /* remove it; NULL: resize to 16 buckets */
+	struct cobj *o; /* remove it; NULL: resize to 16 buckets */
 	int holder, rc, done;
 };
 
@@ -487,7 +487,7 @@ static void arm_hook(int ev)
 	map_arm(t0_map);
 }
 
-static struct obj victim_obj;
+static struct cobj victim_obj;
 
 static void *victim_insert(void *arg)
 {
@@ -547,7 +547,7 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	map_segv_install(&old);
 	one_bucket_table_create();
 	for (i = 0; i < 31; i++) {
-		struct obj *o;
+		struct cobj *o;
 
 		keyval[i] = (uint64_t)i;
 		o = obj_new(i);
@@ -585,22 +585,28 @@ static void maybe_resize_never_reads_a_freed_bucket_array(void)
 	map_unmap_all();
 }
 
-int main(int argc, char **argv)
+static void correct_table(void)
 {
-	sk_test_args(argc, argv);
-	sk_test_seed_init();
-	sk_chk_init(&chk, &rh_ops, NULL);
 	SK_RUN(resize_reports_its_grace_periods);
 	SK_RUN(updates_in_the_middle_of_a_migration);
-	sk_chk_print_stats(&chk, "rhash (correct table)");
-	memset(&chk.st, 0, sizeof(chk.st));
-	chk.violations = 0;
+}
+
+static void broken_twins(void)
+{
 	SK_RUN(stale_insert_into_unmarked_bucket_is_caught);
 	SK_RUN(inserts_racing_the_migrators_head_cas);
 	SK_RUN(head_stores_without_cas_are_caught);
-	sk_chk_print_stats(&chk, "rhash (broken twin)");
+}
+
+/* Not through the checker's readers. */
+static void array_lifetime(void)
+{
 	SK_RUN(maybe_resize_never_reads_a_freed_bucket_array);
 	SK_RUN(lock_array_change_waits_for_old_bit_holders);
-	sk_chk_destroy(&chk);
-	return sk_test_report();
+}
+
+int main(int argc, char **argv)
+{
+	return rhash_checker_main(argc, argv, correct_table, broken_twins,
+				  array_lifetime);
 }

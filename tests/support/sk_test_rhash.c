@@ -9,17 +9,24 @@
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 
-struct sk_rhash_params obj_params(unsigned long buckets)
+struct sk_rhash_params sk_test_rhash_params(size_t head, size_t key,
+					    unsigned long buckets)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
 
-	p.head_offset = offsetof(struct obj, node);
-	p.key_offset = offsetof(struct obj, key);
+	p.head_offset = head;
+	p.key_offset = key;
 	p.key_len = sizeof(uint64_t);
 	p.initial_buckets = buckets;
 	p.min_buckets = 1;
 	p.automatic_resize = 0;
 	return p;
+}
+
+struct sk_rhash_params obj_params(unsigned long buckets)
+{
+	return sk_test_rhash_params(offsetof(struct obj, node),
+				    offsetof(struct obj, key), buckets);
 }
 
 struct sk_rhash *table_new(unsigned long buckets)
