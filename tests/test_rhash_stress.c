@@ -4,9 +4,10 @@
  * stress.
  *
  * What is proven, one function each:
- *   - concurrent stress (tests/rhash_stress.h): lookups and iterations
- *     under sk_rcu_read_lock during continuous inserts, removes, replaces
- *     and resizes never miss an untouched key, never see a freed object,
+ *   - concurrent stress (tools/rhash_stress.c, the harness `scalekit
+ *     torture rhash` shares): lookups and iterations under
+ *     sk_rcu_read_lock during continuous inserts, removes, replaces and
+ *     resizes never miss an untouched key, never see a freed object,
  *     always terminate, and the table equals the model at the end; with
  *     automatic resizing too; the broken twin that frees without a grace
  *     period MUST be caught.
@@ -42,39 +43,42 @@ static struct sk_rhs_config stress_cfg(const char *name)
 	return c;
 }
 
-/* Run c: no failure, and the table ends equal to the updaters' models. */
-static void stress_run_clean(const struct sk_rhs_config *c,
-			     struct sk_rhs_result *r)
+/*
+ * Run c: no failure, the table ends equal to the updaters' models, and
+ * the run checked keys; returns its result for the case's own checks.
+ */
+static struct sk_rhs_result stress_run_clean(const struct sk_rhs_config *c)
 {
-	SK_CHECK_EQ(sk_rhs_run(c, r), 0);
-	sk_rhs_print(c, r);
-	SK_CHECK_EQ(sk_rhs_failures(r), 0);
-	SK_CHECK_EQ(r->final_mismatch, 0);
+	struct sk_rhs_result r;
+
+	SK_CHECK_EQ(sk_rhs_run(c, &r), 0);
+	sk_rhs_print(c, &r);
+	SK_CHECK_EQ(sk_rhs_failures(&r), 0);
+	SK_CHECK_EQ(r.final_mismatch, 0);
+	SK_CHECK_GT(r.checked_keys, 0);
+	return r;
 }
 
 static void stress_lookups_iterations_updates_resizes(void)
 {
 	struct sk_rhs_config c = stress_cfg("stress");
-	struct sk_rhs_result r;
+	struct sk_rhs_result r = stress_run_clean(&c);
 
-	stress_run_clean(&c, &r);
-	SK_CHECK_GT(r.checked_keys, 0);
 	SK_CHECK_GT(r.iterations, 0);
 	SK_CHECK_GT(r.resizes, 0);
 	SK_CHECK_EQ(r.resize_errors, 0);
 }
 
+/* No resizer thread: only the table's own resizes, on its load factor. */
 static void stress_with_automatic_resize(void)
 {
 	struct sk_rhs_config c = stress_cfg("stress, automatic resize");
-	struct sk_rhs_result r;
 
 	c.automatic_resize = 1;
 	c.resizers = 0;
 	c.keys_per_updater = 1024;
 	c.max_log2 = 10;
-	stress_run_clean(&c, &r);
-	SK_CHECK_GT(r.max_buckets_seen, 1);
+	SK_CHECK_GT(stress_run_clean(&c).max_buckets_seen, 1);
 }
 
 /*
@@ -90,7 +94,7 @@ static void stress_updates_inside_read_sections(void)
 	c.updates_in_section = 1;
 	c.automatic_resize = 1;
 	c.updates /= 2;
-	stress_run_clean(&c, &r);
+	r = stress_run_clean(&c);
 	SK_CHECK_GT(r.resizes, 0);
 	SK_CHECK_EQ(r.resize_errors, 0);
 }
@@ -99,7 +103,8 @@ static void stress_updates_inside_read_sections(void)
  * Lock-free inserts (sk_rhash_insert() only) against continuous resizes of
  * tiny tables (1 to 8 buckets): long chains, so inserts keep pushing onto
  * the heads the migrator compare-and-swaps (RH-M2, RH-M3), on old buckets
- * it has just marked moved, and across the lock-array changes (RH-D1).  No key is lost or found twice, no freed object is seen.
+ * it has just marked moved, and across the lock-array changes (RH-D1).
+ * No key is lost or found twice, no freed object is seen.
  */
 static void stress_lock_free_inserts_race_the_migration(void)
 {
@@ -112,7 +117,7 @@ static void stress_lock_free_inserts_race_the_migration(void)
 	c.keys_per_updater = 64;
 	c.max_log2 = 3;
 	c.updates /= 2;
-	stress_run_clean(&c, &(struct sk_rhs_result){ 0 });
+	stress_run_clean(&c);
 }
 
 /* Freeing without a grace period MUST be caught (quarantine + poison). */
@@ -137,6 +142,7 @@ static void stress_broken_twin_is_caught(void)
 	SK_CHECK_GT(r.poisoned, 0);
 	SK_CHECK_EQ(r.final_mismatch, 0);
 }
+
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
