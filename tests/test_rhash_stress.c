@@ -128,8 +128,8 @@ static void stress_broken_twin_is_caught(void)
 	struct sk_rhs_result r;
 	int round;
 
-	c.broken = 1;
-	c.stop_on_failure = 1;
+	/* Frees at once (quarantined, poisoned); readers linger to see it. */
+	c.broken = c.stop_on_failure = 1;
 	c.updates = 200000;
 	c.spin = 2000;
 	for (round = 0; round < 20; round++) {

@@ -129,20 +129,13 @@ static void *rh_alloc(size_t size)
 static struct rh_obj *new_obj(struct sk_tort *T, struct sk_tort_pool *pool,
 			      unsigned long key, unsigned long gen)
 {
-	struct rh_obj *o = sk_tort_obj_alloc(T, pool);
-
-	if (!o)
-		return NULL;
-	sk_tort_stamp_set(T, &o->st, key, gen, rh_check(key, gen));
-	return o;
+	return sk_tort_stamped_new(T, pool, offsetof(struct rh_obj, st), key,
+				   gen, rh_check(key, gen));
 }
 
 static void poison_retire(struct sk_tort *T, struct sk_tort_obj *head)
 {
-	struct rh_obj *o = (struct rh_obj *)head;
-
-	sk_tort_stamp_poison(T, &o->st);
-	sk_tort_pool_retire(head->pool, o);
+	sk_tort_stamped_retire(T, head, offsetof(struct rh_obj, st));
 }
 
 static void free_obj(void *obj, void *arg)
@@ -236,21 +229,12 @@ static int rh_thread_init(struct sk_tort_thread *t)
 static int obj_ok(struct sk_tort_thread *t, struct rh_obj *o,
 		  unsigned long want_key, const char *when)
 {
-	struct sk_tort *T = t->T;
-	unsigned long key, gen, check;
+	unsigned long key;
 
-	if (!sk_tort_magic_ok(t, "object", o, when, SK_TORT_LOAD(T, o->st.magic)))
+	if (!sk_tort_stamp_ok(t, "object", o, &o->st, when, rh_check, &key))
 		return 0;
-	key = SK_TORT_LOAD(T, o->st.key);
-	gen = SK_TORT_LOAD(T, o->st.gen);
-	check = SK_TORT_LOAD(T, o->st.check);
-	if (check != rh_check(key, gen)) {
-		sk_tort_error(T, t, "object %p %s: corrupted (key %lu)",
-			      (void *)o, when, key);
-		return 0;
-	}
 	if (want_key != ~0UL && key != want_key) {
-		sk_tort_error(T, t, "object %p %s: key %lu, looked up %lu",
+		sk_tort_error(t->T, t, "object %p %s: key %lu, looked up %lu",
 			      (void *)o, when, key, want_key);
 		return 0;
 	}
