@@ -39,67 +39,20 @@
 #include <unistd.h>
 
 #include "sk_test.h"
+#include "sk_test_rhash.h"
+#include "sk_test_san.h"
 #include "sk_test_util.h"
 
-#ifdef __SANITIZE_THREAD__
 /* die_after_fork=0: the first test forks (before any thread starts). */
-const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
-{
-	return "die_after_fork=0";
-}
-#endif
+SK_TEST_TSAN_OPTIONS("die_after_fork=0")
 
 /* A child still running after this many seconds is a hang (SIGALRM). */
 #define CHILD_HANG_GUARD_S 20
 
-struct obj {
-	uint64_t pad;
-	struct sk_rhash_node node;
-	uint64_t key;
-};
-
-/* A table of 8-byte keys; one bucket puts every object in one chain. */
-static struct sk_rhash_params obj_params(unsigned long buckets)
-{
-	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
-
-	p.head_offset = offsetof(struct obj, node);
-	p.key_offset = offsetof(struct obj, key);
-	p.key_len = sizeof(uint64_t);
-	p.initial_buckets = buckets;
-	p.min_buckets = 1;
-	p.automatic_resize = 0;
-	return p;
-}
-
-static struct sk_rhash *table_new(unsigned long buckets)
-{
-	struct sk_rhash_params p = obj_params(buckets);
-	struct sk_rhash *ht = sk_rhash_create(&p);
-
-	if (!ht) {
-		perror("sk_rhash_create");
-		exit(2);
-	}
-	return ht;
-}
-
 /*
- * Objects with distinct keys, from malloc() and not cleared: insert needs
- * no initialised node (the fields hold whatever malloc() left).
+ * Objects (struct obj, tests/sk_test_rhash.h) come from objs_new(n, 0):
+ * from malloc() and not cleared, since insert needs no initialised node.
  */
-static struct obj *objs_new(int n)
-{
-	struct obj *o = (struct obj *)malloc((size_t)n * sizeof(*o));
-	int i;
-
-	if (!o)
-		exit(2);
-	for (i = 0; i < n; i++)
-		o[i].key = (uint64_t)i * 7919 + 1;
-	return o;
-}
 
 /* Insert o[0..n): each insert succeeds. */
 static void insert_all(struct sk_rhash *ht, struct obj *o, int n)
@@ -185,7 +138,7 @@ static int iter_count(struct sk_rhash *ht, int limit)
 static void double_insert_then_lookup_absent(void)
 {
 	struct sk_rhash *ht = table_new(1);
-	struct obj *o = objs_new(1);
+	struct obj *o = objs_new(1, 0);
 	uint64_t absent = 0xabad1deaULL;
 	int rc1, rc2;
 	void *found;
@@ -219,7 +172,7 @@ static void lookup_after_double_insert_ends(void)
 static void insert_twice_at_the_head_is_refused(void)
 {
 	struct sk_rhash *ht = table_new(1);
-	struct obj *o = objs_new(1);
+	struct obj *o = objs_new(1, 0);
 	struct sk_test_capture cap;
 	char err[256];
 
@@ -237,7 +190,7 @@ static void insert_twice_at_the_head_is_refused(void)
 static void insert_twice_inside_the_chain_is_refused(void)
 {
 	struct sk_rhash *ht = table_new(1);
-	struct obj *o = objs_new(3);
+	struct obj *o = objs_new(3, 0);
 	int i, n;
 
 	/* One chain, newest first: o[2], o[1], o[0]. */
@@ -250,7 +203,7 @@ static void insert_twice_inside_the_chain_is_refused(void)
 	free(o);
 	/* The same with many buckets and many objects. */
 	ht = table_new(16);
-	o = objs_new(200);
+	o = objs_new(200, 0);
 	insert_all(ht, o, 200);
 	for (i = 0, n = 0; i < 200; i++)
 		n += sk_rhash_insert(ht, &o[i].node) == -EBUSY;
@@ -263,7 +216,7 @@ static void insert_twice_inside_the_chain_is_refused(void)
 static void insert_unique_twice_is_refused(void)
 {
 	struct sk_rhash *ht = table_new(1);
-	struct obj *o = objs_new(2);
+	struct obj *o = objs_new(2, 0);
 
 	SK_CHECK_EQ(sk_rhash_insert_unique(ht, &o[0].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[1].node), 0);
@@ -277,7 +230,7 @@ static void insert_unique_twice_is_refused(void)
 static void replace_with_a_node_in_the_table_is_refused(void)
 {
 	struct sk_rhash *ht = table_new(1);
-	struct obj *o = objs_new(3);
+	struct obj *o = objs_new(3, 0);
 	int n;
 
 	o[1].key = o[0].key; /* a duplicate: replace wants equal keys */
@@ -306,7 +259,7 @@ static void replace_with_a_node_in_the_table_is_refused(void)
 static void insert_again_after_remove_works(void)
 {
 	struct sk_rhash *ht = table_new(1), *ht2 = table_new(4);
-	struct obj *o = objs_new(2);
+	struct obj *o = objs_new(2, 0);
 
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[0].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[1].node), 0);
@@ -339,7 +292,7 @@ static void insert_again_after_remove_works(void)
 static void insert_after_destroy_into_a_new_table_works(void)
 {
 	struct sk_rhash *ht = table_new(1);
-	struct obj *o = objs_new(3);
+	struct obj *o = objs_new(3, 0);
 
 	insert_all(ht, o, 3);
 	sk_rhash_destroy(ht, NULL, NULL);
@@ -358,7 +311,7 @@ static void insert_after_destroy_into_a_new_table_works(void)
 static void copy_of_a_node_in_the_table_inserts(void)
 {
 	struct sk_rhash *ht = table_new(1);
-	struct obj *o = objs_new(3);
+	struct obj *o = objs_new(3, 0);
 
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[0].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[1].node), 0);
@@ -406,7 +359,7 @@ static void double_insert_refused_while_resizes_run(void)
 	unsigned long min_resizes = 100 / sk_test_slow();
 	uint64_t seed = sk_t_seed | 1;
 	struct sk_rhash *ht = table_new(2);
-	struct obj *o = objs_new(N);
+	struct obj *o = objs_new(N, 0);
 	struct resizer r = { .ht = ht };
 	pthread_t t;
 

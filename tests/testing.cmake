@@ -22,9 +22,18 @@ sk_lib_variant_link(scalekit_testing
 # The exhaustive checker runs take a while under the sanitizers: TSan's
 # run of every_grow_and_shrink_between_1_and_64_buckets took 52 s alone
 # and 150 s on a loaded 2-CPU machine, beside a 300 s timeout.
-foreach(t test_list_checker test_rhash_checker)
+foreach(t test_list_checker test_rhash_checker test_rhash_checker_migration)
   if(TARGET ${t})
     set_tests_properties(${t} PROPERTIES LABELS "unit;checker" TIMEOUT 900)
+  endif()
+endforeach()
+
+# The hash table's checker programs share its model (tests/rhash_checker.c),
+# compiled into each with the testing build's definitions.
+sk_lib_variant_link(scalekit_testing test_rhash_checker_migration)
+foreach(t test_rhash_checker test_rhash_checker_migration)
+  if(TARGET ${t})
+    target_sources(${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/rhash_checker.c)
   endif()
 endforeach()
 

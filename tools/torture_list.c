@@ -69,22 +69,17 @@ static inline unsigned long list_check(unsigned long key, unsigned long gen)
 static struct list_elem *new_elem(struct sk_tort *T, struct sk_tort_pool *pool,
 				  unsigned long key, unsigned long gen)
 {
-	struct list_elem *e = sk_tort_obj_alloc(T, pool);
-
-	if (!e)
-		return NULL;
-	sk_tort_stamp_set(T, &e->st, key, gen, list_check(key, gen));
-	return e;
+	return sk_tort_stamped_new(T, pool, offsetof(struct list_elem, st),
+				   key, gen, list_check(key, gen));
 }
 
 static void poison_retire(struct sk_tort *T, struct sk_tort_obj *o)
 {
 	struct list_elem *e = (struct list_elem *)o;
 
-	sk_tort_stamp_poison(T, &e->st);
 	SK_TORT_STORE(T, e->st.key, SK_TORT_POISON);
 	/* The links stay: a reader standing on e walks on (see list.h). */
-	sk_tort_pool_retire(o->pool, e);
+	sk_tort_stamped_retire(T, o, offsetof(struct list_elem, st));
 }
 
 /* Undo a list_setup() that failed half-way: no thread has started. */
@@ -140,20 +135,10 @@ static int list_thread_init(struct sk_tort_thread *t)
 static int elem_ok(struct sk_tort_thread *t, struct list_elem *e,
 		   const char *when)
 {
-	struct sk_tort *T = t->T;
-	unsigned long key, check, gen;
+	unsigned long key;
 
-	if (!sk_tort_magic_ok(t, "element", e, when, SK_TORT_LOAD(T, e->st.magic)))
-		return 0;
-	key = SK_TORT_LOAD(T, e->st.key);
-	gen = SK_TORT_LOAD(T, e->st.gen);
-	check = SK_TORT_LOAD(T, e->st.check);
-	if (check != list_check(key, gen)) {
-		sk_tort_error(T, t, "element %p %s: key %lu corrupted",
-			      (void *)e, when, key);
-		return 0;
-	}
-	return 1;
+	return sk_tort_stamp_ok(t, "element", e, &e->st, when, list_check,
+				&key);
 }
 
 static void list_read_one(struct sk_tort_thread *t)

@@ -10,7 +10,11 @@
  * and keeps a model of them (which object holds each key): it inserts,
  * removes, replaces, tries duplicate inserts (which must fail with
  * -EEXIST) and checks its own keys by lookup; removed objects are freed
- * after a grace period picked by --gp, poisoned just before.  A resizer
+ * after a grace period picked by --gp, poisoned just before.  Readers
+ * check the volatile keys with the key model of the hash table's stress
+ * harness (tools/rhash_stress.h, which the tests run too): a lookup of a
+ * key that its updater left untouched throughout must find it if present
+ * and must not find it if absent.  A resizer
  * thread resizes the table continuously to random sizes, and the table
  * also resizes itself on its load factor.
  *
@@ -31,6 +35,7 @@
 #include <unistd.h>
 
 #include "scalekit/list.h" /* sk_container_of */
+#include "rhash_stress.h"
 #include "scalekit/rhash.h"
 #include "torture_core.h"
 #include "torture_stamp.h"
@@ -56,6 +61,7 @@ struct rh_state {
 	struct sk_rhash *ht;
 	unsigned long nkeys;		  /* stable + volatile keys */
 	struct rh_obj *stable[RH_STABLE]; /* never change */
+	struct sk_rhs_keys vol;		  /* key RH_STABLE + i: vol's i */
 	struct sk_tort_pool pool0;
 	int faults_on;			     /* atomic */
 	uint64_t fault_below;		     /* rand < this: fail */
@@ -123,20 +129,13 @@ static void *rh_alloc(size_t size)
 static struct rh_obj *new_obj(struct sk_tort *T, struct sk_tort_pool *pool,
 			      unsigned long key, unsigned long gen)
 {
-	struct rh_obj *o = sk_tort_obj_alloc(T, pool);
-
-	if (!o)
-		return NULL;
-	sk_tort_stamp_set(T, &o->st, key, gen, rh_check(key, gen));
-	return o;
+	return sk_tort_stamped_new(T, pool, offsetof(struct rh_obj, st), key,
+				   gen, rh_check(key, gen));
 }
 
 static void poison_retire(struct sk_tort *T, struct sk_tort_obj *head)
 {
-	struct rh_obj *o = (struct rh_obj *)head;
-
-	sk_tort_stamp_poison(T, &o->st);
-	sk_tort_pool_retire(head->pool, o);
+	sk_tort_stamped_retire(T, head, offsetof(struct rh_obj, st));
 }
 
 static void free_obj(void *obj, void *arg)
@@ -153,6 +152,11 @@ static int rh_setup(struct sk_tort *T)
 
 	if (!S)
 		return -ENOMEM;
+	S->nkeys = RH_STABLE + T->cfg->updaters * RH_VOL;
+	if (sk_rhs_keys_init(&S->vol, S->nkeys - RH_STABLE)) {
+		free(S);
+		return -ENOMEM;
+	}
 	p.head_offset = offsetof(struct rh_obj, node);
 	p.key_offset = offsetof(struct rh_obj, st.key);
 	p.key_len = sizeof(unsigned long);
@@ -177,7 +181,6 @@ static int rh_setup(struct sk_tort *T)
 	err = S->ht ? 0 : -errno;
 	if (err)
 		goto free_state;
-	S->nkeys = RH_STABLE + T->cfg->updaters * RH_VOL;
 	sk_tort_pool_init(&S->pool0, sizeof(struct rh_obj), T->ops->busted);
 	for (k = 0; k < RH_STABLE; k++) {
 		struct rh_obj *o = new_obj(T, &S->pool0, k, 0);
@@ -201,6 +204,7 @@ destroy_table:
 	sk_tort_pool_destroy(&S->pool0);
 free_state:
 	rh_cur = NULL;
+	sk_rhs_keys_fini(&S->vol);
 	free(S);
 	return err;
 }
@@ -225,21 +229,12 @@ static int rh_thread_init(struct sk_tort_thread *t)
 static int obj_ok(struct sk_tort_thread *t, struct rh_obj *o,
 		  unsigned long want_key, const char *when)
 {
-	struct sk_tort *T = t->T;
-	unsigned long key, gen, check;
+	unsigned long key;
 
-	if (!sk_tort_magic_ok(t, "object", o, when, SK_TORT_LOAD(T, o->st.magic)))
+	if (!sk_tort_stamp_ok(t, "object", o, &o->st, when, rh_check, &key))
 		return 0;
-	key = SK_TORT_LOAD(T, o->st.key);
-	gen = SK_TORT_LOAD(T, o->st.gen);
-	check = SK_TORT_LOAD(T, o->st.check);
-	if (check != rh_check(key, gen)) {
-		sk_tort_error(T, t, "object %p %s: corrupted (key %lu)",
-			      (void *)o, when, key);
-		return 0;
-	}
 	if (want_key != ~0UL && key != want_key) {
-		sk_tort_error(T, t, "object %p %s: key %lu, looked up %lu",
+		sk_tort_error(t->T, t, "object %p %s: key %lu, looked up %lu",
 			      (void *)o, when, key, want_key);
 		return 0;
 	}
@@ -298,6 +293,41 @@ static void rh_iterate(struct sk_tort_thread *t, struct rh_state *S)
 	sk_tort_add(&t->st->x[RX_ITER_OBJS], steps);
 }
 
+/*
+ * A lookup of key inside a read section; a volatile key its updater left
+ * untouched throughout must be found if present, not found if absent.
+ */
+static struct rh_obj *rh_lookup(struct sk_tort_thread *t, struct rh_state *S,
+				unsigned long key)
+{
+	unsigned long v = key - RH_STABLE;
+	struct sk_rhs_snap snap;
+	struct rh_obj *o;
+
+	if (key < RH_STABLE)
+		return sk_rhash_lookup(S->ht, &key);
+	sk_rhs_key_snap(&S->vol, v, &snap);
+	o = sk_rhash_lookup(S->ht, &key);
+	/* The lookup's loads before the second read of the key's count. */
+	sk_smp_rmb();
+	switch (sk_rhs_key_verdict(&S->vol, v, &snap, o != NULL)) {
+	case SK_RHS_MISSING:
+		sk_tort_error(t->T, t,
+			      "volatile key %lu, present and untouched, not "
+			      "found (%lu buckets)",
+			      key, sk_rhash_buckets(S->ht));
+		break;
+	case SK_RHS_GHOST:
+		sk_tort_error(t->T, t,
+			      "volatile key %lu, absent and untouched, found",
+			      key);
+		break;
+	default:
+		break;
+	}
+	return o;
+}
+
 static void rh_read_one(struct sk_tort_thread *t)
 {
 	struct sk_tort *T = t->T;
@@ -319,7 +349,7 @@ static void rh_read_one(struct sk_tort_thread *t)
 		key = stable ? sk_tort_below(&t->rng, RH_STABLE)
 			     : RH_STABLE + sk_tort_below(&t->rng,
 							 S->nkeys - RH_STABLE);
-		o = sk_rhash_lookup(S->ht, &key);
+		o = rh_lookup(t, S, key);
 		if (!o) {
 			if (stable)
 				sk_tort_error(T, t,
@@ -515,9 +545,12 @@ static int rh_update_present(struct sk_tort_thread *t, unsigned long i,
 static void rh_update_body(struct sk_tort_thread *t)
 {
 	struct sk_tort *T = t->T;
+	struct rh_state *S = T->priv;
 	struct rh_updater *u = t->priv;
 	unsigned long i = sk_tort_below(&t->rng, RH_VOL);
+	unsigned long v = u->base + i - RH_STABLE; /* in S->vol */
 	struct rh_obj *e = u->model[i], *n;
+	int r;
 
 	if (u->up.pending)
 		sk_tort_reap_pending(T, &u->up);
@@ -529,7 +562,11 @@ static void rh_update_body(struct sk_tort_thread *t)
 		if (n)
 			rh_insert_dup(t, n, sk, "stable");
 	}
-	if (e ? rh_update_present(t, i, e) : rh_update_absent(t, i)) {
+	/* Readers check the key only if this update cannot overlap them. */
+	sk_rhs_key_changing(&S->vol, v);
+	r = e ? rh_update_present(t, i, e) : rh_update_absent(t, i);
+	sk_rhs_key_changed(&S->vol, v, u->model[i] != NULL);
+	if (r) {
 		sk_tort_error(T, t, "out of memory");
 		usleep(1000);
 		return;
@@ -685,7 +722,10 @@ static void rh_progress(struct sk_tort *T, char *buf, size_t len)
 
 static void rh_destroy(struct sk_tort *T)
 {
+	struct rh_state *S = T->priv;
+
 	rh_cur = NULL;
+	sk_rhs_keys_fini(&S->vol);
 	free(T->priv);
 	T->priv = NULL;
 }

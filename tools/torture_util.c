@@ -12,6 +12,7 @@
 
 #include "scalekit/list.h" /* sk_container_of */
 #include "torture_core.h"
+#include "torture_stamp.h"
 
 /* ---- per-thread state ---------------------------------------------------- */
 
@@ -233,6 +234,29 @@ void sk_tort_update_drain(struct sk_tort_thread *t)
 }
 
 /* ---- checks -------------------------------------------------------------- */
+
+int sk_tort_stamp_ok(struct sk_tort_thread *t, const char *what,
+		     const void *obj, const struct sk_tort_stamp *st,
+		     const char *when,
+		     unsigned long (*check)(unsigned long key,
+					    unsigned long gen),
+		     unsigned long *key)
+{
+	struct sk_tort *T = t->T;
+	unsigned long gen, c;
+
+	if (!sk_tort_magic_ok(t, what, obj, when, SK_TORT_LOAD(T, st->magic)))
+		return 0;
+	*key = SK_TORT_LOAD(T, st->key);
+	gen = SK_TORT_LOAD(T, st->gen);
+	c = SK_TORT_LOAD(T, st->check);
+	if (c != check(*key, gen)) {
+		sk_tort_error(T, t, "%s %p %s: corrupted (key %lu)", what, obj,
+			      when, *key);
+		return 0;
+	}
+	return 1;
+}
 
 int sk_tort_magic_ok(struct sk_tort_thread *t, const char *what,
 		     const void *obj, const char *when, unsigned long magic)

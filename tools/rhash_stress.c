@@ -1,45 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rhash_stress.h - a reusable concurrent stress checker for the rhash
- * table (tests, torture tool).
- *
- * Threads:
- *  - readers: read sections of either a batch of lookups of random keys or
- *    one full iteration (sk_rhash_iter_start/next), under sk_rcu_read_lock;
- *  - updaters: updater u owns the keys [u * K, (u + 1) * K) and inserts,
- *    removes and replaces them at random, keeping a model (its objects);
- *  - resizers: sk_rhash_resize() to random powers of two, continuously;
- *  optionally automatic resizing on top.
- *
- * The readers' invariant uses a per-key sequence count written by the
- * key's updater: odd while it changes the key, even otherwise, with the
- * key's presence stored before the even value (release).  A reader reads
- * the count and the presence before its lookup (acquire) and the count
- * again after it (after an acquire fence).  Unchanged and even: the key was
- * not touched by its updater for the whole lookup, so the lookup must find
- * it if present (and return an intact object with that key) and must not
- * find it if absent.  An iteration does the same for every key at once:
- * it terminates (it returns at most a bounded number of objects), returns
- * every present untouched key, no absent untouched key, and only intact
- * objects.
- *
- * Reclamation: the correct variant frees removed objects after a grace
- * period (sk_call_rcu() with a callback that sets the poison field and then
- * frees, or SK_FREE_RCU()).  Readers check the poison field of every object
- * they reach, several times with spin delays in between, inside their
- * section.  The broken variant (cfg.broken) "frees" at once: it sets the
- * poison field and quarantines the object; quarantined objects are really
- * freed only after a later sk_synchronize_rcu(), so ASan stays quiet and
- * the readers see poison instead.  The poison field is always accessed
- * atomically (the broken variant races on it by design); the payload is
- * read with plain loads, so that TSan checks that the grace period orders
- * the readers' loads before free().
- *
- * At the end the table must equal the union of the updaters' models
- * (lookups, one iteration, sk_rhash_count()).
+ * The hash table's stress harness (tools/rhash_stress.h): the key model,
+ * and the self-contained run of the tests.
  */
-#ifndef SK_RHASH_STRESS_H
-#define SK_RHASH_STRESS_H
+#include "rhash_stress.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -50,65 +14,77 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scalekit/rcu.h"
-#include "scalekit/rhash.h"
-#include "sk_test.h"
+#include "torture_ops.h" /* sk_tort_rand() */
 
-#define SK_RHS_POISON	((unsigned long)0x6b6b6b6b6b6b6b6bULL) /* a freed object */
-#define SK_RHS_PAYLOAD	4
-#define SK_RHS_MAX_UPD	16
+/* ---- the key model ------------------------------------------------------ */
 
-struct sk_rhs_obj {
-	struct sk_rhash_node node;
-	uint64_t key;
-	uint64_t gen;			  /* creation number (updater-local) */
-	uint64_t payload[SK_RHS_PAYLOAD]; /* sk_rhs_payload(key, gen, i) */
-	unsigned long poison;		  /* 0 live, SK_RHS_POISON freed */
-	struct sk_rcu_head rcu;
-	struct sk_rhs_obj *qnext; /* quarantine (broken variant) */
-};
+int sk_rhs_keys_init(struct sk_rhs_keys *k, unsigned long n)
+{
+	k->n = n;
+	k->seq = calloc(n ? n : 1, sizeof(*k->seq));
+	k->present = calloc(n ? n : 1, sizeof(*k->present));
+	if (k->seq && k->present)
+		return 0;
+	sk_rhs_keys_fini(k);
+	return -ENOMEM;
+}
 
-struct sk_rhs_config {
-	const char *name;	   /* for messages */
-	unsigned int readers;	   /* reader threads */
-	unsigned int updaters;	   /* updater threads, <= SK_RHS_MAX_UPD */
-	unsigned int keys_per_updater;
-	unsigned long updates;	   /* per updater */
-	unsigned int resizers;	   /* threads calling sk_rhash_resize() */
-	unsigned int max_log2;	   /* resizes between 1 and 1 << max_log2 */
-	unsigned int iterate_every; /* 1 in N read sections iterates */
-	unsigned int lookups_per_section;
-	unsigned int spin;	   /* spin loops between re-checks */
-	int automatic_resize;	   /* table param */
-	int updates_in_section;	   /* updaters update inside read sections */
-	int plain_inserts;	   /* only sk_rhash_insert() (lock-free) */
-	int broken;		   /* free without a grace period */
-	int stop_on_failure;	   /* end early once a failure is seen */
-	uint64_t seed;
-};
+void sk_rhs_keys_fini(struct sk_rhs_keys *k)
+{
+	free(k->seq);
+	free(k->present);
+	k->seq = NULL;
+	k->present = NULL;
+}
 
-struct sk_rhs_result {
-	unsigned long lookups, iterations, resizes, resize_errors;
-	unsigned long inserts, removes, replaces;
-	unsigned long checked_keys;  /* lookups whose key was untouched */
-	unsigned long missing;	     /* untouched present key not found */
-	unsigned long ghosts;	     /* untouched absent key found */
-	unsigned long iter_missing;  /* ... not returned by an iteration */
-	unsigned long iter_ghosts;   /* ... absent but returned */
-	unsigned long poisoned;	     /* an object seen freed in a section */
-	unsigned long corrupt;	     /* wrong key or payload */
-	unsigned long runaway;	     /* an iteration that did not end */
-	unsigned long final_mismatch; /* table != model at the end */
-	unsigned long max_buckets_seen;
-};
+void sk_rhs_key_changing(struct sk_rhs_keys *k, unsigned long key)
+{
+	/*
+	 * Odd: the key is changing.  Ordered before the update's
+	 * publication by that store's release: a reader that sees
+	 * the update sees the odd count after its acquire fence.
+	 */
+	__atomic_store_n(&k->seq[key], k->seq[key] + 1, __ATOMIC_RELAXED);
+}
+
+void sk_rhs_key_changed(struct sk_rhs_keys *k, unsigned long key, int present)
+{
+	__atomic_store_n(&k->present[key], present, __ATOMIC_RELAXED);
+	/* Even: done; the presence above is valid (release). */
+	__atomic_store_n(&k->seq[key], k->seq[key] + 1, __ATOMIC_RELEASE);
+}
+
+void sk_rhs_key_snap(struct sk_rhs_keys *k, unsigned long key,
+		     struct sk_rhs_snap *s)
+{
+	/* Acquire: the presence stored before this even count. */
+	s->seq = __atomic_load_n(&k->seq[key], __ATOMIC_ACQUIRE);
+	s->present = __atomic_load_n(&k->present[key], __ATOMIC_RELAXED);
+}
+
+enum sk_rhs_verdict sk_rhs_key_verdict(struct sk_rhs_keys *k, unsigned long key,
+				       const struct sk_rhs_snap *s, int found)
+{
+	/* After the caller's sk_smp_rmb(): its lookup's loads came first. */
+	unsigned long s2 = __atomic_load_n(&k->seq[key], __ATOMIC_RELAXED);
+
+	if (s->seq != s2 || (s->seq & 1))
+		return SK_RHS_CHANGED;
+	if (s->present && !found)
+		return SK_RHS_MISSING;
+	if (!s->present && found)
+		return SK_RHS_GHOST;
+	return SK_RHS_OK;
+}
+
+/* ---- the self-contained run ---------------------------------------------- */
 
 /* Everything the threads share. */
 struct sk_rhs {
 	const struct sk_rhs_config *cfg;
 	struct sk_rhash *ht;
 	unsigned long nkeys;
-	unsigned long *seq;   /* per key: odd while its updater changes it */
-	int *present;	      /* per key: valid while seq is even */
+	struct sk_rhs_keys keys;
 	struct sk_rhs_obj **model[SK_RHS_MAX_UPD]; /* updater's objects */
 	int stop;	      /* readers and resizers end */
 	int updaters_left;
@@ -119,27 +95,43 @@ struct sk_rhs {
 struct sk_rhs_thread {
 	struct sk_rhs *s;
 	unsigned int id;
-	uint64_t rng;
+	struct sk_tort_rng rng;
 	struct sk_rhs_result r;
 };
 
-static inline uint64_t sk_rhs_payload(uint64_t key, uint64_t gen, int i)
+static uint64_t sk_rhs_payload(uint64_t key, uint64_t gen, int i)
 {
 	uint64_t x = key * 0x9e3779b97f4a7c15ull ^ gen * 0xbf58476d1ce4e5b9ull;
 
 	return x + (uint64_t)i * 0x94d049bb133111ebull;
 }
 
-static inline int sk_rhs_failed(struct sk_rhs *s)
+static int sk_rhs_failed(struct sk_rhs *s)
 {
 	return s->cfg->stop_on_failure &&
 	       __atomic_load_n(&s->stop, __ATOMIC_RELAXED) == 2;
 }
 
-static inline void sk_rhs_flag_failure(struct sk_rhs *s)
+static void sk_rhs_flag_failure(struct sk_rhs *s)
 {
 	if (s->cfg->stop_on_failure)
 		__atomic_store_n(&s->stop, 2, __ATOMIC_RELAXED);
+}
+
+/* Count a verdict of the key model (checked_keys, then a failure kind). */
+static void sk_rhs_count_verdict(struct sk_rhs_thread *t, enum sk_rhs_verdict v,
+				 unsigned long *missing, unsigned long *ghosts)
+{
+	if (v == SK_RHS_CHANGED)
+		return;
+	t->r.checked_keys++;
+	if (v == SK_RHS_MISSING)
+		++*missing;
+	else if (v == SK_RHS_GHOST)
+		++*ghosts;
+	else
+		return;
+	sk_rhs_flag_failure(t->s);
 }
 
 /*
@@ -147,7 +139,7 @@ static inline void sk_rhs_flag_failure(struct sk_rhs *s)
  * (when key != ~0), payload intact.  Re-checks the poison after spinning,
  * so that an object freed too early is caught while the reader holds it.
  */
-static inline void sk_rhs_check_obj(struct sk_rhs_thread *t,
+static void sk_rhs_check_obj(struct sk_rhs_thread *t,
 				    struct sk_rhs_obj *o, uint64_t key,
 				    int linger)
 {
@@ -175,7 +167,7 @@ static inline void sk_rhs_check_obj(struct sk_rhs_thread *t,
 	}
 }
 
-static inline void sk_rhs_lookups(struct sk_rhs_thread *t)
+static void sk_rhs_lookups(struct sk_rhs_thread *t)
 {
 	struct sk_rhs *s = t->s;
 	unsigned int i, n = s->cfg->lookups_per_section;
@@ -183,45 +175,33 @@ static inline void sk_rhs_lookups(struct sk_rhs_thread *t)
 	sk_rcu_read_lock();
 	for (i = 0; i < n; i++) {
 		/* A few keys beyond the updaters' ranges: never present. */
-		uint64_t k = sk_test_rand(&t->rng) %
+		uint64_t k = sk_tort_rand(&t->rng) %
 			     (s->nkeys + s->nkeys / 16 + 1);
-		unsigned long s1 = 0, s2 = 1;
-		int p = 0;
+		struct sk_rhs_snap snap;
 		struct sk_rhs_obj *o;
 
-		if (k < s->nkeys) {
-			s1 = __atomic_load_n(&s->seq[k], __ATOMIC_ACQUIRE);
-			p = __atomic_load_n(&s->present[k], __ATOMIC_RELAXED);
-		}
+		if (k < s->nkeys)
+			sk_rhs_key_snap(&s->keys, k, &snap);
 		o = (struct sk_rhs_obj *)sk_rhash_lookup(s->ht, &k);
 		if (o)
 			sk_rhs_check_obj(t, o, k, i == 0);
 		/* The lookup's loads before the second read of seq. */
 		sk_smp_rmb();
-		if (k < s->nkeys)
-			s2 = __atomic_load_n(&s->seq[k], __ATOMIC_RELAXED);
 		t->r.lookups++;
 		if (k >= s->nkeys) {
 			if (o)
 				t->r.ghosts++;
 			continue;
 		}
-		if (s1 != s2 || (s1 & 1))
-			continue;
-		t->r.checked_keys++;
-		if (p && !o) {
-			t->r.missing++;
-			sk_rhs_flag_failure(s);
-		} else if (!p && o) {
-			t->r.ghosts++;
-			sk_rhs_flag_failure(s);
-		}
+		sk_rhs_count_verdict(t, sk_rhs_key_verdict(&s->keys, k, &snap,
+							   o != NULL),
+				     &t->r.missing, &t->r.ghosts);
 	}
 	sk_rcu_read_unlock();
 }
 
-static inline void sk_rhs_iterate(struct sk_rhs_thread *t, unsigned long *s1,
-				  int *p, unsigned int *seen)
+static void sk_rhs_iterate(struct sk_rhs_thread *t, struct sk_rhs_snap *snap,
+			   unsigned int *seen)
 {
 	struct sk_rhs *s = t->s;
 	struct sk_rhash_iter it;
@@ -230,10 +210,8 @@ static inline void sk_rhs_iterate(struct sk_rhs_thread *t, unsigned long *s1,
 
 	memset(seen, 0, s->nkeys * sizeof(*seen));
 	sk_rcu_read_lock();
-	for (k = 0; k < s->nkeys; k++) {
-		s1[k] = __atomic_load_n(&s->seq[k], __ATOMIC_ACQUIRE);
-		p[k] = __atomic_load_n(&s->present[k], __ATOMIC_RELAXED);
-	}
+	for (k = 0; k < s->nkeys; k++)
+		sk_rhs_key_snap(&s->keys, k, &snap[k]);
 	/* Inside the section: the array cannot be freed under us. */
 	b = sk_rhash_buckets(s->ht);
 	if (b > t->r.max_buckets_seen)
@@ -252,19 +230,10 @@ static inline void sk_rhs_iterate(struct sk_rhs_thread *t, unsigned long *s1,
 		}
 	}
 	sk_smp_rmb();
-	for (k = 0; k < s->nkeys; k++) {
-		unsigned long s2 = __atomic_load_n(&s->seq[k], __ATOMIC_RELAXED);
-
-		if (s1[k] != s2 || (s1[k] & 1))
-			continue;
-		if (p[k] && !seen[k]) {
-			t->r.iter_missing++;
-			sk_rhs_flag_failure(s);
-		} else if (!p[k] && seen[k]) {
-			t->r.iter_ghosts++;
-			sk_rhs_flag_failure(s);
-		}
-	}
+	for (k = 0; k < s->nkeys; k++)
+		sk_rhs_count_verdict(t, sk_rhs_key_verdict(&s->keys, k, &snap[k],
+							   seen[k] != 0),
+				     &t->r.iter_missing, &t->r.iter_ghosts);
 	sk_rcu_read_unlock();
 	t->r.iterations++;
 }
@@ -273,22 +242,20 @@ static void *sk_rhs_reader(void *arg)
 {
 	struct sk_rhs_thread *t = (struct sk_rhs_thread *)arg;
 	struct sk_rhs *s = t->s;
-	unsigned long *s1 = (unsigned long *)malloc(s->nkeys * sizeof(*s1));
-	int *p = (int *)malloc(s->nkeys * sizeof(*p));
-	unsigned int *seen = (unsigned int *)malloc(s->nkeys * sizeof(*seen));
+	struct sk_rhs_snap *snap = malloc(s->nkeys * sizeof(*snap));
+	unsigned int *seen = malloc(s->nkeys * sizeof(*seen));
 	unsigned long round = 0;
 
-	if (!s1 || !p || !seen)
+	if (!snap || !seen)
 		abort();
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		if (s->cfg->iterate_every &&
 		    ++round % s->cfg->iterate_every == 0)
-			sk_rhs_iterate(t, s1, p, seen);
+			sk_rhs_iterate(t, snap, seen);
 		else
 			sk_rhs_lookups(t);
 	}
-	free(s1);
-	free(p);
+	free(snap);
 	free(seen);
 	return NULL;
 }
@@ -304,7 +271,7 @@ static void sk_rhs_poison_free(struct sk_rcu_head *h)
 }
 
 /* Dispose of a removed object: after a grace period, or (broken) not. */
-static inline void sk_rhs_retire(struct sk_rhs_thread *t, struct sk_rhs_obj *o,
+static void sk_rhs_retire(struct sk_rhs_thread *t, struct sk_rhs_obj *o,
 				 struct sk_rhs_obj **quarantine, int use_free_rcu)
 {
 	if (t->s->cfg->broken) {
@@ -320,7 +287,7 @@ static inline void sk_rhs_retire(struct sk_rhs_thread *t, struct sk_rhs_obj *o,
 	}
 }
 
-static inline void sk_rhs_quarantine_free(struct sk_rhs_obj *q)
+static void sk_rhs_quarantine_free(struct sk_rhs_obj *q)
 {
 	while (q) {
 		struct sk_rhs_obj *n = q->qnext;
@@ -330,7 +297,7 @@ static inline void sk_rhs_quarantine_free(struct sk_rhs_obj *q)
 	}
 }
 
-static inline struct sk_rhs_obj *sk_rhs_new(uint64_t key, uint64_t gen)
+static struct sk_rhs_obj *sk_rhs_new(uint64_t key, uint64_t gen)
 {
 	struct sk_rhs_obj *o = (struct sk_rhs_obj *)calloc(1, sizeof(*o));
 	int i;
@@ -355,17 +322,11 @@ static void *sk_rhs_updater(void *arg)
 	struct sk_rhs_obj *quarantine = NULL, *q_old = NULL;
 
 	for (i = 0; i < cfg->updates && !sk_rhs_failed(s); i++) {
-		unsigned long j = (unsigned long)(sk_test_rand(&t->rng) % K);
-		uint64_t key = base + j, r = sk_test_rand(&t->rng) % 4;
+		unsigned long j = (unsigned long)(sk_tort_rand(&t->rng) % K);
+		uint64_t key = base + j, r = sk_tort_rand(&t->rng) % 4;
 		struct sk_rhs_obj *o = m[j], *n;
 
-		/*
-		 * Odd: the key is changing.  Ordered before the update's
-		 * publication by that store's release: a reader that sees
-		 * the update sees the odd count after its acquire fence.
-		 */
-		__atomic_store_n(&s->seq[key], s->seq[key] + 1,
-				 __ATOMIC_RELAXED);
+		sk_rhs_key_changing(&s->keys, key);
 		if (cfg->updates_in_section)
 			sk_rcu_read_lock();
 		if (!o) {
@@ -394,11 +355,7 @@ static void *sk_rhs_updater(void *arg)
 		}
 		if (cfg->updates_in_section)
 			sk_rcu_read_unlock();
-		__atomic_store_n(&s->present[key], m[j] != NULL,
-				 __ATOMIC_RELAXED);
-		/* Even: done; the presence above is valid. */
-		__atomic_store_n(&s->seq[key], s->seq[key] + 1,
-				 __ATOMIC_RELEASE);
+		sk_rhs_key_changed(&s->keys, key, m[j] != NULL);
 		if (cfg->broken && i % 64 == 63) {
 			/* Objects poisoned before this grace period have no
 			 * reader left: really free them now. */
@@ -429,7 +386,7 @@ static void *sk_rhs_resizer(void *arg)
 	 * emulated machine may give this thread no CPU before they do).
 	 */
 	do {
-		unsigned long n = 1UL << (sk_test_rand(&t->rng) %
+		unsigned long n = 1UL << (sk_tort_rand(&t->rng) %
 					  (s->cfg->max_log2 + 1));
 		int err = sk_rhash_resize(s->ht, n);
 
@@ -442,7 +399,7 @@ static void *sk_rhs_resizer(void *arg)
 	return NULL;
 }
 
-static inline void sk_rhs_add(struct sk_rhs_result *a,
+static void sk_rhs_add(struct sk_rhs_result *a,
 			      const struct sk_rhs_result *b)
 {
 	const unsigned long *src = (const unsigned long *)(const void *)b;
@@ -465,7 +422,7 @@ static void sk_rhs_free_obj(void *obj, void *arg)
 }
 
 /* Compare the quiescent table with the models. */
-static inline unsigned long sk_rhs_verify(struct sk_rhs *s)
+static unsigned long sk_rhs_verify(struct sk_rhs *s)
 {
 	unsigned long k, bad = 0, want = 0, got = 0;
 	unsigned int *seen = (unsigned int *)calloc(s->nkeys, sizeof(*seen));
@@ -509,7 +466,7 @@ static inline unsigned long sk_rhs_verify(struct sk_rhs *s)
 }
 
 /* The run's table: one bucket to start with, up to 2^max_log2. */
-static inline struct sk_rhash *
+static struct sk_rhash *
 sk_rhs_table_create(const struct sk_rhs_config *cfg)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
@@ -525,11 +482,7 @@ sk_rhs_table_create(const struct sk_rhs_config *cfg)
 	return sk_rhash_create(&p);
 }
 
-/*
- * Run one stress configuration; res receives the sums.
- * Returns 0, or -errno when the table or a thread could not be created.
- */
-static inline int sk_rhs_run(const struct sk_rhs_config *cfg,
+int sk_rhs_run(const struct sk_rhs_config *cfg,
 			     struct sk_rhs_result *res)
 {
 	unsigned int nthreads = cfg->readers + cfg->updaters + cfg->resizers;
@@ -550,15 +503,13 @@ static inline int sk_rhs_run(const struct sk_rhs_config *cfg,
 		abort();
 	s->cfg = cfg;
 	s->nkeys = (unsigned long)cfg->updaters * cfg->keys_per_updater;
-	s->seq = (unsigned long *)calloc(s->nkeys, sizeof(*s->seq));
-	s->present = (int *)calloc(s->nkeys, sizeof(*s->present));
 	for (u = 0; u < cfg->updaters; u++) {
 		s->model[u] = (struct sk_rhs_obj **)calloc(
 			cfg->keys_per_updater, sizeof(*s->model[u]));
 		if (!s->model[u])
 			abort();
 	}
-	if (!s->seq || !s->present)
+	if (sk_rhs_keys_init(&s->keys, s->nkeys))
 		abort();
 	pthread_mutex_init(&s->res_lock, NULL);
 	s->updaters_left = (int)cfg->updaters;
@@ -570,7 +521,7 @@ static inline int sk_rhs_run(const struct sk_rhs_config *cfg,
 		void *(*fn)(void *);
 
 		th[i].s = s;
-		th[i].rng = cfg->seed * 0x9e3779b97f4a7c15ull + i + 1;
+		th[i].rng.s = cfg->seed * 0x9e3779b97f4a7c15ull + i + 1;
 		if (i < cfg->updaters) {
 			th[i].id = i;
 			fn = sk_rhs_updater;
@@ -596,8 +547,7 @@ static inline int sk_rhs_run(const struct sk_rhs_config *cfg,
 out:
 	for (u = 0; u < cfg->updaters; u++)
 		free(s->model[u]);
-	free(s->seq);
-	free(s->present);
+	sk_rhs_keys_fini(&s->keys);
 	pthread_mutex_destroy(&s->res_lock);
 	free(s);
 	free(th);
@@ -605,11 +555,11 @@ out:
 	return err;
 }
 
-static inline void sk_rhs_print(const struct sk_rhs_config *cfg,
+void sk_rhs_print(const struct sk_rhs_config *cfg,
 				const struct sk_rhs_result *r)
 {
 	fprintf(stderr,
-		"  %s: %lu lookups (%lu on untouched keys), %lu iterations, "
+		"  %s: %lu lookups, %lu untouched keys checked, %lu iterations, "
 		"%lu inserts, %lu removes, %lu replaces, %lu resizes (up to "
 		"%lu buckets seen); failures: %lu missing, %lu ghosts, %lu "
 		"iteration missing, %lu iteration ghosts, %lu poisoned, %lu "
@@ -621,11 +571,9 @@ static inline void sk_rhs_print(const struct sk_rhs_config *cfg,
 		r->final_mismatch);
 }
 
-/* Failures seen by the readers (the final comparison apart). */
-static inline unsigned long sk_rhs_failures(const struct sk_rhs_result *r)
+unsigned long sk_rhs_failures(const struct sk_rhs_result *r)
 {
 	return r->missing + r->ghosts + r->iter_missing + r->iter_ghosts +
 	       r->poisoned + r->corrupt + r->runaway;
 }
 
-#endif /* SK_RHASH_STRESS_H */
