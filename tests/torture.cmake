@@ -251,7 +251,7 @@ sk_torture_test(torture_rcu 0 "torture|rcu|--duration|@DUR@|--seed|1"
 # QSBR-only grace periods must happen.  Not "0 membarriers": under
 # qemu-i386 one run saw 1 membarrier in 669 grace periods (a thread was a
 # general reader at that moment: not yet online or leaving; not root-caused).
-# test_rcu_poll's qsbr_only_grace_periods_skip_membarrier checks the exact
+# test_rcu_gp_kinds's qsbr_only_grace_periods_skip_membarrier checks the exact
 # count with every thread online.
 sk_torture_test(torture_qsbr 0 "torture|qsbr|--duration|@DUR@|--seed|2"
   DURATION 10 SLOW_DURATION 3

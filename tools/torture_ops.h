@@ -13,8 +13,10 @@
  * test_srcu_callbacks.c), test_rcu_sync.c's holder and mid-grace-period
  * checks, test_rcu_cb*.c's callback checks and test_rcu_poll.c's and
  * test_rcu_gp_kinds.c's reader/updater checks.  The tool and the tests link
- * the ops as one small static library, sk_tort_ops (tools/torture_ops.c
- * alone, built in every configuration, the test-only ones too); it names
+ * the ops as one small static library, sk_tort_ops (tools/torture_ops.c,
+ * with the locks' table tools/torture_lock_ops.c and the hash table's
+ * stress harness tools/rhash_stress.c, built in every configuration, the
+ * test-only ones too); it names
  * no scalekit library: its user links one after it.
  *
  * Not through the ops, on purpose: tests whose subject is one API call
