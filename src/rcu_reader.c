@@ -463,6 +463,22 @@ answered:
 	sk_atomic_store_relaxed(&sk_rcu__hs_seen, sk__rcu_hs_word(e));
 }
 
+/* Wake a leader sleeping on readers (futex == -1). */
+void sk__rcu_wake_leader(void)
+{
+	int expected = -1;
+
+	/*
+	 * A plain load first: a compare-exchange would take the line of the
+	 * counter, which every reader loads, even when nobody sleeps.  The
+	 * callers' fences (RCU-E1, RCU-U2, RCU-Q2) order what comes before
+	 * this load.  Only the first waker pays for the system call.
+	 */
+	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex) == -1 &&
+	    sk_atomic_cmpxchg_seq_cst(&sk_rcu__gp.futex, &expected, 0))
+		sk__futex_wake(&sk_rcu__gp.futex, 1);
+}
+
 void sk_rcu__wake_gp(void)
 {
 	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex) > 0)

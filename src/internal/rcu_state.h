@@ -252,7 +252,7 @@ void sk__rcu_count_sync(void);
 /* Create the thread-exit key (pthread_once; src/rcu_reader.c). */
 void sk__rcu_key_init(void);
 
-/* Wake a leader sleeping on readers (src/rcu_gp.c). */
+/* Wake a leader sleeping on readers (src/rcu_reader.c). */
 void sk__rcu_wake_leader(void);
 
 /*
