@@ -14,7 +14,7 @@
  *           RCU-L1 [rcu.h, rcu_reader.c].
  *   RCU-M   leader: full barrier between RCU-R1 and its loads of the
  *           registry counts; pairs with count_add() [rcu_reader.c].
- *   RCU-G1  leader: the handshake [rcu_exp.c], else the heavy fence (full
+ *   RCU-G1  leader: the handshake [rcu_handshake.c], else the heavy fence (full
  *           for QSBR-only grace periods), before reading reader words;
  *           pairs with RCU-L2 [rcu.h] and RCU-Q2 [rcu_reader.c].
  *   RCU-G2  leader: heavy fence after the scan (local full fence on x86

@@ -2,7 +2,10 @@
 /*
  * RCU callbacks, shared by src/rcu_cb.c (queues, the worker loop,
  * sk_call_rcu(), sk_rcu_barrier(), polled starts, fork) and
- * src/rcu_cb_pcpu.c (the per-CPU workers).  Never installed.
+ * src/rcu_cb_pcpu.c (the per-CPU workers).  Each registers its fork
+ * handlers (and rcu_cb.c its statistics) with src/rcu.c, a lower file,
+ * whose handlers call them (struct sk__rcu_part, internal/rcu.h).  Never
+ * installed.
  *
  * Barrier pairs of RCU callbacks, the legend of the CB-* labels of
  * src/rcu_cb.c and src/rcu_cb_pcpu.c (those of the queue itself, CB-C1
@@ -23,7 +26,7 @@
  *   CB-R2 (create, release) - the slots and ncpu before pc->on [the
  *                           acquire in sk__rcu_cb_cpu_queue(), below].
  *   CB-R3 (alloc, release) - the zeroed slots before ncpu [the acquire
- *                           in sk__rcu_cb_pcpu_fork_lock(), which runs
+ *                           in rcu_cb_pcpu.c's fork_lock(), which runs
  *                           without pc->lock].
  *   CB-D1 (destroy, mb)   - q->w = the default worker before its kick
  *                           [CB-P1 in rcu_cb.c's queue_kick(): a
@@ -108,7 +111,8 @@ struct sk__rcu_cb_cpu {
 };
 
 /*
- * The per-CPU workers' state (rcu_cb_pcpu.c).  Guarded by lock, except on
+ * The per-CPU workers' state (rcu_cb_pcpu.c; defined in rcu_cb.c, which
+ * reads on in sk__rcu_cb_cpu_queue()).  Guarded by lock, except on
  * (acquire/release CB-R2: slot and ncpu are set before it) and what
  * struct sk__rcu_cb_queue says of its fields.
  */
@@ -166,17 +170,5 @@ void sk__rcu_cb_unlock(void);
  * the list of queues.  List lock held.
  */
 void sk__rcu_cb_add_cpu_queue(struct sk__rcu_cb_queue *q);
-
-/* ---- rcu_cb_pcpu.c, for rcu_cb.c ---- */
-
-/*
- * fork() prepare (lock = 1) and parent (lock = 0) handlers: take or
- * release the run_lock of every per-CPU worker, so that none is in the
- * middle of a batch at the fork.
- */
-void sk__rcu_cb_pcpu_fork_lock(int lock);
-
-/* fork() child: no per-CPU worker runs; their queues stay listed. */
-void sk__rcu_cb_pcpu_fork_child(void);
 
 #endif /* SCALEKIT_INTERNAL_RCU_CB_H */
