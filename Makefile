@@ -72,7 +72,7 @@ check-tsan:
 #     sk_barrier__fence_sys_get()       x86-64 asm GOT load: check-main, check-asan
 #                               relaxed atomic load: check-aarch64, check-m32,
 #                                                   check-generic, check-tsan
-#   src/rcu.c gp_fence_after_scan() (keyed on __x86_64__/__i386__ for now;
+#   src/rcu_gp.c gp_fence_after_scan() (keyed on __x86_64__/__i386__ for now;
 #   once on SK__BARRIER_ARCH_X86, check-generic runs its heavy-fence side as well)
 #                               x86 (TSO) sk_smp_mb(): check-main, check-m32
 #                               sk_fence_heavy():   check-aarch64

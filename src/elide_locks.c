@@ -3,8 +3,10 @@
  * The three elided locks: their real (fallback) locks and the glue that
  * runs the elision state machine of src/elide.c around them.
  *
- * The mutex word's layout is in src/internal/elide.h (SK__M_*), where the
- * tests that start its handoff tickets near their wrap can see it.
+ * The lock words' layouts are in src/internal/elide.h (SK__M_*, SK__RW_*,
+ * SK__SPIN_FREE), with sk__elide_lock_free(), which reads them for the
+ * state machine (src/elide.c, a lower layer), and where the tests that
+ * start the mutex's handoff tickets near their wrap can see them.
  */
 #define _GNU_SOURCE
 #include "scalekit/elide.h"
@@ -27,15 +29,11 @@ _Static_assert(SK__M_NEXT_SHIFT + 14 == 32 && SK__M_TMASK == 0x3fffu,
 _Static_assert(SK__M_SERVE_SHIFT + 14 <= SK__M_NEXT_SHIFT,
 	       "serving and next overlap");
 
-/* rwlock word: bit 0 WRITER, bit 1 SIM, readers counted from bit 2. */
-#define RW_WRITER 1u
-#define RW_SIM	  2u
-#define RW_ONE	  4u
-
-#define SPIN_FREE(w)                                 \
-	(((w) & SK__ELIDED_SPIN_OWNER_MASK) ==        \
-		 (((w) >> 16) & SK__ELIDED_SPIN_OWNER_MASK) && \
-	 !((w) & SK__ELIDED_SPIN_SIM))
+/* The rwlock and spinlock words' layouts: internal/elide.h. */
+#define RW_WRITER SK__RW_WRITER
+#define RW_SIM	  SK__RW_SIM
+#define RW_ONE	  SK__RW_ONE
+#define SPIN_FREE SK__SPIN_FREE
 
 /* Free for a plain acquirer: not held, not in handoff mode. */
 static inline int m_free(unsigned int v)
@@ -444,25 +442,3 @@ void sk__rw_unclaim_sim(unsigned int *word)
 		sk__futex_wake((int *)word, 1); /* a writer drains (busted) */
 }
 #endif
-
-/* ---- what an elided section of each kind needs from the lock word -------- */
-
-int sk__elide_lock_free(int kind, void *lock)
-{
-	/*
-	 * Called inside the transaction: this load puts the word in the
-	 * read set, so a later real acquisition aborts the section.
-	 */
-	switch (kind) {
-	case SK__ELIDE_MUTEX:
-		return __atomic_load_n((int *)lock, __ATOMIC_RELAXED) == 0;
-	case SK__ELIDE_SPIN:
-		return SPIN_FREE(load_relaxed((unsigned int *)lock));
-	case SK__ELIDE_RW_READ:
-		return !(load_relaxed(&((struct sk_elided_rwlock *)lock)->word) &
-			 (RW_WRITER | RW_SIM));
-	default:
-		return load_relaxed(&((struct sk_elided_rwlock *)lock)->word) ==
-		       0;
-	}
-}

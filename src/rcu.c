@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RCU: the module's global state, its initialization, the statistics and
- * the fork handlers.  The algorithm, the files of the module and all its
- * barrier pairs: src/internal/rcu.h.  This file places no fence.
+ * RCU, lowest layer: the module's global state, its initialization, the
+ * statistics and the fork handlers.  The callbacks (rcu_cb.c,
+ * rcu_cb_pcpu.c), listed above, take part in the last two through the
+ * handlers they register (struct sk__rcu_part).  The algorithm, the files
+ * of the module and all its barrier pairs: src/internal/rcu.h.  This file
+ * places no fence.
  */
 #define _GNU_SOURCE
 #include "scalekit/rcu.h"
@@ -56,9 +59,26 @@ static void atfork_child(void);
 /* Relaxed accesses: a setting, read once per stalled grace period. */
 static unsigned long stall_ms = 21000;
 
+/*
+ * The registered parts (internal/rcu.h).  Written by the parts'
+ * constructors, at load time, before any thread can fork or ask for the
+ * statistics; relaxed accesses.
+ */
+static const struct sk__rcu_part *parts[SK__RCU_NPARTS];
+
+void sk__rcu_register_part(int which, const struct sk__rcu_part *p)
+{
+	sk_atomic_store_relaxed(&parts[which], p);
+}
+
+/* Part i, or NULL when it is not linked. */
+static const struct sk__rcu_part *part(int i)
+{
+	return sk_atomic_load_relaxed(&parts[i]);
+}
+
 __attribute__((constructor)) static void sk_rcu_init(void)
 {
-	pthread_once(&sk__rcu.key_once, sk__rcu_key_init);
 	sk_rcu_set_stall_ms(sk__env_ulong("SCALEKIT_RCU_STALL_MS", 21000, 1,
 					  STALL_MS_MAX));
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -227,19 +247,32 @@ static void sync_count_fork_child(void)
  * fork(): only the forking thread exists in the child.  The registry is
  * rebuilt with that thread alone (if registered); locks are made usable;
  * a grace period that was running in the parent simply never completes in
- * the child, and the next one there covers it.
+ * the child, and the next one there covers it.  Lock order of the prepare
+ * handler (the parent handler releases in the reverse order): the sync
+ * counts' lock; the registered parts' locks, from the highest part down
+ * (the per-CPU callback workers' run_locks, then the default worker's
+ * run_lock and the list of queues); the registry, last.
  */
 static void atfork_prepare(void)
 {
+	int i;
+
 	sync_count_fork_prepare();
-	sk__rcu_cb_atfork_prepare();
+	/* The parts' locks, from the highest part down (internal/rcu.h). */
+	for (i = SK__RCU_NPARTS - 1; i >= 0; i--)
+		if (part(i) && part(i)->fork_prepare)
+			part(i)->fork_prepare();
 	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
 }
 
 static void atfork_parent(void)
 {
+	int i;
+
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
-	sk__rcu_cb_atfork_parent();
+	for (i = 0; i < SK__RCU_NPARTS; i++)
+		if (part(i) && part(i)->fork_parent)
+			part(i)->fork_parent();
 	sync_count_fork_parent();
 }
 
@@ -287,7 +320,9 @@ static void atfork_child(void)
 	sk__rcu.exp_skip = 0;
 	sk__rcu.gp_skip = 0;
 	sk__rcu.gp_backoff = SK__RCU_HANDSHAKE_BACKOFF;
-	sk__rcu_cb_atfork_child();
+	for (i = 0; i < SK__RCU_NPARTS; i++)
+		if (part(i) && part(i)->fork_child)
+			part(i)->fork_child();
 	sync_count_fork_child();
 }
 
@@ -299,6 +334,8 @@ unsigned long sk__rcu_gp_count(void)
 
 int sk_rcu_get_stats(struct sk_rcu_stats *st)
 {
+	int i;
+
 	if (!st)
 		return -EINVAL;
 	st->grace_periods = sk_atomic_load_relaxed(&sk__rcu.ngps);
@@ -310,6 +347,12 @@ int sk_rcu_get_stats(struct sk_rcu_stats *st)
 	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
 	st->readers = sk_atomic_load_relaxed(&sk__rcu.nslots);
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
-	return sk__rcu_cb_stats(st);
+	/* The callbacks' counters: 0 unless their part is linked. */
+	st->cb_queued = st->cb_invoked = 0;
+	st->cb_batches = st->cb_peak_backlog = 0;
+	for (i = 0; i < SK__RCU_NPARTS; i++)
+		if (part(i) && part(i)->stats)
+			part(i)->stats(st);
+	return 0;
 }
 

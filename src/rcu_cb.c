@@ -111,6 +111,12 @@ static struct {
 
 int sk__cb_on_valgrind;
 
+/*
+ * The per-CPU workers' state (src/rcu_cb_pcpu.c), defined here, below
+ * them, because sk_call_rcu() reads its mode word (sk__rcu_cb_cpu_queue()).
+ */
+struct sk__rcu_cb_pcpu sk__rcu_cb_pcpu = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 static __thread struct sk__rcu_cb_queue *my_q
 	__attribute__((tls_model("initial-exec")));
 __thread int sk__rcu_cb_in_worker __attribute__((tls_model("initial-exec")));
@@ -151,16 +157,30 @@ static void key_create(void)
 		sk__die("pthread_key_create failed: cannot track thread exit");
 }
 
+static void cb_fork_prepare(void);
+static void cb_fork_parent(void);
+static void cb_fork_child(void);
+static void cb_stats(struct sk_rcu_stats *st);
+
+/* What src/rcu.c's fork handlers and sk_rcu_get_stats() call here. */
+static const struct sk__rcu_part cb_part = {
+	.fork_prepare = cb_fork_prepare,
+	.fork_parent = cb_fork_parent,
+	.fork_child = cb_fork_child,
+	.stats = cb_stats,
+};
+
 /*
  * The only run-time initialization (the queue list is static; and whether
- * valgrind runs us, see internal/cbq.h): at load time, before any thread
- * can queue a callback or fork.  queue_get() runs
- * the same once, in case another constructor queues a callback before this
- * one ran.  A fork while the once is in progress (it cannot happen after
+ * valgrind runs us, see internal/cbq.h), with the registration of cb_part:
+ * at load time, before any thread can queue a callback or fork.
+ * queue_get() runs the same once, in case another constructor queues a
+ * callback before this one ran.  A fork while the once is in progress (it cannot happen after
  * this constructor) would make the child create the key again: harmless.
  */
 __attribute__((constructor)) static void cb_init(void)
 {
+	sk__rcu_register_part(SK__RCU_PART_CB, &cb_part);
 	pthread_once(&cb.key_once, key_create);
 #ifdef SK__CB_VALGRIND
 	sk__cb_on_valgrind = RUNNING_ON_VALGRIND;
@@ -662,7 +682,7 @@ unsigned long sk_start_poll_synchronize_rcu(void)
 	return cookie;
 }
 
-int sk__rcu_cb_stats(struct sk_rcu_stats *st)
+static void cb_stats(struct sk_rcu_stats *st)
 {
 	struct sk__link *l;
 
@@ -678,7 +698,6 @@ int sk__rcu_cb_stats(struct sk_rcu_stats *st)
 	pthread_mutex_unlock(&cb.lock);
 	st->cb_batches = sk_atomic_load_relaxed(&cb.batches);
 	st->cb_peak_backlog = sk_atomic_load_relaxed(&cb.peak_backlog);
-	return 0;
 }
 
 /*
@@ -693,27 +712,26 @@ int sk__rcu_cb_stats(struct sk_rcu_stats *st)
  * hands every queue to the default worker, which the next sk_call_rcu(),
  * sk_rcu_barrier() or poll request starts.
  */
-void sk__rcu_cb_atfork_prepare(void)
+static void cb_fork_prepare(void)
 {
 	/*
 	 * Not barrier_lock: a barrier may hold it for a grace period, which
 	 * may wait for the forking thread.  The child re-creates it.
-	 * Lock order: run_lock (the worker holds it, then takes cb.lock),
-	 * then cb.lock.
+	 * Lock order: the per-CPU workers' run_locks (taken before this:
+	 * their part is higher, internal/rcu.h), run_lock (the worker holds
+	 * it, then takes cb.lock), then cb.lock.
 	 */
-	sk__rcu_cb_pcpu_fork_lock(1);
 	pthread_mutex_lock(&cb.w0.run_lock);
 	pthread_mutex_lock(&cb.lock);
 }
 
-void sk__rcu_cb_atfork_parent(void)
+static void cb_fork_parent(void)
 {
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_unlock(&cb.w0.run_lock);
-	sk__rcu_cb_pcpu_fork_lock(0);
 }
 
-void sk__rcu_cb_atfork_child(void)
+static void cb_fork_child(void)
 {
 	struct sk__link *l;
 
@@ -742,7 +760,6 @@ void sk__rcu_cb_atfork_child(void)
 	sk__rcu_cb_in_worker = 0;
 	sk__worker_fork_child(&cb.w0);
 	cb.retry_ns = 0;
-	sk__rcu_cb_pcpu_fork_child();
 }
 
 #ifdef SK_TESTING

@@ -25,9 +25,10 @@
 #include <unistd.h>
 
 #include "scalekit/rcu.h"
+#include "internal/rcu.h"
 #include "internal/rcu_cb.h"
 
-struct sk__rcu_cb_pcpu sk__rcu_cb_pcpu = { .lock = PTHREAD_MUTEX_INITIALIZER };
+/* sk__rcu_cb_pcpu is defined in rcu_cb.c, whose sk_call_rcu() reads pc->on. */
 static struct sk__rcu_cb_pcpu *const pc = &sk__rcu_cb_pcpu;
 
 /* Allocate pc->slot on first use.  pc->lock held.  Returns 0 or -ENOMEM. */
@@ -47,7 +48,7 @@ static int slots_alloc(void)
 		return -ENOMEM;
 	memset(pc->slot, 0, sizeof(*pc->slot) * (size_t)n);
 	/* CB-R3: the slots before ncpu; pairs with the acquire in
-	 * sk__rcu_cb_pcpu_fork_lock(). */
+	 * fork_lock(). */
 	sk_atomic_store_release(&pc->ncpu, (int)n);
 	return 0;
 }
@@ -177,7 +178,13 @@ int sk_rcu_cb_workers_running(void)
 	return n;
 }
 
-void sk__rcu_cb_pcpu_fork_lock(int lock)
+/*
+ * fork() prepare (lock = 1) and parent (lock = 0) handlers: take or
+ * release the run_lock of every per-CPU worker, so that none is in the
+ * middle of a batch at the fork.  Before rcu_cb.c's prepare handler and
+ * after its parent handler (src/rcu.c calls the parts in that order).
+ */
+static void fork_lock(int lock)
 {
 	/*
 	 * Not pc->lock: a destroy holds it while it joins workers, which
@@ -196,13 +203,25 @@ void sk__rcu_cb_pcpu_fork_lock(int lock)
 	}
 }
 
-void sk__rcu_cb_pcpu_fork_child(void)
+static void fork_prepare(void)
+{
+	fork_lock(1);
+}
+
+static void fork_parent(void)
+{
+	fork_lock(0);
+}
+
+/* fork() child: no per-CPU worker runs; their queues stay listed. */
+static void fork_child(void)
 {
 	/*
 	 * No per-CPU worker runs in the child: rcu_cb.c's child handler
-	 * handed their queues to the default worker (they stay listed, so
-	 * a later create there attaches them again).  pc->lock may have been
-	 * held by a create or destroy in another thread.
+	 * (called before this one, by src/rcu.c) handed their queues
+	 * to the default worker (they stay listed, so a later create there
+	 * attaches them again).  pc->lock may have been held by a create or
+	 * destroy in another thread.
 	 */
 	pthread_mutex_init(&pc->lock, NULL);
 	pc->on = 0;
@@ -214,4 +233,16 @@ void sk__rcu_cb_pcpu_fork_child(void)
 		sk__worker_fork_child(&s->w);
 		s->running = 0;
 	}
+}
+
+/* What src/rcu.c's fork handlers call here (the statistics: rcu_cb.c's). */
+static const struct sk__rcu_part pcpu_part = {
+	.fork_prepare = fork_prepare,
+	.fork_parent = fork_parent,
+	.fork_child = fork_child,
+};
+
+__attribute__((constructor)) static void pcpu_init(void)
+{
+	sk__rcu_register_part(SK__RCU_PART_CB_PCPU, &pcpu_part);
 }

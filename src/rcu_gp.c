@@ -14,7 +14,7 @@
  *           RCU-L1 [rcu.h, rcu_reader.c].
  *   RCU-M   leader: full barrier between RCU-R1 and its loads of the
  *           registry counts; pairs with count_add() [rcu_reader.c].
- *   RCU-G1  leader: the handshake [rcu_exp.c], else the heavy fence (full
+ *   RCU-G1  leader: the handshake [rcu_handshake.c], else the heavy fence (full
  *           for QSBR-only grace periods), before reading reader words;
  *           pairs with RCU-L2 [rcu.h] and RCU-Q2 [rcu_reader.c].
  *   RCU-G2  leader: heavy fence after the scan (local full fence on x86
@@ -65,22 +65,6 @@ static void (*rcu_test_hook)(int where); /* see sk__rcu_test_set_hook() */
 #else
 #define test_hook(where) do { } while (0)
 #endif
-
-/* Wake a leader sleeping on readers (futex == -1). */
-void sk__rcu_wake_leader(void)
-{
-	int expected = -1;
-
-	/*
-	 * A plain load first: a compare-exchange would take the line of the
-	 * counter, which every reader loads, even when nobody sleeps.  The
-	 * callers' fences (RCU-E1, RCU-U2, RCU-Q2) order what comes before
-	 * this load.  Only the first waker pays for the system call.
-	 */
-	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex) == -1 &&
-	    sk_atomic_cmpxchg_seq_cst(&sk_rcu__gp.futex, &expected, 0))
-		sk__futex_wake(&sk_rcu__gp.futex, 1);
-}
 
 /*
  * Readers that the first scan of a two-scan grace period found inside a

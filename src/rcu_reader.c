@@ -20,13 +20,13 @@
  *   RCU-P1  full fence before a parking thread's word becomes
  *           SK__RCU_PARKED: its earlier sections first; pairs with RCU-G2
  *           [rcu_gp.c] where the leader took the word for an answer
- *           [rcu_exp.c].
+ *           [rcu_handshake.c].
  *   RCU-P2  full fence after the word leaves SK__RCU_PARKED: before the
  *           next section's RCU-L1; pairs with the leader's barrier between
  *           RCU-R1 and its load of the word (store buffering).
  *   RCU-H1  full barrier between reading a handshake request (acquire,
- *           pairs with RCU-H0 [rcu_exp.c]) and answering it (release,
- *           pairs with RCU-H2 [rcu_exp.c]).
+ *           pairs with RCU-H0 [rcu_handshake.c]) and answering it
+ *           (release, pairs with RCU-H2 [rcu_handshake.c]).
  */
 #define _GNU_SOURCE
 #include "scalekit/rcu.h"
@@ -50,6 +50,13 @@ void sk__rcu_key_init(void)
 {
 	if (pthread_key_create(&sk__rcu.exit_key, reader_exit) != 0)
 		sk__die("pthread_key_create failed: cannot track thread exit");
+}
+
+/* The key at load time (registration creates it too, if another
+ * constructor registers a thread first). */
+__attribute__((constructor)) static void sk_rcu_reader_init(void)
+{
+	pthread_once(&sk__rcu.key_once, sk__rcu_key_init);
 }
 
 /*
@@ -107,7 +114,7 @@ void sk__rcu_park_slow(void)
 	 * RCU-P1: the thread's earlier sections (their loads) before the
 	 * word; pairs with the leader's fence after it reads the word
 	 * (RCU-G2), for a leader that takes SK__RCU_PARKED for an answer
-	 * (slot_answered() [rcu_exp.c]).
+	 * (slot_answered() [rcu_handshake.c]).
 	 */
 	sk_smp_mb();
 	SK_TSAN_RELEASE(&sk_rcu__ctr);
@@ -461,6 +468,22 @@ answered:
 	 * order, and a value that names another request is never skipped.
 	 */
 	sk_atomic_store_relaxed(&sk_rcu__hs_seen, sk__rcu_hs_word(e));
+}
+
+/* Wake a leader sleeping on readers (futex == -1). */
+void sk__rcu_wake_leader(void)
+{
+	int expected = -1;
+
+	/*
+	 * A plain load first: a compare-exchange would take the line of the
+	 * counter, which every reader loads, even when nobody sleeps.  The
+	 * callers' fences (RCU-E1, RCU-U2, RCU-Q2) order what comes before
+	 * this load.  Only the first waker pays for the system call.
+	 */
+	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex) == -1 &&
+	    sk_atomic_cmpxchg_seq_cst(&sk_rcu__gp.futex, &expected, 0))
+		sk__futex_wake(&sk_rcu__gp.futex, 1);
 }
 
 void sk_rcu__wake_gp(void)

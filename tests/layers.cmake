@@ -16,6 +16,9 @@
 #   cmake -DNM=nm -DSPEC=src/layers.txt -DOBJS=a.c.o:b.c.o \
 #         [-DSWAP=rhash_resize:rhash_update] -P tests/layers.cmake
 #
+# layers_tools runs the same check over the litmus tool's object files
+# with tools/layers.txt.
+#
 # The twin, layers_catches_a_call_up, swaps two files of which the upper
 # calls the lower (rhash_update calls sk__rhash_maybe_resize() in
 # rhash_resize): with the order inverted that call goes up, and the check
@@ -30,6 +33,17 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
     TWIN layers_catches_a_call_up
     TWIN_DEFS "-DSWAP=rhash_resize:rhash_update"
     TWIN_PASS "calls up: rhash_update -> rhash_resize")
+  # The same check over the litmus tool's files (tools/layers.txt): the
+  # objects of scalekit_tool whose names the list is about.
+  if(CMAKE_NM AND TARGET scalekit_tool)
+    set(objs "$<TARGET_OBJECTS:scalekit_tool>")
+    add_test(NAME layers_tools
+      COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM}
+        -DSPEC=${PROJECT_SOURCE_DIR}/tools/layers.txt
+        "-DOBJS=$<JOIN:$<FILTER:${objs},INCLUDE,/(litmus[a-z_]*|tool_util)\\.c\\.o(bj)?$>,:>"
+        -P ${CMAKE_CURRENT_LIST_FILE})
+    set_tests_properties(layers_tools PROPERTIES TIMEOUT 120 LABELS "unit")
+  endif()
   return()
 endif()
 
@@ -76,7 +90,7 @@ foreach(obj IN LISTS OBJS)
   string(REGEX REPLACE "\\.c\\.o(bj)?$" "" stem "${stem}")
   list(FIND order ${stem} idx)
   if(idx LESS 0)
-    message(SEND_ERROR "src/${stem}.c is not placed in ${SPEC}")
+    message(SEND_ERROR "${stem}.c is not placed in ${SPEC}")
     math(EXPR errors "${errors} + 1")
     continue()
   endif()

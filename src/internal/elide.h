@@ -170,9 +170,6 @@ int sk__elide_exit(int kind, void *lock, unsigned int *policy,
 		   struct sk_elide_stats *stats);
 /* Before a real trylock: abort the transaction if the thread is in one. */
 void sk__elide_trylock_check(void);
-/* 1 when the lock word lets an elided section of this kind run. */
-int sk__elide_lock_free(int kind, void *lock);
-
 /* Real (non-elided) fallback locks, shared by the three lock kinds. */
 void sk__mutex_lock_real(int *word);
 int sk__mutex_trylock_real(int *word);
@@ -211,6 +208,43 @@ int sk__sim_busted_nesting(void);
 #define SK__ELIDED_MUTEX_SIM 4u
 #define SK__ELIDED_SPIN_SIM SK__ELIDED_SPIN_SLOW
 #include "testing.h" /* the simulated backend's hooks and its backend value */
+
+/* The rwlock word: bit 0 WRITER, bit 1 SIM, readers counted from bit 2. */
+#define SK__RW_WRITER 1u
+#define SK__RW_SIM    2u
+#define SK__RW_ONE    4u
+
+/* A spinlock word that no ticket holds (and no simulated transaction). */
+#define SK__SPIN_FREE(w)                                         \
+	(((w) & SK__ELIDED_SPIN_OWNER_MASK) ==                   \
+		 (((w) >> 16) & SK__ELIDED_SPIN_OWNER_MASK) &&    \
+	 !((w) & SK__ELIDED_SPIN_SIM))
+
+/*
+ * 1 when the lock word lets an elided section of this kind run.  Called
+ * inside the transaction: its load puts the word in the read set, so a
+ * later real acquisition aborts the section.  Here, next to the layouts it
+ * reads, for src/elide.c (the state machine) and src/elide_sim.c, which
+ * are listed below and above the locks (src/layers.txt).
+ */
+static inline int sk__elide_lock_free(int kind, void *lock)
+{
+	switch (kind) {
+	case SK__ELIDE_MUTEX:
+		return __atomic_load_n((int *)lock, __ATOMIC_RELAXED) == 0;
+	case SK__ELIDE_SPIN:
+		return SK__SPIN_FREE(__atomic_load_n((unsigned int *)lock,
+						     __ATOMIC_RELAXED));
+	case SK__ELIDE_RW_READ:
+		return !(__atomic_load_n(
+				 &((struct sk_elided_rwlock *)lock)->word,
+				 __ATOMIC_RELAXED) &
+			 (SK__RW_WRITER | SK__RW_SIM));
+	default:
+		return __atomic_load_n(&((struct sk_elided_rwlock *)lock)->word,
+				       __ATOMIC_RELAXED) == 0;
+	}
+}
 
 /* Relaxed increment of one counter of an attached struct sk_elide_stats. */
 #define SK__STAT_INC(stats, field)                                       \

@@ -3,12 +3,16 @@
  * RCU module internals: the interface of the grace-period machinery to the
  * callback machinery (src/rcu_cb.c), and the module's overview.
  *
- * Files.  src/rcu.c: the module's state, initialization, statistics and
- * fork handling; src/rcu_reader.c: the registry of reader threads and the
- * reader slow paths; src/rcu_gp.c: scanning, waiting for readers, the
- * leader and the batching of concurrent callers; src/rcu_exp.c: the reader
- * handshake, the stall report and the polled API; src/internal/rcu_state.h:
- * what these files share.  The inline read side is in scalekit/rcu.h.
+ * Files, lowest layer first (src/layers.txt).  src/rcu.c: the module's
+ * state, the stall setting and the counts of synchronize calls;
+ * src/rcu_reader.c: the registry of reader threads and the reader slow
+ * paths; src/rcu_handshake.c: the reader handshake and the stall report;
+ * src/rcu_gp.c: scanning, waiting for readers, the leader and the
+ * batching of concurrent callers; src/rcu_exp.c: the polled API;
+ * src/rcu_cb.c and src/rcu_cb_pcpu.c: callbacks (internal/rcu_cb.h);
+ * src/rcu_fork.c: the constructor, the fork handlers and the statistics;
+ * src/internal/rcu_state.h: what these files share.  The inline read side
+ * is in scalekit/rcu.h.
  *
  * Algorithm.  A global phase counter, in the upper bits of sk_rcu__gp.ctr,
  * numbers the scans of the registry.  A reader entering its outermost
@@ -86,11 +90,11 @@
  *           before reading futex [rcu_gp.c]; pairs with RCU-G3: the leader
  *           sees the count and polls, or the caller sees -1 and wakes it.
  *   RCU-H0  leader, release store of the handshake number after RCU-R1
- *           [rcu_exp.c]; pairs with the reader's acquire of it.
+ *           [rcu_handshake.c]; pairs with the reader's acquire of it.
  *   RCU-H1  reader, full barrier between reading that number and answering
  *           it (release) [rcu_reader.c]; the reader's half of what
  *           membarrier(2)'s interrupt would do.
- *   RCU-H2  leader, acquire of every answer [rcu_exp.c]; pairs with the
+ *   RCU-H2  leader, acquire of every answer [rcu_handshake.c]; pairs with the
  *           answer's release.  All answers stand for RCU-G1.
  *   RCU-M   count_add()'s full fences around a change of the general-thread
  *           count [rcu_reader.c], and the leader's full barrier between
@@ -101,7 +105,7 @@
  *   RCU-P1  parking thread, full fence before its word becomes
  *           SK__RCU_PARKED [rcu_reader.c]: its earlier sections first;
  *           pairs with RCU-G2 of a leader that takes the parked word for
- *           an answer [rcu_exp.c].
+ *           an answer [rcu_handshake.c].
  *   RCU-P2  unparking thread, full fence after its word leaves
  *           SK__RCU_PARKED [rcu_reader.c]: the word before the next
  *           section's RCU-L1; pairs with the leader's full barrier
@@ -194,13 +198,27 @@ unsigned long sk__rcu_gp_count(void);
  */
 #include "testing.h"
 
-/* Fill the callback counters of *st (src/rcu_cb.c). */
+/*
+ * The parts of the module above the grace periods, which src/rcu.c (the
+ * lowest file) cannot call: the callbacks (src/rcu_cb.c) and the per-CPU
+ * callback workers (src/rcu_cb_pcpu.c).  Each registers, from its
+ * constructor, what rcu.c's fork handlers and sk_rcu_get_stats() must
+ * call in it; a part that a program does not link (a static link takes
+ * only the objects it uses) registers nothing and needs nothing.  The
+ * fork handlers call the parts' prepare handlers from the highest part
+ * down (the per-CPU workers' run_locks, then the default worker's and
+ * the queues' locks), their parent and child handlers from the lowest
+ * part up.  Each pointer may be NULL.
+ */
 struct sk_rcu_stats;
-int sk__rcu_cb_stats(struct sk_rcu_stats *st);
-
-/* Fork handling of the callback machinery (src/rcu_cb.c). */
-void sk__rcu_cb_atfork_prepare(void);
-void sk__rcu_cb_atfork_parent(void);
-void sk__rcu_cb_atfork_child(void);
+struct sk__rcu_part {
+	void (*fork_prepare)(void);
+	void (*fork_parent)(void);
+	void (*fork_child)(void);
+	void (*stats)(struct sk_rcu_stats *st); /* fills its counters */
+};
+enum { SK__RCU_PART_CB, SK__RCU_PART_CB_PCPU, SK__RCU_NPARTS };
+/* Register part p as part `which` (a constructor, at load time). */
+void sk__rcu_register_part(int which, const struct sk__rcu_part *p);
 
 #endif

@@ -3,7 +3,11 @@
  * RCU callbacks, shared by src/rcu_cb.c (queues, the worker loop,
  * sk_call_rcu(), sk_rcu_barrier(), polled starts, fork),
  * src/rcu_cb_pcpu.c (the per-CPU workers) and src/rcu_cb_own.c (the
- * program's own workers).  Never installed.
+ * program's own workers).  rcu_cb.c and rcu_cb_pcpu.c register their fork
+ * handlers (and rcu_cb.c its statistics) with src/rcu.c, a lower file,
+ * whose handlers call them (struct sk__rcu_part, internal/rcu.h);
+ * rcu_cb_own.c registers its own with pthread_atfork() at its first
+ * create.  Never installed.
  *
  * Barrier pairs of RCU callbacks, the legend of the CB-* labels of
  * src/rcu_cb.c and src/rcu_cb_pcpu.c (those of the queue itself, CB-C1
@@ -24,7 +28,7 @@
  *   CB-R2 (create, release) - the slots and ncpu before pc->on [the
  *                           acquire in sk__rcu_cb_cpu_queue(), below].
  *   CB-R3 (alloc, release) - the zeroed slots before ncpu [the acquire
- *                           in sk__rcu_cb_pcpu_fork_lock(), which runs
+ *                           in rcu_cb_pcpu.c's fork_lock(), which runs
  *                           without pc->lock].
  *   CB-D1 (destroy, mb)   - (sk_rcu_cb_workers_destroy() in rcu_cb_pcpu.c,
  *                           sk_rcu_cb_worker_destroy() in rcu_cb_own.c)
@@ -111,7 +115,8 @@ struct sk__rcu_cb_cpu {
 };
 
 /*
- * The per-CPU workers' state (rcu_cb_pcpu.c).  Guarded by lock, except on
+ * The per-CPU workers' state (rcu_cb_pcpu.c; defined in rcu_cb.c, which
+ * reads on in sk__rcu_cb_cpu_queue()).  Guarded by lock, except on
  * (acquire/release CB-R2: slot and ncpu are set before it) and what
  * struct sk__rcu_cb_queue says of its fields.
  */
@@ -175,17 +180,5 @@ void sk__rcu_cb_add_cpu_queue(struct sk__rcu_cb_queue *q);
  */
 int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *));
-
-/* ---- rcu_cb_pcpu.c, for rcu_cb.c ---- */
-
-/*
- * fork() prepare (lock = 1) and parent (lock = 0) handlers: take or
- * release the run_lock of every per-CPU worker, so that none is in the
- * middle of a batch at the fork.
- */
-void sk__rcu_cb_pcpu_fork_lock(int lock);
-
-/* fork() child: no per-CPU worker runs; their queues stay listed. */
-void sk__rcu_cb_pcpu_fork_child(void);
 
 #endif /* SCALEKIT_INTERNAL_RCU_CB_H */

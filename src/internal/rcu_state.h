@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * State and helpers shared by the files of the RCU module (src/rcu.c,
- * src/rcu_reader.c, src/rcu_gp.c, src/rcu_exp.c; see src/internal/rcu.h
- * for the algorithm and all barrier pairs).  Not for src/rcu_cb.c, which
- * uses internal/rcu.h only.  Places no fence.
+ * src/rcu_reader.c, src/rcu_handshake.c, src/rcu_gp.c, src/rcu_exp.c;
+ * see src/internal/rcu.h for the algorithm and all barrier pairs).  Not
+ * for src/rcu_cb.c, which uses internal/rcu.h only.  Places no fence.
  */
 #ifndef SCALEKIT_INTERNAL_RCU_STATE_H
 #define SCALEKIT_INTERNAL_RCU_STATE_H
@@ -252,21 +252,22 @@ void sk__rcu_count_sync(void);
 /* Create the thread-exit key (pthread_once; src/rcu_reader.c). */
 void sk__rcu_key_init(void);
 
-/* Wake a leader sleeping on readers (src/rcu_gp.c). */
+/* Wake a leader sleeping on readers (src/rcu_reader.c). */
 void sk__rcu_wake_leader(void);
 
 /*
- * RCU-G1 by handshake (src/rcu_exp.c): SK_RCU_HS_NONE when the caller must
- * issue the heavy fence, SK_RCU_HS_ASKED when every reader answered a
- * request (the scan follows as usual), SK_RCU_HS_QUIET when the quiet
- * round saw every reader inside a section of counter word c: that stands
- * for RCU-G1 and for the scan, which it makes needless.  Caller holds
- * gp_lock, after RCU-R1.
+ * RCU-G1 by handshake (src/rcu_handshake.c): SK_RCU_HS_NONE when the
+ * caller must issue the heavy fence, SK_RCU_HS_ASKED when every reader
+ * answered a request (the scan follows as usual), SK_RCU_HS_QUIET when the
+ * quiet round saw every reader inside a section of counter word c: that
+ * stands for RCU-G1 and for the scan, which it makes needless.  Caller
+ * holds gp_lock, after RCU-R1.
  */
 enum { SK_RCU_HS_NONE, SK_RCU_HS_ASKED, SK_RCU_HS_QUIET };
 int sk__rcu_gp_handshake(int expedited, unsigned long c);
 
-/* Stall watchdog: name every reader that still holds the scan of c. */
+/* Stall watchdog: name every reader that still holds the scan of c
+ * (src/rcu_handshake.c). */
 void sk__rcu_report_stall(struct rcu_slot **pend, unsigned long n,
 			  unsigned long c, uint64_t waited_ns);
 

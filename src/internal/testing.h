@@ -25,7 +25,7 @@
 
 struct sk_srcu;
 
-/* ---- RCU grace periods (src/rcu.c, rcu_gp.c, rcu_exp.c, rcu_reader.c) -- */
+/* ---- RCU grace periods (src/rcu.c, rcu_reader.c, rcu_handshake.c, ...) -- */
 
 /*
  * Broken twins of the grace-period paths, for the torture tool's
