@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_rcu_quiet.c - normal grace periods that see every reader pass
- * without asking it anything (the quiet round, src/rcu_exp.c).
+ * without asking it anything (the quiet round, src/rcu_handshake.c).
  *
  * What is proven:
  *   - with one busy general reader besides the caller, normal grace
