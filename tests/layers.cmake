@@ -32,7 +32,7 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
       "-DOBJS=$<JOIN:$<TARGET_OBJECTS:scalekit_obj>,:>"
     TWIN layers_catches_a_call_up
     TWIN_DEFS "-DSWAP=rhash_resize:rhash_update"
-    TWIN_PASS "calls up: rhash_update -> rhash_resize")
+    TWIN_PASS "calls[ \n]+up:[ \n]+rhash_update[ \n]+->[ \n]+rhash_resize")
   # The same check over the litmus tool's files (tools/layers.txt): the
   # objects of scalekit_tool whose names the list is about.
   if(CMAKE_NM AND TARGET scalekit_tool)

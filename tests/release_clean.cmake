@@ -40,7 +40,7 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
     TWIN release_clean_catches_testing
     TWIN_DEFS -DLIBS=$<TARGET_FILE:scalekit_testing>
       -DHEADER_DIR=${twin_headers}
-    TWIN_PASS "release_clean: FAILED.*test machinery in .*libscalekit_testing.a:.*sk__rcu_busted.*sk__rcu_set_busted.*test machinery in the headers: testing.h")
+    TWIN_PASS "release_clean:[ \n]+FAILED.*test[ \n]+machinery[ \n]+in[ \n]+.*libscalekit_testing.a:.*sk__rcu_busted.*sk__rcu_set_busted.*test[ \n]+machinery[ \n]+in[ \n]+the[ \n]+headers:[ \n]+testing.h")
   return()
 endif()
 

@@ -27,7 +27,7 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
 int sk_zz_bump(void) { return ++sk_zz_counter; }
 "
     TWIN_DEFS -DLIB=$<TARGET_FILE:sk_tls_model_twin>
-    TWIN_PASS "tls_model: .* dynamic-model TLS relocation")
+    TWIN_PASS "tls_model:[ \n]+.*[ \n]+dynamic-model[ \n]+TLS[ \n]+relocation")
   return()
 endif()
 
