@@ -230,6 +230,56 @@ static inline int sk_rcu_read_lock_held(void)
 	__atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
 
 /*
+ * sk_rcu_xchg_pointer(pp, v) - publish v in the RCU-protected pointer *pp
+ * and return the pointer it replaces, in one atomic step.  pp is the
+ * pointer's address (unlike sk_rcu_assign_pointer(), which takes the
+ * pointer itself), as for C11 atomic_exchange().  Updaters that swap a
+ * pointer this way need no lock among themselves: each gets a different
+ * old value, which it may free after a grace period.
+ * Context: any thread (an updater; inside a read section too, but the old
+ * object must then be freed after the section, through sk_call_rcu()).
+ * Never blocks.
+ * Ordering: full barrier before and after the exchange: the
+ * initialization of *v is ordered before the store of v (pairs with
+ * sk_rcu_dereference(), like sk_rcu_assign_pointer()), and the exchange
+ * is ordered before the caller's later accesses (its grace-period wait).
+ */
+#define sk_rcu_xchg_pointer(pp, v) __extension__ ({			\
+	__typeof__(*(pp)) sk_x_new_ = (v);				\
+	__typeof__(*(pp)) sk_x_old_;					\
+	/* Orders *v's initialization before the store [the reader's	\
+	 * sk_rcu_dereference()]; full, as liburcu's exchange is. */	\
+	sk_smp_mb__before_atomic();					\
+	sk_x_old_ = __atomic_exchange_n((pp), sk_x_new_, __ATOMIC_SEQ_CST); \
+	/* Orders the exchange before what follows (the caller's wait	\
+	 * for readers of the old object). */				\
+	sk_smp_mb__after_atomic();					\
+	sk_x_old_;							\
+})
+
+/*
+ * sk_rcu_cmpxchg_pointer(pp, old, v) - publish v in the RCU-protected
+ * pointer *pp if it still holds old; return the value it held (old when
+ * the exchange took place).  pp is the pointer's address.
+ * Context: any thread (an updater).  Never blocks (one compare-and-swap).
+ * Ordering: full barrier before and after, whether or not the exchange
+ * took place: on success the initialization of *v is ordered before the
+ * store of v (pairs with sk_rcu_dereference()).
+ */
+#define sk_rcu_cmpxchg_pointer(pp, old, v) __extension__ ({		\
+	__typeof__(*(pp)) sk_c_exp_ = (old);				\
+	__typeof__(*(pp)) sk_c_new_ = (v);				\
+	/* Orders *v's initialization before the store [the reader's	\
+	 * sk_rcu_dereference()]. */					\
+	sk_smp_mb__before_atomic();					\
+	(void)__atomic_compare_exchange_n((pp), &sk_c_exp_, sk_c_new_, 0, \
+					  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+	/* Orders the compare-and-swap before what follows. */		\
+	sk_smp_mb__after_atomic();					\
+	sk_c_exp_;							\
+})
+
+/*
  * sk_rcu_register_thread() - add the calling thread to the RCU registry.
  * Optional: sk_rcu_read_lock() registers on first use.  Calling it again on
  * a registered thread does nothing.
@@ -539,6 +589,25 @@ SK_API int sk_rcu_cb_workers_destroy(void);
  * Ordering: none.
  */
 SK_API int sk_rcu_cb_workers_running(void);
+
+/*
+ * sk_defer_rcu() - call fn(p) after a grace period, for an object that
+ * has no struct sk_rcu_head (liburcu's defer_rcu()).  Each call is one
+ * RCU callback (see sk_call_rcu() for where and in which order callbacks
+ * run) whose head comes from a slab of 63 that the calling thread owns,
+ * allocated once per 63 calls and freed after the last of its callbacks
+ * ran; sk_rcu_barrier() waits for deferred calls too.  fn runs on a
+ * callback worker, under the same rules as a callback.
+ * Context: any thread outside a read-side critical section (inside one:
+ * message and abort, in every build); an online QSBR thread may call it.
+ * Blocks only when memory runs out: then it waits for a grace period as
+ * sk_synchronize_rcu() does (an online QSBR thread goes offline for the
+ * wait) and calls fn(p) itself before returning.
+ * Ordering: the caller's accesses before the call happen before fn runs;
+ * fn runs after every read section that began before the call has ended.
+ * Returns: 0; -EINVAL when fn is NULL (nothing is called).
+ */
+SK_API int sk_defer_rcu(void (*fn)(void *p), void *p);
 
 /* Queue free((char *)head - offset) after a grace period (SK_FREE_RCU). */
 SK_API int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset);

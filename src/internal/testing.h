@@ -100,6 +100,11 @@ void sk__rcu_test_set_hook(void (*fn)(int where));
 enum { SK__CB_BUSTED_BARRIER = 1, SK__CB_BUSTED_NO_GP = 2 };
 void sk__rcu_cb_set_busted(int what);
 
+/* ---- RCU deferred calls (src/rcu_defer.c) ------------------------------- */
+
+/* The next n slab allocations of sk_defer_rcu() fail (as if malloc did). */
+void sk__rcu_defer_test_fail_allocs(int n);
+
 /* ---- SRCU (src/srcu_gp.c, src/srcu_read.c) -------------------------------- */
 
 /*
