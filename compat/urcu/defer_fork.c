@@ -21,38 +21,6 @@
 
 /* ---- defer_rcu ------------------------------------------------------------- */
 
-/* TEMPORARY until branch urculib is merged (it adds sk_defer_rcu()). */
-#if 1
-struct shim_defer {
-	struct sk_rcu_head h;
-	void (*fn)(void *);
-	void *p;
-};
-static void shim_run(struct sk_rcu_head *h)
-{
-	struct shim_defer *d = (struct shim_defer *)h;
-
-	d->fn(d->p);
-	free(d);
-}
-static int sk_defer_rcu(void (*fn)(void *), void *p)
-{
-	struct shim_defer *d;
-
-	if (!fn)
-		return -EINVAL;
-	d = malloc(sizeof(*d));
-	if (!d) {
-		sk_synchronize_rcu();
-		fn(p);
-		return 0;
-	}
-	d->fn = fn;
-	d->p = p;
-	return sk_call_rcu(&d->h, shim_run);
-}
-#endif
-
 static void defer(void (*fct)(void *p), void *p)
 {
 	int err = sk_defer_rcu(fct, p);

@@ -31,19 +31,6 @@
 #endif
 #endif
 
-/* TEMPORARY until branch urculib is merged (it adds these two). */
-#ifndef sk_rcu_xchg_pointer
-#define sk_rcu_xchg_pointer(pp, v) __atomic_exchange_n((pp), (v), __ATOMIC_SEQ_CST)
-#define sk_rcu_cmpxchg_pointer(pp, o, n)                                     \
-	__extension__({                                                      \
-		__typeof__(*(pp)) sk__o = (o);                               \
-		__atomic_compare_exchange_n((pp), &sk__o, (n), 0,            \
-					    __ATOMIC_SEQ_CST,                \
-					    __ATOMIC_SEQ_CST);               \
-		sk__o;                                                       \
-	})
-#endif
-
 #define rcu_dereference(p)	     sk_rcu_dereference(p)
 #define _rcu_dereference(p)	     sk_rcu_dereference(p)
 #define rcu_assign_pointer(p, v)     sk_rcu_assign_pointer(p, v)
