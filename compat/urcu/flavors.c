@@ -124,40 +124,33 @@ SK__URCU_ALIAS3(poll_state_synchronize_rcu, poll_state);
 /* ---- the flavor tables (liburcu-cds calls through them) ----------------- */
 
 /*
- * The members every flavor fills alike.  liburcu-cds 0.13 never passes
+ * Flavor f's table; qs, off, on and unreg are its quiescent state,
+ * offline, online and unregistration.  liburcu-cds 0.13 never passes
  * update_call_rcu an rcu_head of its own (its resize runs on its own
  * work queue), so the different rcu_head layout of this layer (see
  * urcu/call-rcu.h) never meets code compiled against liburcu's.
  */
-#define SK__URCU_FLAVOR_COMMON(f)                                           \
-	.read_lock = f##_read_lock, .read_unlock = f##_read_unlock,         \
-	.read_ongoing = f##_read_ongoing, .update_call_rcu = f##_call_rcu,  \
-	.update_synchronize_rcu = f##_synchronize_rcu,                      \
-	.update_defer_rcu = f##_defer_rcu,                                  \
-	.register_thread = f##_register_thread, .barrier = f##_barrier,     \
-	.register_rculfhash_atfork = f##_register_rculfhash_atfork,         \
-	.unregister_rculfhash_atfork = f##_unregister_rculfhash_atfork
+#define SK__URCU_FLAVOR(f, qs, off, on, unreg)                              \
+	const struct rcu_flavor_struct f##_flavor = {                       \
+		.read_lock = f##_read_lock,                                 \
+		.read_unlock = f##_read_unlock,                             \
+		.read_ongoing = f##_read_ongoing,                           \
+		.read_quiescent_state = qs,                                 \
+		.update_call_rcu = f##_call_rcu,                            \
+		.update_synchronize_rcu = f##_synchronize_rcu,              \
+		.update_defer_rcu = f##_defer_rcu,                          \
+		.thread_offline = off,                                      \
+		.thread_online = on,                                        \
+		.register_thread = f##_register_thread,                     \
+		.unregister_thread = unreg,                                 \
+		.barrier = f##_barrier,                                     \
+		.register_rculfhash_atfork = f##_register_rculfhash_atfork, \
+		.unregister_rculfhash_atfork =                              \
+			f##_unregister_rculfhash_atfork,                    \
+	}
 
-const struct rcu_flavor_struct urcu_memb_flavor = {
-	SK__URCU_FLAVOR_COMMON(urcu_memb),
-	.read_quiescent_state = nothing,
-	.thread_offline = nothing,
-	.thread_online = nothing,
-	.unregister_thread = urcu_memb_unregister_thread,
-};
-
-const struct rcu_flavor_struct urcu_qsbr_flavor = {
-	SK__URCU_FLAVOR_COMMON(urcu_qsbr),
-	.read_quiescent_state = urcu_qsbr_quiescent_state,
-	.thread_offline = urcu_qsbr_thread_offline,
-	.thread_online = urcu_qsbr_thread_online,
-	.unregister_thread = urcu_qsbr_unregister_thread,
-};
-
-const struct rcu_flavor_struct urcu_bp_flavor = {
-	SK__URCU_FLAVOR_COMMON(urcu_bp),
-	.read_quiescent_state = nothing,
-	.thread_offline = nothing,
-	.thread_online = nothing,
-	.unregister_thread = nothing,
-};
+SK__URCU_FLAVOR(urcu_memb, nothing, nothing, nothing,
+		urcu_memb_unregister_thread);
+SK__URCU_FLAVOR(urcu_qsbr, urcu_qsbr_quiescent_state, urcu_qsbr_thread_offline,
+		urcu_qsbr_thread_online, urcu_qsbr_unregister_thread);
+SK__URCU_FLAVOR(urcu_bp, nothing, nothing, nothing, nothing);
