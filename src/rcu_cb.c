@@ -517,10 +517,11 @@ static struct sk__rcu_cb_queue *queue_pick(void)
 	return q ? q : queue_get();
 }
 
-static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
+/* See internal/rcu_cb.h. */
+int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
+		       void (*fn)(struct sk_rcu_head *))
 {
 	unsigned long backlog;
-	struct sk__rcu_cb_queue *q;
 	struct sk__worker *w;
 	int err;
 
@@ -532,7 +533,8 @@ static int enqueue(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 	 * sk__rcu_cb_start_worker()): the callback is never lost.
 	 */
 	sk__rcu_cb_start_worker();
-	q = queue_pick();
+	if (!q)
+		q = queue_pick();
 	sk__wfq_push(&q->wfq, head);
 	if (SK_UNLIKELY(q->shared))
 		sk_atomic_fetch_add_seq_cst(&q->queued, 1UL);
@@ -557,7 +559,7 @@ int sk_call_rcu(struct sk_rcu_head *head, void (*fn)(struct sk_rcu_head *))
 {
 	if (fn && sk__cb_is_free_fn(fn))
 		return -EINVAL;
-	return enqueue(head, fn);
+	return sk__rcu_cb_enqueue(NULL, head, fn);
 }
 
 int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
@@ -565,7 +567,7 @@ int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset)
 	if (offset >= SK__CB_FREE_OFFSET_MAX)
 		return -EINVAL;
 	/* The offset travels in func_; run_batch() tells it apart. */
-	return enqueue(head, sk__cb_free_fn(offset));
+	return sk__rcu_cb_enqueue(NULL, head, sk__cb_free_fn(offset));
 }
 
 static void barrier_cb(struct sk_rcu_head *h)

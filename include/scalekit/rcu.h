@@ -20,6 +20,7 @@
 #ifndef SCALEKIT_RCU_H
 #define SCALEKIT_RCU_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "scalekit/barrier.h"
@@ -608,6 +609,62 @@ SK_API int sk_rcu_cb_workers_running(void);
  * Returns: 0; -EINVAL when fn is NULL (nothing is called).
  */
 SK_API int sk_defer_rcu(void (*fn)(void *p), void *p);
+
+/*
+ * Callback workers of the program's own (liburcu's create_call_rcu_data()).
+ * sk_rcu_cb_worker_create() starts a worker thread with a queue of its
+ * own; sk_call_rcu_on() queues a callback there, which that thread runs
+ * after a grace period (as the default worker would, same rules for fn).
+ * sk_call_rcu() never uses such a worker: a program routes callbacks to
+ * it explicitly (e.g. one worker per subsystem, or per thread).
+ * sk_rcu_barrier() waits for their callbacks too.  Order: callbacks that
+ * one thread queues on one worker run in the order queued.
+ */
+struct sk_rcu_cb_worker;
+
+/*
+ * sk_rcu_cb_worker_create() - start a callback worker; pinned to CPU cpu
+ * when cpu >= 0, not pinned when cpu is -1.  Also starts the default
+ * worker if it does not run yet (it takes over at the destroy).
+ * Context: any thread, also a callback.  Blocks: creates a thread.
+ * Ordering: a sk_call_rcu_on() that happens after the return uses the
+ * new worker.
+ * Returns: the worker, or NULL with errno EINVAL (flags not 0, cpu < -1,
+ * or a CPU the process may not run on), ENOMEM, or EAGAIN (no thread).
+ */
+SK_API struct sk_rcu_cb_worker *sk_rcu_cb_worker_create(unsigned flags,
+							 int cpu);
+
+/*
+ * sk_rcu_cb_worker_destroy() - stop worker w and free it.  Callbacks
+ * still on its queue are not lost: the default worker runs them, after
+ * their grace period, and frees w's memory once they ran.  The caller
+ * must make sure that no sk_call_rcu_on(w) runs during or after the call.
+ * Context: any thread except a callback (-EDEADLK).  Blocks: waits for the
+ * batch w is running, and for the grace period that batch waits for.
+ * Returns: 0, -EINVAL (w NULL), -EDEADLK (from a callback).
+ */
+SK_API int sk_rcu_cb_worker_destroy(struct sk_rcu_cb_worker *w);
+
+/*
+ * sk_call_rcu_on() - sk_call_rcu() onto worker w's queue: w runs fn(head)
+ * after a grace period.  Same contract as sk_call_rcu() (wait-free, never
+ * fails for want of a thread: after a fork() the child has no thread of
+ * w, and the default worker runs w's callbacks there).
+ * Returns: 0; -EINVAL (w, head or fn NULL); -EBUSY (head already queued).
+ */
+SK_API int sk_call_rcu_on(struct sk_rcu_cb_worker *w,
+			  struct sk_rcu_head *head,
+			  void (*fn)(struct sk_rcu_head *head));
+
+/*
+ * sk_rcu_cb_worker_pthread() - the thread of worker w, in *out.
+ * Context: any thread.  May block briefly on a library mutex.
+ * Returns: 0; -EINVAL (NULL argument); -ESRCH when w has no thread (in a
+ * fork() child).
+ */
+SK_API int sk_rcu_cb_worker_pthread(struct sk_rcu_cb_worker *w,
+				    pthread_t *out);
 
 /* Queue free((char *)head - offset) after a grace period (SK_FREE_RCU). */
 SK_API int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset);

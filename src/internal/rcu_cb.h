@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * RCU callbacks, shared by src/rcu_cb.c (queues, the worker loop,
- * sk_call_rcu(), sk_rcu_barrier(), polled starts, fork) and
- * src/rcu_cb_pcpu.c (the per-CPU workers).  Never installed.
+ * sk_call_rcu(), sk_rcu_barrier(), polled starts, fork),
+ * src/rcu_cb_pcpu.c (the per-CPU workers) and src/rcu_cb_own.c (the
+ * program's own workers).  Never installed.
  *
  * Barrier pairs of RCU callbacks, the legend of the CB-* labels of
  * src/rcu_cb.c and src/rcu_cb_pcpu.c (those of the queue itself, CB-C1
@@ -25,7 +26,9 @@
  *   CB-R3 (alloc, release) - the zeroed slots before ncpu [the acquire
  *                           in sk__rcu_cb_pcpu_fork_lock(), which runs
  *                           without pc->lock].
- *   CB-D1 (destroy, mb)   - q->w = the default worker before its kick
+ *   CB-D1 (destroy, mb)   - (sk_rcu_cb_workers_destroy() in rcu_cb_pcpu.c,
+ *                           sk_rcu_cb_worker_destroy() in rcu_cb_own.c)
+ *                           q->w = the default worker before its kick
  *                           [CB-P1 in rcu_cb.c's queue_kick(): a
  *                           producer's push before its load of q->w;
  *                           store buffering]: a producer that still saw
@@ -166,6 +169,12 @@ void sk__rcu_cb_unlock(void);
  * the list of queues.  List lock held.
  */
 void sk__rcu_cb_add_cpu_queue(struct sk__rcu_cb_queue *q);
+/*
+ * sk_call_rcu() onto queue q (a per-CPU or an own worker's queue, whose
+ * worker may change), or onto the caller's queue when q is NULL.
+ */
+int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
+		       void (*fn)(struct sk_rcu_head *));
 
 /* ---- rcu_cb_pcpu.c, for rcu_cb.c ---- */
 
