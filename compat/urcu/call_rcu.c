@@ -22,15 +22,6 @@
 
 #include "compat.h"
 
-/*
- * SK__URCU_OWN_WORKERS: 1 when libscalekit has workers of one's own
- * (sk_rcu_cb_worker_create(), sk_call_rcu_on()); while it is 0,
- * create_call_rcu_data() fails with ENOSYS.  THE ONE SPOT TO FLIP.
- */
-#ifndef SK__URCU_OWN_WORKERS
-#define SK__URCU_OWN_WORKERS 0
-#endif
-
 enum crd_kind {
 	CRD_DEFAULT, /* sk_call_rcu() */
 	CRD_PER_CPU, /* sk_call_rcu() with the per-CPU workers running */
@@ -70,11 +61,8 @@ static void trampoline(struct sk_rcu_head *h)
 
 static int queue_on(struct call_rcu_data *crdp, struct rcu_head *head)
 {
-#if SK__URCU_OWN_WORKERS
 	if (crdp->kind == CRD_OWN)
 		return sk_call_rcu_on(crdp->w, &head->sk_head_, trampoline);
-#endif
-	(void)crdp;
 	return sk_call_rcu(&head->sk_head_, trampoline);
 }
 
@@ -187,20 +175,16 @@ static pthread_t get_thread_of(struct call_rcu_data *crdp)
 {
 	pthread_t t = 0;
 
-#if SK__URCU_OWN_WORKERS
+	/* The default and per-CPU workers have no call that names them. */
 	if (crdp && crdp->kind == CRD_OWN &&
 	    sk_rcu_cb_worker_pthread(crdp->w, &t) != 0)
-		t = 0;
-#else
-	(void)crdp;
-#endif
+		t = 0; /* -ESRCH: a fork() child, where it has no thread */
 	return t;
 }
 SK__URCU_ALIAS3(get_call_rcu_thread, get_thread_of);
 
 static struct call_rcu_data *create(unsigned long flags, int cpu_affinity)
 {
-#if SK__URCU_OWN_WORKERS
 	struct call_rcu_data *crdp = malloc(sizeof(*crdp));
 
 	(void)flags; /* URCU_CALL_RCU_RT: accepted, ignored */
@@ -213,12 +197,6 @@ static struct call_rcu_data *create(unsigned long flags, int cpu_affinity)
 		return NULL; /* errno set by sk_rcu_cb_worker_create() */
 	}
 	return crdp;
-#else
-	(void)flags;
-	(void)cpu_affinity;
-	errno = ENOSYS;
-	return NULL;
-#endif
 }
 SK__URCU_ALIAS3(create_call_rcu_data, create);
 
@@ -230,9 +208,9 @@ static void crdp_free(struct call_rcu_data *crdp)
 	if (!crdp || crdp->kind != CRD_OWN)
 		return; /* the default and per-CPU ones are never freed */
 	was_online = sk__urcu_wait_enter();
-#if SK__URCU_OWN_WORKERS
-	(void)sk_rcu_cb_worker_destroy(crdp->w);
-#endif
+	if (sk_rcu_cb_worker_destroy(crdp->w) != 0)
+		sk__urcu_die("call_rcu_data_free() called from a callback: it "
+			     "would wait for itself");
 	sk__urcu_wait_exit(was_online);
 	free(crdp);
 }

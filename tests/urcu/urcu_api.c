@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 struct item {
@@ -106,6 +107,7 @@ static void call_rcu_data_api(void)
 {
 	struct call_rcu_data *def = get_default_call_rcu_data(), *own;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int cpu;
 
 	URCU_CHECK(def != NULL);
 	URCU_CHECK(get_thread_call_rcu_data() == NULL);
@@ -131,17 +133,24 @@ static void call_rcu_data_api(void)
 	free_all_cpu_call_rcu_data();
 	URCU_CHECK(get_cpu_call_rcu_data(0) == NULL);
 
-	own = create_call_rcu_data(0, -1);
-	if (!own) {
-		printf("urcu_api: create_call_rcu_data() not available (%s): "
-		       "own workers not checked\n", strerror(errno));
-		return;
-	}
+	own = create_call_rcu_data(URCU_CALL_RCU_RT, -1); /* RT: accepted */
+	URCU_CHECK(own != NULL);
 	URCU_CHECK(get_call_rcu_thread(own) != (pthread_t)0);
 	set_thread_call_rcu_data(own);
 	URCU_CHECK(get_call_rcu_data() == own);
 	callbacks();
 	set_thread_call_rcu_data(NULL);
+	call_rcu_data_free(own);
+
+	cpu = sched_getcpu(); /* one this process may run on */
+	URCU_CHECK(cpu >= 0);
+	own = create_call_rcu_data(0, cpu); /* pinned to it */
+	URCU_CHECK(own != NULL);
+	URCU_CHECK(set_cpu_call_rcu_data(cpu, own) == 0);
+	URCU_CHECK(get_cpu_call_rcu_data(cpu) == own);
+	callbacks(); /* through it while this runs there */
+	URCU_CHECK(set_cpu_call_rcu_data(cpu, NULL) == 0);
+	synchronize_rcu(); /* liburcu's rule before the free */
 	call_rcu_data_free(own);
 }
 

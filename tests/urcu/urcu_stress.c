@@ -225,12 +225,7 @@ static struct call_rcu_data *setup(enum mode m)
 		URCU_CHECK(get_cpu_call_rcu_data(0) != NULL);
 	} else if (m == CALL_RCU_THREAD) {
 		crdp = create_call_rcu_data(0, -1);
-		if (!crdp) {
-			perror("create_call_rcu_data");
-			printf("skipped: create_call_rcu_data() is not "
-			       "available\n");
-			exit(URCU_TEST_SKIP);
-		}
+		URCU_CHECK(crdp != NULL);
 		set_thread_call_rcu_data(crdp);
 		URCU_CHECK(get_thread_call_rcu_data() == crdp);
 		URCU_CHECK(get_call_rcu_data() == crdp);

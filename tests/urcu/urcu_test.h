@@ -28,9 +28,6 @@
 #include <string.h>
 #include <time.h>
 
-/* CTest's skip code (SKIP_RETURN_CODE). */
-#define URCU_TEST_SKIP 77
-
 #define URCU_CHECK(cond)                                                   \
 	do {                                                               \
 		if (!(cond)) {                                             \
