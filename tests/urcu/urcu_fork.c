@@ -29,20 +29,16 @@
  * its checks that start the callback worker (call_rcu, defer_rcu and
  * their barriers) are left out there.
  */
-#if defined(__SANITIZE_THREAD__)
-#define CHILD_THREADS 0
+#ifdef __SANITIZE_THREAD__
+#define CHILD_THREADS  0
+#define PAUSE_FOR_FORK 1
 const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
-{
-	return "die_after_fork=0";
-}
-#else
-#define CHILD_THREADS 1
-#endif
-#if defined(__SANITIZE_THREAD__) || \
-	(defined(__SANITIZE_ADDRESS__) && !defined(__clang__))
+const char *__tsan_default_options(void) { return "die_after_fork=0"; }
+#elif defined(__SANITIZE_ADDRESS__) && !defined(__clang__)
+#define CHILD_THREADS  1
 #define PAUSE_FOR_FORK 1
 #else
+#define CHILD_THREADS  1
 #define PAUSE_FOR_FORK 0
 #endif
 
