@@ -12,7 +12,10 @@
 #  3. rcu_basic.c built with `pkg-config --cflags --libs scalekit` and run;
 #  4. rcu_basic.c built by a separate CMake project with
 #     find_package(scalekit) against scalekit::scalekit and
-#     scalekit::scalekit_static, and both run.
+#     scalekit::scalekit_static, and both run;
+#  5. with URCU_PROGRAM: a program of liburcu's API built with
+#     `pkg-config --cflags --libs scalekit-urcu` and, in step 4's project,
+#     against scalekit::urcu, and both run.
 # Every step prints what it runs; the first failure stops with its output.
 
 # tests/CMakeLists.txt includes every tests/*.cmake: do nothing there.
@@ -130,6 +133,7 @@ sk_run("configure a find_package(scalekit) project" ${CMAKE_COMMAND}
   -DCMAKE_C_COMPILER=${CC}
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
   -DSK_EXAMPLE=${EXAMPLE}
+  -DSK_URCU_PROGRAM=${URCU_PROGRAM}
   -DSK_VERSION=${VERSION})
 file(STRINGS ${consumer}/CMakeCache.txt found_dir REGEX "^scalekit_DIR:")
 string(REGEX REPLACE "^[^=]*=" "" found_dir "${found_dir}")
@@ -142,5 +146,19 @@ endif()
 sk_run("build the find_package project" ${CMAKE_COMMAND} --build ${consumer})
 sk_run_example("run the find_package build (shared)" ${consumer}/rcu_basic)
 sk_run_example("run the find_package build (static)" ${consumer}/rcu_basic_static)
+
+# ---- 5. liburcu's API: scalekit-urcu.pc and scalekit::urcu ---------------------
+if(URCU_PROGRAM)
+  sk_run("pkg-config scalekit-urcu" ${PKG_CONFIG} --cflags --libs scalekit-urcu)
+  separate_arguments(urcu_flags UNIX_COMMAND "${sk_run_out}")
+  sk_run("build a liburcu program with pkg-config" ${CC} -std=gnu11 -Wall
+    -Werror ${URCU_PROGRAM} -o ${WORK_DIR}/urcu_api_pkgconfig ${urcu_flags})
+  foreach(exe ${WORK_DIR}/urcu_api_pkgconfig ${consumer}/urcu_api)
+    sk_run("run ${exe}" ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${exe})
+    if(NOT sk_run_out MATCHES "urcu_api memb: ok")
+      message(FATAL_ERROR "install: ${exe}: unexpected output:\n${sk_run_out}")
+    endif()
+  endforeach()
+endif()
 
 message(STATUS "install: ok")

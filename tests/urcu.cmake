@@ -1,0 +1,7 @@
+# SPDX-License-Identifier: MIT
+# urcu: the tests of liburcu's API on scalekit (compat/urcu,
+# docs/urcu-compat.md); they live in tests/urcu/.
+if(CMAKE_SCRIPT_MODE_FILE)
+  return()
+endif()
+add_subdirectory(${CMAKE_CURRENT_LIST_DIR}/urcu ${CMAKE_CURRENT_BINARY_DIR}/urcu)
