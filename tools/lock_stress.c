@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,24 +296,30 @@ struct sk_lks *sk_lks_start(const struct sk_lks_cfg *cfg)
 	return s;
 }
 
-unsigned long sk_lks_sections(const struct sk_lks *s)
+/* The sum over the threads of two of their counters (at offsets a, b). */
+static unsigned long lks_sum(const struct sk_lks *s, size_t a, size_t b)
 {
 	unsigned long i, n = 0;
 
-	for (i = 0; i < s->n; i++)
-		n += sk_atomic_load_relaxed(&s->th[i].reads) +
-		     sk_atomic_load_relaxed(&s->th[i].writes);
+	for (i = 0; i < s->n; i++) {
+		const char *t = (const char *)&s->th[i];
+
+		n += sk_atomic_load_relaxed((const unsigned long *)(t + a)) +
+		     sk_atomic_load_relaxed((const unsigned long *)(t + b));
+	}
 	return n;
+}
+
+#define LKS_AT(f) offsetof(struct sk_lks_thread, f)
+
+unsigned long sk_lks_sections(const struct sk_lks *s)
+{
+	return lks_sum(s, LKS_AT(reads), LKS_AT(writes));
 }
 
 unsigned long sk_lks_errors(const struct sk_lks *s)
 {
-	unsigned long i, n = 0;
-
-	for (i = 0; i < s->n; i++)
-		n += sk_atomic_load_relaxed(&s->th[i].overlaps) +
-		     sk_atomic_load_relaxed(&s->th[i].torn);
-	return n;
+	return lks_sum(s, LKS_AT(overlaps), LKS_AT(torn));
 }
 
 void sk_lks_stop(struct sk_lks *s)
