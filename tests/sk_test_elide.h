@@ -3,8 +3,8 @@
  * Helpers for the elided-lock tests (test_elide.c on the real backends,
  * test_elide_sim.c on the simulated one): the three locks of the lock ops
  * table that `scalekit torture locks` runs too (tools/torture_lock_ops.h),
- * side by side; a mutual-exclusion stress with a non-atomic counter; and
- * a hang detector.
+ * side by side; their run in the locks' stress loop (tools/lock_stress.h),
+ * the one `scalekit torture locks` runs; and a hang detector.
  */
 #ifndef SK_TEST_ELIDE_H
 #define SK_TEST_ELIDE_H
@@ -17,7 +17,7 @@
 #include "scalekit/elide.h"
 #include "sk_test.h"
 #include "sk_test_util.h"
-#include "torture_lock_ops.h"
+#include "lock_stress.h"
 
 /* One lock of each kind. */
 struct elide_lock {
@@ -57,30 +57,26 @@ void el_attach(const struct elide_ops *o, struct elide_lock *l,
 /* Fail the whole program (with a message) unless disarmed in time. */
 void elide_deadline(const char *what, unsigned int s);
 
-/* ---- mutual exclusion with a non-atomic counter -------------------------- */
+/* ---- the stress ---------------------------------------------------------- */
 
-struct elide_stress {
-	const struct elide_ops *ops;	  /* the writers' lock operations */
-	const struct elide_ops *rd_ops;	  /* readers (rwlock), or NULL */
-	struct elide_lock *lock;
-	unsigned long iters;		  /* per thread */
-	int nolock;			  /* broken twin: no lock at all */
-	int racy;			  /* a twin: relaxed atomics, so
-					   * TSan lets the count show it */
-	unsigned long counter;		  /* guarded by the lock */
-	unsigned long shadow;		  /* written with counter */
-	unsigned long torn;		  /* readers that saw them differ */
-	int nthreads;			  /* writers + readers of the run */
-	int started;			  /* threads at the start line */
+/* What runs under the stress: the lock, or a twin. */
+enum elide_twin {
+	ELIDE_LOCKED, /* the lock under test */
+	ELIDE_NOLOCK, /* broken twin: no lock at all */
+	ELIDE_BUSTED, /* the lock, broken in the library (sim): racy */
 };
 
 /*
- * Run nthreads writers (and nreaders readers when st->rd_ops is set),
- * released together once all have started (so that they overlap even
- * where thread creation is slow, e.g. under TSan); returns the number of
- * lost updates (0 when the lock excludes).
+ * o's lock of l in the locks' stress loop of the torture tool
+ * (tools/lock_stress.h, a non-atomic shadow counter and an owner field):
+ * writers threads, plus readers threads on the read side when o is the
+ * rwlock, iters sections each (readers: at least), all released together
+ * once all have started (so that they overlap even where thread creation
+ * is slow, e.g. under TSan).  The findings in *res (lost updates,
+ * overlaps, torn reads: none when the lock excludes).
  */
-unsigned long elide_stress_run(struct elide_stress *st, int nthreads,
-			       int nreaders);
+void elide_stress(const struct elide_ops *o, struct elide_lock *l,
+		  unsigned long iters, int writers, int readers,
+		  enum elide_twin twin, struct sk_lks_result *res);
 
 #endif /* SK_TEST_ELIDE_H */

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Stress harness shared by the lock tests (test_rwlock_rb.c,
- * test_seqlock.c): writer threads bump a non-atomic counter and write a
- * multi-word snapshot (every word the same value, written one at a time
- * with spins in between); reader threads read the snapshot and count the
- * torn ones.  The lock under test is one of the lock ops table that
- * `scalekit torture locks` runs too (tools/torture_lock_ops.h), or its
- * broken twin (->broken).
+ * The lock tests' helpers (test_rwlock_rb.c, test_seqlock.c): a stress
+ * run of one lock of the ops table that `scalekit torture locks` runs too
+ * (tools/torture_lock_ops.h), or of its broken twin (->broken), in the
+ * locks' stress loop of the torture tool (tools/lock_stress.h): writer
+ * threads claim an owner field, bump a shadow counter (plain, non-atomic)
+ * and write a multi-word snapshot one word at a time; reader threads
+ * check the owner field, the snapshot and the counter.
  *
- * Checks a caller makes from struct lk_result: the counter ends exact
- * (writers excluded each other), no torn snapshot (readers excluded
- * writers, or retried), both sides made progress.  A broken twin makes
- * the same run and must show torn snapshots.
+ * Checks made on the result: the counter ends exact (writers excluded
+ * each other), no overlap and no torn snapshot (readers excluded writers,
+ * or retried), every thread made progress.  A broken twin makes the same
+ * run and must be caught.
  */
 #ifndef SK_TEST_LOCKS_H
 #define SK_TEST_LOCKS_H
@@ -23,15 +23,7 @@
 #include "scalekit/barrier.h"
 #include "sk_test.h"
 #include "sk_test_util.h"
-#include "torture_lock_ops.h"
-
-#define LK_WORDS 4
-
-/* The data the locks guard. */
-struct lk_data {
-	unsigned long counter;	       /* writers only: plain, non-atomic */
-	unsigned long w[LK_WORDS];     /* snapshot: relaxed atomics */
-};
+#include "lock_stress.h"
 
 struct lk_spec {
 	const struct sk_tort_lock_ops *ops; /* the lock, or its twin */
@@ -40,43 +32,16 @@ struct lk_spec {
 	int readers, writers;
 	unsigned long writes_each; /* write sections per writer */
 	double max_s;		   /* readers stop after this at the latest */
-	int stop_on_torn;	   /* twins: stop once a torn read is seen */
 };
 
-struct lk_result {
-	unsigned long counter, expected;
-	unsigned long reads, torn;
-};
-
-struct lk_run {
-	const struct lk_spec *spec;
-	struct lk_data d;
-	int writers_left; /* atomic */
-	int stop;	  /* atomic */
-	unsigned long reads, torn; /* atomic sums */
-};
-
-/* Spin a few iterations (widens the windows a broken lock leaves open). */
-void lk_spin(unsigned n);
-
-/* One write section: counter + 1, then the words one by one. */
-void lk_write(const struct lk_spec *spec, struct lk_data *d);
-
-/* One read: the words one by one (again, while the lock asks a retry). */
-void lk_read(const struct lk_spec *spec, struct lk_data *d,
-	     unsigned long *out);
-
-void *lk_writer(void *arg);
-
-void *lk_reader(void *arg);
-
-/* Run spec with real threads; the figures in *res. */
-void lk_stress(const struct lk_spec *spec, struct lk_result *res);
+/* Run spec in the harness (busted: a twin, caught at its first error). */
+void lk_stress(const struct lk_spec *spec, int busted,
+	       struct sk_lks_result *res);
 
 /* Run spec; writers excluded each other and no reader saw a torn copy. */
 void lk_check_clean(struct lk_spec spec);
 
-/* Run a broken twin until a torn read (20 s at most): it must show one. */
+/* Run a broken twin until an error (20 s at most): it must show one. */
 void lk_check_twin_caught(struct lk_spec spec);
 
 /* fn, in a forked child, must abort with a message containing m1 and m2. */

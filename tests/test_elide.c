@@ -311,48 +311,44 @@ static unsigned long stress_iters(void)
 static void every_lock_excludes_under_threads(void)
 {
 	struct elide_lock l;
-	struct elide_stress st = { 0 };
+	struct sk_lks_result r;
 	int k;
 
 	elide_deadline("every_lock_excludes_under_threads", 240);
 	elide_lock_init(&l);
-	st.lock = &l;
-	st.iters = stress_iters();
 	for (k = 0; k < ELIDE_NOPS; k++) {
-		st.ops = &elide_ops[k];
-		st.rd_ops = k == 2 ? &elide_read_ops : NULL;
 		double t0 = sk_test_now();
 
-		SK_CHECK_EQ(elide_stress_run(&st, 3, st.rd_ops ? 2 : 0), 0);
-		SK_CHECK_EQ(st.torn, 0);
-		fprintf(stderr, "    %s: %.2f s\n", st.ops->name,
+		elide_stress(&elide_ops[k], &l, stress_iters(), 3, 2,
+			     ELIDE_LOCKED, &r);
+		SK_CHECK_EQ(r.lost, 0);
+		SK_CHECK_EQ(r.overlaps, 0);
+		SK_CHECK_EQ(r.torn, 0);
+		SK_CHECK_EQ(r.errors, 0);
+		fprintf(stderr, "    %s: %.2f s\n", elide_ops[k].name,
 			sk_test_now() - t0);
 	}
 	alarm(0);
 }
 
 /*
- * The broken twin: without the lock the same check sees lost updates.  A
- * run whose threads happen not to interleave loses none, so the twin gets
- * up to 20 runs and must be caught in one of them.
+ * The broken twin: without the lock the same checks see writers overlap
+ * (and lose updates).  A run whose threads happen not to interleave
+ * finds nothing, so the twin gets up to 20 runs and must be caught in
+ * one of them.
  */
 static void twin_without_lock_is_caught(void)
 {
 	struct elide_lock l;
-	struct elide_stress st = { 0 };
-	unsigned long lost = 0;
+	struct sk_lks_result r = { 0 };
 	int run;
 
 	elide_lock_init(&l);
-	st.lock = &l;
-	st.ops = &elide_ops[0];
-	st.nolock = 1;
-	st.racy = 1;
-	st.iters = stress_iters();
-	for (run = 0; run < 20 && lost == 0; run++)
-		lost = elide_stress_run(&st, 3, 0);
-	fprintf(stderr, "    %lu updates lost in run %d\n", lost, run);
-	SK_CHECK_GT(lost, 0);
+	for (run = 0; run < 20 && r.errors == 0; run++)
+		elide_stress(&elide_ops[0], &l, stress_iters(), 3, 0,
+			     ELIDE_NOLOCK, &r);
+	fprintf(stderr, "    caught in run %d\n", run);
+	SK_CHECK_GT(r.overlaps + r.lost, 0);
 }
 
 /* ---- handoff tickets at their wrap (issue 24) --------------------------------- */

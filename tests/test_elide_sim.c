@@ -623,33 +623,31 @@ static void stats_shared_by_two_locks(void)
 
 static unsigned long run_all_kinds(int busted)
 {
-	struct elide_stress s = { 0 };
-	unsigned long lost = 0, torn = 0;
+	struct sk_lks_result r;
+	unsigned long found = 0;
 	int k;
 
-	s.lock = &L;
-	s.racy = busted;
-	s.iters = 4000 / sk_test_slow();
 	/*
 	 * The twin runs without aborts: with a real holder beside a busted
 	 * section, the holder's unlock would find its lock already released
-	 * and stop the program (sk__die) instead of letting the count fail.
+	 * and stop the program (sk__die) instead of letting the checks fail.
 	 */
 	sk__elide_sim_random(busted ? 0 : 300, sk_t_seed);
 	sk__elide_sim_busted(busted);
 	for (k = 0; k < ELIDE_NOPS; k++) {
 		fresh();
-		s.ops = &elide_ops[k];
-		s.rd_ops = k == 2 ? &elide_read_ops : NULL;
-		lost += elide_stress_run(&s, 3, s.rd_ops ? 2 : 0);
-		torn += s.torn;
+		elide_stress(&elide_ops[k], &L, 4000 / sk_test_slow(), 3, 2,
+			     busted ? ELIDE_BUSTED : ELIDE_LOCKED, &r);
+		found += r.lost + r.overlaps + r.torn;
+		if (!busted)
+			SK_CHECK_EQ(r.errors, 0);
 	}
 	sk__elide_sim_busted(0);
 	sk__elide_sim_random(0, 0);
-	fprintf(stderr, "    busted=%d: lost %lu, torn reads %lu; commits %lu, "
-			"fallbacks %lu, skips %lu\n",
-		busted, lost, torn, st.commits, st.fallbacks, st.skips);
-	return lost + torn;
+	fprintf(stderr, "    busted=%d: %lu found; commits %lu, fallbacks %lu, "
+			"skips %lu\n",
+		busted, found, st.commits, st.fallbacks, st.skips);
+	return found;
 }
 
 static void threads_exclude_under_random_aborts(void)

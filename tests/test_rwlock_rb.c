@@ -30,7 +30,7 @@ static struct sk_rwlock_rb lock_a = SK_RWLOCK_RB_INITIALIZER;
 static struct lk_spec rb_spec(int try)
 {
 	struct lk_spec s = { &sk_tort_lock_rwlock_rb, &lock_a, try, 3, 2,
-			     2000 / sk_test_slow(), 60.0, 0 };
+			     2000 / sk_test_slow(), 60.0 };
 	return s;
 }
 

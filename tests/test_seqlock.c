@@ -26,7 +26,7 @@ static struct sk_seqlock seq_a = SK_SEQLOCK_INITIALIZER;
 static struct lk_spec sl_spec(const struct sk_tort_lock_ops *ops)
 {
 	struct lk_spec s = { ops, &seq_a, 0, 3, 2, 2000 / sk_test_slow(),
-			     60.0, 0 };
+			     60.0 };
 	return s;
 }
 

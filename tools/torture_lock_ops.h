@@ -2,7 +2,8 @@
 /*
  * The locks behind one ops table (torture_lock_ops.c): what
  * `scalekit torture locks` (torture_locks.c) and the lock tests
- * (tests/support/sk_test_locks.c, sk_test_elide.c) run.  It is part of
+ * (tests/support/sk_test_locks.c, sk_test_elide.c) run, in one stress
+ * loop (lock_stress.h).  It is part of
  * the sk_tort_ops library, which names no scalekit library: each user
  * links its own build (the testing build, the simulated-elision one).
  *

@@ -5,21 +5,25 @@
  * one --lock names, under contention from more threads than CPUs
  * (--threads); --duration, --seed and --busted as in every mode.
  *
- * Each lock in turn gets the same workload: threads pick, at random, a
- * write section (one in four for reader-writer locks, always for plain
- * locks) or a read section.  A write section checks that the owner field
- * is free, claims it, bumps a shadow counter with a load, a spin and a
- * store (a lost update shows a second writer), copies the counter into a
- * multi-word snapshot one word at a time, and checks that it still owns
- * the owner field.  A read section copies the owner field and the
- * snapshot, and (once the lock says the copy is good: seqlocks may ask
- * for a retry) checks that no writer owned the data and that the words
- * agree.  At the end the shadow counter must equal the sum of the write
- * sections, and every thread must have made progress.
+ * Each lock in turn gets the same workload, the locks' stress loop of
+ * lock_stress.h (the one the lock tests run too), timed, with mixed
+ * threads only: threads pick, at random, a write section (one in four for
+ * reader-writer locks, always for plain locks) or a read section.  A
+ * write section checks that the owner field is free, claims it, bumps a
+ * shadow counter with a load, a spin and a store (a lost update shows a
+ * second writer), copies the counter into a multi-word snapshot one word
+ * at a time, and checks that it still owns the owner field.  A read
+ * section copies the owner field and the snapshot, and (once the lock
+ * says the copy is good: seqlocks may ask for a retry) checks that no
+ * writer owned the data and that the words agree.  At the end the shadow
+ * counter must equal the sum of the write sections, and every thread
+ * must have made progress.  This file adds what a tool run needs around
+ * the loop: a hang monitor, a verdict when the library aborts or threads
+ * stay stuck in a broken lock, the elision backends, the report.
  *
  * --busted swaps in each lock's broken twin (its ->broken in the table),
- * which the checks must catch: plain locks become a test-then-set lock that is not atomic,
- * reader-writer locks get readers that take no lock, the seqlock's
+ * which the checks must catch: plain locks become a test-then-set lock
+ * that is not atomic, reader-writer locks get readers that take no lock, the seqlock's
  * readers skip the retry check.
  *
  * The reference locks (pthread_mutex, pthread_rwlock) are tortured like
@@ -42,169 +46,30 @@
 
 #include "tool.h"
 #include "torture_core.h"
+#include "lock_stress.h"
 #include "torture_lock_ops.h"
 
-#define TL_WORDS 4
 /* A run where no section completes for this long has hung. */
 #define TL_HANG_S 30
 
-/* ---- one run of one lock ------------------------------------------------- */
-
-struct tl_run;
-
-struct tl_thread {
-	struct tl_run *run;
-	pthread_t tid;
-	struct sk_tort_rng rng;
-	unsigned long id; /* 1.. : the owner field's value */
-	unsigned long reads, writes, retries, errors; /* relaxed */
-} __attribute__((aligned(SK_CACHELINE)));
-
-struct tl_run {
-	const struct sk_tort_lock_ops *lk; /* the lock, or its broken twin */
-	const char *label; /* lock name, and /backend for elided locks */
-	int busted;	   /* a broken lock: races are expected */
-	int stop; /* atomic */
-	union sk_tort_lock lock;
-	/* The guarded data, on its own line. */
-	unsigned long owner __attribute__((aligned(SK_CACHELINE)));
-	unsigned long shadow;
-	unsigned long w[TL_WORDS];
-	unsigned long printed; /* atomic: error lines printed */
-};
-
-static void tl_error(struct tl_thread *t, const char *what, unsigned long a,
-		     unsigned long b)
-{
-	sk_tort_inc(&t->errors);
-	if (__atomic_fetch_add(&t->run->printed, 1, __ATOMIC_RELAXED) < 10)
-		fprintf(stderr, "ERROR: %s thread %lu: %s (%lu vs %lu)\n",
-			t->run->label, t->id, what, a, b);
-}
-
-/*
- * The shadow counter: plain accesses with a working lock (so that TSan
- * checks the lock's ordering), relaxed atomics with a busted one.
- */
-static unsigned long tl_shadow_get(struct tl_run *r)
-{
-	return r->busted ? SK_READ_ONCE(r->shadow)
-			 : *(volatile unsigned long *)&r->shadow;
-}
-
-static void tl_shadow_set(struct tl_run *r, unsigned long v)
-{
-	if (r->busted)
-		SK_WRITE_ONCE(r->shadow, v);
-	else
-		*(volatile unsigned long *)&r->shadow = v;
-}
-
-static void tl_write_section(struct tl_thread *t)
-{
-	struct tl_run *r = t->run;
-	unsigned long v, o;
-	int k;
-
-	r->lk->write_lock(&r->lock);
-	o = SK_READ_ONCE(r->owner);
-	if (o != 0)
-		tl_error(t, "lock taken while another thread owns it", o, 0);
-	SK_WRITE_ONCE(r->owner, t->id);
-	v = tl_shadow_get(r) + 1;
-	sk_tort_spin(&t->rng, 8);
-	tl_shadow_set(r, v);
-	for (k = 0; k < TL_WORDS; k++) {
-		SK_WRITE_ONCE(r->w[k], v);
-		sk_tort_spin(&t->rng, 16);
-		/* Preempted inside the section (the twins' readers see it). */
-		if (sk_tort_one_in(&t->rng, r->busted ? 4 : 64))
-			sched_yield();
-	}
-	o = SK_READ_ONCE(r->owner);
-	if (o != t->id)
-		tl_error(t, "owner changed inside a write section", o, t->id);
-	SK_WRITE_ONCE(r->owner, 0);
-	r->lk->write_unlock(&r->lock);
-	sk_tort_inc(&t->writes);
-}
-
-static void tl_read_section(struct tl_thread *t)
-{
-	struct tl_run *r = t->run;
-	unsigned long o, w[TL_WORDS];
-	unsigned int tok;
-	int k, retry;
-
-	do {
-		/* Twins: readers take no lock (the seqlock's: no retry). */
-		tok = r->lk->read_lock(&r->lock);
-		o = SK_READ_ONCE(r->owner);
-		for (k = 0; k < TL_WORDS; k++) {
-			w[k] = SK_READ_ONCE(r->w[k]);
-			sk_tort_spin(&t->rng, 16);
-			/* Preempted mid-read: a writer may run meanwhile. */
-			if (sk_tort_one_in(&t->rng, r->busted ? 4 : 256))
-				sched_yield();
-		}
-		retry = r->lk->read_unlock(&r->lock, tok);
-		if (retry)
-			sk_tort_inc(&t->retries);
-	} while (retry);
-	if (o != 0)
-		tl_error(t, "read section overlapped a writer", o, 0);
-	for (k = 1; k < TL_WORDS; k++)
-		if (w[k] != w[0])
-			tl_error(t, "torn snapshot", w[0], w[k]);
-	sk_tort_inc(&t->reads);
-}
-
-static void *tl_main(void *arg)
-{
-	struct tl_thread *t = arg;
-	struct tl_run *r = t->run;
-
-	while (!sk_atomic_load_acquire(&r->stop)) {
-		if (r->lk->read_lock && !sk_tort_one_in(&t->rng, 4))
-			tl_read_section(t);
-		else
-			tl_write_section(t);
-		if (sk_tort_one_in(&t->rng, 64))
-			sched_yield();
-	}
-	return NULL;
-}
-
-/* Sum of the threads' sections (for the monitor). */
-static unsigned long tl_sections(struct tl_thread *th, unsigned long n)
-{
-	unsigned long i, s = 0;
-
-	for (i = 0; i < n; i++)
-		s += sk_atomic_load_relaxed(&th[i].reads) +
-		     sk_atomic_load_relaxed(&th[i].writes);
-	return s;
-}
-
-/* Sleep for the run, printing progress; 0, or -1 when it hung. */
-static int tl_monitor(struct tl_run *r, struct tl_thread *th, unsigned long n,
-		      double secs)
+/* Sleep for the run, watching progress; 0, or -1 when it hung. */
+static int tl_monitor(struct sk_lks *s, const char *label, double secs)
 {
 	uint64_t start = sk_tort_now_ns(), last_change = start, now;
-	unsigned long seen = 0, s;
+	unsigned long seen = 0, n;
 
 	for (;;) {
 		usleep(100000);
 		now = sk_tort_now_ns();
-		s = tl_sections(th, n);
-		if (s != seen) {
-			seen = s;
+		n = sk_lks_sections(s);
+		if (n != seen) {
+			seen = n;
 			last_change = now;
 		}
 		if ((now - last_change) / 1000000000ULL >= TL_HANG_S) {
 			fprintf(stderr, "ERROR: %s: no section completed for "
 					"%d s: hang\n",
-				r->label, TL_HANG_S);
+				label, TL_HANG_S);
 			return -1;
 		}
 		if ((now - start) / 1e9 >= secs)
@@ -212,179 +77,110 @@ static int tl_monitor(struct tl_run *r, struct tl_thread *th, unsigned long n,
 	}
 }
 
-/* Final checks and the report line; returns the errors counted. */
-static unsigned long tl_report(struct tl_run *r, struct tl_thread *th,
-			       unsigned long n, double secs)
-{
-	unsigned long i, reads = 0, writes = 0, retries = 0, errors = 0;
-
-	for (i = 0; i < n; i++) {
-		reads += th[i].reads;
-		writes += th[i].writes;
-		retries += th[i].retries;
-		errors += th[i].errors;
-		if (th[i].reads + th[i].writes == 0) {
-			fprintf(stderr, "ERROR: %s thread %lu made no "
-					"progress\n",
-				r->label, th[i].id);
-			errors++;
-		}
-	}
-	if (r->shadow != writes) {
-		fprintf(stderr, "ERROR: %s: shadow counter %lu, but %lu write "
-				"sections (lost updates)\n",
-			r->label, r->shadow, writes);
-		errors++;
-	}
-	printf("%-22s %lu threads, %.1f s: %lu reads (%lu retries), %lu "
-	       "writes, shadow %lu, errors %lu\n",
-	       r->label, n, secs, reads, retries, writes, r->shadow, errors);
-	return errors;
-}
+/* The verdict of a busted run that cannot finish (the run's errors). */
+static const char tl_caught[] =
+	"--busted: locks that do not exclude; the detector caught it, as "
+	"it must\nFAILURE\n";
+static const char tl_blind[] =
+	"--busted: NOT DETECTED: the detector is blind\nFAILURE\n";
 
 /*
  * The sim backend's busted twin corrupts the lock word, and the library's
  * own unlock check then aborts the process.  The run in progress (its
  * threads' error counters) decides the verdict: caught when the checks
- * counted errors before the abort.  Async-signal-safe: relaxed loads,
- * write(), _exit().
+ * counted errors before the abort.  Async-signal-safe: relaxed loads
+ * (sk_lks_errors()), write(), _exit().
  */
-static struct tl_thread *tl_abort_th;
-static unsigned long tl_abort_n;
+static struct sk_lks *tl_abort_run;
 
 static void tl_on_abort(int sig)
 {
-	static const char caught[] =
-		"the library aborted on the corrupted lock word after the "
-		"checks had counted errors\n--busted: locks that do not "
-		"exclude; the detector caught it, as it must\nFAILURE\n";
-	static const char blind[] =
-		"the library aborted on the corrupted lock word before any "
-		"check failed\n--busted: NOT DETECTED: the detector is "
-		"blind\nFAILURE\n";
+	static const char why[] = "the library aborted on the corrupted "
+				  "lock word\n";
 	static int entered;
-	unsigned long i, errors = 0;
+	unsigned long errors;
 
 	(void)sig;
 	/* Several threads may abort at once: the first one reports. */
 	if (__atomic_exchange_n(&entered, 1, __ATOMIC_ACQ_REL))
 		for (;;)
 			pause();
-	for (i = 0; i < tl_abort_n; i++)
-		errors += __atomic_load_n(&tl_abort_th[i].errors,
-					  __ATOMIC_RELAXED);
+	errors = tl_abort_run ? sk_lks_errors(tl_abort_run) : 0;
+	if (write(1, why, sizeof(why) - 1) < 0)
+		_exit(SK_TOOL_EXIT_FAIL);
 	if (errors) {
-		if (write(1, caught, sizeof(caught) - 1) < 0)
+		if (write(1, tl_caught, sizeof(tl_caught) - 1) < 0)
 			_exit(SK_TOOL_EXIT_FAIL);
-	} else if (write(1, blind, sizeof(blind) - 1) < 0) {
+	} else if (write(1, tl_blind, sizeof(tl_blind) - 1) < 0) {
 		_exit(SK_TOOL_EXIT_FAIL);
 	}
 	_exit(errors ? SK_TOOL_EXIT_FAIL : 3);
 }
 
 /*
- * A thread is still in the lock TL_HANG_S s after the stop of run r.  With
+ * A thread is still in the lock TL_HANG_S s after the stop of run s.  With
  * a broken lock (--busted: a lock word that stays taken) that is its
  * failure, and the verdict is that of the checks, as in tl_on_abort();
  * with a working one it is a hang.  Does not return.
  */
-static void tl_stuck(const struct tl_run *r, struct tl_thread *th,
-		     unsigned long n)
+static void tl_stuck(struct sk_lks *s, const char *label, int busted)
 {
-	unsigned long i, errors = 0;
+	unsigned long errors = sk_lks_errors(s);
 
 	fprintf(stderr, "ERROR: %s: a thread is still in the lock %d s after "
 			"the end of the run: hang\n",
-		r->label, TL_HANG_S);
-	if (!r->busted) {
-		fflush(stdout);
-		_exit(SK_TOOL_EXIT_FAIL);
-	}
-	for (i = 0; i < n; i++)
-		errors += __atomic_load_n(&th[i].errors, __ATOMIC_RELAXED);
-	printf("%s", errors ? "threads stuck in the broken lock after the "
-			      "checks had counted errors\n--busted: locks "
-			      "that do not exclude; the detector caught it, "
-			      "as it must\nFAILURE\n"
-			    : "threads stuck in the broken lock before any "
-			      "check failed\n--busted: NOT DETECTED: the "
-			      "detector is blind\nFAILURE\n");
+		label, TL_HANG_S);
+	if (busted)
+		printf("threads stuck in the broken lock %s\n%s",
+		       errors ? "after the checks had counted errors"
+			      : "before any check failed",
+		       errors ? tl_caught : tl_blind);
 	fflush(stdout);
-	_exit(errors ? SK_TOOL_EXIT_FAIL : 3);
-}
-
-/* Join the started threads of run r within TL_HANG_S s (tl_stuck()). */
-static void tl_join_all(const struct tl_run *r, struct tl_thread *th,
-			unsigned long started)
-{
-	struct timespec deadline;
-	unsigned long i;
-
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += TL_HANG_S;
-	for (i = 0; i < started; i++)
-		if (pthread_timedjoin_np(th[i].tid, NULL, &deadline) != 0)
-			tl_stuck(r, th, started);
+	_exit(busted && !errors ? 3 : SK_TOOL_EXIT_FAIL);
 }
 
 /*
- * Torture lk (called label) with n threads for secs; the errors it found
- * (-1: setup).  busted: the lock is broken (lk is its twin, or the
- * library's sim backend is busted).
+ * Torture lk (called label) with n mixed threads for secs, in the
+ * harness of lock_stress.h; the errors it found (-1: setup).  busted: the
+ * lock is broken (lk is its twin, or the library's sim backend is
+ * busted).
  */
 static long tl_run_one(const struct sk_tort_lock_ops *lk, const char *label,
 		       unsigned long n, double secs, uint64_t seed, int busted)
 {
-	static struct tl_run r;
-	struct tl_thread *th = calloc(n, sizeof(*th));
-	unsigned long i, started = 0, errors;
-	int err, hung;
+	struct sk_lks_cfg cfg = { .ops = lk, .label = label,
+				  .mixed = (int)n, .busted = busted,
+				  .print_errors = 10, .seed = seed };
+	struct sk_lks_result r;
+	struct sk_lks *s;
 
-	memset(&r, 0, sizeof(r));
-	r.lk = lk;
-	r.label = label;
-	r.busted = busted;
-	err = th ? lk->init(&r.lock) : -ENOMEM;
-	if (err) {
-		fprintf(stderr, "scalekit torture: %s: cannot initialize: %s\n",
-			label, strerror(-err));
-		free(th);
+	fflush(stdout);
+	s = sk_lks_start(&cfg);
+	if (!s) {
+		fprintf(stderr, "scalekit torture: %s: cannot initialize the "
+				"lock or start %lu threads\n",
+			label, n);
 		return -1;
 	}
 	if (busted && lk->broken) {
 		/* The library's own twin (sim): see tl_on_abort(). */
-		tl_abort_th = th;
-		tl_abort_n = n;
-		fflush(stdout);
+		tl_abort_run = s;
 		signal(SIGABRT, tl_on_abort);
 	}
-	for (i = 0; i < n; i++) {
-		th[i].run = &r;
-		th[i].id = i + 1;
-		th[i].rng.s = seed ^ (0x9e3779b97f4a7c15ULL * (i + 1));
-		if (pthread_create(&th[i].tid, NULL, tl_main, &th[i]) != 0)
-			break;
-		started++;
-	}
-	hung = started == n ? tl_monitor(&r, th, n, secs) : 0;
-	if (hung) {
+	if (tl_monitor(s, label, secs)) {
 		fflush(stdout);
 		_exit(SK_TOOL_EXIT_FAIL); /* threads stuck in a lock */
 	}
-	sk_atomic_store_release(&r.stop, 1);
-	tl_join_all(&r, th, started);
-	if (started < n) {
-		fprintf(stderr, "scalekit torture: %s: cannot start %lu "
-				"threads\n",
-			label, n);
-		free(th);
-		return -1;
-	}
-	errors = tl_report(&r, th, n, secs);
-	if (lk->destroy(&r.lock) != 0)
-		errors++;
-	free(th);
-	return (long)errors;
+	sk_lks_stop(s);
+	if (sk_lks_join(s, TL_HANG_S))
+		tl_stuck(s, label, busted);
+	tl_abort_run = NULL;
+	sk_lks_finish(s, &r);
+	printf("%-22s %lu threads, %.1f s: %lu reads (%lu retries), %lu "
+	       "writes, shadow %lu, errors %lu\n",
+	       label, n, secs, r.reads, r.retries, r.writes, r.shadow,
+	       r.errors);
+	return (long)r.errors;
 }
 
 /* ---- elision backends ---------------------------------------------------- */

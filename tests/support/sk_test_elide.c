@@ -69,95 +69,25 @@ void elide_deadline(const char *what, unsigned int s)
 	sk_test_deadline(what, s);
 }
 
-/* ---- mutual exclusion with a non-atomic counter -------------------------- */
+/* ---- the stress ---------------------------------------------------------- */
 
-/*
- * Plain accesses (volatile: each one happens, in order) for the locks
- * under test, so TSan checks that the lock orders them; relaxed atomics
- * for the twins, whose races are the point.
- */
-static unsigned long elide_get(struct elide_stress *st, unsigned long *p)
+void elide_stress(const struct elide_ops *o, struct elide_lock *l,
+		  unsigned long iters, int writers, int readers,
+		  enum elide_twin twin, struct sk_lks_result *res)
 {
-	return st->racy ? __atomic_load_n(p, __ATOMIC_RELAXED)
-			: *(volatile unsigned long *)p;
-}
+	struct sk_lks_cfg cfg = {
+		.ops = o->ops, .lock = el_of(o, l), .label = o->name,
+		.writers = writers, .readers = o->ops->read_lock ? readers : 0,
+		.iters = iters, .max_s = 120, .nolock = twin == ELIDE_NOLOCK,
+		.busted = twin != ELIDE_LOCKED,
+		.stop_on_error = twin != ELIDE_LOCKED,
+		.print_errors = twin != ELIDE_LOCKED ? 3 : 10,
+		.seed = sk_t_seed,
+	};
 
-static void elide_set(struct elide_stress *st, unsigned long *p,
-		      unsigned long v)
-{
-	if (st->racy)
-		__atomic_store_n(p, v, __ATOMIC_RELAXED);
-	else
-		*(volatile unsigned long *)p = v;
-}
-
-/* Wait until all n threads of the run have started. */
-static void elide_start_line(struct elide_stress *st, int n)
-{
-	__atomic_fetch_add(&st->started, 1, __ATOMIC_ACQ_REL);
-	while (__atomic_load_n(&st->started, __ATOMIC_ACQUIRE) < n)
-		sched_yield();
-}
-
-/*
- * The read-modify-write of counter is split by sched_yield(), so two
- * threads inside at once lose an update even on one CPU.
- */
-static void *elide_stress_thread(void *arg)
-{
-	struct elide_stress *st = arg;
-	unsigned long i, c;
-
-	elide_start_line(st, st->nthreads);
-	for (i = 0; i < st->iters; i++) {
-		if (!st->nolock)
-			el_lock(st->ops, st->lock);
-		c = elide_get(st, &st->counter);
-		if (i % 16 == 0)
-			sched_yield();
-		elide_set(st, &st->counter, c + 1);
-		elide_set(st, &st->shadow, c + 1);
-		if (!st->nolock)
-			el_unlock(st->ops, st->lock);
-	}
-	return NULL;
-}
-
-/* A reader: counter and shadow must agree inside the read section. */
-static void *elide_reader_thread(void *arg)
-{
-	struct elide_stress *st = arg;
-	unsigned long i;
-
-	elide_start_line(st, st->nthreads);
-	for (i = 0; i < st->iters; i++) {
-		el_lock(st->rd_ops, st->lock);
-		if (elide_get(st, &st->counter) != elide_get(st, &st->shadow))
-			__atomic_fetch_add(&st->torn, 1, __ATOMIC_RELAXED);
-		if (i % 16 == 0)
-			sched_yield();
-		if (elide_get(st, &st->counter) != elide_get(st, &st->shadow))
-			__atomic_fetch_add(&st->torn, 1, __ATOMIC_RELAXED);
-		el_unlock(st->rd_ops, st->lock);
-	}
-	return NULL;
-}
-
-unsigned long elide_stress_run(struct elide_stress *st, int nthreads,
-			       int nreaders)
-{
-	pthread_t t[16];
-	int i;
-
-	st->counter = st->shadow = 0;
-	st->torn = 0;
-	st->started = 0;
-	st->nthreads = nthreads + nreaders < 16 ? nthreads + nreaders : 16;
-	for (i = 0; i < st->nthreads; i++)
-		sk_test_thread_start(&t[i], i < nthreads ? elide_stress_thread
-							  : elide_reader_thread,
-				     st);
-	for (i = 0; i < st->nthreads; i++)
-		sk_test_thread_join(t[i]);
-	return (unsigned long)nthreads * st->iters - st->counter;
+	SK_CHECK_EQ(sk_lks_run(&cfg, res), 0);
+	fprintf(stderr, "    %s: %lu writes, shadow %lu (%lu lost), %lu reads, "
+			"%lu overlaps, %lu torn\n",
+		o->name, res->writes, res->shadow, res->lost, res->reads,
+		res->overlaps, res->torn);
 }
