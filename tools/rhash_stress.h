@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tools/rhash_stress.h - the hash table's stress harness, one for the
- * tests and the torture tool: the key model, the object checks, the final
- * comparison with the model, and a self-contained run (sk_rhs_run()) that
- * test_rhash_stress.c drives with its broken twin.  `scalekit torture
- * rhash` (tools/torture_rhash.c) runs the same key model for its volatile
- * keys inside the torture threads (its readers, updaters and resizer, its
- * --gp choices, its busted ops).  Code in tools/rhash_stress.c, built into
- * the sk_tort_ops library that both link.
+ * tests and the torture tool: the key model, the thread bodies (reader:
+ * sk_rhs_lookups(), sk_rhs_iterate(); updater: sk_rhs_update(); resizer:
+ * sk_rhs_resize()) and the final comparison with the model
+ * (sk_rhs_final()), all over a struct sk_rhs_shape whose hooks make,
+ * check, free and report on a run's objects.  Two drivers: the tests'
+ * self-contained run (sk_rhs_run(), tools/rhash_stress_run.c, which
+ * test_rhash_stress.c drives with its broken twin) and `scalekit torture
+ * rhash` (tools/torture_rhash.c: its flavors, --gp choices, pools, busted
+ * ops).  Code in tools/rhash_stress*.c, built into the sk_tort_ops
+ * library that both link.
  *
- * Threads:
+ * The self-contained run's threads:
  *  - readers: read sections of either a batch of lookups of random keys or
  *    one full iteration (sk_rhash_iter_start/next), under sk_rcu_read_lock;
  *  - updaters: updater u owns the keys [u * K, (u + 1) * K) and inserts,
- *    removes and replaces them at random, keeping a model (its objects);
+ *    removes, replaces, insert_unique's again (refused) and looks up its
+ *    keys at random, keeping a model (its objects);
  *  - resizers: sk_rhash_resize() to random powers of two, continuously;
  *  optionally automatic resizing on top.
  *
@@ -139,9 +143,20 @@ enum sk_rhs_kind {
  * stable (inserted before, present until the end: stable[k]); keys first
  * .. first+keys.n-1 are volatile, key first+v changed by one updater only
  * (model[v]: its object, or NULL).  The hooks make, check and dispose of
- * the objects (tests: tools/rhash_stress.c; torture: torture_rhash.c);
+ * the objects (tests: tools/rhash_stress_run.c; torture: torture_rhash.c);
  * ctx is theirs, t their thread (NULL: the end of the run).
  */
+struct sk_rhs_hooks {
+	/* Intact (and key want, unless ~0UL)? 1 with *key set, or 0. */
+	int (*check)(void *ctx, void *t, void *obj, unsigned long want,
+		     int linger, unsigned long *key);
+	void (*fail)(void *ctx, void *t, enum sk_rhs_fail f, unsigned long key,
+		     long detail);
+	void *(*make)(void *ctx, void *t, unsigned long key); /* NULL: none */
+	void (*unmake)(void *ctx, void *t, void *obj); /* never published */
+	void (*retire)(void *ctx, void *t, void *obj, int replaced);
+};
+
 struct sk_rhs_shape {
 	struct sk_rhash *ht;
 	struct sk_rhs_keys keys;
@@ -154,14 +169,7 @@ struct sk_rhs_shape {
 	unsigned int spin_first;	/* lookups: the first of n lingers */
 	int plain_inserts;		/* only sk_rhash_insert() (lock-free) */
 	void *ctx;
-	/* Intact (and key want, unless ~0UL)? 1 with *key set, or 0. */
-	int (*check)(void *ctx, void *t, void *obj, unsigned long want,
-		     int linger, unsigned long *key);
-	void (*fail)(void *ctx, void *t, enum sk_rhs_fail f, unsigned long key,
-		     long detail);
-	void *(*make)(void *ctx, void *t, unsigned long key); /* NULL: none */
-	void (*unmake)(void *ctx, void *t, void *obj); /* never published */
-	void (*retire)(void *ctx, void *t, void *obj, int replaced);
+	const struct sk_rhs_hooks *h;
 };
 
 /* Keys looked up: the stable and volatile ones, and a few never present. */

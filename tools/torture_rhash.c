@@ -211,6 +211,11 @@ static void rh_retire_hook(void *ctx, void *tv, void *old, int replaced)
 	sk_tort_obj_retire(t, &((struct rh_obj *)old)->o, g, 0);
 }
 
+/* check, fail, make, unmake, retire */
+static const struct sk_rhs_hooks rh_hooks = { rh_check_hook, rh_fail_hook,
+					      rh_make_hook, rh_unmake_hook,
+					      rh_retire_hook };
+
 /* The table, and the harness's view of it, its keys and objects. */
 static int rh_shape_init(struct sk_tort *T, struct rh_state *S)
 {
@@ -228,11 +233,7 @@ static int rh_shape_init(struct sk_tort *T, struct rh_state *S)
 	sh->big_log = RH_BIG_LOG;
 	sh->big_logs = RH_BIG_LOGS;
 	sh->ctx = T;
-	sh->check = rh_check_hook;
-	sh->fail = rh_fail_hook;
-	sh->make = rh_make_hook;
-	sh->unmake = rh_unmake_hook;
-	sh->retire = rh_retire_hook;
+	sh->h = &rh_hooks;
 	p.head_offset = offsetof(struct rh_obj, node);
 	p.key_offset = offsetof(struct rh_obj, st.key);
 	p.key_len = sizeof(unsigned long);
