@@ -58,10 +58,9 @@ struct rh_obj {
 };
 
 struct rh_state {
-	struct sk_rhash *ht;
-	unsigned long nkeys;		  /* stable + volatile keys */
-	struct rh_obj *stable[RH_STABLE]; /* never change */
-	struct sk_rhs_keys vol;		  /* key RH_STABLE + i: vol's i */
+	struct sk_rhs_shape sh;	 /* table, key model, thread bodies */
+	void *stable[RH_STABLE]; /* never change */
+	unsigned long nkeys;	 /* stable + volatile keys */
 	struct sk_tort_pool pool0;
 	int faults_on;			     /* atomic */
 	uint64_t fault_below;		     /* rand < this: fail */
@@ -70,9 +69,8 @@ struct rh_state {
 };
 
 struct rh_updater {
-	struct sk_tort_updater up;    /* first: pool, polled frees */
-	unsigned long base;	      /* first key it owns */
-	struct rh_obj *model[RH_VOL]; /* object of each key, or NULL */
+	struct sk_tort_updater up; /* first: pool, polled frees */
+	unsigned long base;	   /* its first key in sh.model */
 };
 
 struct rh_reader {
@@ -82,7 +80,8 @@ struct rh_reader {
 
 /*
  * x[] counters.  Each update of a run without errors is exactly one of
- * RX_INSERTS .. RX_OWN_LOOKUPS, so their sum is the number of updates.
+ * RX_INSERTS .. RX_OWN_LOOKUPS (enum sk_rhs_kind, in its order), so their
+ * sum is the number of updates.
  */
 enum {
 	RX_LOOKUPS,
@@ -103,7 +102,8 @@ static __thread struct sk_tort_rng rh_fallback_rng;
 
 static inline unsigned long rh_check(unsigned long key, unsigned long gen)
 {
-	return (key * ((unsigned long)0xc2b2ae3d27d4eb4fULL)) ^ (gen << 17) ^ 0xa5a5;
+	return (key * ((unsigned long)0xc2b2ae3d27d4eb4fULL)) ^ (gen << 17) ^
+	       0xa5a5;
 }
 
 static void *rh_alloc(size_t size)
@@ -143,20 +143,97 @@ static void free_obj(void *obj, void *arg)
 	poison_retire(arg, obj);
 }
 
-static int rh_setup(struct sk_tort *T)
+/* ---- the harness's hooks (struct sk_rhs_shape) --------------------------- */
+
+static int obj_ok(struct sk_tort_thread *t, struct rh_obj *o,
+		  unsigned long want_key, const char *when, unsigned long *key)
+{
+	if (!sk_tort_stamp_ok(t, "object", o, &o->st, when, rh_check, key))
+		return 0;
+	if (want_key != ~0UL && *key != want_key) {
+		sk_tort_error(t->T, t, "object %p %s: key %lu, looked up %lu",
+			      (void *)o, when, *key, want_key);
+		return 0;
+	}
+	return 1;
+}
+
+/* The end of the run (t NULL): the stamp only, reported by the harness. */
+static int rh_check_hook(void *ctx, void *t, void *obj, unsigned long want,
+			 int linger, unsigned long *key)
+{
+	struct rh_obj *o = obj;
+
+	(void)ctx;
+	(void)linger;
+	if (!t) {
+		*key = o->st.key;
+		return o->st.magic == SK_TORT_MAGIC;
+	}
+	return obj_ok(t, o, want, "reached by a reader", key);
+}
+
+static void rh_fail_hook(void *ctx, void *t, enum sk_rhs_fail f,
+			 unsigned long key, long detail)
+{
+	sk_tort_error(ctx, t, "%s %ld (key %lu)", sk_rhs_fail_what[f], detail,
+		      key);
+}
+
+static void *rh_make_hook(void *ctx, void *tv, unsigned long key)
+{
+	struct sk_tort_thread *t = tv;
+	struct rh_updater *u = t->priv;
+
+	return new_obj(ctx, &u->up.pool, key, sk_tort_rand(&t->rng) >> 8);
+}
+
+static void rh_unmake_hook(void *ctx, void *tv, void *obj)
+{
+	struct sk_tort_thread *t = tv;
+	struct rh_updater *u = t->priv;
+
+	(void)ctx;
+	sk_tort_pool_retire(&u->up.pool, obj);
+}
+
+/* Free old (unlinked by this updater) after a grace period. */
+static void rh_retire_hook(void *ctx, void *tv, void *old, int replaced)
+{
+	struct sk_tort_thread *t = tv;
+	int g = sk_tort_pick_gp(t);
+
+	(void)ctx;
+	(void)replaced;
+	/* Inside a read section only what does not wait: call or poll. */
+	if (t->T->cfg->in_section && g != SK_TORT_GP_CB && g != SK_TORT_GP_POLL)
+		g = SK_TORT_GP_CB;
+	sk_tort_obj_retire(t, &((struct rh_obj *)old)->o, g, 0);
+}
+
+/* check, fail, make, unmake, retire */
+static const struct sk_rhs_hooks rh_hooks = { rh_check_hook, rh_fail_hook,
+					      rh_make_hook, rh_unmake_hook,
+					      rh_retire_hook };
+
+/* The table, and the harness's view of it, its keys and objects. */
+static int rh_shape_init(struct sk_tort *T, struct rh_state *S)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
-	struct rh_state *S = sk_tort_calloc(1, sizeof(*S));
-	unsigned long k;
-	int err;
+	struct sk_rhs_shape *sh = &S->sh;
+	unsigned long nvol = T->cfg->updaters * RH_VOL;
 
-	if (!S)
+	sh->model = calloc(nvol ? nvol : 1, sizeof(*sh->model));
+	if (!sh->model || sk_rhs_keys_init(&sh->keys, nvol))
 		return -ENOMEM;
-	S->nkeys = RH_STABLE + T->cfg->updaters * RH_VOL;
-	if (sk_rhs_keys_init(&S->vol, S->nkeys - RH_STABLE)) {
-		free(S);
-		return -ENOMEM;
-	}
+	sh->first = RH_STABLE;
+	sh->stable = S->stable;
+	sh->node_off = offsetof(struct rh_obj, node);
+	sh->max_log2 = RH_MAX_BUCKETS_LOG;
+	sh->big_log = RH_BIG_LOG;
+	sh->big_logs = RH_BIG_LOGS;
+	sh->ctx = T;
+	sh->h = &rh_hooks;
 	p.head_offset = offsetof(struct rh_obj, node);
 	p.key_offset = offsetof(struct rh_obj, st.key);
 	p.key_len = sizeof(unsigned long);
@@ -170,6 +247,25 @@ static int rh_setup(struct sk_tort *T)
 	p.max_buckets = 1UL << (RH_BIG_LOG + RH_BIG_LOGS);
 	p.alloc = rh_alloc;
 	p.free = free;
+	sh->ht = sk_rhash_create(&p);
+	return sh->ht ? 0 : -errno;
+}
+
+static void rh_shape_fini(struct rh_state *S)
+{
+	sk_rhs_keys_fini(&S->sh.keys);
+	free(S->sh.model);
+}
+
+static int rh_setup(struct sk_tort *T)
+{
+	struct rh_state *S = sk_tort_calloc(1, sizeof(*S));
+	unsigned long k;
+	int err;
+
+	if (!S)
+		return -ENOMEM;
+	S->nkeys = RH_STABLE + T->cfg->updaters * RH_VOL;
 	rh_cur = S;
 	rh_fallback_rng.s = T->cfg->seed ^ 0xfa17fa17fa17fa17ULL;
 	/* 2^64 * P, saturated. */
@@ -177,15 +273,14 @@ static int rh_setup(struct sk_tort *T)
 				 ? UINT64_MAX
 				 : (uint64_t)(T->cfg->fault_rate *
 					      18446744073709551616.0);
-	S->ht = sk_rhash_create(&p);
-	err = S->ht ? 0 : -errno;
+	err = rh_shape_init(T, S);
 	if (err)
 		goto free_state;
 	sk_tort_pool_init(&S->pool0, sizeof(struct rh_obj), T->ops->busted);
 	for (k = 0; k < RH_STABLE; k++) {
 		struct rh_obj *o = new_obj(T, &S->pool0, k, 0);
 
-		err = o ? sk_rhash_insert_unique(S->ht, &o->node) : -ENOMEM;
+		err = o ? sk_rhash_insert_unique(S->sh.ht, &o->node) : -ENOMEM;
 		if (err) {
 			if (o)
 				poison_retire(T, &o->o);
@@ -200,11 +295,11 @@ static int rh_setup(struct sk_tort *T)
 
 destroy_table:
 	/* No thread has started: the objects go back to pool0 at once. */
-	sk_rhash_destroy(S->ht, free_obj, T);
+	sk_rhash_destroy(S->sh.ht, free_obj, T);
 	sk_tort_pool_destroy(&S->pool0);
 free_state:
 	rh_cur = NULL;
-	sk_rhs_keys_fini(&S->vol);
+	rh_shape_fini(S);
 	free(S);
 	return err;
 }
@@ -219,113 +314,19 @@ static int rh_thread_init(struct sk_tort_thread *t)
 		return -1;
 	if (t->role == SK_TORT_UPDATER) {
 		u = t->priv;
-		u->base = RH_STABLE + t->index * RH_VOL;
+		u->base = t->index * RH_VOL;
 	}
 	return 0;
 }
 
-/* ---- readers ------------------------------------------------------------- */
+/* ---- readers: sk_rhs_lookups(), sk_rhs_iterate() ------------------------- */
 
-static int obj_ok(struct sk_tort_thread *t, struct rh_obj *o,
-		  unsigned long want_key, const char *when)
-{
-	unsigned long key;
-
-	if (!sk_tort_stamp_ok(t, "object", o, &o->st, when, rh_check, &key))
-		return 0;
-	if (want_key != ~0UL && key != want_key) {
-		sk_tort_error(t->T, t, "object %p %s: key %lu, looked up %lu",
-			      (void *)o, when, key, want_key);
-		return 0;
-	}
-	return 1;
-}
-
-static void hold(struct sk_tort_thread *t, struct rh_obj *o)
+static void hold(struct sk_tort_thread *t, void *o)
 {
 	struct rh_reader *r = t->priv;
 
-	if (t->qsbr && r->nheld < RH_HOLD)
+	if (o && t->qsbr && r->nheld < RH_HOLD)
 		r->held[r->nheld++] = o;
-}
-
-static void rh_iterate(struct sk_tort_thread *t, struct rh_state *S)
-{
-	unsigned long seen[RH_STABLE / 64] = { 0 };
-	unsigned long steps = 0, limit = 4 * S->nkeys + 64, k, missing = 0;
-	struct sk_rhash_iter it;
-	struct rh_obj *o;
-
-	sk_rhash_iter_start(S->ht, &it);
-	while ((o = sk_rhash_iter_next(&it)) != NULL) {
-		unsigned long key;
-
-		if (++steps > limit) {
-			sk_tort_error(t->T, t,
-				      "iteration returned more than %lu "
-				      "objects (%lu keys exist): it does not "
-				      "end",
-				      limit, S->nkeys);
-			return;
-		}
-		if (!obj_ok(t, o, ~0UL, "returned by an iteration"))
-			return;
-		key = SK_TORT_LOAD(t->T, o->st.key);
-		if (key >= S->nkeys) {
-			sk_tort_error(t->T, t, "iteration: unknown key %lu",
-				      key);
-			return;
-		}
-		if (key < RH_STABLE)
-			seen[key / 64] |= 1UL << (key % 64);
-		if (steps == 8)
-			hold(t, o);
-	}
-	for (k = 0; k < RH_STABLE; k++)
-		if (!(seen[k / 64] & (1UL << (k % 64))))
-			missing++;
-	if (missing)
-		sk_tort_error(t->T, t,
-			      "iteration missed %lu of the %d stable keys "
-			      "(%lu objects returned)",
-			      missing, RH_STABLE, steps);
-	sk_tort_inc(&t->st->x[RX_ITERS]);
-	sk_tort_add(&t->st->x[RX_ITER_OBJS], steps);
-}
-
-/*
- * A lookup of key inside a read section; a volatile key its updater left
- * untouched throughout must be found if present, not found if absent.
- */
-static struct rh_obj *rh_lookup(struct sk_tort_thread *t, struct rh_state *S,
-				unsigned long key)
-{
-	unsigned long v = key - RH_STABLE;
-	struct sk_rhs_snap snap;
-	struct rh_obj *o;
-
-	if (key < RH_STABLE)
-		return sk_rhash_lookup(S->ht, &key);
-	sk_rhs_key_snap(&S->vol, v, &snap);
-	o = sk_rhash_lookup(S->ht, &key);
-	/* The lookup's loads before the second read of the key's count. */
-	sk_smp_rmb();
-	switch (sk_rhs_key_verdict(&S->vol, v, &snap, o != NULL)) {
-	case SK_RHS_MISSING:
-		sk_tort_error(t->T, t,
-			      "volatile key %lu, present and untouched, not "
-			      "found (%lu buckets)",
-			      key, sk_rhash_buckets(S->ht));
-		break;
-	case SK_RHS_GHOST:
-		sk_tort_error(t->T, t,
-			      "volatile key %lu, absent and untouched, found",
-			      key);
-		break;
-	default:
-		break;
-	}
-	return o;
 }
 
 static void rh_read_one(struct sk_tort_thread *t)
@@ -334,37 +335,23 @@ static void rh_read_one(struct sk_tort_thread *t)
 	const struct sk_tort_ops *ops = T->ops;
 	struct rh_state *S = T->priv;
 	int nidx[SK_TORT_MAX_NEST];
-	struct rh_obj *found[8];
-	unsigned long fkey[8];
-	unsigned long depth, n, i, nf = 0, key;
-	struct rh_obj *o;
+	void *found[8], *held = NULL;
+	unsigned long fkey[8], depth, n, i, nf, checked = 0, key;
 	int idx;
 
 	idx = ops->readlock(T->ctx);
 	depth = sk_tort_nest_lock(t, nidx, 0);
 	n = 1 + sk_tort_below(&t->rng, 8);
-	for (i = 0; i < n; i++) {
-		int stable = sk_tort_one_in(&t->rng, 2);
-
-		key = stable ? sk_tort_below(&t->rng, RH_STABLE)
-			     : RH_STABLE + sk_tort_below(&t->rng,
-							 S->nkeys - RH_STABLE);
-		o = rh_lookup(t, S, key);
-		if (!o) {
-			if (stable)
-				sk_tort_error(T, t,
-					      "stable key %lu not found (%lu "
-					      "buckets)",
-					      key, sk_rhash_buckets(S->ht));
-		} else if (obj_ok(t, o, key, "found by a lookup")) {
-			found[nf] = o;
-			fkey[nf++] = key;
-			hold(t, o);
-		}
-	}
+	nf = sk_rhs_lookups(&S->sh, t, &t->rng, n, found, fkey, &checked);
+	for (i = 0; i < nf; i++)
+		hold(t, found[i]);
 	sk_tort_add(&t->st->x[RX_LOOKUPS], n);
-	if (sk_tort_one_in(&t->rng, 32))
-		rh_iterate(t, S);
+	if (sk_tort_one_in(&t->rng, 32)) {
+		sk_tort_add(&t->st->x[RX_ITER_OBJS],
+			    sk_rhs_iterate(&S->sh, t, &held, &checked));
+		sk_tort_inc(&t->st->x[RX_ITERS]);
+		hold(t, held);
+	}
 	/*
 	 * What the section found must stay intact until it ends, however
 	 * long it lasts: a grace period that ended meanwhile lets an
@@ -372,7 +359,7 @@ static void rh_read_one(struct sk_tort_thread *t)
 	 */
 	ops->read_delay(&t->rng, T->cfg->sleep);
 	for (i = 0; i < nf; i++)
-		obj_ok(t, found[i], fkey[i], "at the end of the section");
+		obj_ok(t, found[i], fkey[i], "at the end of the section", &key);
 	sk_tort_nest_unlock(t, nidx, depth);
 	ops->readunlock(T->ctx, idx);
 	sk_tort_inc(&t->st->reads);
@@ -381,53 +368,16 @@ static void rh_read_one(struct sk_tort_thread *t)
 static void rh_before_qs(struct sk_tort_thread *t)
 {
 	struct rh_reader *r = t->priv;
+	unsigned long key;
 	unsigned int i;
 
 	for (i = 0; i < r->nheld; i++)
-		obj_ok(t, r->held[i], ~0UL, "held until a quiescent state");
+		obj_ok(t, r->held[i], ~0UL, "held until a quiescent state",
+		       &key);
 	r->nheld = 0;
 }
 
-/* ---- updaters ------------------------------------------------------------ */
-
-/* Free old (unlinked by this updater) after a grace period. */
-static void rh_retire(struct sk_tort_thread *t, struct rh_obj *old)
-{
-	int g = sk_tort_pick_gp(t);
-
-	/* Inside a read section only what does not wait: call or poll. */
-	if (t->T->cfg->in_section && g != SK_TORT_GP_CB &&
-	    g != SK_TORT_GP_POLL)
-		g = SK_TORT_GP_CB;
-	sk_tort_obj_retire(t, &old->o, g, 0);
-}
-
-/*
- * Insert n, whose key (a which key) is present: insert_unique must fail
- * with -EEXIST.  n is freed either way.
- */
-static void rh_insert_dup(struct sk_tort_thread *t, struct rh_obj *n,
-			  unsigned long key, const char *which)
-{
-	struct rh_state *S = t->T->priv;
-	struct rh_updater *u = t->priv;
-	int r = sk_rhash_insert_unique(S->ht, &n->node);
-
-	if (r != -EEXIST)
-		sk_tort_error(t->T, t,
-			      "insert_unique of %s key %lu returned %d, not "
-			      "-EEXIST",
-			      which, key, r);
-	if (r == 0) {
-		/* Undo, so that the final check holds. */
-		sk_rhash_remove(S->ht, &n->node);
-		rh_retire(t, n);
-	} else {
-		sk_tort_pool_retire(&u->up.pool, n);
-	}
-}
-
-static void rh_update_body(struct sk_tort_thread *t);
+/* ---- updaters: sk_rhs_update() ------------------------------------------- */
 
 /*
  * One update; with --in-section inside a read section (the table's
@@ -437,144 +387,29 @@ static void rh_update_body(struct sk_tort_thread *t);
  */
 static void rh_update_one(struct sk_tort_thread *t)
 {
-	if (!t->T->cfg->in_section) {
-		rh_update_body(t);
-		return;
-	}
-	sk_rcu_read_lock();
-	rh_update_body(t);
-	sk_rcu_read_unlock();
-}
-
-/*
- * The end of an update of key i that replaced e by n (NULL: removed it):
- * r is its result; the model follows, e is retired, counter counted.
- * Returns r.
- */
-static int rh_swapped(struct sk_tort_thread *t, unsigned long i,
-		      struct rh_obj *e, struct rh_obj *n, int r,
-		      const char *what, int counter)
-{
-	struct rh_updater *u = t->priv;
-
-	if (r) {
-		sk_tort_error(t->T, t, "%s of key %lu returned %d", what,
-			      u->base + i, r);
-		if (n)
-			sk_tort_pool_retire(&u->up.pool, n);
-		return r;
-	}
-	u->model[i] = n;
-	if (e)
-		rh_retire(t, e);
-	sk_tort_inc(&t->st->x[counter]);
-	return 0;
-}
-
-/* Key i (u->base + i) is absent: insert it, unique or not. */
-static int rh_update_absent(struct sk_tort_thread *t, unsigned long i)
-{
-	struct rh_state *S = t->T->priv;
-	struct rh_updater *u = t->priv;
-	struct rh_obj *n = new_obj(t->T, &u->up.pool, u->base + i,
-				   sk_tort_rand(&t->rng) >> 8);
-
-	if (!n)
-		return -ENOMEM;
-	rh_swapped(t, i, NULL, n,
-		   sk_tort_one_in(&t->rng, 2)
-			   ? sk_rhash_insert_unique(S->ht, &n->node)
-			   : sk_rhash_insert(S->ht, &n->node),
-		   "insert", RX_INSERTS);
-	return 0;
-}
-
-/* Only this thread changes key i: the lookup's answer is exact. */
-static void rh_own_lookup(struct sk_tort_thread *t, unsigned long key,
-			  struct rh_obj *e)
-{
-	struct rh_state *S = t->T->priv;
-	struct rh_obj *o;
-
-	sk_rcu_read_lock();
-	o = sk_rhash_lookup(S->ht, &key);
-	if (o != e)
-		sk_tort_error(t->T, t,
-			      "lookup of own key %lu found %p, the model says "
-			      "%p",
-			      key, (void *)o, (void *)e);
-	sk_rcu_read_unlock();
-	sk_tort_inc(&t->st->x[RX_OWN_LOOKUPS]);
-}
-
-/* Key i is present in e: remove, replace, duplicate insert or lookup. */
-static int rh_update_present(struct sk_tort_thread *t, unsigned long i,
-			     struct rh_obj *e)
-{
-	struct rh_state *S = t->T->priv;
-	struct rh_updater *u = t->priv;
-	unsigned long key = u->base + i;
-	struct rh_obj *n;
-
-	switch (sk_tort_below(&t->rng, 4)) {
-	case 0:
-		rh_swapped(t, i, e, NULL, sk_rhash_remove(S->ht, &e->node),
-			   "remove", RX_REMOVES);
-		return 0;
-	case 1:
-		n = new_obj(t->T, &u->up.pool, key, sk_tort_rand(&t->rng) >> 8);
-		if (!n)
-			return -ENOMEM;
-		rh_swapped(t, i, e, n,
-			   sk_rhash_replace(S->ht, &e->node, &n->node),
-			   "replace", RX_REPLACES);
-		return 0;
-	case 2:
-		n = new_obj(t->T, &u->up.pool, key, 7);
-		if (!n)
-			return -ENOMEM;
-		rh_insert_dup(t, n, key, "present");
-		sk_tort_inc(&t->st->x[RX_DUP_INSERTS]);
-		return 0;
-	default:
-		rh_own_lookup(t, key, e);
-		return 0;
-	}
-}
-
-static void rh_update_body(struct sk_tort_thread *t)
-{
 	struct sk_tort *T = t->T;
 	struct rh_state *S = T->priv;
 	struct rh_updater *u = t->priv;
-	unsigned long i = sk_tort_below(&t->rng, RH_VOL);
-	unsigned long v = u->base + i - RH_STABLE; /* in S->vol */
-	struct rh_obj *e = u->model[i], *n;
-	int r;
+	int kind;
 
+	if (T->cfg->in_section)
+		sk_rcu_read_lock();
 	if (u->up.pending)
 		sk_tort_reap_pending(T, &u->up);
-	if (sk_tort_one_in(&t->rng, 64)) {
-		/* A stable key is present: a unique insert must fail. */
-		unsigned long sk = sk_tort_below(&t->rng, RH_STABLE);
-
-		n = new_obj(T, &u->up.pool, sk, 1);
-		if (n)
-			rh_insert_dup(t, n, sk, "stable");
-	}
-	/* Readers check the key only if this update cannot overlap them. */
-	sk_rhs_key_changing(&S->vol, v);
-	r = e ? rh_update_present(t, i, e) : rh_update_absent(t, i);
-	sk_rhs_key_changed(&S->vol, v, u->model[i] != NULL);
-	if (r) {
+	kind = sk_rhs_update(&S->sh, t, &t->rng,
+			     u->base + sk_tort_below(&t->rng, RH_VOL));
+	if (T->cfg->in_section)
+		sk_rcu_read_unlock();
+	if (kind < 0) {
 		sk_tort_error(T, t, "out of memory");
 		usleep(1000);
 		return;
 	}
+	sk_tort_inc(&t->st->x[RX_INSERTS + kind]);
 	sk_tort_inc(&t->st->updates);
 }
 
-/* ---- resizer ------------------------------------------------------------- */
+/* ---- resizer: sk_rhs_resize() -------------------------------------------- */
 
 static unsigned int rh_nextra(struct sk_tort *T)
 {
@@ -586,108 +421,34 @@ static void rh_extra_one(struct sk_tort_thread *t)
 {
 	struct sk_tort *T = t->T;
 	struct rh_state *S = T->priv;
-	unsigned long n = 1UL << sk_tort_below(&t->rng, RH_MAX_BUCKETS_LOG + 1);
-	unsigned long b;
-	int r;
+	int r = sk_rhs_resize(&S->sh, t, &t->rng);
 
-	if (sk_tort_one_in(&t->rng, 8))
-		n = 1UL << (RH_BIG_LOG + sk_tort_below(&t->rng, RH_BIG_LOGS));
-	r = sk_rhash_resize(S->ht, n);
-	if (r == 0) {
+	if (r == 0)
 		sk_tort_inc(&S->resizes);
-	} else if (r == -ENOMEM && T->cfg->fault_rate > 0) {
+	else if (r == -ENOMEM && T->cfg->fault_rate > 0)
 		sk_tort_inc(&S->resize_nomem);
-	} else {
-		sk_tort_error(T, t, "sk_rhash_resize(%lu) returned %d", n, r);
-	}
-	/* The table array may be freed by an automatic resize. */
-	sk_rcu_read_lock();
-	b = sk_rhash_buckets(S->ht);
-	sk_rcu_read_unlock();
-	if (!b || (b & (b - 1)))
-		sk_tort_error(T, t, "%lu buckets: not a power of two", b);
+	else
+		sk_tort_error(T, t, "sk_rhash_resize() returned %d", r);
 	if (sk_tort_one_in(&t->rng, 2))
 		usleep((useconds_t)sk_tort_below(&t->rng, 500));
 }
 
-/* ---- end of the run ------------------------------------------------------ */
+/* ---- end of the run: sk_rhs_final() -------------------------------------- */
 
 static void rh_finish(struct sk_tort *T)
 {
 	struct rh_state *S = T->priv;
-	unsigned long *seen, expect = RH_STABLE, n = 0, i, k, c;
 	unsigned long allocated, freed;
-	struct sk_rhash_iter it;
-	struct rh_obj *o;
 
 	sk_atomic_store_relaxed(&S->faults_on, 0);
-	/*
-	 * The updates queued background resizes that may still run: a walk
-	 * during a resize may return an object twice (sk_rhash_iter_next()),
-	 * so let them finish first.  From here on nothing changes the table.
-	 */
-	sk_rhash_barrier(S->ht);
-	seen = calloc(S->nkeys, sizeof(*seen));
-	sk_rcu_read_lock();
-	for (k = 0; k < RH_STABLE; k++)
-		if (sk_rhash_lookup(S->ht, &k) != S->stable[k])
-			sk_tort_error(T, NULL,
-				      "final table: stable key %lu "
-				      "lost",
-				      k);
-	for (i = 0; i < T->nthreads; i++) {
-		struct sk_tort_thread *t = &T->threads[i];
-		struct rh_updater *u = t->priv;
-
-		if (t->role != SK_TORT_UPDATER || !u)
-			continue;
-		for (k = 0; k < RH_VOL; k++) {
-			unsigned long key = u->base + k;
-
-			o = sk_rhash_lookup(S->ht, &key);
-			if (o != u->model[k])
-				sk_tort_error(T, NULL,
-					      "final table: key %lu is %p, the "
-					      "model says %p",
-					      key, (void *)o,
-					      (void *)u->model[k]);
-			if (u->model[k])
-				expect++;
-		}
-	}
-	sk_rhash_iter_start(S->ht, &it);
-	while ((o = sk_rhash_iter_next(&it)) != NULL && n <= 2 * S->nkeys) {
-		n++;
-		if (o->st.key >= S->nkeys || o->st.magic != SK_TORT_MAGIC) {
-			sk_tort_error(T, NULL, "final table: bad object %p",
-				      (void *)o);
-		} else if (seen && seen[o->st.key]++) {
-			sk_tort_error(T, NULL,
-				      "final iteration: key %lu returned "
-				      "twice",
-				      o->st.key);
-		}
-	}
-	sk_rcu_read_unlock();
-	if (n != expect)
-		sk_tort_error(T, NULL,
-			      "final iteration returned %lu objects, the "
-			      "model has %lu",
-			      n, expect);
-	c = sk_rhash_count(S->ht);
-	if (c != expect)
-		sk_tort_error(T, NULL,
-			      "sk_rhash_count() is %lu, the model has %lu", c,
-			      expect);
-	free(seen);
-	sk_rhash_destroy(S->ht, free_obj, T);
+	/* Kept for the report: */
+	S->nkeys = sk_rhs_final(&S->sh);
+	sk_rhash_destroy(S->sh.ht, free_obj, T);
 	sk_tort_pools_count(T, &S->pool0, &allocated, &freed);
 	if (allocated != freed)
 		sk_tort_error(T, NULL, "%lu objects allocated, %lu freed",
 			      allocated, freed);
 	sk_tort_pools_destroy(T, &S->pool0);
-	/* Kept for the report: */
-	S->nkeys = expect;
 }
 
 static void rh_report(struct sk_tort *T, FILE *f)
@@ -716,7 +477,8 @@ static void rh_progress(struct sk_tort *T, char *buf, size_t len)
 	struct rh_state *S = T->priv;
 
 	snprintf(buf, len, "%lu buckets, %lu resizes, %lu faults",
-		 sk_rhash_buckets(S->ht), sk_atomic_load_relaxed(&S->resizes),
+		 sk_rhash_buckets(S->sh.ht),
+		 sk_atomic_load_relaxed(&S->resizes),
 		 sk_atomic_load_relaxed(&S->faults));
 }
 
@@ -725,7 +487,7 @@ static void rh_destroy(struct sk_tort *T)
 	struct rh_state *S = T->priv;
 
 	rh_cur = NULL;
-	sk_rhs_keys_fini(&S->vol);
+	rh_shape_fini(S);
 	free(T->priv);
 	T->priv = NULL;
 }
