@@ -14,9 +14,10 @@
  * checks, test_rcu_cb*.c's callback checks and test_rcu_poll.c's and
  * test_rcu_gp_kinds.c's reader/updater checks.  The tool and the tests link
  * the ops as one small static library, sk_tort_ops (tools/torture_ops.c,
- * with the locks' table tools/torture_lock_ops.c and the hash table's
- * stress harness tools/rhash_stress.c, built in every configuration, the
- * test-only ones too); it names
+ * with the locks' table and stress loop tools/torture_lock_ops.c and
+ * lock_stress.c, and the hash table's stress harness tools/rhash_stress.c
+ * and its tests' runner rhash_stress_run.c, built in every configuration,
+ * the test-only ones too); it names
  * no scalekit library: its user links one after it.
  *
  * Not through the ops, on purpose: tests whose subject is one API call
