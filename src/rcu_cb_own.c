@@ -119,6 +119,11 @@ struct sk_rcu_cb_worker *sk_rcu_cb_worker_create(unsigned flags, int cpu)
 	}
 	sk__rcu_cb_lock();
 	sk__rcu_cb_add_cpu_queue(&x->q); /* a queue whose worker may change */
+	/*
+	 * Relaxed, under the list lock: workers read it under that lock;
+	 * a producer reaches x only through the return below, which its
+	 * own synchronization with this thread orders after the store.
+	 */
 	sk_atomic_store_relaxed(&x->q.w, &x->w);
 	sk__rcu_cb_unlock();
 	pthread_mutex_lock(&own.lock);
