@@ -316,7 +316,7 @@ static void failed_thread_start_reports_eagain(void)
  * destroy frees it.
  */
 static struct sk_rcu_cb_worker *fork_w;
-static struct probe fork_before, fork_after;
+static struct probe fork_warm, fork_before, fork_after;
 
 static void child_with_own_worker(void)
 {
@@ -347,6 +347,13 @@ static void own_worker_survives_fork(void)
 	SK_CHECK(fork_w != NULL);
 	if (!fork_w)
 		return;
+	/*
+	 * Let the new worker finish its start-up before the fork: under
+	 * ASan (gcc 12) a thread still starting can hold the sanitizer
+	 * allocator's lock, which ASan does not take across fork().
+	 */
+	SK_CHECK_EQ(sk_call_rcu_on(fork_w, &fork_warm.head, probe_cb), 0);
+	sk_rcu_barrier();
 	sk_test_holder_start(&h, 0, NULL, NULL); /* keeps it pending */
 	SK_CHECK_EQ(sk_call_rcu_on(fork_w, &fork_before.head, probe_cb), 0);
 	sk_test_fork_child(child_with_own_worker, 30, 0, &c);
