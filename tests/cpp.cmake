@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: MIT
+#
+# The C++ layer's tests: every tests/cpp/test_*.cpp is built twice, as
+# C++17 and as C++20 (ISO, no GNU extensions, -pedantic), with the
+# project's C++ compiler, linked to the static library and the test
+# support library, and registered as <name>_cxx17 and <name>_cxx20
+# (labels "unit;cpp").  The sanitizer jobs build them with their flags
+# like every other test.
+#
+# sk_cxx_test_link(NAME LIB): both builds of tests/cpp/NAME.cpp link LIB
+# (a variant of cmake/sk_lib_variant.cmake) instead of scalekit_static.
+
+file(GLOB SK_CXX_TESTS CONFIGURE_DEPENDS
+  ${CMAKE_CURRENT_SOURCE_DIR}/cpp/test_*.cpp)
+foreach(src ${SK_CXX_TESTS})
+  get_filename_component(name ${src} NAME_WE)
+  foreach(std 17 20)
+    set(t ${name}_cxx${std})
+    add_executable(${t} ${src})
+    set_target_properties(${t} PROPERTIES CXX_STANDARD ${std}
+      CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
+    target_compile_options(${t} PRIVATE -pedantic)
+    target_include_directories(${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp)
+    target_link_libraries(${t} PRIVATE sk_test_support scalekit_static)
+    add_test(NAME ${t} COMMAND ${t})
+    set_tests_properties(${t} PROPERTIES TIMEOUT ${SK_TEST_TIMEOUT}
+      LABELS "unit;cpp")
+  endforeach()
+endforeach()
+
+function(sk_cxx_test_link name lib)
+  include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
+  sk_lib_variant_link(${lib} ${name}_cxx17 ${name}_cxx20)
+endfunction()
