@@ -32,3 +32,13 @@ function(sk_cxx_test_link name lib)
   include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
   sk_lib_variant_link(${lib} ${name}_cxx17 ${name}_cxx20)
 endfunction()
+
+# The retire stress's broken twin: the deleter runs at once instead of
+# after a grace period, and a reader must report the poisoned node.
+if(TARGET test_cpp_retire_stress_cxx17)
+  add_test(NAME test_cpp_retire_stress_broken
+    COMMAND test_cpp_retire_stress_cxx17 --broken)
+  set_tests_properties(test_cpp_retire_stress_broken PROPERTIES
+    TIMEOUT ${SK_TEST_TIMEOUT} LABELS "unit;cpp"
+    PASS_REGULAR_EXPRESSION "ERROR: a reader saw a poisoned node")
+endif()
