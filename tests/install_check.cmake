@@ -3,16 +3,19 @@
 # The logic of the `install` test (registered by tests/install.cmake); run as
 #   cmake -DBUILD_DIR=... -DWORK_DIR=... -DLIBDIR=lib -DINCLUDEDIR=include \
 #         -DEXAMPLE=examples/rcu_basic.c -DCONSUMER_DIR=tests/install_consumer \
-#         -DCC=cc -DPKG_CONFIG=pkg-config -DGENERATOR="Unix Makefiles" \
+#         -DCC=cc -DCXX=c++ -DPKG_CONFIG=pkg-config -DGENERATOR="Unix Makefiles" \
 #         -DVERSION=0.1.0 [-DCONFIG=RelWithDebInfo] -P tests/install_check.cmake
 #
 #  1. cmake --install BUILD_DIR --prefix WORK_DIR/prefix (a prefix other than
 #     the configured one, so the installed files must be relocatable);
-#  2. the expected files are there, and no internal header is;
+#  2. the expected files are there, and no internal header is (and, with
+#     -DREADELF=..., libscalekit.so does not need libstdc++);
 #  3. rcu_basic.c built with `pkg-config --cflags --libs scalekit` and run;
 #  4. rcu_basic.c built by a separate CMake project with
 #     find_package(scalekit) against scalekit::scalekit and
 #     scalekit::scalekit_static, and both run;
+#     The C++ consumer (CONSUMER_DIR/cpp_consumer.cpp, scalekit/rcu.hpp)
+#     is built both ways too (CXX, -std=c++17) and run;
 #  5. with URCU_PROGRAM: a program of liburcu's API built with
 #     `pkg-config --cflags --libs scalekit-urcu` and, in step 4's project,
 #     against scalekit::urcu, and both run.
@@ -23,7 +26,7 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
-foreach(v BUILD_DIR WORK_DIR LIBDIR INCLUDEDIR EXAMPLE CONSUMER_DIR CC GENERATOR VERSION)
+foreach(v BUILD_DIR WORK_DIR LIBDIR INCLUDEDIR EXAMPLE CONSUMER_DIR CC CXX GENERATOR VERSION)
   if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
     message(FATAL_ERROR "install: -D${v}=... is required")
   endif()
@@ -48,10 +51,15 @@ function(sk_run what)
   set(sk_run_out "${out}" PARENT_SCOPE)
 endfunction()
 
-# Run a built example and check that it says it succeeded.
+# Run a built example and check that it says it succeeded ("<name>: ok",
+# rcu_basic unless a third argument names another program).
 function(sk_run_example what exe)
+  set(name rcu_basic)
+  if(ARGC GREATER 2)
+    set(name ${ARGV2})
+  endif()
   sk_run("${what}" ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${exe})
-  if(NOT sk_run_out MATCHES "rcu_basic: ok")
+  if(NOT sk_run_out MATCHES "${name}: ok")
     message(FATAL_ERROR "install: ${what}: unexpected output:\n${sk_run_out}")
   endif()
   string(STRIP "${sk_run_out}" shown)
@@ -73,6 +81,7 @@ sk_run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR}
 foreach(f
     ${INCLUDEDIR}/scalekit/barrier.h
     ${INCLUDEDIR}/scalekit/rcu.h
+    ${INCLUDEDIR}/scalekit/rcu.hpp
     ${LIBDIR}/libscalekit.so
     ${LIBDIR}/libscalekit.a
     ${LIBDIR}/pkgconfig/scalekit.pc
@@ -86,6 +95,13 @@ endforeach()
 file(GLOB_RECURSE internal ${prefix}/${INCLUDEDIR}/*internal*)
 if(internal)
   message(FATAL_ERROR "install: internal headers were installed: ${internal}")
+endif()
+# The C++ layer is header-only: the library must never need libstdc++.
+if(READELF)
+  sk_run("readelf -d libscalekit.so" ${READELF} -d ${libdir}/libscalekit.so)
+  if(sk_run_out MATCHES "NEEDED[^\n]*libstdc\\+\\+")
+    message(FATAL_ERROR "install: libscalekit.so needs libstdc++:\n${sk_run_out}")
+  endif()
 endif()
 file(GLOB installed_headers ${prefix}/${INCLUDEDIR}/scalekit/*.h)
 list(LENGTH installed_headers nheaders)
@@ -124,6 +140,11 @@ set(exe_pc ${WORK_DIR}/rcu_basic_pkgconfig)
 sk_run("build with pkg-config" ${CC} -std=gnu11 -Wall -Wextra -Werror
   ${cflags_list} ${EXAMPLE} -o ${exe_pc} ${libs_list})
 sk_run_example("run the pkg-config build" ${exe_pc})
+set(exe_cpp_pc ${WORK_DIR}/cpp_consumer_pkgconfig)
+sk_run("build the C++ consumer with pkg-config" ${CXX} -std=c++17 -pedantic
+  -Wall -Wextra -Werror ${cflags_list} ${CONSUMER_DIR}/cpp_consumer.cpp
+  -o ${exe_cpp_pc} ${libs_list})
+sk_run_example("run the C++ pkg-config build" ${exe_cpp_pc} cpp_consumer)
 
 # ---- 4. CMake find_package ---------------------------------------------------------
 set(consumer ${WORK_DIR}/consumer)
@@ -131,6 +152,7 @@ sk_run("configure a find_package(scalekit) project" ${CMAKE_COMMAND}
   -S ${CONSUMER_DIR} -B ${consumer} -G ${GENERATOR}
   -DCMAKE_PREFIX_PATH=${prefix}
   -DCMAKE_C_COMPILER=${CC}
+  -DCMAKE_CXX_COMPILER=${CXX}
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
   -DSK_EXAMPLE=${EXAMPLE}
   -DSK_URCU_PROGRAM=${URCU_PROGRAM}
@@ -146,6 +168,7 @@ endif()
 sk_run("build the find_package project" ${CMAKE_COMMAND} --build ${consumer})
 sk_run_example("run the find_package build (shared)" ${consumer}/rcu_basic)
 sk_run_example("run the find_package build (static)" ${consumer}/rcu_basic_static)
+sk_run_example("run the find_package C++ build" ${consumer}/cpp_consumer cpp_consumer)
 
 # ---- 5. liburcu's API: scalekit-urcu.pc and scalekit::urcu ---------------------
 if(URCU_PROGRAM)
