@@ -21,8 +21,7 @@
 
 namespace {
 
-std::atomic<int> deleted{0};	  // ~obj runs
-std::atomic<int> deleter_calls{0}; // stateful deleters that ran
+std::atomic<int> deleted{0}; // ~obj and ~plain runs
 
 struct obj : sk::rcu_obj_base<obj> {
 	int value = 7;
