@@ -104,6 +104,14 @@ rcu_die(const char *what, const void *obj, int err) noexcept
 	std::abort();
 }
 
+// Report a failed C call of a constructor (not a read path) as
+// std::system_error with the C errno (rc is 0 or -errno).
+inline void rcu_throw_if(int rc, const char *call)
+{
+	if (rc != 0)
+		throw std::system_error(-rc, std::generic_category(), call);
+}
+
 // The head of every callback this header queues.  Standard-layout with
 // the head as its first member, so a struct sk_rcu_head * that the
 // callback receives and a pointer to this struct are
@@ -489,11 +497,8 @@ public:
 	rcu_thread_registration()
 		: had_(sk_atomic_load_relaxed(&sk_rcu__ctr) != 0)
 	{
-		int rc = sk_rcu_register_thread();
-
-		if (rc != 0)
-			throw std::system_error(-rc, std::generic_category(),
-						"sk_rcu_register_thread()");
+		detail::rcu_throw_if(sk_rcu_register_thread(),
+				     "sk_rcu_register_thread()");
 	}
 
 	~rcu_thread_registration()
@@ -532,11 +537,8 @@ public:
 	{
 		// Held and not aborted below: already an online QSBR
 		// reader (sk_rcu_thread_online() aborts inside a section).
-		int rc = sk_rcu_thread_online();
-
-		if (rc != 0)
-			throw std::system_error(-rc, std::generic_category(),
-						"sk_rcu_thread_online()");
+		detail::rcu_throw_if(sk_rcu_thread_online(),
+				     "sk_rcu_thread_online()");
 	}
 
 	~rcu_qsbr_online()

@@ -229,6 +229,13 @@ void call_rcu_takes_move_only_callable()
 	SK_CHECK_EQ(out.load(), 120); // 15, then 15 + 105
 }
 
+// After rcu_barrier(), every scheduled deleter has run: n objects gone.
+void barrier_then_expect_deleted(int n)
+{
+	sk::rcu_barrier();
+	SK_CHECK_EQ(deleted.load(), n);
+}
+
 void retire_with_stateless_deleter()
 {
 	deleted.store(0);
@@ -238,8 +245,7 @@ void retire_with_stateless_deleter()
 		o->retire();
 		SK_CHECK_EQ(deleted.load(), 0);
 	}
-	sk::rcu_barrier();
-	SK_CHECK_EQ(deleted.load(), 1);
+	barrier_then_expect_deleted(1);
 }
 
 void retire_with_stateful_deleter()
@@ -280,8 +286,7 @@ void rcu_retire_default_delete()
 		sk::rcu_retire(new plain); // inside: an allocated node
 		SK_CHECK_EQ(deleted.load(), 0);
 	}
-	sk::rcu_barrier();
-	SK_CHECK_EQ(deleted.load(), 2);
+	barrier_then_expect_deleted(2);
 }
 
 void rcu_retire_custom_deleter()
@@ -321,8 +326,7 @@ void rcu_barrier_waits_for_many()
 			sk::call_rcu(new plain, [](plain *p) { delete p; });
 		}
 	}
-	sk::rcu_barrier();
-	SK_CHECK_EQ(deleted.load(), n);
+	barrier_then_expect_deleted(n);
 }
 
 // In a thread of its own, so that the registry state starts empty.
