@@ -25,14 +25,17 @@
 //     evaluation print one "scalekit: thread N: ..." line and abort.
 //  3. Where evaluations run.  P2545 lets unlock(), retire() and
 //     rcu_retire() invoke scheduled evaluations; scalekit never does: they
-//     run on scalekit's callback worker thread (sk_call_rcu()), one at a
-//     time, in the order each thread scheduled them, after a grace period.
-//     rcu_barrier() runs them itself only when that thread cannot be
-//     started.  A deleter therefore runs on another thread than the one
-//     that retired the object, must not block for long, and must not call
-//     rcu_synchronize() or rcu_barrier(); it may retire more objects.  A
-//     deleter that exits via an exception calls std::terminate() (P2545:
-//     undefined behavior).
+//     run after a grace period on a callback worker thread, as sk_call_rcu()
+//     callbacks: by default scalekit's one worker, one at a time, in the
+//     order each thread scheduled them; with per-CPU workers
+//     (sk_rcu_cb_workers_create()) on the worker of the CPU that scheduled
+//     them, so evaluations that different CPUs scheduled may run
+//     concurrently.  rcu_barrier() runs them itself only when no worker
+//     thread can be started.  A deleter therefore runs on another thread
+//     than the one that retired the object, must not block for long, and
+//     must not call rcu_synchronize() or rcu_barrier(); it may retire more
+//     objects.  A deleter that exits via an exception calls
+//     std::terminate() (P2545: undefined behavior).
 //  4. retire() called again on an object whose deleter has not started
 //     (P2545: a precondition) prints one line and aborts, in every build.
 //  5. The deleter of rcu_obj_base<T, D>: P2545 keeps an exposition-only
@@ -55,7 +58,14 @@
 //     owns (one allocation per 63 calls), and the callback calls D{}(p).
 //     On that path, when memory runs out, rcu_retire() waits for a grace
 //     period and calls D{}(p) itself before returning, instead of throwing
-//     std::bad_alloc (sk_defer_rcu()'s rule).
+//     std::bad_alloc (sk_defer_rcu()'s rule); called from a deleter, that
+//     wait happens on the callback worker, which sk_call_rcu() callbacks
+//     must otherwise not do (it delays the other callbacks by a grace
+//     period; only when memory has run out).
+//  7. rcu_obj_base<T, D> is trivially copyable for every D (P2545: when D
+//     is): copies copy the bytes of the embedded head and of D's storage.
+//     A copy of a retired object is not retired (the C library's queued
+//     mark includes the head's address).
 //
 // Cost, against the C API (the inline functions compile to the C ones):
 //   rcu_domain::lock()/unlock(), rcu_read_guard: sk_rcu_read_lock()/
