@@ -109,7 +109,7 @@ namespace detail {
 rcu_die(const char *what, const void *obj, int err) noexcept
 {
 	std::fprintf(stderr, "scalekit: thread %ld: %s (object %p, error %d)\n",
-		     static_cast<long>(::syscall(SYS_gettid)), what, obj, err);
+		     ::syscall(SYS_gettid), what, obj, err);
 	std::fflush(stderr);
 	std::abort();
 }
@@ -495,9 +495,10 @@ public:
  * not registered).  Optional: sk_rcu_read_lock() registers on first use.
  * Not copyable, not movable (it belongs to its thread).
  * Context: a thread outside any read-side critical section; may block
- * briefly on the registry lock.  The destructor inside a read section (or
- * while an online QSBR scope is open inside it) prints a message and
- * aborts, as sk_rcu_unregister_thread() does.
+ * briefly on the registry lock.  The destructor inside an
+ * sk_rcu_read_lock() section prints a message and aborts, as
+ * sk_rcu_unregister_thread() does; an online QSBR thread is put offline
+ * first.
  * Ordering: full barrier in both (mutex).
  * Throws: std::system_error with the C errno (ENOMEM) when no registry
  * slot could be allocated.
