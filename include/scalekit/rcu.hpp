@@ -184,8 +184,8 @@ void rcu_defer_run(void *p) noexcept
 	d(static_cast<T *>(p));
 }
 
-// The deleter storage of rcu_obj_base: raw bytes for a stored D, nothing
-// for a stateless one (an empty base, so it takes no space).
+// What rcu_obj_base embeds: the head, and raw bytes for a stored D (none
+// for a stateless D: the base is then exactly one struct sk_rcu_head).
 template <class D, bool Stored = !rcu_stateless_v<D>>
 struct rcu_obj_storage : rcu_head_node {
 	alignas(D) unsigned char sk_deleter_[sizeof(D)];
