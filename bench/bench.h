@@ -194,6 +194,9 @@ extern const struct sk_bench_rcu_ops sk_bench_urcu_memb_pcpu_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_poll_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_free_ops;
 extern const struct sk_bench_rcu_ops sk_bench_scalekit_srcu_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_cxx_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_std_ops;
+extern const struct sk_bench_rcu_ops sk_bench_scalekit_retire_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_memb_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_qsbr_bare_ops;
@@ -348,6 +351,10 @@ int sk_bench_expedited_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res);
 int sk_bench_poll_run(const struct sk_bench_config *cfg,
 		      struct sk_bench_results *res);
+int sk_bench_cpp_run(const struct sk_bench_config *cfg,
+		     struct sk_bench_results *res);
+int sk_bench_cpp_read_run(const struct sk_bench_config *cfg,
+			  struct sk_bench_results *res);
 int sk_bench_srcu_read_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res);
 int sk_bench_srcu_sync_run(const struct sk_bench_config *cfg,
@@ -371,6 +378,16 @@ int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 				 struct sk_bench_results *res);
 int sk_bench_rwlock_read_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res);
+
+/*
+ * sk_bench_cb_measure() (callbacks.c) - one callbacks run of ops: threads
+ * enqueuers (pinned round-robin unless unpinned) of n callbacks each, then
+ * barrier().  *ns_per_cb gets the wall time per callback from the start to
+ * the barrier's return, *enq_ns each enqueuer's mean time per call_loop()
+ * iteration.  Returns: 0 or -errno.
+ */
+int sk_bench_cb_measure(const struct sk_bench_rcu_ops *ops, int threads,
+			long n, int unpinned, double *ns_per_cb, double *enq_ns);
 
 /*
  * sk_bench_read_measure() (read.c) - run ops on n threads for run_ns;

@@ -242,6 +242,19 @@ static int measure(const struct sk_bench_rcu_ops *ops, int threads, long n,
 	return 0;
 }
 
+int sk_bench_cb_measure(const struct sk_bench_rcu_ops *ops, int threads,
+			long n, int unpinned, double *ns_per_cb, double *enq_ns)
+{
+	struct cb_result r;
+	int err = measure(ops, threads, n, unpinned, &r);
+
+	if (err)
+		return err;
+	*ns_per_cb = r.ns_per_cb;
+	*enq_ns = r.enq_ns;
+	return 0;
+}
+
 /* ---- barrier with nothing queued ------------------------------------------------ */
 
 static int measure_barrier(const struct sk_bench_rcu_ops *ops, uint64_t run_ns,

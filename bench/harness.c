@@ -26,6 +26,9 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_scalekit_free_ops,
 	&sk_bench_scalekit_pcpu_ops,
 	&sk_bench_scalekit_srcu_ops,
+	&sk_bench_scalekit_cxx_ops,
+	&sk_bench_scalekit_std_ops,
+	&sk_bench_scalekit_retire_ops,
 	&sk_bench_urcu_memb_ops,
 	&sk_bench_urcu_memb_pcpu_ops,
 	&sk_bench_urcu_qsbr_ops,
@@ -118,12 +121,17 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  sk_bench_list_run },
 	/*
 	 * Last: it starts every library's callback thread and leaves the
-	 * heap larger; no other scenario should run after that.
+	 * heap larger; no other scenario should run after that but "c++",
+	 * which queues scalekit callbacks too.
 	 */
 	{ "callbacks",
 	  "call_rcu end to end: N callbacks + barrier, 1..N "
 	  "threads",
 	  sk_bench_callbacks_run },
+	{ "c++",
+	  "the C++ layer against the C calls it wraps: read guard, "
+	  "rcu_obj_base::retire",
+	  sk_bench_cpp_run },
 	{ NULL, NULL, NULL },
 };
 

@@ -71,6 +71,25 @@ static const struct read_variant srcu_variant = {
 	"srcu-read: total throughput, Mops/s (higher is better)", "srcu"
 };
 
+/*
+ * c++ (the read half of the "c++" scenario, bench/cpp.c): the C++ layer's
+ * read sections against the C pair they wrap, same loop shape.
+ */
+static const char *const cxx_impls[] = {
+	"scalekit-c++",
+	"scalekit-std",
+	"scalekit",
+	NULL,
+};
+
+static const struct read_variant cxx_variant = {
+	"read", cxx_impls,
+	"c++ / read: ns per read section + dereference, per thread: "
+	"sk::rcu_read_guard, std::scoped_lock on sk::rcu_default_domain(), "
+	"the C pair (lower is better)",
+	"c++ / read: total throughput, Mops/s (higher is better)", "c++"
+};
+
 #define NVARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
 #define MAX_COUNTS 16
 
@@ -309,5 +328,26 @@ int sk_bench_srcu_read_run(const struct sk_bench_config *cfg,
 	for (c = 0; c < rr.ncounts; c++)
 		add_ratio_target(res, rr.ns[0][c], "srcu-read", "urcu-memb",
 				 2.0);
+	return 0;
+}
+
+int sk_bench_cpp_read_run(const struct sk_bench_config *cfg,
+			  struct sk_bench_results *res)
+{
+	struct read_rows rr;
+	char what[96];
+	int c;
+
+	if (run_variants(cfg, res, "c++", &cxx_variant, 1, &rr))
+		return -1;
+	for (c = 0; c < rr.ncounts; c++) {
+		add_ratio_target(res, rr.ns[0][c], "cpp-guard", "scalekit",
+				 1.02);
+		snprintf(what, sizeof(what),
+			 "c++ read, %d thread%s: ns/op scalekit-std / scalekit",
+			 rr.counts[c], rr.counts[c] == 1 ? "" : "s");
+		sk_bench_ratio_target(res, rr.ns[0][c], "scalekit-std",
+				      "scalekit", 1.02, 1, what, "cpp-std");
+	}
 	return 0;
 }

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 #
-# The examples (examples/*.c) run in `make check`: each one checks what it
+# The examples (examples/*.c, *.cpp) run in `make check`: each one checks what it
 # shows and exits 0 only when its own checks hold, printing "<name>: ok"
 # as its last line.  A test per example, label "unit" and "example".
 
@@ -9,7 +9,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
 endif()
 
 file(GLOB sk_example_sources CONFIGURE_DEPENDS
-  ${PROJECT_SOURCE_DIR}/examples/*.c)
+  ${PROJECT_SOURCE_DIR}/examples/*.c ${PROJECT_SOURCE_DIR}/examples/*.cpp)
 foreach(src ${sk_example_sources})
   get_filename_component(name ${src} NAME_WE)
   if(TARGET example_${name})
