@@ -32,6 +32,18 @@ extern "C" {
 #define SK_API
 #endif
 
+/*
+ * SK__NOTHROW: on the library functions that the inline fast paths call
+ * (the slow paths named sk_*__*): they call no user code, so they never
+ * throw, and a C++ caller (scalekit/rcu.hpp's noexcept guards) needs no
+ * unwinding code around them.
+ */
+#if defined(__GNUC__)
+#define SK__NOTHROW __attribute__((__nothrow__))
+#else
+#define SK__NOTHROW
+#endif
+
 #define SK_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define SK_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

@@ -228,14 +228,14 @@ SK_API extern int sk_elide__enabled;
 #define SK__ELIDED_SPIN_NEXT_ONE   0x10000u
 
 /* Slow paths of the inline functions; not for direct use. */
-SK_API void sk_elided_mutex__lock_slow(int *word, unsigned int *policy,
+SK_API SK__NOTHROW void sk_elided_mutex__lock_slow(int *word, unsigned int *policy,
 				       struct sk_elide_stats *stats);
-SK_API void sk_elided_mutex__unlock_slow(int *word);
-SK_API void sk_elided_spinlock__lock_slow(unsigned int *word,
+SK_API SK__NOTHROW void sk_elided_mutex__unlock_slow(int *word);
+SK_API SK__NOTHROW void sk_elided_spinlock__lock_slow(unsigned int *word,
 					  unsigned int *policy,
 					  struct sk_elide_stats *stats);
-SK_API void sk_elided_spinlock__wait(unsigned int *word, unsigned int old);
-SK_API void sk_elided_spinlock__unlock_slow(unsigned int *word);
+SK_API SK__NOTHROW void sk_elided_spinlock__wait(unsigned int *word, unsigned int old);
+SK_API SK__NOTHROW void sk_elided_spinlock__unlock_slow(unsigned int *word);
 
 /* ---- sk_elided_mutex ------------------------------------------------------ */
 

@@ -101,12 +101,12 @@ SK_API extern __thread int sk_rcu__hs_seen
 	__attribute__((tls_model("initial-exec")));
 
 /* Slow paths of the inline functions; not for direct use. */
-SK_API void sk_rcu__register_slow(void);
-SK_API void sk_rcu__quiescent_slow(void);
-SK_API void sk_rcu__wake_gp(void);
-SK_API __attribute__((noreturn)) void sk_rcu__unlock_misuse(void);
-SK_API __attribute__((noreturn)) void sk_rcu__qs_misuse(void);
-SK_API __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
+SK_API SK__NOTHROW void sk_rcu__register_slow(void);
+SK_API SK__NOTHROW void sk_rcu__quiescent_slow(void);
+SK_API SK__NOTHROW void sk_rcu__wake_gp(void);
+SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__unlock_misuse(void);
+SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__qs_misuse(void);
+SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
 
 /*
  * sk_rcu_read_lock() - enter a read-side critical section.
@@ -667,7 +667,7 @@ SK_API int sk_rcu_cb_worker_pthread(struct sk_rcu_cb_worker *w,
 				    pthread_t *out);
 
 /* Queue free((char *)head - offset) after a grace period (SK_FREE_RCU). */
-SK_API int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset);
+SK_API SK__NOTHROW int sk_rcu__free_offset(struct sk_rcu_head *head, size_t offset);
 
 /*
  * SK_FREE_RCU(ptr, field) - free(ptr) after a grace period, where field is

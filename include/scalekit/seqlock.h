@@ -62,9 +62,9 @@ struct sk_seqlock {
 #define SK_SEQLOCK_INITIALIZER { 0, 0 }
 
 /* Slow paths of the inline functions; not for direct use. */
-SK_API unsigned int sk_seqlock__wait(const struct sk_seqlock *sl);
-SK_API void sk_seqlock__lock_slow(struct sk_seqlock *sl);
-SK_API void sk_seqlock__unlock_slow(struct sk_seqlock *sl, int old);
+SK_API SK__NOTHROW unsigned int sk_seqlock__wait(const struct sk_seqlock *sl);
+SK_API SK__NOTHROW void sk_seqlock__lock_slow(struct sk_seqlock *sl);
+SK_API SK__NOTHROW void sk_seqlock__unlock_slow(struct sk_seqlock *sl, int old);
 
 /*
  * sk_seqlock_init() - initialize sl: count 0, writer lock free.

@@ -151,8 +151,8 @@ SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
 	__attribute__((tls_model("initial-exec")));
 
 /* Slow paths of the inline functions; not for direct use. */
-SK_API int sk_srcu__read_lock_slow(struct sk_srcu *d);
-SK_API void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx);
+SK_API SK__NOTHROW int sk_srcu__read_lock_slow(struct sk_srcu *d);
+SK_API SK__NOTHROW void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx);
 
 /*
  * sk_srcu_init() - initialize a domain (or re-initialize one that
