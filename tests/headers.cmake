@@ -18,9 +18,27 @@
 # public header except the opt-in kernel spellings (kernel.h), which define
 # unprefixed names on purpose.
 #
+# The C++ layer's headers, include/scalekit/*.hpp, are checked by the test
+# headers_hpp (KIND=hpp): each compiles on its own, included twice, as
+#
+#   -std=c++17 and -std=c++20, -pedantic -Wall -Wextra -Werror
+#
+# with the project's C++ compiler and clang++ (as above); each refuses
+# older standards with a clear message, i.e. starts with
+#
+#   #if __cplusplus < 201703L
+#   #error "scalekit/<name>.hpp needs C++17 or later"
+#   #endif
+#
+# (checked by compiling it as -std=c++14: it must fail with that message);
+# none includes the test harness (sk_test*); and when the umbrella
+# scalekit.hpp exists it includes every other .hpp.  Its broken twin,
+# headers_hpp_busted, checks tests/cpp/headers_busted/ (a header without
+# the C++17 #error, an umbrella that misses it) and must report both.
+#
 # Run by hand:
 #   cmake -DHEADER_DIR=include/scalekit -DINCLUDE_DIR=include \
-#         -DCC=cc -DCXX=c++ -DWORK_DIR=/tmp/h -P tests/headers.cmake
+#         -DCC=cc -DCXX=c++ -DWORK_DIR=/tmp/h [-DKIND=hpp] -P tests/headers.cmake
 
 if(NOT CMAKE_SCRIPT_MODE_FILE)
   # ---- registration (configure time) ----------------------------------------
@@ -45,6 +63,24 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
       -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/headers_check
       -P ${CMAKE_CURRENT_LIST_FILE})
   set_tests_properties(headers PROPERTIES TIMEOUT 300 LABELS "nosan")
+  # The .hpp headers: a test of their own (runs beside the C one), and
+  # the twin on the stand-ins of tests/cpp/headers_busted/scalekit.
+  foreach(t "headers_hpp|${PROJECT_SOURCE_DIR}/include"
+      "headers_hpp_busted|${CMAKE_CURRENT_SOURCE_DIR}/cpp/headers_busted")
+    string(REPLACE "|" ";" t "${t}")
+    list(GET t 0 name)
+    list(GET t 1 dir)
+    add_test(NAME ${name}
+      COMMAND ${CMAKE_COMMAND} -DKIND=hpp
+        -DHEADER_DIR=${dir}/scalekit -DINCLUDE_DIR=${dir}
+        -DCC=${CMAKE_C_COMPILER} -DCXX=${CMAKE_CXX_COMPILER}
+        -DEXTRA_CC=${sk_hdr_extra_cc} -DEXTRA_CXX=${sk_hdr_extra_cxx}
+        -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/${name}_check
+        -P ${CMAKE_CURRENT_LIST_FILE})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS "nosan;cpp")
+  endforeach()
+  set_tests_properties(headers_hpp_busted PROPERTIES PASS_REGULAR_EXPRESSION
+    "no_cxx17_error.hpp: -std=c\\+\\+14 .*scalekit.hpp: does not include scalekit/no_cxx17_error.hpp")
   return()
 endif()
 
@@ -65,6 +101,10 @@ endif()
 
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
+if(KIND STREQUAL "hpp")
+  include(${CMAKE_CURRENT_LIST_DIR}/cpp/headers_hpp.cmake)
+  return()
+endif()
 file(GLOB headers ${HEADER_DIR}/*.h)
 if(NOT headers)
   message(FATAL_ERROR "headers: no header found in ${HEADER_DIR}")
