@@ -30,7 +30,9 @@
 #   #error "scalekit/<name>.hpp needs C++17 or later"
 #   #endif
 #
-# (checked by compiling it as -std=c++14: it must fail with that message);
+# (checked by compiling it as -std=c++14: it must fail with a message
+# that says "need(s) C++17 or later"; a header whose first include is
+# another scalekit .hpp may rely on that one's #error);
 # none includes the test harness (sk_test*); and when the umbrella
 # scalekit.hpp exists it includes every other .hpp.  Its broken twin,
 # headers_hpp_busted, checks tests/cpp/headers_busted/ (a header without

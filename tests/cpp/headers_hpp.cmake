@@ -5,6 +5,7 @@
 # EXTRA_CXX and WORK_DIR set and WORK_DIR empty.
 
 set(cxx_flags -pedantic -Wall -Wextra -Werror)
+list(JOIN cxx_flags " " cxx_flags_str)
 set(compilers ${CXX})
 if(EXTRA_CXX)
   list(APPEND compilers ${EXTRA_CXX})
@@ -42,16 +43,17 @@ foreach(h IN LISTS headers)
       math(EXPR checked "${checked} + 1")
       if(NOT rc EQUAL 0)
         string(APPEND failures "${name}: ${cname} -std=c++${std} "
-          "${cxx_flags} failed:\n${out}${err}\n")
+          "${cxx_flags_str} failed:\n${out}${err}\n")
       endif()
     endforeach()
-    # Older standards: refused, with the header's own message.
+    # Older standards: refused, with the header's own message.  The
+    # #error comes first: -Wfatal-errors stops there (cheap).
     execute_process(
-      COMMAND ${compiler} -std=c++14 -fsyntax-only -I${INCLUDE_DIR} ${tu}
+      COMMAND ${compiler} -std=c++14 -fsyntax-only -Wfatal-errors
+        -I${INCLUDE_DIR} ${tu}
       RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     math(EXPR checked "${checked} + 1")
-    if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES
-        "scalekit/${base}\\.hpp needs C\\+\\+17 or later")
+    if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "needs? C\\+\\+17 or later")
       string(APPEND failures "${name}: -std=c++14 (${cname}) must fail with "
         "#error \"scalekit/${name} needs C++17 or later\" (rule: each .hpp "
         "starts with #if __cplusplus < 201703L and that #error)\n")
