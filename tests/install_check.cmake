@@ -8,8 +8,7 @@
 #
 #  1. cmake --install BUILD_DIR --prefix WORK_DIR/prefix (a prefix other than
 #     the configured one, so the installed files must be relocatable);
-#  2. the expected files are there, every include/scalekit/*.h and *.hpp
-#     of the source tree is, and no internal header is;
+#  2. the expected files are there, and no internal header is;
 #  3. rcu_basic.c built with `pkg-config --cflags --libs scalekit` and run;
 #  4. rcu_basic.c built by a separate CMake project with
 #     find_package(scalekit) against scalekit::scalekit and
@@ -88,7 +87,12 @@ file(GLOB_RECURSE internal ${prefix}/${INCLUDEDIR}/*internal*)
 if(internal)
   message(FATAL_ERROR "install: internal headers were installed: ${internal}")
 endif()
-# Every public header of the source tree, C (*.h) and C++ (*.hpp).
+file(GLOB installed_headers ${prefix}/${INCLUDEDIR}/scalekit/*.h)
+list(LENGTH installed_headers nheaders)
+message(STATUS "install: ${nheaders} public headers, libraries, pkg-config "
+  "and CMake files are in ${prefix}")
+# Step 2 too: every public header of the source tree, C (*.h) and C++
+# (*.hpp), was installed.
 file(GLOB public_headers RELATIVE ${CMAKE_CURRENT_LIST_DIR}/../include
   ${CMAKE_CURRENT_LIST_DIR}/../include/scalekit/*.h
   ${CMAKE_CURRENT_LIST_DIR}/../include/scalekit/*.hpp)
@@ -97,10 +101,6 @@ foreach(h IN LISTS public_headers)
     message(FATAL_ERROR "install: the public header ${h} was not installed")
   endif()
 endforeach()
-file(GLOB installed_headers ${prefix}/${INCLUDEDIR}/scalekit/*.h)
-list(LENGTH installed_headers nheaders)
-message(STATUS "install: ${nheaders} public headers, libraries, pkg-config "
-  "and CMake files are in ${prefix}")
 
 # ---- 3. pkg-config ---------------------------------------------------------------
 # PKG_CONFIG_PATH is searched before the system directories, so an
