@@ -11,10 +11,11 @@
 # (a variant of cmake/sk_lib_variant.cmake) instead of scalekit_static.
 #
 # clang++: when it is installed and g++ is the project's C++ compiler, each
-# test is also built by clang++ (C++17 and C++20, -pedantic -Wall -Wextra
-# -Werror) as <name>_clang_cxx17 and <name>_clang_cxx20 (labels
-# "unit;cpp"), linked to the same gcc-built libraries (C ABI; clang++ uses
-# the same libstdc++).  These are ordinary targets of the project whose
+# test is also built by clang++ (C++17 and C++20, -pedantic and the
+# project's -Wall -Wextra, -Werror with SK_WERROR=ON as `make` sets it)
+# as <name>_clang_cxx17 and <name>_clang_cxx20 (labels "unit;cpp"),
+# linked to the same gcc-built libraries (C ABI; clang++ uses the same
+# libstdc++).  These are ordinary targets of the project whose
 # compile and link commands a launcher (sk_clang_launcher.sh, generated
 # below) hands to clang++ in place of the project's compiler: they get the
 # targets' flags, include directories, definitions and libraries, so
@@ -59,7 +60,6 @@ foreach(src ${SK_CXX_TESTS})
     target_include_directories(${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp)
     target_link_libraries(${t} PRIVATE sk_test_support scalekit_static)
     if(build STREQUAL "clang_cxx")
-      target_compile_options(${t} PRIVATE -Wall -Wextra -Werror)
       set_target_properties(${t} PROPERTIES
         CXX_COMPILER_LAUNCHER ${sk_clang_launcher}
         RULE_LAUNCH_LINK ${sk_clang_launcher})
