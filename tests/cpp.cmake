@@ -25,7 +25,6 @@
 # sanitizer runtimes cannot be mixed in one program; the clang objects
 # would need clang's runtime, the libraries gcc's) and not in cross builds
 # (the host's clang++ targets the host).  -DSK_CXX_CLANG=OFF turns it off.
-# They run with SK_TEST_SLOW=1 (an eighth of the iterations).
 
 option(SK_CXX_CLANG "Also build the C++ tests with clang++ when it is installed" ON)
 set(sk_cxx_builds cxx)
@@ -67,11 +66,6 @@ foreach(src ${SK_CXX_TESTS})
     add_test(NAME ${t} COMMAND ${t})
     set_tests_properties(${t} PROPERTIES TIMEOUT ${SK_TEST_TIMEOUT}
       LABELS "unit;cpp")
-    if(build STREQUAL "clang_cxx")
-      # They prove that clang++ compiles and runs the layer right; the
-      # full iteration counts run in the g++ builds (CI time).
-      set_tests_properties(${t} PROPERTIES ENVIRONMENT "SK_TEST_SLOW=1")
-    endif()
   endforeach()
   endforeach()
 endforeach()
