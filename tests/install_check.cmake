@@ -107,6 +107,16 @@ file(GLOB installed_headers ${prefix}/${INCLUDEDIR}/scalekit/*.h)
 list(LENGTH installed_headers nheaders)
 message(STATUS "install: ${nheaders} public headers, libraries, pkg-config "
   "and CMake files are in ${prefix}")
+# Step 2 too: every public header of the source tree, C (*.h) and C++
+# (*.hpp), was installed.
+file(GLOB public_headers RELATIVE ${CMAKE_CURRENT_LIST_DIR}/../include
+  ${CMAKE_CURRENT_LIST_DIR}/../include/scalekit/*.h
+  ${CMAKE_CURRENT_LIST_DIR}/../include/scalekit/*.hpp)
+foreach(h IN LISTS public_headers)
+  if(NOT EXISTS ${prefix}/${INCLUDEDIR}/${h})
+    message(FATAL_ERROR "install: the public header ${h} was not installed")
+  endif()
+endforeach()
 
 # ---- 3. pkg-config ---------------------------------------------------------------
 # PKG_CONFIG_PATH is searched before the system directories, so an
