@@ -254,7 +254,10 @@ public:
 	}
 
 private:
-	constexpr rcu_domain() noexcept = default;
+	// User-provided (not = default): a defaulted one would leave the
+	// class an aggregate in C++17, and `sk::rcu_domain d{};` would
+	// compile (tests/cpp/compile_fail/rcu_domain_brace_init.cpp).
+	constexpr rcu_domain() noexcept {}
 
 	static rcu_domain instance_;
 	friend rcu_domain &rcu_default_domain() noexcept;
