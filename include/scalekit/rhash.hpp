@@ -244,7 +244,10 @@ public:
 
 	//
 	// ~rhash() - free the table (sk_rhash_destroy(ht, NULL, NULL)); the
-	// objects still in it are left alone (the caller's).
+	// objects still in it are left alone (the caller's), and must stay
+	// valid until it returns: a background resize it waits for may still
+	// walk them (declare such objects before the table, so that they
+	// are destroyed after it).
 	// Context: no reader or updater may use the table any more (wait for
 	// a grace period after the last lookup).  Waits for the table's
 	// background resizing when some is queued: then outside any read

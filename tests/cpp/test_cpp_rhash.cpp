@@ -68,15 +68,17 @@ static_assert(!std::is_move_constructible_v<table_t>);
 
 void rhash_u64_insert_find_erase_replace(void)
 {
-	table_t t;
+	// Objects first: they outlive the table (its destructor waits for
+	// the background resize, which walks them).
 	std::deque<entry> es; // entries do not move
+	entry dup(14, 1), newer(7 * 6, 1), other(1000, 0);
+	table_t t;
 
 	for (std::uint64_t k = 0; k < 100; k++)
 		es.emplace_back(k * 7, 0);
 	for (entry &e : es)
 		SK_CHECK_EQ(t.insert(e), 0);
 	SK_CHECK_EQ(t.size(), 100);
-	entry dup(14, 1);
 	SK_CHECK_EQ(t.insert_unique(dup), -EEXIST);
 	SK_CHECK_EQ(t.insert(es[0]), -EBUSY);
 	sk_rcu_read_lock();
@@ -87,7 +89,6 @@ void rhash_u64_insert_find_erase_replace(void)
 
 	SK_CHECK_EQ(t.erase(es[5]), 0);
 	SK_CHECK_EQ(t.erase(es[5]), -ENOENT);
-	entry newer(es[6].key, 1), other(1000, 0);
 	SK_CHECK_EQ(t.replace(es[6], newer), 0);
 	SK_CHECK_EQ(t.replace(newer, other), -EINVAL);
 	sk_rcu_read_lock();
@@ -121,21 +122,21 @@ struct real {
 
 void rhash_string_small_and_double_keys(void)
 {
-	sk::rhash<named, &named::node, &named::name> by_name;
-	sk::rhash<viewed, &viewed::node, &viewed::name> by_view;
-	sk::rhash<small, &small::node, &small::id> by_id;
-	sk::rhash<real, &real::node, &real::x> by_x;
 	named alice{ "alice", 1 }, bob{ "bob", 2 },
-		longer{ std::string(100, 'x'), 3 };
+		longer{ std::string(100, 'x'), 3 }, alice2{ "alice", 9 },
+		bob2{ "bob", 20 };
 	viewed va{ alice.name, 1 }, vb{ bob.name, 2 };
 	small s1{ -1 }, s2{ 1 << 20 };
 	real r1{ 0.5 }, r2{ 1.5 };
 	char buf[] = "bob";
+	sk::rhash<named, &named::node, &named::name> by_name;
+	sk::rhash<viewed, &viewed::node, &viewed::name> by_view;
+	sk::rhash<small, &small::node, &small::id> by_id;
+	sk::rhash<real, &real::node, &real::x> by_x;
 
 	SK_CHECK_EQ(by_name.insert_unique(alice), 0);
 	SK_CHECK_EQ(by_name.insert_unique(bob), 0);
 	SK_CHECK_EQ(by_name.insert_unique(longer), 0);
-	named alice2{ "alice", 9 };
 	SK_CHECK_EQ(by_name.insert_unique(alice2), -EEXIST);
 	SK_CHECK_EQ(by_view.insert(va), 0);
 	SK_CHECK_EQ(by_view.insert(vb), 0);
@@ -160,7 +161,6 @@ void rhash_string_small_and_double_keys(void)
 	SK_CHECK(by_x.find(2.5) == nullptr);
 	sk_rcu_read_unlock();
 
-	named bob2{ "bob", 20 };
 	SK_CHECK_EQ(by_name.replace(bob, bob2), 0);
 	SK_CHECK_EQ(by_name.erase(alice), 0);
 	sk_rcu_read_lock();
@@ -180,8 +180,8 @@ sk_rhash_params fixed_size_params(void)
 
 void rhash_range_for_visits_each_once(void)
 {
+	std::deque<entry> es; // entries do not move; outlive the table
 	table_t t(fixed_size_params());
-	std::deque<entry> es; // entries do not move
 
 	for (std::uint64_t k = 0; k < 300; k++)
 		es.emplace_back(k, 0);
@@ -213,8 +213,8 @@ void rhash_range_for_visits_each_once(void)
 
 void rhash_resize_and_barrier(void)
 {
+	std::deque<entry> es; // entries do not move; outlive the table
 	table_t t(fixed_size_params());
-	std::deque<entry> es; // entries do not move
 
 	for (std::uint64_t k = 0; k < 64; k++) {
 		es.emplace_back(k, 0);
