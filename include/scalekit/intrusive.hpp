@@ -17,6 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <type_traits>
 
 #include "scalekit/rcu.h"
 
@@ -64,6 +66,51 @@ inline T *owner_of(M *link, M T::*member) noexcept
 	return reinterpret_cast<T *>(reinterpret_cast<unsigned char *>(link) -
 				     member_offset(member));
 }
+
+//
+// iterator_base<D, V, P> - what the wrappers' forward iterators D (over
+// objects of type V, const or not) share: the member types, operator->,
+// postfix ++, and the position (a P: the node or object the iterator
+// stands on), which the comparisons compare.  D defines operator* and
+// prefix ++, which moves the position.
+//
+template <class D, class V, class P>
+class iterator_base {
+public:
+	using iterator_category = std::forward_iterator_tag;
+	using value_type = std::remove_const_t<V>;
+	using difference_type = std::ptrdiff_t;
+	using pointer = V *;
+	using reference = V &;
+
+	pointer operator->() const noexcept
+	{
+		return &*static_cast<const D &>(*this);
+	}
+	D operator++(int) noexcept
+	{
+		D old = static_cast<D &>(*this);
+
+		++static_cast<D &>(*this);
+		return old;
+	}
+	friend bool operator==(const D &a, const D &b) noexcept
+	{
+		return a.pos_ == b.pos_;
+	}
+	friend bool operator!=(const D &a, const D &b) noexcept
+	{
+		return a.pos_ != b.pos_;
+	}
+
+protected:
+	iterator_base() noexcept = default;
+	explicit iterator_base(P pos) noexcept : pos_(pos)
+	{
+	}
+
+	P pos_ = nullptr; // where the iterator stands
+};
 
 #if defined(SK_DEBUG) && SK_DEBUG >= 1
 //

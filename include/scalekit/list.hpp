@@ -225,64 +225,41 @@ private:
 //
 template <class T, sk_list_head T::*Link>
 template <bool Const>
-class rcu_list<T, Link>::basic_iterator {
+class rcu_list<T, Link>::basic_iterator
+	: public detail::iterator_base<basic_iterator<Const>,
+				       std::conditional_t<Const, const T, T>,
+				       sk_list_head *> {
 public:
-	using iterator_category = std::forward_iterator_tag;
-	using value_type = T;
-	using difference_type = std::ptrdiff_t;
-	using pointer = std::conditional_t<Const, const T *, T *>;
-	using reference = std::conditional_t<Const, const T &, T &>;
-
 	basic_iterator() noexcept = default;
 	// iterator -> const_iterator.
 	operator basic_iterator<true>() const noexcept
 	{
-		return basic_iterator<true>(node_);
+		return basic_iterator<true>(this->pos_);
 	}
 
-	reference operator*() const noexcept
+	std::conditional_t<Const, const T, T> &operator*() const noexcept
 	{
 		detail::check_reader("sk::rcu_list iterator operator*");
-		return *owner(node_);
-	}
-	pointer operator->() const noexcept
-	{
-		return &**this;
+		return *owner(this->pos_);
 	}
 	// Ordering: consume load of the next pointer (pairs with the
 	// updater's release store that published the next element).
 	basic_iterator &operator++() noexcept
 	{
 		detail::check_reader("sk::rcu_list iterator operator++");
-		node_ = sk_rcu_dereference(node_->next);
+		this->pos_ = sk_rcu_dereference(this->pos_->next);
 		return *this;
 	}
-	basic_iterator operator++(int) noexcept
-	{
-		basic_iterator old = *this;
-
-		++*this;
-		return old;
-	}
-	friend bool operator==(const basic_iterator &a,
-			       const basic_iterator &b) noexcept
-	{
-		return a.node_ == b.node_;
-	}
-	friend bool operator!=(const basic_iterator &a,
-			       const basic_iterator &b) noexcept
-	{
-		return a.node_ != b.node_;
-	}
+	using basic_iterator::iterator_base::operator++;
 
 private:
 	friend class rcu_list;
 
-	explicit basic_iterator(sk_list_head *node) noexcept : node_(node)
+	// Stands on node (the list's head: end()).
+	explicit basic_iterator(sk_list_head *node) noexcept
+		: basic_iterator::iterator_base(node)
 	{
 	}
-
-	sk_list_head *node_ = nullptr; // the node it stands on
 };
 
 //
@@ -290,49 +267,31 @@ private:
 // onto a node, so the loop body may erase the node it stands on.
 //
 template <class T, sk_list_head T::*Link>
-class rcu_list<T, Link>::locked_iterator {
+class rcu_list<T, Link>::locked_iterator
+	: public detail::iterator_base<locked_iterator, T, sk_list_head *> {
 public:
-	using iterator_category = std::forward_iterator_tag;
-	using value_type = T;
-	using difference_type = std::ptrdiff_t;
-	using pointer = T *;
-	using reference = T &;
-
 	T &operator*() const noexcept
 	{
-		return *owner(node_);
-	}
-	T *operator->() const noexcept
-	{
-		return owner(node_);
+		return *owner(this->pos_);
 	}
 	locked_iterator &operator++() noexcept
 	{
-		node_ = next_;
-		next_ = node_->next;
+		this->pos_ = next_;
+		next_ = next_->next;
 		return *this;
 	}
-	friend bool operator==(const locked_iterator &a,
-			       const locked_iterator &b) noexcept
-	{
-		return a.node_ == b.node_;
-	}
-	friend bool operator!=(const locked_iterator &a,
-			       const locked_iterator &b) noexcept
-	{
-		return a.node_ != b.node_;
-	}
+	using locked_iterator::iterator_base::operator++;
 
 private:
 	friend class rcu_list;
 
+	// Stands on node (the list's head: end()).
 	explicit locked_iterator(sk_list_head *node) noexcept
-		: node_(node), next_(node->next)
+		: locked_iterator::iterator_base(node), next_(node->next)
 	{
 	}
 
-	sk_list_head *node_; // the node it stands on
-	sk_list_head *next_; // node_'s successor, read on arrival
+	sk_list_head *next_; // the successor, read on arrival
 };
 
 // The range locked() returns: begin() and end() for range-for.

@@ -407,61 +407,38 @@ private:
 //
 template <class T, sk_rhash_node T::*Node, auto Key, class Traits>
 template <bool Const>
-class rhash<T, Node, Key, Traits>::basic_iterator {
+class rhash<T, Node, Key, Traits>::basic_iterator
+	: public detail::iterator_base<basic_iterator<Const>,
+				       std::conditional_t<Const, const T, T>,
+				       T *> {
 public:
-	using iterator_category = std::forward_iterator_tag;
-	using value_type = T;
-	using difference_type = std::ptrdiff_t;
-	using pointer = std::conditional_t<Const, const T *, T *>;
-	using reference = std::conditional_t<Const, const T &, T &>;
-
 	basic_iterator() noexcept = default;
 
-	reference operator*() const noexcept
+	std::conditional_t<Const, const T, T> &operator*() const noexcept
 	{
 		detail::check_reader("sk::rhash iterator operator*");
-		return *obj_;
-	}
-	pointer operator->() const noexcept
-	{
-		return &**this;
+		return *this->pos_;
 	}
 	basic_iterator &operator++() noexcept
 	{
 		detail::check_reader("sk::rhash iterator operator++");
-		obj_ = static_cast<T *>(sk_rhash_iter_next(&it_));
+		this->pos_ = static_cast<T *>(sk_rhash_iter_next(&it_));
 		return *this;
 	}
-	basic_iterator operator++(int) noexcept
-	{
-		basic_iterator old = *this;
-
-		++*this;
-		return old;
-	}
-	friend bool operator==(const basic_iterator &a,
-			       const basic_iterator &b) noexcept
-	{
-		return a.obj_ == b.obj_;
-	}
-	friend bool operator!=(const basic_iterator &a,
-			       const basic_iterator &b) noexcept
-	{
-		return a.obj_ != b.obj_;
-	}
+	using basic_iterator::iterator_base::operator++;
 
 private:
 	friend class rhash;
 
+	// Stands on the first object of ht (nullptr, end(), when empty).
 	explicit basic_iterator(sk_rhash *ht) noexcept
 	{
 		detail::check_reader("sk::rhash::begin()");
 		sk_rhash_iter_start(ht, &it_);
-		obj_ = static_cast<T *>(sk_rhash_iter_next(&it_));
+		this->pos_ = static_cast<T *>(sk_rhash_iter_next(&it_));
 	}
 
-	sk_rhash_iter it_{}; // the C walk
-	T *obj_ = nullptr;   // the object it stands on; nullptr: end()
+	sk_rhash_iter it_{}; // the C walk; pos_: the object it returned last
 };
 
 } // namespace sk

@@ -43,16 +43,56 @@ struct sk_test_retiree {
 	}
 };
 
-// Nonzero when the command line asks for the broken twin (--broken, which
-// is then removed so that sk_test_args() sees the rest).
-inline bool sk_test_broken_mode(int &argc, char **argv)
+// The program's stress (set by sk_test_stress_main()): one run, correct or
+// broken, with a seed; returns how often readers saw a freed object.
+inline unsigned long (*sk_test_stress_run)(bool broken, std::uint64_t seed);
+
+// What a stress run checks last: readers never saw a freed object (said
+// in the words the broken twin's CTest looks for).
+inline void sk_test_check_no_freed_seen(unsigned long seen)
 {
-	if (argc > 1 && std::strcmp(argv[1], "--broken") == 0) {
+	if (seen)
+		fprintf(stderr, "  readers saw a freed object %lu times\n",
+			seen);
+	SK_CHECK_EQ(seen, 0);
+}
+
+inline void stress_readers_updaters(void)
+{
+	sk_test_stress_run(false, sk_t_seed);
+}
+
+// The broken twin: rounds until the readers catch it (then the checks of
+// the run have failed), at most 20.
+inline void stress_broken_twin(void)
+{
+	for (std::uint64_t round = 0; round < 20; round++)
+		if (sk_test_stress_run(true, sk_t_seed + 100 + round))
+			break;
+}
+
+//
+// The start of main(): --broken (the broken twin; removed before the rest
+// of the command line goes to sk_test_args()), the seed, and in broken
+// mode the twin.  Returns true when it ran the twin: main() then returns
+// sk_test_report().
+//
+inline bool sk_test_stress_main(int &argc, char **argv,
+				unsigned long (*run)(bool, std::uint64_t))
+{
+	bool broken = argc > 1 && std::strcmp(argv[1], "--broken") == 0;
+
+	if (broken) {
 		argv[1] = argv[0];
 		argc--;
-		return true;
+		argv++;
 	}
-	return false;
+	sk_test_stress_run = run;
+	sk_test_args(argc, argv);
+	sk_test_seed_init();
+	if (broken)
+		SK_RUN(stress_broken_twin);
+	return broken;
 }
 
 //

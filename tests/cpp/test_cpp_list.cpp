@@ -309,10 +309,7 @@ unsigned long run_stress(bool broken, std::uint64_t seed)
 		broken ? " BROKEN" : "", s.walks.load(), s.poisoned.load(),
 		s.corrupt.load(), s.unordered.load(), s.missing.load(),
 		s.runaway.load());
-	if (s.poisoned)
-		fprintf(stderr, "  readers saw a freed object %lu times\n",
-			s.poisoned.load());
-	SK_CHECK_EQ(s.poisoned, 0);
+	sk_test_check_no_freed_seen(s.poisoned);
 	SK_CHECK_EQ(s.corrupt + s.unordered + s.missing + s.runaway, 0);
 	SK_CHECK_GT(s.walks, 0);
 	// The list equals the model: the stable keys and the live slots.
@@ -329,32 +326,12 @@ unsigned long run_stress(bool broken, std::uint64_t seed)
 	return s.poisoned;
 }
 
-void stress_readers_updaters(void)
-{
-	run_stress(false, sk_t_seed);
-}
-
-// The broken twin: rounds until the readers catch it (then the checks of
-// run_stress() have failed), at most 20.
-void stress_broken_twin(void)
-{
-	for (std::uint64_t round = 0; round < 20; round++)
-		if (run_stress(true, sk_t_seed + 100 + round))
-			break;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
 {
-	bool broken = sk_test_broken_mode(argc, argv);
-
-	sk_test_args(argc, argv);
-	sk_test_seed_init();
-	if (broken) {
-		SK_RUN(stress_broken_twin);
+	if (sk_test_stress_main(argc, argv, run_stress))
 		return sk_test_report();
-	}
 	SK_RUN(list_push_and_insert_order);
 	SK_RUN(list_erase_and_replace);
 	SK_RUN(list_const_walks_and_algorithms);

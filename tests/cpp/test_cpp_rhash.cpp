@@ -420,10 +420,7 @@ unsigned long run_stress(bool broken, std::uint64_t seed)
 		broken ? " BROKEN" : "", s.sections.load(), s.walks.load(),
 		s.resizes.load(), s.poisoned.load(), s.corrupt.load(),
 		s.wrong_key.load(), s.missing.load());
-	if (s.poisoned)
-		fprintf(stderr, "  readers saw a freed object %lu times\n",
-			s.poisoned.load());
-	SK_CHECK_EQ(s.poisoned, 0);
+	sk_test_check_no_freed_seen(s.poisoned);
 	SK_CHECK_EQ(s.corrupt + s.wrong_key + s.missing, 0);
 	SK_CHECK_GT(s.walks, 0);
 	SK_CHECK_GT(s.resizes, 0);
@@ -437,37 +434,17 @@ unsigned long run_stress(bool broken, std::uint64_t seed)
 	return s.poisoned;
 }
 
-void stress_readers_updaters_resizer(void)
-{
-	run_stress(false, sk_t_seed);
-}
-
-// The broken twin: rounds until the readers catch it (then the checks of
-// run_stress() have failed), at most 20.
-void stress_broken_twin(void)
-{
-	for (std::uint64_t round = 0; round < 20; round++)
-		if (run_stress(true, sk_t_seed + 100 + round))
-			break;
-}
-
 } // namespace
 
 int main(int argc, char **argv)
 {
-	bool broken = sk_test_broken_mode(argc, argv);
-
-	sk_test_args(argc, argv);
-	sk_test_seed_init();
-	if (broken) {
-		SK_RUN(stress_broken_twin);
+	if (sk_test_stress_main(argc, argv, run_stress))
 		return sk_test_report();
-	}
 	SK_RUN(rhash_u64_insert_find_erase_replace);
 	SK_RUN(rhash_string_small_and_double_keys);
 	SK_RUN(rhash_range_for_visits_each_once);
 	SK_RUN(rhash_resize_and_barrier);
 	SK_RUN(rhash_construction_errors);
-	SK_RUN(stress_readers_updaters_resizer);
+	SK_RUN(stress_readers_updaters);
 	return sk_test_report();
 }
