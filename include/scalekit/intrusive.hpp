@@ -12,7 +12,7 @@
 #define SCALEKIT_INTRUSIVE_HPP
 
 #if __cplusplus < 201703L
-#error "scalekit's C++ headers need C++17 or later"
+#error "scalekit/intrusive.hpp needs C++17 or later"
 #endif
 
 #include <cstddef>

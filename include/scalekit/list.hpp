@@ -40,6 +40,10 @@
 #ifndef SCALEKIT_LIST_HPP
 #define SCALEKIT_LIST_HPP
 
+#if __cplusplus < 201703L
+#error "scalekit/list.hpp needs C++17 or later"
+#endif
+
 #include <cstddef>
 #include <iterator>
 #include <type_traits>

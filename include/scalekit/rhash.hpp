@@ -59,6 +59,10 @@
 #ifndef SCALEKIT_RHASH_HPP
 #define SCALEKIT_RHASH_HPP
 
+#if __cplusplus < 201703L
+#error "scalekit/rhash.hpp needs C++17 or later"
+#endif
+
 #include <cerrno>
 #include <cstddef>
 #include <functional>
