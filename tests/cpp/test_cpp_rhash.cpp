@@ -16,8 +16,9 @@
 //     allocator std::bad_alloc; rhash_default_params() equals
 //     SK_RHASH_PARAMS_DEFAULT (checked where C++20's designated
 //     initializers can spell it);
-//   - a stress: reader std::threads look keys up and walk the table
-//     inside sk_rcu_read_lock() and check that every object they reach is
+//   - a stress: reader std::threads look keys up (in a table of 8-byte
+//     keys and in one of the same objects by std::string name) and walk
+//     the first table inside sk_rcu_read_lock() and check that every object they reach is
 //     live (not poisoned), intact and has the key they asked for, and
 //     that keys no updater touches are always found; updaters insert,
 //     erase and replace, freeing through sk_call_rcu() or after
@@ -48,19 +49,26 @@ struct entry : sk_test_retiree {
 	std::uint64_t key;
 	unsigned long gen;
 	unsigned long value; // check(key, gen), set before insertion
+	std::string name;    // name_of(key): the key of a second table
 	sk_rhash_node node{};
+	sk_rhash_node name_node{};
 
 	entry(std::uint64_t k, unsigned long g)
-		: key(k), gen(g), value(check(k, g))
+		: key(k), gen(g), value(check(k, g)), name(name_of(k))
 	{
 	}
 	static unsigned long check(std::uint64_t k, unsigned long g)
 	{
 		return static_cast<unsigned long>(k) * 2654435761UL + g;
 	}
+	static std::string name_of(std::uint64_t k)
+	{
+		return "k" + std::to_string(k); // short: no allocation
+	}
 };
 
 using table_t = sk::rhash<entry, &entry::node, &entry::key>;
+using names_t = sk::rhash<entry, &entry::name_node, &entry::name>;
 
 static_assert(!std::is_copy_constructible_v<table_t>);
 static_assert(!std::is_copy_assignable_v<table_t>);
@@ -288,6 +296,7 @@ struct stress {
 	bool broken = false;
 	unsigned long updates = 0;
 	table_t table;
+	names_t names; // the same objects by name
 	std::atomic<bool> stop{ false }, updaters_done{ false };
 	std::atomic<unsigned long> sections{ 0 }, walks{ 0 }, resizes{ 0 },
 		poisoned{ 0 }, corrupt{ 0 }, wrong_key{ 0 }, missing{ 0 };
@@ -298,7 +307,8 @@ void check_entry(stress &s, const entry &e, std::uint64_t key)
 {
 	if (e.freed())
 		s.poisoned++;
-	if (e.value != entry::check(e.key, e.gen))
+	if (e.value != entry::check(e.key, e.gen) ||
+	    e.name != entry::name_of(e.key))
 		s.corrupt++;
 	if (key != ~std::uint64_t(0) && e.key != key)
 		s.wrong_key++;
@@ -319,6 +329,11 @@ void reader(stress &s, std::uint64_t seed)
 				: (r / 2 % 2) * 1000 + r / 4 % nslots;
 			const entry *e = s.table.find(k);
 
+			if (e)
+				check_entry(s, *e, k);
+			else if (k >= stable_base)
+				s.missing++;
+			e = s.names.find(entry::name_of(k));
 			if (e)
 				check_entry(s, *e, k);
 			else if (k >= stable_base)
@@ -359,11 +374,14 @@ void updater(stress &s, int u, std::uint64_t seed)
 			SK_CHECK_EQ(op ? s.table.insert(*live[slot])
 				       : s.table.insert_unique(*live[slot]),
 				    0);
+			SK_CHECK_EQ(s.names.insert_unique(*live[slot]), 0);
 		} else if (op == 0) {
 			live[slot] = new entry(k, old->gen + 1);
 			SK_CHECK_EQ(s.table.replace(*old, *live[slot]), 0);
+			SK_CHECK_EQ(s.names.replace(*old, *live[slot]), 0);
 		} else {
 			SK_CHECK_EQ(s.table.erase(*old), 0);
+			SK_CHECK_EQ(s.names.erase(*old), 0);
 			live[slot] = nullptr;
 		}
 		if (old)
@@ -372,6 +390,7 @@ void updater(stress &s, int u, std::uint64_t seed)
 	for (entry *&e : live) {
 		if (e) {
 			SK_CHECK_EQ(s.table.erase(*e), 0);
+			SK_CHECK_EQ(s.names.erase(*e), 0);
 			bin.retire(e);
 		}
 	}
@@ -383,6 +402,7 @@ void resizer(stress &s)
 
 	for (unsigned i = 0; !s.updaters_done.load(); i++) {
 		SK_CHECK_EQ(s.table.resize(sizes[i % 4]), 0);
+		SK_CHECK_EQ(s.names.resize(sizes[(i + 1) % 4]), 0);
 		s.resizes++;
 		sk_test_sleep_ms(1);
 	}
@@ -399,6 +419,7 @@ unsigned long run_stress(bool broken, std::uint64_t seed)
 	for (int i = 0; i < nstable; i++) {
 		stable.push_back(new entry(stable_base + i, 0));
 		SK_CHECK_EQ(s.table.insert(*stable.back()), 0);
+		SK_CHECK_EQ(s.names.insert(*stable.back()), 0);
 	}
 	std::thread r1(reader, std::ref(s), seed * 17 + 1);
 	std::thread r2(reader, std::ref(s), seed * 17 + 2);
@@ -414,6 +435,7 @@ unsigned long run_stress(bool broken, std::uint64_t seed)
 	r2.join();
 	sk_rcu_barrier(); // the sk_call_rcu() frees
 	s.table.barrier();
+	s.names.barrier();
 	fprintf(stderr,
 		"  rhash%s: %lu sections, %lu walks, %lu resizes; failures: "
 		"%lu poisoned, %lu corrupt, %lu wrong key, %lu missing\n",
@@ -426,8 +448,11 @@ unsigned long run_stress(bool broken, std::uint64_t seed)
 	SK_CHECK_GT(s.resizes, 0);
 	// Only the stable objects are left.
 	SK_CHECK_EQ(s.table.size(), nstable);
-	for (entry *e : stable)
+	SK_CHECK_EQ(s.names.size(), nstable);
+	for (entry *e : stable) {
 		SK_CHECK_EQ(s.table.erase(*e), 0);
+		SK_CHECK_EQ(s.names.erase(*e), 0);
+	}
 	sk_synchronize_rcu();
 	for (entry *e : stable)
 		delete e;
