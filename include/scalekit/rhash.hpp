@@ -10,10 +10,10 @@
 //	};
 //	sk::rhash<session, &session::node, &session::id> sessions;
 //
-//	sessions.insert(*s);              // any thread, no lock
+//	int err = sessions.insert(*s);    // any thread, no lock; 0 or -errno
 //	sk_rcu_read_lock();
-//	if (session *s = sessions.find(42))
-//		use(s->user);             // valid until the section ends
+//	if (session *f = sessions.find(42))
+//		use(f->user);             // valid until the section ends
 //	sk_rcu_read_unlock();
 //	if (sessions.erase(*s) == 0)
 //		...                       // retire s: sk_call_rcu(), ...
