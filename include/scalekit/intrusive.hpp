@@ -36,7 +36,8 @@ namespace detail {
 //
 // member_offset(&T::m) - the offset of member m in T, in bytes: what
 // offsetof(T, m) gives, from a pointer to member.
-// Context: any; never blocks.  T's member must not live in a virtual base.
+// Context: any; never blocks.  T is a complete type that a union may hold
+// (not abstract); the member must not live in a virtual base.
 // Cost: compilers fold it to a constant at -O1 and above.
 //
 template <class T, class M>

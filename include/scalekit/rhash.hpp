@@ -26,7 +26,8 @@
 //
 // Keys (sk::rhash_key_traits<K>, which a program may specialize):
 //  - scalar keys without padding or several representations (integers,
-//    enums, pointers): the C table's fixed-size keys (key_len =
+//    enums, pointers; a pointer, also a const char *, is compared as an
+//    address): the C table's fixed-size keys (key_len =
 //    sizeof(K), the C hash sk_rhash_hash(), bytes compared).  find() is
 //    exactly the C call; for 8-byte keys the C lookup's fast path, with no
 //    indirect call at all.
