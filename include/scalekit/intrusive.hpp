@@ -52,9 +52,8 @@ inline std::size_t member_offset(M T::*member) noexcept
 		T obj;
 	} p;
 
-	return static_cast<std::size_t>(
-		reinterpret_cast<std::uintptr_t>(&(p.obj.*member)) -
-		reinterpret_cast<std::uintptr_t>(p.bytes));
+	return reinterpret_cast<std::uintptr_t>(&(p.obj.*member)) -
+	       reinterpret_cast<std::uintptr_t>(p.bytes);
 }
 
 //
@@ -124,7 +123,7 @@ protected:
 		     "scalekit: thread %ld: %s outside an RCU read-side "
 		     "critical section (the objects it reaches may be freed "
 		     "at any time)\n",
-		     static_cast<long>(::syscall(SYS_gettid)), call);
+		     ::syscall(SYS_gettid), call);
 	std::fflush(stderr);
 	std::abort();
 }

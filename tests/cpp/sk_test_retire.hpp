@@ -22,7 +22,8 @@
 #include "sk_test.hpp"
 
 // The value of a freed object's poison field.
-constexpr unsigned long sk_test_poison = 0x6b6b6b6b6b6b6b6bUL;
+constexpr unsigned long sk_test_poison =
+	static_cast<unsigned long>(0x6b6b6b6b6b6b6b6bULL);
 
 // Base of the objects the stress tests put in their structures.
 struct sk_test_retiree {
