@@ -40,6 +40,15 @@ namespace detail {
 	std::abort();
 }
 
+// check_destroy() - destroy_refused() unless rc (a C cleanup's answer) is
+// 0: what a destructor calls with its cleanup's return value.
+inline void check_destroy(int rc, const char *what, const void *obj,
+			  const char *call, const char *why) noexcept
+{
+	if (rc != 0)
+		destroy_refused(what, obj, call, rc, why);
+}
+
 } // namespace detail
 } // namespace sk
 

@@ -119,12 +119,11 @@ public:
 			sk_synchronize_srcu(&d_);
 			rc = sk_srcu_destroy(&d_);
 		}
-		if (rc != 0)
-			detail::destroy_refused(
-				"sk::srcu_domain::~srcu_domain", this,
-				"sk_srcu_destroy()", rc,
-				"the domain is in use (a reader inside a section "
-				"of it, e.g. a srcu_read_guard that outlives it)");
+		detail::check_destroy(
+			rc, "sk::srcu_domain::~srcu_domain", this,
+			"sk_srcu_destroy()",
+			"the domain is in use (a reader inside a section of it, "
+			"e.g. a srcu_read_guard that outlives it)");
 	}
 
 	srcu_domain(const srcu_domain &) = delete;
