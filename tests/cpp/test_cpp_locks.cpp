@@ -78,34 +78,12 @@ sk::seqlock global_seqlock;
 
 // ---- every lock under std::lock_guard (and std::shared_lock) -----------------
 
-void lock_guard_elided_mutex()
+// Run under the name "lock_guard_of<sk::TYPE>" (a name filter may pick one).
+template <class L>
+void lock_guard_of()
 {
-	subject<sk::elided_mutex> l;
-	stress::lock_guard_run("lock_guard<elided_mutex>", l);
-}
-
-void lock_guard_elided_spinlock()
-{
-	subject<sk::elided_spinlock> l;
-	stress::lock_guard_run("lock_guard<elided_spinlock>", l);
-}
-
-void lock_guard_and_shared_lock_elided_rwlock()
-{
-	subject<sk::elided_rwlock> l;
-	stress::lock_guard_run("lock_guard/shared_lock<elided_rwlock>", l);
-}
-
-void lock_guard_and_shared_lock_rwlock_rb()
-{
-	subject<sk::rwlock_rb> l;
-	stress::lock_guard_run("lock_guard/shared_lock<rwlock_rb>", l);
-}
-
-void lock_guard_and_seqlock_read()
-{
-	subject<sk::seqlock> l;
-	stress::lock_guard_run("lock_guard<seqlock>/seqlock_read", l);
+	subject<L> l;
+	stress::lock_guard_run(__PRETTY_FUNCTION__, l);
 }
 
 // ---- std::unique_lock ---------------------------------------------------------------
@@ -136,30 +114,39 @@ void unique_lock_try_to_lock()
 	try_to_lock_run<sk::rwlock_rb>("unique_lock<rwlock_rb>(try_to_lock)");
 }
 
-// Two locks of types A and B, each guarding its counter, taken together
-// by std::lock() of two deferred unique_locks, in opposite orders by odd
-// and even threads (std::lock() avoids the deadlock with try_lock()).
-template <class A, class B>
-void std_lock_run(const char *what)
+// Two locks of types A and B, each guarding its counter: each writer
+// thread t runs write(t, a, b, ca, cb) iterations() times, and each
+// counter must end at want.
+template <class A, class B, class W>
+void two_locks_run(const char *what, long want, W write)
 {
 	subject<A> a;
 	subject<B> b;
 	counters ca, cb;
-	long torn = stress::run(
-		[&](int t) {
-			std::unique_lock<subject<A>> ua(a, std::defer_lock);
-			std::unique_lock<subject<B>> ub(b, std::defer_lock);
+	long torn = stress::run([&](int t) { write(t, a, b, ca, cb); }, 0,
+				[] { return true; });
+	stress::check(what, ca, want, torn);
+	stress::check(what, cb, want, torn);
+}
+
+// Both locks taken together by std::lock() of two deferred unique_locks,
+// in opposite orders by odd and even threads (std::lock() avoids the
+// deadlock with try_lock()).
+template <class A, class B>
+void std_lock_run(const char *what)
+{
+	two_locks_run<A, B>(
+		what, stress::writers() * stress::iterations(),
+		[](int t, auto &a, auto &b, counters &ca, counters &cb) {
+			std::unique_lock ua(a, std::defer_lock);
+			std::unique_lock ub(b, std::defer_lock);
 			if (t & 1)
 				std::lock(ua, ub);
 			else
 				std::lock(ub, ua);
 			stress::bump(ca);
 			stress::bump(cb);
-		},
-		0, [] { return true; });
-	long want = stress::writers() * stress::iterations();
-	stress::check(what, ca, want, torn);
-	stress::check(what, cb, want, torn);
+		});
 }
 
 void unique_lock_defer_lock_and_std_lock_of_two()
@@ -177,27 +164,21 @@ void unique_lock_defer_lock_and_std_lock_of_two()
 template <class A, class B>
 void scoped_lock_run(const char *what)
 {
-	subject<A> a;
-	subject<B> b;
-	counters ca, cb;
-	long torn = stress::run(
-		[&](int t) {
+	two_locks_run<A, B>(
+		what, 2 * stress::iterations(),
+		[](int t, auto &a, auto &b, counters &ca, counters &cb) {
 			if (t == 0) {
-				std::lock_guard<subject<A>> g(a);
+				std::lock_guard g(a);
 				stress::bump(ca);
 			} else if (t == 1) {
-				std::lock_guard<subject<B>> g(b);
+				std::lock_guard g(b);
 				stress::bump(cb);
 			} else {
 				std::scoped_lock g(a, b);
 				stress::bump(ca);
 				stress::bump(cb);
 			}
-		},
-		0, [] { return true; });
-	long want = 2 * stress::iterations();
-	stress::check(what, ca, want, torn);
-	stress::check(what, cb, want, torn);
+		});
 }
 
 void scoped_lock_of_two_types()
@@ -365,11 +346,11 @@ int main(int argc, char **argv)
 		SK_RUN(seqlock_read_retries_until_consistent);
 		SK_RUN(native_handles_and_stats);
 	}
-	SK_RUN(lock_guard_elided_mutex);
-	SK_RUN(lock_guard_elided_spinlock);
-	SK_RUN(lock_guard_and_shared_lock_elided_rwlock);
-	SK_RUN(lock_guard_and_shared_lock_rwlock_rb);
-	SK_RUN(lock_guard_and_seqlock_read);
+	SK_RUN(lock_guard_of<sk::elided_mutex>);
+	SK_RUN(lock_guard_of<sk::elided_spinlock>);
+	SK_RUN(lock_guard_of<sk::elided_rwlock>); // and shared_lock
+	SK_RUN(lock_guard_of<sk::rwlock_rb>);	    // and shared_lock
+	SK_RUN(lock_guard_of<sk::seqlock>);	    // and seqlock_read()
 	SK_RUN(unique_lock_try_to_lock);
 	SK_RUN(unique_lock_defer_lock_and_std_lock_of_two);
 	SK_RUN(scoped_lock_of_two_types);

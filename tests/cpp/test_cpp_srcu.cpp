@@ -247,64 +247,75 @@ void guard_moved_to_another_thread_ends_there()
 
 // ---- grace periods and callbacks against readers (the twin breaks these) ----
 
-// A reader holds a guard while the updater waits: it leaves only after
-// the updater started waiting (and lingered), and writes "left" inside
-// its section.  The wait must return after the section, so it must read
-// left == 1: the section's store is ordered before the unlock (SRCU-C),
-// and the grace period's exit barrier orders it before the load.
+// A reader thread that holds a guard of d (reader_guard: none in the
+// twin) from its construction until it was told to leave and lingered
+// (overtake_yields, or until stop), and stores left = 1 last in its
+// section.  A wait for d's grace period that returned, or a callback of
+// d that runs, after the section must read left == 1: the section's store
+// is ordered before the unlock (SRCU-C), and the grace period's exit
+// barrier orders it before what follows.
+struct lingering_reader {
+	std::atomic<int> inside{0}, go{0}, stop{0};
+	int left = 0; // plain int, accessed atomically (relaxed)
+	std::thread t;
+
+	explicit lingering_reader(sk::srcu_domain &d)
+		: t([this, &d] {
+			  reader_guard g(d);
+			  inside.store(1, std::memory_order_release);
+			  wait_for(go);
+			  linger(stop);
+			  __atomic_store_n(&left, 1, __ATOMIC_RELAXED);
+		  })
+	{
+		wait_for(inside);
+	}
+	void leave() { go.store(1, std::memory_order_release); }
+	int left_seen() const { return __atomic_load_n(&left, __ATOMIC_RELAXED); }
+	void join()
+	{
+		stop.store(1, std::memory_order_release);
+		t.join();
+	}
+};
+
+// The reader leaves only after the updater started waiting.
 void synchronize_waits_for_a_guard()
 {
 	sk::srcu_domain d;
-	std::atomic<int> inside{0}, waiting{0}, done{0};
-	int left = 0; // plain: written in the section, read after the wait
+	lingering_reader r(d);
 
-	std::thread reader([&] {
-		reader_guard g(d);
-		inside.store(1, std::memory_order_release);
-		wait_for(waiting);
-		linger(done);
-		__atomic_store_n(&left, 1, __ATOMIC_RELAXED);
-	});
-	wait_for(inside);
-	waiting.store(1, std::memory_order_release);
+	r.leave();
 	d.synchronize();
-	int seen = __atomic_load_n(&left, __ATOMIC_RELAXED);
+	int seen = r.left_seen();
 	if (seen != 1)
 		std::fprintf(stderr, "ERROR: synchronize() returned while a "
 				     "srcu_read_guard was held\n");
 	SK_CHECK_EQ(seen, 1);
-	done.store(1, std::memory_order_release);
-	reader.join();
+	r.join();
 }
 
-// A callback queued while a reader holds a guard runs after the reader
-// left: it must see the reader's last store.
+// A callback queued while the reader holds its guard runs after it left.
 void call_runs_after_the_guards()
 {
 	sk::srcu_domain d;
-	std::atomic<int> inside{0}, queued{0}, ran{0};
-	int left = 0, seen = -1;
+	lingering_reader r(d);
+	std::atomic<int> ran{0};
+	int seen = -1;
 	auto owned = std::make_unique<int>(7); // a move-only callable
 
-	std::thread reader([&] {
-		reader_guard g(d);
-		inside.store(1, std::memory_order_release);
-		wait_for(queued);
-		linger(ran);
-		__atomic_store_n(&left, 1, __ATOMIC_RELAXED);
-	});
-	wait_for(inside);
 	d.call(&seen, [&, owned = std::move(owned)](int *s) {
-		*s = __atomic_load_n(&left, __ATOMIC_RELAXED) * *owned;
+		*s = r.left_seen() * *owned;
 		ran.store(1, std::memory_order_release);
+		r.stop.store(1, std::memory_order_release);
 	});
-	queued.store(1, std::memory_order_release);
+	r.leave();
 	wait_for(ran);
 	if (seen != 7)
 		std::fprintf(stderr, "ERROR: call()'s callback ran while a "
 				     "srcu_read_guard was held\n");
 	SK_CHECK_EQ(seen, 7);
-	reader.join();
+	r.join();
 	d.barrier();
 }
 
