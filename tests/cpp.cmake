@@ -28,11 +28,6 @@ foreach(src ${SK_CXX_TESTS})
   endforeach()
 endforeach()
 
-function(sk_cxx_test_link name lib)
-  include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
-  sk_lib_variant_link(${lib} ${name}_cxx17 ${name}_cxx20)
-endfunction()
-
 # sk_cxx_test_twin(NAME): the broken twin of tests/cpp/NAME.cpp, built as
 # C++17 with SK_CXX_TEST_BROKEN, where the file runs only its concurrency
 # tests, each against something broken (a lock that does not lock, a
@@ -53,4 +48,13 @@ function(sk_cxx_test_twin name)
 endfunction()
 sk_cxx_test_twin(test_cpp_srcu)
 sk_cxx_test_twin(test_cpp_locks)
-sk_cxx_test_link(test_cpp_locks_sim scalekit_elide_sim)
+# The lock wrappers on the simulated elision backend (tests/elide_sim.cmake).
+include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
+sk_lib_variant_link(scalekit_elide_sim test_cpp_locks_sim_cxx17
+  test_cpp_locks_sim_cxx20)
+
+function(sk_cxx_test_link name lib)
+  include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
+  sk_lib_variant_link(${lib} ${name}_cxx17 ${name}_cxx20)
+endfunction()
+
