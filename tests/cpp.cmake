@@ -57,4 +57,3 @@ function(sk_cxx_test_link name lib)
   include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
   sk_lib_variant_link(${lib} ${name}_cxx17 ${name}_cxx20)
 endfunction()
-
