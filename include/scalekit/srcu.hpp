@@ -96,9 +96,10 @@ public:
 	// callbacks still queued (sk_srcu_barrier()), then waits for a
 	// grace period (sk_synchronize_srcu(): the readers still inside
 	// leave, and a polled grace period completes).  So it may block.
-	// A refusal after that, or any refusal while the calling thread is
-	// itself inside a section of the domain (a srcu_read_guard that
-	// outlives its domain), prints
+	// A refusal after that, or any refusal while the calling thread has
+	// a section of the domain open (sk_srcu_read_lock_held(): a
+	// srcu_read_guard that outlives its domain, also one it moved to
+	// another thread that has not ended it), prints
 	//	scalekit: thread T: sk::srcu_domain::~srcu_domain(ADDR):
 	//	sk_srcu_destroy() returned -16 (...): ...
 	// on stderr and aborts: the domain is still in use, and freeing it

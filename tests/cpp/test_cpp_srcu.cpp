@@ -279,20 +279,28 @@ struct lingering_reader {
 	}
 };
 
+// Tell the reader to leave, wait(), then check that the wait returned
+// after the reader's section; join it.
+template <class W>
+void wait_for_the_reader(lingering_reader &r, const char *what, W wait)
+{
+	r.leave();
+	wait();
+	int seen = r.left_seen();
+	if (seen != 1)
+		std::fprintf(stderr, "ERROR: %s returned while a "
+				     "srcu_read_guard was held\n", what);
+	SK_CHECK_EQ(seen, 1);
+	r.join();
+}
+
 // The reader leaves only after the updater started waiting.
 void synchronize_waits_for_a_guard()
 {
 	sk::srcu_domain d;
 	lingering_reader r(d);
 
-	r.leave();
-	d.synchronize();
-	int seen = r.left_seen();
-	if (seen != 1)
-		std::fprintf(stderr, "ERROR: synchronize() returned while a "
-				     "srcu_read_guard was held\n");
-	SK_CHECK_EQ(seen, 1);
-	r.join();
+	wait_for_the_reader(r, "synchronize()", [&d] { d.synchronize(); });
 }
 
 // A callback queued while the reader holds its guard runs after it left.
@@ -317,6 +325,16 @@ void call_runs_after_the_guards()
 	SK_CHECK_EQ(seen, 7);
 	r.join();
 	d.barrier();
+}
+
+// The destructor, refused while a reader elsewhere is inside, waits for
+// a grace period and then releases the domain.
+void destructor_waits_for_a_guard_elsewhere()
+{
+	auto d = std::make_unique<sk::srcu_domain>();
+	lingering_reader r(*d);
+
+	wait_for_the_reader(r, "~srcu_domain()", [&d] { d.reset(); });
 }
 
 // ---- the rest -----------------------------------------------------------------
@@ -416,5 +434,6 @@ int main(int argc, char **argv)
 	}
 	SK_RUN(synchronize_waits_for_a_guard);
 	SK_RUN(call_runs_after_the_guards);
+	SK_RUN(destructor_waits_for_a_guard_elsewhere);
 	return sk_test_report();
 }
