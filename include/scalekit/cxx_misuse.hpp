@@ -4,8 +4,8 @@
 // cannot return to its caller: a destructor whose C cleanup refuses.
 //
 // The C library's misuse checks print one line naming the call and the
-// thread, then abort (docs/STYLE: "Misuse that would deadlock or corrupt
-// memory prints one message ... then aborts").  A destructor cannot
+// thread, then abort (misuse that would deadlock or corrupt memory is
+// not returned as an error).  A destructor cannot
 // return an error and must not throw, so the C++ wrappers report the same
 // way.  Internal to the C++ headers (namespace sk::detail): not an API.
 #ifndef SCALEKIT_CXX_MISUSE_HPP

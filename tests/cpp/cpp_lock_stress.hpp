@@ -162,6 +162,8 @@ long run(W write, int readers, R read)
 		});
 	for (auto &w : ws)
 		w.join();
+	// Release, paired with the readers' acquire load: nothing rides on it
+	// but the end of their loop (the counters are checked after join()).
 	done.store(1, std::memory_order_release);
 	for (auto &r : ts)
 		r.join();

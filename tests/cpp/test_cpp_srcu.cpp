@@ -40,8 +40,11 @@ constexpr bool broken = false;
 using reader_guard = sk::srcu_read_guard;
 #endif
 
-// Spin (yielding) until flag reads nonzero; acquire: what the setter did
-// before its release store is visible after the return.
+// Spin (yielding) until flag reads nonzero.  Every flag of this file is
+// set by a release store and read here with acquire (pairs with it): what
+// the setter did before the store is visible after the return.  The
+// fetch_adds of counters are relaxed: they are read after a join() or a
+// barrier(), which order them.
 void wait_for(const std::atomic<int> &flag)
 {
 	while (!flag.load(std::memory_order_acquire))
@@ -265,6 +268,8 @@ struct lingering_reader {
 			  inside.store(1, std::memory_order_release);
 			  wait_for(go);
 			  linger(stop);
+			  // Relaxed: the section's end (SRCU-C) and the grace
+			  // period (SRCU-D) order it before the waiter's load.
 			  __atomic_store_n(&left, 1, __ATOMIC_RELAXED);
 		  })
 	{
