@@ -36,7 +36,10 @@
 //
 // Elision.  A section of an elided lock may run as a hardware
 // transaction (Intel TSX RTM, when the CPU has working RTM and the
-// policy allows: sk_elide_set_policy(), SCALEKIT_ELIDE=auto|on|off).  It
+// policy allows: sk_elide_set_policy(), SCALEKIT_ELIDE=auto|on|off; the
+// policy and the adaptive knobs, sk_elide_set_tuning(), are process-wide
+// and set through the C API; per lock there are only the statistics,
+// attached by a constructor argument or attach_stats()).  It
 // is then correct all the same, but anything that a transaction cannot
 // do aborts it, and the section runs again under the real lock: system
 // calls and I/O (std::cout, std::printf, file streams), page faults,
