@@ -90,16 +90,14 @@ function(sk_cxx_test_twin name)
 endfunction()
 sk_cxx_test_twin(test_cpp_srcu)
 sk_cxx_test_twin(test_cpp_locks)
-# The lock wrappers on the simulated elision backend (tests/elide_sim.cmake).
-include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
-sk_lib_variant_link(scalekit_elide_sim test_cpp_locks_sim_cxx17
-  test_cpp_locks_sim_cxx20)
-
 function(sk_cxx_test_link name lib)
   include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
   sk_lib_variant_link(${lib} ${name}_cxx17 ${name}_cxx20
     ${name}_clang_cxx17 ${name}_clang_cxx20)
 endfunction()
+
+# The lock wrappers on the simulated elision backend (tests/elide_sim.cmake).
+sk_cxx_test_link(test_cpp_locks_sim scalekit_elide_sim)
 
 # The retire stress's broken twin: the deleter runs at once instead of
 # after a grace period, and a reader must report the poisoned node.
