@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // scalekit/cxx_misuse.hpp - how the C++ layer reports misuse that it
-// cannot return to its caller: a destructor whose C cleanup refuses.
+// cannot return to its caller: a second retire(), a destructor whose C
+// cleanup refuses, an iterator used outside a read section.
 //
 // The C library's misuse checks print one line naming the call and the
 // thread, then abort (misuse that would deadlock or corrupt memory is
@@ -12,9 +13,10 @@
 #define SCALEKIT_CXX_MISUSE_HPP
 
 #if __cplusplus < 201703L
-#error "scalekit's C++ headers need C++17 or later"
+#error "scalekit/cxx_misuse.hpp needs C++17 or later"
 #endif
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,19 +27,35 @@
 namespace sk {
 namespace detail {
 
-// destroy_refused() - print "scalekit: thread T: <what>(<obj>): <call>
-// returned <rc> (<strerror>): <why>" on stderr in one write, then abort().
-// Context: any thread; never returns.  Called by destructors whose C
-// cleanup refused (the object is still in use).
+// misuse(fmt, ...) - print "scalekit: thread <tid>: <message>" on stderr
+// as one line, then abort(): the C library's misuse format, for every
+// check of the C++ headers (a second retire(), a destructor whose C
+// cleanup refuses, an iterator outside a read section).
+// Context: any thread; never returns.
+[[noreturn]] __attribute__((cold, noinline, format(printf, 1, 2))) inline void
+misuse(const char *fmt, ...) noexcept
+{
+	char msg[512];
+	std::va_list ap;
+
+	va_start(ap, fmt);
+	std::vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	std::fprintf(stderr, "scalekit: thread %ld: %s\n",
+		     static_cast<long>(::syscall(SYS_gettid)), msg);
+	std::fflush(stderr);
+	std::abort();
+}
+
+// destroy_refused() - misuse(): "<what>(<obj>): <call> returned <rc>
+// (<strerror>): <why>".  Called by destructors whose C cleanup refused
+// (the object is still in use).
 [[noreturn]] inline void destroy_refused(const char *what, const void *obj,
 					 const char *call, int rc,
 					 const char *why) noexcept
 {
-	std::fprintf(stderr, "scalekit: thread %ld: %s(%p): %s returned %d (%s): %s\n",
-		     static_cast<long>(::syscall(SYS_gettid)), what, obj, call,
-		     rc, std::strerror(rc < 0 ? -rc : rc), why);
-	std::fflush(stderr);
-	std::abort();
+	misuse("%s(%p): %s returned %d (%s): %s", what, obj, call, rc,
+	       std::strerror(rc < 0 ? -rc : rc), why);
 }
 
 // check_destroy() - destroy_refused() unless rc (a C cleanup's answer) is

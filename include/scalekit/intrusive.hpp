@@ -23,11 +23,7 @@
 #include "scalekit/rcu.h"
 
 #if defined(SK_DEBUG) && SK_DEBUG >= 1
-#include <cstdio>
-#include <cstdlib>
-
-#include <sys/syscall.h>
-#include <unistd.h>
+#include "scalekit/cxx_misuse.hpp"
 #endif
 
 namespace sk {
@@ -119,13 +115,9 @@ protected:
 //
 [[noreturn]] inline void reader_misuse(const char *call) noexcept
 {
-	std::fprintf(stderr,
-		     "scalekit: thread %ld: %s outside an RCU read-side "
-		     "critical section (the objects it reaches may be freed "
-		     "at any time)\n",
-		     ::syscall(SYS_gettid), call);
-	std::fflush(stderr);
-	std::abort();
+	misuse("%s outside an RCU read-side critical section (the objects "
+	       "it reaches may be freed at any time)",
+	       call);
 }
 #endif
 

@@ -58,6 +58,10 @@
 #ifndef SCALEKIT_LOCKS_HPP
 #define SCALEKIT_LOCKS_HPP
 
+#if __cplusplus < 201703L
+#error "scalekit/locks.hpp needs C++17 or later"
+#endif
+
 #include <type_traits>
 #include <utility>
 

@@ -82,17 +82,13 @@
 #endif
 
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <new>
 #include <system_error>
 #include <type_traits>
 #include <utility>
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
+#include "scalekit/cxx_misuse.hpp"
 #include "scalekit/rcu.h"
 
 namespace sk {
@@ -102,16 +98,11 @@ rcu_domain &rcu_default_domain() noexcept;
 
 namespace detail {
 
-// Print one line the way the C library reports misuse ("scalekit: thread
-// <tid>: ..."), then abort.  For noexcept functions that meet misuse or a
-// failure they cannot report otherwise.
-[[noreturn]] __attribute__((cold, noinline)) inline void
-rcu_die(const char *what, const void *obj, int err) noexcept
+// misuse() of scalekit/cxx_misuse.hpp with the object and the C error.
+[[noreturn]] inline void rcu_die(const char *what, const void *obj,
+				 int err) noexcept
 {
-	std::fprintf(stderr, "scalekit: thread %ld: %s (object %p, error %d)\n",
-		     ::syscall(SYS_gettid), what, obj, err);
-	std::fflush(stderr);
-	std::abort();
+	misuse("%s (object %p, error %d)", what, obj, err);
 }
 
 // Report a failed C call of a constructor (not a read path) as

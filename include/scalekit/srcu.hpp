@@ -25,6 +25,10 @@
 #ifndef SCALEKIT_SRCU_HPP
 #define SCALEKIT_SRCU_HPP
 
+#if __cplusplus < 201703L
+#error "scalekit/srcu.hpp needs C++17 or later"
+#endif
+
 #include <cerrno>
 #include <functional>
 #include <system_error>
