@@ -11,7 +11,8 @@
  *                   spelling of a read-side critical section).
  *  scalekit-c++     callbacks: new an object derived from
  *                   sk::rcu_obj_base and retire() it (its deleter,
- *                   std::default_delete, calls delete).
+ *                   std::default_delete, calls delete); the class's
+ *                   operator new and delete call malloc() and free().
  *  scalekit-retire  callbacks: new a plain object and sk::rcu_retire() it
  *                   (which needs a node of its own for the head).
  * The C loops they pair with are peer_scalekit.c's "scalekit": malloc()
@@ -22,14 +23,38 @@ extern "C" {
 #include "bench.h"
 }
 
+#include <cstddef>
+#include <cstdlib>
 #include <mutex>
+#include <new>
 
 #include "scalekit/rcu.hpp"
 
 namespace {
 
+/*
+ * The allocation of the callback loops: malloc() and free(), the C loop's
+ * calls, so that the rows compare retire() with sk_call_rcu() and not
+ * libstdc++'s operator new (one more call around malloc(), about 1 ns
+ * here) with malloc().
+ */
+struct c_alloc {
+	static void *operator new(std::size_t size)
+	{
+		void *p = std::malloc(size);
+
+		if (!p)
+			throw std::bad_alloc();
+		return p;
+	}
+	static void operator delete(void *p) noexcept
+	{
+		std::free(p);
+	}
+};
+
 /* The object of the callback loops: the same 64 bytes as the C one. */
-struct retire_obj : sk::rcu_obj_base<retire_obj> {
+struct retire_obj : sk::rcu_obj_base<retire_obj>, c_alloc {
 	long key;
 	char pad[SK_BENCH_CB_OBJ_SIZE - sizeof(long) -
 		 sizeof(sk::rcu_obj_base<retire_obj>)];
@@ -38,12 +63,12 @@ static_assert(sizeof(retire_obj) == SK_BENCH_CB_OBJ_SIZE,
 	      "callback object size differs between libraries");
 
 /* A plain object of the same size, for sk::rcu_retire(). */
-struct plain_obj {
+struct plain_obj : c_alloc {
 	long key;
 	char pad[SK_BENCH_CB_OBJ_SIZE - sizeof(long)];
 };
 
-/* Plain new, as a program writes it (out of memory: std::bad_alloc). */
+/* new, as a program writes it (out of memory: std::bad_alloc). */
 template <class T> T *obj_new()
 {
 	T *o = new T;
