@@ -59,6 +59,10 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  sk_bench_read_run },
 	{ "sync", "grace-period latency p50/p99 with busy and idle readers",
 	  sk_bench_sync_run },
+	{ "sync-many",
+	  "grace-period latency p50/p99 with 0, 64 and 1,024 idle "
+	  "registered threads, 0 and 8 busy readers, vs urcu-memb",
+	  sk_bench_sync_many_run },
 	{ "expedited",
 	  "expedited vs normal grace-period latency, 0 and 1 busy "
 	  "reader",

@@ -355,6 +355,187 @@ int sk_bench_sync_rows(const struct sk_bench_config *cfg,
 	return err;
 }
 
+
+/*
+ * Scenario "sync-many" (issue 28 item 5): grace periods in a process with
+ * many registered threads, most of them idle, as in a server whose
+ * threads mostly block.  For each idle count in many_idle[], that many
+ * threads are registered with scalekit and with urcu-memb at once (small
+ * stacks, blocked on a condition variable outside any read section, still
+ * registered while every figure of that count is taken); then each
+ * library's sync() is timed with 0 and with MANY_BUSY busy readers of its
+ * own kind (unpinned: more threads than CPUs, the updater competes with
+ * them).  The libraries alternate within each repetition (run_jobs).
+ */
+static const char *const many_impls[] = { "scalekit", "urcu-memb", NULL };
+static const int many_idle[] = { 0, 64, 1024 };
+
+#define MANY_NIDLE ((int)(sizeof(many_idle) / sizeof(many_idle[0])))
+#define MANY_BUSY 8
+
+/* Rows of one busy count: p50 and p99 at each idle count. */
+struct many_rows {
+	struct sk_bench_row *p50[MANY_NIDLE], *p99[MANY_NIDLE];
+};
+
+static void many_add_rows(const struct sk_bench_config *cfg,
+			  struct sk_bench_results *res, struct many_rows *r,
+			  const char *p50_variant, const char *p99_variant,
+			  const char *p50_title, const char *p99_title)
+{
+	int c;
+
+	for (c = 0; c < MANY_NIDLE; c++)
+		r->p50[c] = sk_bench_row_add(res, "sync-many", p50_variant,
+					     "us", p50_title, many_idle[c], 1,
+					     many_impls, cfg->reps);
+	for (c = 0; c < MANY_NIDLE; c++)
+		r->p99[c] = sk_bench_row_add(res, "sync-many", p99_variant,
+					     "us", p99_title, many_idle[c], 1,
+					     many_impls, cfg->reps);
+}
+
+/* Every figure of idle count c is missing: say why in each row. */
+static void many_mark_na(struct many_rows *rows, int nrows, int c,
+			 const char *why)
+{
+	int k, i;
+
+	for (k = 0; k < nrows; k++)
+		for (i = 0; i < rows[k].p50[c]->nimpl; i++)
+			if (!rows[k].p50[c]->na[i])
+				rows[k].p50[c]->na[i] = rows[k].p99[c]->na[i] =
+					why;
+}
+
+/*
+ * Notes: each library's p50 at 0, 64 and 1,024 idle threads, the cost per
+ * added idle thread and how many times the added cost grows when the idle
+ * threads grow 16-fold (16: linear in the registry).
+ */
+static void many_growth_notes(struct sk_bench_results *res,
+			      const struct many_rows *idle)
+{
+	int i, c;
+
+	for (i = 0; i < idle->p50[0]->nimpl; i++) {
+		double p[MANY_NIDLE];
+
+		for (c = 0; c < MANY_NIDLE; c++) {
+			if (idle->p50[c]->na[i])
+				break;
+			p[c] = sk_bench_row_stat(idle->p50[c], i).median;
+		}
+		if (c < MANY_NIDLE)
+			continue;
+		sk_bench_note_add(res,
+				  "sync-many: %s p50 with 0 / 64 / 1024 idle "
+				  "threads: %.2f / %.2f / %.2f us; added cost "
+				  "per idle thread %.1f ns (0->64), %.1f ns "
+				  "(64->1024); 16x the idle threads cost "
+				  "%.1fx the added time (16x: linear)",
+				  idle->p50[0]->impl[i]->name, p[0], p[1],
+				  p[2], (p[1] - p[0]) * 1e3 / 64,
+				  (p[2] - p[1]) * 1e3 / (1024 - 64),
+				  p[1] > p[0] ? (p[2] - p[0]) / (p[1] - p[0])
+					      : 0.0);
+	}
+}
+
+int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res)
+{
+	/* rows[0]: no busy reader; rows[1]: MANY_BUSY busy readers. */
+	struct many_rows rows[2];
+	static char why[MANY_NIDLE][96];
+	const struct sk_bench_rcu_ops *ops[SK_BENCH_MAX_IMPL];
+	struct sync_job jobs[2 * SK_BENCH_MAX_IMPL];
+	uint64_t *lat;
+	int c, i, k, nops = 0, njobs, created, err = 0;
+
+	many_add_rows(cfg, res, &rows[0], "idle p50", "idle p99",
+		      "sync-many / idle p50: synchronize latency in us with N "
+		      "registered idle threads, no busy reader (threads = N; "
+		      "lower is better)",
+		      "sync-many / idle p99: synchronize latency in us with N "
+		      "registered idle threads, no busy reader (threads = N; "
+		      "lower is better)");
+	many_add_rows(cfg, res, &rows[1], "busy8 p50", "busy8 p99",
+		      "sync-many / busy8 p50: synchronize latency in us with N "
+		      "registered idle threads and 8 busy readers, unpinned "
+		      "(threads = N idle; lower is better)",
+		      "sync-many / busy8 p99: synchronize latency in us with N "
+		      "registered idle threads and 8 busy readers, unpinned "
+		      "(threads = N idle; lower is better)");
+	for (i = 0; i < rows[0].p50[0]->nimpl; i++)
+		if (!rows[0].p50[0]->na[i])
+			ops[nops++] = rows[0].p50[0]->impl[i];
+	lat = malloc(sizeof(*lat) * SYNC_MAX_CALLS);
+	if (!lat) {
+		fprintf(stderr, "scalekit bench: sync-many: out of memory\n");
+		return -1;
+	}
+	for (c = 0; c < MANY_NIDLE && !err; c++) {
+		struct sk_bench_idle *idle = NULL;
+
+		sk_bench_progress("sync-many: starting %d idle threads "
+				  "registered with %d implementations",
+				  many_idle[c], nops);
+		created = many_idle[c] ? sk_bench_idle_start(&idle, ops, nops,
+							     many_idle[c])
+				       : 0;
+		if (created < many_idle[c]) {
+			/* Not the configuration asked for: no figures. */
+			snprintf(why[c], sizeof(why[c]),
+				 "thread creation failed: %d of %d created",
+				 created, many_idle[c]);
+			many_mark_na(rows, 2, c, why[c]);
+			sk_bench_idle_stop(idle);
+			continue;
+		}
+		njobs = 0;
+		for (k = 0; k < 2; k++)
+			for (i = 0; i < rows[k].p50[c]->nimpl; i++)
+				if (!rows[k].p50[c]->na[i])
+					jobs[njobs++] = (struct sync_job){
+						rows[k].p50[c]->impl[i],
+						k ? MANY_BUSY : 0,
+						rows[k].p50[c],
+						rows[k].p99[c],
+						i,
+						0
+					};
+		err = run_jobs(cfg, jobs, njobs, lat, "sync-many",
+			       "idle + busy");
+		sk_bench_idle_stop(idle);
+	}
+	free(lat);
+	if (err)
+		return -1;
+
+	many_growth_notes(res, &rows[0]);
+	sk_bench_ratio_target(res, rows[0].p50[1], "scalekit", "urcu-memb",
+			      0.5, 1,
+			      "sync-many p50, 64 idle threads: scalekit / "
+			      "urcu-memb",
+			      "sync-many-idle64-p50");
+	sk_bench_ratio_target(res, rows[0].p50[2], "scalekit", "urcu-memb",
+			      0.5, 1,
+			      "sync-many p50, 1024 idle threads: scalekit / "
+			      "urcu-memb",
+			      "sync-many-idle1024-p50");
+	sk_bench_ratio_target(res, rows[1].p50[0], "scalekit", "urcu-memb",
+			      0.5, 1,
+			      "sync-many p50, 8 busy readers: scalekit / "
+			      "urcu-memb",
+			      "sync-many-busy8-p50");
+	sk_bench_ratio_target(res, rows[1].p50[2], "scalekit", "urcu-memb",
+			      0.5, 1,
+			      "sync-many p50, 1024 idle + 8 busy: scalekit / "
+			      "urcu-memb",
+			      "sync-many-busy8-idle1024-p50");
+	return 0;
+}
 /* Busy reader counts of the scenarios below: idle, then one reader. */
 static const int zero_one[] = { 0, 1 };
 
