@@ -5,8 +5,8 @@
  * The structure follows the kernel's refscale: one harness per family of
  * primitives, driven by one ops struct per implementation.  The harness
  * (harness.c) owns threads, timing, warm-up, repetitions and statistics;
- * a scenario (read.c: read and srcu-read; sync.c: sync, expedited and
- * srcu-sync; poll.c; callbacks.c; hash.c: hash-lookup, hash-resize and
+ * a scenario (read.c: read and srcu-read; sync.c: sync, sync-many,
+ * expedited and srcu-sync; poll.c; callbacks.c; hash.c: hash-lookup, hash-resize and
  * hash-update; hash_latency.c: hash-update-resize, hash-grow) decides
  * what to measure and which
  * implementations it compares; an adapter (peer_*.c) knows one library

@@ -45,7 +45,7 @@ endfunction()
 set(sk_bench_csv ${CMAKE_CURRENT_BINARY_DIR}/bench-smoke/out/bench.csv)
 sk_bench_cli_test(bench_smoke 0
   "bench|--quick|--reps|1|--csv|${sk_bench_csv}"
-  STDOUT "read / general.*sync / idle p50.*expedited p50.*poll / cost.*poll / latency p50.*sync-qsbr-every: online.*update-load: one.*uperf: N updaters.*srcu-read.*srcu-sync p50.*hash-lookup: millions.*hash-resize: millions.*hash-update: millions.*hash-update-resize: WORST.*hash-update-resize: p99.9.*hash-grow: TOTAL.*hash-grow: WORST.*list: full traversals.*callbacks / end to end.*callbacks / barrier.*notes.*targets.*expedited.*srcu-read.*srcu-sync.*callbacks, 2 threads"
+  STDOUT "read / general.*sync / idle p50.*sync-many / busy8 p99.*expedited p50.*poll / cost.*poll / latency p50.*sync-qsbr-every: online.*update-load: one.*uperf: N updaters.*srcu-read.*srcu-sync p50.*hash-lookup: millions.*hash-resize: millions.*hash-update: millions.*hash-update-resize: WORST.*hash-update-resize: p99.9.*hash-grow: TOTAL.*hash-grow: WORST.*list: full traversals.*callbacks / end to end.*callbacks / barrier.*notes.*sync-many: urcu-memb p50.*targets.*sync-many p50, 1024 idle \\+ 8 busy.*expedited.*srcu-read.*srcu-sync.*callbacks, 2 threads"
   LABELS bench TIMEOUT 120)
 
 # The hash-table scenarios alone, quick (about 3 s): every table, the
