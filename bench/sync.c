@@ -357,7 +357,6 @@ int sk_bench_sync_rows(const struct sk_bench_config *cfg,
 	return err;
 }
 
-
 /*
  * Scenario "sync-many" (issue 28 item 5): grace periods in a process with
  * many registered threads, most of them idle, as in a server whose
@@ -374,6 +373,26 @@ static const int many_idle[] = { 0, 64, 1024 };
 
 #define MANY_NIDLE ((int)(sizeof(many_idle) / sizeof(many_idle[0])))
 #define MANY_BUSY 8
+
+/*
+ * The targets, scalekit / urcu-memb p50 <= 0.5: busy 0 or 1 (rows[busy]:
+ * no busy reader, or MANY_BUSY), idle an index into many_idle[].
+ */
+struct many_target {
+	int busy, idle;
+	const char *what, *id;
+};
+
+static const struct many_target many_targets[] = {
+	{ 0, 1, "sync-many p50, 64 idle threads: scalekit / urcu-memb",
+	  "sync-many-idle64-p50" },
+	{ 0, 2, "sync-many p50, 1024 idle threads: scalekit / urcu-memb",
+	  "sync-many-idle1024-p50" },
+	{ 1, 0, "sync-many p50, 8 busy readers: scalekit / urcu-memb",
+	  "sync-many-busy8-p50" },
+	{ 1, 2, "sync-many p50, 1024 idle + 8 busy: scalekit / urcu-memb",
+	  "sync-many-busy8-idle1024-p50" },
+};
 
 /* Rows of one busy count: p50 and p99 at each idle count. */
 struct many_rows {
@@ -437,8 +456,8 @@ static void many_growth_notes(struct sk_bench_results *res,
 				  "per idle thread %.1f ns (0->64), %.1f ns "
 				  "(64->1024); 16x the idle threads cost "
 				  "%.1fx the added time (16x: linear)",
-				  idle->p50[0]->impl[i]->name, p[0], p[1],
-				  p[2], (p[1] - p[0]) * 1e3 / 64,
+				  idle->p50[0]->impl[i]->name, p[0], p[1], p[2],
+				  (p[1] - p[0]) * 1e3 / 64,
 				  (p[2] - p[1]) * 1e3 / (1024 - 64),
 				  p[1] > p[0] ? (p[2] - p[0]) / (p[1] - p[0])
 					      : 0.0);
@@ -526,28 +545,17 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 		return -1;
 
 	many_growth_notes(res, &rows[0]);
-	sk_bench_ratio_target(res, rows[0].p50[1], "scalekit", "urcu-memb",
-			      0.5, 1,
-			      "sync-many p50, 64 idle threads: scalekit / "
-			      "urcu-memb",
-			      "sync-many-idle64-p50");
-	sk_bench_ratio_target(res, rows[0].p50[2], "scalekit", "urcu-memb",
-			      0.5, 1,
-			      "sync-many p50, 1024 idle threads: scalekit / "
-			      "urcu-memb",
-			      "sync-many-idle1024-p50");
-	sk_bench_ratio_target(res, rows[1].p50[0], "scalekit", "urcu-memb",
-			      0.5, 1,
-			      "sync-many p50, 8 busy readers: scalekit / "
-			      "urcu-memb",
-			      "sync-many-busy8-p50");
-	sk_bench_ratio_target(res, rows[1].p50[2], "scalekit", "urcu-memb",
-			      0.5, 1,
-			      "sync-many p50, 1024 idle + 8 busy: scalekit / "
-			      "urcu-memb",
-			      "sync-many-busy8-idle1024-p50");
+	for (k = 0; k < (int)(sizeof(many_targets) / sizeof(many_targets[0]));
+	     k++) {
+		const struct many_target *mt = &many_targets[k];
+
+		sk_bench_ratio_target(res, rows[mt->busy].p50[mt->idle],
+				      "scalekit", "urcu-memb", 0.5, 1, mt->what,
+				      mt->id);
+	}
 	return 0;
 }
+
 /* Busy reader counts of the scenarios below: idle, then one reader. */
 static const int zero_one[] = { 0, 1 };
 
