@@ -480,7 +480,7 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 	const struct sk_bench_rcu_ops *ops[SK_BENCH_MAX_IMPL];
 	struct sync_job jobs[2 * SK_BENCH_MAX_IMPL];
 	uint64_t *lat;
-	int c, i, k, nops = 0, njobs, created, err = 0;
+	int c, i, k, nops = 0, njobs, created;
 
 	many_add_rows(cfg, res, &rows[0], "idle p50", "idle p99",
 		      "sync-many / idle p50: synchronize latency in us with N "
@@ -506,7 +506,7 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 	}
 	mcfg.run_ns = cfg->run_ns / 2;
 	mcfg.warmup_ns = cfg->warmup_ns / 2;
-	for (c = 0; c < MANY_NIDLE && !err; c++) {
+	for (c = 0; c < MANY_NIDLE; c++) {
 		struct sk_bench_idle *idle = NULL;
 
 		sk_bench_progress("sync-many: starting %d idle threads "
@@ -524,8 +524,13 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 			sk_bench_idle_stop(idle);
 			continue;
 		}
-		njobs = 0;
-		for (k = 0; k < 2; k++)
+		/*
+		 * Idle rows, then busy rows: a busy reader thread that
+		 * cannot be created (message printed) leaves that row n/a
+		 * and the scenario goes on.
+		 */
+		for (k = 0; k < 2; k++) {
+			njobs = 0;
 			for (i = 0; i < rows[k].p50[c]->nimpl; i++)
 				if (!rows[k].p50[c]->na[i])
 					jobs[njobs++] = (struct sync_job){
@@ -536,13 +541,15 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 						i,
 						0
 					};
-		err = run_jobs(&mcfg, jobs, njobs, lat, "sync-many",
-			       "idle + busy");
+			if (run_jobs(&mcfg, jobs, njobs, lat, "sync-many",
+				     k ? "idle + 8 busy" : "idle"))
+				many_mark_na(&rows[k], 1, c,
+					     "cannot create the busy readers "
+					     "(see stderr)");
+		}
 		sk_bench_idle_stop(idle);
 	}
 	free(lat);
-	if (err)
-		return -1;
 
 	many_growth_notes(res, &rows[0]);
 	for (k = 0; k < (int)(sizeof(many_targets) / sizeof(many_targets[0]));
