@@ -45,7 +45,7 @@ endfunction()
 set(sk_bench_csv ${CMAKE_CURRENT_BINARY_DIR}/bench-smoke/out/bench.csv)
 sk_bench_cli_test(bench_smoke 0
   "bench|--quick|--reps|1|--csv|${sk_bench_csv}"
-  STDOUT "read / general.*sync / idle p50.*sync-many / busy8 p99.*expedited p50.*poll / cost.*poll / latency p50.*sync-qsbr-every: online.*update-load: one.*uperf: N updaters.*srcu-read.*srcu-sync p50.*hash-lookup: millions.*hash-resize: millions.*hash-update: millions.*hash-update-resize: WORST.*hash-update-resize: p99.9.*hash-grow: TOTAL.*hash-grow: WORST.*list: full traversals.*callbacks / end to end.*callbacks / barrier.*notes.*sync-many: urcu-memb p50.*targets.*sync-many p50, 1024 idle \\+ 8 busy.*expedited.*srcu-read.*srcu-sync.*callbacks, 2 threads"
+  STDOUT "read / general.*sync / idle p50.*sync-many / busy8 p99.*expedited p50.*poll / cost.*poll / latency p50.*sync-qsbr-every: online.*update-load: one.*uperf: N updaters.*srcu-read.*srcu-sync p50.*hash-lookup: millions.*hash-resize: millions.*hash-update: millions.*hash-update-resize: WORST.*hash-update-resize: p99.9.*hash-grow: TOTAL.*hash-grow: WORST.*list: full traversals.*callbacks / end to end.*callbacks / barrier.*c\\+\\+ / read.*c\\+\\+ / retire, enqueue.*notes.*sync-many: urcu-memb p50.*targets.*sync-many p50, 1024 idle \\+ 8 busy.*expedited.*srcu-read.*srcu-sync.*callbacks, 2 threads.*c\\+\\+ read, 1 thread.*c\\+\\+ retire, 1 thread"
   LABELS bench TIMEOUT 120)
 
 # The hash-table scenarios alone, quick (about 3 s): every table, the
@@ -83,7 +83,7 @@ sk_bench_cli_test(bench_usage_reps_zero 2 "bench|--reps|0"
 sk_bench_cli_test(bench_usage_missing_value 2 "bench|--reps"
   STDERR "option --reps needs a value")
 sk_bench_cli_test(bench_usage_unknown_scenario 2 "bench|nosuch"
-  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks\\)")
+  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, sync-many, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks, c\\+\\+\\)")
 sk_bench_cli_test(bench_usage_unknown_flag 2 "bench|--nosuch"
   STDERR "unknown option '--nosuch'")
 sk_bench_cli_test(tool_usage_unknown_command 2 "nosuch"
@@ -92,7 +92,7 @@ sk_bench_cli_test(tool_usage_no_command 2 ""
   STDERR "usage: scalekit <command>")
 sk_bench_cli_test(tool_help 0 "--help" STDOUT "bench")
 sk_bench_cli_test(bench_help 0 "bench|--help"
-  STDOUT "usage: scalekit bench.*expedited.*poll.*srcu-read.*srcu-sync.*hash-lookup.*hash-resize.*hash-update.*hash-update-resize.*hash-grow.*list.*callbacks.*--threads N.*--reps R.*--csv FILE.*--quick.*--pin.*scalekit-exp.*scalekit-poll.*scalekit-free.*scalekit-srcu")
+  STDOUT "usage: scalekit bench.*expedited.*poll.*srcu-read.*srcu-sync.*hash-lookup.*hash-resize.*hash-update.*hash-update-resize.*hash-grow.*list.*callbacks.*c\\+\\+ +the C\\+\\+ layer.*--threads N.*--reps R.*--csv FILE.*--quick.*--pin.*scalekit-exp.*scalekit-poll.*scalekit-free.*scalekit-srcu")
 # Threads are placed by the scheduler unless --pin says otherwise; the
 # preamble says which (the hash scenarios above run unpinned).
 sk_bench_cli_test(bench_pin 0 "bench|read|--quick|--reps|1|--threads|2|--pin"
