@@ -212,6 +212,45 @@ const struct sk_bench_rcu_ops sk_bench_scalekit_free_ops = {
 	.barrier = sk_rcu_barrier,
 };
 
+/*
+ * The C++ layer's loops (peer_scalekit_cxx.cpp, which says what each
+ * runs): registered general readers like "scalekit", the C side they are
+ * compared with in the "c++" scenario (bench/cpp.c).
+ */
+void sk_bench_cxx_guard_section(long n);
+void sk_bench_cxx_std_section(long n);
+void sk_bench_cxx_retire_loop(long n);
+void sk_bench_cxx_rcu_retire_loop(long n);
+void sk_bench_cxx_barrier(void);
+
+const struct sk_bench_rcu_ops sk_bench_scalekit_cxx_ops = {
+	.name = "scalekit-c++",
+	.desc = "C++: sk::rcu_read_guard; rcu_obj_base::retire()",
+	.thread_init = sk_thread_init,
+	.thread_exit = sk_thread_exit,
+	.read_section = sk_bench_cxx_guard_section,
+	.call_loop = sk_bench_cxx_retire_loop,
+	.barrier = sk_bench_cxx_barrier,
+};
+
+const struct sk_bench_rcu_ops sk_bench_scalekit_std_ops = {
+	.name = "scalekit-std",
+	.desc = "C++: std::scoped_lock on sk::rcu_default_domain() (P2545)",
+	.thread_init = sk_thread_init,
+	.thread_exit = sk_thread_exit,
+	.read_section = sk_bench_cxx_std_section,
+};
+
+const struct sk_bench_rcu_ops sk_bench_scalekit_retire_ops = {
+	.name = "scalekit-retire",
+	.desc = "C++: sk::rcu_retire() of a plain object (P2545)",
+	.thread_init = sk_thread_init,
+	.thread_exit = sk_thread_exit,
+	.read_section = sk_bench_cxx_guard_section,
+	.call_loop = sk_bench_cxx_rcu_retire_loop,
+	.barrier = sk_bench_cxx_barrier,
+};
+
 /* Per-CPU callback workers around each run (pinned: the default). */
 static void sk_pcpu_setup(void)
 {

@@ -2,8 +2,8 @@
 /*
  * Adapter: scalekit's C++ layer (scalekit/rcu.hpp) against the C calls it
  * wraps, for the "c++" scenario (bench/cpp.c).  The ops structs are in
- * peer_scalekit_cxx_ops.c (C designated initializers); this file holds
- * the loops, so that the C++ fast paths are inlined into them exactly as
+ * peer_scalekit.c (C designated initializers); this file holds the
+ * loops, so that the C++ fast paths are inlined into them exactly as
  * the C ones are into peer_scalekit.c's.
  *
  *  scalekit-c++     sk::rcu_read_guard around each section.
