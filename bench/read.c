@@ -327,7 +327,7 @@ int sk_bench_srcu_read_run(const struct sk_bench_config *cfg,
 		return -1;
 	for (c = 0; c < rr.ncounts; c++)
 		add_ratio_target(res, rr.ns[0][c], "srcu-read", "urcu-memb",
-				 2.0);
+				 1.25);
 	return 0;
 }
 

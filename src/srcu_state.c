@@ -32,6 +32,14 @@ void sk__srcu_state_setup(struct sk_srcu *d, struct sk_srcu__state *st)
 	sk__link_init(&st->work_link);
 }
 
+/* The inline unlock reaches a slot's counters through &lock[i]. */
+_Static_assert(offsetof(struct sk_srcu_slot, unlock) ==
+		       offsetof(struct sk_srcu_slot, lock) +
+			       SK__SRCU_UNLOCK * sizeof(unsigned long) &&
+	       offsetof(struct sk_srcu_slot, remote) ==
+		       offsetof(struct sk_srcu_slot, lock) +
+			       SK__SRCU_REMOTE * sizeof(unsigned long),
+	       "the slot's counters are where the inline unlock looks");
 _Static_assert(sizeof(struct sk_srcu__state) <= sizeof(struct sk_srcu__store),
 	       "SK__SRCU_STATE_BYTES holds the private state");
 _Static_assert(_Alignof(struct sk_srcu__state) <=

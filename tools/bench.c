@@ -17,6 +17,7 @@
 
 #include "bench.h"
 #include "scalekit/barrier.h"
+#include "scalekit/elide.h"
 
 #define CMD "bench"
 
@@ -147,10 +148,63 @@ static FILE *open_csv(const char *path)
 	return f;
 }
 
+/*
+ * The CPU's model name from /proc/cpuinfo into buf ("unknown" when it has
+ * none, e.g. on some arm64 kernels).
+ */
+static void cpu_model(char *buf, size_t len)
+{
+	FILE *c = fopen("/proc/cpuinfo", "r");
+	char line[256];
+
+	snprintf(buf, len, "unknown");
+	if (!c)
+		return;
+	while (fgets(line, sizeof(line), c)) {
+		char *v = strchr(line, ':');
+
+		if (strncmp(line, "model name", 10) || !v)
+			continue;
+		v += 1 + strspn(v + 1, " \t");
+		v[strcspn(v, "\n")] = 0;
+		snprintf(buf, len, "%s", v);
+		break;
+	}
+	fclose(c);
+}
+
+/* The RTM verdict of the elision dispatch, in words. */
+static const char *rtm_words(void)
+{
+	unsigned int r = sk_elide_cpu_has_rtm();
+
+	if (!(r & SK_ELIDE_CPU_RTM))
+		return "no RTM (elided locks run their fallback)";
+	if (r & (SK_ELIDE_CPU_ALWAYS_ABORT | SK_ELIDE_CPU_BROKEN))
+		return "RTM listed but disabled (fallback)";
+	return "RTM usable";
+}
+
+static void print_cpu(FILE *f)
+{
+	char model[128];
+	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE),
+	     l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+
+	cpu_model(model, sizeof(model));
+	/*
+	 * Ratios depend on the CPU (docs/benchmarks.md): name it, with what
+	 * sets the hash rows (cache sizes) and the lock rows (RTM).
+	 */
+	fprintf(f, "CPU: %s; L2 %ld KiB, L3 %ld KiB; %s\n", model,
+		l2 > 0 ? l2 / 1024 : 0, l3 > 0 ? l3 / 1024 : 0, rtm_words());
+}
+
 static void print_preamble(FILE *f, const struct sk_bench_config *cfg)
 {
 	int i, first = 1;
 
+	print_cpu(f);
 	fprintf(f,
 		"scalekit bench: %d CPUs, membarrier(2) %s, %d reps x %.0f "
 		"ms per figure%s, threads %s, library %s\n",

@@ -63,6 +63,11 @@ struct sk_srcu_slot {
 				    (atomic); 0: no live owner */
 } __attribute__((aligned(SK_CACHELINE)));
 
+/* Word offsets from &lock[i] of lock[i], unlock[i], remote[i] (ABI). */
+#define SK__SRCU_LOCK	0
+#define SK__SRCU_UNLOCK 2
+#define SK__SRCU_REMOTE 4
+
 /*
  * A domain: what the inline read paths touch (ABI), and a pointer to the
  * library's private state (grace periods, callbacks, the slot directory),
@@ -197,8 +202,7 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 {
 	unsigned int w = SK__SRCU_WAY(d);
 	struct sk_srcu_slot *s;
-	unsigned long *c;
-	int bit;
+	unsigned long bit, key;
 
 	/*
 	 * d->gen changes when the domain's slots are freed, so a hit means
@@ -209,16 +213,17 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen)))
 		return sk_srcu__read_lock_slow(d);
 	s = sk_srcu__tls.ent[w].slot;
-	bit = (int)(SK_READ_ONCE(d->idx) & 1);
-	c = &s->lock[bit];
-	sk_atomic_store_relaxed(c, sk_atomic_load_relaxed(c) + 1);
+	key = s->key; /* the owner's own field: no ordering */
+	bit = SK_READ_ONCE(d->idx) & 1;
+	sk_atomic_store_relaxed(&s->lock[bit],
+				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
 	/*
 	 * SRCU-B: lock count before the section; pairs with the heavy fence
 	 * SRCU-D
 	 * (membarrier(2), which a cache hit implies): a compiler barrier.
 	 */
 	sk_barrier();
-	return (int)s->key | bit;
+	return (int)(key | bit);
 }
 
 /*
@@ -243,8 +248,8 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
 	unsigned int w = SK__SRCU_WAY(d);
 	struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
-	int bit = idx & 1;
-	unsigned long n;
+	unsigned long bit = (unsigned int)idx & 1;
+	unsigned long *c, n;
 
 	SK_TSAN_RELEASE(d); /* SRCU-C below, for TSan: pairs with SRCU-D */
 	/*
@@ -252,18 +257,23 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	 * another domain's or a bogus idx): the slow path.
 	 */
 	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen) ||
-			((unsigned long)(unsigned int)idx & ~1UL) != s->key)) {
+			((unsigned long)(unsigned int)idx ^ bit) != s->key)) {
 		sk_srcu__read_unlock_slow(d, idx);
 		return;
 	}
-	n = sk_atomic_load_relaxed(&s->unlock[bit]);
+	/*
+	 * lock[bit], unlock[bit] and remote[bit] through one pointer: they
+	 * are 2 words apart (SK__SRCU_LOCK/UNLOCK/REMOTE below).
+	 */
+	c = &s->lock[bit];
+	n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
 	/*
 	 * Every section of this slot on this index already ended (here or
 	 * elsewhere): unbalanced; the slow path reports it.  A difference,
 	 * so that it holds when the counters wrap.
 	 */
-	if (SK_UNLIKELY((long)(n + sk_atomic_load_relaxed(&s->remote[bit]) -
-			       sk_atomic_load_relaxed(&s->lock[bit])) >= 0)) {
+	if (SK_UNLIKELY((long)(n + sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]) -
+			       sk_atomic_load_relaxed(&c[SK__SRCU_LOCK])) >= 0)) {
 		sk_srcu__read_unlock_slow(d, idx);
 		return;
 	}
@@ -274,7 +284,7 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	 * A release, not a fence: nothing after the unlock needs ordering
 	 * (store-load), so no membarrier pairing, and on x86 a plain store.
 	 */
-	sk_atomic_store_release(&s->unlock[bit], n + 1);
+	sk_atomic_store_release(&c[SK__SRCU_UNLOCK], n + 1);
 }
 
 /*
