@@ -589,6 +589,14 @@ void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res);
  */
 int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res);
 
+/*
+ * sk_bench_compare() - print new/old for every row two CSV files of
+ * sk_bench_write_csv() share, flagging those whose [min..max] ranges do
+ * not overlap.  Returns: 0, or 1 (message on stderr) when a file cannot be
+ * read, is not such a file (header, columns, numbers) or no row is shared.
+ */
+int sk_bench_compare(const char *old_path, const char *new_path);
+
 /* Format v with 3 significant digits (at least 2 decimals below 10). */
 void sk_bench_fmt_num(char *buf, size_t len, double v);
 

@@ -110,3 +110,24 @@ sk_bench_cli_test(bench_csv_unwritable 1
 # shared library (tools/CMakeLists.txt), and the preamble names it.
 sk_bench_cli_test(bench_shared_library 0 "bench|read|--quick|--reps|1|--threads|1"
   STDOUT "library libscalekit.so.*read +general +1 " LABELS bench)
+
+# --compare: two CSV files of --csv, no measurement (so they also run in
+# the sanitizer builds: the parser's memory safety).  new.csv has an extra
+# (empty) "mix" column, which must not split the keys.
+set(sk_bd ${CMAKE_CURRENT_SOURCE_DIR}/bench-data)
+sk_bench_cli_test(bench_compare 0 "bench|--compare|${sk_bd}/old.csv|${sk_bd}/new.csv"
+  STDOUT "read,general,1,scalekit,ns/op +1 +2 +2\\.000 +WORSE\nread,general,1,urcu-memb,ns/op +1\\.5 +1\\.45 +0\\.967 +\nhash-lookup,2\\^16 keys,2,rhash,Mops/s +100 +150 +1\\.500 +BETTER\nread,general,1,scalekit/urcu-memb,ratio +0\\.66 +1\\.4 +2\\.121 +CHANGED \\(up\\).*4 rows in both files \\(1 only in old, 0 only in new\\): 1 better, 1 worse, 1 ratios changed")
+sk_bench_cli_test(bench_compare_bad_header 1 "bench|--compare|${sk_bd}/old.csv|${sk_bd}/bad-header.csv"
+  STDERR "bad-header.csv:1: not a bench CSV file \\(no column 'median'\\)")
+sk_bench_cli_test(bench_compare_bad_number 1 "bench|--compare|${sk_bd}/bad-number.csv|${sk_bd}/old.csv"
+  STDERR "bad-number.csv:3: median, min and max must be numbers")
+sk_bench_cli_test(bench_compare_bad_columns 1 "bench|--compare|${sk_bd}/old.csv|${sk_bd}/bad-columns.csv"
+  STDERR "bad-columns.csv:2: wrong number of columns")
+sk_bench_cli_test(bench_compare_disjoint 1 "bench|--compare|${sk_bd}/old.csv|${sk_bd}/disjoint.csv"
+  STDERR "share no row")
+sk_bench_cli_test(bench_compare_missing 1 "bench|--compare|${sk_bd}/old.csv|${sk_bd}/nosuch.csv"
+  STDERR "cannot read '.*nosuch.csv': No such file")
+sk_bench_cli_test(bench_compare_usage 2 "bench|--compare|${sk_bd}/old.csv"
+  STDERR "--compare takes two CSV files \\(old, new\\) and nothing else")
+sk_bench_cli_test(bench_compare_with_scenario 2 "bench|read|--compare|a|b"
+  STDERR "--compare takes two CSV files")

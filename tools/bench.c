@@ -49,6 +49,7 @@ static void usage(FILE *f)
 		"usage: scalekit bench [SCENARIO...] [--threads N] [--reps R] "
 		"[--csv FILE] [--quick]\n"
 		"                      [--pin]\n"
+		"       scalekit bench --compare OLD.csv NEW.csv\n"
 		"\n"
 		"Compare scalekit with pthreads, liburcu and Concurrency Kit in "
 		"one run and\nprint a table of figures and ratios "
@@ -87,6 +88,13 @@ static void usage(FILE *f)
 		"in an application;\n"
 		"               the callbacks scenario's pinned variant is "
 		"pinned either way)\n"
+		"  --compare OLD NEW  measure nothing: print new/old for every "
+		"row two --csv\n"
+		"               files share, marking the rows whose [min..max] "
+		"ranges do not\n"
+		"               overlap (BETTER / WORSE by the unit's direction, "
+		"CHANGED for\n"
+		"               ratios)\n"
 		"  -h, --help   show this help\n"
 		"\n"
 		"Implementations:\n",
@@ -367,6 +375,14 @@ int sk_tool_bench(int argc, char **argv)
 	FILE *csv = NULL;
 	int ret;
 
+	for (s = 1; s < argc; s++)
+		if (strcmp(argv[s], "--compare") == 0) {
+			if (argc != 4 || s != 1)
+				return sk_tool_usage_error(
+					CMD, "--compare takes two CSV files "
+					     "(old, new) and nothing else");
+			return sk_bench_compare(argv[2], argv[3]);
+		}
 	for (nscen = 0; sk_bench_scenarios[nscen].name; nscen++)
 		;
 	if (nscen > BENCH_MAX_SCENARIOS) {
