@@ -589,6 +589,29 @@ void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res);
  */
 int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res);
 
+/* The environment of a run (bench/env.c), for every output's header. */
+struct sk_bench_env {
+	char cpu[128];	  /* model name */
+	int ncpus;
+	long l2_kib, l3_kib; /* 0: unknown */
+	const char *rtm;     /* the elision dispatch's verdict, in words */
+	int membarrier;	     /* the fence mode in use */
+	char kernel[400];
+	char date[32];	      /* UTC */
+	const char *compiler; /* compiler, version, build type: flags */
+	const char *commit;   /* git describe at configure time */
+	const char *peers;    /* pkg-config versions of the peers found */
+};
+
+void sk_bench_env_get(struct sk_bench_env *e);
+/* Three lines, each starting with prefix ("" or "# " in the CSV). */
+void sk_bench_env_print(FILE *f, const char *prefix,
+			const struct sk_bench_env *e);
+
+/* sk_bench_write_json() - the run as JSON (bench/json.c): 0, or -1. */
+int sk_bench_write_json(FILE *f, const struct sk_bench_results *res,
+			const struct sk_bench_env *env);
+
 /*
  * sk_bench_compare() - print new/old for every row two CSV files of
  * sk_bench_write_csv() share, flagging those whose [min..max] ranges do

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CMP_LINE 1024
+#define CMP_LINE 4096
 #define CMP_FIELDS 16
 
 /* Columns every file must have, in the key's order, then the figures. */
@@ -59,14 +59,14 @@ static int split(char *line, char **f)
 }
 
 /* Map the header's names to columns: 0, or -1 (message printed). */
-static int header(struct cmp_file *cf, char *line, int *col)
+static int header(struct cmp_file *cf, char *line, int lineno, int *col)
 {
 	char *f[CMP_FIELDS];
 	int n = split(line, f), c, i;
 
 	if (n < 0) {
-		fprintf(stderr, "scalekit bench: %s:1: more than %d columns\n",
-			cf->path, CMP_FIELDS);
+		fprintf(stderr, "scalekit bench: %s:%d: more than %d columns\n",
+			cf->path, lineno, CMP_FIELDS);
 		return -1;
 	}
 	for (c = 0; c < C_COUNT; c++) {
@@ -76,9 +76,9 @@ static int header(struct cmp_file *cf, char *line, int *col)
 				col[c] = i;
 		if (col[c] < 0 && c != C_MIX) {
 			fprintf(stderr,
-				"scalekit bench: %s:1: not a bench CSV file "
+				"scalekit bench: %s:%d: not a bench CSV file "
 				"(no column '%s')\n",
-				cf->path, col_name[c]);
+				cf->path, lineno, col_name[c]);
 			return -1;
 		}
 	}
@@ -147,7 +147,7 @@ static int load(struct cmp_file *cf)
 {
 	FILE *f = fopen(cf->path, "r");
 	char line[CMP_LINE];
-	int col[C_COUNT], lineno = 0, ret = 0;
+	int col[C_COUNT], lineno = 0, ret = 0, ncols = 0;
 
 	if (!f) {
 		fprintf(stderr, "scalekit bench: cannot read '%s': %s\n",
@@ -161,8 +161,11 @@ static int load(struct cmp_file *cf)
 					"than %d characters\n",
 				cf->path, lineno, CMP_LINE - 2);
 			ret = -1;
-		} else if (lineno == 1) {
-			ret = header(cf, line, col);
+		} else if (line[0] == '#' && !ncols) {
+			continue; /* the environment header */
+		} else if (!ncols) {
+			ret = header(cf, line, lineno, col);
+			ncols = 1;
 		} else {
 			ret = data_line(cf, line, lineno, col);
 		}
@@ -172,7 +175,7 @@ static int load(struct cmp_file *cf)
 			cf->path, strerror(errno));
 		ret = -1;
 	}
-	if (!ret && lineno == 0) {
+	if (!ret && !ncols) {
 		fprintf(stderr, "scalekit bench: %s: empty file\n", cf->path);
 		ret = -1;
 	}

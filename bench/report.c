@@ -238,8 +238,8 @@ static void csv_line(FILE *f, const char *scenario, const char *variant,
 		     int threads, const char *impl, struct sk_bench_stat s,
 		     const char *unit)
 {
-	fprintf(f, "%s,%s,%d,%s,%.6g,%.6g,%.6g,%s\n", scenario, variant,
-		threads, impl, s.median, s.min, s.max, unit);
+	fprintf(f, "%s,%s,%d,%s,%.6g,%.6g,%.6g,%s,%d\n", scenario, variant,
+		threads, impl, s.median, s.min, s.max, unit, s.n);
 }
 
 int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
@@ -247,7 +247,7 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 	char name[2 * CELL];
 	int r, i;
 
-	fprintf(f, "scenario,variant,threads,impl,median,min,max,unit\n");
+	fprintf(f, "scenario,variant,threads,impl,median,min,max,unit,reps\n");
 	for (r = 0; r < res->nrows; r++) {
 		const struct sk_bench_row *row = res->rows[r];
 

@@ -131,3 +131,22 @@ sk_bench_cli_test(bench_compare_usage 2 "bench|--compare|${sk_bd}/old.csv"
   STDERR "--compare takes two CSV files \\(old, new\\) and nothing else")
 sk_bench_cli_test(bench_compare_with_scenario 2 "bench|read|--compare|a|b"
   STDERR "--compare takes two CSV files")
+
+# --json: the environment, every figure with its repetitions' values and
+# every target (one scenario, quick); a path that cannot be written fails
+# before anything is measured.
+set(sk_bench_json ${CMAKE_CURRENT_BINARY_DIR}/bench-json/out/bench.json)
+sk_bench_cli_test(bench_json 0
+  "bench|srcu-read|--quick|--reps|2|--threads|1|--json|${sk_bench_json}|--csv|${sk_bench_json}.csv"
+  STDOUT "^CPU: .*; L2 [0-9]+ KiB, L3 [0-9]+ KiB; .*membarrier\\(2\\) .*\nkernel .*; built by .*\npeers: .*; commit .*; 20[0-9][0-9]-"
+  STDERR "wrote .*bench.json.csv.*wrote .*bench.json"
+  LABELS bench)
+add_test(NAME bench_json_content COMMAND ${CMAKE_COMMAND}
+  -DSK_JSON=${sk_bench_json} -P ${PROJECT_SOURCE_DIR}/cmake/bench_json_check.cmake)
+set_tests_properties(bench_json_content PROPERTIES DEPENDS bench_json
+  LABELS "bench;tools")
+sk_bench_cli_test(bench_json_unwritable 1
+  "bench|read|--quick|--json|/dev/null/bench.json"
+  STDERR "cannot write '/dev/null/bench.json'")
+sk_bench_cli_test(bench_usage_json_missing 2 "bench|--json"
+  STDERR "option --json needs a value")

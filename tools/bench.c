@@ -17,7 +17,6 @@
 
 #include "bench.h"
 #include "scalekit/barrier.h"
-#include "scalekit/elide.h"
 
 #define CMD "bench"
 
@@ -48,7 +47,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: scalekit bench [SCENARIO...] [--threads N] [--reps R] "
 		"[--csv FILE] [--quick]\n"
-		"                      [--pin]\n"
+		"                      [--json FILE] [--pin]\n"
 		"       scalekit bench --compare OLD.csv NEW.csv\n"
 		"\n"
 		"Compare scalekit with pthreads, liburcu and Concurrency Kit in "
@@ -79,6 +78,9 @@ static void usage(FILE *f)
 		"  --csv FILE   also write every figure and ratio to FILE as "
 		"CSV (missing\n"
 		"               parent directories are created)\n"
+		"  --json FILE  also write the environment, every figure with "
+		"its repetitions'\n"
+		"               values and every target to FILE as JSON\n"
 		"  --quick      %d ms runs instead of %d ms and fewer "
 		"callbacks, for CI smoke\n"
 		"               tests\n"
@@ -137,7 +139,7 @@ static int make_parent_dirs(const char *path)
 }
 
 /* Open the CSV file before the long run, so a bad path fails at once. */
-static FILE *open_csv(const char *path)
+static FILE *open_output(const char *path)
 {
 	FILE *f;
 	int err = make_parent_dirs(path);
@@ -156,63 +158,13 @@ static FILE *open_csv(const char *path)
 	return f;
 }
 
-/*
- * The CPU's model name from /proc/cpuinfo into buf ("unknown" when it has
- * none, e.g. on some arm64 kernels).
- */
-static void cpu_model(char *buf, size_t len)
-{
-	FILE *c = fopen("/proc/cpuinfo", "r");
-	char line[256];
-
-	snprintf(buf, len, "unknown");
-	if (!c)
-		return;
-	while (fgets(line, sizeof(line), c)) {
-		char *v = strchr(line, ':');
-
-		if (strncmp(line, "model name", 10) || !v)
-			continue;
-		v += 1 + strspn(v + 1, " \t");
-		v[strcspn(v, "\n")] = 0;
-		snprintf(buf, len, "%s", v);
-		break;
-	}
-	fclose(c);
-}
-
-/* The RTM verdict of the elision dispatch, in words. */
-static const char *rtm_words(void)
-{
-	unsigned int r = sk_elide_cpu_has_rtm();
-
-	if (!(r & SK_ELIDE_CPU_RTM))
-		return "no RTM (elided locks run their fallback)";
-	if (r & (SK_ELIDE_CPU_ALWAYS_ABORT | SK_ELIDE_CPU_BROKEN))
-		return "RTM listed but disabled (fallback)";
-	return "RTM usable";
-}
-
-static void print_cpu(FILE *f)
-{
-	char model[128];
-	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE),
-	     l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-
-	cpu_model(model, sizeof(model));
-	/*
-	 * Ratios depend on the CPU (docs/benchmarks.md): name it, with what
-	 * sets the hash rows (cache sizes) and the lock rows (RTM).
-	 */
-	fprintf(f, "CPU: %s; L2 %ld KiB, L3 %ld KiB; %s\n", model,
-		l2 > 0 ? l2 / 1024 : 0, l3 > 0 ? l3 / 1024 : 0, rtm_words());
-}
-
 static void print_preamble(FILE *f, const struct sk_bench_config *cfg)
 {
+	struct sk_bench_env env;
 	int i, first = 1;
 
-	print_cpu(f);
+	sk_bench_env_get(&env);
+	sk_bench_env_print(f, "", &env);
 	fprintf(f,
 		"scalekit bench: %d CPUs, membarrier(2) %s, %d reps x %.0f "
 		"ms per figure%s, threads %s, library %s\n",
@@ -279,7 +231,8 @@ static int select_scenario(const char *arg, int *selected, int nscen)
  * --help (printed), or SK_TOOL_EXIT_USAGE after a message.
  */
 static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
-		      int *selected, int nscen, const char **csv_path)
+		      int *selected, int nscen, const char **csv_path,
+		      const char **json_path)
 {
 	int i, m;
 
@@ -308,6 +261,11 @@ static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
 		    !**csv_path)
 			return sk_tool_usage_error(CMD,
 						   "--csv wants a file name");
+		if (!m && (m = sk_tool_option_value(CMD, argc, argv, &i,
+						    "--json", json_path)) > 0 &&
+		    !**json_path)
+			return sk_tool_usage_error(CMD,
+						   "--json wants a file name");
 		if (m < 0)
 			return SK_TOOL_EXIT_USAGE;
 		if (m > 0)
@@ -321,27 +279,37 @@ static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
 	return 0;
 }
 
-/* Write the CSV file and close it: the exit status, from ret. */
-static int finish_csv(FILE *csv, const char *csv_path, int ret,
-		      const struct sk_bench_results *res)
+/*
+ * Write the CSV (json 0) or JSON (json 1) file and close it: the exit
+ * status, from ret.
+ */
+static int finish_output(FILE *out, const char *path, int json, int ret,
+			 const struct sk_bench_results *res)
 {
+	struct sk_bench_env env;
 	int bad = 0, err = 0;
 
-	if (ret == SK_TOOL_EXIT_OK && sk_bench_write_csv(csv, res)) {
-		bad = 1;
-		err = errno;
+	sk_bench_env_get(&env);
+	if (ret == SK_TOOL_EXIT_OK) {
+		if (!json)
+			sk_bench_env_print(out, "# ", &env);
+		if (json ? sk_bench_write_json(out, res, &env)
+			 : sk_bench_write_csv(out, res)) {
+			bad = 1;
+			err = errno;
+		}
 	}
-	if (fclose(csv) != 0 && !bad) {
+	if (fclose(out) != 0 && !bad) {
 		bad = 1;
 		err = errno;
 	}
 	if (bad) {
 		fprintf(stderr, "scalekit bench: cannot write '%s': %s\n",
-			csv_path, strerror(err));
+			path, strerror(err));
 		return SK_TOOL_EXIT_FAIL;
 	}
 	if (ret == SK_TOOL_EXIT_OK)
-		sk_bench_progress("wrote %s", csv_path);
+		sk_bench_progress("wrote %s", path);
 	return ret;
 }
 
@@ -371,8 +339,8 @@ int sk_tool_bench(int argc, char **argv)
 	};
 	struct sk_bench_results res = { 0 };
 	int selected[BENCH_MAX_SCENARIOS] = { 0 }, nselected = 0, nscen, s;
-	const char *csv_path = NULL;
-	FILE *csv = NULL;
+	const char *csv_path = NULL, *json_path = NULL;
+	FILE *csv = NULL, *json = NULL;
 	int ret;
 
 	for (s = 1; s < argc; s++)
@@ -392,7 +360,8 @@ int sk_tool_bench(int argc, char **argv)
 			nscen, BENCH_MAX_SCENARIOS);
 		return SK_TOOL_EXIT_FAIL;
 	}
-	ret = parse_args(argc, argv, &cfg, selected, nscen, &csv_path);
+	ret = parse_args(argc, argv, &cfg, selected, nscen, &csv_path,
+			 &json_path);
 	if (ret != 0)
 		return ret < 0 ? SK_TOOL_EXIT_OK : ret;
 	for (s = 0; s < nscen; s++)
@@ -403,14 +372,19 @@ int sk_tool_bench(int argc, char **argv)
 	cfg.run_ns =
 		(cfg.quick ? BENCH_QUICK_RUN_MS : BENCH_RUN_MS) * 1000000ull;
 	cfg.warmup_ns = cfg.run_ns / 4;
-	if (csv_path) {
-		csv = open_csv(csv_path);
-		if (!csv)
-			return SK_TOOL_EXIT_FAIL;
+	/* Both files are opened before anything is measured. */
+	if (csv_path && !(csv = open_output(csv_path)))
+		return SK_TOOL_EXIT_FAIL;
+	if (json_path && !(json = open_output(json_path))) {
+		if (csv)
+			fclose(csv);
+		return SK_TOOL_EXIT_FAIL;
 	}
 	ret = run_selected(&cfg, selected, nscen, &res);
 	if (csv)
-		ret = finish_csv(csv, csv_path, ret, &res);
+		ret = finish_output(csv, csv_path, 0, ret, &res);
+	if (json)
+		ret = finish_output(json, json_path, 1, ret, &res);
 	sk_bench_results_free(&res);
 	return ret;
 }

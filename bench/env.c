@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The environment a bench run measured in, for the header of every output
+ * (terminal, CSV comment lines, JSON): CPU and the flags that matter
+ * (RTM, membarrier), cores, cache sizes, kernel, compiler and flags, the
+ * peers' versions, date and commit.  The build-time facts come from
+ * tools/CMakeLists.txt (SK_ENV_*).
+ */
+#include "bench.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scalekit/barrier.h"
+#include "scalekit/elide.h"
+
+#ifndef SK_ENV_CFLAGS
+#define SK_ENV_CFLAGS "unknown"
+#endif
+#ifndef SK_ENV_COMMIT
+#define SK_ENV_COMMIT "unknown"
+#endif
+#ifndef SK_ENV_PEERS
+#define SK_ENV_PEERS "unknown"
+#endif
+
+/* The CPU's model name from /proc/cpuinfo ("unknown" when it has none). */
+static void cpu_model(char *buf, size_t len)
+{
+	FILE *c = fopen("/proc/cpuinfo", "r");
+	char line[256];
+
+	snprintf(buf, len, "unknown");
+	if (!c)
+		return;
+	while (fgets(line, sizeof(line), c)) {
+		char *v = strchr(line, ':');
+
+		if (strncmp(line, "model name", 10) || !v)
+			continue;
+		v += 1 + strspn(v + 1, " \t");
+		v[strcspn(v, "\n")] = 0;
+		snprintf(buf, len, "%s", v);
+		break;
+	}
+	fclose(c);
+}
+
+/* The RTM verdict of the elision dispatch, in words. */
+static const char *rtm_words(void)
+{
+	unsigned int r = sk_elide_cpu_has_rtm();
+
+	if (!(r & SK_ELIDE_CPU_RTM))
+		return "no RTM (elided locks run their fallback)";
+	if (r & (SK_ELIDE_CPU_ALWAYS_ABORT | SK_ELIDE_CPU_BROKEN))
+		return "RTM listed but disabled (fallback)";
+	return "RTM usable";
+}
+
+void sk_bench_env_get(struct sk_bench_env *e)
+{
+	struct utsname u;
+	time_t now = time(NULL);
+	struct tm tm;
+	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE),
+	     l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+
+	memset(e, 0, sizeof(*e));
+	cpu_model(e->cpu, sizeof(e->cpu));
+	e->ncpus = sk_bench_ncpus();
+	e->l2_kib = l2 > 0 ? l2 / 1024 : 0;
+	e->l3_kib = l3 > 0 ? l3 / 1024 : 0;
+	e->rtm = rtm_words();
+	e->membarrier = sk_fence_uses_membarrier();
+	if (uname(&u) == 0)
+		snprintf(e->kernel, sizeof(e->kernel), "%s %s %s", u.sysname,
+			 u.release, u.machine);
+	else
+		snprintf(e->kernel, sizeof(e->kernel), "unknown");
+	if (gmtime_r(&now, &tm))
+		strftime(e->date, sizeof(e->date), "%Y-%m-%d %H:%M UTC", &tm);
+	e->compiler = SK_ENV_CFLAGS;
+	e->commit = SK_ENV_COMMIT;
+	e->peers = SK_ENV_PEERS;
+}
+
+void sk_bench_env_print(FILE *f, const char *prefix,
+			const struct sk_bench_env *e)
+{
+	/*
+	 * Ratios depend on the CPU (docs/benchmarks.md): name it, with what
+	 * sets the hash rows (cache sizes) and the lock rows (RTM).
+	 */
+	fprintf(f, "%sCPU: %s, %d CPUs; L2 %ld KiB, L3 %ld KiB; %s; "
+		   "membarrier(2) %s\n",
+		prefix, e->cpu, e->ncpus, e->l2_kib, e->l3_kib, e->rtm,
+		e->membarrier ? "in use" : "unavailable (fences)");
+	fprintf(f, "%skernel %s; built by %s\n", prefix, e->kernel,
+		e->compiler);
+	fprintf(f, "%speers: %s; commit %s; %s\n", prefix, e->peers,
+		e->commit, e->date);
+}
