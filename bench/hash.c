@@ -568,11 +568,13 @@ static int beside_build(long nkeys)
 	beside = sk_bench_hash_w.sk;
 	sk_bench_hash_w.sk = readers;
 	memset(beside_objs, 0, sizeof(*beside_objs) * (size_t)nkeys);
+	sk_bench_hash_rhash.thread_init();
 	for (i = 0; i < nkeys; i++) {
 		beside_objs[i].key = sk_bench_hash_key((uint64_t)i);
 		if (sk_rhash_insert(beside, &beside_objs[i].sk))
 			sk_bench_hash_die("sk_rhash_insert failed");
 	}
+	sk_bench_hash_rhash.thread_exit();
 	return 0;
 }
 
