@@ -388,7 +388,8 @@ static int warm_up(const struct sk_bench_config *cfg, struct hash_job *jobs,
  * One repetition: `windows` interleaved windows of every job (the start
  * rotated, so that no job always runs first), each job's figure the median
  * of its windows; one window of cfg->run_ns, or several of half that.
- * rv[] collects the rates of the resizer of the readers' table.  0 or -errno; *failed.
+ * rv[] collects the rates of the resizer of the readers' table.  0 or
+ * -errno; *failed.
  */
 static int run_rep(const struct sk_bench_config *cfg, struct hash_job *jobs,
 		   int njobs, int rep, int windows, double *win, double *rv,
@@ -449,8 +450,8 @@ static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
 					  jobs[i].name,
 					  jobs[i].row->rep[jobs[i].col][rep],
 					  what,
-					  jobs[i].resize == 1 ? " (resizing)"
-					  : jobs[i].resize	? " (resizing beside)"
+					  jobs[i].resize == 1	? " (resizing)"
+					  : jobs[i].resize == 2 ? " (resizing beside)"
 								: "");
 	}
 	if (rps_median && nrv)
