@@ -18,8 +18,14 @@
  *                resizes the table continuously between 2^16 and 2^17
  *                buckets, against the same run without the resizer:
  *                "rhash-resizing" and "rhash" are the same lookups, the
- *                ratio is resizing / steady.  Each repetition is the median of
- *                RESIZE_WINDOWS interleaved windows of both.
+ *                ratio is resizing / steady.  "rhash-beside": the same
+ *                lookups while the resizer resizes a second table of the
+ *                same size (its own objects): what the resizer costs the
+ *                reader through the machine alone (a CPU, cache and
+ *                memory bandwidth), none of it through the table the
+ *                reader uses; resizing / beside is the table's own part.
+ *                Each repetition is the median of RESIZE_WINDOWS
+ *                interleaved windows of each.
  *  hash-update   T threads insert and remove objects of their own in a
  *                table of 2^16 keys: a thread owns 2 x 2048 objects; one
  *                round inserts the 2048 that are out and removes the 2048
@@ -243,30 +249,47 @@ static int update_ops(const struct sk_bench_rcu_ops *ops,
 
 /* ---- measuring --------------------------------------------------------------- */
 
+/*
+ * hash-resize's second table ("rhash-beside"): as many objects of its
+ * own, the same parameters; the main thread builds it between runs.
+ */
+static struct sk_rhash *beside;
+static struct hobj *beside_objs;
+
 /* The resizer of hash-resize: grow and shrink until stopped. */
 struct resizer {
 	pthread_t tid;
 	unsigned long base; /* the table's usual bucket count */
+	struct sk_rhash *other; /* NULL: the readers' table; else this one */
 	int stop;
 	unsigned long cycles; /* grow + shrink pairs done */
 };
+
+static void resizer_resize(struct resizer *rz, unsigned long nbuckets)
+{
+	if (!rz->other)
+		sk_bench_hash_rhash.resize(nbuckets);
+	else if (sk_rhash_resize(rz->other, nbuckets))
+		sk_bench_hash_die("sk_rhash_resize failed");
+}
 
 static void *resizer_main(void *arg)
 {
 	struct resizer *rz = arg;
 
 	while (!__atomic_load_n(&rz->stop, __ATOMIC_RELAXED)) {
-		sk_bench_hash_rhash.resize(2 * rz->base);
-		sk_bench_hash_rhash.resize(rz->base);
+		resizer_resize(rz, 2 * rz->base);
+		resizer_resize(rz, rz->base);
 		rz->cycles++;
 	}
 	return NULL;
 }
 
 /*
- * Run ops on n threads for run_ns (with a resizer when resize is set) and
- * return the total rate in millions per second (sum of each thread's
- * sections / its own time); *rps gets resize cycles per second.
+ * Run ops on n threads for run_ns (with a resizer of the readers' table
+ * when resize is 1, of the table beside when it is 2) and return the
+ * total rate in millions per second (sum of each thread's sections / its
+ * own time); *rps gets resize cycles per second.
  * Returns 0 or -errno.
  */
 static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
@@ -274,7 +297,8 @@ static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
 {
 	struct sk_bench_reader_stat *st = calloc((size_t)n, sizeof(*st));
 	struct sk_bench_readers *g;
-	struct resizer rz = { .base = (unsigned long)sk_bench_hash_w.nkeys };
+	struct resizer rz = { .base = (unsigned long)sk_bench_hash_w.nkeys,
+			      .other = resize == 2 ? beside : NULL };
 	uint64_t t0 = 0;
 	double sum = 0;
 	int i, err;
@@ -323,7 +347,7 @@ struct hash_job {
 	const struct sk_bench_rcu_ops *ops; /* as measured */
 	const char *name;		    /* for progress lines */
 	int threads;
-	int resize;
+	int resize; /* measure()'s resize */
 	struct sk_bench_row *row;
 	int col;
 };
@@ -364,7 +388,8 @@ static int warm_up(const struct sk_bench_config *cfg, struct hash_job *jobs,
  * One repetition: `windows` interleaved windows of every job (the start
  * rotated, so that no job always runs first), each job's figure the median
  * of its windows; one window of cfg->run_ns, or several of half that.
- * rv[] collects the resizer's rates.  0 or -errno; *failed.
+ * rv[] collects the rates of the resizer of the readers' table.  0 or
+ * -errno; *failed.
  */
 static int run_rep(const struct sk_bench_config *cfg, struct hash_job *jobs,
 		   int njobs, int rep, int windows, double *win, double *rv,
@@ -384,7 +409,7 @@ static int run_rep(const struct sk_bench_config *cfg, struct hash_job *jobs,
 				      &win[j * windows + w], &rps);
 			if (err)
 				return err;
-			if (jb->resize)
+			if (jb->resize == 1) /* the readers' table */
 				rv[(*nrv)++] = rps;
 		}
 	}
@@ -425,7 +450,9 @@ static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
 					  jobs[i].name,
 					  jobs[i].row->rep[jobs[i].col][rep],
 					  what,
-					  jobs[i].resize ? " (resizing)" : "");
+					  jobs[i].resize == 1	? " (resizing)"
+					  : jobs[i].resize == 2 ? " (resizing beside)"
+								: "");
 	}
 	if (rps_median && nrv)
 		*rps_median = sk_bench_hash_median(rv, nrv);
@@ -457,7 +484,8 @@ static void ratio_target(struct sk_bench_results *res,
 /* ---- the scenarios ------------------------------------------------------------ */
 
 static const char *const lookup_impls[] = { "rhash", "urcu-lfht", NULL };
-static const char *const resize_impls[] = { "rhash-resizing", "rhash", NULL };
+static const char *const resize_impls[] = { "rhash-resizing", "rhash",
+					    "rhash-beside", NULL };
 
 static const struct {
 	long nkeys;
@@ -513,10 +541,51 @@ int sk_bench_hash_lookup_run(const struct sk_bench_config *cfg,
 		}
 		sk_bench_hash_free();
 		for (c = 0; c < ncounts; c++)
-			ratio_target(res, rows[k][c], "rhash", "urcu-lfht", 1.5,
+			ratio_target(res, rows[k][c], "rhash", "urcu-lfht", 2.0,
 				     lookup_sets[k].id);
 	}
 	return 0;
+}
+
+/*
+ * The table beside (hash-resize): built through the sk_rhash adapter,
+ * which builds into sk_bench_hash_w.sk (the readers' table is put back).
+ * Returns 0 or -1 after a message.
+ */
+static int beside_build(long nkeys)
+{
+	struct sk_rhash *readers = sk_bench_hash_w.sk;
+	long i;
+
+	beside_objs = aligned_alloc(64, sizeof(*beside_objs) * (size_t)nkeys);
+	if (!beside_objs || sk_bench_hash_rhash.build((unsigned long)nkeys)) {
+		free(beside_objs);
+		beside_objs = NULL;
+		sk_bench_hash_w.sk = readers;
+		fprintf(stderr, "scalekit bench: hash-resize: out of memory for "
+				"the second table\n");
+		return -1;
+	}
+	beside = sk_bench_hash_w.sk;
+	sk_bench_hash_w.sk = readers;
+	memset(beside_objs, 0, sizeof(*beside_objs) * (size_t)nkeys);
+	sk_bench_hash_rhash.thread_init();
+	for (i = 0; i < nkeys; i++) {
+		beside_objs[i].key = sk_bench_hash_key((uint64_t)i);
+		if (sk_rhash_insert(beside, &beside_objs[i].sk))
+			sk_bench_hash_die("sk_rhash_insert failed");
+	}
+	sk_bench_hash_rhash.thread_exit();
+	return 0;
+}
+
+static void beside_free(void)
+{
+	if (beside)
+		sk_rhash_destroy(beside, NULL, NULL);
+	free(beside_objs);
+	beside = NULL;
+	beside_objs = NULL;
 }
 
 int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
@@ -525,32 +594,40 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	static const char *const title =
 		"hash-resize: millions of sk_rhash lookups per second while "
 		"another thread resizes the table 2^16 <-> 2^17 buckets, vs "
-		"no resizer (higher is better)";
-	struct hash_job jobs[2];
+		"no resizer, and vs the resizer on a second table (higher is "
+		"better)";
+	static const int modes[] = { 1, 0, 2 }; /* measure()'s resize */
+	struct hash_job jobs[3];
 	struct sk_bench_row *row;
 	double rps = NAN;
-	int i;
+	int i, err;
 
 	row = sk_bench_row_add(res, "hash-resize", "2^16 keys", "Mops/s", title,
 			       1, 1, resize_impls, cfg->reps);
 	row->ratio_prefix = "resizing";
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 3; i++)
 		jobs[i] = (struct hash_job){ row->impl[i], row->impl[i]->name,
-					     1, i == 0, row, i };
+					     1, modes[i], row, i };
 	if (set_build(1L << 16))
 		return -1;
-	sk_bench_progress("hash-resize: 2 runs x %d reps, %.0f ms each "
+	if (beside_build(1L << 16)) {
+		sk_bench_hash_free();
+		return -1;
+	}
+	sk_bench_progress("hash-resize: 3 runs x %d reps, %.0f ms each "
 			  "(warm-up %.0f ms)",
 			  cfg->reps, cfg->run_ns / 1e6, cfg->warmup_ns / 1e6);
-	if (run_jobs(cfg, "hash-resize", "lookups", jobs, 2,
-		     RESIZE_WINDOWS, &rps)) {
+	err = run_jobs(cfg, "hash-resize", "lookups", jobs, 3, RESIZE_WINDOWS,
+		       &rps);
+	beside_free();
+	if (err) {
 		sk_bench_hash_free();
 		return -1;
 	}
 	sk_bench_note_add(res,
 			  "hash-resize: the resizer completed %.0f grow+shrink "
 			  "cycles (2^16 -> 2^17 -> 2^16 buckets) per second, "
-			  "median over repetitions",
+			  "median over repetitions (rhash-resizing's runs)",
 			  rps);
 	sk_bench_hash_free();
 	ratio_target(res, row, "rhash-resizing", "rhash", 0.9, "hash-resize");

@@ -74,6 +74,14 @@ const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops = {
 	RH_LOOKUP_READERS,
 };
 
+/* The same lookups; hash-resize resizes a second table beside them. */
+const struct sk_bench_rcu_ops sk_bench_rhash_beside_ops = {
+	.name = "rhash-beside",
+	.desc = "rhash lookups while another thread resizes a second table "
+		"(hash-resize)",
+	RH_LOOKUP_READERS,
+};
+
 static int rh_build(unsigned long buckets)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
