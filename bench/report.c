@@ -234,20 +234,22 @@ void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res)
 	}
 }
 
+/* tail: the target columns (",limit,direction") or ",," for a figure. */
 static void csv_line(FILE *f, const char *scenario, const char *variant,
 		     int threads, const char *impl, struct sk_bench_stat s,
-		     const char *unit)
+		     const char *unit, const char *tail)
 {
-	fprintf(f, "%s,%s,%d,%s,%.6g,%.6g,%.6g,%s,%d\n", scenario, variant,
-		threads, impl, s.median, s.min, s.max, unit, s.n);
+	fprintf(f, "%s,%s,%d,%s,%.6g,%.6g,%.6g,%s,%d%s\n", scenario, variant,
+		threads, impl, s.median, s.min, s.max, unit, s.n, tail);
 }
 
 int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 {
-	char name[2 * CELL];
+	char name[2 * CELL], tail[48];
 	int r, i;
 
-	fprintf(f, "scenario,variant,threads,impl,median,min,max,unit,reps\n");
+	fprintf(f, "scenario,variant,threads,impl,median,min,max,unit,reps,"
+		   "limit,direction\n");
 	for (r = 0; r < res->nrows; r++) {
 		const struct sk_bench_row *row = res->rows[r];
 
@@ -257,7 +259,7 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 			if (s.n)
 				csv_line(f, row->scenario, row->variant,
 					 row->threads, row->impl[i]->name, s,
-					 row->unit);
+					 row->unit, ",,");
 		}
 		if (!row->ratios)
 			continue;
@@ -269,15 +271,17 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 				 row->impl[0]->name, row->impl[i]->name);
 			if (s.n)
 				csv_line(f, row->scenario, row->variant,
-					 row->threads, name, s, "ratio");
+					 row->threads, name, s, "ratio", ",,");
 		}
 	}
 	for (i = 0; i < res->ntargets; i++) {
 		const struct sk_bench_target *t = &res->targets[i];
 
+		snprintf(tail, sizeof(tail), ",%.6g,%s", t->limit,
+			 t->at_most ? "at most" : "at least");
 		if (t->ratio.n)
 			csv_line(f, "target", t->id, t->threads, t->ratio_name,
-				 t->ratio, "ratio");
+				 t->ratio, "ratio", tail);
 	}
 	return ferror(f) ? -1 : 0;
 }
