@@ -614,6 +614,13 @@ int sk_bench_write_json(FILE *f, const struct sk_bench_results *res,
 			const struct sk_bench_env *env);
 
 /*
+ * sk_bench_write_html() - the run as one self-contained page (bench/html.c):
+ * environment, targets (inline SVG chart and table), figures.  0, or -1.
+ */
+int sk_bench_write_html(FILE *f, const struct sk_bench_results *res,
+			const struct sk_bench_env *env);
+
+/*
  * sk_bench_compare() - print new/old for every row two CSV files of
  * sk_bench_write_csv() share, flagging those whose [min..max] ranges do
  * not overlap.  Returns: 0, or 1 (message on stderr) when a file cannot be

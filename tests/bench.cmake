@@ -160,3 +160,18 @@ add_test(NAME plot_targets COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/plot.sh
 set_tests_properties(plot_targets PROPERTIES LABELS tools
   PASS_REGULAR_EXPRESSION "wrote .*targets.svg \\(4 targets, 2 met\\)"
   SKIP_REGULAR_EXPRESSION "gnuplot not found")
+
+# --html: one self-contained page; checked by cmake/bench_html_check.cmake,
+# also in headless chromium where it is installed (scripts/deps.sh --peers).
+find_program(SK_CHROMIUM NAMES chromium chromium-browser)
+set(sk_bench_html ${CMAKE_CURRENT_BINARY_DIR}/bench-html/index.html)
+sk_bench_cli_test(bench_html 0
+  "bench|read|srcu-read|--quick|--reps|2|--threads|2|--html|${sk_bench_html}"
+  STDERR "wrote .*index.html" LABELS bench)
+add_test(NAME bench_html_page COMMAND ${CMAKE_COMMAND}
+  -DSK_HTML=${sk_bench_html} -DSK_CHROMIUM=${SK_CHROMIUM}
+  -P ${PROJECT_SOURCE_DIR}/cmake/bench_html_check.cmake)
+set_tests_properties(bench_html_page PROPERTIES DEPENDS bench_html
+  LABELS "bench;tools" TIMEOUT 300)
+sk_bench_cli_test(bench_usage_html_missing 2 "bench|--html"
+  STDERR "option --html needs a value")
