@@ -178,6 +178,116 @@ static void row_html(FILE *f, const struct sk_bench_row *row)
 	fputs("</td></tr>\n", f);
 }
 
+/* Same scenario, variant and unit: one series of a chart over threads. */
+static int same_series(const struct sk_bench_row *a,
+		       const struct sk_bench_row *b)
+{
+	return !strcmp(a->scenario, b->scenario) &&
+	       !strcmp(a->variant, b->variant) && !strcmp(a->unit, b->unit) &&
+	       a->nimpl == b->nimpl;
+}
+
+/*
+ * The rows r[0..n) (one per thread count, same implementations) as a line
+ * chart: x = threads (log2), y = the figure (log), one line per
+ * implementation, labelled at its last point.
+ */
+static void series_svg(FILE *f, const struct sk_bench_row *const *r, int n)
+{
+	static const char *const col[] = { "#1f77b4", "#d62728", "#2ca02c",
+					   "#9467bd", "#ff7f0e", "#8c564b",
+					   "#e377c2", "#7f7f7f" };
+	const int W = 520, H = 220, L = 60, R = 150, T = 20, B = 30;
+	double lo = INFINITY, hi = 0, tmax = r[n - 1]->threads;
+	int i, k;
+
+	for (k = 0; k < n; k++)
+		for (i = 0; i < r[k]->nimpl; i++) {
+			struct sk_bench_stat s = sk_bench_row_stat(r[k], i);
+
+			if (s.n && s.median > 0) {
+				lo = fmin(lo, s.median);
+				hi = fmax(hi, s.median);
+			}
+		}
+	if (!(hi > 0) || tmax <= r[0]->threads)
+		return;
+	if (hi <= lo)
+		hi = lo * 2;
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+		   "height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">"
+		   "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+		   "fill=\"none\" stroke=\"#999\"/>\n",
+		W, H, L, T, W - L - R, H - T - B);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3g</text>"
+		   "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3g</text>"
+		   "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">threads "
+		   "%d..%d (log scale both ways)</text>\n",
+		L - 4, T + 10, hi, L - 4, H - B, lo, (W - R + L) / 2, H - 8,
+		r[0]->threads, r[n - 1]->threads);
+#define X(t) (L + (W - L - R) * log((double)(t) / r[0]->threads) / \
+			  log(tmax / r[0]->threads))
+#define Y(v) (H - B - (H - T - B) * log((v) / lo) / log(hi / lo))
+	for (i = 0; i < r[0]->nimpl; i++) {
+		double lx = -1, ly = 0;
+
+		fprintf(f, "<polyline fill=\"none\" stroke-width=\"2\" "
+			   "stroke=\"%s\" points=\"", col[i % 8]);
+		for (k = 0; k < n; k++) {
+			struct sk_bench_stat s = sk_bench_row_stat(r[k], i);
+
+			if (!s.n || !(s.median > 0))
+				continue;
+			lx = X(r[k]->threads);
+			ly = Y(s.median);
+			fprintf(f, "%.1f,%.1f ", lx, ly);
+		}
+		fputs("\"/>\n", f);
+		if (lx >= 0) {
+			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">",
+				lx + 4, ly + 4, col[i % 8]);
+			esc(f, r[0]->impl[i]->name);
+			fputs("</text>\n", f);
+		}
+	}
+#undef X
+#undef Y
+	fputs("</svg>\n", f);
+}
+
+/*
+ * A chart for every scenario/variant/unit measured at two or more thread
+ * counts (read scaling, hash lookups, callbacks, lists, ...).
+ */
+static void charts(FILE *f, const struct sk_bench_results *res)
+{
+	const struct sk_bench_row *series[16];
+	int r, k, n;
+
+	for (r = 0; r < res->nrows; r++) {
+		for (k = 0; k < r; k++)
+			if (same_series(res->rows[k], res->rows[r]))
+				break;
+		if (k < r)
+			continue; /* drawn with its first row */
+		for (n = 0, k = r; k < res->nrows && n < 16; k++)
+			if (same_series(res->rows[k], res->rows[r]) &&
+			    (!n || res->rows[k]->threads > series[n - 1]->threads))
+				series[n++] = res->rows[k];
+		if (n < 2)
+			continue;
+		fputs("<div class=\"chart\"><h4>", f);
+		esc(f, res->rows[r]->scenario);
+		fputs(" / ", f);
+		esc(f, res->rows[r]->variant);
+		fputs(": ", f);
+		esc(f, res->rows[r]->unit);
+		fputs(" against threads</h4>\n", f);
+		series_svg(f, series, n);
+		fputs("</div>\n", f);
+	}
+}
+
 /* Every figure, one table per scenario (rows keep the run's order). */
 static void figures(FILE *f, const struct sk_bench_results *res)
 {
@@ -227,6 +337,7 @@ int sk_bench_write_html(FILE *f, const struct sk_bench_results *res,
 	      "<title>scalekit bench</title>\n<style>body{font-family:sans-serif;"
 	      "margin:2em}table{border-collapse:collapse;margin:1em 0}"
 	      "td,th{border:1px solid #bbb;padding:2px 8px;text-align:left}"
+	      ".chart{display:inline-block;vertical-align:top;margin-right:1em}"
 	      ".PASS{color:#2e8b57;font-weight:bold}.MISS{color:#c0392b;"
 	      "font-weight:bold}.SKIP{color:#777}</style></head><body>\n"
 	      "<h1>scalekit bench</h1>\n<h2>Environment</h2>\n<pre>", f);
@@ -239,6 +350,8 @@ int sk_bench_write_html(FILE *f, const struct sk_bench_results *res,
 	      "line met (green), left missed (red).</p>\n", f);
 	targets_svg(f, res);
 	targets_table(f, res);
+	fputs("<h2>Scaling</h2>\n", f);
+	charts(f, res);
 	fputs("<h2>Figures</h2>\n", f);
 	figures(f, res);
 	fputs("</body></html>\n", f);
