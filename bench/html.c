@@ -85,7 +85,7 @@ static void targets_svg(FILE *f, const struct sk_bench_results *res)
 		esc(f, t->what);
 		fprintf(f, " %s %.3g: %.3g</text>\n", t->at_most ? "&lt;=" : "&gt;=",
 			t->limit, t->ratio.median);
-		fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+		fprintf(f, "<rect class=\"bar\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
 			   "fill=\"%s\"><title>%s</title></rect>\n",
 			pass ? lw + cw / 2.0 : x, y + 3,
 			fabs(x - (lw + cw / 2.0)) + 1, rh - 6,

@@ -14,7 +14,7 @@ foreach(bad "src=" "href=" "<script" "<img")
 endforeach()
 # sk_html_counts(TEXT PREFIX): PREFIX_rects, _verdicts, _rows in TEXT.
 function(sk_html_counts text prefix)
-  string(REGEX MATCHALL "<rect " r "${text}")
+  string(REGEX MATCHALL "<rect class=\"bar\" " r "${text}")
   string(REGEX MATCHALL "<td class=\"(PASS|MISS)\">" v "${text}")
   string(REGEX MATCHALL "<tr><td>[^<]+</td><td>[0-9]+</td>" f "${text}")
   list(LENGTH r nr)
