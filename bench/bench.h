@@ -590,6 +590,15 @@ void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res);
  */
 int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res);
 
+/*
+ * sk_bench_unit_direction() - which way is better for a figure's unit:
+ * -1 lower (ns/us/ms...), 1 higher (M.../s), 0 neither (ratios, counts).
+ */
+int sk_bench_unit_direction(const char *unit);
+
+/* sk_bench_target_verdict() - "PASS", "MISS" or "SKIP" (not measured). */
+const char *sk_bench_target_verdict(const struct sk_bench_target *t);
+
 /* The environment of a run (bench/env.c), for every output's header. */
 struct sk_bench_env {
 	char cpu[128];	  /* model name */

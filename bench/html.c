@@ -26,16 +26,6 @@ static void esc(FILE *f, const char *s)
 	}
 }
 
-static const char *verdict(const struct sk_bench_target *t)
-{
-	if (!t->ratio.n)
-		return "SKIP";
-	if (t->at_most ? t->ratio.median <= t->limit
-		       : t->ratio.median >= t->limit)
-		return "PASS";
-	return "MISS";
-}
-
 /*
  * How far the ratio is on the good side of its limit (>= 1: met), the
  * bar's length in the chart: limit/ratio for "at most", ratio/limit for
@@ -89,7 +79,7 @@ static void targets_svg(FILE *f, const struct sk_bench_results *res)
 			   "fill=\"%s\"><title>%s</title></rect>\n",
 			pass ? lw + cw / 2.0 : x, y + 3,
 			fabs(x - (lw + cw / 2.0)) + 1, rh - 6,
-			pass ? "#2e8b57" : "#c0392b", verdict(t));
+			pass ? "#2e8b57" : "#c0392b", sk_bench_target_verdict(t));
 		y += rh;
 	}
 	fputs("</svg>\n", f);
@@ -103,7 +93,7 @@ static void targets_table(FILE *f, const struct sk_bench_results *res)
 	      "[min..max]</th><th>verdict</th></tr>\n", f);
 	for (i = 0; i < res->ntargets; i++) {
 		const struct sk_bench_target *t = &res->targets[i];
-		const char *v = verdict(t);
+		const char *v = sk_bench_target_verdict(t);
 
 		fputs("<tr><td>", f);
 		esc(f, t->what);
@@ -125,21 +115,10 @@ static void targets_table(FILE *f, const struct sk_bench_results *res)
 	fputs("</table>\n", f);
 }
 
-/* -1: lower is better (times), 1: higher (rates), 0: neither. */
-static int unit_direction(const char *unit)
-{
-	if (unit[0] == 'M' && strstr(unit, "/s"))
-		return 1;
-	if (!strncmp(unit, "ns", 2) || !strncmp(unit, "us", 2) ||
-	    !strncmp(unit, "ms", 2))
-		return -1;
-	return 0;
-}
-
 /* The implementation with the best median on row, or -1. */
 static int best_of(const struct sk_bench_row *row)
 {
-	int dir = unit_direction(row->unit), i, best = -1;
+	int dir = sk_bench_unit_direction(row->unit), i, best = -1;
 	double bv = 0;
 
 	for (i = 0; dir && i < row->nimpl; i++) {
@@ -331,7 +310,7 @@ int sk_bench_write_html(FILE *f, const struct sk_bench_results *res,
 
 	for (i = 0; i < res->ntargets; i++) {
 		measured += res->targets[i].ratio.n > 0;
-		met += !strcmp(verdict(&res->targets[i]), "PASS");
+		met += !strcmp(sk_bench_target_verdict(&res->targets[i]), "PASS");
 	}
 	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 	      "<title>scalekit bench</title>\n<style>body{font-family:sans-serif;"

@@ -201,6 +201,26 @@ void sk_bench_print_table(FILE *f, const struct sk_bench_results *res)
 		fprintf(f, "  %s\n", res->notes[i]);
 }
 
+int sk_bench_unit_direction(const char *unit)
+{
+	if (unit[0] == 'M' && strstr(unit, "/s"))
+		return 1;
+	if (!strncmp(unit, "ns", 2) || !strncmp(unit, "us", 2) ||
+	    !strncmp(unit, "ms", 2))
+		return -1;
+	return 0;
+}
+
+const char *sk_bench_target_verdict(const struct sk_bench_target *t)
+{
+	if (!t->ratio.n)
+		return "SKIP";
+	if (t->at_most ? t->ratio.median <= t->limit
+		       : t->ratio.median >= t->limit)
+		return "PASS";
+	return "MISS";
+}
+
 void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res)
 {
 	char fig[CELL], lim[24];
@@ -225,10 +245,7 @@ void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res)
 			continue;
 		}
 		fmt_stat(fig, sizeof(fig), t->ratio);
-		if (t->at_most)
-			verdict = t->ratio.median <= t->limit ? "PASS" : "MISS";
-		else
-			verdict = t->ratio.median >= t->limit ? "PASS" : "MISS";
+		verdict = sk_bench_target_verdict(t);
 		fprintf(f, "  %-*s  %s %-5s  %-22s  %s\n", w, t->what,
 			t->at_most ? "<=" : ">=", lim, fig, verdict);
 	}
