@@ -87,10 +87,9 @@ struct rcu_slot {
 /*
  * words[i] is slots[i].ctrp, or &sk__rcu_no_word while slot i is free:
  * the first scan of a grace period loads every word of a chunk from this
- * dense array (8 pointers a cache line) without a branch per slot, so the
- * loads, each on its thread's own page, are all in flight at once (see
- * scan_chunk() in src/rcu_gp.c).  Written with the slot, under the write
- * lock.
+ * dense array (8 pointers a cache line) without a branch between the
+ * loads (see scan_chunk() in src/rcu_gp.c).  Written with the slot, under
+ * the write lock.
  */
 struct rcu_chunk {
 	struct rcu_slot slots[SK__RCU_CHUNK_SLOTS];
