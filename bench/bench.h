@@ -349,6 +349,8 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 int sk_bench_sync_run(const struct sk_bench_config *cfg,
 		      struct sk_bench_results *res);
 /* sync.c: grace periods with 0, 64 and 1,024 registered idle threads. */
+int sk_bench_gp_latency_run(const struct sk_bench_config *cfg,
+			    struct sk_bench_results *res);
 int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res);
 int sk_bench_expedited_run(const struct sk_bench_config *cfg,

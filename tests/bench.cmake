@@ -83,7 +83,7 @@ sk_bench_cli_test(bench_usage_reps_zero 2 "bench|--reps|0"
 sk_bench_cli_test(bench_usage_missing_value 2 "bench|--reps"
   STDERR "option --reps needs a value")
 sk_bench_cli_test(bench_usage_unknown_scenario 2 "bench|nosuch"
-  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, sync-many, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks, c\\+\\+\\)")
+  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, sync-many, gp-latency, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks, c\\+\\+\\)")
 sk_bench_cli_test(bench_usage_unknown_flag 2 "bench|--nosuch"
   STDERR "unknown option '--nosuch'")
 sk_bench_cli_test(tool_usage_unknown_command 2 "nosuch"
@@ -175,3 +175,9 @@ set_tests_properties(bench_html_page PROPERTIES DEPENDS bench_html
   LABELS "bench;tools" TIMEOUT 300)
 sk_bench_cli_test(bench_usage_html_missing 2 "bench|--html"
   STDERR "option --html needs a value")
+
+# gp-latency: the four percentiles of every grace-period primitive and
+# peer, one table (quick, about 4 s).
+sk_bench_cli_test(bench_gp_latency 0 "bench|gp-latency|--quick|--reps|1"
+  STDOUT "gp-latency: one grace-period wait.*gp-latency +1 busy reader p50 +1 .*gp-latency +1 busy reader p90 +1 .*gp-latency +1 busy reader p99 +1 .*gp-latency +1 busy reader max +1 "
+  LABELS bench TIMEOUT 120)
