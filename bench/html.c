@@ -331,7 +331,8 @@ int sk_bench_write_html(FILE *f, const struct sk_bench_results *res,
 	targets_table(f, res);
 	fputs("<h2>Scaling</h2>\n", f);
 	charts(f, res);
-	fputs("<h2>Figures</h2>\n", f);
+	/* scripts/plot.sh puts its gnuplot charts here, inline. */
+	fputs("<!-- gnuplot charts -->\n<h2>Figures</h2>\n", f);
 	figures(f, res);
 	fputs("</body></html>\n", f);
 	return ferror(f) ? -1 : 0;

@@ -166,12 +166,20 @@ set_tests_properties(plot_targets PROPERTIES LABELS tools
 find_program(SK_CHROMIUM NAMES chromium chromium-browser)
 set(sk_bench_html ${CMAKE_CURRENT_BINARY_DIR}/bench-html/index.html)
 sk_bench_cli_test(bench_html 0
-  "bench|read|srcu-read|--quick|--reps|2|--threads|2|--html|${sk_bench_html}"
+  "bench|read|srcu-read|gp-latency|--quick|--reps|2|--threads|2|--html|${sk_bench_html}|--csv|${sk_bench_html}.csv"
   STDERR "wrote .*index.html" LABELS bench)
+# scripts/plot.sh draws its charts beside the page and puts them into it
+# (nothing to do without gnuplot).
+get_filename_component(sk_bench_html_dir ${sk_bench_html} DIRECTORY)
+add_test(NAME bench_html_plot COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/plot.sh
+  ${sk_bench_html}.csv ${sk_bench_html_dir})
+set_tests_properties(bench_html_plot PROPERTIES DEPENDS bench_html
+  LABELS "bench;tools"
+  PASS_REGULAR_EXPRESSION "put the charts into .*index.html|gnuplot not found")
 add_test(NAME bench_html_page COMMAND ${CMAKE_COMMAND}
   -DSK_HTML=${sk_bench_html} -DSK_CHROMIUM=${SK_CHROMIUM}
   -P ${PROJECT_SOURCE_DIR}/cmake/bench_html_check.cmake)
-set_tests_properties(bench_html_page PROPERTIES DEPENDS bench_html
+set_tests_properties(bench_html_page PROPERTIES DEPENDS "bench_html;bench_html_plot"
   LABELS "bench;tools" TIMEOUT 300)
 sk_bench_cli_test(bench_usage_html_missing 2 "bench|--html"
   STDERR "option --html needs a value")
