@@ -66,6 +66,15 @@
  */
 #define CB_RETRY_NS 1000000u
 
+/*
+ * Automatic per-CPU workers (src/rcu_cb_auto.c): a thread's queue whose
+ * backlog exceeds CB_AUTO_MIN moves to the worker of the CPU the thread
+ * runs on; a flowing producer looks at its CPU once per CB_AUTO_EVERY
+ * calls (a power of two), so that it follows when the scheduler moves it.
+ */
+#define CB_AUTO_MIN   256UL
+#define CB_AUTO_EVERY 64UL
+
 struct sk_rcu_barrier_state {
 	unsigned long count; /* heads not yet run, + 1 for the caller */
 	int done;	     /* futex: 1 when count reached 0 */
@@ -101,6 +110,7 @@ static struct {
 	.fallback = {
 		.wfq = { .tail = &cb.fallback.wfq.head },
 		.w = &cb.w0,
+		.acpu = -1,
 		.link = { &cb.queues, &cb.queues },
 		.shared = 1,
 	},
@@ -133,6 +143,7 @@ static void queue_init(struct sk__rcu_cb_queue *q, int shared,
 	sk__wfq_init(&q->wfq);
 	q->w = w;
 	q->pcpu = 0;
+	q->acpu = -1;
 	q->queued = q->invoked = 0;
 	q->b_first = q->b_last = NULL;
 	q->b_next = NULL;
@@ -430,9 +441,10 @@ static void worker_loop(struct sk__worker *w)
 	}
 }
 
-int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags)
+int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags,
+			    const char *name)
 {
-	return sk__worker_start(w, "sk-rcu-cb", worker_loop, cpu, flags);
+	return sk__worker_start(w, name, worker_loop, cpu, flags);
 }
 
 int sk__rcu_cb_worker_ensure(void)
@@ -527,6 +539,32 @@ static struct sk__worker *queue_kick(struct sk__rcu_cb_queue *q, int kick)
 }
 
 /*
+ * The calling thread's own queue q has a backlog: hand it to the
+ * automatic worker of the CPU the thread runs on (started on first use),
+ * unless it is there already or that worker cannot run (then q keeps its
+ * worker; nothing is lost).  Only the owner changes q->w of its queue, so
+ * its push before and its kick after read it without the lock; workers
+ * and barriers read it under the lock, which this store takes.  The old
+ * worker may still run a batch of q: the new one takes q only after it
+ * (busy), so q's callbacks keep their order.
+ */
+static void queue_follow_cpu(struct sk__rcu_cb_queue *q)
+{
+	int cpu = sched_getcpu();
+	struct sk__worker *w;
+
+	if (cpu == q->acpu || cpu < 0)
+		return;
+	w = sk__rcu_cb_auto_worker(cpu);
+	if (!w)
+		return;
+	pthread_mutex_lock(&cb.lock);
+	sk_atomic_store_relaxed(&q->w, w);
+	q->acpu = cpu;
+	pthread_mutex_unlock(&cb.lock);
+}
+
+/*
  * The queue for the calling thread's callback: the queue of the CPU it
  * runs on while per-CPU workers run, else its own queue.
  */
@@ -562,6 +600,10 @@ int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
 	backlog = sk_atomic_load_relaxed(&q->queued) -
 		  sk_atomic_load_relaxed(&q->invoked);
+	/* A thread's own queue with a backlog: its CPU's worker. */
+	if (SK_UNLIKELY(backlog > CB_AUTO_MIN) && q == my_q &&
+	    (q->queued & (CB_AUTO_EVERY - 1)) == 0 && !sk__rcu_cb_in_worker)
+		queue_follow_cpu(q);
 	w = queue_kick(q, backlog > CB_LAZY_MAX ? SK__WK_KICK_BACKLOG
 						: SK__WK_KICK_IDLE);
 	/*
@@ -622,8 +664,9 @@ static unsigned long barrier_push(struct sk_rcu_barrier_state *b)
 		if (sk_atomic_load_acquire(&q->queued) ==
 		    sk_atomic_load_acquire(&q->invoked))
 			continue;
-		if (q->pcpu && (busted & SK__CB_BUSTED_BARRIER))
-			continue; /* BROKEN on purpose (test twin) */
+		if ((q->pcpu || q->acpu >= 0) &&
+		    (busted & SK__CB_BUSTED_BARRIER))
+			continue; /* BROKEN on purpose (test twins) */
 		q->barrier = b;
 		q->bhead.func_ = barrier_cb;
 		q->bhead.state_ = sk__cb_queued_mark(&q->bhead);
@@ -718,9 +761,11 @@ static void cb_fork_prepare(void)
 	 * Not barrier_lock: a barrier may hold it for a grace period, which
 	 * may wait for the forking thread.  The child re-creates it.
 	 * Lock order: the per-CPU workers' run_locks (taken before this:
-	 * their part is higher, internal/rcu.h), run_lock (the worker holds
-	 * it, then takes cb.lock), then cb.lock.
+	 * their part is higher, internal/rcu.h), the automatic workers'
+	 * start lock and run_locks, run_lock (the worker holds it, then
+	 * takes cb.lock), then cb.lock.
 	 */
+	sk__rcu_cb_auto_fork_prepare();
 	pthread_mutex_lock(&cb.w0.run_lock);
 	pthread_mutex_lock(&cb.lock);
 }
@@ -729,6 +774,7 @@ static void cb_fork_parent(void)
 {
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_unlock(&cb.w0.run_lock);
+	sk__rcu_cb_auto_fork_parent();
 }
 
 static void cb_fork_child(void)
@@ -753,12 +799,14 @@ static void cb_fork_child(void)
 		/* Counts of user callbacks: the kept ones are pending. */
 		q->queued = q->invoked + kept;
 		q->w = &cb.w0;
+		q->acpu = -1;
 		/* Its thread does not exist here: freed once drained. */
 		if (!q->shared && q != my_q)
 			q->orphan = 1;
 	}
 	sk__rcu_cb_in_worker = 0;
 	sk__worker_fork_child(&cb.w0);
+	sk__rcu_cb_auto_fork_child();
 	cb.retry_ns = 0;
 }
 

@@ -100,7 +100,8 @@ static int slots_start(unsigned flags)
 			continue;
 		err = sk__rcu_cb_worker_start(
 			&s->w, i,
-			(flags & SK_RCU_CB_WORKERS_UNPINNED) ? 0 : SK__WK_PIN);
+			(flags & SK_RCU_CB_WORKERS_UNPINNED) ? 0 : SK__WK_PIN,
+			"sk-rcu-cb");
 		if (err == -EINVAL && !(flags & SK_RCU_CB_WORKERS_UNPINNED))
 			continue; /* the CPU went away meanwhile */
 		if (err)
