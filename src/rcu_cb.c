@@ -548,7 +548,8 @@ static struct sk__worker *queue_kick(struct sk__rcu_cb_queue *q, int kick)
  * worker may still run a batch of q: the new one takes q only after it
  * (busy), so q's callbacks keep their order.
  */
-static void queue_follow_cpu(struct sk__rcu_cb_queue *q)
+static __attribute__((noinline, cold)) void
+queue_follow_cpu(struct sk__rcu_cb_queue *q)
 {
 	int cpu = sched_getcpu();
 	struct sk__worker *w;
@@ -601,18 +602,22 @@ int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 	backlog = sk_atomic_load_relaxed(&q->queued) -
 		  sk_atomic_load_relaxed(&q->invoked);
 	/* A thread's own queue with a backlog: its CPU's worker. */
-	if (SK_UNLIKELY(backlog > CB_AUTO_MIN) && q == my_q &&
-	    (q->queued & (CB_AUTO_EVERY - 1)) == 0 && !sk__rcu_cb_in_worker)
+	if (SK_UNLIKELY((q->queued & (CB_AUTO_EVERY - 1)) == 0) &&
+	    backlog > CB_AUTO_MIN && q == my_q && !sk__rcu_cb_in_worker)
 		queue_follow_cpu(q);
 	w = queue_kick(q, backlog > CB_LAZY_MAX ? SK__WK_KICK_BACKLOG
 						: SK__WK_KICK_IDLE);
 	/*
 	 * Forward progress under a flood: a producer far ahead of the worker
 	 * gives up its CPU once per call (bounded work, no waiting on anyone);
-	 * see CB_THROTTLE_BUSY for the lower threshold.
+	 * see CB_THROTTLE_BUSY for the lower threshold, which a callback
+	 * worker (a callback that queues callbacks) does not apply: its CPU
+	 * time is what runs callbacks, and with several workers (automatic
+	 * ones) each would yield on every call while another runs a batch.
 	 */
 	if (SK_UNLIKELY(backlog > CB_THROTTLE_BUSY) &&
-	    (backlog > SK__CB_THROTTLE || sk_atomic_load_relaxed(&w->invoking)))
+	    (backlog > SK__CB_THROTTLE ||
+	     (sk_atomic_load_relaxed(&w->invoking) && !sk__rcu_cb_in_worker)))
 		sched_yield();
 	return 0;
 }
