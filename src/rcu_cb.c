@@ -601,8 +601,12 @@ int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
 	backlog = sk_atomic_load_relaxed(&q->queued) -
 		  sk_atomic_load_relaxed(&q->invoked);
-	/* A thread's own queue with a backlog: its CPU's worker. */
-	if (SK_UNLIKELY((q->queued & (CB_AUTO_EVERY - 1)) == 0) &&
+	/*
+	 * A thread's own queue with a backlog: its CPU's worker.  Relaxed:
+	 * q may be a shared queue, whose count other producers add to.
+	 */
+	if (SK_UNLIKELY((sk_atomic_load_relaxed(&q->queued) &
+			 (CB_AUTO_EVERY - 1)) == 0) &&
 	    backlog > CB_AUTO_MIN && q == my_q && !sk__rcu_cb_in_worker)
 		queue_follow_cpu(q);
 	w = queue_kick(q, backlog > CB_LAZY_MAX ? SK__WK_KICK_BACKLOG

@@ -181,10 +181,11 @@ void sk__rcu_cb_auto_fork_child(void)
 	for (i = 0; i < au.ncpu; i++) {
 		struct auto_cpu *s = &au.slot[i];
 
-		pthread_mutex_init(&s->w.run_lock, NULL);
+		/* Taken by this thread in the prepare handler. */
+		pthread_mutex_unlock(&s->w.run_lock);
 		sk__worker_fork_child(&s->w);
 		s->running = 0;
 	}
 	au.retry_ns = 0;
-	pthread_mutex_init(&au.lock, NULL);
+	pthread_mutex_unlock(&au.lock);
 }
