@@ -397,7 +397,14 @@ static void worker_wait_gp(struct sk__worker *w, unsigned long backlog)
 	sk_atomic_fetch_add_relaxed(&cb.batches, 1UL);
 }
 
-/* Run the batches of todo, then let other workers take those queues. */
+/*
+ * Run the batches of todo, then let other workers take those queues.  A
+ * queue handed to another worker meanwhile (an automatic or per-CPU
+ * hand-over) may have that worker waiting for it (SK__WK_HANDOVER in
+ * worker_loop()): kick it urgently after busy = 0 (the request, under
+ * cb.lock, before WK-K1/WK-K2 in the kick; pairs with WK-W2 before the
+ * re-check worker_handover_wait()).
+ */
 static void worker_run(struct sk__worker *w, struct sk__rcu_cb_queue *todo)
 {
 	struct sk__rcu_cb_queue *q;
@@ -409,11 +416,43 @@ static void worker_run(struct sk__worker *w, struct sk__rcu_cb_queue *todo)
 		run_batch(q);
 	sk_atomic_store_relaxed(&w->invoking, 0);
 	pthread_mutex_lock(&cb.lock);
-	for (q = todo; q; q = q->b_next)
+	for (q = todo; q; q = q->b_next) {
 		q->busy = 0;
+		if (queue_worker(q) != w && !sk__wfq_empty(&q->wfq))
+			sk__worker_wake(queue_worker(q), SK__WK_KICK_URGENT);
+	}
 	reap_orphans();
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_unlock(&w->run_lock);
+}
+
+/*
+ * The hand-over sleep's re-check: w has no queue it can take now, but one
+ * with callbacks whose batch another worker still runs (busy), which
+ * kicks w when done (worker_run()); and no poll or stop request.
+ */
+static int worker_handover_wait(struct sk__worker *w, uint64_t *timeout_ns)
+{
+	struct sk__link *l;
+	int wait = 0;
+
+	(void)timeout_ns;
+	if (sk_atomic_load_relaxed(&w->stop) || poll_pending(w))
+		return 0;
+	pthread_mutex_lock(&cb.lock);
+	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
+		struct sk__rcu_cb_queue *q = queue_of(l);
+
+		if (queue_worker(q) != w || sk__wfq_empty(&q->wfq))
+			continue;
+		if (!q->busy) {
+			wait = 0; /* one to take */
+			break;
+		}
+		wait = 1;
+	}
+	pthread_mutex_unlock(&cb.lock);
+	return wait;
 }
 
 static void worker_loop(struct sk__worker *w)
@@ -434,8 +473,17 @@ static void worker_loop(struct sk__worker *w)
 		/* WK-K3: consume the kicks before the take. */
 		sk__worker_take_kicks(w);
 		backlog = worker_take(w, &todo);
-		if (!todo && !poll_pending(w))
+		if (!todo && !poll_pending(w)) {
+			/*
+			 * Nothing taken: perhaps a queue handed over whose
+			 * batch another worker still runs.  Wait for its kick
+			 * (at most CB_LAZY_NS) rather than spin on the
+			 * producers' backlog kicks, which do not end it.
+			 */
+			sk__worker_sleep(w, SK__WK_HANDOVER, CB_LAZY_NS,
+					 worker_handover_wait);
 			continue;
+		}
 		worker_wait_gp(w, backlog);
 		worker_run(w, todo);
 	}
