@@ -543,6 +543,17 @@ static void run_default_work_here(void)
 	sk__rcu_cb_in_worker = was;
 }
 
+long sk__rcu_cb_ncpu(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	if (n < 1)
+		n = 1;
+	if (n > CPU_SETSIZE)
+		n = CPU_SETSIZE;
+	return n;
+}
+
 struct sk__worker *sk__rcu_cb_default_worker(void)
 {
 	return &cb.w0;

@@ -91,11 +91,7 @@ static int slots_alloc(void)
 
 	if (au.slot)
 		return 0;
-	n = sysconf(_SC_NPROCESSORS_CONF);
-	if (n < 1)
-		n = 1;
-	if (n > CPU_SETSIZE)
-		n = CPU_SETSIZE;
+	n = sk__rcu_cb_ncpu();
 	s = alloc_fails() ? NULL
 			  : aligned_alloc(SK_CACHELINE, sizeof(*s) * (size_t)n);
 	if (!s)

@@ -38,11 +38,7 @@ static int slots_alloc(void)
 
 	if (pc->slot)
 		return 0;
-	n = sysconf(_SC_NPROCESSORS_CONF);
-	if (n < 1)
-		n = 1;
-	if (n > CPU_SETSIZE)
-		n = CPU_SETSIZE;
+	n = sk__rcu_cb_ncpu();
 	pc->slot = aligned_alloc(SK_CACHELINE, sizeof(*pc->slot) * (size_t)n);
 	if (!pc->slot)
 		return -ENOMEM;

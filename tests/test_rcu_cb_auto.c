@@ -39,6 +39,7 @@
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
+#include "sk_test_cpu.h"
 #include "sk_test_util.h"
 
 /* A backlog well beyond the library's threshold (CB_AUTO_MIN, 256). */
@@ -48,38 +49,10 @@
 
 static int cpus[MAX_CPUS], ncpus;
 
-static void cpus_init(void)
-{
-	cpu_set_t set;
-	int i;
-
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		abort();
-	for (i = 0; i < CPU_SETSIZE && ncpus < MAX_CPUS; i++)
-		if (CPU_ISSET(i, &set))
-			cpus[ncpus++] = i;
-}
-
-/* Pin the calling thread to cpu; 0 or an errno value. */
-static int pin_to(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 /* Let the calling thread run on every CPU it may (cpus[]). */
 static void unpin(void)
 {
-	cpu_set_t set;
-	int i;
-
-	CPU_ZERO(&set);
-	for (i = 0; i < ncpus; i++)
-		CPU_SET(cpus[i], &set);
-	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	SK_CHECK_EQ(sk_test_pin_to_all(cpus, ncpus), 0);
 }
 
 /* Threads of this process whose name starts with prefix. */
@@ -229,7 +202,7 @@ static void backlog_runs_on_the_producers_cpu(void)
 
 	for (c = 0; c < ncpus; c++) {
 		memset(p, 0, sizeof(*p) * FLOW);
-		SK_CHECK_EQ(pin_to(cpus[c]), 0);
+		SK_CHECK_EQ(sk_test_pin_to(cpus[c]), 0);
 		SK_CHECK_EQ(queue_all(p, FLOW), FLOW);
 		sk_rcu_barrier();
 		SK_CHECK_EQ(count_ran(p, FLOW), FLOW);
@@ -253,7 +226,7 @@ static void one_thread_keeps_its_order_across_cpus(void)
 
 	for (i = 0; i < n; i++) {
 		if (i % 2000 == 0)
-			SK_CHECK_EQ(pin_to(cpus[(i / 2000) % ncpus]), 0);
+			SK_CHECK_EQ(sk_test_pin_to(cpus[(i / 2000) % ncpus]), 0);
 		p[i].id = (unsigned long)i;
 		SK_CHECK_EQ(sk_call_rcu(&p[i].head, probe_cb), 0);
 	}
@@ -279,7 +252,7 @@ static int ran_before_reader_left(int busted)
 	struct sk_test_holder h;
 	int early;
 
-	SK_CHECK_EQ(pin_to(cpus[ncpus - 1]), 0);
+	SK_CHECK_EQ(sk_test_pin_to(cpus[ncpus - 1]), 0);
 	sk__rcu_cb_set_busted(busted ? SK__CB_BUSTED_NO_GP : 0);
 	/* The backlog moves the queue to the automatic worker. */
 	SK_CHECK_EQ(queue_all(p, FLOW), FLOW);
@@ -327,7 +300,7 @@ static int missed_by_barrier(int busted)
 	pthread_t t;
 	int missed;
 
-	SK_CHECK_EQ(pin_to(cpus[0]), 0);
+	SK_CHECK_EQ(sk_test_pin_to(cpus[0]), 0);
 	sk_test_holder_start(&h, 0, NULL, NULL);
 	SK_CHECK_EQ(queue_all(p, FLOW), FLOW);
 	sk__rcu_cb_set_busted(busted ? SK__CB_BUSTED_BARRIER : 0);
@@ -353,7 +326,7 @@ static void barrier_that_skips_them_is_caught(void)
 	SK_CHECK(missed_by_barrier(1) > 0);
 }
 
-/* ---- fork ------------------------------------------------------------------ */
+/* ---- fork --------------------------------------------------------------- */
 
 static struct probe *fork_p;
 
@@ -370,7 +343,7 @@ static void child_with_pending_backlog(void)
 	SK_CHECK_EQ(threads_named("sk-rcu-cb"), 0);
 	sk_rcu_barrier();
 	SK_CHECK_EQ(count_ran(fork_p, FLOW), FLOW);
-	SK_CHECK_EQ(pin_to(cpus[0]), 0);
+	SK_CHECK_EQ(sk_test_pin_to(cpus[0]), 0);
 	SK_CHECK_EQ(queue_all(p, FLOW), FLOW);
 	sk_rcu_barrier();
 	SK_CHECK_EQ(count_ran(p, FLOW), FLOW);
@@ -383,16 +356,11 @@ static void child_with_pending_backlog(void)
 
 static void automatic_workers_survive_fork(void)
 {
-	struct sk_test_holder h;
 	struct sk_test_child c;
+	struct sk_test_holder h;
 
-	if (!SK_TEST_CHILD_THREADS) {
-		fprintf(stderr, "    (qemu-user: a fork child cannot start "
-			"threads here; not run)\n");
-		return;
-	}
 	fork_p = probes_new(FLOW);
-	SK_CHECK_EQ(pin_to(cpus[0]), 0);
+	SK_CHECK_EQ(sk_test_pin_to(cpus[0]), 0);
 	/* Running automatic workers, then a backlog held by a reader. */
 	SK_CHECK_EQ(queue_all(fork_p, FLOW), FLOW);
 	sk_rcu_barrier();
@@ -413,10 +381,14 @@ int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
-	cpus_init();
+	ncpus = sk_test_cpus(cpus, MAX_CPUS);
 	if (argc > 1) {
-		/* fork: by name only, a CTest of its own (labelled noqemu). */
-		SK_RUN(automatic_workers_survive_fork);
+		/*
+		 * fork: by name only, a CTest of its own (labelled noqemu):
+		 * under qemu-user a fork child cannot start threads.
+		 */
+		if (SK_TEST_CHILD_THREADS)
+			SK_RUN(automatic_workers_survive_fork);
 		return sk_test_report();
 	}
 	SK_RUN(no_backlog_starts_no_automatic_worker);

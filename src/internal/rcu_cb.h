@@ -156,6 +156,11 @@ static inline struct sk__rcu_cb_queue *sk__rcu_cb_cpu_queue(void)
 /* Nonzero on an RCU callback worker thread. */
 extern __thread int sk__rcu_cb_in_worker
 	__attribute__((tls_model("initial-exec")));
+/*
+ * The number of per-CPU slots to allocate: the configured CPUs, 1 ..
+ * CPU_SETSIZE (per-CPU and automatic workers index them by CPU number).
+ */
+long sk__rcu_cb_ncpu(void);
 /* Start the default worker if needed.  Returns 0 or -errno. */
 int sk__rcu_cb_worker_ensure(void);
 
