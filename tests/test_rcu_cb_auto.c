@@ -13,6 +13,7 @@
  *     and the callbacks run on that CPU;
  *   - the callbacks of one thread that moves between CPUs (so between
  *     workers) run in the order queued;
+ *   - many threads with a backlog on one CPU share its one worker;
  *   - a callback on an automatic worker waits for a read section that
  *     began before it was queued; workers that skip the grace period
  *     (the library's broken twin) MUST be caught;
@@ -239,6 +240,41 @@ static void one_thread_keeps_its_order_across_cpus(void)
 	free(p);
 }
 
+/*
+ * The thread count stays bounded: many threads with a backlog on one CPU
+ * share that CPU's one automatic worker (at most one per CPU in all).
+ */
+static void *backlog_on_cpu0(void *arg)
+{
+	struct probe *p = arg;
+
+	SK_CHECK_EQ(sk_test_pin_to(cpus[0]), 0);
+	SK_CHECK_EQ(queue_all(p, FLOW), FLOW);
+	return NULL;
+}
+
+static void one_worker_per_cpu_however_many_threads(void)
+{
+	enum { T = 6 };
+	struct probe *p = probes_new(T * FLOW);
+	pthread_t t[T];
+	char name[24];
+	int i;
+
+	for (i = 0; i < T; i++)
+		sk_test_thread_start(&t[i], backlog_on_cpu0, &p[i * FLOW]);
+	for (i = 0; i < T; i++)
+		sk_test_thread_join(t[i]);
+	sk_rcu_barrier();
+	SK_CHECK_EQ(count_ran(p, T * FLOW), T * FLOW);
+	/* The whole name, newline included (/proc's comm). */
+	snprintf(name, sizeof(name), "sk-rcu-cba/%d\n", cpus[0]);
+	SK_CHECK_EQ(threads_named(name), 1);
+	SK_CHECK(sk__rcu_cb_auto_running() <= sysconf(_SC_NPROCESSORS_CONF));
+	SK_CHECK_EQ(threads_named("sk-rcu-cba"), sk__rcu_cb_auto_running());
+	free(p);
+}
+
 /* ---- grace period, barrier: and their broken twins ---------------------- */
 
 /*
@@ -395,6 +431,7 @@ int main(int argc, char **argv)
 	SK_RUN(backlog_without_memory_or_threads_loses_nothing);
 	SK_RUN(backlog_runs_on_the_producers_cpu);
 	SK_RUN(one_thread_keeps_its_order_across_cpus);
+	SK_RUN(one_worker_per_cpu_however_many_threads);
 	SK_RUN(automatic_workers_wait_for_readers);
 	SK_RUN(worker_without_grace_period_is_caught);
 	SK_RUN(barrier_waits_for_automatic_workers);
