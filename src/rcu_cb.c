@@ -597,6 +597,30 @@ static struct sk__worker *queue_kick(struct sk__rcu_cb_queue *q, int kick)
 	return w;
 }
 
+#ifdef SK_TESTING
+/*
+ * SK__CB_BUSTED_AUTO_SPLIT: give the thread a new queue on w, leaving q
+ * (orphaned: freed once drained) to the worker it has.  On failure the
+ * thread keeps q.
+ */
+static void queue_split(struct sk__rcu_cb_queue *q, struct sk__worker *w,
+			int cpu)
+{
+	struct sk__rcu_cb_queue *nq = aligned_alloc(SK_CACHELINE, sizeof(*nq));
+
+	if (!nq)
+		return;
+	queue_init(nq, 0, w);
+	nq->acpu = cpu;
+	pthread_mutex_lock(&cb.lock);
+	sk__link_add_tail(&nq->link, &cb.queues);
+	q->orphan = 1;
+	pthread_mutex_unlock(&cb.lock);
+	pthread_setspecific(cb.key, nq);
+	my_q = nq;
+}
+#endif
+
 /*
  * The calling thread's own queue q has a backlog: hand it to the
  * automatic worker of the CPU the thread runs on (started on first use),
@@ -618,6 +642,12 @@ queue_follow_cpu(struct sk__rcu_cb_queue *q)
 	w = sk__rcu_cb_auto_worker(cpu);
 	if (!w)
 		return;
+#ifdef SK_TESTING
+	if (cb_busted() & SK__CB_BUSTED_AUTO_SPLIT) {
+		queue_split(q, w, cpu); /* BROKEN on purpose (test twin) */
+		return;
+	}
+#endif
 	pthread_mutex_lock(&cb.lock);
 	sk_atomic_store_relaxed(&q->w, w);
 	q->acpu = cpu;

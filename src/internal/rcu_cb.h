@@ -213,5 +213,15 @@ void sk__rcu_cb_auto_fork_child(void);
  */
 void sk__rcu_cb_auto_test_fail_allocs(int n);
 int sk__rcu_cb_auto_running(void);
+/*
+ * A broken mode of sk__rcu_cb_set_busted() (testing build), beside those
+ * of internal/testing.h: a thread that moves to another CPU's automatic
+ * worker gets a new queue there instead of handing its queue over (the
+ * naive per-CPU design), so its callbacks before and after the move may
+ * run out of order.  test_rcu_cb_auto must catch it.  (The automatic
+ * workers also obey SK__CB_BUSTED_NO_GP, and SK__CB_BUSTED_BARRIER skips
+ * their queues too.)
+ */
+#define SK__CB_BUSTED_AUTO_SPLIT 4
 
 #endif /* SCALEKIT_INTERNAL_RCU_CB_H */
