@@ -599,12 +599,12 @@ static struct sk__worker *queue_kick(struct sk__rcu_cb_queue *q, int kick)
 
 #ifdef SK_TESTING
 /*
- * SK__CB_BUSTED_AUTO_SPLIT: give the thread a new queue on w, leaving q
- * (orphaned: freed once drained) to the worker it has.  On failure the
- * thread keeps q.
+ * SK__CB_BUSTED_AUTO_SPLIT: give the thread a new queue on w, leaving its
+ * queue to the worker it has.  That queue stays listed and is never freed
+ * (the caller's sk_call_rcu() still kicks through it; a twin may keep
+ * it).  On failure the thread keeps its queue.
  */
-static void queue_split(struct sk__rcu_cb_queue *q, struct sk__worker *w,
-			int cpu)
+static void queue_split(struct sk__worker *w, int cpu)
 {
 	struct sk__rcu_cb_queue *nq = aligned_alloc(SK_CACHELINE, sizeof(*nq));
 
@@ -614,7 +614,6 @@ static void queue_split(struct sk__rcu_cb_queue *q, struct sk__worker *w,
 	nq->acpu = cpu;
 	pthread_mutex_lock(&cb.lock);
 	sk__link_add_tail(&nq->link, &cb.queues);
-	q->orphan = 1;
 	pthread_mutex_unlock(&cb.lock);
 	pthread_setspecific(cb.key, nq);
 	my_q = nq;
@@ -644,7 +643,7 @@ queue_follow_cpu(struct sk__rcu_cb_queue *q)
 		return;
 #ifdef SK_TESTING
 	if (cb_busted() & SK__CB_BUSTED_AUTO_SPLIT) {
-		queue_split(q, w, cpu); /* BROKEN on purpose (test twin) */
+		queue_split(w, cpu); /* BROKEN on purpose (test twin) */
 		return;
 	}
 #endif
