@@ -445,7 +445,7 @@ static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
  * A zero-filled struct is unlocked.  Not recursive for writers.
  */
 struct sk_elided_rwlock {
-	unsigned int word;	      /* private: readers << 2 | flags */
+	unsigned int word;	      /* private: readers << 3 | flags */
 	int wlock;		      /* private: writers' mutex word */
 	unsigned int policy;	      /* private: adaptive skip state */
 	struct sk_elide_stats *stats; /* private: attached statistics */
