@@ -59,10 +59,12 @@ static inline int cas_acquire(unsigned int *w, unsigned int old,
 /*
  * The futex bitsets the mutex's sleepers wait with: the holder of ticket
  * t on bit t % 31, a waiter without a ticket on bit 31.  An unlock in
- * handoff mode wakes only the bit of the serving ticket (its holder is the
- * only thread that can take the lock next); an unlock in plain mode
- * (FUTEX_WAKE, every bit) wakes the oldest sleeper, which has no ticket
- * then: every ticket taken has been served.
+ * handoff mode wakes the bit of the serving ticket (its holder is the only
+ * thread that can take the lock next) and bit 31 (the waiters without a
+ * ticket, who count the wakeup as lost and so come to take tickets), not
+ * the holders of later tickets, who could only sleep again; an unlock in
+ * plain mode (FUTEX_WAKE, every bit) wakes the oldest sleeper, which has
+ * no ticket then: every ticket taken has been served.
  */
 #define M_PLAIN_BIT (1u << 31)
 
@@ -73,9 +75,9 @@ static inline unsigned int m_ticket_bit(unsigned int t)
 
 /*
  * Sleep until *w changes from v, after making sure WAITERS is set in it
- * (so the next unlock wakes us).  Returns 1 when an unlock (or a test)
- * woke us, 0 when w changed before we slept, or on a signal: only a
- * wakeup that found the lock taken again counts as a loss.
+ * (so the next unlock wakes us).  Returns 0 when w changed before WAITERS
+ * was set, else 1 (the futex call was made: the lock changed hands at
+ * least once while we waited, a lost round).
  */
 static int m_sleep(unsigned int *w, unsigned int v, unsigned int bits)
 {
@@ -84,8 +86,9 @@ static int m_sleep(unsigned int *w, unsigned int v, unsigned int bits)
 					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return 0;
 	/* The kernel compares *w with v | WAITERS: no lost wakeup. */
-	return syscall(SYS_futex, w, FUTEX_WAIT_BITSET_PRIVATE,
-		       (int)(v | M_WAITERS), NULL, NULL, bits) == 0;
+	syscall(SYS_futex, w, FUTEX_WAIT_BITSET_PRIVATE, (int)(v | M_WAITERS),
+		NULL, NULL, bits);
+	return 1;
 }
 
 /*
@@ -127,13 +130,13 @@ static void m_lock_handoff(unsigned int *w)
  * The real lock: spin M_SPINS times for the holder to leave, then sleep;
  * after each wakeup spin again (the thread is running now, and the
  * holder's section is short), so that the lock usually changes hands
- * between running threads.  A waiter that has been woken
+ * between running threads.  A waiter that has slept (or tried to)
  * handoff_wakeups times and still found the lock taken takes a ticket.
  */
 void sk__mutex_lock_real(int *word)
 {
 	unsigned int *w = (unsigned int *)word;
-	unsigned int v, losses = 0, slept = 0, spins = M_SPINS;
+	unsigned int v, losses = 0, spins = M_SPINS;
 	unsigned int limit = __atomic_load_n(
 		&sk__elide_tuning.handoff_wakeups, __ATOMIC_RELAXED);
 
@@ -145,7 +148,7 @@ void sk__mutex_lock_real(int *word)
 			 * woke us cleared WAITERS): keep WAITERS.
 			 */
 			if (cas_acquire(w, v, v | M_LOCKED |
-						      (slept ? M_WAITERS : 0)))
+						      (losses ? M_WAITERS : 0)))
 				return;
 			continue;
 		}
@@ -158,7 +161,6 @@ void sk__mutex_lock_real(int *word)
 			m_lock_handoff(w);
 			return;
 		}
-		slept = 1;
 		if (m_sleep(w, v, M_PLAIN_BIT)) {
 			losses++;
 			spins = M_SPINS;
@@ -177,7 +179,8 @@ int sk__mutex_trylock_real(int *word)
 /*
  * Clear the held bit (LOCKED or SIM) and WAITERS; if WAITERS was set,
  * wake the oldest sleeper, or in handoff mode the serving ticket's holder
- * (whose acquisition sets WAITERS again for the sleepers left).
+ * and the sleepers without a ticket (the serving holder's acquisition
+ * sets WAITERS again for the later ticket holders).
  */
 void sk__mutex_unlock_real(int *word, unsigned int held)
 {
@@ -192,9 +195,9 @@ void sk__mutex_unlock_real(int *word, unsigned int held)
 		return;
 	if (sk__m_serving(v) == sk__m_next(v)) /* plain mode: the oldest */
 		sk__futex_wake(word, 1);
-	else /* handoff mode: the holder of the serving ticket */
+	else /* handoff mode: the serving ticket's holder, and no ticket */
 		syscall(SYS_futex, w, FUTEX_WAKE_BITSET_PRIVATE, INT_MAX, NULL,
-			NULL, m_ticket_bit(sk__m_serving(v)));
+			NULL, m_ticket_bit(sk__m_serving(v)) | M_PLAIN_BIT);
 }
 
 /* ---- sk_elided_mutex ----------------------------------------------------- */
@@ -409,6 +412,8 @@ void sk__rw_read_unlock_real(unsigned int *word)
 
 void sk_elided_rwlock_read_lock(struct sk_elided_rwlock *rw)
 {
+	unsigned int spins;
+
 	if (sk__elide_enter(SK__ELIDE_RW_READ, rw, &rw->policy, rw_stats(rw)))
 		return;
 	/* EL-R1 again: the optimistic reader; undone if a writer is there. */
@@ -416,6 +421,19 @@ void sk_elided_rwlock_read_lock(struct sk_elided_rwlock *rw)
 	      (RW_WRITER | RW_SIM)))
 		return;
 	sk__rw_read_unlock_real(&rw->word);
+	/*
+	 * The writer's section is short: spin M_SPINS times for it to leave,
+	 * then join the readers (EL-R1 in the trylock).  A reader that spins
+	 * out queues with the writers, so its wait stays bounded as below;
+	 * the writers' stays bounded too: a writer that sets WRITER waits
+	 * only for the readers already inside.
+	 */
+	for (spins = M_SPINS; spins; spins--) {
+		sk_cpu_relax();
+		if (!(load_relaxed(&rw->word) & (RW_WRITER | RW_SIM)) &&
+		    !sk__rw_read_trylock_real(&rw->word))
+			return;
+	}
 	/* Queue with the writers; none can set WRITER while we hold wlock. */
 	sk__mutex_lock_real(&rw->wlock);
 	while (sk__rw_read_trylock_real(&rw->word))
