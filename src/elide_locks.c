@@ -414,7 +414,9 @@ void sk_elided_rwlock_read_lock(struct sk_elided_rwlock *rw)
 {
 	unsigned int spins;
 
-	if (sk__elide_enter(SK__ELIDE_RW_READ, rw, &rw->policy, rw_stats(rw)))
+	/* Relaxed: as the inline mutex lock; no call when elision is off. */
+	if (__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED) &&
+	    sk__elide_enter(SK__ELIDE_RW_READ, rw, &rw->policy, rw_stats(rw)))
 		return;
 	/* EL-R1 again: the optimistic reader; undone if a writer is there. */
 	if (!(__atomic_fetch_add(&rw->word, RW_ONE, __ATOMIC_ACQUIRE) &
@@ -499,7 +501,8 @@ static void rw_write_drain(struct sk_elided_rwlock *rw)
 
 void sk_elided_rwlock_write_lock(struct sk_elided_rwlock *rw)
 {
-	if (sk__elide_enter(SK__ELIDE_RW_WRITE, rw, &rw->policy,
+	if (__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED) &&
+	    sk__elide_enter(SK__ELIDE_RW_WRITE, rw, &rw->policy,
 			    rw_stats(rw)))
 		return;
 	sk__mutex_lock_real(&rw->wlock);
