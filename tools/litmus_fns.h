@@ -35,6 +35,8 @@ static const struct lt_fn lt_fns[] = {
 	FENCE("smp_mb__before_atomic", LT_F_BEFORE_ATOMIC),
 	FENCE("smp_mb__after_atomic", LT_F_AFTER_ATOMIC),
 	FENCE("smp_mb__after_spinlock", LT_F_MB),
+	FENCE("smp_mb__after_srcu_read_unlock", LT_F_MB),
+	FENCE("smp_memb", LT_F_MEMB),
 	FN("rcu_read_lock", "", LT_OP_RCU_LOCK, 0, 0, 0, 0),
 	FN("rcu_read_unlock", "", LT_OP_RCU_UNLOCK, 0, 0, 0, 0),
 	FN("synchronize_rcu", "", LT_OP_SYNC_RCU, 0, 0, 0, 0),
@@ -43,8 +45,11 @@ static const struct lt_fn lt_fns[] = {
 	FN("srcu_read_unlock", "SV", LT_OP_SRCU_UNLOCK, 0, 0, 0, 0),
 	FN("synchronize_srcu", "S", LT_OP_SYNC_SRCU, 0, 0, 0, 0),
 	FN("synchronize_srcu_expedited", "S", LT_OP_SYNC_SRCU, 1, 0, 0, 0),
+	FN("srcu_down_read", "S", LT_OP_SRCU_DOWN, 0, 0, 0, 1),
+	FN("srcu_up_read", "SV", LT_OP_SRCU_UP, 0, 0, 0, 0),
 	FN("spin_lock", "K", LT_OP_SPIN_LOCK, 0, 0, 0, 0),
 	FN("spin_unlock", "K", LT_OP_SPIN_UNLOCK, 0, 0, 0, 0),
+	FN("spin_is_locked", "K", LT_OP_SPIN_IS_LOCKED, 0, 0, 0, 1),
 	RMW("xchg", "PV", LT_RMW_XCHG, LT_FULL, 0, 1),
 	RMW("cmpxchg", "PVV", LT_RMW_CMPXCHG, LT_FULL, 0, 1),
 	FN("atomic_read", "P", LT_OP_LOAD, LT_ONCE, 0, 0, 1),
@@ -71,6 +76,8 @@ static const struct lt_fn lt_fns[] = {
 	RMW("atomic_fetch_dec", "P", LT_RMW_SUB, LT_FULL, 0, 1),
 	RMW("atomic_xchg", "PV", LT_RMW_XCHG, LT_FULL, 0, 1),
 	RMW("atomic_cmpxchg", "PVV", LT_RMW_CMPXCHG, LT_FULL, 0, 1),
+	/* ret_new 2: returns whether it added (old != b) */
+	RMW("atomic_add_unless", "PVV", LT_RMW_ADD_UNLESS, LT_FULL, 2, 1),
 };
 
 #undef FN
