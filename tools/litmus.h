@@ -108,7 +108,9 @@ struct lt_op {
 	unsigned char code;  /* enum lt_code */
 	unsigned char order; /* enum lt_order */
 	unsigned char rmw;   /* enum lt_rmw */
-	unsigned char ret_new; /* RMW: 1 returns the new value */
+	unsigned char ret_new; /* RMW: 1 returns the new value, 2 whether
+				  add_unless added, 3 whether the new
+				  value is 0 */
 	short dst;	     /* register, or -1 */
 	short loc;	     /* location, or -1 when areg holds the address */
 	short areg;	     /* register holding the address, or -1 */

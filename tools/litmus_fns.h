@@ -27,6 +27,7 @@ static const struct lt_fn lt_fns[] = {
 	FN("smp_load_acquire", "P", LT_OP_LOAD, LT_ACQUIRE, 0, 0, 1),
 	FN("smp_store_release", "PV", LT_OP_STORE, LT_RELEASE, 0, 0, 0),
 	FN("rcu_dereference", "L", LT_OP_LOAD, LT_DEREF, 0, 0, 1),
+	FN("lockless_dereference", "L", LT_OP_LOAD, LT_DEREF, 0, 0, 1),
 	FN("rcu_assign_pointer", "LV", LT_OP_STORE, LT_RELEASE, 0, 0, 0),
 	{ "smp_store_mb", "LV", LT_OP_STORE, LT_ONCE, 0, 0, 0, 1 },
 	FENCE("smp_mb", LT_F_MB),
@@ -76,6 +77,10 @@ static const struct lt_fn lt_fns[] = {
 	RMW("atomic_fetch_dec", "P", LT_RMW_SUB, LT_FULL, 0, 1),
 	RMW("atomic_xchg", "PV", LT_RMW_XCHG, LT_FULL, 0, 1),
 	RMW("atomic_cmpxchg", "PVV", LT_RMW_CMPXCHG, LT_FULL, 0, 1),
+	/* ret_new 3: returns whether the new value is 0 */
+	RMW("atomic_dec_and_test", "P", LT_RMW_SUB, LT_FULL, 3, 1),
+	RMW("atomic_inc_and_test", "P", LT_RMW_ADD, LT_FULL, 3, 1),
+	RMW("atomic_sub_and_test", "VP", LT_RMW_SUB, LT_FULL, 3, 1),
 	/* ret_new 2: returns whether it added (old != b) */
 	RMW("atomic_add_unless", "PVV", LT_RMW_ADD_UNLESS, LT_FULL, 2, 1),
 };

@@ -228,7 +228,7 @@ static long do_rmw(const struct lt_op *op, long *cell, long a, long b)
 		return old;
 	nv = op->rmw == LT_RMW_ADD ? (long)((unsigned long)old + a) :
 					 (long)((unsigned long)old - a);
-	return nv;
+	return op->ret_new == 3 ? nv == 0 : nv; /* 3: atomic_*_and_test() */
 }
 
 static void do_fence(int order)
