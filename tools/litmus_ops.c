@@ -376,6 +376,7 @@ static int do_srcu_down(struct lt_run *R, const struct lt_op *op, int pid,
 			long *reg)
 {
 	struct lt_down *d;
+	int idx;
 
 	pthread_mutex_lock(&R->down_lock);
 	if (R->ndown >= LT_MAX_DOWN) {
@@ -387,10 +388,11 @@ static int do_srcu_down(struct lt_run *R, const struct lt_op *op, int pid,
 	d = &R->down[R->ndown++];
 	d->loc = op->loc;
 	d->pid = pid;
-	d->idx = sk_srcu_read_lock(R->srcu[op->loc]);
+	d->idx = idx = sk_srcu_read_lock(R->srcu[op->loc]);
+	/* Once unlocked, an up elsewhere may end d and reuse its slot. */
 	pthread_mutex_unlock(&R->down_lock);
 	if (op->dst >= 0)
-		reg[op->dst] = d->idx;
+		reg[op->dst] = idx;
 	return 0;
 }
 
