@@ -151,6 +151,9 @@ static void report_text(const struct lt_test *t, const struct lt_result *r,
 	printf("Condition %s %s: %s, %lu of %lu\n", quant[t->quant],
 	       t->clause, r->positive ? "observed" : "not observed",
 	       r->positive, r->iterations - r->filtered);
+	if (t->plain)
+		printf("Plain accesses: a data race among them (herd7: Flag "
+		       "data-race) is not detected here\n");
 	printf("Verdict: %s (expected %s)\n\n", verdict_name[v],
 	       expect_name[expected(t)]);
 }
@@ -210,7 +213,8 @@ static void report_json(struct cli *c, const struct lt_test *t,
 		}
 		printf("}}");
 	}
-	printf("], \"other_states\": %lu}", r->other_count);
+	printf("], \"other_states\": %lu, \"plain\": %s}", r->other_count,
+	       t->plain ? "true" : "false");
 }
 
 /* A file that could not be parsed or run: the message, and go on. */
