@@ -168,6 +168,10 @@ struct lt_test {
 	int uses_rcu;	  /* some process runs an RCU primitive */
 	int uses_memb;	  /* some process runs smp_memb() */
 	int uses_down;	  /* some process runs srcu_down_read/up_read() */
+	unsigned int up_procs[LT_MAX_LOCS];   /* bit p: P<p> runs an
+						 srcu_up_read() of loc */
+	unsigned int sync_procs[LT_MAX_LOCS]; /* bit p: P<p> runs a
+						 synchronize_srcu() of loc */
 	int plain;	  /* some process makes a plain access */
 };
 

@@ -426,6 +426,7 @@ int lt_run(const struct lt_test *t, const struct lt_opts *o,
 	memset(res, 0, sizeof(*res));
 	pthread_mutex_init(&R.err_lock, NULL);
 	pthread_mutex_init(&R.down_lock, NULL);
+	lx_down_reset(&R);
 	if (setup(&R) != 0) {
 		teardown(&R);
 		snprintf(res->error, LT_ERR, "%s: out of memory", t->file);

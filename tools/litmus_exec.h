@@ -61,6 +61,7 @@ struct lt_run {
 	int ndown;
 	struct lt_down down[LT_MAX_DOWN];
 	int owed[LT_MAX_LOCS]; /* srcu_up_read()s that found no section */
+	int up_running[LT_MAX_LOCS]; /* processes that may still up loc */
 	int done;	       /* processes of the iteration finished */
 };
 
@@ -106,6 +107,10 @@ int lx_run_op(struct lt_run *R, const struct lt_op *op, struct lt_pstate *ps,
  * lock: report, and undo. */
 void lx_end_checks(struct lt_run *R, const struct lt_proc *P,
 		   struct lt_pstate *ps, char *slot);
+
+/* lx_down_reset() - the srcu_down_read() bookkeeping of a new iteration
+ * (before the threads start; after, lx_down_proc_end() calls it). */
+void lx_down_reset(struct lt_run *R);
 
 /* lx_down_proc_end() - called by each process of an iteration when it
  * ends: its owed srcu_up_read()s end its own open srcu_down_read()

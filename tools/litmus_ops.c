@@ -446,22 +446,43 @@ static int do_srcu_up(struct lt_run *R, const struct lt_op *op, long v)
 	return 0;
 }
 
-void lx_down_proc_end(struct lt_run *R, int pid)
+/* The number of processes that run an srcu_up_read() of each domain, as
+ * each iteration starts (R->down_lock held, or before the threads). */
+void lx_down_reset(struct lt_run *R)
 {
 	int k;
 
+	for (k = 0; k < LT_MAX_LOCS; k++)
+		R->up_running[k] = __builtin_popcount(R->t->up_procs[k]);
+	memset(R->owed, 0, sizeof(R->owed));
+	R->done = 0;
+}
+
+void lx_down_proc_end(struct lt_run *R, int pid)
+{
+	const struct lt_test *t = R->t;
+	int k, loc;
+
 	pthread_mutex_lock(&R->down_lock);
+	for (loc = 0; loc < t->nlocs; loc++)
+		if (t->up_procs[loc] & (1u << pid))
+			R->up_running[loc]--;
 	for (k = R->ndown - 1; k >= 0; k--) {
-		if (R->down[k].pid == pid && R->owed[R->down[k].loc] > 0) {
-			R->owed[R->down[k].loc]--;
+		loc = R->down[k].loc;
+		if (R->down[k].pid == pid && R->owed[loc] > 0) {
+			R->owed[loc]--;
+			down_end(R, k);
+		} else if (R->up_running[loc] == 0) {
+			/* No process left that could end it (its up was in a
+			 * branch not taken): a grace period must not wait
+			 * for it forever. */
 			down_end(R, k);
 		}
 	}
-	if (++R->done == R->t->nprocs) { /* the iteration's last process */
+	if (++R->done == t->nprocs) { /* the iteration's last process */
 		while (R->ndown > 0)
 			down_end(R, R->ndown - 1);
-		memset(R->owed, 0, sizeof(R->owed));
-		R->done = 0;
+		lx_down_reset(R);
 	}
 	pthread_mutex_unlock(&R->down_lock);
 }

@@ -297,6 +297,24 @@ static void parse_args(struct ps *ps, const struct lt_fn *fn, struct lt_op *op)
 		op->a = new_expr(ps, LT_E_IMM, 1, -1, -1);
 }
 
+/* A process that waits for a grace period of s and ends an
+ * srcu_down_read() section of s might wait for its own up: the run would
+ * hang (no timeout in a grace period), so it is not supported. */
+static void srcu_up_sync(struct ps *ps, int code, int loc, int line)
+{
+	struct lt_test *t = ps->t;
+	unsigned int me = 1u << (t->nprocs - 1);
+
+	if (code == LT_OP_SRCU_UP)
+		t->up_procs[loc] |= me;
+	else
+		t->sync_procs[loc] |= me;
+	if (t->up_procs[loc] & t->sync_procs[loc] & me)
+		lp_fail_at(ps, line, "unsupported: synchronize_srcu(%s) and "
+			   "srcu_up_read(%s) in one process",
+			   t->loc[loc].name, t->loc[loc].name);
+}
+
 /* A call, as a statement (dst < 0) or the right side of "reg = ". */
 static void parse_call(struct ps *ps, const char *name, int dst, int line)
 {
@@ -322,6 +340,8 @@ static void parse_call(struct ps *ps, const char *name, int dst, int line)
 		ps->t->uses_memb = 1;
 	if (fn.code == LT_OP_SRCU_DOWN || fn.code == LT_OP_SRCU_UP)
 		ps->t->uses_down = 1;
+	if (fn.code == LT_OP_SRCU_UP || fn.code == LT_OP_SYNC_SRCU)
+		srcu_up_sync(ps, fn.code, op.loc, line);
 	if (fn.then_mb) /* smp_store_mb() */
 		emit(ps, LT_OP_FENCE)->order = LT_F_MB;
 }
