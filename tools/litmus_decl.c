@@ -85,6 +85,38 @@ int lp_is_type_start(const struct ps *ps)
 
 /* ---- the header and the initial state ------------------------------ */
 
+/* Whether the line at p is "Key=..." (a name, then '='). */
+static int is_meta_line(const char *p, const char *end)
+{
+	if (p >= end || !(isalpha((unsigned char)*p) || *p == '_'))
+		return 0;
+	while (p < end && (isalnum((unsigned char)*p) || *p == '_'))
+		p++;
+	return p < end && *p == '=';
+}
+
+/* The lines that herd7's generated tests put between the header and the
+ * initial state (a quoted description, "Prefetch=...", "Com=...",
+ * "Orig=..."): skipped, as herd7 does. */
+static void skip_meta(struct ps *ps)
+{
+	for (;;) {
+		const char *p = ps->s;
+
+		while (p < ps->end && (*p == '\n' || *p == '\r' ||
+				       *p == ' ' || *p == '\t')) {
+			if (*p == '\n')
+				ps->line++;
+			p++;
+		}
+		ps->s = p;
+		if (p >= ps->end || (*p != '"' && !is_meta_line(p, ps->end)))
+			return;
+		while (ps->s < ps->end && *ps->s != '\n')
+			ps->s++;
+	}
+}
+
 void lp_parse_header(struct ps *ps)
 {
 	size_t n = 0;
@@ -105,6 +137,7 @@ void lp_parse_header(struct ps *ps)
 	ps->t->name[n] = '\0';
 	if (n == 0)
 		FAIL(ps, "the test has no name after 'C'");
+	skip_meta(ps);
 	lp_lex(ps);
 }
 
@@ -329,10 +362,10 @@ static int parse_cond_atom(struct ps *ps, int depth)
 	c = new_cond(ps, LT_C_EQ, -1, -1);
 	ps->t->cond[c].obs = parse_item(ps, 0);
 	neq = lp_is_punct(ps, "!=");
-	if (!neq)
-		lp_expect(ps, "=");
-	else
+	if (neq || lp_is_punct(ps, "==")) /* "==": herd7 takes it too */
 		lp_lex(ps);
+	else
+		lp_expect(ps, "=");
 	if (is_item_start(ps)) { /* 0:r0=1:r0 */
 		ps->t->cond[c].kind = LT_C_EQ_OBS;
 		ps->t->cond[c].obs2 = parse_item(ps, 0);
