@@ -543,17 +543,6 @@ static void run_default_work_here(void)
 	sk__rcu_cb_in_worker = was;
 }
 
-long sk__rcu_cb_ncpu(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_CONF);
-
-	if (n < 1)
-		n = 1;
-	if (n > CPU_SETSIZE)
-		n = CPU_SETSIZE;
-	return n;
-}
-
 struct sk__worker *sk__rcu_cb_default_worker(void)
 {
 	return &cb.w0;
@@ -638,7 +627,7 @@ queue_follow_cpu(struct sk__rcu_cb_queue *q)
 
 	if (cpu == q->acpu || cpu < 0)
 		return;
-	w = sk__rcu_cb_auto_worker(cpu);
+	w = sk__rcu_cb_auto_worker(cpu, worker_loop);
 	if (!w)
 		return;
 #ifdef SK_TESTING

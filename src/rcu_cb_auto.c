@@ -19,7 +19,8 @@
  *
  * Barrier pairs: CB-A1 (the slots before ncpu, release; the acquire in
  * sk__rcu_cb_auto_worker() and the fork handlers).  The workers run
- * rcu_cb.c's loop; their sleep and kicks are those of internal/worker.h.
+ * rcu_cb.c's loop, which rcu_cb.c passes down (this file sits below it:
+ * src/layers.txt); their sleep and kicks are those of internal/worker.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -83,6 +84,18 @@ static inline int alloc_fails(void)
 #endif
 
 /* Allocate the slots on first use.  au.lock held.  0 or -ENOMEM. */
+/* See internal/rcu_cb.h (here: rcu_cb.c and rcu_cb_pcpu.c use it too). */
+long sk__rcu_cb_ncpu(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	if (n < 1)
+		n = 1;
+	if (n > CPU_SETSIZE)
+		n = CPU_SETSIZE;
+	return n;
+}
+
 static int slots_alloc(void)
 {
 	struct auto_cpu *s;
@@ -106,7 +119,7 @@ static int slots_alloc(void)
 }
 
 /* See internal/rcu_cb.h. */
-struct sk__worker *sk__rcu_cb_auto_worker(int cpu)
+struct sk__worker *sk__rcu_cb_auto_worker(int cpu, sk__worker_loop_fn *loop)
 {
 	struct sk__worker *w = NULL;
 	uint64_t now;
@@ -126,8 +139,8 @@ struct sk__worker *sk__rcu_cb_auto_worker(int cpu)
 	if (!err && cpu >= au.ncpu)
 		err = -EINVAL;
 	if (!err && !au.slot[cpu].running) {
-		err = sk__rcu_cb_worker_start(&au.slot[cpu].w, cpu, SK__WK_PIN,
-					      "sk-rcu-cba");
+		err = sk__worker_start(&au.slot[cpu].w, "sk-rcu-cba", loop, cpu,
+				       SK__WK_PIN);
 		if (!err)
 			/* Release: the worker's fields before the fast path's
 			 * acquire above uses them. */

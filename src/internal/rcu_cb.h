@@ -10,8 +10,9 @@
  * create.  Never installed.
  *
  * Barrier pairs of RCU callbacks, the legend of the CB-* labels of
- * src/rcu_cb.c and src/rcu_cb_pcpu.c (those of the queue itself, CB-C1
- * and CB-C2/CB-C2', are in internal/cbq.h; partners in brackets):
+ * src/rcu_cb.c, src/rcu_cb_pcpu.c and src/rcu_cb_auto.c (those of the
+ * queue itself, CB-C1 and CB-C2/CB-C2', are in internal/cbq.h; partners
+ * in brackets):
  *   CB-P1 (producer, mb)  - after the CB-C1 push onto a per-CPU queue,
  *                           before the load of q->w [CB-D1 in
  *                           rcu_cb_pcpu.c; store buffering]: either the
@@ -30,6 +31,10 @@
  *   CB-R3 (alloc, release) - the zeroed slots before ncpu [the acquire
  *                           in rcu_cb_pcpu.c's fork_lock(), which runs
  *                           without pc->lock].
+ *   CB-A1 (alloc, release) - rcu_cb_auto.c: the automatic workers'
+ *                           zeroed slots before ncpu [the acquires in
+ *                           sk__rcu_cb_auto_worker()'s fast path and the
+ *                           fork handlers, which run without au.lock].
  *   CB-D1 (destroy, mb)   - (sk_rcu_cb_workers_destroy() in rcu_cb_pcpu.c,
  *                           sk_rcu_cb_worker_destroy() in rcu_cb_own.c)
  *                           q->w = the default worker before its kick
@@ -159,6 +164,7 @@ extern __thread int sk__rcu_cb_in_worker
 /*
  * The number of per-CPU slots to allocate: the configured CPUs, 1 ..
  * CPU_SETSIZE (per-CPU and automatic workers index them by CPU number).
+ * In rcu_cb_auto.c, the lowest file that needs it.
  */
 long sk__rcu_cb_ncpu(void);
 /* Start the default worker if needed.  Returns 0 or -errno. */
@@ -197,12 +203,12 @@ int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 /* ---- rcu_cb_auto.c, for rcu_cb.c ---- */
 
 /*
- * The automatic worker of cpu, started (pinned there) if it does not run
- * yet; NULL when it cannot run: no memory, a failed start (then no new
- * attempt for 1 ms), cpu out of range.  A load when it runs.  Any thread
- * but a callback worker.
+ * The automatic worker of cpu, started (pinned there, running loop:
+ * rcu_cb.c's worker loop) if it does not run yet; NULL when it cannot
+ * run: no memory, a failed start (then no new attempt for 1 ms), cpu out
+ * of range.  A load when it runs.  Any thread but a callback worker.
  */
-struct sk__worker *sk__rcu_cb_auto_worker(int cpu);
+struct sk__worker *sk__rcu_cb_auto_worker(int cpu, sk__worker_loop_fn *loop);
 /* rcu_cb.c's fork handlers call these (lock order: see rcu_cb_auto.c). */
 void sk__rcu_cb_auto_fork_prepare(void);
 void sk__rcu_cb_auto_fork_parent(void);
