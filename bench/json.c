@@ -77,7 +77,12 @@ static void row_json(FILE *f, const struct sk_bench_row *row, int i)
 	jstr(f, row->scenario);
 	fputs(", \"variant\": ", f);
 	jstr(f, row->variant);
-	fprintf(f, ", \"threads\": %d, \"impl\": ", row->threads);
+	fprintf(f, ", \"threads\": %d, ", row->threads);
+	/* The sweep's percent reads; null for the other rows. */
+	if (row->mix)
+		fprintf(f, "\"mix\": %d, \"impl\": ", row->mix);
+	else
+		fputs("\"mix\": null, \"impl\": ", f);
 	jstr(f, row->impl[i]->name);
 	fputs(", \"unit\": ", f);
 	jstr(f, row->unit);
