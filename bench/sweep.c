@@ -73,9 +73,12 @@ static const int counts[] = { 1, 2, 4, 8 };
 
 /*
  * A run of the sweep is shorter than the others' (it has 224 of them per
- * repetition): 3/10 of --quick's or the default run, which keeps `make
- * bench`'s sweep near a minute and --quick's near three seconds.
+ * repetition): 3/10 of the default run (60 ms), 1/5 of --quick's (10 ms),
+ * and at most SWEEP_MAX_REPS repetitions whatever --reps says: that keeps
+ * `make bench`'s sweep near a minute on an idle 2-CPU machine (two on a
+ * loaded one) and --quick's near three seconds (idle).
  */
+#define SWEEP_MAX_REPS 3
 #define SWEEP_RUN_NUM 3
 #define SWEEP_RUN_DEN 10
 #define SWEEP_QUICK_RUN_NUM 1
@@ -138,6 +141,8 @@ int sk_bench_sweep_run(const struct sk_bench_config *cfg,
 	else
 		sc.run_ns = cfg->run_ns * SWEEP_RUN_NUM / SWEEP_RUN_DEN;
 	sc.warmup_ns = sc.run_ns / 4;
+	if (sc.reps > SWEEP_MAX_REPS)
+		sc.reps = SWEEP_MAX_REPS;
 	if (!initialized) {
 		/* Before any thread of the sweep exists. */
 		for (p = 0; p < NPRIMS; p++)
@@ -309,12 +314,19 @@ static void print_chooser(FILE *f, const struct sk_bench_results *res,
 
 void sk_bench_sweep_print(FILE *f, const struct sk_bench_results *res)
 {
-	int ncpus = sk_bench_ncpus(), m, r, any = 0;
+	const struct sk_bench_row *row = NULL;
+	int ncpus = sk_bench_ncpus(), m, r;
 
-	for (r = 0; r < res->nrows && !any; r++)
-		any = is_sweep_row(res->rows[r], "Mops/s");
-	if (!any)
+	for (r = 0; r < res->nrows && !row; r++)
+		if (is_sweep_row(res->rows[r], "Mops/s"))
+			row = res->rows[r];
+	if (!row)
 		return;
+	fprintf(f,
+		"sweep: one operation = a read (read side, check a 3-word "
+		"value) or an update\n(replace it); figures: median over "
+		"%d repetitions\n\n",
+		row->nrep);
 	for (m = 0; m < NMIXES; m++)
 		print_mix(f, res, mixes[m], ncpus);
 	print_chooser(f, res, ncpus);
