@@ -29,14 +29,9 @@ const struct sk_bench_rcu_ops sk_bench_urcu_bp_ops = {
 	.sync = urcu_bp_synchronize_rcu,
 };
 
-/* The sweep (bench/sweep.h): bp readers, urcu_bp_call_rcu(). */
-#define SWB_RETIRE(o) urcu_bp_call_rcu(&(o)->head, swb_free)
-SK_BENCH_SWEEP_RCU(swb, struct rcu_head, urcu_bp_read_lock,
-		   urcu_bp_read_unlock, rcu_dereference, SWB_RETIRE, (void)0)
-SK_BENCH_SWEEP_OPS(sk_bench_sweep_urcu_bp_ops, "urcu-bp",
-		   "urcu_bp_read_lock/unlock; urcu_bp_call_rcu", swb,
-		   .thread_init = urcu_bp_register_thread,
-		   .barrier = urcu_bp_barrier);
+/* The sweep (bench/sweep.h): bp readers (they need no unregistering). */
+#define SK_BENCH_SWEEP_URCU_RETIRE_bp(o) urcu_bp_call_rcu(&(o)->head, sw_bp_free)
+SK_BENCH_SWEEP_URCU(sk_bench_sweep_urcu_bp_ops, "urcu-bp", bp, (void)0);
 
 #else
 

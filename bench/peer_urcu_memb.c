@@ -99,14 +99,10 @@ const struct sk_bench_rcu_ops sk_bench_urcu_memb_pcpu_ops = {
 };
 
 /* The sweep (bench/sweep.h): memb readers, urcu_memb_call_rcu(). */
-#define SWM_RETIRE(o) urcu_memb_call_rcu(&(o)->head, swm_free)
-SK_BENCH_SWEEP_RCU(swm, struct rcu_head, urcu_memb_read_lock,
-		   urcu_memb_read_unlock, rcu_dereference, SWM_RETIRE, (void)0)
-SK_BENCH_SWEEP_OPS(sk_bench_sweep_urcu_memb_ops, "urcu-memb",
-		   "urcu_memb_read_lock/unlock; urcu_memb_call_rcu", swm,
-		   .thread_init = urcu_memb_register_thread,
-		   .thread_exit = urcu_memb_unregister_thread,
-		   .barrier = urcu_memb_barrier);
+#define SK_BENCH_SWEEP_URCU_RETIRE_memb(o) \
+	urcu_memb_call_rcu(&(o)->head, sw_memb_free)
+SK_BENCH_SWEEP_URCU(sk_bench_sweep_urcu_memb_ops, "urcu-memb", memb, (void)0,
+		    .thread_exit = urcu_memb_unregister_thread);
 
 #else
 

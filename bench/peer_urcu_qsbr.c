@@ -58,18 +58,13 @@ URCU_QSBR_OPS(sk_bench_urcu_qsbr_every_ops, "urcu-qsbr-every",
 	      "liburcu qsbr: dereference + quiescent state every one",
 	      qsbr_every_read_section);
 
-/* The sweep (bench/sweep.h): online qsbr readers, urcu_qsbr_call_rcu(). */
-#define SWQB_RETIRE(o) urcu_qsbr_call_rcu(&(o)->head, swqb_free)
-SK_BENCH_SWEEP_RCU(swqb, struct rcu_head, urcu_qsbr_read_lock,
-		   urcu_qsbr_read_unlock, rcu_dereference, SWQB_RETIRE,
-		   urcu_qsbr_quiescent_state())
-SK_BENCH_SWEEP_OPS(sk_bench_sweep_urcu_qsbr_ops, "urcu-qsbr",
-		   "online qsbr thread, quiescent state every 1024; "
-		   "urcu_qsbr_call_rcu",
-		   swqb, .thread_init = urcu_qsbr_register_thread,
-		   .thread_offline = qsbr_thread_offline,
-		   .thread_exit = urcu_qsbr_unregister_thread,
-		   .barrier = urcu_qsbr_barrier);
+/* The sweep (bench/sweep.h): online qsbr readers, like urcu-qsbr's. */
+#define SK_BENCH_SWEEP_URCU_RETIRE_qsbr(o) \
+	urcu_qsbr_call_rcu(&(o)->head, sw_qsbr_free)
+SK_BENCH_SWEEP_URCU(sk_bench_sweep_urcu_qsbr_ops, "urcu-qsbr", qsbr,
+		    urcu_qsbr_quiescent_state(),
+		    .thread_offline = qsbr_thread_offline,
+		    .thread_exit = urcu_qsbr_unregister_thread);
 
 #else
 

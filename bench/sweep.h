@@ -172,11 +172,12 @@ void sk_bench_sweep_free(void *obj);
 	}
 
 /*
- * SK_BENCH_SWEEP_LOCKED(pfx, rdlock, rdunlock, wrlock, wrunlock) - the glue
- * of a lock: the value pfx##_val guarded by it, pfx##_init() and
- * pfx##_section(n); the four arguments are function-like macros.
+ * SK_BENCH_SWEEP_LOCKED(pfx, lock, rdlock, rdunlock, wrlock, wrunlock) - the
+ * glue of a lock: the value pfx##_val guarded by the lock at address lock,
+ * pfx##_init() and pfx##_section(n); the four others are the functions
+ * that take and release its read and write sides, given lock.
  */
-#define SK_BENCH_SWEEP_LOCKED(pfx, rdlock, rdunlock, wrlock, wrunlock)       \
+#define SK_BENCH_SWEEP_LOCKED(pfx, lock, rdlock, rdunlock, wrlock, wrunlock) \
 	static struct sk_bench_sweep_val pfx##_val                           \
 		__attribute__((aligned(64)));                                \
 	static void pfx##_init(void)                                         \
@@ -185,23 +186,41 @@ void sk_bench_sweep_free(void *obj);
 	}                                                                    \
 	static inline __attribute__((always_inline)) void pfx##_read(void)   \
 	{                                                                    \
-		rdlock();                                                    \
+		rdlock(lock);                                                \
 		sk_bench_sweep_check(&pfx##_val, #pfx);                      \
-		rdunlock();                                                  \
+		rdunlock(lock);                                              \
 	}                                                                    \
 	static inline __attribute__((always_inline)) void pfx##_update(void) \
 	{                                                                    \
-		wrlock();                                                    \
+		wrlock(lock);                                                \
 		sk_bench_sweep_set(&pfx##_val,                               \
 				   __atomic_load_n(&pfx##_val.a,             \
 						   __ATOMIC_RELAXED) + 1);   \
-		wrunlock();                                                  \
+		wrunlock(lock);                                              \
 	}                                                                    \
 	static void pfx##_section(long n)                                    \
 	{                                                                    \
 		SK_BENCH_SWEEP_LOOP(n, pfx##_read(), pfx##_update(),         \
 				    (void)0);                                \
 	}
+
+/*
+ * SK_BENCH_SWEEP_URCU(sym, nm, fl, qs, ...) - the ops sym of liburcu's
+ * flavor fl (memb, qsbr, bp; the flavor header included, _LGPL_SOURCE):
+ * urcu_<fl>_read_lock/unlock, urcu_<fl>_call_rcu() as the deferred free,
+ * registration by urcu_<fl>_register_thread, urcu_<fl>_barrier to drain;
+ * qs as in SK_BENCH_SWEEP_LOOP, then the ops' other fields.
+ */
+#define SK_BENCH_SWEEP_URCU(sym, nm, fl, qs, ...)                           \
+	SK_BENCH_SWEEP_RCU(sw_##fl, struct rcu_head, urcu_##fl##_read_lock, \
+			   urcu_##fl##_read_unlock, rcu_dereference,        \
+			   SK_BENCH_SWEEP_URCU_RETIRE_##fl, qs)              \
+	SK_BENCH_SWEEP_OPS(sym, nm,                                         \
+			   "urcu_" #fl "_read_lock/unlock; urcu_" #fl        \
+			   "_call_rcu",                                      \
+			   sw_##fl,                                          \
+			   .thread_init = urcu_##fl##_register_thread,       \
+			   .barrier = urcu_##fl##_barrier, __VA_ARGS__)
 
 /*
  * SK_BENCH_SWEEP_OPS(sym, nm, what, pfx, ...) - the ops sym of the glue

@@ -98,42 +98,34 @@ const struct sk_bench_rcu_ops sk_bench_sweep_scalekit_srcu_ops = {
 /* ---- locks: the value rewritten in place under the write side -------- */
 
 static struct sk_rwlock_rb swrb_lock = SK_RWLOCK_RB_INITIALIZER;
-#define SWRB_RD() sk_rwlock_rb_read_lock(&swrb_lock)
-#define SWRB_RDU() sk_rwlock_rb_read_unlock(&swrb_lock)
-#define SWRB_WR() sk_rwlock_rb_write_lock(&swrb_lock)
-#define SWRB_WRU() sk_rwlock_rb_write_unlock(&swrb_lock)
-SK_BENCH_SWEEP_LOCKED(swrb, SWRB_RD, SWRB_RDU, SWRB_WR, SWRB_WRU)
+SK_BENCH_SWEEP_LOCKED(swrb, &swrb_lock, sk_rwlock_rb_read_lock,
+		      sk_rwlock_rb_read_unlock, sk_rwlock_rb_write_lock,
+		      sk_rwlock_rb_write_unlock)
+static struct sk_elided_mutex swem_lock = SK_ELIDED_MUTEX_INITIALIZER;
+SK_BENCH_SWEEP_LOCKED(swem, &swem_lock, sk_elided_mutex_lock,
+		      sk_elided_mutex_unlock, sk_elided_mutex_lock,
+		      sk_elided_mutex_unlock)
+static struct sk_elided_rwlock swerw_lock = SK_ELIDED_RWLOCK_INITIALIZER;
+SK_BENCH_SWEEP_LOCKED(swerw, &swerw_lock, sk_elided_rwlock_read_lock,
+		      sk_elided_rwlock_read_unlock, sk_elided_rwlock_write_lock,
+		      sk_elided_rwlock_write_unlock)
+static pthread_rwlock_t swprw_lock = PTHREAD_RWLOCK_INITIALIZER;
+SK_BENCH_SWEEP_LOCKED(swprw, &swprw_lock, pthread_rwlock_rdlock,
+		      pthread_rwlock_unlock, pthread_rwlock_wrlock,
+		      pthread_rwlock_unlock)
+static pthread_mutex_t swpm_lock = PTHREAD_MUTEX_INITIALIZER;
+SK_BENCH_SWEEP_LOCKED(swpm, &swpm_lock, pthread_mutex_lock,
+		      pthread_mutex_unlock, pthread_mutex_lock,
+		      pthread_mutex_unlock)
+
 SK_BENCH_SWEEP_OPS(sk_bench_sweep_rwlock_rb_ops, "sk-rwlock-rb",
 		   "sk_rwlock_rb read / write lock", swrb);
-
-static struct sk_elided_mutex swem_lock = SK_ELIDED_MUTEX_INITIALIZER;
-#define SWEM_LOCK() sk_elided_mutex_lock(&swem_lock)
-#define SWEM_UNLOCK() sk_elided_mutex_unlock(&swem_lock)
-SK_BENCH_SWEEP_LOCKED(swem, SWEM_LOCK, SWEM_UNLOCK, SWEM_LOCK, SWEM_UNLOCK)
 SK_BENCH_SWEEP_OPS(sk_bench_sweep_elided_mutex_ops, "sk-elided-mutex",
 		   "sk_elided_mutex for reads and updates", swem);
-
-static struct sk_elided_rwlock swerw_lock = SK_ELIDED_RWLOCK_INITIALIZER;
-#define SWERW_RD() sk_elided_rwlock_read_lock(&swerw_lock)
-#define SWERW_RDU() sk_elided_rwlock_read_unlock(&swerw_lock)
-#define SWERW_WR() sk_elided_rwlock_write_lock(&swerw_lock)
-#define SWERW_WRU() sk_elided_rwlock_write_unlock(&swerw_lock)
-SK_BENCH_SWEEP_LOCKED(swerw, SWERW_RD, SWERW_RDU, SWERW_WR, SWERW_WRU)
 SK_BENCH_SWEEP_OPS(sk_bench_sweep_elided_rwlock_ops, "sk-elided-rwlock",
 		   "sk_elided_rwlock read / write lock", swerw);
-
-static pthread_rwlock_t swprw_lock = PTHREAD_RWLOCK_INITIALIZER;
-#define SWPRW_RD() pthread_rwlock_rdlock(&swprw_lock)
-#define SWPRW_WR() pthread_rwlock_wrlock(&swprw_lock)
-#define SWPRW_UN() pthread_rwlock_unlock(&swprw_lock)
-SK_BENCH_SWEEP_LOCKED(swprw, SWPRW_RD, SWPRW_UN, SWPRW_WR, SWPRW_UN)
 SK_BENCH_SWEEP_OPS(sk_bench_sweep_pthread_rwlock_ops, "pthread-rwlock",
 		   "pthread_rwlock_rdlock / wrlock", swprw);
-
-static pthread_mutex_t swpm_lock = PTHREAD_MUTEX_INITIALIZER;
-#define SWPM_LOCK() pthread_mutex_lock(&swpm_lock)
-#define SWPM_UNLOCK() pthread_mutex_unlock(&swpm_lock)
-SK_BENCH_SWEEP_LOCKED(swpm, SWPM_LOCK, SWPM_UNLOCK, SWPM_LOCK, SWPM_UNLOCK)
 SK_BENCH_SWEEP_OPS(sk_bench_sweep_pthread_mutex_ops, "pthread-mutex",
 		   "pthread_mutex for reads and updates", swpm);
 
