@@ -152,7 +152,7 @@ bench:
 	@if [ "$$(id -u)" = 0 ]; then scripts/deps.sh --peers; else echo "bench: not root, using the peers already installed"; fi
 	$(call configure,$(BUILD),-DCMAKE_BUILD_TYPE=RelWithDebInfo)
 	@mkdir -p results
-	$(BUILD)/tools/scalekit bench --csv results/bench.csv --json results/bench.json $(BENCH_ARGS)
+	$(BUILD)/tools/scalekit bench --csv results/bench.csv --json results/bench.json --html results/index.html $(BENCH_ARGS)
 	@scripts/plot.sh results/bench.csv results
 
 torture: build

@@ -356,6 +356,8 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 int sk_bench_sync_run(const struct sk_bench_config *cfg,
 		      struct sk_bench_results *res);
 /* sync.c: grace periods with 0, 64 and 1,024 registered idle threads. */
+int sk_bench_gp_latency_run(const struct sk_bench_config *cfg,
+			    struct sk_bench_results *res);
 int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res);
 int sk_bench_expedited_run(const struct sk_bench_config *cfg,
@@ -620,6 +622,15 @@ void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res);
  */
 int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res);
 
+/*
+ * sk_bench_unit_direction() - which way is better for a figure's unit:
+ * -1 lower (ns/us/ms...), 1 higher (M.../s), 0 neither (ratios, counts).
+ */
+int sk_bench_unit_direction(const char *unit);
+
+/* sk_bench_target_verdict() - "PASS", "MISS" or "SKIP" (not measured). */
+const char *sk_bench_target_verdict(const struct sk_bench_target *t);
+
 /* The environment of a run (bench/env.c), for every output's header. */
 struct sk_bench_env {
 	char cpu[128];	  /* model name */
@@ -641,6 +652,13 @@ void sk_bench_env_print(FILE *f, const char *prefix,
 
 /* sk_bench_write_json() - the run as JSON (bench/json.c): 0, or -1. */
 int sk_bench_write_json(FILE *f, const struct sk_bench_results *res,
+			const struct sk_bench_env *env);
+
+/*
+ * sk_bench_write_html() - the run as one self-contained page (bench/html.c):
+ * environment, targets (inline SVG chart and table), figures.  0, or -1.
+ */
+int sk_bench_write_html(FILE *f, const struct sk_bench_results *res,
 			const struct sk_bench_env *env);
 
 /*

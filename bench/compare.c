@@ -196,14 +196,7 @@ static int direction(const char *key)
 		unit = strchr(unit, ',');
 		unit = unit ? unit + 1 : NULL;
 	}
-	if (!unit)
-		return 0;
-	if (unit[0] == 'M' && strstr(unit, "/s"))
-		return 1;
-	if (!strncmp(unit, "ns", 2) || !strncmp(unit, "us", 2) ||
-	    !strncmp(unit, "ms", 2))
-		return -1;
-	return 0;
+	return unit ? sk_bench_unit_direction(unit) : 0;
 }
 
 /* The verdict of one shared row: "" when the spreads overlap. */

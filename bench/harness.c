@@ -64,6 +64,10 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  "grace-period latency p50/p99 with 0, 64 and 1,024 idle "
 	  "registered threads, 0 and 8 busy readers, vs urcu-memb",
 	  sk_bench_sync_many_run },
+	{ "gp-latency",
+	  "grace-period wait p50/p90/p99/max, one busy reader, every "
+	  "grace-period primitive and peer",
+	  sk_bench_gp_latency_run },
 	{ "expedited",
 	  "expedited vs normal grace-period latency, 0 and 1 busy "
 	  "reader",

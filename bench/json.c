@@ -27,6 +27,13 @@ static void jstr(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* ", "key": "value"" (sep: what comes before the key). */
+static void jkv(FILE *f, const char *sep, const char *key, const char *v)
+{
+	fprintf(f, "%s\"%s\": ", sep, key);
+	jstr(f, v);
+}
+
 /* A number, or null for NaN/inf (JSON has neither). */
 static void jnum(FILE *f, double v)
 {
@@ -49,23 +56,16 @@ static void jstat(FILE *f, struct sk_bench_stat s)
 
 static void env_json(FILE *f, const struct sk_bench_env *e)
 {
-	fputs("  \"env\": {\"cpu\": ", f);
-	jstr(f, e->cpu);
-	fprintf(f, ", \"cpus\": %d, \"l2_kib\": %ld, \"l3_kib\": %ld, ",
+	jkv(f, "  \"env\": {", "cpu", e->cpu);
+	fprintf(f, ", \"cpus\": %d, \"l2_kib\": %ld, \"l3_kib\": %ld",
 		e->ncpus, e->l2_kib, e->l3_kib);
-	fputs("\"rtm\": ", f);
-	jstr(f, e->rtm);
-	fprintf(f, ", \"membarrier\": %s, \"kernel\": ",
-		e->membarrier ? "true" : "false");
-	jstr(f, e->kernel);
-	fputs(", \"compiler\": ", f);
-	jstr(f, e->compiler);
-	fputs(", \"peers\": ", f);
-	jstr(f, e->peers);
-	fputs(", \"commit\": ", f);
-	jstr(f, e->commit);
-	fputs(", \"date\": ", f);
-	jstr(f, e->date);
+	jkv(f, ", ", "rtm", e->rtm);
+	fprintf(f, ", \"membarrier\": %s", e->membarrier ? "true" : "false");
+	jkv(f, ", ", "kernel", e->kernel);
+	jkv(f, ", ", "compiler", e->compiler);
+	jkv(f, ", ", "peers", e->peers);
+	jkv(f, ", ", "commit", e->commit);
+	jkv(f, ", ", "date", e->date);
 	fputs("},\n", f);
 }
 
@@ -73,19 +73,16 @@ static void row_json(FILE *f, const struct sk_bench_row *row, int i)
 {
 	int r;
 
-	fputs("    {\"scenario\": ", f);
-	jstr(f, row->scenario);
-	fputs(", \"variant\": ", f);
-	jstr(f, row->variant);
-	fprintf(f, ", \"threads\": %d, ", row->threads);
+	jkv(f, "    {", "scenario", row->scenario);
+	jkv(f, ", ", "variant", row->variant);
+	fprintf(f, ", \"threads\": %d", row->threads);
 	/* The sweep's percent reads; null for the other rows. */
 	if (row->mix)
-		fprintf(f, "\"mix\": %d, \"impl\": ", row->mix);
+		fprintf(f, ", \"mix\": %d", row->mix);
 	else
-		fputs("\"mix\": null, \"impl\": ", f);
-	jstr(f, row->impl[i]->name);
-	fputs(", \"unit\": ", f);
-	jstr(f, row->unit);
+		fputs(", \"mix\": null", f);
+	jkv(f, ", ", "impl", row->impl[i]->name);
+	jkv(f, ", ", "unit", row->unit);
 	fputs(", ", f);
 	jstat(f, sk_bench_row_stat(row, i));
 	fputs(", \"values\": [", f);
@@ -98,29 +95,18 @@ static void row_json(FILE *f, const struct sk_bench_row *row, int i)
 
 static void target_json(FILE *f, const struct sk_bench_target *t)
 {
-	fputs("    {\"id\": ", f);
-	jstr(f, t->id);
-	fputs(", \"what\": ", f);
-	jstr(f, t->what);
-	fprintf(f, ", \"threads\": %d, \"ratio\": ", t->threads);
-	jstr(f, t->ratio_name);
-	fprintf(f, ", \"direction\": \"%s\", \"limit\": ",
-		t->at_most ? "at most" : "at least");
+	jkv(f, "    {", "id", t->id);
+	jkv(f, ", ", "what", t->what);
+	fprintf(f, ", \"threads\": %d", t->threads);
+	jkv(f, ", ", "ratio", t->ratio_name);
+	jkv(f, ", ", "direction", t->at_most ? "at most" : "at least");
+	fputs(", \"limit\": ", f);
 	jnum(f, t->limit);
 	fputs(", ", f);
 	jstat(f, t->ratio);
-	fputs(", \"verdict\": ", f);
-	if (!t->ratio.n)
-		fputs("\"SKIP\"", f);
-	else if (t->at_most ? t->ratio.median <= t->limit
-			    : t->ratio.median >= t->limit)
-		fputs("\"PASS\"", f);
-	else
-		fputs("\"MISS\"", f);
-	if (t->na) {
-		fputs(", \"why\": ", f);
-		jstr(f, t->na);
-	}
+	fprintf(f, ", \"verdict\": \"%s\"", sk_bench_target_verdict(t));
+	if (t->na)
+		jkv(f, ", ", "why", t->na);
 	fputs("}", f);
 }
 

@@ -207,6 +207,26 @@ void sk_bench_print_table(FILE *f, const struct sk_bench_results *res)
 		fprintf(f, "  %s\n", res->notes[i]);
 }
 
+int sk_bench_unit_direction(const char *unit)
+{
+	if (unit[0] == 'M' && strstr(unit, "/s"))
+		return 1;
+	if (!strncmp(unit, "ns", 2) || !strncmp(unit, "us", 2) ||
+	    !strncmp(unit, "ms", 2))
+		return -1;
+	return 0;
+}
+
+const char *sk_bench_target_verdict(const struct sk_bench_target *t)
+{
+	if (!t->ratio.n)
+		return "SKIP";
+	if (t->at_most ? t->ratio.median <= t->limit
+		       : t->ratio.median >= t->limit)
+		return "PASS";
+	return "MISS";
+}
+
 void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res)
 {
 	char fig[CELL], lim[24];
@@ -231,22 +251,22 @@ void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res)
 			continue;
 		}
 		fmt_stat(fig, sizeof(fig), t->ratio);
-		if (t->at_most)
-			verdict = t->ratio.median <= t->limit ? "PASS" : "MISS";
-		else
-			verdict = t->ratio.median >= t->limit ? "PASS" : "MISS";
+		verdict = sk_bench_target_verdict(t);
 		fprintf(f, "  %-*s  %s %-5s  %-22s  %s\n", w, t->what,
 			t->at_most ? "<=" : ">=", lim, fig, verdict);
 	}
 }
 
-/* mix: the sweep's percent reads, 0 (an empty column) elsewhere. */
+/*
+ * tail: the target columns (",limit,direction") or ",," for a figure;
+ * mix: the sweep's percent reads, 0 (an empty column) elsewhere.
+ */
 static void csv_line(FILE *f, const char *scenario, const char *variant,
 		     int threads, const char *impl, struct sk_bench_stat s,
-		     const char *unit, int mix)
+		     const char *unit, const char *tail, int mix)
 {
-	fprintf(f, "%s,%s,%d,%s,%.6g,%.6g,%.6g,%s,%d,", scenario, variant,
-		threads, impl, s.median, s.min, s.max, unit, s.n);
+	fprintf(f, "%s,%s,%d,%s,%.6g,%.6g,%.6g,%s,%d%s,", scenario, variant,
+		threads, impl, s.median, s.min, s.max, unit, s.n, tail);
 	if (mix)
 		fprintf(f, "%d", mix);
 	fputc('\n', f);
@@ -254,10 +274,11 @@ static void csv_line(FILE *f, const char *scenario, const char *variant,
 
 int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 {
-	char name[2 * CELL];
+	char name[2 * CELL], tail[48];
 	int r, i;
 
-	fprintf(f, "scenario,variant,threads,impl,median,min,max,unit,reps,mix\n");
+	fprintf(f, "scenario,variant,threads,impl,median,min,max,unit,reps,"
+		   "limit,direction,mix\n");
 	for (r = 0; r < res->nrows; r++) {
 		const struct sk_bench_row *row = res->rows[r];
 
@@ -267,7 +288,7 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 			if (s.n)
 				csv_line(f, row->scenario, row->variant,
 					 row->threads, row->impl[i]->name, s,
-					 row->unit, row->mix);
+					 row->unit, ",,", row->mix);
 		}
 		if (!row->ratios)
 			continue;
@@ -279,16 +300,18 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 				 row->impl[0]->name, row->impl[i]->name);
 			if (s.n)
 				csv_line(f, row->scenario, row->variant,
-					 row->threads, name, s, "ratio",
+					 row->threads, name, s, "ratio", ",,",
 					 row->mix);
 		}
 	}
 	for (i = 0; i < res->ntargets; i++) {
 		const struct sk_bench_target *t = &res->targets[i];
 
+		snprintf(tail, sizeof(tail), ",%.6g,%s", t->limit,
+			 t->at_most ? "at most" : "at least");
 		if (t->ratio.n)
 			csv_line(f, "target", t->id, t->threads, t->ratio_name,
-				 t->ratio, "ratio", 0);
+				 t->ratio, "ratio", tail, 0);
 	}
 	return ferror(f) ? -1 : 0;
 }

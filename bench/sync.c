@@ -22,6 +22,8 @@
  */
 #include "bench.h"
 
+#include "scalekit/barrier.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -464,6 +466,30 @@ static void many_growth_notes(struct sk_bench_results *res,
 	}
 }
 
+/*
+ * Note: what one heavy fence costs here.  It is the fixed part of a grace
+ * period with idle registered threads, which never answer scalekit's
+ * handshake: scalekit issues one (RCU-G1), urcu-memb two (before and
+ * after its scan); the rest is the scan (the cost per idle thread of
+ * many_growth_notes()).  So the 64-thread ratio cannot be far below 0.5.
+ */
+static void many_fence_note(const struct sk_bench_config *cfg,
+			    struct sk_bench_results *res, uint64_t *lat)
+{
+	double p50, p99;
+
+	sk_bench_time_calls(sk_fence_heavy, cfg->run_ns, SYNC_MIN_CALLS,
+			    SYNC_MAX_CALLS, lat, &p50, &p99);
+	sk_bench_note_add(res,
+			  "sync-many: one sk_fence_heavy() (%s) p50 %.2f us, "
+			  "p99 %.2f us: the fixed part of a grace period "
+			  "with idle registered threads (scalekit issues one, "
+			  "urcu-memb two)",
+			  sk_fence_uses_membarrier() ? "membarrier(2)"
+						     : "fallback, no membarrier",
+			  p50, p99);
+}
+
 int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res)
 {
@@ -506,6 +532,7 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 	}
 	mcfg.run_ns = cfg->run_ns / 2;
 	mcfg.warmup_ns = cfg->warmup_ns / 2;
+	many_fence_note(&mcfg, res, lat);
 	for (c = 0; c < MANY_NIDLE; c++) {
 		struct sk_bench_idle *idle = NULL;
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # cmake -DSK_CSV=file -P bench_sweep_check.cmake: the CSV of
 # `scalekit bench rwlock-read --sweep --reps 1` (tests/bench.cmake,
-# bench_sweep) has a mix column after reps, filled with the percent reads
+# bench_sweep) has a mix column last, filled with the percent reads
 # on every sweep row (each mix, each thread count, ns/op and Mops/s) and
 # empty on the other rows.
 if(NOT EXISTS "${SK_CSV}")
@@ -15,13 +15,13 @@ foreach(l IN LISTS lines)
     break()
   endif()
 endforeach()
-if(NOT header STREQUAL "scenario,variant,threads,impl,median,min,max,unit,reps,mix")
+if(NOT header STREQUAL "scenario,variant,threads,impl,median,min,max,unit,reps,limit,direction,mix")
   message(FATAL_ERROR "unexpected header '${header}'")
 endif()
 foreach(mix 100 99 90 50)
   foreach(t 1 2 4 8)
     foreach(unit ns/op Mops/s)
-      set(re "^sweep,mix,${t},scalekit,[-0-9.e+]+,[-0-9.e+]+,[-0-9.e+]+,${unit},1,${mix}$")
+      set(re "^sweep,mix,${t},scalekit,[-0-9.e+]+,[-0-9.e+]+,[-0-9.e+]+,${unit},1,,,${mix}$")
       set(found 0)
       foreach(l IN LISTS lines)
         if(l MATCHES "${re}")
@@ -38,7 +38,7 @@ endforeach()
 set(other 0)
 foreach(l IN LISTS lines)
   if(l MATCHES "^rwlock-read,")
-    if(NOT l MATCHES ",[0-9]+,$")
+    if(NOT l MATCHES ",[0-9]+,,,$")
       message(FATAL_ERROR "a row that is not the sweep's fills mix: '${l}'")
     endif()
     math(EXPR other "${other} + 1")

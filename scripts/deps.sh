@@ -8,7 +8,8 @@
 # Usage: scripts/deps.sh [--peers] [--check] [--help]
 #
 #   (no option)  install the missing build/test packages (root only)
-#   --peers      also the benchmark peers: liburcu-dev, libck-dev, gnuplot-nox
+#   --peers      also the benchmark peers: liburcu-dev, libck-dev, gnuplot-nox,
+#                chromium (the bench page's browser test)
 #   --check      only report what is missing; never installs, always exits 0
 #
 # Exit status: 0 when everything is present (or was installed, or --check),
@@ -88,6 +89,7 @@ peers=(
 	"liburcu-dev pkg"
 	"libck-dev pkg"
 	"gnuplot-nox cmd:gnuplot"
+	"chromium cmd:chromium"
 )
 
 # Filled in below (the multilib names follow gcc's version).

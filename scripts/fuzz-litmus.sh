@@ -19,7 +19,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$work/corpus" "$work/crashes"
 cp "$top"/litmus/*.litmus "$top"/tests/litmus-bad/*.litmus "$work/corpus/"
 if [ -n "$run" ]; then
-	srcs="$top/src/*.c $top/tools/litmus_exec.c"
+	srcs="$top/src/*.c $top/tools/litmus_ops.c $top/tools/litmus_exec.c"
 	flags="-DLT_FUZZ_RUN -D_GNU_SOURCE -I$top/include -I$top/src -lpthread"
 else
 	srcs=
@@ -27,7 +27,8 @@ else
 fi
 # shellcheck disable=SC2086 # word splitting of srcs and flags is wanted
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$top/tools" "$top/tools/litmus_parse.c" $srcs \
+	-I"$top/tools" "$top/tools/litmus_lex.c" "$top/tools/litmus_decl.c" \
+	"$top/tools/litmus_parse.c" $srcs \
 	"$top/tests/litmus-fuzz/fuzz_parse.c" $flags -o "$work/fuzz"
 exec nice -n 19 "$work/fuzz" -max_total_time="$secs" -max_len=4096 \
 	-timeout=30 -artifact_prefix="$work/crashes/" -print_final_stats=1 \

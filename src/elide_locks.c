@@ -32,6 +32,7 @@ _Static_assert(SK__M_SERVE_SHIFT + 14 <= SK__M_NEXT_SHIFT,
 /* The rwlock and spinlock words' layouts: internal/elide.h. */
 #define RW_WRITER SK__RW_WRITER
 #define RW_SIM	  SK__RW_SIM
+#define RW_WSLEEP SK__RW_WSLEEP
 #define RW_ONE	  SK__RW_ONE
 #define SPIN_FREE SK__SPIN_FREE
 
@@ -56,31 +57,57 @@ static inline int cas_acquire(unsigned int *w, unsigned int old,
 }
 
 /*
- * Sleep until *w changes from v, after making sure WAITERS is set in it
- * (so the next unlock wakes us).  Returns 0 when w changed before.
+ * The futex bitsets the mutex's sleepers wait with: the holder of ticket
+ * t on bit t % 31, a waiter without a ticket on bit 31.  An unlock in
+ * handoff mode wakes the bit of the serving ticket (its holder is the only
+ * thread that can take the lock next) and bit 31 (the waiters without a
+ * ticket, who count the wakeup as lost and so come to take tickets), not
+ * the holders of later tickets, who could only sleep again; an unlock in
+ * plain mode (FUTEX_WAKE, every bit) wakes the oldest sleeper, which has
+ * no ticket then: every ticket taken has been served.
  */
-static int m_sleep(unsigned int *w, unsigned int v)
+#define M_PLAIN_BIT (1u << 31)
+
+static inline unsigned int m_ticket_bit(unsigned int t)
+{
+	return 1u << (t % 31);
+}
+
+/*
+ * Sleep until *w changes from v, after making sure WAITERS is set in it
+ * (so the next unlock wakes us).  Returns 0 when w changed before WAITERS
+ * was set, else 1 (the futex call was made: the lock changed hands at
+ * least once while we waited, a lost round).
+ */
+static int m_sleep(unsigned int *w, unsigned int v, unsigned int bits)
 {
 	if (!(v & M_WAITERS) &&
 	    !__atomic_compare_exchange_n(w, &v, v | M_WAITERS, 0,
 					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return 0;
 	/* The kernel compares *w with v | WAITERS: no lost wakeup. */
-	sk__futex_wait((int *)w, (int)(v | M_WAITERS));
+	syscall(SYS_futex, w, FUTEX_WAIT_BITSET_PRIVATE, (int)(v | M_WAITERS),
+		NULL, NULL, bits);
 	return 1;
 }
 
-/* A starving waiter: take a ticket, get the lock in ticket order. */
+/*
+ * A starving waiter: take a ticket, get the lock in ticket order.  While
+ * its ticket is served and the lock is still held, the section running
+ * is the last before ours (nobody else can take the lock in handoff
+ * mode): spin M_SPINS times for it before sleeping, so that a hand-off
+ * between running threads costs no context switch.
+ */
 static void m_lock_handoff(unsigned int *w)
 {
 	/* Relaxed: the ticket only orders waiters; EL-M1 orders the data. */
 	unsigned int t = sk__m_next(__atomic_fetch_add(w, SK__M_NEXT_ONE,
 						       __ATOMIC_RELAXED));
-	unsigned int v, s, nv;
+	unsigned int v, s, nv, spins = M_SPINS;
 
 	for (;;) {
 		v = load_relaxed(w);
-		if (!(v & M_HELD) && sk__m_serving(v) == t) {
+		if (sk__m_serving(v) == t && !(v & M_HELD)) {
 			s = (t + 1) & SK__M_TMASK;
 			nv = (v & ~SK__M_TICKETS) | M_LOCKED | M_WAITERS;
 			if (s != sk__m_next(v)) /* more tickets: stay in handoff */
@@ -89,10 +116,23 @@ static void m_lock_handoff(unsigned int *w)
 				return;
 			continue;
 		}
-		m_sleep(w, v);
+		if (sk__m_serving(v) == t && spins) {
+			spins--;
+			sk_cpu_relax();
+			continue;
+		}
+		m_sleep(w, v, m_ticket_bit(t));
+		spins = M_SPINS;
 	}
 }
 
+/*
+ * The real lock: spin M_SPINS times for the holder to leave, then sleep;
+ * after each wakeup spin again (the thread is running now, and the
+ * holder's section is short), so that the lock usually changes hands
+ * between running threads.  A waiter that has slept (or tried to)
+ * handoff_wakeups times and still found the lock taken takes a ticket.
+ */
 void sk__mutex_lock_real(int *word)
 {
 	unsigned int *w = (unsigned int *)word;
@@ -103,7 +143,10 @@ void sk__mutex_lock_real(int *word)
 	for (;;) {
 		v = load_relaxed(w);
 		if (m_free(v)) {
-			/* After sleeping, others may sleep too: keep WAITERS. */
+			/*
+			 * After sleeping, others may sleep too (the unlock that
+			 * woke us cleared WAITERS): keep WAITERS.
+			 */
 			if (cas_acquire(w, v, v | M_LOCKED |
 						      (losses ? M_WAITERS : 0)))
 				return;
@@ -118,7 +161,10 @@ void sk__mutex_lock_real(int *word)
 			m_lock_handoff(w);
 			return;
 		}
-		losses += m_sleep(w, v);
+		if (m_sleep(w, v, M_PLAIN_BIT)) {
+			losses++;
+			spins = M_SPINS;
+		}
 	}
 }
 
@@ -130,7 +176,12 @@ int sk__mutex_trylock_real(int *word)
 	return m_free(v) && cas_acquire(w, v, v | M_LOCKED) ? 0 : -EBUSY;
 }
 
-/* Clear the held bit (LOCKED or SIM); wake a waiter, every one in handoff. */
+/*
+ * Clear the held bit (LOCKED or SIM) and WAITERS; if WAITERS was set,
+ * wake the oldest sleeper, or in handoff mode the serving ticket's holder
+ * and the sleepers without a ticket (the serving holder's acquisition
+ * sets WAITERS again for the later ticket holders).
+ */
 void sk__mutex_unlock_real(int *word, unsigned int held)
 {
 	unsigned int *w = (unsigned int *)word;
@@ -140,9 +191,13 @@ void sk__mutex_unlock_real(int *word, unsigned int held)
 	while (!__atomic_compare_exchange_n(w, &v, v & ~(held | M_WAITERS), 0,
 					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		;
-	if (v & M_WAITERS)
-		sk__futex_wake(word, sk__m_serving(v) != sk__m_next(v) ? INT_MAX
-								     : 1);
+	if (!(v & M_WAITERS))
+		return;
+	if (sk__m_serving(v) == sk__m_next(v)) /* plain mode: the oldest */
+		sk__futex_wake(word, 1);
+	else /* handoff mode: the serving ticket's holder, and no ticket */
+		syscall(SYS_futex, w, FUTEX_WAKE_BITSET_PRIVATE, INT_MAX, NULL,
+			NULL, m_ticket_bit(sk__m_serving(v)) | M_PLAIN_BIT);
 }
 
 /* ---- sk_elided_mutex ----------------------------------------------------- */
@@ -341,24 +396,46 @@ int sk__rw_read_trylock_real(unsigned int *word)
 	return -EBUSY;
 }
 
+/* v is the word after a reader (or a simulated claim) left it. */
+static inline void rw_wake_writer(unsigned int *word, unsigned int v)
+{
+	/* The last one out, and the draining writer sleeps: wake it. */
+	if (v == (RW_WRITER | RW_WSLEEP))
+		sk__futex_wake((int *)word, 1);
+}
+
 void sk__rw_read_unlock_real(unsigned int *word)
 {
 	/* EL-R2: release; pairs with EL-W1's acquire in the waiting writer. */
-	unsigned int v = __atomic_sub_fetch(word, RW_ONE, __ATOMIC_RELEASE);
-
-	if (v == RW_WRITER) /* the last reader out of a waiting writer */
-		sk__futex_wake((int *)word, 1);
+	rw_wake_writer(word, __atomic_sub_fetch(word, RW_ONE, __ATOMIC_RELEASE));
 }
 
 void sk_elided_rwlock_read_lock(struct sk_elided_rwlock *rw)
 {
-	if (sk__elide_enter(SK__ELIDE_RW_READ, rw, &rw->policy, rw_stats(rw)))
+	unsigned int spins;
+
+	/* Relaxed: as the inline mutex lock; no call when elision is off. */
+	if (__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED) &&
+	    sk__elide_enter(SK__ELIDE_RW_READ, rw, &rw->policy, rw_stats(rw)))
 		return;
 	/* EL-R1 again: the optimistic reader; undone if a writer is there. */
 	if (!(__atomic_fetch_add(&rw->word, RW_ONE, __ATOMIC_ACQUIRE) &
 	      (RW_WRITER | RW_SIM)))
 		return;
 	sk__rw_read_unlock_real(&rw->word);
+	/*
+	 * The writer's section is short: spin M_SPINS times for it to leave,
+	 * then join the readers (EL-R1 in the trylock).  A reader that spins
+	 * out queues with the writers, so its wait stays bounded as below;
+	 * the writers' stays bounded too: a writer that sets WRITER waits
+	 * only for the readers already inside.
+	 */
+	for (spins = M_SPINS; spins; spins--) {
+		sk_cpu_relax();
+		if (!(load_relaxed(&rw->word) & (RW_WRITER | RW_SIM)) &&
+		    !sk__rw_read_trylock_real(&rw->word))
+			return;
+	}
 	/* Queue with the writers; none can set WRITER while we hold wlock. */
 	sk__mutex_lock_real(&rw->wlock);
 	while (sk__rw_read_trylock_real(&rw->word))
@@ -385,7 +462,7 @@ void sk_elided_rwlock_read_unlock(struct sk_elided_rwlock *rw)
 /* With wlock held: set WRITER, then wait until the readers are gone. */
 static void rw_write_drain(struct sk_elided_rwlock *rw)
 {
-	unsigned int v = load_relaxed(&rw->word);
+	unsigned int v = load_relaxed(&rw->word), spins = M_SPINS;
 
 	/* Relaxed: the acquire is EL-W1 below, when the readers are gone. */
 	do {
@@ -396,14 +473,36 @@ static void rw_write_drain(struct sk_elided_rwlock *rw)
 	} while (!__atomic_compare_exchange_n(&rw->word, &v, v | RW_WRITER, 0,
 					      __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
-	/* EL-W1: acquire; pairs with EL-R2 of every reader that leaves. */
-	while ((v = __atomic_load_n(&rw->word, __ATOMIC_ACQUIRE)) != RW_WRITER)
-		sk__futex_wait((int *)&rw->word, (int)v);
+	/*
+	 * EL-W1: acquire; pairs with EL-R2 of every reader that leaves.  The
+	 * readers inside run short sections: spin for them M_SPINS times
+	 * before sleeping; WSLEEP (set only by us, while WRITER is set) asks
+	 * the last reader out for the futex wake, which a spinning writer
+	 * does not need.
+	 */
+	while (((v = __atomic_load_n(&rw->word, __ATOMIC_ACQUIRE)) &
+		~RW_WSLEEP) != RW_WRITER) {
+		if (spins) {
+			spins--;
+			sk_cpu_relax();
+			continue;
+		}
+		/* Relaxed: the futex compares the word; EL-W1 orders. */
+		if ((v & RW_WSLEEP) ||
+		    __atomic_compare_exchange_n(&rw->word, &v, v | RW_WSLEEP, 0,
+						__ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			sk__futex_wait((int *)&rw->word, (int)(v | RW_WSLEEP));
+	}
+	/* Relaxed: a flag for the readers' wake, no data behind it. */
+	if (v & RW_WSLEEP)
+		__atomic_fetch_and(&rw->word, ~RW_WSLEEP, __ATOMIC_RELAXED);
 }
 
 void sk_elided_rwlock_write_lock(struct sk_elided_rwlock *rw)
 {
-	if (sk__elide_enter(SK__ELIDE_RW_WRITE, rw, &rw->policy,
+	if (__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED) &&
+	    sk__elide_enter(SK__ELIDE_RW_WRITE, rw, &rw->policy,
 			    rw_stats(rw)))
 		return;
 	sk__mutex_lock_real(&rw->wlock);
@@ -437,8 +536,8 @@ void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
 void sk__rw_unclaim_sim(unsigned int *word)
 {
 	/* Release; pairs with EL-R1/EL-W1 of whoever waited for it. */
-	if ((__atomic_fetch_and(word, ~RW_SIM, __ATOMIC_RELEASE) & ~RW_SIM) ==
-	    RW_WRITER)
-		sk__futex_wake((int *)word, 1); /* a writer drains (busted) */
+	/* A writer may drain behind a busted twin's mark. */
+	rw_wake_writer(word, __atomic_fetch_and(word, ~RW_SIM,
+						__ATOMIC_RELEASE) & ~RW_SIM);
 }
 #endif

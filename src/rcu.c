@@ -38,7 +38,11 @@ __thread uint64_t sk__rcu_ack __attribute__((tls_model("initial-exec")));
 __thread int sk_rcu__hs_seen __attribute__((tls_model("initial-exec")));
 __thread int sk__rcu_qsbr_mode __attribute__((tls_model("initial-exec")));
 
-struct rcu_chunk sk__rcu_first_chunk;
+unsigned long sk__rcu_no_word;
+
+struct rcu_chunk sk__rcu_first_chunk = {
+	.words = { [0 ... SK__RCU_CHUNK_SLOTS - 1] = &sk__rcu_no_word },
+};
 
 struct sk__rcu_state sk__rcu = {
 	.registry_lock = PTHREAD_RWLOCK_INITIALIZER,
@@ -310,7 +314,7 @@ static void atfork_child(void)
 					&sk__rcu.ngeneral,
 					(unsigned long)!sk__rcu_qsbr_mode);
 			} else {
-				ch->slots[i].ctrp = NULL;
+				chunk_set_slot(ch, i, NULL);
 				ch->used &= ~((uint64_t)1 << i);
 			}
 		}

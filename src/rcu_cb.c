@@ -66,6 +66,15 @@
  */
 #define CB_RETRY_NS 1000000u
 
+/*
+ * Automatic per-CPU workers (src/rcu_cb_auto.c): a thread's queue whose
+ * backlog exceeds CB_AUTO_MIN moves to the worker of the CPU the thread
+ * runs on; a flowing producer looks at its CPU once per CB_AUTO_EVERY
+ * calls (a power of two), so that it follows when the scheduler moves it.
+ */
+#define CB_AUTO_MIN   256UL
+#define CB_AUTO_EVERY 64UL
+
 struct sk_rcu_barrier_state {
 	unsigned long count; /* heads not yet run, + 1 for the caller */
 	int done;	     /* futex: 1 when count reached 0 */
@@ -101,6 +110,7 @@ static struct {
 	.fallback = {
 		.wfq = { .tail = &cb.fallback.wfq.head },
 		.w = &cb.w0,
+		.acpu = -1,
 		.link = { &cb.queues, &cb.queues },
 		.shared = 1,
 	},
@@ -133,6 +143,7 @@ static void queue_init(struct sk__rcu_cb_queue *q, int shared,
 	sk__wfq_init(&q->wfq);
 	q->w = w;
 	q->pcpu = 0;
+	q->acpu = -1;
 	q->queued = q->invoked = 0;
 	q->b_first = q->b_last = NULL;
 	q->b_next = NULL;
@@ -386,7 +397,14 @@ static void worker_wait_gp(struct sk__worker *w, unsigned long backlog)
 	sk_atomic_fetch_add_relaxed(&cb.batches, 1UL);
 }
 
-/* Run the batches of todo, then let other workers take those queues. */
+/*
+ * Run the batches of todo, then let other workers take those queues.  A
+ * queue handed to another worker meanwhile (an automatic or per-CPU
+ * hand-over) may have that worker waiting for it (SK__WK_HANDOVER in
+ * worker_loop()): kick it urgently after busy = 0 (the request, under
+ * cb.lock, before WK-K1/WK-K2 in the kick; pairs with WK-W2 before the
+ * re-check worker_handover_wait()).
+ */
 static void worker_run(struct sk__worker *w, struct sk__rcu_cb_queue *todo)
 {
 	struct sk__rcu_cb_queue *q;
@@ -398,11 +416,43 @@ static void worker_run(struct sk__worker *w, struct sk__rcu_cb_queue *todo)
 		run_batch(q);
 	sk_atomic_store_relaxed(&w->invoking, 0);
 	pthread_mutex_lock(&cb.lock);
-	for (q = todo; q; q = q->b_next)
+	for (q = todo; q; q = q->b_next) {
 		q->busy = 0;
+		if (queue_worker(q) != w && !sk__wfq_empty(&q->wfq))
+			sk__worker_wake(queue_worker(q), SK__WK_KICK_URGENT);
+	}
 	reap_orphans();
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_unlock(&w->run_lock);
+}
+
+/*
+ * The hand-over sleep's re-check: w has no queue it can take now, but one
+ * with callbacks whose batch another worker still runs (busy), which
+ * kicks w when done (worker_run()); and no poll or stop request.
+ */
+static int worker_handover_wait(struct sk__worker *w, uint64_t *timeout_ns)
+{
+	struct sk__link *l;
+	int wait = 0;
+
+	(void)timeout_ns;
+	if (sk_atomic_load_relaxed(&w->stop) || poll_pending(w))
+		return 0;
+	pthread_mutex_lock(&cb.lock);
+	for (l = cb.queues.next; l != &cb.queues; l = l->next) {
+		struct sk__rcu_cb_queue *q = queue_of(l);
+
+		if (queue_worker(q) != w || sk__wfq_empty(&q->wfq))
+			continue;
+		if (!q->busy) {
+			wait = 0; /* one to take */
+			break;
+		}
+		wait = 1;
+	}
+	pthread_mutex_unlock(&cb.lock);
+	return wait;
 }
 
 static void worker_loop(struct sk__worker *w)
@@ -423,16 +473,26 @@ static void worker_loop(struct sk__worker *w)
 		/* WK-K3: consume the kicks before the take. */
 		sk__worker_take_kicks(w);
 		backlog = worker_take(w, &todo);
-		if (!todo && !poll_pending(w))
+		if (!todo && !poll_pending(w)) {
+			/*
+			 * Nothing taken: perhaps a queue handed over whose
+			 * batch another worker still runs.  Wait for its kick
+			 * (at most CB_LAZY_NS) rather than spin on the
+			 * producers' backlog kicks, which do not end it.
+			 */
+			sk__worker_sleep(w, SK__WK_HANDOVER, CB_LAZY_NS,
+					 worker_handover_wait);
 			continue;
+		}
 		worker_wait_gp(w, backlog);
 		worker_run(w, todo);
 	}
 }
 
-int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags)
+int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags,
+			    const char *name)
 {
-	return sk__worker_start(w, "sk-rcu-cb", worker_loop, cpu, flags);
+	return sk__worker_start(w, name, worker_loop, cpu, flags);
 }
 
 int sk__rcu_cb_worker_ensure(void)
@@ -483,6 +543,17 @@ static void run_default_work_here(void)
 	sk__rcu_cb_in_worker = was;
 }
 
+long sk__rcu_cb_ncpu(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	if (n < 1)
+		n = 1;
+	if (n > CPU_SETSIZE)
+		n = CPU_SETSIZE;
+	return n;
+}
+
 struct sk__worker *sk__rcu_cb_default_worker(void)
 {
 	return &cb.w0;
@@ -526,6 +597,62 @@ static struct sk__worker *queue_kick(struct sk__rcu_cb_queue *q, int kick)
 	return w;
 }
 
+#ifdef SK_TESTING
+/*
+ * SK__CB_BUSTED_AUTO_SPLIT: give the thread a new queue on w, leaving its
+ * queue to the worker it has.  That queue stays listed and is never freed
+ * (the caller's sk_call_rcu() still kicks through it; a twin may keep
+ * it).  On failure the thread keeps its queue.
+ */
+static void queue_split(struct sk__worker *w, int cpu)
+{
+	struct sk__rcu_cb_queue *nq = aligned_alloc(SK_CACHELINE, sizeof(*nq));
+
+	if (!nq)
+		return;
+	queue_init(nq, 0, w);
+	nq->acpu = cpu;
+	pthread_mutex_lock(&cb.lock);
+	sk__link_add_tail(&nq->link, &cb.queues);
+	pthread_mutex_unlock(&cb.lock);
+	pthread_setspecific(cb.key, nq);
+	my_q = nq;
+}
+#endif
+
+/*
+ * The calling thread's own queue q has a backlog: hand it to the
+ * automatic worker of the CPU the thread runs on (started on first use),
+ * unless it is there already or that worker cannot run (then q keeps its
+ * worker; nothing is lost).  Only the owner changes q->w of its queue, so
+ * its push before and its kick after read it without the lock; workers
+ * and barriers read it under the lock, which this store takes.  The old
+ * worker may still run a batch of q: the new one takes q only after it
+ * (busy), so q's callbacks keep their order.
+ */
+static __attribute__((noinline, cold)) void
+queue_follow_cpu(struct sk__rcu_cb_queue *q)
+{
+	int cpu = sched_getcpu();
+	struct sk__worker *w;
+
+	if (cpu == q->acpu || cpu < 0)
+		return;
+	w = sk__rcu_cb_auto_worker(cpu);
+	if (!w)
+		return;
+#ifdef SK_TESTING
+	if (cb_busted() & SK__CB_BUSTED_AUTO_SPLIT) {
+		queue_split(w, cpu); /* BROKEN on purpose (test twin) */
+		return;
+	}
+#endif
+	pthread_mutex_lock(&cb.lock);
+	sk_atomic_store_relaxed(&q->w, w);
+	q->acpu = cpu;
+	pthread_mutex_unlock(&cb.lock);
+}
+
 /*
  * The queue for the calling thread's callback: the queue of the CPU it
  * runs on while per-CPU workers run, else its own queue.
@@ -562,15 +689,27 @@ int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
 	backlog = sk_atomic_load_relaxed(&q->queued) -
 		  sk_atomic_load_relaxed(&q->invoked);
+	/*
+	 * A thread's own queue with a backlog: its CPU's worker.  Relaxed:
+	 * q may be a shared queue, whose count other producers add to.
+	 */
+	if (SK_UNLIKELY((sk_atomic_load_relaxed(&q->queued) &
+			 (CB_AUTO_EVERY - 1)) == 0) &&
+	    backlog > CB_AUTO_MIN && q == my_q && !sk__rcu_cb_in_worker)
+		queue_follow_cpu(q);
 	w = queue_kick(q, backlog > CB_LAZY_MAX ? SK__WK_KICK_BACKLOG
 						: SK__WK_KICK_IDLE);
 	/*
 	 * Forward progress under a flood: a producer far ahead of the worker
 	 * gives up its CPU once per call (bounded work, no waiting on anyone);
-	 * see CB_THROTTLE_BUSY for the lower threshold.
+	 * see CB_THROTTLE_BUSY for the lower threshold, which a callback
+	 * worker (a callback that queues callbacks) does not apply: its CPU
+	 * time is what runs callbacks, and with several workers (automatic
+	 * ones) each would yield on every call while another runs a batch.
 	 */
 	if (SK_UNLIKELY(backlog > CB_THROTTLE_BUSY) &&
-	    (backlog > SK__CB_THROTTLE || sk_atomic_load_relaxed(&w->invoking)))
+	    (backlog > SK__CB_THROTTLE ||
+	     (sk_atomic_load_relaxed(&w->invoking) && !sk__rcu_cb_in_worker)))
 		sched_yield();
 	return 0;
 }
@@ -622,8 +761,9 @@ static unsigned long barrier_push(struct sk_rcu_barrier_state *b)
 		if (sk_atomic_load_acquire(&q->queued) ==
 		    sk_atomic_load_acquire(&q->invoked))
 			continue;
-		if (q->pcpu && (busted & SK__CB_BUSTED_BARRIER))
-			continue; /* BROKEN on purpose (test twin) */
+		if ((q->pcpu || q->acpu >= 0) &&
+		    (busted & SK__CB_BUSTED_BARRIER))
+			continue; /* BROKEN on purpose (test twins) */
 		q->barrier = b;
 		q->bhead.func_ = barrier_cb;
 		q->bhead.state_ = sk__cb_queued_mark(&q->bhead);
@@ -718,9 +858,11 @@ static void cb_fork_prepare(void)
 	 * Not barrier_lock: a barrier may hold it for a grace period, which
 	 * may wait for the forking thread.  The child re-creates it.
 	 * Lock order: the per-CPU workers' run_locks (taken before this:
-	 * their part is higher, internal/rcu.h), run_lock (the worker holds
-	 * it, then takes cb.lock), then cb.lock.
+	 * their part is higher, internal/rcu.h), the automatic workers'
+	 * start lock and run_locks, run_lock (the worker holds it, then
+	 * takes cb.lock), then cb.lock.
 	 */
+	sk__rcu_cb_auto_fork_prepare();
 	pthread_mutex_lock(&cb.w0.run_lock);
 	pthread_mutex_lock(&cb.lock);
 }
@@ -729,6 +871,7 @@ static void cb_fork_parent(void)
 {
 	pthread_mutex_unlock(&cb.lock);
 	pthread_mutex_unlock(&cb.w0.run_lock);
+	sk__rcu_cb_auto_fork_parent();
 }
 
 static void cb_fork_child(void)
@@ -753,12 +896,14 @@ static void cb_fork_child(void)
 		/* Counts of user callbacks: the kept ones are pending. */
 		q->queued = q->invoked + kept;
 		q->w = &cb.w0;
+		q->acpu = -1;
 		/* Its thread does not exist here: freed once drained. */
 		if (!q->shared && q != my_q)
 			q->orphan = 1;
 	}
 	sk__rcu_cb_in_worker = 0;
 	sk__worker_fork_child(&cb.w0);
+	sk__rcu_cb_auto_fork_child();
 	cb.retry_ns = 0;
 }
 

@@ -111,7 +111,8 @@ struct sk_rcu_cb_worker *sk_rcu_cb_worker_create(unsigned flags, int cpu)
 		return NULL;
 	}
 	memset(x, 0, sizeof(*x));
-	err = sk__rcu_cb_worker_start(&x->w, cpu, cpu >= 0 ? SK__WK_PIN : 0);
+	err = sk__rcu_cb_worker_start(&x->w, cpu, cpu >= 0 ? SK__WK_PIN : 0,
+				      "sk-rcu-cb");
 	if (err) {
 		free(x);
 		errno = -err;

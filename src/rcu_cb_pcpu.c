@@ -38,11 +38,7 @@ static int slots_alloc(void)
 
 	if (pc->slot)
 		return 0;
-	n = sysconf(_SC_NPROCESSORS_CONF);
-	if (n < 1)
-		n = 1;
-	if (n > CPU_SETSIZE)
-		n = CPU_SETSIZE;
+	n = sk__rcu_cb_ncpu();
 	pc->slot = aligned_alloc(SK_CACHELINE, sizeof(*pc->slot) * (size_t)n);
 	if (!pc->slot)
 		return -ENOMEM;
@@ -100,7 +96,8 @@ static int slots_start(unsigned flags)
 			continue;
 		err = sk__rcu_cb_worker_start(
 			&s->w, i,
-			(flags & SK_RCU_CB_WORKERS_UNPINNED) ? 0 : SK__WK_PIN);
+			(flags & SK_RCU_CB_WORKERS_UNPINNED) ? 0 : SK__WK_PIN,
+			"sk-rcu-cb");
 		if (err == -EINVAL && !(flags & SK_RCU_CB_WORKERS_UNPINNED))
 			continue; /* the CPU went away meanwhile */
 		if (err)

@@ -169,12 +169,14 @@ static struct rcu_slot *slot_alloc(void)
 		ch = calloc(1, sizeof(*ch));
 		if (!ch)
 			return NULL;
+		for (i = 0; i < SK__RCU_CHUNK_SLOTS; i++)
+			chunk_set_slot(ch, i, NULL);
 		sk__rcu.last_chunk->next = ch;
 		sk__rcu.last_chunk = ch;
 	}
 	i = __builtin_ctzll(~ch->used);
 	ch->used |= (uint64_t)1 << i;
-	ch->slots[i].ctrp = &sk_rcu__ctr;
+	chunk_set_slot(ch, i, &sk_rcu__ctr);
 	ch->slots[i].ackp = &sk__rcu_ack;
 	ch->slots[i].tid = sk__gettid();
 	/* Relaxed: a hint for parking, a statistic. */
@@ -192,7 +194,7 @@ static void slot_free(void)
 	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next) {
 		for (i = 0; i < SK__RCU_CHUNK_SLOTS; i++) {
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
-				ch->slots[i].ctrp = NULL;
+				chunk_set_slot(ch, i, NULL);
 				ch->used &= ~((uint64_t)1 << i);
 				/* Relaxed, as in slot_alloc(). */
 				sk_atomic_store_relaxed(&sk__rcu.nslots,

@@ -102,7 +102,7 @@ sk_bench_cli_test(bench_usage_reps_zero 2 "bench|--reps|0"
 sk_bench_cli_test(bench_usage_missing_value 2 "bench|--reps"
   STDERR "option --reps needs a value")
 sk_bench_cli_test(bench_usage_unknown_scenario 2 "bench|nosuch"
-  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, sync-many, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks, c\\+\\+, sweep\\)")
+  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, sync-many, gp-latency, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks, c\\+\\+, sweep\\)")
 sk_bench_cli_test(bench_usage_unknown_flag 2 "bench|--nosuch"
   STDERR "unknown option '--nosuch'")
 sk_bench_cli_test(tool_usage_unknown_command 2 "nosuch"
@@ -169,3 +169,42 @@ sk_bench_cli_test(bench_json_unwritable 1
   STDERR "cannot write '/dev/null/bench.json'")
 sk_bench_cli_test(bench_usage_json_missing 2 "bench|--json"
   STDERR "option --json needs a value")
+
+# scripts/plot.sh: targets.svg counts each target against its own limit
+# and direction (2 of the 4 rows meet theirs: an "at most" and an "at
+# least" on each side); without gnuplot it says so and the test is skipped.
+add_test(NAME plot_targets COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/plot.sh
+  ${CMAKE_CURRENT_SOURCE_DIR}/bench-data/targets.csv
+  ${CMAKE_CURRENT_BINARY_DIR}/plot-targets)
+set_tests_properties(plot_targets PROPERTIES LABELS tools
+  PASS_REGULAR_EXPRESSION "wrote .*targets.svg \\(4 targets, 2 met\\)"
+  SKIP_REGULAR_EXPRESSION "gnuplot not found")
+
+# --html: one self-contained page; checked by cmake/bench_html_check.cmake,
+# also in headless chromium where it is installed (scripts/deps.sh --peers).
+find_program(SK_CHROMIUM NAMES chromium chromium-browser)
+set(sk_bench_html ${CMAKE_CURRENT_BINARY_DIR}/bench-html/index.html)
+sk_bench_cli_test(bench_html 0
+  "bench|read|srcu-read|gp-latency|--quick|--reps|2|--threads|2|--html|${sk_bench_html}|--csv|${sk_bench_html}.csv"
+  STDERR "wrote .*index.html" LABELS bench)
+# scripts/plot.sh draws its charts beside the page and puts them into it
+# (nothing to do without gnuplot).
+get_filename_component(sk_bench_html_dir ${sk_bench_html} DIRECTORY)
+add_test(NAME bench_html_plot COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/plot.sh
+  ${sk_bench_html}.csv ${sk_bench_html_dir})
+set_tests_properties(bench_html_plot PROPERTIES DEPENDS bench_html
+  LABELS "bench;tools"
+  PASS_REGULAR_EXPRESSION "put the charts into .*index.html|gnuplot not found")
+add_test(NAME bench_html_page COMMAND ${CMAKE_COMMAND}
+  -DSK_HTML=${sk_bench_html} -DSK_CHROMIUM=${SK_CHROMIUM}
+  -P ${PROJECT_SOURCE_DIR}/cmake/bench_html_check.cmake)
+set_tests_properties(bench_html_page PROPERTIES DEPENDS "bench_html;bench_html_plot"
+  LABELS "bench;tools" TIMEOUT 300)
+sk_bench_cli_test(bench_usage_html_missing 2 "bench|--html"
+  STDERR "option --html needs a value")
+
+# gp-latency: the four percentiles of every grace-period primitive and
+# peer, one table (quick, about 4 s).
+sk_bench_cli_test(bench_gp_latency 0 "bench|gp-latency|--quick|--reps|1"
+  STDOUT "gp-latency: one grace-period wait.*gp-latency +1 busy reader p50 +1 .*gp-latency +1 busy reader p90 +1 .*gp-latency +1 busy reader p99 +1 .*gp-latency +1 busy reader max +1 "
+  LABELS bench TIMEOUT 120)

@@ -150,6 +150,20 @@ sk_litmus_test(litmus_fifo_argument 1
   FIFO_DIR ${CMAKE_CURRENT_BINARY_DIR}/litmus-fifo-arg TIMEOUT 120
   STDOUT "Test CoWW .*litmus: 2 tests: 1 Ok, 0 Not observed, 0 FAIL, 1 errors"
   STDERR "litmus: [^\n]*/x.litmus: a FIFO, not a regular file\n")
+# A directory is walked with its subdirectories: tests/ holds no *.litmus
+# of its own, its subdirectory litmus-bad/ the malformed files, every one
+# an error (or, --parse-only, a runtime misuse that parses), those of
+# unsupported constructs counted apart.
+sk_litmus_test(litmus_dir_walks_subdirs 1
+  "litmus|--parse-only|${PROJECT_SOURCE_DIR}/tests"
+  STDOUT "litmus: [1-9][0-9]* tests: [0-9]+ Ok, 0 Not observed, 0 FAIL, [1-9][0-9]* errors \\([1-9][0-9]* unsupported\\)\n$"
+  STDERR "litmus-bad/unsupported-while.litmus:[0-9]+: unsupported: while")
+# filter: the dropped iterations are reported, the verdict is about the
+# others (filter-always would FAIL without its filter).
+sk_litmus_test(litmus_filter 0
+  "litmus|--seconds|@SECS@|${sk_lit_dir}/filter-always.litmus"
+  SECS 0.5 SLOW_SECS 0.2
+  STDOUT "Filter: [0-9]+ of [0-9]+ iterations dropped\nCondition forall.*Verdict: Ok \\(expected Always\\)")
 sk_litmus_test(litmus_json 0
   "litmus|--json|--seconds|0.05|${sk_lit_dir}/CoWW.litmus"
   STDOUT "^\\[\n  {\"file\": \"[^\"]*CoWW.litmus\", \"name\": \"CoWW\", \"expected\": \"Never\".*\"verdict\": \"Ok\".*}\n\\]\n$")

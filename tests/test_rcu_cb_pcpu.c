@@ -34,6 +34,7 @@
 #include "scalekit/rcu.h"
 #include "sk_test.h"
 #include "sk_test_rcu.h"
+#include "sk_test_cpu.h"
 
 /* Seconds after which a hang is reported (see main()). */
 #define HANG_S 240
@@ -42,28 +43,6 @@
 
 /* The CPUs this process may run on (at most MAX_CPUS of them). */
 static int cpus[MAX_CPUS], ncpus;
-
-static void cpus_init(void)
-{
-	cpu_set_t set;
-	int i;
-
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		abort();
-	for (i = 0; i < CPU_SETSIZE && ncpus < MAX_CPUS; i++)
-		if (CPU_ISSET(i, &set))
-			cpus[ncpus++] = i;
-}
-
-/* Pin the calling thread to cpu; 0 or an errno value. */
-static int pin_to(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
 
 static void workers_on(void)
 {
@@ -142,7 +121,7 @@ static void *placed_producer(void *arg)
 	struct cnode *n = arg;
 	int i, k = 200;
 
-	if (pin_to(n->cpu) != 0)
+	if (sk_test_pin_to(n->cpu) != 0)
 		abort();
 	for (i = 0; i < k; i++)
 		SK_CHECK_EQ(sk_call_rcu(&n[i].rcu, placed_cb), 0);
@@ -257,7 +236,8 @@ static void *mig_producer(void *arg)
 
 	for (i = 0; i < mig.m; i++) {
 		if (i % 32 == 0)
-			pin_to(cpus[(i / 32 + (n == mig.nodes)) % ncpus]);
+			sk_test_pin_to(
+				cpus[(i / 32 + (n == mig.nodes)) % ncpus]);
 		SK_CHECK_EQ(sk_call_rcu(&n[i].rcu, count_cb), 0);
 		if (i % 256 == 0)
 			sched_yield();
@@ -379,7 +359,7 @@ int main(int argc, char **argv)
 	sk_test_deadline("test_rcu_cb_pcpu (a barrier or a worker is stuck?)",
 			 HANG_S);
 	sk_test_seed_init();
-	cpus_init();
+	ncpus = sk_test_cpus(cpus, MAX_CPUS);
 	SK_RUN(workers_create_destroy_return_documented_errors);
 	SK_RUN(callbacks_run_on_the_cpu_that_queued_them);
 	SK_RUN(pcpu_callback_waits_for_preexisting_reader);

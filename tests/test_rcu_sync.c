@@ -3,7 +3,8 @@
  * test_rcu_sync.c - rcu.h: grace-period semantics of sk_synchronize_rcu()
  * with real threads: it waits for every reader that entered before it
  * (general, nested, QSBR), not for later ones, and a caller arriving in
- * the middle of a grace period waits for the next one.
+ * the middle of a grace period waits for the next one, also among a crowd
+ * of idle registered threads.
  *
  * Every check has a broken twin run through the same checker with the
  * grace period replaced by the torture ops' busted one (a full barrier,
@@ -307,6 +308,64 @@ static void grace_period_mid_gp_broken_twin_is_caught(void)
 }
 
 
+/* ------------------------------------------------------------------------
+ * A crowd of idle registered threads (blocked, outside any section) fills
+ * several registry chunks of 64 slots: the scan loads a whole chunk's
+ * words before it looks at any slot (src/rcu_gp.c, scan_chunk()), so the
+ * holder must still hold the grace period back from the slot after the
+ * crowd (the highest owned one) and from a hole freed inside a full chunk.
+ */
+
+#define CROWD 150 /* three chunks, the last one partly owned */
+
+struct idler {
+	pthread_t t;
+	int reg, leave;
+};
+
+static void *idler_fn(void *arg)
+{
+	struct idler *d = arg;
+
+	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	sk_atomic_store_release(&d->reg, 1);
+	sk_test_wait_flag(&d->leave);
+	SK_CHECK_EQ(sk_rcu_unregister_thread(), 0);
+	return NULL;
+}
+
+static void idler_stop(struct idler *d)
+{
+	sk_atomic_store_release(&d->leave, 1);
+	sk_test_thread_join(d->t);
+}
+
+static void grace_period_waits_among_idle_threads(void)
+{
+	static struct idler crowd[CROWD];
+	int i, attempt, caught = 0;
+
+	/* One at a time: the crowd takes the lowest free slots, in order. */
+	for (i = 0; i < CROWD; i++) {
+		sk_test_thread_start(&crowd[i].t, idler_fn, &crowd[i]);
+		sk_test_wait_flag(&crowd[i].reg);
+	}
+	SK_CHECK_GT(sk_test_rcu_readers(), CROWD - 1);
+	/* The holder registers above the crowd. */
+	SK_CHECK_EQ(hold_run(HOLD_GENERAL, rcu_ops), 0);
+	SK_CHECK_EQ(hold_run(HOLD_QSBR_QS, rcu_ops), 0);
+	/* A hole in the middle of a full chunk: the holder takes it. */
+	idler_stop(&crowd[CROWD / 2]);
+	SK_CHECK_EQ(hold_run(HOLD_GENERAL, rcu_ops), 0);
+	/* BROKEN twin, same crowd: must be caught. */
+	for (attempt = 0; attempt < 20 && !caught; attempt++)
+		caught = hold_run(HOLD_GENERAL, &busted_rcu_ops);
+	SK_CHECK_EQ(caught, 1);
+	for (i = 0; i < CROWD; i++)
+		if (i != CROWD / 2)
+			idler_stop(&crowd[i]);
+}
+
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
@@ -321,5 +380,6 @@ int main(int argc, char **argv)
 	SK_RUN(grace_period_ignores_later_readers);
 	SK_RUN(grace_period_caller_arriving_mid_gp_waits_for_next);
 	SK_RUN(grace_period_mid_gp_broken_twin_is_caught);
+	SK_RUN(grace_period_waits_among_idle_threads);
 	return sk_test_report();
 }

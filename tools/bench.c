@@ -47,7 +47,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: scalekit bench [SCENARIO...] [--threads N] [--reps R] "
 		"[--csv FILE] [--quick]\n"
-		"                      [--json FILE] [--pin] [--sweep]\n"
+		"                      [--json FILE] [--html FILE] [--pin] "
+		"[--sweep]\n"
 		"       scalekit bench --compare OLD.csv NEW.csv\n"
 		"\n"
 		"Compare scalekit with pthreads, liburcu and Concurrency Kit in "
@@ -81,6 +82,9 @@ static void usage(FILE *f)
 		"  --json FILE  also write the environment, every figure with "
 		"its repetitions'\n"
 		"               values and every target to FILE as JSON\n"
+		"  --html FILE  also write a self-contained page (environment, "
+		"targets chart\n"
+		"               and table, every figure) to FILE\n"
 		"  --quick      %d ms runs instead of %d ms and fewer "
 		"callbacks, for CI smoke\n"
 		"               tests\n"
@@ -143,6 +147,9 @@ static int make_parent_dirs(const char *path)
 	free(dir);
 	return err;
 }
+
+/* The files a run can write besides the terminal's tables. */
+enum out_kind { OUT_CSV, OUT_JSON, OUT_HTML, OUT_KINDS };
 
 /* Open the CSV file before the long run, so a bad path fails at once. */
 static FILE *open_output(const char *path)
@@ -233,12 +240,35 @@ static int select_scenario(const char *arg, int *selected, int nscen)
 }
 
 /*
- * The command line into cfg, selected[] and *csv_path: 0, -1 after
+ * Does argv[*i] name an output file (--csv, --json, --html)?  1: set in
+ * path[kind], 0: not such an option, -1: bad or missing value (message
+ * printed).
+ */
+static int file_opt(int argc, char **argv, int *i, const char **path)
+{
+	static const char *const opt[OUT_KINDS] = { "--csv", "--json",
+						    "--html" };
+	int k, m;
+
+	for (k = 0; k < OUT_KINDS; k++) {
+		m = sk_tool_option_value(CMD, argc, argv, i, opt[k], &path[k]);
+		if (m > 0 && !*path[k]) {
+			sk_tool_usage_error(CMD, "%s wants a file name",
+					    opt[k]);
+			return -1;
+		}
+		if (m)
+			return m;
+	}
+	return 0;
+}
+
+/*
+ * The command line into cfg, selected[] and path[] (the output files): 0, -1 after
  * --help (printed), or SK_TOOL_EXIT_USAGE after a message.
  */
 static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
-		      int *selected, int nscen, const char **csv_path,
-		      const char **json_path)
+		      int *selected, int nscen, const char **path)
 {
 	int i, m;
 
@@ -266,16 +296,8 @@ static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
 		if (!m)
 			m = parse_int_opt(argc, argv, &i, "--reps",
 					  BENCH_MAX_REPS, &cfg->reps);
-		if (!m && (m = sk_tool_option_value(CMD, argc, argv, &i,
-						    "--csv", csv_path)) > 0 &&
-		    !**csv_path)
-			return sk_tool_usage_error(CMD,
-						   "--csv wants a file name");
-		if (!m && (m = sk_tool_option_value(CMD, argc, argv, &i,
-						    "--json", json_path)) > 0 &&
-		    !**json_path)
-			return sk_tool_usage_error(CMD,
-						   "--json wants a file name");
+		if (!m)
+			m = file_opt(argc, argv, &i, path);
 		if (m < 0)
 			return SK_TOOL_EXIT_USAGE;
 		if (m > 0)
@@ -289,25 +311,33 @@ static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
 	return 0;
 }
 
-/*
- * Write the CSV (json 0) or JSON (json 1) file and close it: the exit
- * status, from ret.
- */
-static int finish_output(FILE *out, const char *path, int json, int ret,
-			 const struct sk_bench_results *res)
+/* Write one kind of file, with the environment: 0, or -1. */
+static int write_output(FILE *out, enum out_kind kind,
+			const struct sk_bench_results *res)
 {
 	struct sk_bench_env env;
-	int bad = 0, err = 0;
 
 	sk_bench_env_get(&env);
-	if (ret == SK_TOOL_EXIT_OK) {
-		if (!json)
-			sk_bench_env_print(out, "# ", &env);
-		if (json ? sk_bench_write_json(out, res, &env)
-			 : sk_bench_write_csv(out, res)) {
-			bad = 1;
-			err = errno;
-		}
+	switch (kind) {
+	case OUT_CSV:
+		sk_bench_env_print(out, "# ", &env);
+		return sk_bench_write_csv(out, res);
+	case OUT_JSON:
+		return sk_bench_write_json(out, res, &env);
+	default:
+		return sk_bench_write_html(out, res, &env);
+	}
+}
+
+/* Write the file and close it: the exit status, from ret. */
+static int finish_output(FILE *out, const char *path, enum out_kind kind,
+			 int ret, const struct sk_bench_results *res)
+{
+	int bad = 0, err = 0;
+
+	if (ret == SK_TOOL_EXIT_OK && write_output(out, kind, res)) {
+		bad = 1;
+		err = errno;
 	}
 	if (fclose(out) != 0 && !bad) {
 		bad = 1;
@@ -348,9 +378,9 @@ int sk_tool_bench(int argc, char **argv)
 		.idle_threads = BENCH_IDLE_THREADS,
 	};
 	struct sk_bench_results res = { 0 };
-	int selected[BENCH_MAX_SCENARIOS] = { 0 }, nselected = 0, nscen, s;
-	const char *csv_path = NULL, *json_path = NULL;
-	FILE *csv = NULL, *json = NULL;
+	int selected[BENCH_MAX_SCENARIOS] = { 0 }, nselected = 0, nscen, s, k;
+	const char *path[OUT_KINDS] = { NULL };
+	FILE *out[OUT_KINDS] = { NULL };
 	int ret;
 
 	for (s = 1; s < argc; s++)
@@ -370,8 +400,7 @@ int sk_tool_bench(int argc, char **argv)
 			nscen, BENCH_MAX_SCENARIOS);
 		return SK_TOOL_EXIT_FAIL;
 	}
-	ret = parse_args(argc, argv, &cfg, selected, nscen, &csv_path,
-			 &json_path);
+	ret = parse_args(argc, argv, &cfg, selected, nscen, path);
 	if (ret != 0)
 		return ret < 0 ? SK_TOOL_EXIT_OK : ret;
 	for (s = 0; s < nscen; s++)
@@ -382,19 +411,18 @@ int sk_tool_bench(int argc, char **argv)
 	cfg.run_ns =
 		(cfg.quick ? BENCH_QUICK_RUN_MS : BENCH_RUN_MS) * 1000000ull;
 	cfg.warmup_ns = cfg.run_ns / 4;
-	/* Both files are opened before anything is measured. */
-	if (csv_path && !(csv = open_output(csv_path)))
-		return SK_TOOL_EXIT_FAIL;
-	if (json_path && !(json = open_output(json_path))) {
-		if (csv)
-			fclose(csv);
-		return SK_TOOL_EXIT_FAIL;
-	}
+	/* Every file is opened before anything is measured. */
+	for (k = 0; k < OUT_KINDS; k++)
+		if (path[k] && !(out[k] = open_output(path[k]))) {
+			while (k--)
+				if (out[k])
+					fclose(out[k]);
+			return SK_TOOL_EXIT_FAIL;
+		}
 	ret = run_selected(&cfg, selected, nscen, &res);
-	if (csv)
-		ret = finish_output(csv, csv_path, 0, ret, &res);
-	if (json)
-		ret = finish_output(json, json_path, 1, ret, &res);
+	for (k = 0; k < OUT_KINDS; k++)
+		if (out[k])
+			ret = finish_output(out[k], path[k], k, ret, &res);
 	sk_bench_results_free(&res);
 	return ret;
 }

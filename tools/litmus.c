@@ -39,6 +39,7 @@ struct cli {
 	int require_observed; /* "Not observed" counts as a failure */
 	int parse_only;
 	int ntests, count[4];
+	int unsupported; /* errors that are a construct not supported */
 	int first_json;
 };
 
@@ -49,8 +50,9 @@ static void usage(FILE *f)
 		"\n"
 		"Run litmus tests (the C format of the Linux-kernel memory "
 		"model) with\nscalekit's primitives; a directory means its "
-		"*.litmus files (entries that\nare not regular files are "
-		"skipped with a warning).\n"
+		"*.litmus files and those of its\nsubdirectories "
+		"(*.litmus entries that are not regular files are skipped\n"
+		"with a warning).\n"
 		"\n"
 		"Options:\n"
 		"  --iterations N  at most N iterations per test "
@@ -94,8 +96,8 @@ static enum verdict judge(const struct lt_test *t, const struct lt_result *r)
 	switch (expected(t)) {
 	case LT_NEVER:
 		return r->positive ? V_FAIL : V_OK;
-	case LT_ALWAYS:
-		return r->positive < r->iterations ? V_FAIL : V_OK;
+	case LT_ALWAYS: /* of the states the filter clause keeps */
+		return r->positive < r->iterations - r->filtered ? V_FAIL : V_OK;
 	default:
 		return r->positive ? V_OK : V_NOT_OBSERVED;
 	}
@@ -143,9 +145,15 @@ static void report_text(const struct lt_test *t, const struct lt_result *r,
 	if (r->other_count)
 		printf("%12lu    (other states, beyond the table)\n",
 		       r->other_count);
+	if (t->filter_root >= 0)
+		printf("Filter: %lu of %lu iterations dropped\n", r->filtered,
+		       r->iterations);
 	printf("Condition %s %s: %s, %lu of %lu\n", quant[t->quant],
 	       t->clause, r->positive ? "observed" : "not observed",
-	       r->positive, r->iterations);
+	       r->positive, r->iterations - r->filtered);
+	if (t->plain)
+		printf("Plain accesses: a data race among them (herd7: Flag "
+		       "data-race) is not detected here\n");
 	printf("Verdict: %s (expected %s)\n\n", verdict_name[v],
 	       expect_name[expected(t)]);
 }
@@ -185,9 +193,10 @@ static void report_json(struct cli *c, const struct lt_test *t,
 	       expect_name[expected(t)]);
 	json_str(t->clause);
 	printf(", \"iterations\": %lu, \"seconds\": %.3f, \"threads\": %d, "
-	       "\"positive\": %lu, \"observed\": %s, \"verdict\": \"%s\", "
-	       "\"states\": [", r->iterations, r->elapsed, r->threads,
-	       r->positive, r->positive ? "true" : "false", verdict_name[v]);
+	       "\"positive\": %lu, \"filtered\": %lu, \"observed\": %s, "
+	       "\"verdict\": \"%s\", \"states\": [", r->iterations,
+	       r->elapsed, r->threads, r->positive, r->filtered,
+	       r->positive ? "true" : "false", verdict_name[v]);
 	for (s = 0; s < r->nstates; s++) {
 		printf("%s{\"count\": %lu, \"match\": %s, \"values\": {",
 		       s ? ", " : "", r->states[s].count,
@@ -204,13 +213,15 @@ static void report_json(struct cli *c, const struct lt_test *t,
 		}
 		printf("}}");
 	}
-	printf("], \"other_states\": %lu}", r->other_count);
+	printf("], \"other_states\": %lu, \"plain\": %s}", r->other_count,
+	       t->plain ? "true" : "false");
 }
 
 /* A file that could not be parsed or run: the message, and go on. */
 static void report_error(struct cli *c, const char *file, const char *msg)
 {
 	c->count[V_ERROR]++;
+	c->unsupported += strstr(msg, ": unsupported: ") != NULL;
 	fprintf(stderr, "scalekit litmus: %s\n", msg);
 	if (!c->json)
 		return;
@@ -342,27 +353,63 @@ static void run_file(struct cli *c, const char *path, int in_dir)
 	lt_free(&t);
 }
 
-static int is_litmus(const struct dirent *d)
+static int is_litmus_name(const char *name)
 {
-	size_t n = strlen(d->d_name);
+	size_t n = strlen(name);
 
-	return n > 7 && strcmp(d->d_name + n - 7, ".litmus") == 0;
+	return n > 7 && strcmp(name + n - 7, ".litmus") == 0;
+}
+
+/* Entries of a directory scan: every name but the hidden ones (".", "..",
+ * ".git"); run_dir() tells the *.litmus files from the subdirectories. */
+static int is_visible(const struct dirent *d)
+{
+	return d->d_name[0] != '.';
+}
+
+#define LT_MAX_DEPTH 32 /* subdirectories below a directory given */
+
+static void run_dir(struct cli *c, const char *path, int depth);
+
+/* An entry of a directory scan: a *.litmus file is run (or skipped with a
+ * warning when it is no regular file); a subdirectory (not a symbolic
+ * link: no loops) is walked; anything else is ignored. */
+static void run_entry(struct cli *c, const char *full, const char *name,
+		      int depth)
+{
+	struct stat st;
+
+	if (is_litmus_name(name)) {
+		run_file(c, full, 1);
+		return;
+	}
+	if (lstat(full, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    depth < LT_MAX_DEPTH)
+		run_dir(c, full, depth + 1);
 }
 
 static void run_path(struct cli *c, const char *path)
 {
-	struct dirent **list;
 	struct stat st;
-	char err[LT_ERR];
-	const char *sep;
-	size_t len;
-	int n, i;
 
 	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		run_file(c, path, 0);
 		return;
 	}
-	n = scandir(path, &list, is_litmus, alphasort);
+	run_dir(c, path, 0);
+}
+
+/* The *.litmus files of a directory and of its subdirectories, each
+ * directory's entries in alphabetical order. */
+static void run_dir(struct cli *c, const char *path, int depth)
+{
+	struct dirent **list;
+	char err[LT_ERR];
+	const char *sep;
+	size_t len;
+	int n, i;
+
+	n = scandir(path, &list, is_visible, alphasort);
 	if (n < 0) {
 		c->ntests++;
 		snprintf(err, LT_ERR, "%s: %s", path, strerror(errno));
@@ -376,7 +423,7 @@ static void run_path(struct cli *c, const char *path)
 
 		if (asprintf(&full, "%s%s%s", path, sep,
 			     list[i]->d_name) >= 0) {
-			run_file(c, full, 1);
+			run_entry(c, full, list[i]->d_name, depth);
 			free(full);
 		}
 		free(list[i]);
@@ -497,8 +544,12 @@ int sk_tool_litmus(int argc, char **argv)
 		printf("\n]\n");
 	fprintf(c.json ? stderr : stdout,
 		"litmus: %d tests: %d Ok, %d Not observed, %d FAIL, %d "
-		"errors%s\n", c.ntests, c.count[V_OK], c.count[V_NOT_OBSERVED],
-		c.count[V_FAIL], c.count[V_ERROR],
+		"errors", c.ntests, c.count[V_OK], c.count[V_NOT_OBSERVED],
+		c.count[V_FAIL], c.count[V_ERROR]);
+	if (c.unsupported)
+		fprintf(c.json ? stderr : stdout, " (%d unsupported)",
+			c.unsupported);
+	fprintf(c.json ? stderr : stdout, "%s\n",
 		c.o.busted ? " (--busted: grace periods did not wait)" : "");
 	if (c.count[V_FAIL] || c.count[V_ERROR] ||
 	    (c.require_observed && c.count[V_NOT_OBSERVED]))

@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #define LT_MAX_PROCS 8	/* processes per test */
-#define LT_MAX_REGS 16	/* registers per process */
+#define LT_MAX_REGS 32	/* registers per process (hidden ones too) */
 #define LT_MAX_LOCS 16	/* shared locations per test */
 #define LT_MAX_OBS 16	/* registers and locations the final clause names */
 #define LT_MAX_OPS 4096 /* operations per process */
@@ -71,6 +71,9 @@ enum lt_code {
 	LT_OP_SYNC_SRCU,
 	LT_OP_SPIN_LOCK,
 	LT_OP_SPIN_UNLOCK,
+	LT_OP_SPIN_IS_LOCKED, /* dst = spin_is_locked(lock loc) */
+	LT_OP_SRCU_DOWN,      /* dst = srcu_down_read(domain loc) */
+	LT_OP_SRCU_UP,	      /* srcu_up_read(domain loc, a) */
 };
 
 /* Access orders (LOAD, STORE, RMW) and fences (FENCE). */
@@ -85,6 +88,8 @@ enum lt_order {
 	LT_F_WMB,
 	LT_F_BEFORE_ATOMIC,
 	LT_F_AFTER_ATOMIC,
+	LT_F_MEMB,   /* smp_memb(): the heavy side of sk_fence_heavy/light */
+	LT_PLAIN,    /* a plain C access: *x = v, r = *x */
 };
 
 /* Read-modify-write kinds. */
@@ -96,13 +101,16 @@ enum lt_rmw {
 	LT_RMW_AND,
 	LT_RMW_OR,
 	LT_RMW_XOR,
+	LT_RMW_ADD_UNLESS, /* *addr += a unless *addr == b; returns old */
 };
 
 struct lt_op {
 	unsigned char code;  /* enum lt_code */
 	unsigned char order; /* enum lt_order */
 	unsigned char rmw;   /* enum lt_rmw */
-	unsigned char ret_new; /* RMW: 1 returns the new value */
+	unsigned char ret_new; /* RMW: 1 returns the new value, 2 whether
+				  add_unless added, 3 whether the new
+				  value is 0 */
 	short dst;	     /* register, or -1 */
 	short loc;	     /* location, or -1 when areg holds the address */
 	short areg;	     /* register holding the address, or -1 */
@@ -117,6 +125,8 @@ struct lt_proc {
 	int nops;
 	struct lt_op *ops;
 	long reg_init[LT_MAX_REGS];
+	unsigned char reg_init_ptr[LT_MAX_REGS]; /* 1: reg_init is a
+						    location (its address) */
 };
 
 /* An item the final clause (or a locations [...] line) observes. */
@@ -126,11 +136,13 @@ struct lt_obs {
 };
 
 /* Condition tree of the final clause. */
-enum lt_ckind { LT_C_TRUE, LT_C_EQ, LT_C_NOT, LT_C_AND, LT_C_OR };
+enum lt_ckind { LT_C_TRUE, LT_C_EQ, LT_C_NOT, LT_C_AND, LT_C_OR,
+		LT_C_EQ_OBS };
 
 struct lt_cond {
 	unsigned char kind;
-	int obs;    /* LT_C_EQ: observed item */
+	int obs;    /* LT_C_EQ, LT_C_EQ_OBS: observed item */
+	int obs2;   /* LT_C_EQ_OBS: the item it equals (0:r0=1:r0) */
 	long value; /* LT_C_EQ: the value (LT_PTR_TAG + k for &k) */
 	int l, r;
 };
@@ -149,10 +161,18 @@ struct lt_test {
 	int nconds;
 	struct lt_cond *cond;
 	int cond_root;
+	int filter_root; /* -1: no filter clause */
 	int nobs;
 	struct lt_obs obs[LT_MAX_OBS];
 	char clause[512]; /* the final clause's text, for the report */
 	int uses_rcu;	  /* some process runs an RCU primitive */
+	int uses_memb;	  /* some process runs smp_memb() */
+	int uses_down;	  /* some process runs srcu_down_read/up_read() */
+	unsigned int up_procs[LT_MAX_LOCS];   /* bit p: P<p> runs an
+						 srcu_up_read() of loc */
+	unsigned int sync_procs[LT_MAX_LOCS]; /* bit p: P<p> runs a
+						 synchronize_srcu() of loc */
+	int plain;	  /* some process makes a plain access */
 };
 
 /*
@@ -191,6 +211,7 @@ struct lt_state {
 struct lt_result {
 	unsigned long iterations;
 	unsigned long positive; /* iterations where the condition held */
+	unsigned long filtered; /* iterations the filter clause dropped */
 	int nstates;
 	int other;		/* states beyond the table: counted apart */
 	unsigned long other_count;

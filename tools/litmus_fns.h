@@ -27,6 +27,7 @@ static const struct lt_fn lt_fns[] = {
 	FN("smp_load_acquire", "P", LT_OP_LOAD, LT_ACQUIRE, 0, 0, 1),
 	FN("smp_store_release", "PV", LT_OP_STORE, LT_RELEASE, 0, 0, 0),
 	FN("rcu_dereference", "L", LT_OP_LOAD, LT_DEREF, 0, 0, 1),
+	FN("lockless_dereference", "L", LT_OP_LOAD, LT_DEREF, 0, 0, 1),
 	FN("rcu_assign_pointer", "LV", LT_OP_STORE, LT_RELEASE, 0, 0, 0),
 	{ "smp_store_mb", "LV", LT_OP_STORE, LT_ONCE, 0, 0, 0, 1 },
 	FENCE("smp_mb", LT_F_MB),
@@ -35,6 +36,8 @@ static const struct lt_fn lt_fns[] = {
 	FENCE("smp_mb__before_atomic", LT_F_BEFORE_ATOMIC),
 	FENCE("smp_mb__after_atomic", LT_F_AFTER_ATOMIC),
 	FENCE("smp_mb__after_spinlock", LT_F_MB),
+	FENCE("smp_mb__after_srcu_read_unlock", LT_F_MB),
+	FENCE("smp_memb", LT_F_MEMB),
 	FN("rcu_read_lock", "", LT_OP_RCU_LOCK, 0, 0, 0, 0),
 	FN("rcu_read_unlock", "", LT_OP_RCU_UNLOCK, 0, 0, 0, 0),
 	FN("synchronize_rcu", "", LT_OP_SYNC_RCU, 0, 0, 0, 0),
@@ -43,8 +46,11 @@ static const struct lt_fn lt_fns[] = {
 	FN("srcu_read_unlock", "SV", LT_OP_SRCU_UNLOCK, 0, 0, 0, 0),
 	FN("synchronize_srcu", "S", LT_OP_SYNC_SRCU, 0, 0, 0, 0),
 	FN("synchronize_srcu_expedited", "S", LT_OP_SYNC_SRCU, 1, 0, 0, 0),
+	FN("srcu_down_read", "S", LT_OP_SRCU_DOWN, 0, 0, 0, 1),
+	FN("srcu_up_read", "SV", LT_OP_SRCU_UP, 0, 0, 0, 0),
 	FN("spin_lock", "K", LT_OP_SPIN_LOCK, 0, 0, 0, 0),
 	FN("spin_unlock", "K", LT_OP_SPIN_UNLOCK, 0, 0, 0, 0),
+	FN("spin_is_locked", "K", LT_OP_SPIN_IS_LOCKED, 0, 0, 0, 1),
 	RMW("xchg", "PV", LT_RMW_XCHG, LT_FULL, 0, 1),
 	RMW("cmpxchg", "PVV", LT_RMW_CMPXCHG, LT_FULL, 0, 1),
 	FN("atomic_read", "P", LT_OP_LOAD, LT_ONCE, 0, 0, 1),
@@ -71,6 +77,12 @@ static const struct lt_fn lt_fns[] = {
 	RMW("atomic_fetch_dec", "P", LT_RMW_SUB, LT_FULL, 0, 1),
 	RMW("atomic_xchg", "PV", LT_RMW_XCHG, LT_FULL, 0, 1),
 	RMW("atomic_cmpxchg", "PVV", LT_RMW_CMPXCHG, LT_FULL, 0, 1),
+	/* ret_new 3: returns whether the new value is 0 */
+	RMW("atomic_dec_and_test", "P", LT_RMW_SUB, LT_FULL, 3, 1),
+	RMW("atomic_inc_and_test", "P", LT_RMW_ADD, LT_FULL, 3, 1),
+	RMW("atomic_sub_and_test", "VP", LT_RMW_SUB, LT_FULL, 3, 1),
+	/* ret_new 2: returns whether it added (old != b) */
+	RMW("atomic_add_unless", "PVV", LT_RMW_ADD_UNLESS, LT_FULL, 2, 1),
 };
 
 #undef FN

@@ -11,10 +11,10 @@
  * Where the CPU has working RTM, sections under one lock that touch
  * different data run in parallel; everywhere else (AMD, aarch64, TSX
  * disabled by microcode) the locks are plain locks.
- *  - struct sk_elided_mutex     sleeps when contended; a waiter that
- *                               keeps losing the lock gets it next, in
- *                               ticket order (see "Fairness" in
- *                               docs/elision.md);
+ *  - struct sk_elided_mutex     spins briefly, then sleeps when
+ *                               contended; a waiter that keeps losing
+ *                               the lock gets it next, in ticket order
+ *                               (see "Fairness" in docs/elision.md);
  *  - struct sk_elided_spinlock  a ticket spinlock: FIFO, never sleeps;
  *  - struct sk_elided_rwlock    readers and writers both elide; neither
  *                               side starves.
@@ -437,15 +437,16 @@ static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
 /*
  * A reader-writer lock with elision for readers and writers.  The real
  * lock: readers add to a count in one word; a writer first takes the
- * writers' fair mutex, then sets a writer bit that sends new readers to
- * that same mutex (where they queue with the writers, in the mutex's
+ * writers' fair mutex, then sets a writer bit that sends new readers,
+ * after a brief spin for the writer to leave, to that same mutex (where
+ * they queue with the writers, in the mutex's
  * bounded-wait order), and waits for the readers already inside.  So
  * writers do not starve behind a stream of readers, and readers that
  * find a writer wait behind at most the writers queued before them.
  * A zero-filled struct is unlocked.  Not recursive for writers.
  */
 struct sk_elided_rwlock {
-	unsigned int word;	      /* private: readers << 2 | flags */
+	unsigned int word;	      /* private: readers << 3 | flags */
 	int wlock;		      /* private: writers' mutex word */
 	unsigned int policy;	      /* private: adaptive skip state */
 	struct sk_elide_stats *stats; /* private: attached statistics */

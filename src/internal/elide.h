@@ -209,10 +209,15 @@ int sk__sim_busted_nesting(void);
 #define SK__ELIDED_SPIN_SIM SK__ELIDED_SPIN_SLOW
 #include "testing.h" /* the simulated backend's hooks and its backend value */
 
-/* The rwlock word: bit 0 WRITER, bit 1 SIM, readers counted from bit 2. */
+/*
+ * The rwlock word: bit 0 WRITER, bit 1 SIM, bit 2 WSLEEP (the writer that
+ * set WRITER sleeps until the readers inside are gone: the last one out
+ * wakes it), readers counted from bit 3.
+ */
 #define SK__RW_WRITER 1u
 #define SK__RW_SIM    2u
-#define SK__RW_ONE    4u
+#define SK__RW_WSLEEP 4u
+#define SK__RW_ONE    8u
 
 /* A spinlock word that no ticket holds (and no simulated transaction). */
 #define SK__SPIN_FREE(w)                                         \

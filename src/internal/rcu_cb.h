@@ -85,6 +85,13 @@ struct sk__rcu_cb_queue {
 	 */
 	struct sk__worker *w;
 	int pcpu; /* a per-CPU queue: its worker may change */
+	/*
+	 * A thread's queue: the CPU whose automatic worker drains it, -1 for
+	 * the default worker (rcu_cb_auto.c).  Written with w, under the
+	 * list lock, by the owner thread only (and the fork child handler),
+	 * so the owner reads both without the lock.
+	 */
+	int acpu;
 
 	/* Consumer side: the worker. */
 	unsigned long invoked __attribute__((aligned(SK_CACHELINE)));
@@ -149,6 +156,11 @@ static inline struct sk__rcu_cb_queue *sk__rcu_cb_cpu_queue(void)
 /* Nonzero on an RCU callback worker thread. */
 extern __thread int sk__rcu_cb_in_worker
 	__attribute__((tls_model("initial-exec")));
+/*
+ * The number of per-CPU slots to allocate: the configured CPUs, 1 ..
+ * CPU_SETSIZE (per-CPU and automatic workers index them by CPU number).
+ */
+long sk__rcu_cb_ncpu(void);
 /* Start the default worker if needed.  Returns 0 or -errno. */
 int sk__rcu_cb_worker_ensure(void);
 
@@ -162,8 +174,9 @@ int sk__rcu_cb_worker_ensure(void);
  * worker.  A load when the worker runs.  Never blocks but on the start.
  */
 void sk__rcu_cb_start_worker(void);
-/* Start a per-CPU worker on w (sk__worker_start()). */
-int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags);
+/* Start a callback worker named name on w (sk__worker_start()). */
+int sk__rcu_cb_worker_start(struct sk__worker *w, int cpu, unsigned flags,
+			    const char *name);
 /* The default worker (started by sk__rcu_cb_worker_ensure()). */
 struct sk__worker *sk__rcu_cb_default_worker(void);
 /* Take and release the lock of the list of queues. */
@@ -180,5 +193,35 @@ void sk__rcu_cb_add_cpu_queue(struct sk__rcu_cb_queue *q);
  */
 int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *));
+
+/* ---- rcu_cb_auto.c, for rcu_cb.c ---- */
+
+/*
+ * The automatic worker of cpu, started (pinned there) if it does not run
+ * yet; NULL when it cannot run: no memory, a failed start (then no new
+ * attempt for 1 ms), cpu out of range.  A load when it runs.  Any thread
+ * but a callback worker.
+ */
+struct sk__worker *sk__rcu_cb_auto_worker(int cpu);
+/* rcu_cb.c's fork handlers call these (lock order: see rcu_cb_auto.c). */
+void sk__rcu_cb_auto_fork_prepare(void);
+void sk__rcu_cb_auto_fork_parent(void);
+void sk__rcu_cb_auto_fork_child(void);
+/*
+ * Testing build only (SK_TESTING): the next n allocations of the slots
+ * fail as with ENOMEM; the number of automatic workers running.
+ */
+void sk__rcu_cb_auto_test_fail_allocs(int n);
+int sk__rcu_cb_auto_running(void);
+/*
+ * A broken mode of sk__rcu_cb_set_busted() (testing build), beside those
+ * of internal/testing.h: a thread that moves to another CPU's automatic
+ * worker gets a new queue there instead of handing its queue over (the
+ * naive per-CPU design), so its callbacks before and after the move may
+ * run out of order.  test_rcu_cb_auto must catch it.  (The automatic
+ * workers also obey SK__CB_BUSTED_NO_GP, and SK__CB_BUSTED_BARRIER skips
+ * their queues too.)
+ */
+#define SK__CB_BUSTED_AUTO_SPLIT 4
 
 #endif /* SCALEKIT_INTERNAL_RCU_CB_H */

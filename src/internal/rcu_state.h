@@ -84,11 +84,30 @@ struct rcu_slot {
 	long tid;	     /* kernel thread id of the owner */
 };
 
+/*
+ * words[i] is slots[i].ctrp, or &sk__rcu_no_word while slot i is free:
+ * the first scan of a grace period loads every word of a chunk from this
+ * dense array (8 pointers a cache line) without a branch between the
+ * loads (see scan_chunk() in src/rcu_gp.c).  Written with the slot, under
+ * the write lock.
+ */
 struct rcu_chunk {
 	struct rcu_slot slots[SK__RCU_CHUNK_SLOTS];
+	unsigned long *words[SK__RCU_CHUNK_SLOTS];
 	uint64_t used;		/* bit i: slots[i] has an owner */
 	struct rcu_chunk *next; /* next chunk, or NULL */
 };
+
+/* The word of a free slot: always 0 (never in a section). */
+extern unsigned long sk__rcu_no_word;
+
+/* Give slot i of ch to the calling thread, or free it (words[i] too). */
+static inline void chunk_set_slot(struct rcu_chunk *ch, int i,
+				  unsigned long *ctrp)
+{
+	ch->slots[i].ctrp = ctrp;
+	ch->words[i] = ctrp ? ctrp : &sk__rcu_no_word;
+}
 
 struct gp_waiter; /* a caller waiting for a grace period (src/rcu_gp.c) */
 

@@ -65,8 +65,10 @@
 #define SK__CB_THROTTLE (1UL << 18)
 
 /* w->sleeping: awake, or asleep until kicked (idle) or kicked urgently
- * or timed out (lazy). */
-enum { SK__WK_AWAKE, SK__WK_IDLE, SK__WK_LAZY };
+ * or timed out (lazy), or until kicked urgently or timed out, a backlog
+ * kick included (handover: RCU's wait for a queue whose batch another
+ * worker runs, src/rcu_cb.c). */
+enum { SK__WK_AWAKE, SK__WK_IDLE, SK__WK_LAZY, SK__WK_HANDOVER };
 
 /*
  * Kinds of kick (sk__worker_wake()): IDLE ends an idle sleep only;
@@ -153,7 +155,8 @@ static inline void sk__worker_wake(struct sk__worker *w, int kick)
 	sk_smp_mb__after_atomic();
 	st = sk_atomic_load_relaxed(&w->sleeping);
 	if (st == SK__WK_AWAKE ||
-	    (st == SK__WK_LAZY && kick == SK__WK_KICK_IDLE))
+	    (st == SK__WK_LAZY && kick == SK__WK_KICK_IDLE) ||
+	    (st == SK__WK_HANDOVER && kick != SK__WK_KICK_URGENT))
 		return;
 	sk__worker_wake_sleeper(w, st);
 }
