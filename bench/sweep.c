@@ -66,6 +66,9 @@ static const struct sk_bench_rcu_ops *const prims[] = {
 
 /* Percent reads of each mix, and the baseline of the chooser. */
 static const int mixes[] = { 100, 99, 90, 50 };
+/* The rows' variant: the mix in words (the mix column has the number). */
+static const char *const mix_names[] = { "100% reads", "99% reads",
+					 "90% reads", "50% reads" };
 static const int counts[] = { 1, 2, 4, 8 };
 #define NMIXES ((int)(sizeof(mixes) / sizeof(mixes[0])))
 #define NCOUNTS ((int)(sizeof(counts) / sizeof(counts[0])))
@@ -91,7 +94,7 @@ static int is_sweep_row(const struct sk_bench_row *row, const char *unit)
 
 /* Add one mix's rows (ns/op and Mops/s per primitive and count); jobs. */
 static int add_mix(const struct sk_bench_config *cfg,
-		   struct sk_bench_results *res, int mix,
+		   struct sk_bench_results *res, int m,
 		   struct sk_bench_read_job *jobs)
 {
 	int p, c, n = 0;
@@ -100,14 +103,14 @@ static int add_mix(const struct sk_bench_config *cfg,
 		for (c = 0; c < NCOUNTS; c++) {
 			struct sk_bench_row *ns, *mops;
 
-			ns = sk_bench_row_add_ops(res, "sweep", "mix", "ns/op",
-						  "sweep", counts[c], 0,
-						  &prims[p], 1, cfg->reps);
-			mops = sk_bench_row_add_ops(res, "sweep", "mix",
+			ns = sk_bench_row_add_ops(res, "sweep", mix_names[m],
+						  "ns/op", "sweep", counts[c],
+						  0, &prims[p], 1, cfg->reps);
+			mops = sk_bench_row_add_ops(res, "sweep", mix_names[m],
 						    "Mops/s", "sweep",
 						    counts[c], 0, &prims[p], 1,
 						    cfg->reps);
-			ns->mix = mops->mix = mix;
+			ns->mix = mops->mix = mixes[m];
 			if (!prims[p]->unavailable)
 				jobs[n++] = (struct sk_bench_read_job){
 					prims[p], counts[c], ns, mops, 0
@@ -151,7 +154,7 @@ int sk_bench_sweep_run(const struct sk_bench_config *cfg,
 		initialized = 1;
 	}
 	for (m = 0; m < NMIXES && !err; m++) {
-		n = add_mix(&sc, res, mixes[m], jobs);
+		n = add_mix(&sc, res, m, jobs);
 		/* Read by the threads that the runs create after it. */
 		sk_bench_sweep_period =
 			mixes[m] == 100 ? 0 : 100 / (100 - mixes[m]);
