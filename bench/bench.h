@@ -267,6 +267,7 @@ struct sk_bench_row {
 	const char *unit;     /* "ns/op", "Mops/s", "us" */
 	const char *title;    /* heading printed above the row's group */
 	int threads;	      /* threads the row's figures were taken with */
+	int mix;	      /* sweep rows: percent reads; 0: not a sweep row */
 	int ratios;	      /* print scalekit/peer ratios */
 	/* Ratio columns are "<prefix>/<peer>"; NULL: "sk". */
 	const char *ratio_prefix;
@@ -309,6 +310,12 @@ struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
 				      const char *unit, const char *title,
 				      int threads, int ratios,
 				      const char *const *impls, int nrep);
+
+/* The same with the implementations given as ops (nimpl of them). */
+struct sk_bench_row *sk_bench_row_add_ops(
+	struct sk_bench_results *res, const char *scenario, const char *variant,
+	const char *unit, const char *title, int threads, int ratios,
+	const struct sk_bench_rcu_ops *const *ops, int nimpl, int nrep);
 
 /* Index of the implementation called name in row, or -1. */
 int sk_bench_row_impl(const struct sk_bench_row *row, const char *name);
@@ -403,6 +410,29 @@ int sk_bench_cb_measure(const struct sk_bench_rcu_ops *ops, int threads,
  */
 int sk_bench_read_measure(const struct sk_bench_rcu_ops *ops, int n,
 			  uint64_t run_ns, double *ns_per_op, double *mops);
+
+/* One implementation at one thread count: its two rows (read.c). */
+struct sk_bench_read_job {
+	const struct sk_bench_rcu_ops *ops;
+	int threads;
+	struct sk_bench_row *ns_row, *mops_row; /* get ns/op and Mops/s */
+	int col;				/* the impl's index in both */
+};
+
+/*
+ * sk_bench_read_jobs_run() (read.c) - a warm-up run of every job
+ * (cfg->warmup_ns), then cfg->reps timed rounds of cfg->run_ns each, every
+ * round starting at the next job.  Returns: 0, or -1 after a message.
+ */
+int sk_bench_read_jobs_run(const struct sk_bench_config *cfg,
+			   const char *scenario, struct sk_bench_read_job *jobs,
+			   int njobs);
+
+/* sweep.c: every read-side primitive x 1..8 threads x read/update mixes. */
+int sk_bench_sweep_run(const struct sk_bench_config *cfg,
+		       struct sk_bench_results *res);
+/* The sweep's tables and chooser, from the rows whose mix is set. */
+void sk_bench_sweep_print(FILE *f, const struct sk_bench_results *res);
 
 /* update.c: sync-qsbr-every, update-load and uperf (issue 14). */
 int sk_bench_qsbr_every_run(const struct sk_bench_config *cfg,

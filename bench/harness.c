@@ -141,6 +141,11 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  "the C++ layer against the C calls it wraps: read guard, "
 	  "rcu_obj_base::retire",
 	  sk_bench_cpp_run },
+	/* After callbacks too: it queues every library's deferred frees. */
+	{ "sweep",
+	  "every read-side primitive x 1, 2, 4, 8 threads x 100/99/90/50% "
+	  "reads, and the chooser (also --sweep)",
+	  sk_bench_sweep_run },
 	{ NULL, NULL, NULL },
 };
 
@@ -587,15 +592,21 @@ static void *grow(void *p, int n, int *cap, size_t elem)
 	return xrealloc(p, elem * (size_t)*cap);
 }
 
-struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
-				      const char *scenario, const char *variant,
-				      const char *unit, const char *title,
-				      int threads, int ratios,
-				      const char *const *impls, int nrep)
+struct sk_bench_row *sk_bench_row_add_ops(
+	struct sk_bench_results *res, const char *scenario, const char *variant,
+	const char *unit, const char *title, int threads, int ratios,
+	const struct sk_bench_rcu_ops *const *ops, int nimpl, int nrep)
 {
 	struct sk_bench_row *row = xrealloc(NULL, sizeof(*row));
 	int i, r;
 
+	if (nimpl > SK_BENCH_MAX_IMPL) {
+		fprintf(stderr,
+			"scalekit bench: internal error: more "
+			"than %d implementations in a row\n",
+			SK_BENCH_MAX_IMPL);
+		abort();
+	}
 	memset(row, 0, sizeof(*row));
 	row->scenario = scenario;
 	row->variant = variant;
@@ -604,25 +615,33 @@ struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
 	row->threads = threads;
 	row->ratios = ratios;
 	row->nrep = nrep;
-	for (i = 0; impls[i]; i++) {
-		if (i == SK_BENCH_MAX_IMPL) {
-			fprintf(stderr,
-				"scalekit bench: internal error: more "
-				"than %d implementations in a row\n",
-				SK_BENCH_MAX_IMPL);
-			abort();
-		}
-		row->impl[i] = sk_bench_rcu_find(impls[i]);
+	for (i = 0; i < nimpl; i++) {
+		row->impl[i] = ops[i];
 		row->na[i] = row->impl[i]->unavailable;
 		row->rep[i] = xrealloc(NULL, sizeof(double) * (size_t)nrep);
 		for (r = 0; r < nrep; r++)
 			row->rep[i][r] = NAN;
 	}
-	row->nimpl = i;
+	row->nimpl = nimpl;
 	res->rows =
 		grow(res->rows, res->nrows, &res->cap_rows, sizeof(*res->rows));
 	res->rows[res->nrows++] = row;
 	return row;
+}
+
+struct sk_bench_row *sk_bench_row_add(struct sk_bench_results *res,
+				      const char *scenario, const char *variant,
+				      const char *unit, const char *title,
+				      int threads, int ratios,
+				      const char *const *impls, int nrep)
+{
+	const struct sk_bench_rcu_ops *ops[SK_BENCH_MAX_IMPL + 1];
+	int i;
+
+	for (i = 0; impls[i] && i <= SK_BENCH_MAX_IMPL; i++)
+		ops[i] = sk_bench_rcu_find(impls[i]);
+	return sk_bench_row_add_ops(res, scenario, variant, unit, title,
+				    threads, ratios, ops, i, nrep);
 }
 
 int sk_bench_row_impl(const struct sk_bench_row *row, const char *name)

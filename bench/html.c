@@ -249,6 +249,8 @@ static void charts(FILE *f, const struct sk_bench_results *res)
 				break;
 		if (k < r)
 			continue; /* drawn with its first row */
+		if (res->rows[r]->mix)
+			continue; /* the sweep's: one primitive a row */
 		for (n = 0, k = r; k < res->nrows && n < 16; k++)
 			if (same_series(res->rows[k], res->rows[r]) &&
 			    (!n || res->rows[k]->threads > series[n - 1]->threads))

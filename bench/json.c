@@ -76,6 +76,11 @@ static void row_json(FILE *f, const struct sk_bench_row *row, int i)
 	jkv(f, "    {", "scenario", row->scenario);
 	jkv(f, ", ", "variant", row->variant);
 	fprintf(f, ", \"threads\": %d", row->threads);
+	/* The sweep's percent reads; null for the other rows. */
+	if (row->mix)
+		fprintf(f, ", \"mix\": %d", row->mix);
+	else
+		fputs(", \"mix\": null", f);
 	jkv(f, ", ", "impl", row->impl[i]->name);
 	jkv(f, ", ", "unit", row->unit);
 	fputs(", ", f);

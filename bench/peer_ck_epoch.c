@@ -7,6 +7,7 @@
  * it, so the record list is as long as the most threads ever alive.
  */
 #include "bench.h"
+#include "sweep.h"
 
 #ifdef SK_HAVE_CK
 #include <ck_epoch.h>
@@ -72,9 +73,43 @@ const struct sk_bench_rcu_ops sk_bench_ck_epoch_ops = {
 	.sync = ck_sync,
 };
 
+/*
+ * The sweep (bench/sweep.h): the read scenario's records; an update
+ * queues ck_epoch_call() on its own record and polls it every 64th time
+ * (ck runs callbacks only from poll or barrier); a thread drains its
+ * record with ck_epoch_barrier() before it gives the record back.
+ */
+static __thread unsigned int swck_calls;
+#define SWCK_LOCK() ck_epoch_record_t *swck_r_ = sk_bench_record; \
+	ck_epoch_begin(swck_r_, NULL)
+#define SWCK_UNLOCK() ck_epoch_end(swck_r_, NULL)
+#define SWCK_DEREF(p) ((__typeof__(p))ck_pr_load_ptr(&(p)))
+#define SWCK_RETIRE(o)                                               \
+	do {                                                         \
+		ck_epoch_call(sk_bench_record, &(o)->head, swck_free); \
+		if (++swck_calls % 64 == 0)                          \
+			ck_epoch_poll(sk_bench_record);              \
+	} while (0)
+SK_BENCH_SWEEP_RCU(swck, ck_epoch_entry_t, SWCK_LOCK, SWCK_UNLOCK,
+		   SWCK_DEREF, SWCK_RETIRE, (void)0)
+
+static void swck_thread_exit(void)
+{
+	ck_epoch_barrier(sk_bench_record);
+	ck_thread_exit();
+}
+
+SK_BENCH_SWEEP_OPS(sk_bench_sweep_ck_epoch_ops, "ck-epoch",
+		   "ck_epoch_begin/end; ck_epoch_call + ck_epoch_poll", swck,
+		   .thread_init = ck_thread_init,
+		   .thread_exit = swck_thread_exit);
+
 #else
 
 SK_BENCH_PEER_MISSING(sk_bench_ck_epoch_ops, "ck-epoch",
+		      "Concurrency Kit epochs", "ck");
+
+SK_BENCH_PEER_MISSING(sk_bench_sweep_ck_epoch_ops, "ck-epoch",
 		      "Concurrency Kit epochs", "ck");
 
 #endif /* SK_HAVE_CK */

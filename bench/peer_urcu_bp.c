@@ -8,6 +8,7 @@
  * included here and nowhere else (it maps unprefixed names).
  */
 #include "bench.h"
+#include "sweep.h"
 
 #ifdef SK_HAVE_LIBURCU_BP
 #define _LGPL_SOURCE
@@ -28,9 +29,16 @@ const struct sk_bench_rcu_ops sk_bench_urcu_bp_ops = {
 	.sync = urcu_bp_synchronize_rcu,
 };
 
+/* The sweep (bench/sweep.h): bp readers (they need no unregistering). */
+#define SK_BENCH_SWEEP_URCU_RETIRE_bp(o) urcu_bp_call_rcu(&(o)->head, sw_bp_free)
+SK_BENCH_SWEEP_URCU(sk_bench_sweep_urcu_bp_ops, "urcu-bp", bp, (void)0);
+
 #else
 
 SK_BENCH_PEER_MISSING(sk_bench_urcu_bp_ops, "urcu-bp", "liburcu bp flavor",
 		      "liburcu-bp");
+
+SK_BENCH_PEER_MISSING(sk_bench_sweep_urcu_bp_ops, "urcu-bp",
+		      "liburcu bp flavor", "liburcu-bp");
 
 #endif /* SK_HAVE_LIBURCU_BP */

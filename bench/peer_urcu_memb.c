@@ -11,6 +11,7 @@
  * included here and nowhere else.
  */
 #include "bench.h"
+#include "sweep.h"
 
 #ifdef SK_HAVE_LIBURCU_MEMB
 #define _LGPL_SOURCE
@@ -97,6 +98,12 @@ const struct sk_bench_rcu_ops sk_bench_urcu_memb_pcpu_ops = {
 	.cb_teardown = urcu_memb_free_all_cpu_call_rcu_data,
 };
 
+/* The sweep (bench/sweep.h): memb readers, urcu_memb_call_rcu(). */
+#define SK_BENCH_SWEEP_URCU_RETIRE_memb(o) \
+	urcu_memb_call_rcu(&(o)->head, sw_memb_free)
+SK_BENCH_SWEEP_URCU(sk_bench_sweep_urcu_memb_ops, "urcu-memb", memb, (void)0,
+		    .thread_exit = urcu_memb_unregister_thread);
+
 #else
 
 SK_BENCH_PEER_MISSING(sk_bench_urcu_memb_ops, "urcu-memb",
@@ -104,5 +111,8 @@ SK_BENCH_PEER_MISSING(sk_bench_urcu_memb_ops, "urcu-memb",
 SK_BENCH_PEER_MISSING(sk_bench_urcu_memb_pcpu_ops, "urcu-memb-pcpu",
 		      "liburcu memb flavor, per-CPU call_rcu threads",
 		      "liburcu-memb");
+
+SK_BENCH_PEER_MISSING(sk_bench_sweep_urcu_memb_ops, "urcu-memb",
+		      "liburcu memb flavor", "liburcu-memb");
 
 #endif /* SK_HAVE_LIBURCU_MEMB */

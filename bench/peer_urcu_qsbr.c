@@ -10,6 +10,7 @@
  * included here and nowhere else (it maps unprefixed names).
  */
 #include "bench.h"
+#include "sweep.h"
 
 #ifdef SK_HAVE_LIBURCU_QSBR
 #define _LGPL_SOURCE
@@ -57,6 +58,14 @@ URCU_QSBR_OPS(sk_bench_urcu_qsbr_every_ops, "urcu-qsbr-every",
 	      "liburcu qsbr: dereference + quiescent state every one",
 	      qsbr_every_read_section);
 
+/* The sweep (bench/sweep.h): online qsbr readers, like urcu-qsbr's. */
+#define SK_BENCH_SWEEP_URCU_RETIRE_qsbr(o) \
+	urcu_qsbr_call_rcu(&(o)->head, sw_qsbr_free)
+SK_BENCH_SWEEP_URCU(sk_bench_sweep_urcu_qsbr_ops, "urcu-qsbr", qsbr,
+		    urcu_qsbr_quiescent_state(),
+		    .thread_offline = qsbr_thread_offline,
+		    .thread_exit = urcu_qsbr_unregister_thread);
+
 #else
 
 SK_BENCH_PEER_MISSING(sk_bench_urcu_qsbr_ops, "urcu-qsbr",
@@ -67,5 +76,8 @@ SK_BENCH_PEER_MISSING(sk_bench_urcu_qsbr_bare_ops, "urcu-qsbr-bare",
 SK_BENCH_PEER_MISSING(sk_bench_urcu_qsbr_every_ops, "urcu-qsbr-every",
 		      "liburcu qsbr flavor, quiescent state every section",
 		      "liburcu-qsbr");
+
+SK_BENCH_PEER_MISSING(sk_bench_sweep_urcu_qsbr_ops, "urcu-qsbr",
+		      "liburcu qsbr flavor", "liburcu-qsbr");
 
 #endif /* SK_HAVE_LIBURCU_QSBR */

@@ -101,14 +101,6 @@ struct read_rows {
 	struct sk_bench_row *mops[NVARIANTS][MAX_COUNTS];
 };
 
-/* One implementation at one thread count: its two rows. */
-struct read_job {
-	const struct sk_bench_rcu_ops *ops;
-	int threads;
-	struct sk_bench_row *ns_row, *mops_row;
-	int col;
-};
-
 int sk_bench_read_measure(const struct sk_bench_rcu_ops *ops, int n, uint64_t run_ns,
 		   double *ns_per_op, double *mops)
 {
@@ -191,7 +183,7 @@ static void add_rows(const struct sk_bench_config *cfg,
  * thread counts back to back (the scaling ratio pairs them), then the
  * next implementation of the variant (the scalekit/peer ratios pair those).
  */
-static int make_jobs(const struct read_rows *rr, int nv, struct read_job *jobs)
+static int make_jobs(const struct read_rows *rr, int nv, struct sk_bench_read_job *jobs)
 {
 	int c, v, i, njobs = 0;
 
@@ -200,7 +192,7 @@ static int make_jobs(const struct read_rows *rr, int nv, struct read_job *jobs)
 			for (c = 0; c < rr->ncounts; c++) {
 				if (rr->ns[v][c]->na[i])
 					continue;
-				jobs[njobs++] = (struct read_job){
+				jobs[njobs++] = (struct sk_bench_read_job){
 					rr->ns[v][c]->impl[i], rr->counts[c],
 					rr->ns[v][c], rr->mops[v][c], i
 				};
@@ -208,14 +200,10 @@ static int make_jobs(const struct read_rows *rr, int nv, struct read_job *jobs)
 	return njobs;
 }
 
-/*
- * A warm-up run of every job, then cfg->reps timed rounds.  0, or -1
- * after a message.
- */
-static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
-		    struct read_job *jobs, int njobs)
+int sk_bench_read_jobs_run(const struct sk_bench_config *cfg, const char *scenario,
+		    struct sk_bench_read_job *jobs, int njobs)
 {
-	struct read_job *jb = NULL;
+	struct sk_bench_read_job *jb = NULL;
 	double ns, mops;
 	int i, rep, err = 0;
 
@@ -265,7 +253,7 @@ static int run_variants(const struct sk_bench_config *cfg,
 			const struct read_variant *vs, int nv,
 			struct read_rows *rr)
 {
-	struct read_job *jobs;
+	struct sk_bench_read_job *jobs;
 	int err;
 
 	add_rows(cfg, res, scenario, vs, nv, rr);
@@ -273,7 +261,7 @@ static int run_variants(const struct sk_bench_config *cfg,
 		      sizeof(*jobs));
 	if (!jobs)
 		return -1;
-	err = run_jobs(cfg, scenario, jobs, make_jobs(rr, nv, jobs));
+	err = sk_bench_read_jobs_run(cfg, scenario, jobs, make_jobs(rr, nv, jobs));
 	free(jobs);
 	return err;
 }

@@ -160,6 +160,11 @@ void sk_bench_print_table(FILE *f, const struct sk_bench_results *res)
 	int r = 0, end, i, j, nmissing = 0;
 
 	while (r < res->nrows) {
+		/* The sweep's rows have tables of their own. */
+		if (res->rows[r]->mix) {
+			r++;
+			continue;
+		}
 		for (end = r + 1; end < res->nrows &&
 				  same_group(res->rows[r], res->rows[end]);
 		     end++)
@@ -167,6 +172,7 @@ void sk_bench_print_table(FILE *f, const struct sk_bench_results *res)
 		print_group(f, res->rows + r, end - r);
 		r = end;
 	}
+	sk_bench_sweep_print(f, res);
 	if (res->nrows)
 		fprintf(f,
 			"Figures: median [min..max] over %d repetitions. "
@@ -251,13 +257,19 @@ void sk_bench_print_targets(FILE *f, const struct sk_bench_results *res)
 	}
 }
 
-/* tail: the target columns (",limit,direction") or ",," for a figure. */
+/*
+ * tail: the target columns (",limit,direction") or ",," for a figure;
+ * mix: the sweep's percent reads, 0 (an empty column) elsewhere.
+ */
 static void csv_line(FILE *f, const char *scenario, const char *variant,
 		     int threads, const char *impl, struct sk_bench_stat s,
-		     const char *unit, const char *tail)
+		     const char *unit, const char *tail, int mix)
 {
-	fprintf(f, "%s,%s,%d,%s,%.6g,%.6g,%.6g,%s,%d%s\n", scenario, variant,
+	fprintf(f, "%s,%s,%d,%s,%.6g,%.6g,%.6g,%s,%d%s,", scenario, variant,
 		threads, impl, s.median, s.min, s.max, unit, s.n, tail);
+	if (mix)
+		fprintf(f, "%d", mix);
+	fputc('\n', f);
 }
 
 int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
@@ -266,7 +278,7 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 	int r, i;
 
 	fprintf(f, "scenario,variant,threads,impl,median,min,max,unit,reps,"
-		   "limit,direction\n");
+		   "limit,direction,mix\n");
 	for (r = 0; r < res->nrows; r++) {
 		const struct sk_bench_row *row = res->rows[r];
 
@@ -276,7 +288,7 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 			if (s.n)
 				csv_line(f, row->scenario, row->variant,
 					 row->threads, row->impl[i]->name, s,
-					 row->unit, ",,");
+					 row->unit, ",,", row->mix);
 		}
 		if (!row->ratios)
 			continue;
@@ -288,7 +300,8 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 				 row->impl[0]->name, row->impl[i]->name);
 			if (s.n)
 				csv_line(f, row->scenario, row->variant,
-					 row->threads, name, s, "ratio", ",,");
+					 row->threads, name, s, "ratio", ",,",
+					 row->mix);
 		}
 	}
 	for (i = 0; i < res->ntargets; i++) {
@@ -298,7 +311,7 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res)
 			 t->at_most ? "at most" : "at least");
 		if (t->ratio.n)
 			csv_line(f, "target", t->id, t->threads, t->ratio_name,
-				 t->ratio, "ratio", tail);
+				 t->ratio, "ratio", tail, 0);
 	}
 	return ferror(f) ? -1 : 0;
 }

@@ -58,6 +58,25 @@ sk_bench_cli_test(bench_hash 0
   STDOUT "hash-lookup: millions of lookups.*hash-lookup +2\\^16 keys +1 .*hash-lookup +2\\^20 keys +2 .*hash-resize: millions.*resizing/rhash +resizing/rhash-beside.*hash-resize +2\\^16 keys +1 .*hash-update: millions.*hash-update +2\\^16 keys +2 .*targets.*hash-lookup 2\\^16 keys, 1 thread: Mops/s rhash / urcu-lfht.*hash-lookup 2\\^20 keys, 2 threads.*hash-resize 2\\^16 keys, 1 thread: Mops/s rhash-resizing / rhash.*hash-update 2\\^16 keys, 2 threads: Mops/s rhash / urcu-lfht"
   LABELS bench TIMEOUT 120)
 
+# The sweep (--sweep), quick: a table per mix with every primitive (n/a
+# for a peer that was not built), the thread counts (above the CPUs
+# marked "(over)") and the chooser; beside one ordinary scenario, whose
+# CSV rows leave the mix column empty (bench_sweep_csv checks the file).
+set(sk_bench_sweep_csv ${CMAKE_CURRENT_BINARY_DIR}/bench-sweep/bench.csv)
+sk_bench_cli_test(bench_sweep 0
+  "bench|rwlock-read|--sweep|--quick|--reps|1|--threads|1|--csv|${sk_bench_sweep_csv}|--json|${sk_bench_sweep_csv}.json"
+  STDOUT "rwlock-read.*sweep: one operation.*sweep / 100% reads: total Mops/s.*primitive +1 thread +2 threads.* 8 threads( \\(over\\))?\n-+\nscalekit .*scalekit-qsbr .*scalekit-srcu .*sk-rwlock-rb .*sk-seqlock .*sk-elided-mutex .*sk-elided-rwlock .*pthread-rwlock .*pthread-mutex .*refcount .*urcu-memb .*urcu-qsbr .*urcu-bp .*ck-epoch .*sweep / 99% reads.*sweep / 90% reads.*sweep / 50% reads.*chooser: .*100% +1 +[a-z-]+ +[0-9.]+ +[0-9.]+x [a-z-]+ +[0-9.]+x.*50% +8.*oversubscribed"
+  STDERR "sweep 100% reads: [0-9]+ runs x 1 reps.*sweep 50% reads: rep 1/1"
+  LABELS bench TIMEOUT 300)
+add_test(NAME bench_sweep_csv COMMAND ${CMAKE_COMMAND}
+  -DSK_CSV=${sk_bench_sweep_csv} -P ${PROJECT_SOURCE_DIR}/cmake/bench_sweep_check.cmake)
+set_tests_properties(bench_sweep_csv PROPERTIES DEPENDS bench_sweep
+  LABELS "bench;tools")
+sk_bench_cli_test(bench_usage_sweep_value 2 "bench|--sweep=yes"
+  STDERR "unknown option '--sweep=yes'")
+sk_bench_cli_test(bench_usage_sweep_typo 2 "bench|sweeps"
+  STDERR "unknown scenario 'sweeps' \\(scenarios: .*, sweep\\)")
+
 # glibc's elided pthread_mutex peer of hash-under-lock runs in a child
 # process (GLIBC_TUNABLES is read at start-up); forced here so that the
 # mechanism runs on CPUs without RTM too (glibc then does not elide, and
@@ -83,7 +102,7 @@ sk_bench_cli_test(bench_usage_reps_zero 2 "bench|--reps|0"
 sk_bench_cli_test(bench_usage_missing_value 2 "bench|--reps"
   STDERR "option --reps needs a value")
 sk_bench_cli_test(bench_usage_unknown_scenario 2 "bench|nosuch"
-  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, sync-many, gp-latency, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks, c\\+\\+\\)")
+  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, sync-many, gp-latency, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks, c\\+\\+, sweep\\)")
 sk_bench_cli_test(bench_usage_unknown_flag 2 "bench|--nosuch"
   STDERR "unknown option '--nosuch'")
 sk_bench_cli_test(tool_usage_unknown_command 2 "nosuch"

@@ -47,7 +47,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: scalekit bench [SCENARIO...] [--threads N] [--reps R] "
 		"[--csv FILE] [--quick]\n"
-		"                      [--json FILE] [--html FILE] [--pin]\n"
+		"                      [--json FILE] [--html FILE] [--pin] "
+		"[--sweep]\n"
 		"       scalekit bench --compare OLD.csv NEW.csv\n"
 		"\n"
 		"Compare scalekit with pthreads, liburcu and Concurrency Kit in "
@@ -93,6 +94,12 @@ static void usage(FILE *f)
 		"in an application;\n"
 		"               the callbacks scenario's pinned variant is "
 		"pinned either way)\n"
+		"  --sweep      run the sweep (the scenario \"sweep\", also part "
+		"of the default\n"
+		"               set): every read-side primitive at 1, 2, 4 and "
+		"8 threads over\n"
+		"               100/99/90/50%% reads, a table per mix and the "
+		"chooser\n"
 		"  --compare OLD NEW  measure nothing: print new/old for every "
 		"row two --csv\n"
 		"               files share, marking the rows whose [min..max] "
@@ -278,6 +285,10 @@ static int parse_args(int argc, char **argv, struct sk_bench_config *cfg,
 		}
 		if (strcmp(arg, "--pin") == 0) {
 			sk_bench_set_pinning(1);
+			continue;
+		}
+		if (strcmp(arg, "--sweep") == 0) {
+			select_scenario("sweep", selected, nscen);
 			continue;
 		}
 		m = parse_int_opt(argc, argv, &i, "--threads",
