@@ -433,6 +433,8 @@ int sk_bench_sweep_run(const struct sk_bench_config *cfg,
 		       struct sk_bench_results *res);
 /* The sweep's tables and chooser, from the rows whose mix is set. */
 void sk_bench_sweep_print(FILE *f, const struct sk_bench_results *res);
+/* The chooser as an HTML table (nothing without sweep rows). */
+void sk_bench_sweep_chooser_html(FILE *f, const struct sk_bench_results *res);
 
 /* update.c: sync-qsbr-every, update-load and uperf (issue 14). */
 int sk_bench_qsbr_every_run(const struct sk_bench_config *cfg,

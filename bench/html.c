@@ -331,6 +331,7 @@ int sk_bench_write_html(FILE *f, const struct sk_bench_results *res,
 	      "line met (green), left missed (red).</p>\n", f);
 	targets_svg(f, res);
 	targets_table(f, res);
+	sk_bench_sweep_chooser_html(f, res);
 	fputs("<h2>Scaling</h2>\n", f);
 	charts(f, res);
 	/* scripts/plot.sh puts its gnuplot charts here, inline. */

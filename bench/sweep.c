@@ -315,6 +315,56 @@ static void print_chooser(FILE *f, const struct sk_bench_results *res,
 		ncpus);
 }
 
+void sk_bench_sweep_chooser_html(FILE *f, const struct sk_bench_results *res)
+{
+	char second_s[64], base_s[64];
+	int ncpus = sk_bench_ncpus(), m, c, best, second, any = 0;
+
+	for (m = 0; m < NMIXES && !any; m++)
+		for (c = 0; c < NCOUNTS && !any; c++) {
+			rank(res, mixes[m], counts[c], &best, &second);
+			any = best >= 0;
+		}
+	if (!any)
+		return;
+	fputs("<h2>Chooser</h2>\n<p>The fastest primitive for each read/update "
+	      "mix and thread count (total Mops/s, median), and by how much "
+	      "it beats the runner-up and " BASELINE " (median of "
+	      "per-repetition ratios; a ratio near 1 is a tie).</p>\n"
+	      "<table class=\"chooser\"><tr><th>reads</th>", f);
+	for (c = 0; c < NCOUNTS; c++)
+		fprintf(f, "<th>%d thread%s%s</th>", counts[c],
+			counts[c] == 1 ? "" : "s",
+			counts[c] > ncpus ? " (oversubscribed)" : "");
+	fputs("</tr>\n", f);
+	for (m = 0; m < NMIXES; m++) {
+		fprintf(f, "<tr><td>%d%%</td>", mixes[m]);
+		for (c = 0; c < NCOUNTS; c++) {
+			const struct sk_bench_row *w;
+
+			rank(res, mixes[m], counts[c], &best, &second);
+			if (best < 0) {
+				fputs("<td>n/a</td>", f);
+				continue;
+			}
+			w = find(res, mixes[m], prims[best]->name, counts[c]);
+			fmt_ratio(second_s, sizeof(second_s), w,
+				  second < 0 ? NULL
+					     : find(res, mixes[m],
+						    prims[second]->name,
+						    counts[c]),
+				  second < 0 ? "" : prims[second]->name);
+			fmt_ratio(base_s, sizeof(base_s), w,
+				  find(res, mixes[m], BASELINE, counts[c]),
+				  BASELINE);
+			fprintf(f, "<td><b>%s</b><br>%s<br>%s</td>",
+				prims[best]->name, second_s, base_s);
+		}
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
 void sk_bench_sweep_print(FILE *f, const struct sk_bench_results *res)
 {
 	const struct sk_bench_row *row = NULL;
