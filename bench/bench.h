@@ -630,6 +630,13 @@ int sk_bench_write_csv(FILE *f, const struct sk_bench_results *res);
  */
 int sk_bench_unit_direction(const char *unit);
 
+/*
+ * sk_bench_row_best() - the implementation with the best median of row
+ * (by sk_bench_unit_direction()); -1 when the unit has no direction or
+ * fewer than two figures were measured.
+ */
+int sk_bench_row_best(const struct sk_bench_row *row);
+
 /* sk_bench_target_verdict() - "PASS", "MISS" or "SKIP" (not measured). */
 const char *sk_bench_target_verdict(const struct sk_bench_target *t);
 

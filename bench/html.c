@@ -115,27 +115,9 @@ static void targets_table(FILE *f, const struct sk_bench_results *res)
 	fputs("</table>\n", f);
 }
 
-/* The implementation with the best median on row, or -1. */
-static int best_of(const struct sk_bench_row *row)
-{
-	int dir = sk_bench_unit_direction(row->unit), i, best = -1;
-	double bv = 0;
-
-	for (i = 0; dir && i < row->nimpl; i++) {
-		struct sk_bench_stat s = sk_bench_row_stat(row, i);
-
-		if (s.n && (best < 0 || (dir > 0 ? s.median > bv
-						 : s.median < bv))) {
-			best = i;
-			bv = s.median;
-		}
-	}
-	return best;
-}
-
 static void row_html(FILE *f, const struct sk_bench_row *row)
 {
-	int i, best = best_of(row);
+	int i, best = sk_bench_row_best(row);
 
 	fputs("<tr><td>", f);
 	esc(f, row->variant);

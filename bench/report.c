@@ -87,15 +87,39 @@ static void header_cells(const struct sk_bench_row *row,
 				 row->impl[i]->name);
 }
 
+int sk_bench_row_best(const struct sk_bench_row *row)
+{
+	int dir = sk_bench_unit_direction(row->unit), i, best = -1, n = 0;
+	double bv = 0;
+
+	for (i = 0; dir && i < row->nimpl; i++) {
+		struct sk_bench_stat s = sk_bench_row_stat(row, i);
+
+		if (!s.n)
+			continue;
+		n++;
+		if (best < 0 || (dir > 0 ? s.median > bv : s.median < bv)) {
+			best = i;
+			bv = s.median;
+		}
+	}
+	return n > 1 ? best : -1;
+}
+
 static void row_cells(const struct sk_bench_row *row, char cell[MAX_COLS][CELL])
 {
-	int i, k = 0;
+	int i, k = 0, best = sk_bench_row_best(row);
 
 	snprintf(cell[k++], CELL, "%s", row->scenario);
 	snprintf(cell[k++], CELL, "%s", row->variant);
 	snprintf(cell[k++], CELL, "%d", row->threads);
-	for (i = 0; i < row->nimpl; i++)
-		fmt_stat(cell[k++], CELL, sk_bench_row_stat(row, i));
+	for (i = 0; i < row->nimpl; i++) {
+		fmt_stat(cell[k], CELL, sk_bench_row_stat(row, i));
+		/* The best figure of the row, by the unit's direction. */
+		if (i == best && strlen(cell[k]) + 1 < CELL)
+			strcat(cell[k], "*");
+		k++;
+	}
 	if (row->ratios) {
 		for (i = 1; i < row->nimpl; i++) {
 			struct sk_bench_stat s =
@@ -180,7 +204,9 @@ void sk_bench_print_table(FILE *f, const struct sk_bench_results *res)
 			"peer's, median of per-repetition ratios (every "
 			"implementation\nruns once per repetition, back to "
 			"back); exp/, poll/, srcu/: the same for the\n"
-			"table's first column. n/a: not measured.\n",
+			"table's first column. n/a: not measured. *: the "
+			"best figure of its row\n(lowest time or highest "
+			"rate).\n",
 			res->rows[0]->nrep);
 	/* Say once why each missing implementation is missing. */
 	for (r = 0; r < res->nrows; r++) {
