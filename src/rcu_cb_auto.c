@@ -56,6 +56,8 @@ static struct {
 void sk__rcu_cb_auto_test_fail_allocs(int n)
 {
 	sk_atomic_store_relaxed(&au.fail_allocs, n);
+	if (!n) /* and the back-off of the failures made so far */
+		sk_atomic_store_relaxed(&au.retry_ns, 0);
 }
 
 int sk__rcu_cb_auto_running(void)

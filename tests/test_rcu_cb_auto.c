@@ -97,10 +97,63 @@ struct probe {
 
 static unsigned long run_seq; /* atomic */
 
+/*
+ * hold_first: the callback with id 0 waits (at most HOLD_MS) so that a
+ * backlog builds behind it whatever the timing (a worker that keeps up
+ * never lets the backlog pass CB_AUTO_MIN, so the thread's queue never
+ * moves: under TSan the split twin went uncaught that way).
+ *   HOLD_FOR_LATER: until one queued after it has run.  With the queue
+ *     kept in order nothing later can run and the wait times out; a twin
+ *     that lets another worker run later callbacks meanwhile reorders
+ *     them on every run.
+ *   HOLD_FOR_PRODUCER: until the test thread has queued them all
+ *     (queued_all), so the whole flow is a backlog.
+ */
+enum { HOLD_OFF, HOLD_FOR_LATER, HOLD_FOR_PRODUCER };
+#define HOLD_MS 300
+static int hold_first;         /* atomic: HOLD_*, set while idle */
+static int queued_all;         /* atomic: HOLD_FOR_PRODUCER's release */
+static unsigned long ran_upto; /* atomic: highest id run + 1 */
+
+static int hold_released(int mode)
+{
+	if (mode == HOLD_FOR_LATER)
+		return __atomic_load_n(&ran_upto, __ATOMIC_RELAXED) > 1;
+	return __atomic_load_n(&queued_all, __ATOMIC_RELAXED);
+}
+
+static void hold_if_first(const struct probe *p)
+{
+	int mode = __atomic_load_n(&hold_first, __ATOMIC_RELAXED), ms;
+
+	if (p->id != 0 || mode == HOLD_OFF)
+		return;
+	for (ms = 0; ms < HOLD_MS * (int)sk_test_slow(); ms++) {
+		if (hold_released(mode))
+			return;
+		usleep(1000);
+	}
+}
+
+/* Start holding in mode (the queue is idle: after a barrier). */
+static void hold_start(int mode)
+{
+	__atomic_store_n(&ran_upto, 0UL, __ATOMIC_RELAXED);
+	__atomic_store_n(&queued_all, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&hold_first, mode, __ATOMIC_RELAXED);
+}
+
 static void probe_cb(struct sk_rcu_head *h)
 {
 	struct probe *p = (struct probe *)h;
+	unsigned long upto;
 
+	hold_if_first(p);
+	upto = __atomic_load_n(&ran_upto, __ATOMIC_RELAXED);
+	while (p->id + 1 > upto &&
+	       !__atomic_compare_exchange_n(&ran_upto, &upto, p->id + 1, 0,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 	p->cpu = sched_getcpu();
 	p->seq = __atomic_fetch_add(&run_seq, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->ran, 1, __ATOMIC_RELEASE);
@@ -181,8 +234,11 @@ static void backlog_without_memory_or_threads_loses_nothing(void)
 			sk__rcu_cb_auto_test_fail_allocs(1 << 20);
 		else
 			sk__worker_test_fail_starts(1 << 20, EAGAIN);
+		hold_start(HOLD_FOR_PRODUCER); /* a backlog: a start is tried */
 		SK_CHECK_EQ(queue_all(p, FLOW), FLOW);
+		__atomic_store_n(&queued_all, 1, __ATOMIC_RELAXED);
 		sk_rcu_barrier();
+		hold_start(HOLD_OFF);
 		SK_CHECK_EQ(count_ran(p, FLOW), FLOW);
 		SK_CHECK_EQ(sk__rcu_cb_auto_running(), 0);
 		sk__rcu_cb_auto_test_fail_allocs(0);
@@ -205,8 +261,11 @@ static void backlog_runs_on_the_producers_cpu(void)
 	for (c = 0; c < ncpus; c++) {
 		memset(p, 0, sizeof(*p) * FLOW);
 		SK_CHECK_EQ(sk_test_pin_to(cpus[c]), 0);
+		hold_start(HOLD_FOR_PRODUCER);
 		SK_CHECK_EQ(queue_all(p, FLOW), FLOW);
+		__atomic_store_n(&queued_all, 1, __ATOMIC_RELAXED);
 		sk_rcu_barrier();
+		hold_start(HOLD_OFF);
 		SK_CHECK_EQ(count_ran(p, FLOW), FLOW);
 		/* The last ones were queued long after the switch. */
 		SK_CHECK_EQ(p[FLOW - 1].cpu, cpus[c]);
@@ -228,6 +287,7 @@ static int out_of_order(int busted)
 	int n = 200000 / (int)sk_test_slow(), i, bad = 0;
 	struct probe *p = probes_new(n);
 
+	hold_start(HOLD_FOR_LATER);
 	sk__rcu_cb_set_busted(busted ? SK__CB_BUSTED_AUTO_SPLIT : 0);
 	for (i = 0; i < n; i++) {
 		if (i % 2000 == 0)
@@ -239,6 +299,7 @@ static int out_of_order(int busted)
 	sk__rcu_cb_set_busted(0);
 	unpin();
 	sk_rcu_barrier();
+	hold_start(HOLD_OFF);
 	SK_CHECK_EQ(count_ran(p, n), n);
 	for (i = 1; i < n; i++)
 		bad += p[i].seq <= p[i - 1].seq;

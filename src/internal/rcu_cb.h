@@ -215,7 +215,8 @@ void sk__rcu_cb_auto_fork_parent(void);
 void sk__rcu_cb_auto_fork_child(void);
 /*
  * Testing build only (SK_TESTING): the next n allocations of the slots
- * fail as with ENOMEM; the number of automatic workers running.
+ * fail as with ENOMEM (n = 0 also ends the back-off of the failures so
+ * far); the number of automatic workers running.
  */
 void sk__rcu_cb_auto_test_fail_allocs(int n);
 int sk__rcu_cb_auto_running(void);
