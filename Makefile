@@ -14,6 +14,10 @@ CTEST   ?= ctest
 CMAKE_FLAGS ?=
 BENCH_ARGS ?=
 
+# The sanitizer, cross and generic jobs build the C++ tests as C++17 only
+# (tests/cpp.cmake, SK_CXX_STDS); check-main builds C++17 and C++20.
+X_CXX    := -DSK_CXX_STDS=17
+
 SAN_ASAN := $(BUILD)-asan
 SAN_TSAN := $(BUILD)-tsan
 X_A64    := $(BUILD)-aarch64
@@ -45,11 +49,11 @@ check-main: build
 	cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS) -LE torture-long --timeout 600
 
 check-asan:
-	$(call configure,$(SAN_ASAN),-DCMAKE_BUILD_TYPE=Debug -DSK_SANITIZE=address$(,)undefined -DSK_DEBUG=1 -DSK_BUILD_TOOLS=ON)
+	$(call configure,$(SAN_ASAN),-DCMAKE_BUILD_TYPE=Debug -DSK_SANITIZE=address$(,)undefined -DSK_DEBUG=1 -DSK_BUILD_TOOLS=ON $(X_CXX))
 	cd $(SAN_ASAN) && SK_TEST_SLOW=1 $(CTEST) --output-on-failure -j $(JOBS) -LE 'nosan|bench|torture-long' --timeout 900
 
 check-tsan:
-	$(call configure,$(SAN_TSAN),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSK_SANITIZE=thread -DSK_DEBUG=1 -DSK_BUILD_TOOLS=ON)
+	$(call configure,$(SAN_TSAN),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSK_SANITIZE=thread -DSK_DEBUG=1 -DSK_BUILD_TOOLS=ON $(X_CXX))
 	cd $(SAN_TSAN) && SK_TEST_SLOW=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 		$(CTEST) --output-on-failure -j $(JOBS) -LE 'nosan|bench|torture-long' --timeout 900
 
@@ -119,7 +123,7 @@ check-aarch64:
 	fi
 
 x-aarch64-run:
-	$(call configure,$(X_A64),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchain-aarch64-linux-gnu.cmake)
+	$(call configure,$(X_A64),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchain-aarch64-linux-gnu.cmake $(X_CXX))
 	cd $(X_A64) && SK_TEST_SLOW=1 $(X_CTEST) -LE '$(X_EXCLUDE)|noqemu'
 
 # M32_EMU: empty (run natively) or the emulator x-m32-run runs the tests under.
@@ -139,14 +143,16 @@ check-m32:
 	fi
 
 x-m32-run:
-	$(call configure,$(X_M32),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchain-i686-m32.cmake -DCMAKE_CROSSCOMPILING_EMULATOR=$(M32_EMU))
+	$(call configure,$(X_M32),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchain-i686-m32.cmake -DCMAKE_CROSSCOMPILING_EMULATOR=$(M32_EMU) $(X_CXX))
 	cd $(X_M32) && $(if $(M32_EMU),SK_TEST_SLOW=1 $(X_CTEST) -LE '$(X_EXCLUDE)|noqemu',$(X_CTEST) -LE '$(X_EXCLUDE)')
 
 # The portable C11 barriers on this machine's CPU: the unit tests (the
-# scalekit tool is not built: nothing here runs it).
+# scalekit tool is not built: nothing here runs it), at the sanitizer
+# jobs' length (SK_TEST_SLOW): check-main runs them at full length on the
+# same CPU with the x86 barriers.
 check-generic:
-	$(call configure,$(X_GEN),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSK_ARCH_GENERIC=ON -DSK_BUILD_TOOLS=OFF -DSK_CXX_CLANG=OFF)
-	cd $(X_GEN) && $(X_CTEST) -L unit
+	$(call configure,$(X_GEN),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSK_ARCH_GENERIC=ON -DSK_BUILD_TOOLS=OFF -DSK_CXX_CLANG=OFF $(X_CXX))
+	cd $(X_GEN) && SK_TEST_SLOW=1 $(X_CTEST) -L unit
 
 bench:
 	@if [ "$$(id -u)" = 0 ]; then scripts/deps.sh --peers; else echo "bench: not root, using the peers already installed"; fi

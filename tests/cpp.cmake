@@ -45,11 +45,20 @@ if(SK_CXX_CLANG AND NOT SK_SANITIZE AND NOT CMAKE_CROSSCOMPILING
   endif()
 endif()
 
+# SK_CXX_STDS: the standards each test is built as (default both).  The
+# sanitizer and cross jobs of `make check` build C++17 only: what they
+# add is the run under their runtime or CPU, the same for either
+# standard; check-main compiles and runs both (and clang++'s).  C++17
+# stays in every list: the broken twins below are C++17 builds.
+set(SK_CXX_STDS "17;20" CACHE STRING "C++ standards the C++ tests are built as")
+if(NOT "17" IN_LIST SK_CXX_STDS)
+  message(FATAL_ERROR "SK_CXX_STDS must include 17 (the broken twins are C++17 builds)")
+endif()
 file(GLOB SK_CXX_TESTS CONFIGURE_DEPENDS
   ${CMAKE_CURRENT_SOURCE_DIR}/cpp/test_*.cpp)
 foreach(src ${SK_CXX_TESTS})
   get_filename_component(name ${src} NAME_WE)
-  foreach(std 17 20)
+  foreach(std IN LISTS SK_CXX_STDS)
   foreach(build IN LISTS sk_cxx_builds)
     set(t ${name}_${build}${std})
     add_executable(${t} ${src})
@@ -66,6 +75,14 @@ foreach(src ${SK_CXX_TESTS})
     add_test(NAME ${t} COMMAND ${t})
     set_tests_properties(${t} PROPERTIES TIMEOUT ${SK_TEST_TIMEOUT}
       LABELS "unit;cpp")
+    # One build of each test runs its stress parts at full length (the
+    # project's compiler, C++17); the others run them at the sanitizer
+    # jobs' length (SK_TEST_SLOW: an eighth), which still runs every
+    # check and every broken twin: what they add is the other compiler's
+    # or standard's code, not more iterations of the same.
+    if(NOT (build STREQUAL "cxx" AND std STREQUAL "17"))
+      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "SK_TEST_SLOW=1")
+    endif()
   endforeach()
   endforeach()
 endforeach()
