@@ -4,8 +4,8 @@
 # C++17 and as C++20 (ISO, no GNU extensions, -pedantic), with the
 # project's C++ compiler, linked to the static library and the test
 # support library, and registered as <name>_cxx17 and <name>_cxx20
-# (labels "unit;cpp").  The sanitizer jobs build them with their flags
-# like every other test.
+# (labels "unit;cpp").  The sanitizer and cross jobs build them with
+# their flags like every other test, as C++17 only (SK_CXX_STDS below).
 #
 # sk_cxx_test_link(NAME LIB): both builds of tests/cpp/NAME.cpp link LIB
 # (a variant of cmake/sk_lib_variant.cmake) instead of scalekit_static.
