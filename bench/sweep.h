@@ -10,7 +10,8 @@
  *
  *  read    enter the read side, load the shared value (a struct of three
  *          words), check its invariant, leave.  A value that breaks the
- *          invariant (torn by a writer, or poisoned by a free) aborts.
+ *          invariant (torn by a writer, or poisoned by a free) ends the
+ *          program with exit status 3 (sk_bench_sweep_torn()).
  *  update  RCU family: allocate a new value, publish it with an atomic
  *          exchange, retire the old one with the primitive's own deferred
  *          free (call_rcu, call_srcu, ck_epoch_call), which poisons it and
@@ -64,7 +65,7 @@ static inline void sk_bench_sweep_load(const struct sk_bench_sweep_val *v,
 	out->c = __atomic_load_n(&v->c, __ATOMIC_RELAXED);
 }
 
-/* Print what was read and abort: a torn or freed read. */
+/* Print what was read and _exit(3): a torn or freed read. */
 void sk_bench_sweep_torn(const char *who, const struct sk_bench_sweep_val *s)
 	__attribute__((noreturn));
 
@@ -243,6 +244,7 @@ extern const struct sk_bench_rcu_ops sk_bench_sweep_scalekit_qsbr_ops;
 extern const struct sk_bench_rcu_ops sk_bench_sweep_scalekit_srcu_ops;
 extern const struct sk_bench_rcu_ops sk_bench_sweep_rwlock_rb_ops;
 extern const struct sk_bench_rcu_ops sk_bench_sweep_seqlock_ops;
+extern const struct sk_bench_rcu_ops sk_bench_sweep_seqlock_busted_ops;
 extern const struct sk_bench_rcu_ops sk_bench_sweep_elided_mutex_ops;
 extern const struct sk_bench_rcu_ops sk_bench_sweep_elided_rwlock_ops;
 extern const struct sk_bench_rcu_ops sk_bench_sweep_pthread_rwlock_ops;

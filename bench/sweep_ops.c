@@ -168,6 +168,46 @@ static void swsl_section(long n)
 SK_BENCH_SWEEP_OPS(sk_bench_sweep_seqlock_ops, "sk-seqlock",
 		   "sk_seqlock read_begin/read_retry / write lock", swsl);
 
+/*
+ * BROKEN twin (SCALEKIT_BENCH_SWEEP_BUSTED=seqlock, see sweep.c): a
+ * seqlock reader that never retries, against a writer that leaves the
+ * value half-written for a while (so that the tear is there to be seen on
+ * 2 CPUs).  The sweep's check MUST catch it and end the run: that proves the
+ * check can fail.
+ */
+static void swslb_read(void)
+{
+	struct sk_bench_sweep_val s;
+
+	(void)sk_seqlock_read_begin(&swsl_lock);
+	sk_bench_sweep_load(&swsl_val, &s);
+	sk_bench_sweep_verify(&s, "sk-seqlock-busted"); /* BROKEN: no retry */
+	SK_BENCH_USE(s.a);
+}
+
+static void swslb_update(void)
+{
+	long a;
+	int i;
+
+	sk_seqlock_write_lock(&swsl_lock);
+	a = __atomic_load_n(&swsl_val.a, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&swsl_val.a, a, __ATOMIC_RELAXED);
+	for (i = 0; i < 2000; i++) /* the window: a new, b and c old */
+		sk_cpu_relax();
+	sk_bench_sweep_set(&swsl_val, a);
+	sk_seqlock_write_unlock(&swsl_lock);
+}
+
+static void swslb_section(long n)
+{
+	SK_BENCH_SWEEP_LOOP(n, swslb_read(), swslb_update(), (void)0);
+}
+
+#define swslb_init swsl_init
+SK_BENCH_SWEEP_OPS(sk_bench_sweep_seqlock_busted_ops, "sk-seqlock",
+		   "BROKEN: sk_seqlock read without retry", swslb);
+
 /* ---- an atomic reference count ------------------------------------------ */
 
 /*

@@ -72,6 +72,16 @@ add_test(NAME bench_sweep_csv COMMAND ${CMAKE_COMMAND}
   -DSK_CSV=${sk_bench_sweep_csv} -P ${PROJECT_SOURCE_DIR}/cmake/bench_sweep_check.cmake)
 set_tests_properties(bench_sweep_csv PROPERTIES DEPENDS bench_sweep
   LABELS "bench;tools")
+# The sweep's broken twin: the seqlock column's reader never retries
+# (SCALEKIT_BENCH_SWEEP_BUSTED=seqlock): the check of every read MUST
+# catch a torn value and end the run (exit status 3).  A wrong value is
+# refused.
+sk_bench_cli_test(bench_sweep_busted 3 "bench|sweep|--quick|--reps|1"
+  STDERR "sweep: sk-seqlock-busted read a torn or freed value"
+  ENV "SCALEKIT_BENCH_SWEEP_BUSTED=seqlock" LABELS bench TIMEOUT 300)
+sk_bench_cli_test(bench_sweep_busted_value 1 "bench|sweep|--quick|--reps|1"
+  STDERR "SCALEKIT_BENCH_SWEEP_BUSTED=rcu: the only broken twin is 'seqlock'"
+  ENV "SCALEKIT_BENCH_SWEEP_BUSTED=rcu")
 sk_bench_cli_test(bench_usage_sweep_value 2 "bench|--sweep=yes"
   STDERR "unknown option '--sweep=yes'")
 sk_bench_cli_test(bench_usage_sweep_typo 2 "bench|sweeps"
