@@ -107,6 +107,7 @@ function(sk_cxx_test_twin name)
 endfunction()
 sk_cxx_test_twin(test_cpp_srcu)
 sk_cxx_test_twin(test_cpp_locks)
+sk_cxx_test_twin(test_cpp_enomem)
 function(sk_cxx_test_link name lib)
   include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
   sk_lib_variant_link(${lib} ${name}_cxx17 ${name}_cxx20
