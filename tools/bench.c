@@ -178,11 +178,10 @@ static void print_preamble(FILE *f, const struct sk_bench_config *cfg)
 
 	sk_bench_env_get(&env);
 	sk_bench_env_print(f, "", &env);
+	/* The CPUs and membarrier(2) are on the environment's first line. */
 	fprintf(f,
-		"scalekit bench: %d CPUs, membarrier(2) %s, %d reps x %.0f "
-		"ms per figure%s, threads %s, library %s\n",
-		sk_bench_ncpus(),
-		sk_fence_uses_membarrier() ? "in use" : "unavailable (fences)",
+		"scalekit bench: %d reps x %.0f ms per figure%s, threads %s, "
+		"library %s\n",
 		cfg->reps, cfg->run_ns / 1e6, cfg->quick ? " (--quick)" : "",
 		sk_bench_pinning() ? "pinned (--pin)" : "not pinned",
 		bench_link);
