@@ -657,7 +657,7 @@ static struct sk__rcu_cb_queue *queue_pick(void)
 int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *))
 {
-	unsigned long backlog;
+	unsigned long backlog, queued;
 	struct sk__worker *w;
 	int err;
 
@@ -672,18 +672,21 @@ int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 	if (!q)
 		q = queue_pick();
 	sk__wfq_push(&q->wfq, head);
-	if (SK_UNLIKELY(q->shared))
-		sk_atomic_fetch_add_seq_cst(&q->queued, 1UL);
-	else
-		sk_atomic_store_relaxed(&q->queued, q->queued + 1);
-	backlog = sk_atomic_load_relaxed(&q->queued) -
-		  sk_atomic_load_relaxed(&q->invoked);
 	/*
-	 * A thread's own queue with a backlog: its CPU's worker.  Relaxed:
-	 * q may be a shared queue, whose count other producers add to.
+	 * queued: the count with this callback (other producers of a shared
+	 * queue may add more meanwhile; a backlog figure is a hint).
 	 */
-	if (SK_UNLIKELY((sk_atomic_load_relaxed(&q->queued) &
-			 (CB_AUTO_EVERY - 1)) == 0) &&
+	if (SK_UNLIKELY(q->shared)) {
+		queued = sk_atomic_fetch_add_seq_cst(&q->queued, 1UL) + 1;
+	} else {
+		queued = q->queued + 1; /* the owner alone writes it */
+		sk_atomic_store_relaxed(&q->queued, queued);
+	}
+	backlog = queued - sk_atomic_load_relaxed(&q->invoked);
+	if ((long)backlog < 0) /* a shared queue ran others' past ours */
+		backlog = 0;
+	/* A thread's own queue with a backlog: its CPU's worker. */
+	if (SK_UNLIKELY((queued & (CB_AUTO_EVERY - 1)) == 0) &&
 	    backlog > CB_AUTO_MIN && q == my_q && !sk__rcu_cb_in_worker)
 		queue_follow_cpu(q);
 	w = queue_kick(q, backlog > CB_LAZY_MAX ? SK__WK_KICK_BACKLOG
