@@ -107,13 +107,13 @@ static unsigned long scan_chunk(struct rcu_chunk *ch, unsigned long c,
 		v[i] = sk_atomic_load_relaxed(ch->words[i]);
 		any |= v[i];
 	}
+#ifndef SK__TSAN
+	if (!nest_of(any))
+		return n; /* nobody in a section: none blocks, no suspect */
+#endif
 	for (; used; used &= used - 1) {
 		struct rcu_slot *s;
 
-#ifndef SK__TSAN
-		if (!nest_of(any))
-			break; /* nobody in a section: none blocks, no suspect */
-#endif
 		i = __builtin_ctzll(used);
 		s = &ch->slots[i];
 		if (blocks_gp(v[i], c)) {
