@@ -317,6 +317,17 @@ unsigned long sk_lks_sections(const struct sk_lks *s)
 	return lks_sum(s, LKS_AT(reads), LKS_AT(writes));
 }
 
+unsigned long sk_lks_idle(const struct sk_lks *s)
+{
+	unsigned long i, n = 0;
+
+	for (i = 0; i < s->n; i++)
+		n += sk_atomic_load_relaxed(&s->th[i].reads) +
+			     sk_atomic_load_relaxed(&s->th[i].writes) ==
+		     0;
+	return n;
+}
+
 unsigned long sk_lks_errors(const struct sk_lks *s)
 {
 	return lks_sum(s, LKS_AT(overlaps), LKS_AT(torn));

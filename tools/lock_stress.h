@@ -80,6 +80,9 @@ struct sk_lks *sk_lks_start(const struct sk_lks_cfg *cfg);
 /* Sections completed so far (for a hang monitor). */
 unsigned long sk_lks_sections(const struct sk_lks *s);
 
+/* Threads that have not completed a section yet (for the monitor). */
+unsigned long sk_lks_idle(const struct sk_lks *s);
+
 /* Errors counted so far; relaxed loads only: async-signal-safe. */
 unsigned long sk_lks_errors(const struct sk_lks *s);
 
