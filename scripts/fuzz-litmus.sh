@@ -28,7 +28,7 @@ fi
 # shellcheck disable=SC2086 # word splitting of srcs and flags is wanted
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$top/tools" "$top/tools/litmus_lex.c" "$top/tools/litmus_decl.c" \
-	"$top/tools/litmus_parse.c" $srcs \
+	"$top/tools/litmus_lisa.c" "$top/tools/litmus_parse.c" $srcs \
 	"$top/tests/litmus-fuzz/fuzz_parse.c" $flags -o "$work/fuzz"
 exec nice -n 19 "$work/fuzz" -max_total_time="$secs" -max_len=4096 \
 	-timeout=30 -artifact_prefix="$work/crashes/" -print_final_stats=1 \

@@ -126,6 +126,10 @@ sk_litmus_test(litmus_sb_mbs_never 0
 sk_litmus_test(litmus_busted_rcu 1
   "litmus|--busted|--seconds|@SECS@|${sk_lit_dir}/rcu-deferred-free.litmus"
   SECS 10 STDOUT "Verdict: FAIL \\(expected Never\\).*1 FAIL" LABELS noqemu)
+sk_litmus_test(litmus_busted_lisa 1
+  "litmus|--busted|--seconds|@SECS@|${sk_lit_dir}/lisa-rcu-sb.litmus"
+  SECS 10 STDOUT "Verdict: FAIL \\(expected Never\\).*1 FAIL"
+  LABELS "noqemu;nosan") # store buffering: TSan's atomics hide it
 sk_litmus_test(litmus_busted_srcu 1
   "litmus|--busted|--seconds|@SECS@|${sk_lit_dir}/srcu-deferred-free.litmus"
   SECS 10 STDOUT "Verdict: FAIL \\(expected Never\\).*1 FAIL" LABELS noqemu)

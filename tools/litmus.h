@@ -90,6 +90,8 @@ enum lt_order {
 	LT_F_AFTER_ATOMIC,
 	LT_F_MEMB,   /* smp_memb(): the heavy side of sk_fence_heavy/light */
 	LT_PLAIN,    /* a plain C access: *x = v, r = *x */
+	LT_F_COMPILER, /* barrier(), smp_read_barrier_depends(): a compiler
+			  barrier (the executor keeps dependencies) */
 };
 
 /* Read-modify-write kinds. */

@@ -3,7 +3,9 @@
  * What surrounds the processes of a litmus test, for the parser of
  * `scalekit litmus` (litmus_parse.c, which parses the processes): the
  * types, the header line, the initial state (locations and registers)
- * and the final clause (locations [...], filter, exists/~exists/forall).
+ * and the final clause (locations [...], filter, exists/~exists/forall);
+ * and the tables both front ends (C, LISA) fill: processes, operations
+ * and expressions.
  */
 #include "litmus_lex.h"
 
@@ -83,6 +85,53 @@ int lp_is_type_start(const struct ps *ps)
 	return ps->tok.kind == TK_ID && lp_is_type_name(ps->tok.text);
 }
 
+/* ---- processes, operations, expressions ---------------------------- */
+
+void lp_new_proc(struct ps *ps)
+{
+	struct lt_test *t = ps->t;
+
+	if (t->nprocs >= LT_MAX_PROCS)
+		FAIL(ps, "too many processes (at most %d)", LT_MAX_PROCS);
+	ps->p = &t->proc[t->nprocs++];
+	ps->p->ops = calloc(LT_MAX_OPS, sizeof(struct lt_op));
+	if (!ps->p->ops)
+		FAIL(ps, "out of memory");
+}
+
+struct lt_op *lp_emit(struct ps *ps, int code)
+{
+	struct lt_proc *p = ps->p;
+	struct lt_op *op;
+
+	if (p->nops >= LT_MAX_OPS)
+		FAIL(ps, "process too long (at most %d operations)",
+		     LT_MAX_OPS);
+	op = &p->ops[p->nops++];
+	memset(op, 0, sizeof(*op));
+	op->code = (unsigned char)code;
+	op->dst = op->loc = op->areg = -1;
+	op->a = op->b = -1;
+	op->line = ps->tok.line;
+	return op;
+}
+
+int lp_new_expr(struct ps *ps, int kind, long v, int l, int r)
+{
+	struct lt_test *t = ps->t;
+	struct lt_expr *e;
+
+	if (t->nexprs >= LT_MAX_EXPRS)
+		FAIL(ps, "test too large (expressions)");
+	e = &t->expr[t->nexprs];
+	e->kind = (unsigned char)kind;
+	e->v = v;
+	e->l = l;
+	e->r = r;
+	e->op = 0;
+	return t->nexprs++;
+}
+
 /* ---- the header and the initial state ------------------------------ */
 
 /* Whether the line at p is "Key=..." (a name, then '='). */
@@ -121,13 +170,17 @@ void lp_parse_header(struct ps *ps)
 {
 	size_t n = 0;
 
-	if (!lp_is_id(ps, "C"))
-		FAIL(ps, "a C litmus test starts with 'C <name>', found '%s'",
+	ps->lisa = lp_is_id(ps, "LISA");
+	if (!lp_is_id(ps, "C") && !ps->lisa)
+		FAIL(ps, "a C litmus test starts with 'C <name>' (herd7's LISA "
+			 "format with 'LISA <name>'), found '%s'",
 		     lp_tok_desc(ps));
-	/* The name is the rest of the line (it may hold + - . =). */
+	/* The name is the rest of the line (it may hold + - . =), up to a
+	 * (* comment. */
 	while (ps->s < ps->end && (*ps->s == ' ' || *ps->s == '\t'))
 		ps->s++;
-	while (ps->s < ps->end && *ps->s != '\n' && *ps->s != '\r') {
+	while (ps->s < ps->end && *ps->s != '\n' && *ps->s != '\r' &&
+	       !(*ps->s == '(' && ps->s + 1 < ps->end && ps->s[1] == '*')) {
 		if (n + 1 < sizeof(ps->t->name))
 			ps->t->name[n++] = *ps->s;
 		ps->s++;
@@ -399,8 +452,10 @@ static void parse_locations(struct ps *ps)
 	while (!lp_accept(ps, "]")) {
 		if (ps->tok.kind == TK_EOF)
 			FAIL(ps, "unterminated locations [...]");
-		if (!lp_accept(ps, ";"))
-			parse_item(ps, 1);
+		if (lp_accept(ps, ";"))
+			continue;
+		parse_item(ps, 1);
+		lp_accept(ps, "*"); /* "1:r1*": herd7 shows what r1 points to */
 	}
 }
 
@@ -434,12 +489,14 @@ void lp_parse_final(struct ps *ps)
 	n = (size_t)(ps->s - b);
 	while (n > 0 && isspace((unsigned char)b[0]))
 		b++, n--;
-	while (n > 0 && isspace((unsigned char)b[n - 1]))
+	while (n > 0 && (isspace((unsigned char)b[n - 1]) ||
+			 (b[n - 1] == ';' && lp_is_punct(ps, ";"))))
 		n--;
 	if (n >= sizeof(t->clause))
 		n = sizeof(t->clause) - 1;
 	memcpy(t->clause, b, n);
 	t->clause[n] = '\0';
+	lp_accept(ps, ";"); /* "exists (...);": herd7 takes it */
 	if (ps->tok.kind != TK_EOF)
 		FAIL(ps, "unexpected '%s' after the final clause", lp_tok_desc(ps));
 }

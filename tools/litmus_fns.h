@@ -38,6 +38,8 @@ static const struct lt_fn lt_fns[] = {
 	FENCE("smp_mb__after_spinlock", LT_F_MB),
 	FENCE("smp_mb__after_srcu_read_unlock", LT_F_MB),
 	FENCE("smp_memb", LT_F_MEMB),
+	FENCE("barrier", LT_F_COMPILER),
+	FENCE("smp_read_barrier_depends", LT_F_COMPILER),
 	FN("rcu_read_lock", "", LT_OP_RCU_LOCK, 0, 0, 0, 0),
 	FN("rcu_read_unlock", "", LT_OP_RCU_UNLOCK, 0, 0, 0, 0),
 	FN("synchronize_rcu", "", LT_OP_SYNC_RCU, 0, 0, 0, 0),

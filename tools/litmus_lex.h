@@ -3,7 +3,8 @@
  * tools/litmus_lex.h - what the three files of the parser of `scalekit
  * litmus` share: the lexer (litmus_lex.c: the parser's state, the tokens,
  * the error exit, the tables of names), the parts around the processes
- * (litmus_decl.c) and the processes (litmus_parse.c).  Internal to them.
+ * (litmus_decl.c), the processes of a C test (litmus_parse.c) and of a
+ * LISA test (litmus_lisa.c).  Internal to them.
  */
 #ifndef SK_LITMUS_LEX_H
 #define SK_LITMUS_LEX_H
@@ -41,6 +42,7 @@ struct ps {
 	char param[LT_MAX_LOCS][LT_NAME];
 	int param_loc[LT_MAX_LOCS];
 	int ntemps; /* hidden registers of the process (loads in expressions) */
+	int lisa;   /* the test is in herd7's LISA format */
 	int nreginit;
 	struct lp_reginit reginit[LT_MAX_PROCS * LT_MAX_REGS];
 	char *err;
@@ -86,5 +88,15 @@ void lp_parse_value(struct ps *ps, long *v, int *loc);
 int lp_is_proc_name(const struct ps *ps);
 void lp_reg_inits(struct ps *ps); /* after the processes: "0:r1=x" */
 void lp_parse_final(struct ps *ps);
+
+/* litmus_decl.c too: a new process (ps->p), an operation of ps->p (its
+ * fields -1 or 0, its line the current token's), an expression node. */
+void lp_new_proc(struct ps *ps);
+struct lt_op *lp_emit(struct ps *ps, int code);
+int lp_new_expr(struct ps *ps, int kind, long v, int l, int r);
+
+/* litmus_lisa.c: the processes of a test in herd7's LISA format (a table
+ * of columns, "P0 | P1 ;" then one instruction per column and row). */
+void lp_parse_lisa(struct ps *ps);
 
 #endif /* SK_LITMUS_LEX_H */

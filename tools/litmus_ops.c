@@ -253,6 +253,13 @@ static void do_fence(int order)
 		 * runs after each operation of every process (run_proc). */
 		sk_fence_heavy();
 		break;
+	case LT_F_COMPILER:
+		/* barrier(), smp_read_barrier_depends(): the compiler's
+		 * order only, pairs with nothing.  A dependent access takes
+		 * its address from the register its load wrote, so the
+		 * dependency is real on the CPU (no Alpha here). */
+		sk_barrier();
+		break;
 	default:
 		sk_smp_mb__after_atomic();
 		break;

@@ -18,27 +18,11 @@
 
 /* ---- expressions ---------------------------------------------------- */
 
-static int new_expr(struct ps *ps, int kind, long v, int l, int r)
-{
-	struct lt_test *t = ps->t;
-	struct lt_expr *e;
-
-	if (t->nexprs >= LT_MAX_EXPRS)
-		FAIL(ps, "test too large (expressions)");
-	e = &t->expr[t->nexprs];
-	e->kind = (unsigned char)kind;
-	e->v = v;
-	e->l = l;
-	e->r = r;
-	e->op = 0;
-	return t->nexprs++;
-}
 
 static int parse_expr_prec(struct ps *ps, int prec, int depth);
 static int parse_primary(struct ps *ps, int depth);
 static int parse_primary_cast(struct ps *ps, int depth);
 static void parse_call(struct ps *ps, const char *name, int dst, int line);
-static struct lt_op *emit(struct ps *ps, int code);
 
 /* A hidden register of the process for a value that an expression reads
  * from memory ("*p", a call): numbered per statement, named so that no
@@ -71,13 +55,13 @@ static void addr_of_expr(struct ps *ps, int e, struct lt_op *op)
 static int parse_deref(struct ps *ps, int depth)
 {
 	int e = parse_primary_cast(ps, depth + 1), r = temp_reg(ps);
-	struct lt_op *op = emit(ps, LT_OP_LOAD);
+	struct lt_op *op = lp_emit(ps, LT_OP_LOAD);
 
 	addr_of_expr(ps, e, op);
 	op->order = LT_PLAIN;
 	op->dst = (short)r;
 	ps->t->plain = 1;
-	return new_expr(ps, LT_E_REG, r, -1, -1);
+	return lp_new_expr(ps, LT_E_REG, r, -1, -1);
 }
 
 /* A call inside an expression: its result in a hidden register. */
@@ -86,7 +70,7 @@ static int parse_call_expr(struct ps *ps, const char *name)
 	int r = temp_reg(ps);
 
 	parse_call(ps, name, r, ps->tok.line);
-	return new_expr(ps, LT_E_REG, r, -1, -1);
+	return lp_new_expr(ps, LT_E_REG, r, -1, -1);
 }
 
 /* A cast, "(int *)e" or "(void)e": the type goes, e stays. */
@@ -118,7 +102,7 @@ static int parse_primary(struct ps *ps, int depth)
 	int i;
 
 	if (ps->tok.kind == TK_NUM) {
-		i = new_expr(ps, LT_E_IMM, ps->tok.num, -1, -1);
+		i = lp_new_expr(ps, LT_E_IMM, ps->tok.num, -1, -1);
 		lp_lex(ps);
 		return i;
 	}
@@ -132,16 +116,16 @@ static int parse_primary(struct ps *ps, int depth)
 	if (lp_accept(ps, "*"))
 		return parse_deref(ps, depth);
 	if (lp_accept(ps, "-"))
-		return new_expr(ps, LT_E_NEG, 0,
+		return lp_new_expr(ps, LT_E_NEG, 0,
 				parse_primary_cast(ps, depth + 1), -1);
 	if (lp_accept(ps, "!"))
-		return new_expr(ps, LT_E_NOT, 0,
+		return lp_new_expr(ps, LT_E_NOT, 0,
 				parse_primary_cast(ps, depth + 1), -1);
 	if (lp_accept(ps, "&")) {
 		lp_expect_id(ps, name);
 		if ((i = lp_param_find(ps, name)) < 0)
 			FAIL(ps, "'&%s': '%s' is not a parameter", name, name);
-		return new_expr(ps, LT_E_ADDR, i, -1, -1);
+		return lp_new_expr(ps, LT_E_ADDR, i, -1, -1);
 	}
 	if (ps->tok.kind != TK_ID)
 		FAIL(ps, "expected an expression, found '%s'", lp_tok_desc(ps));
@@ -149,9 +133,9 @@ static int parse_primary(struct ps *ps, int depth)
 	if (lp_is_punct(ps, "("))
 		return parse_call_expr(ps, name);
 	if ((i = lp_param_find(ps, name)) >= 0)
-		return new_expr(ps, LT_E_ADDR, i, -1, -1);
+		return lp_new_expr(ps, LT_E_ADDR, i, -1, -1);
 	/* A register never assigned: herd7 declares it, holding 0. */
-	return new_expr(ps, LT_E_REG, lp_reg_add(ps, name), -1, -1);
+	return lp_new_expr(ps, LT_E_REG, lp_reg_add(ps, name), -1, -1);
 }
 
 /* Binary operators from the lowest precedence up; an operator is numbered
@@ -187,7 +171,7 @@ static int parse_expr_prec(struct ps *ps, int prec, int depth)
 
 		lp_lex(ps);
 		r = parse_expr_prec(ps, prec + 1, depth + 1);
-		l = new_expr(ps, LT_E_BIN, 0, l, r);
+		l = lp_new_expr(ps, LT_E_BIN, 0, l, r);
 		ps->t->expr[l].op = (unsigned char)op;
 	}
 	return l;
@@ -201,22 +185,6 @@ static int parse_expr(struct ps *ps)
 
 /* ---- operations ----------------------------------------------------- */
 
-static struct lt_op *emit(struct ps *ps, int code)
-{
-	struct lt_proc *p = ps->p;
-	struct lt_op *op;
-
-	if (p->nops >= LT_MAX_OPS)
-		FAIL(ps, "process too long (at most %d operations)",
-		     LT_MAX_OPS);
-	op = &p->ops[p->nops++];
-	memset(op, 0, sizeof(*op));
-	op->code = (unsigned char)code;
-	op->dst = op->loc = op->areg = -1;
-	op->a = op->b = -1;
-	op->line = ps->tok.line;
-	return op;
-}
 
 /* A pointer argument: a parameter, a register holding a pointer, &param,
  * in parentheses or not.  Sets op->loc or op->areg. */
@@ -294,7 +262,7 @@ static void parse_args(struct ps *ps, const struct lt_fn *fn, struct lt_op *op)
 		     (int)strlen(fn->args));
 	lp_lex(ps);
 	if (fn->code == LT_OP_RMW && op->a < 0) /* inc, dec */
-		op->a = new_expr(ps, LT_E_IMM, 1, -1, -1);
+		op->a = lp_new_expr(ps, LT_E_IMM, 1, -1, -1);
 }
 
 /* A process that waits for a grace period of s and ends an
@@ -333,7 +301,7 @@ static void parse_call(struct ps *ps, const char *name, int dst, int line)
 	op.ret_new = (unsigned char)fn.ret_new;
 	op.dst = (short)dst;
 	parse_args(ps, &fn, &op);
-	*emit(ps, fn.code) = op;
+	*lp_emit(ps, fn.code) = op;
 	if (fn.code == LT_OP_RCU_LOCK || fn.code == LT_OP_SYNC_RCU)
 		ps->t->uses_rcu = 1;
 	if (fn.code == LT_OP_FENCE && fn.order == LT_F_MEMB)
@@ -343,7 +311,7 @@ static void parse_call(struct ps *ps, const char *name, int dst, int line)
 	if (fn.code == LT_OP_SRCU_UP || fn.code == LT_OP_SYNC_SRCU)
 		srcu_up_sync(ps, fn.code, op.loc, line);
 	if (fn.then_mb) /* smp_store_mb() */
-		emit(ps, LT_OP_FENCE)->order = LT_F_MB;
+		lp_emit(ps, LT_OP_FENCE)->order = LT_F_MB;
 }
 
 /* ---- statements ----------------------------------------------------- */
@@ -365,7 +333,7 @@ static void parse_assign(struct ps *ps, int reg, int line)
 		ps->p->ops[ps->p->nops - 1].dst = (short)reg;
 		return;
 	}
-	op = emit(ps, LT_OP_SET);
+	op = lp_emit(ps, LT_OP_SET);
 	op->line = line;
 	op->dst = (short)reg;
 	op->a = e;
@@ -381,7 +349,7 @@ static void parse_plain_store(struct ps *ps, int depth)
 	addr_of_expr(ps, parse_primary_cast(ps, depth + 1), &op);
 	lp_expect(ps, "=");
 	op.a = parse_expr(ps);
-	*emit(ps, LT_OP_STORE) = op;
+	*lp_emit(ps, LT_OP_STORE) = op;
 	ps->t->plain = 1;
 }
 
@@ -416,7 +384,7 @@ static void parse_if(struct ps *ps, int depth)
 
 	lp_expect(ps, "(");
 	cond = parse_expr(ps);
-	op = emit(ps, LT_OP_JZ);
+	op = lp_emit(ps, LT_OP_JZ);
 	jz = ps->p->nops - 1;
 	op->a = cond;
 	lp_expect(ps, ")");
@@ -426,7 +394,7 @@ static void parse_if(struct ps *ps, int depth)
 		return;
 	}
 	lp_lex(ps);
-	emit(ps, LT_OP_JMP);
+	lp_emit(ps, LT_OP_JMP);
 	jmp = ps->p->nops - 1;
 	ps->p->ops[jz].target = ps->p->nops;
 	parse_stmt(ps, depth + 1);
@@ -532,12 +500,7 @@ static void parse_proc(struct ps *ps)
 	idx = strtol(n + 1, &end, 10);
 	if (*end || end == n + 1 || idx != t->nprocs)
 		FAIL(ps, "expected process P%d, found '%s'", t->nprocs, n);
-	if (t->nprocs >= LT_MAX_PROCS)
-		FAIL(ps, "too many processes (at most %d)", LT_MAX_PROCS);
-	ps->p = &t->proc[t->nprocs++];
-	ps->p->ops = calloc(LT_MAX_OPS, sizeof(struct lt_op));
-	if (!ps->p->ops)
-		FAIL(ps, "out of memory");
+	lp_new_proc(ps);
 	lp_lex(ps);
 	parse_params(ps);
 	if (!lp_is_punct(ps, "{"))
@@ -585,7 +548,9 @@ int lt_parse(const char *file, const char *text, size_t len,
 		lp_lex(ps);
 		lp_parse_header(ps);
 		lp_parse_init(ps);
-		while (lp_is_proc_name(ps))
+		if (ps->lisa)
+			lp_parse_lisa(ps);
+		while (!ps->lisa && lp_is_proc_name(ps))
 			parse_proc(ps);
 		if (t->nprocs == 0)
 			FAIL(ps, "expected process P0, found '%s'",
