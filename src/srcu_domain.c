@@ -49,7 +49,7 @@ static void unbind_all(struct sk_srcu *d)
 			unsigned int t = k * SK__SRCU_CHUNK_SLOTS + i + 1;
 			struct srcu_thr *r = sk__srcu.thr[t - 1];
 
-			if (!(sk_atomic_load_relaxed(&ch[i].tag) >>
+			if (!(sk_atomic_load_relaxed(slot_tag(&ch[i], t)) >>
 			      SRCU_TAG_SHIFT) ||
 			    !r)
 				continue;
@@ -59,7 +59,7 @@ static void unbind_all(struct sk_srcu *d)
 					break;
 				}
 			}
-			sk_atomic_store_relaxed(&ch[i].tag, 0UL);
+			sk_atomic_store_relaxed(slot_tag(&ch[i], t), 0UL);
 		}
 	}
 }
@@ -83,7 +83,6 @@ static const char *cleanup_refusal(struct sk_srcu *d)
 int sk_srcu_destroy(struct sk_srcu *d)
 {
 	const char *why = NULL;
-	unsigned int k;
 
 	if (!d)
 		return -EINVAL;
@@ -118,6 +117,8 @@ int sk_srcu_destroy(struct sk_srcu *d)
 			d->state->in_work = 0;
 		}
 		unbind_all(d);
+		/* Type-stable: the chunks go to the pool, never to free(). */
+		sk__srcu_chunks_release(d);
 		pthread_mutex_unlock(&sk__srcu.lock);
 	}
 	/*
@@ -131,8 +132,6 @@ int sk_srcu_destroy(struct sk_srcu *d)
 		return -EBUSY; /* why: see cleanup_refusal(); not printed */
 	/* Every thread's slot cache misses from now on. */
 	sk_atomic_store_relaxed(&d->gen, sk__srcu_gen_new());
-	for (k = 0; d->state->dir && k < SK__SRCU_MAX_CHUNKS; k++)
-		free(d->state->dir[k]);
 	free(d->state->dir);
 	d->state->dir = NULL;
 	d->state->nchunks = 0;

@@ -49,19 +49,37 @@ typedef uint64_t sk_srcu__u64 __attribute__((aligned(8)));
  * incarnation << 16 | thread index << 1, where the binding incarnation is
  * new each time a thread takes a slot (so a thread's keys in two domains
  * differ, and an idx of one domain ended on another is told apart).
+ *
+ * Type-stable: slot memory is never returned to malloc() (a destroyed
+ * domain's chunks go to a process-wide pool and are reused at the same
+ * thread index), so a thread's slot cache may keep a pointer to a slot
+ * it no longer owns; dom and key tell (docs/srcu.md, "The read side").
  */
 struct sk_srcu_slot {
 	unsigned long lock[2];	 /* ABI: sections entered, per index */
 	unsigned long unlock[2]; /* ABI: own sections ended by the owner */
 	unsigned long remote[2]; /* ABI: own sections ended elsewhere */
-	unsigned long key;	 /* ABI: idx of the owner's sections without
-				    the index bit (owner only) */
-	unsigned long tag;	 /* private: binding incarnation in the top
-				    16 bits (<< 48 on LP64, << 16 on
-				    ILP32: SRCU_TAG_SHIFT) | open count at
-				    binding + own sections ended elsewhere
-				    (atomic); 0: no live owner */
+	unsigned long key;	 /* ABI (atomic): idx of the owner's sections
+				    without the index bit, |
+				    SK__SRCU_KEY_REMOTE once remote[] may be
+				    nonzero; meaningless while dom is NULL */
+	struct sk_srcu *dom;	 /* ABI (atomic): the domain whose binding
+				    this is; NULL: none (the slot's owner
+				    sets it, sk_srcu_destroy() clears it) */
 } __attribute__((aligned(SK_CACHELINE)));
+
+/*
+ * Set in key (atomic OR) when another thread counts in remote[] (or when
+ * the slot is bound with remote[] nonzero): the inline unlock's balance
+ * check then adds remote[i]; without it remote[] is 0 and is not loaded.
+ * Above the 32 bits an idx has, so the lock's (int) conversion drops it.
+ * ILP32 has no such bit: the unlock always loads remote[i] there.
+ */
+#if __SIZEOF_LONG__ > 4
+#define SK__SRCU_KEY_REMOTE (1UL << 32)
+#else
+#define SK__SRCU_KEY_REMOTE 0UL
+#endif
 
 /* Word offsets from &lock[i] of lock[i], unlock[i], remote[i] (ABI). */
 #define SK__SRCU_LOCK	0
@@ -137,19 +155,19 @@ struct sk_srcu__store {
 #endif
 
 /*
- * Per-thread cache of slots (ABI): a small direct-mapped table keyed by
- * the domain's address (the way) and d->gen (the tag), so the fast paths
- * reach the thread's slot without walking d->dir.
+ * Per-thread cache of slots (ABI): a small direct-mapped table of this
+ * thread's slots, one way per domain address, so the fast paths reach
+ * the thread's slot without walking the slot directory.  An entry is
+ * valid for d when its slot's dom is d (the slot is type-stable, see
+ * struct sk_srcu_slot); an empty way points at a slot that no thread
+ * binds (dom NULL).
  */
 #define SK__SRCU_WAYS 8
 #define SK__SRCU_WAY(d) \
 	((unsigned int)((unsigned long)(d) / SK_CACHELINE) % SK__SRCU_WAYS)
 
 struct sk_srcu__tls {
-	struct {
-		sk_srcu__u64 gen;	   /* d->gen cached here; ~0: empty */
-		struct sk_srcu_slot *slot; /* this thread's slot in d */
-	} ent[SK__SRCU_WAYS];
+	struct sk_srcu_slot *slot[SK__SRCU_WAYS]; /* this thread's slots */
 };
 
 SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
@@ -200,20 +218,19 @@ SK_API int sk_srcu_destroy(struct sk_srcu *d);
  */
 static inline int sk_srcu_read_lock(struct sk_srcu *d)
 {
-	unsigned int w = SK__SRCU_WAY(d);
-	struct sk_srcu_slot *s;
+	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(d)];
 	unsigned long bit, key;
 
 	/*
-	 * d->gen changes when the domain's slots are freed, so a hit means
-	 * the cached slot is live (the thread's own write: no ordering).
-	 * The library caches slots only when the fence mode is membarrier
-	 * (2): without it every section takes the slow path.
+	 * The cached slot is ours in d while its dom is d: we set it when we
+	 * bound the slot (our own write: no ordering), sk_srcu_destroy()
+	 * clears it before the slot can be reused.  The library caches slots
+	 * only when the fence mode is membarrier(2): without it every section
+	 * takes the slow path.
 	 */
-	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen)))
+	if (SK_UNLIKELY(sk_atomic_load_relaxed(&s->dom) != d))
 		return sk_srcu__read_lock_slow(d);
-	s = sk_srcu__tls.ent[w].slot;
-	key = s->key; /* the owner's own field: no ordering */
+	key = sk_atomic_load_relaxed(&s->key); /* written by us at binding */
 	bit = SK_READ_ONCE(d->idx) & 1;
 	sk_atomic_store_relaxed(&s->lock[bit],
 				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
@@ -223,7 +240,8 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	 * (membarrier(2), which a cache hit implies): a compiler barrier.
 	 */
 	sk_barrier();
-	return (int)(key | bit);
+	/* Through unsigned int: drops SK__SRCU_KEY_REMOTE (bit 32). */
+	return (int)(unsigned int)(key | bit);
 }
 
 /*
@@ -238,7 +256,8 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
  * binding incarnation reused, 0 or 1 while a shared section is open),
  * where it ends an open section of d instead.
  * Wait-free: the slot-cache and key checks, a load and a release store of
- * this thread's counter, two more loads for the balance check; no fence.
+ * this thread's counter, one more load for the balance check (two once
+ * another thread has ended one of its sections of d); no fence.
  * Ordering: the section's accesses are ordered before the unlock as seen
  * by the grace period (release SRCU-C, paired with its heavy fence SRCU-D).
  * Reclamation: objects reached in the section may be freed by an updater
@@ -246,34 +265,51 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
  */
 static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
-	unsigned int w = SK__SRCU_WAY(d);
-	struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
+	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(d)];
 	unsigned long bit = (unsigned int)idx & 1;
-	unsigned long *c, n;
-
-	SK_TSAN_RELEASE(d); /* SRCU-C below, for TSan: pairs with SRCU-D */
-	/*
-	 * A cache miss, or not this thread's section of d (another thread's,
-	 * another domain's or a bogus idx): the slow path.
-	 */
-	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen) ||
-			((unsigned long)(unsigned int)idx ^ bit) != s->key)) {
-		sk_srcu__read_unlock_slow(d, idx);
-		return;
-	}
+	unsigned long want = (unsigned long)(unsigned int)idx ^ bit;
 	/*
 	 * lock[bit], unlock[bit] and remote[bit] through one pointer: they
-	 * are 2 words apart (SK__SRCU_LOCK/UNLOCK/REMOTE below).
+	 * are 2 words apart (SK__SRCU_LOCK/UNLOCK/REMOTE above).  s is
+	 * always a slot (type-stable), so this is only address arithmetic.
 	 */
-	c = &s->lock[bit];
+	unsigned long *c = &s->lock[bit];
+	unsigned long k, n, open;
+
+	SK_TSAN_RELEASE(d); /* SRCU-C below, for TSan: pairs with SRCU-D */
+	k = sk_atomic_load_relaxed(&s->key);
 	n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
 	/*
-	 * Every section of this slot on this index already ended (here or
-	 * elsewhere): unbalanced; the slow path reports it.  A difference,
-	 * so that it holds when the counters wrap.
+	 * Sections of this slot on this index still open: starts less ends
+	 * here less ends elsewhere (remote[], counted only once key says it
+	 * may be nonzero).  A difference, so that it holds when the counters
+	 * wrap.
 	 */
-	if (SK_UNLIKELY((long)(n + sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]) -
-			       sk_atomic_load_relaxed(&c[SK__SRCU_LOCK])) >= 0)) {
+	open = sk_atomic_load_relaxed(&c[SK__SRCU_LOCK]) - n;
+	if (!SK__SRCU_KEY_REMOTE)
+		open -= sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
+	/*
+	 * Our section of d: the cached slot is our binding in d (dom: only
+	 * we set it to d, sk_srcu_destroy() and our exit clear it) and idx
+	 * carries its key.  A way caching another domain's slot or a stale
+	 * one, another thread's, another domain's or a bogus idx fails one
+	 * of the two: the slow path.  (The counters loaded above may then be
+	 * anyone's: they are not used.)
+	 */
+	if (SK_UNLIKELY(k != want || sk_atomic_load_relaxed(&s->dom) != d)) {
+		if (!SK__SRCU_KEY_REMOTE || k != (want | SK__SRCU_KEY_REMOTE) ||
+		    sk_atomic_load_relaxed(&s->dom) != d) {
+			sk_srcu__read_unlock_slow(d, idx);
+			return;
+		}
+		/* Ours, and other threads have ended some of our sections. */
+		open -= sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
+	}
+	/*
+	 * None open (every section of this slot on this index already ended,
+	 * here or elsewhere): unbalanced; the slow path reports it.
+	 */
+	if (SK_UNLIKELY((long)open <= 0)) {
 		sk_srcu__read_unlock_slow(d, idx);
 		return;
 	}

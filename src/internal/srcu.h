@@ -290,6 +290,8 @@ struct sk__srcu_global {
 	unsigned int next_inc; /* last binding incarnation given */
 	pthread_key_t key;     /* frees the index at exit */
 	pthread_once_t once;
+	/* Chunks of destroyed domains, by directory position (type-stable). */
+	struct srcu_chunk *chunk_pool[SK__SRCU_MAX_CHUNKS];
 	/* The worker. */
 	struct sk__link work;	 /* domains with work (state->work_link) */
 	struct sk_srcu *current; /* domain the worker is processing */
@@ -320,6 +322,36 @@ struct sk_srcu_slot *sk__srcu_slot_find(struct sk_srcu *d, unsigned int t);
 struct sk_srcu_slot *sk__srcu_my_slot(struct sk_srcu *d);
 /* Give up thread r's slots and index.  sk__srcu.lock held. */
 void sk__srcu_thr_release(struct srcu_thr *r);
+/*
+ * Put the chunks of d's directory back in the pool, their slots unbound
+ * and their counters zeroed (sk_srcu_destroy(); no section of d open).
+ * sk__srcu.lock held.
+ */
+void sk__srcu_chunks_release(struct sk_srcu *d);
+
+/*
+ * A chunk of slots: the slots of SK__SRCU_CHUNK_SLOTS consecutive thread
+ * indexes (d->state->dir[k] points at slot[0]), and beside them their
+ * tags, which only the slow paths use: binding incarnation in the top 16
+ * bits (<< SRCU_TAG_SHIFT) | open count at binding + own sections ended
+ * elsewhere (atomic); 0: no live owner.  Type-stable: a chunk is never
+ * freed; sk_srcu_destroy() puts it back in a pool for its directory
+ * position k (sk__srcu_chunk_pool), from which the next chunk at k of any
+ * domain is taken, so a slot always belongs to the same thread index.
+ */
+struct srcu_chunk {
+	struct sk_srcu_slot slot[SK__SRCU_CHUNK_SLOTS];
+	unsigned long tag[SK__SRCU_CHUNK_SLOTS];
+	struct srcu_chunk *pool_next; /* in the pool: under sk__srcu.lock */
+};
+
+/* The tag of slot s, the slot of thread index t (1-based). */
+static inline unsigned long *slot_tag(struct sk_srcu_slot *s, unsigned int t)
+{
+	unsigned int i = (t - 1) % SK__SRCU_CHUNK_SLOTS;
+
+	return &((struct srcu_chunk *)(void *)(s - i))->tag[i];
+}
 
 /* Sections entered on slot s, both indexes (owner's stores: relaxed). */
 static inline unsigned long slot_locks(struct sk_srcu_slot *s)
