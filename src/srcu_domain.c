@@ -32,8 +32,6 @@ int sk_srcu_init(struct sk_srcu *d)
 	st->owned = 1;
 	st->ready = 2;
 	d->state = st;
-	/* A new key: slot caches of an earlier life at this address miss. */
-	d->gen = sk__srcu_gen_new();
 	return 0;
 }
 
@@ -130,8 +128,6 @@ int sk_srcu_destroy(struct sk_srcu *d)
 	sk__srcu_gp_unlock(d);
 	if (why)
 		return -EBUSY; /* why: see cleanup_refusal(); not printed */
-	/* Every thread's slot cache misses from now on. */
-	sk_atomic_store_relaxed(&d->gen, sk__srcu_gen_new());
 	free(d->state->dir);
 	d->state->dir = NULL;
 	d->state->nchunks = 0;

@@ -41,9 +41,6 @@ __thread struct sk_srcu__tls sk_srcu__tls
 
 __thread struct srcu_thr sk__srcu_my_thr __attribute__((tls_model("initial-exec")));
 
-/* Source of d->gen values (atomic; 64-bit: never 0 nor ~0, never reused). */
-static sk_srcu__u64 gen_next;
-
 /* ---- thread indexes ----------------------------------------------------- */
 
 static void tls_forget(void)
@@ -125,25 +122,6 @@ static unsigned int tidx_get(void)
 }
 
 /* ---- slots ---------------------------------------------------------------- */
-
-/* A new d->gen value. */
-uint64_t sk__srcu_gen_new(void)
-{
-	return __atomic_add_fetch(&gen_next, 1, __ATOMIC_RELAXED);
-}
-
-/* d->gen, assigned on first use for a statically initialized domain. */
-static uint64_t domain_gen(struct sk_srcu *d)
-{
-	uint64_t g = sk_atomic_load_acquire(&d->gen), ng;
-
-	if (SK_LIKELY(g != 0))
-		return g;
-	ng = sk__srcu_gen_new();
-	if (sk_atomic_cmpxchg_seq_cst(&d->gen, &g, ng))
-		return ng;
-	return g; /* another thread assigned it */
-}
 
 /* Put chunk ch in the pool of directory position k.  sk__srcu.lock held. */
 static void chunk_pool_put(struct srcu_chunk *ch, unsigned int k)
@@ -353,7 +331,6 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 	struct srcu_thr *r = &sk__srcu_my_thr;
 	struct sk_srcu_slot *s;
 
-	(void)domain_gen(d);
 	if (!r->t && !tidx_get())
 		return NULL;
 	s = slot_get(d, r->t);
@@ -567,11 +544,3 @@ int sk_srcu_read_lock_held(struct sk_srcu *d)
 	       SRCU_TAG_COUNT;
 	return open != 0 && open <= SRCU_TAG_COUNT >> 1;
 }
-
-#ifdef SK_TESTING
-/* Test hook (internal/testing.h): the next domain gens come after next. */
-void sk__srcu_test_set_gen_next(uint64_t next)
-{
-	__atomic_store_n(&gen_next, next, __ATOMIC_RELAXED);
-}
-#endif

@@ -101,9 +101,6 @@ struct sk_srcu_slot {
 struct sk_srcu__state;
 struct sk_srcu {
 	unsigned long idx;	   /* ABI: low bit = index of new readers */
-	sk_srcu__u64 gen;	   /* ABI: key of the readers' slot caches
-				      (unique per domain lifetime; 0 until
-				      the first reader) */
 	struct sk_srcu__state *state; /* private: the library's state */
 } __attribute__((aligned(SK_CACHELINE)));
 
@@ -128,7 +125,7 @@ struct sk_srcu__store {
 #define SK__SRCU_DEFINE(cls, name)                                        \
 	static struct sk_srcu__store name##__sk_srcu_store;              \
 	cls struct sk_srcu name = {                                      \
-		0, 0, (struct sk_srcu__state *)(void *)&name##__sk_srcu_store \
+		0, (struct sk_srcu__state *)(void *)&name##__sk_srcu_store \
 	}
 #define SK_SRCU_DEFINE(name)	    SK__SRCU_DEFINE(, name)
 #define SK_SRCU_DEFINE_STATIC(name) SK__SRCU_DEFINE(static, name)

@@ -314,8 +314,6 @@ extern __thread int sk__srcu_in_worker __attribute__((tls_model("initial-exec"))
 
 /* ---- srcu_read.c ---- */
 
-/* A new d->gen value (never 0 nor ~0, never reused). */
-uint64_t sk__srcu_gen_new(void);
 /* The existing slot of thread index t in d, or NULL. */
 struct sk_srcu_slot *sk__srcu_slot_find(struct sk_srcu *d, unsigned int t);
 /* The calling thread's slot in d if it took it, else NULL. */
