@@ -223,6 +223,12 @@ void sk__srcu_chunks_release(struct sk_srcu *d)
 
 		if (!ch)
 			continue;
+		/*
+		 * Relaxed stores: the next user gets the chunk from
+		 * chunk_get() under sk__srcu.lock (which orders them before
+		 * its use); stale fast paths meanwhile read only dom (NULL)
+		 * and key, atomically, and act on neither.
+		 */
 		for (i = 0; i < SK__SRCU_CHUNK_SLOTS; i++) {
 			struct sk_srcu_slot *s = &ch->slot[i];
 
@@ -292,9 +298,10 @@ static void slot_take(struct sk_srcu *d, struct sk_srcu_slot *s,
 	sk_atomic_xchg_seq_cst(&s->key, key);
 	/*
 	 * remote[] counts of earlier owners: the inline unlock must add
-	 * them.  After the key's store (seq_cst): a remote end that this
-	 * load misses ORs SK__SRCU_KEY_REMOTE in after its count, so after
-	 * our store (remote_unlock()).
+	 * them.  Store buffering with remote_unlock() (seq_cst count, then
+	 * seq_cst OR of the bit): our seq_cst store of the key comes before
+	 * these seq_cst loads, so a remote end that they miss ORs the bit
+	 * into our key, not into the one we replaced.
 	 */
 	if (SK__SRCU_KEY_REMOTE &&
 	    (__atomic_load_n(&s->remote[0], __ATOMIC_SEQ_CST) |
@@ -304,7 +311,11 @@ static void slot_take(struct sk_srcu *d, struct sk_srcu_slot *s,
 	sk_atomic_xchg_seq_cst(slot_tag(s, t),
 			       (unsigned long)inc << SRCU_TAG_SHIFT |
 				       (open & SRCU_TAG_COUNT));
-	/* Last: the fast paths take the slot as ours once dom is d. */
+	/*
+	 * Last: our fast paths take the slot as ours once dom is d.  Relaxed:
+	 * only this thread acts on it (its own program order puts key and
+	 * tag first); sk_srcu_destroy() clears it under sk__srcu.lock.
+	 */
 	sk_atomic_store_relaxed(&s->dom, d);
 }
 
@@ -381,7 +392,9 @@ int sk_srcu__read_lock_slow(struct sk_srcu *d)
 				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
 	/* SRCU-B: lock count before the section; pairs with SRCU-D. */
 	sk_fence_light();
-	return (int)s->key | bit;
+	/* Through unsigned int: drops SK__SRCU_KEY_REMOTE, as in the fast path. */
+	return (int)(unsigned int)(sk_atomic_load_relaxed(&s->key) |
+				   (unsigned long)bit);
 }
 
 static void __attribute__((noreturn)) die_unbalanced(struct sk_srcu *d, int idx)
@@ -460,8 +473,11 @@ static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx,
 	unsigned long u, w = sk_atomic_load_relaxed(tag);
 
 	/*
-	 * The owner's inline unlock adds remote[] from now on (after the
-	 * count, seq_cst: see slot_take() for a binding made meanwhile).
+	 * The owner's inline unlock adds remote[] from now on.  seq_cst,
+	 * after the count: store buffering with slot_take() (seq_cst store
+	 * of the new key, then seq_cst loads of remote[]): a binding made
+	 * meanwhile either sees our count and sets the bit itself, or its
+	 * key is stored before our OR, which then marks it.
 	 */
 	if (SK__SRCU_KEY_REMOTE)
 		__atomic_fetch_or(&s->key, SK__SRCU_KEY_REMOTE,

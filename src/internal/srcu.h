@@ -26,9 +26,15 @@
  * sections from those of an exited thread that had the same index, and
  * from an idx the same thread got from another domain (whose slot has
  * another incarnation); 0 and 1 name the shared counters.  Each thread
- * caches its slot per domain in sk_srcu__tls (keyed by d->gen, which
- * changes whenever the domain's slots are freed), so the fast paths never
- * walk d->state->dir.
+ * caches its slot per domain in sk_srcu__tls (one way per domain
+ * address), so the fast paths never walk d->state->dir.  Slots are
+ * type-stable (struct srcu_chunk: never freed, pooled by directory
+ * position, so a slot always serves the same thread index): a way may
+ * point at a slot that is no longer the thread's binding in d, and the
+ * fast paths tell by the slot's dom, which only the slot's owner sets
+ * (to the domain it binds) and which sk_srcu_destroy() and the owner's
+ * exit clear.  A remote end ORs SK__SRCU_KEY_REMOTE into the locker's
+ * key, so that the owner's inline unlock loads remote[i] only then.
  *
  * Grace period (kernel SRCU's scan-flip-scan):
  *   1. drain index i' = !(idx & 1): stale readers that picked up i' before
@@ -142,8 +148,8 @@
  *   binding incarnations, 15 bits on every target: wrap by design; a
  *       reused one only blurs diagnostics (held tracking, unbalance and
  *       foreign-idx detection), never the grace-period sums.
- *   gen, gen_next: 64-bit (a reused gen would let a stale slot cache hit
- *       freed memory); on the fast path an 8-byte atomic load on ILP32.
+ *   slot caches: no generation number (a stale way is told by the
+ *       slot's dom, type-stable slots), so nothing there can wrap.
  *   gp_started, gp_completed, poll_req, b_gp: 64-bit grace-period numbers,
  *       never wrap; cookies are their truncation to unsigned long, compared
  *       by difference (cookie_done()); the numbers skip those that
@@ -179,8 +185,8 @@
 #define SRCU_T_MASK ((1u << SRCU_T_BITS) - 1)
 #define SRCU_INC_MAX 0x7fffu
 /*
- * slot->tag: binding incarnation in the top 16 bits | count (see
- * slot_take()): 48 bits of count on LP64, 16 on ILP32.
+ * A slot's tag (struct srcu_chunk): binding incarnation in the top 16
+ * bits | count (see slot_take()): 48 bits of count on LP64, 16 on ILP32.
  */
 #define SRCU_TAG_SHIFT (__SIZEOF_LONG__ * 8 - 16)
 #define SRCU_TAG_COUNT ((1UL << SRCU_TAG_SHIFT) - 1)
