@@ -263,53 +263,54 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
 	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(d)];
-	unsigned long bit = (unsigned int)idx & 1;
-	unsigned long want = (unsigned long)(unsigned int)idx ^ bit;
 	/*
-	 * lock[bit], unlock[bit] and remote[bit] through one pointer: they
-	 * are 2 words apart (SK__SRCU_LOCK/UNLOCK/REMOTE above).  s is
-	 * always a slot (type-stable), so this is only address arithmetic.
+	 * idx is key | i for a section of the slot's binding, whose key has
+	 * its low bit clear: then x is the index bit i (at most 1), or
+	 * SK__SRCU_KEY_REMOTE | i when other threads ended some of the
+	 * binding's sections.
 	 */
-	unsigned long *c = &s->lock[bit];
-	unsigned long k, n, open;
+	unsigned long x = (unsigned long)(unsigned int)idx ^
+			  sk_atomic_load_relaxed(&s->key);
+	unsigned long *c, n, r = 0;
 
 	SK_TSAN_RELEASE(d); /* SRCU-C below, for TSan: pairs with SRCU-D */
-	k = sk_atomic_load_relaxed(&s->key);
-	n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
 	/*
-	 * Sections of this slot on this index still open: starts less ends
-	 * here less ends elsewhere (remote[], counted only once key says it
-	 * may be nonzero).  A difference, so that it holds when the counters
-	 * wrap.
+	 * c: lock[i], unlock[i] and remote[i] through one pointer: they are
+	 * 2 words apart (SK__SRCU_LOCK/UNLOCK/REMOTE above).  Unbalanced
+	 * when the slot's ends on this index, here (n) and elsewhere (r:
+	 * remote[], loaded only when key says it may be nonzero), reach its
+	 * starts (every section already ended); a difference, so that it
+	 * holds when the counters wrap.  The slow path reports it.
 	 */
-	open = sk_atomic_load_relaxed(&c[SK__SRCU_LOCK]) - n;
-	if (!SK__SRCU_KEY_REMOTE)
-		open -= sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
-	/*
-	 * Our section of d: the cached slot is our binding in d (dom: only
-	 * we set it to d, sk_srcu_destroy() and our exit clear it) and idx
-	 * carries its key.  A way caching another domain's slot or a stale
-	 * one, another thread's, another domain's or a bogus idx fails one
-	 * of the two: the slow path.  (The counters loaded above may then be
-	 * anyone's: they are not used.)
-	 */
-	if (SK_UNLIKELY(k != want || sk_atomic_load_relaxed(&s->dom) != d)) {
-		if (!SK__SRCU_KEY_REMOTE || k != (want | SK__SRCU_KEY_REMOTE) ||
-		    sk_atomic_load_relaxed(&s->dom) != d) {
-			sk_srcu__read_unlock_slow(d, idx);
-			return;
-		}
-		/* Ours, and other threads have ended some of our sections. */
-		open -= sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
+	if (SK_LIKELY(x <= 1)) {
+		c = &s->lock[x];
+		n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
+		if (!SK__SRCU_KEY_REMOTE)
+			r = sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
+		if (SK_UNLIKELY((long)(n + r - sk_atomic_load_relaxed(
+						       &c[SK__SRCU_LOCK])) >= 0))
+			goto slow;
+	} else {
+		/* Not the slot's binding's idx (another thread's, another
+		 * domain's, a stale way, bogus): the slow path. */
+		if (!SK__SRCU_KEY_REMOTE || x - SK__SRCU_KEY_REMOTE > 1)
+			goto slow;
+		c = &s->lock[x - SK__SRCU_KEY_REMOTE];
+		n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
+		r = sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
+		if ((long)(n + r - sk_atomic_load_relaxed(&c[SK__SRCU_LOCK])) >=
+		    0)
+			goto slow;
 	}
 	/*
-	 * None open (every section of this slot on this index already ended,
-	 * here or elsewhere): unbalanced; the slow path reports it.
+	 * The slot is our binding in d (dom: only we set it to d,
+	 * sk_srcu_destroy() and our exit clear it), so idx is our section of
+	 * d.  Otherwise (a way caching another domain's slot or a stale one;
+	 * the counters above were then not ours, and are not written) the
+	 * slow path.
 	 */
-	if (SK_UNLIKELY((long)open <= 0)) {
-		sk_srcu__read_unlock_slow(d, idx);
-		return;
-	}
+	if (SK_UNLIKELY(sk_atomic_load_relaxed(&s->dom) != d))
+		goto slow;
 	/*
 	 * SRCU-C: release: the section before the unlock count; pairs with the
 	 * sums' heavy fence SRCU-D (a counted unlock means the section is
@@ -318,6 +319,9 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	 * (store-load), so no membarrier pairing, and on x86 a plain store.
 	 */
 	sk_atomic_store_release(&c[SK__SRCU_UNLOCK], n + 1);
+	return;
+slow:
+	sk_srcu__read_unlock_slow(d, idx);
 }
 
 /*
