@@ -303,7 +303,7 @@ static void slot_take(struct sk_srcu *d, struct sk_srcu_slot *s,
 	 * these seq_cst loads, so a remote end that they miss ORs the bit
 	 * into our key, not into the one we replaced.
 	 */
-	if (SK__SRCU_KEY_REMOTE &&
+	if (SK__SRCU_KEY_REMOTE_ON &&
 	    (__atomic_load_n(&s->remote[0], __ATOMIC_SEQ_CST) |
 	     __atomic_load_n(&s->remote[1], __ATOMIC_SEQ_CST)))
 		__atomic_fetch_or(&s->key, SK__SRCU_KEY_REMOTE,
@@ -479,7 +479,7 @@ static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx,
 	 * meanwhile either sees our count and sets the bit itself, or its
 	 * key is stored before our OR, which then marks it.
 	 */
-	if (SK__SRCU_KEY_REMOTE)
+	if (SK__SRCU_KEY_REMOTE_ON)
 		__atomic_fetch_or(&s->key, SK__SRCU_KEY_REMOTE,
 				  __ATOMIC_SEQ_CST);
 	while (live && w >> SRCU_TAG_SHIFT == (unsigned int)idx >> 16 &&

@@ -76,9 +76,11 @@ struct sk_srcu_slot {
  * ILP32 has no such bit: the unlock always loads remote[i] there.
  */
 #if __SIZEOF_LONG__ > 4
-#define SK__SRCU_KEY_REMOTE (1UL << 32)
+#define SK__SRCU_KEY_REMOTE    (1UL << 32)
+#define SK__SRCU_KEY_REMOTE_ON 1
 #else
-#define SK__SRCU_KEY_REMOTE 0UL
+#define SK__SRCU_KEY_REMOTE    0UL
+#define SK__SRCU_KEY_REMOTE_ON 0
 #endif
 
 /* Word offsets from &lock[i] of lock[i], unlock[i], remote[i] (ABI). */
@@ -285,7 +287,7 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	if (SK_LIKELY(x <= 1)) {
 		c = &s->lock[x];
 		n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
-		if (!SK__SRCU_KEY_REMOTE)
+		if (!SK__SRCU_KEY_REMOTE_ON)
 			r = sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
 		if (SK_UNLIKELY((long)(n + r - sk_atomic_load_relaxed(
 						       &c[SK__SRCU_LOCK])) >= 0))
@@ -293,7 +295,7 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	} else {
 		/* Not the slot's binding's idx (another thread's, another
 		 * domain's, a stale way, bogus): the slow path. */
-		if (!SK__SRCU_KEY_REMOTE || x - SK__SRCU_KEY_REMOTE > 1)
+		if (!SK__SRCU_KEY_REMOTE_ON || x - SK__SRCU_KEY_REMOTE > 1)
 			goto slow;
 		c = &s->lock[x - SK__SRCU_KEY_REMOTE];
 		n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
