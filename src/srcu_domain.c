@@ -32,8 +32,6 @@ int sk_srcu_init(struct sk_srcu *d)
 	st->owned = 1;
 	st->ready = 2;
 	d->state = st;
-	/* A new key: slot caches of an earlier life at this address miss. */
-	d->gen = sk__srcu_gen_new();
 	return 0;
 }
 
@@ -49,7 +47,7 @@ static void unbind_all(struct sk_srcu *d)
 			unsigned int t = k * SK__SRCU_CHUNK_SLOTS + i + 1;
 			struct srcu_thr *r = sk__srcu.thr[t - 1];
 
-			if (!(sk_atomic_load_relaxed(&ch[i].tag) >>
+			if (!(sk_atomic_load_relaxed(slot_tag(&ch[i], t)) >>
 			      SRCU_TAG_SHIFT) ||
 			    !r)
 				continue;
@@ -59,7 +57,7 @@ static void unbind_all(struct sk_srcu *d)
 					break;
 				}
 			}
-			sk_atomic_store_relaxed(&ch[i].tag, 0UL);
+			sk_atomic_store_relaxed(slot_tag(&ch[i], t), 0UL);
 		}
 	}
 }
@@ -83,7 +81,6 @@ static const char *cleanup_refusal(struct sk_srcu *d)
 int sk_srcu_destroy(struct sk_srcu *d)
 {
 	const char *why = NULL;
-	unsigned int k;
 
 	if (!d)
 		return -EINVAL;
@@ -118,6 +115,8 @@ int sk_srcu_destroy(struct sk_srcu *d)
 			d->state->in_work = 0;
 		}
 		unbind_all(d);
+		/* Type-stable: the chunks go to the pool, never to free(). */
+		sk__srcu_chunks_release(d);
 		pthread_mutex_unlock(&sk__srcu.lock);
 	}
 	/*
@@ -129,10 +128,6 @@ int sk_srcu_destroy(struct sk_srcu *d)
 	sk__srcu_gp_unlock(d);
 	if (why)
 		return -EBUSY; /* why: see cleanup_refusal(); not printed */
-	/* Every thread's slot cache misses from now on. */
-	sk_atomic_store_relaxed(&d->gen, sk__srcu_gen_new());
-	for (k = 0; d->state->dir && k < SK__SRCU_MAX_CHUNKS; k++)
-		free(d->state->dir[k]);
 	free(d->state->dir);
 	d->state->dir = NULL;
 	d->state->nchunks = 0;

@@ -26,21 +26,20 @@ static inline unsigned long tag_count_add(unsigned long w)
 	return (w & ~SRCU_TAG_COUNT) | ((w + 1) & SRCU_TAG_COUNT);
 }
 
-/* Every way empty: ~0 is never a domain's gen. */
-#define TLS_EMPTY                  \
-	{                          \
-		~(uint64_t)0, NULL \
-	}
+/*
+ * What an empty way of a slot cache points at: a slot no thread binds
+ * (dom NULL, so no fast path takes it as its own).  Never written.
+ */
+static struct sk_srcu_slot unbound_slot;
+
 __thread struct sk_srcu__tls sk_srcu__tls
 	__attribute__((tls_model("initial-exec"))) = {
-		.ent = { TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY, TLS_EMPTY,
-			 TLS_EMPTY, TLS_EMPTY, TLS_EMPTY },
+		.slot = { &unbound_slot, &unbound_slot, &unbound_slot,
+			  &unbound_slot, &unbound_slot, &unbound_slot,
+			  &unbound_slot, &unbound_slot },
 	};
 
 __thread struct srcu_thr sk__srcu_my_thr __attribute__((tls_model("initial-exec")));
-
-/* Source of d->gen values (atomic; 64-bit: never 0 nor ~0, never reused). */
-static sk_srcu__u64 gen_next;
 
 /* ---- thread indexes ----------------------------------------------------- */
 
@@ -48,10 +47,8 @@ static void tls_forget(void)
 {
 	unsigned int w;
 
-	for (w = 0; w < SK__SRCU_WAYS; w++) {
-		sk_srcu__tls.ent[w].gen = ~(uint64_t)0;
-		sk_srcu__tls.ent[w].slot = NULL;
-	}
+	for (w = 0; w < SK__SRCU_WAYS; w++)
+		sk_srcu__tls.slot[w] = &unbound_slot;
 }
 
 /* Give up thread r's slots and index.  sk__srcu.lock held. */
@@ -63,8 +60,11 @@ void sk__srcu_thr_release(struct srcu_thr *r)
 		struct sk_srcu *d = r->bind[i];
 		struct sk_srcu_slot *s = sk__srcu_slot_find(d, t);
 
-		if (s)
-			sk_atomic_store_relaxed(&s->tag, 0UL);
+		if (s) {
+			sk_atomic_store_relaxed(slot_tag(s, t), 0UL);
+			/* No fast path takes it as a binding any more. */
+			sk_atomic_store_relaxed(&s->dom, (struct sk_srcu *)NULL);
+		}
 		/*
 		 * SRCU-X: this thread's counter stores before the decrement;
 		 * pairs with the acquire of nlive in gp_idle().
@@ -123,23 +123,34 @@ static unsigned int tidx_get(void)
 
 /* ---- slots ---------------------------------------------------------------- */
 
-/* A new d->gen value. */
-uint64_t sk__srcu_gen_new(void)
+/* Put chunk ch in the pool of directory position k.  sk__srcu.lock held. */
+static void chunk_pool_put(struct srcu_chunk *ch, unsigned int k)
 {
-	return __atomic_add_fetch(&gen_next, 1, __ATOMIC_RELAXED);
+	ch->pool_next = sk__srcu.chunk_pool[k];
+	sk__srcu.chunk_pool[k] = ch;
 }
 
-/* d->gen, assigned on first use for a statically initialized domain. */
-static uint64_t domain_gen(struct sk_srcu *d)
+/*
+ * A chunk for directory position k, its slots unbound with zero counts:
+ * from the pool of position k (type-stable: stale slot caches may still
+ * point into it, and only load dom and key there), else a new one; NULL
+ * on ENOMEM.
+ */
+static struct srcu_chunk *chunk_get(unsigned int k)
 {
-	uint64_t g = sk_atomic_load_acquire(&d->gen), ng;
+	struct srcu_chunk *ch;
 
-	if (SK_LIKELY(g != 0))
-		return g;
-	ng = sk__srcu_gen_new();
-	if (sk_atomic_cmpxchg_seq_cst(&d->gen, &g, ng))
-		return ng;
-	return g; /* another thread assigned it */
+	pthread_mutex_lock(&sk__srcu.lock);
+	ch = sk__srcu.chunk_pool[k];
+	if (ch)
+		sk__srcu.chunk_pool[k] = ch->pool_next;
+	pthread_mutex_unlock(&sk__srcu.lock);
+	if (ch)
+		return ch;
+	ch = aligned_alloc(SK_CACHELINE, sizeof(*ch));
+	if (ch)
+		memset(ch, 0, sizeof(*ch));
+	return ch;
 }
 
 /* The slot of thread index t in d, allocating it; NULL on ENOMEM. */
@@ -165,13 +176,11 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 	}
 	ch = sk_atomic_load_acquire(&dir[k]);
 	if (!ch) {
-		struct sk_srcu_slot *nc = aligned_alloc(
-			SK_CACHELINE, SK__SRCU_CHUNK_SLOTS * sizeof(*nc));
+		struct srcu_chunk *nc = chunk_get(k);
 		unsigned int n = sk_atomic_load_relaxed(&d->state->nchunks);
 
 		if (!nc)
 			return NULL;
-		memset(nc, 0, SK__SRCU_CHUNK_SLOTS * sizeof(*nc));
 		/*
 		 * SRCU-N: scanners look at dir[0..nchunks); raise it (max)
 		 * before
@@ -183,14 +192,58 @@ static struct sk_srcu_slot *slot_get(struct sk_srcu *d, unsigned int t)
 		       !sk_atomic_cmpxchg_seq_cst(&d->state->nchunks, &n, k + 1))
 			;
 		/* Release: the zeroed slots (and SRCU-N) before the pointer. */
-		if (!__atomic_compare_exchange_n(&dir[k], &ch, nc, 0,
+		if (!__atomic_compare_exchange_n(&dir[k], &ch, nc->slot, 0,
 						 __ATOMIC_ACQ_REL,
-						 __ATOMIC_ACQUIRE))
-			free(nc); /* ch: the winner's chunk (acquire) */
-		else
-			ch = nc;
+						 __ATOMIC_ACQUIRE)) {
+			/* ch: the winner's chunk (acquire); ours back. */
+			pthread_mutex_lock(&sk__srcu.lock);
+			chunk_pool_put(nc, k);
+			pthread_mutex_unlock(&sk__srcu.lock);
+		} else {
+			ch = nc->slot;
+		}
 	}
 	return &ch[(t - 1) % SK__SRCU_CHUNK_SLOTS];
+}
+
+/*
+ * Put d's chunks back in the pool (sk_srcu_destroy(), every section of d
+ * ended).  Nobody else counts in them: the fast paths of threads whose
+ * caches still point there find dom NULL (cleared by unbind_all() or at
+ * their exit) and go to the slow paths, which look in the directories of
+ * live domains only.  sk__srcu.lock held.
+ */
+void sk__srcu_chunks_release(struct sk_srcu *d)
+{
+	struct sk_srcu_slot **dir = d->state->dir;
+	unsigned int k, i, b;
+
+	for (k = 0; dir && k < SK__SRCU_MAX_CHUNKS; k++) {
+		struct srcu_chunk *ch = (struct srcu_chunk *)(void *)dir[k];
+
+		if (!ch)
+			continue;
+		/*
+		 * Relaxed stores: the next user gets the chunk from
+		 * chunk_get() under sk__srcu.lock (which orders them before
+		 * its use); stale fast paths meanwhile read only dom (NULL)
+		 * and key, atomically, and act on neither.
+		 */
+		for (i = 0; i < SK__SRCU_CHUNK_SLOTS; i++) {
+			struct sk_srcu_slot *s = &ch->slot[i];
+
+			sk_atomic_store_relaxed(&s->dom, (struct sk_srcu *)NULL);
+			sk_atomic_store_relaxed(&ch->tag[i], 0UL);
+			sk_atomic_store_relaxed(&s->key, 0UL);
+			for (b = 0; b < 2; b++) {
+				sk_atomic_store_relaxed(&s->lock[b], 0UL);
+				sk_atomic_store_relaxed(&s->unlock[b], 0UL);
+				sk_atomic_store_relaxed(&s->remote[b], 0UL);
+			}
+		}
+		dir[k] = NULL;
+		chunk_pool_put(ch, k);
+	}
 }
 
 /* The existing slot of thread index t in d, or NULL. */
@@ -215,22 +268,25 @@ struct sk_srcu_slot *sk__srcu_my_slot(struct sk_srcu *d)
 {
 	struct sk_srcu_slot *s = sk__srcu_slot_find(d, sk__srcu_my_thr.t);
 
-	if (!s || !(sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT))
+	if (!s || !(sk_atomic_load_relaxed(slot_tag(s, sk__srcu_my_thr.t)) >>
+		    SRCU_TAG_SHIFT))
 		return NULL;
 	return s;
 }
 
 /*
- * Bind slot s (thread index t) to the calling thread: a new binding
- * incarnation, the key its sections return, and the tag.  The count part
- * of the tag starts at the slot's open count (locks - own unlocks), so
- * that sections left open by earlier owners of the index are not ours
+ * Bind slot s (thread index t) of d to the calling thread: a new binding
+ * incarnation, the key its sections return, the tag, and dom, which makes
+ * the slot ours in d for the fast paths.  The count part of the tag
+ * starts at the slot's open count (locks - own unlocks), so that sections
+ * left open by earlier owners of the index are not ours
  * (sk_srcu_read_lock_held()); their counts are visible here through
  * sk__srcu.lock, taken by their owner's exit.  sk__srcu.lock held.
  */
-static void slot_take(struct sk_srcu_slot *s, unsigned int t)
+static void slot_take(struct sk_srcu *d, struct sk_srcu_slot *s,
+		      unsigned int t)
 {
-	unsigned long open;
+	unsigned long open, key;
 	unsigned int inc;
 
 	if (++sk__srcu.next_inc > SRCU_INC_MAX)
@@ -238,24 +294,42 @@ static void slot_take(struct sk_srcu_slot *s, unsigned int t)
 	inc = sk__srcu.next_inc;
 	open = slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
 	       sk_atomic_load_relaxed(&s->unlock[1]);
-	s->key = (unsigned long)inc << (SRCU_T_BITS + 1) | (unsigned long)t
-								   << 1;
-	sk_atomic_xchg_seq_cst(&s->tag, (unsigned long)inc << SRCU_TAG_SHIFT |
-					(open & SRCU_TAG_COUNT));
+	key = (unsigned long)inc << (SRCU_T_BITS + 1) | (unsigned long)t << 1;
+	sk_atomic_xchg_seq_cst(&s->key, key);
+	/*
+	 * remote[] counts of earlier owners: the inline unlock must add
+	 * them.  Store buffering with remote_unlock() (seq_cst count, then
+	 * seq_cst OR of the bit): our seq_cst store of the key comes before
+	 * these seq_cst loads, so a remote end that they miss ORs the bit
+	 * into our key, not into the one we replaced.
+	 */
+	if (SK__SRCU_KEY_REMOTE_ON &&
+	    (__atomic_load_n(&s->remote[0], __ATOMIC_SEQ_CST) |
+	     __atomic_load_n(&s->remote[1], __ATOMIC_SEQ_CST)))
+		__atomic_fetch_or(&s->key, SK__SRCU_KEY_REMOTE,
+				  __ATOMIC_SEQ_CST);
+	sk_atomic_xchg_seq_cst(slot_tag(s, t),
+			       (unsigned long)inc << SRCU_TAG_SHIFT |
+				       (open & SRCU_TAG_COUNT));
+	/*
+	 * Last: our fast paths take the slot as ours once dom is d.  Relaxed:
+	 * only this thread acts on it (its own program order puts key and
+	 * tag first); sk_srcu_destroy() clears it under sk__srcu.lock.
+	 */
+	sk_atomic_store_relaxed(&s->dom, d);
 }
 
 /*
- * Cache s as the calling thread's slot in d (life gen) for the fast paths,
- * which then pair their compiler barriers with membarrier(2): so only when
- * the fence mode is membarrier.  Without it nothing is cached and every
+ * Cache s as the calling thread's slot in d for the fast paths, which
+ * then pair their compiler barriers with membarrier(2): so only when the
+ * fence mode is membarrier.  Without it nothing is cached and every
  * section takes the slow paths, whose light fences are full fences.
  */
-static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s, uint64_t gen)
+static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s)
 {
 	if (!sk_barrier__fence_sys_get())
 		return;
-	sk_srcu__tls.ent[SK__SRCU_WAY(d)].slot = s;
-	sk_srcu__tls.ent[SK__SRCU_WAY(d)].gen = gen;
+	sk_srcu__tls.slot[SK__SRCU_WAY(d)] = s;
 }
 
 /*
@@ -265,7 +339,6 @@ static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s, uint64_t gen)
  */
 static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 {
-	uint64_t gen = domain_gen(d);
 	struct srcu_thr *r = &sk__srcu_my_thr;
 	struct sk_srcu_slot *s;
 
@@ -274,7 +347,7 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 	s = slot_get(d, r->t);
 	if (!s)
 		return NULL;
-	if (!(sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT)) {
+	if (!(sk_atomic_load_relaxed(slot_tag(s, r->t)) >> SRCU_TAG_SHIFT)) {
 		pthread_mutex_lock(&sk__srcu.lock);
 		if (r->n == r->cap) {
 			unsigned int cap = r->cap ? 2 * r->cap : 8;
@@ -289,14 +362,14 @@ static struct sk_srcu_slot *slot_bind(struct sk_srcu *d)
 			r->cap = cap;
 		}
 		r->bind[r->n++] = d;
-		slot_take(s, r->t);
+		slot_take(d, s, r->t);
 		sk_atomic_fetch_add_seq_cst(&d->state->nlive, 1UL);
 		sk_atomic_fetch_add_seq_cst(&d->state->binds, (uint64_t)1);
 		pthread_mutex_unlock(&sk__srcu.lock);
 		/* SRCU-P: binds++ before our first section; pairs with SRCU-Z. */
 		sk_smp_mb();
 	}
-	cache_slot(d, s, gen);
+	cache_slot(d, s);
 	return s;
 }
 
@@ -319,7 +392,9 @@ int sk_srcu__read_lock_slow(struct sk_srcu *d)
 				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
 	/* SRCU-B: lock count before the section; pairs with SRCU-D. */
 	sk_fence_light();
-	return (int)s->key | bit;
+	/* Through unsigned int: drops SK__SRCU_KEY_REMOTE, as in the fast path. */
+	return (int)(unsigned int)(sk_atomic_load_relaxed(&s->key) |
+				   (unsigned long)bit);
 }
 
 static void __attribute__((noreturn)) die_unbalanced(struct sk_srcu *d, int idx)
@@ -362,7 +437,8 @@ static int foreign_idx(struct sk_srcu *d, unsigned int t, unsigned int inc)
 		struct sk_srcu_slot *o = sk__srcu_slot_find(r->bind[i], t);
 
 		found = r->bind[i] != d && o &&
-			sk_atomic_load_relaxed(&o->tag) >> SRCU_TAG_SHIFT ==
+			sk_atomic_load_relaxed(slot_tag(o, t)) >>
+					SRCU_TAG_SHIFT ==
 				inc;
 	}
 	pthread_mutex_unlock(&sk__srcu.lock);
@@ -380,7 +456,7 @@ static void own_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx)
 		die_unbalanced(d, idx);
 	/* SRCU-C: release, as in the fast path; pairs with SRCU-D. */
 	sk_atomic_store_release(&s->unlock[bit], u + 1);
-	cache_slot(d, s, domain_gen(d));
+	cache_slot(d, s);
 }
 
 /*
@@ -393,10 +469,21 @@ static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx,
 {
 	int bit = idx & 1;
 	unsigned long r = sk_atomic_fetch_add_seq_cst(&s->remote[bit], 1UL) + 1;
-	unsigned long u, w = sk_atomic_load_relaxed(&s->tag);
+	unsigned long *tag = slot_tag(s, ((unsigned int)idx >> 1) & SRCU_T_MASK);
+	unsigned long u, w = sk_atomic_load_relaxed(tag);
 
+	/*
+	 * The owner's inline unlock adds remote[] from now on.  seq_cst,
+	 * after the count: store buffering with slot_take() (seq_cst store
+	 * of the new key, then seq_cst loads of remote[]): a binding made
+	 * meanwhile either sees our count and sets the bit itself, or its
+	 * key is stored before our OR, which then marks it.
+	 */
+	if (SK__SRCU_KEY_REMOTE_ON)
+		__atomic_fetch_or(&s->key, SK__SRCU_KEY_REMOTE,
+				  __ATOMIC_SEQ_CST);
 	while (live && w >> SRCU_TAG_SHIFT == (unsigned int)idx >> 16 &&
-	       !sk_atomic_cmpxchg_seq_cst(&s->tag, &w, tag_count_add(w)))
+	       !sk_atomic_cmpxchg_seq_cst(tag, &w, tag_count_add(w)))
 		;
 	u = sk_atomic_load_relaxed(&s->unlock[bit]);
 	if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0) {
@@ -438,7 +525,7 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 	s = sk__srcu_slot_find(d, t);
 	if (!s)
 		die_bogus(d, idx);
-	if (sk_atomic_load_relaxed(&s->tag) >> SRCU_TAG_SHIFT == inc) {
+	if (sk_atomic_load_relaxed(slot_tag(s, t)) >> SRCU_TAG_SHIFT == inc) {
 		/* The slot's live binding made it: its owner's section. */
 		if (t == sk__srcu_my_thr.t)
 			own_unlock(d, s, idx); /* cache miss, or unbalanced */
@@ -469,15 +556,7 @@ int sk_srcu_read_lock_held(struct sk_srcu *d)
 	 */
 	open = (slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
 		sk_atomic_load_relaxed(&s->unlock[1]) -
-		sk_atomic_load_relaxed(&s->tag)) &
+		sk_atomic_load_relaxed(slot_tag(s, sk__srcu_my_thr.t))) &
 	       SRCU_TAG_COUNT;
 	return open != 0 && open <= SRCU_TAG_COUNT >> 1;
 }
-
-#ifdef SK_TESTING
-/* Test hook (internal/testing.h): the next domain gens come after next. */
-void sk__srcu_test_set_gen_next(uint64_t next)
-{
-	__atomic_store_n(&gen_next, next, __ATOMIC_RELAXED);
-}
-#endif

@@ -8,7 +8,8 @@
  *
  * White box (src/internal/srcu.h): start_poll_request_is_never_dropped
  * reads the private field in_work of the domain's state, as poll_wait()
- * of sk_test_srcu.h does.
+ * of sk_test_srcu.h does; the type-stable slot tests read the calling
+ * thread's slot and slot cache.
  *
  * No assertion bounds wall-clock time.  "test_srcu_api <name>" runs only
  * the tests whose name contains <name>.
@@ -658,6 +659,112 @@ static void start_poll_request_is_never_dropped(void)
 	domain_free(d);
 }
 
+/* ---- type-stable slots (white box) ---------------------------------- */
+
+/* The calling thread's slot cache way of d (the fast paths' view). */
+static struct sk_srcu_slot *cached_slot(struct sk_srcu *d)
+{
+	return sk_srcu__tls.slot[SK__SRCU_WAY(d)];
+}
+
+/*
+ * sk_srcu_destroy() puts a domain's slots in the pool instead of freeing
+ * them: a thread's cache way keeps pointing at its old slot, which no fast
+ * path takes as a binding any more (dom NULL), and the next domain (here
+ * the same address initialized again) gets the same slot back.  Sections
+ * and grace periods work on every life; nothing is counted twice.
+ */
+static void destroyed_domain_slots_are_pooled_and_stale_ways_miss(void)
+{
+	struct sk_srcu *d = domain_new(), *e;
+	struct sk_srcu_slot *s;
+	int cached = sk_barrier__fence_sys_get(), round, idx;
+
+	sk_srcu_read_unlock(d, sk_srcu_read_lock(d));
+	s = sk__srcu_my_slot(d);
+	SK_CHECK(s != NULL);
+	if (cached)
+		SK_CHECK(cached_slot(d) == s);
+	for (round = 0; round < 3; round++) {
+		SK_CHECK_EQ(sk_srcu_destroy(d), 0);
+		/* Stale way: still there, but not a binding of anyone's. */
+		if (cached)
+			SK_CHECK(cached_slot(d) == s);
+		SK_CHECK(sk_atomic_load_relaxed(&s->dom) == NULL);
+		SK_CHECK_EQ(sk_srcu_init(d), 0);
+		SK_CHECK(!sk_srcu_read_lock_held(d));
+		idx = sk_srcu_read_lock(d);
+		SK_CHECK(sk_srcu_read_lock_held(d));
+		/* Same thread index, same pool position: the same slot. */
+		SK_CHECK(sk__srcu_my_slot(d) == s);
+		SK_CHECK(sk_atomic_load_relaxed(&s->dom) == d);
+		SK_CHECK_EQ(slot_locks(s), 1UL);
+		sk_srcu_read_unlock(d, idx);
+		SK_CHECK(!sk_srcu_read_lock_held(d));
+		sk_synchronize_srcu(d);
+	}
+	/* Another domain takes the pooled slot; d's stale way misses. */
+	SK_CHECK_EQ(sk_srcu_destroy(d), 0);
+	e = domain_new();
+	idx = sk_srcu_read_lock(e);
+	SK_CHECK(sk__srcu_my_slot(e) == s);
+	SK_CHECK_EQ(sk_srcu_init(d), 0);
+	sk_srcu_read_unlock(d, sk_srcu_read_lock(d));
+	SK_CHECK(sk__srcu_my_slot(d) != s);
+	sk_synchronize_srcu(d);
+	sk_srcu_read_unlock(e, idx);
+	sk_synchronize_srcu(e);
+	domain_free(e);
+	domain_free(d);
+}
+
+struct handoff {
+	struct sk_srcu *d;
+	int idx;
+};
+
+static void *end_handed_off(void *arg)
+{
+	struct handoff *h = arg;
+
+	sk_srcu_read_unlock(h->d, h->idx);
+	return NULL;
+}
+
+/*
+ * A section ended by another thread marks the locker's key
+ * (SK__SRCU_KEY_REMOTE, LP64): its later unlocks add remote[] in the
+ * balance check, its idx values do not change, its sections balance.
+ */
+static void remote_end_marks_the_key_and_sections_balance(void)
+{
+	struct sk_srcu *d = domain_new();
+	struct handoff h = { d, sk_srcu_read_lock(d) };
+	struct sk_srcu_slot *s = sk__srcu_my_slot(d);
+	int round, i0, i1;
+	pthread_t t;
+
+	SK_CHECK_EQ(sk_atomic_load_relaxed(&s->key) & SK__SRCU_KEY_REMOTE,
+		    0UL);
+	sk_test_thread_start(&t, end_handed_off, &h);
+	pthread_join(t, NULL);
+	SK_CHECK_EQ(sk_atomic_load_relaxed(&s->key) & SK__SRCU_KEY_REMOTE,
+		    SK__SRCU_KEY_REMOTE);
+	SK_CHECK(!sk_srcu_read_lock_held(d));
+	for (round = 0; round < 4; round++) {
+		i0 = sk_srcu_read_lock(d);
+		i1 = sk_srcu_read_lock(d);
+		SK_CHECK_EQ(i0 & ~1, h.idx & ~1);
+		SK_CHECK_EQ(i0, i1);
+		sk_srcu_read_unlock(d, i1);
+		SK_CHECK(sk_srcu_read_lock_held(d));
+		sk_srcu_read_unlock(d, i0);
+		SK_CHECK(!sk_srcu_read_lock_held(d));
+		sk_synchronize_srcu(d);
+	}
+	domain_free(d);
+}
+
 int main(int argc, char **argv)
 {
 	sk_test_srcu_start(argc, argv);
@@ -682,5 +789,7 @@ int main(int argc, char **argv)
 	SK_RUN(get_state_cookie_waits_for_preexisting_reader);
 	SK_RUN(start_poll_completes_without_a_synchronize_caller);
 	SK_RUN(start_poll_request_is_never_dropped);
+	SK_RUN(destroyed_domain_slots_are_pooled_and_stale_ways_miss);
+	SK_RUN(remote_end_marks_the_key_and_sections_balance);
 	return sk_test_report();
 }

@@ -255,6 +255,49 @@ static void child_idx_of_other_domain_handed_off(void)
 	_exit(CHILD_RETURNED);
 }
 
+/*
+ * Two domains whose addresses map to the same way of the slot cache (8
+ * ways of 64 bytes: 512 bytes apart), so the way caches the locker's slot
+ * of the domain it read last.  way_doms[0] is d, way_doms[8] is e.
+ */
+static struct sk_srcu *way_doms;
+
+static void way_doms_init(void)
+{
+	way_doms = aligned_alloc(SK_CACHELINE,
+				 (SK__SRCU_WAYS + 1) * sizeof(*way_doms));
+	if (!way_doms || sk_srcu_init(&way_doms[0]) != 0 ||
+	    sk_srcu_init(&way_doms[SK__SRCU_WAYS]) != 0 ||
+	    SK__SRCU_WAY(&way_doms[0]) != SK__SRCU_WAY(&way_doms[SK__SRCU_WAYS]))
+		_exit(4);
+}
+
+/* The locker ends its idx of e on d while the shared way caches e. */
+static void child_idx_of_other_domain_same_way(void)
+{
+	int idx;
+
+	way_doms_init();
+	sk_srcu_read_unlock(&way_doms[0], sk_srcu_read_lock(&way_doms[0]));
+	idx = sk_srcu_read_lock(&way_doms[SK__SRCU_WAYS]);
+	sk_srcu_read_unlock(&way_doms[0], idx);
+	_exit(CHILD_RETURNED);
+}
+
+/* The same with a section of d open on the same index bit. */
+static void child_idx_of_other_domain_same_way_over_open(void)
+{
+	int id, ie;
+
+	way_doms_init();
+	id = sk_srcu_read_lock(&way_doms[0]);
+	ie = sk_srcu_read_lock(&way_doms[SK__SRCU_WAYS]);
+	if ((id ^ ie) & 1)
+		_exit(4);
+	sk_srcu_read_unlock(&way_doms[0], ie);
+	_exit(CHILD_RETURNED);
+}
+
 static struct sk_rcu_head barrier_head;
 
 static void barrier_from_callback(struct sk_rcu_head *h)
@@ -489,6 +532,18 @@ static void idx_of_another_domain_over_open_section_aborts(void)
 		     "sk_srcu_read_unlock()", "another domain");
 }
 
+/*
+ * The unlock's fast path finds the thread's slot through the way of d
+ * alone; the slot's dom must tell e's binding from d's.
+ */
+static void idx_of_another_domain_in_the_same_way_aborts(void)
+{
+	expect_abort(child_idx_of_other_domain_same_way,
+		     "sk_srcu_read_unlock()", "another domain");
+	expect_abort(child_idx_of_other_domain_same_way_over_open,
+		     "sk_srcu_read_unlock()", "another domain");
+}
+
 static void barrier_inside_srcu_callback_aborts(void)
 {
 	expect_abort(child_barrier_in_callback,
@@ -529,7 +584,7 @@ static void synchronize_by_thread_with_recycled_index_is_allowed(void)
 static void child_excess_end_seen_by_grace_period(void)
 {
 	int idx = sk_srcu_read_lock(&dom_a);
-	struct sk_srcu_slot *s = sk_srcu__tls.ent[SK__SRCU_WAY(&dom_a)].slot;
+	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(&dom_a)];
 
 	sk_srcu_read_unlock(&dom_a, idx);
 	s->unlock[idx & 1] += 2;
@@ -578,6 +633,7 @@ int main(int argc, char **argv)
 	SK_RUN(bogus_idx_zero_aborts);
 	SK_RUN(idx_of_another_domain_aborts);
 	SK_RUN(idx_of_another_domain_over_open_section_aborts);
+	SK_RUN(idx_of_another_domain_in_the_same_way_aborts);
 	SK_RUN(barrier_inside_srcu_callback_aborts);
 	SK_RUN(cleanup_in_own_callback_is_ebusy);
 	SK_RUN(synchronize_by_thread_with_recycled_index_is_allowed);

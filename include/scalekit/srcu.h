@@ -49,19 +49,39 @@ typedef uint64_t sk_srcu__u64 __attribute__((aligned(8)));
  * incarnation << 16 | thread index << 1, where the binding incarnation is
  * new each time a thread takes a slot (so a thread's keys in two domains
  * differ, and an idx of one domain ended on another is told apart).
+ *
+ * Type-stable: slot memory is never returned to malloc() (a destroyed
+ * domain's chunks go to a process-wide pool and are reused at the same
+ * thread index), so a thread's slot cache may keep a pointer to a slot
+ * it no longer owns; dom and key tell (docs/srcu.md, "The read side").
  */
 struct sk_srcu_slot {
 	unsigned long lock[2];	 /* ABI: sections entered, per index */
 	unsigned long unlock[2]; /* ABI: own sections ended by the owner */
 	unsigned long remote[2]; /* ABI: own sections ended elsewhere */
-	unsigned long key;	 /* ABI: idx of the owner's sections without
-				    the index bit (owner only) */
-	unsigned long tag;	 /* private: binding incarnation in the top
-				    16 bits (<< 48 on LP64, << 16 on
-				    ILP32: SRCU_TAG_SHIFT) | open count at
-				    binding + own sections ended elsewhere
-				    (atomic); 0: no live owner */
+	unsigned long key;	 /* ABI (atomic): idx of the owner's sections
+				    without the index bit, |
+				    SK__SRCU_KEY_REMOTE once remote[] may be
+				    nonzero; meaningless while dom is NULL */
+	struct sk_srcu *dom;	 /* ABI (atomic): the domain whose binding
+				    this is; NULL: none (the slot's owner
+				    sets it, sk_srcu_destroy() clears it) */
 } __attribute__((aligned(SK_CACHELINE)));
+
+/*
+ * Set in key (atomic OR) when another thread counts in remote[] (or when
+ * the slot is bound with remote[] nonzero): the inline unlock's balance
+ * check then adds remote[i]; without it remote[] is 0 and is not loaded.
+ * Above the 32 bits an idx has, so the lock's (int) conversion drops it.
+ * ILP32 has no such bit: the unlock always loads remote[i] there.
+ */
+#if __SIZEOF_LONG__ > 4
+#define SK__SRCU_KEY_REMOTE    (1UL << 32)
+#define SK__SRCU_KEY_REMOTE_ON 1
+#else
+#define SK__SRCU_KEY_REMOTE    0UL
+#define SK__SRCU_KEY_REMOTE_ON 0
+#endif
 
 /* Word offsets from &lock[i] of lock[i], unlock[i], remote[i] (ABI). */
 #define SK__SRCU_LOCK	0
@@ -83,9 +103,6 @@ struct sk_srcu_slot {
 struct sk_srcu__state;
 struct sk_srcu {
 	unsigned long idx;	   /* ABI: low bit = index of new readers */
-	sk_srcu__u64 gen;	   /* ABI: key of the readers' slot caches
-				      (unique per domain lifetime; 0 until
-				      the first reader) */
 	struct sk_srcu__state *state; /* private: the library's state */
 } __attribute__((aligned(SK_CACHELINE)));
 
@@ -110,7 +127,7 @@ struct sk_srcu__store {
 #define SK__SRCU_DEFINE(cls, name)                                        \
 	static struct sk_srcu__store name##__sk_srcu_store;              \
 	cls struct sk_srcu name = {                                      \
-		0, 0, (struct sk_srcu__state *)(void *)&name##__sk_srcu_store \
+		0, (struct sk_srcu__state *)(void *)&name##__sk_srcu_store \
 	}
 #define SK_SRCU_DEFINE(name)	    SK__SRCU_DEFINE(, name)
 #define SK_SRCU_DEFINE_STATIC(name) SK__SRCU_DEFINE(static, name)
@@ -137,19 +154,19 @@ struct sk_srcu__store {
 #endif
 
 /*
- * Per-thread cache of slots (ABI): a small direct-mapped table keyed by
- * the domain's address (the way) and d->gen (the tag), so the fast paths
- * reach the thread's slot without walking d->dir.
+ * Per-thread cache of slots (ABI): a small direct-mapped table of this
+ * thread's slots, one way per domain address, so the fast paths reach
+ * the thread's slot without walking the slot directory.  An entry is
+ * valid for d when its slot's dom is d (the slot is type-stable, see
+ * struct sk_srcu_slot); an empty way points at a slot that no thread
+ * binds (dom NULL).
  */
 #define SK__SRCU_WAYS 8
 #define SK__SRCU_WAY(d) \
 	((unsigned int)((unsigned long)(d) / SK_CACHELINE) % SK__SRCU_WAYS)
 
 struct sk_srcu__tls {
-	struct {
-		sk_srcu__u64 gen;	   /* d->gen cached here; ~0: empty */
-		struct sk_srcu_slot *slot; /* this thread's slot in d */
-	} ent[SK__SRCU_WAYS];
+	struct sk_srcu_slot *slot[SK__SRCU_WAYS]; /* this thread's slots */
 };
 
 SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
@@ -200,20 +217,19 @@ SK_API int sk_srcu_destroy(struct sk_srcu *d);
  */
 static inline int sk_srcu_read_lock(struct sk_srcu *d)
 {
-	unsigned int w = SK__SRCU_WAY(d);
-	struct sk_srcu_slot *s;
+	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(d)];
 	unsigned long bit, key;
 
 	/*
-	 * d->gen changes when the domain's slots are freed, so a hit means
-	 * the cached slot is live (the thread's own write: no ordering).
-	 * The library caches slots only when the fence mode is membarrier
-	 * (2): without it every section takes the slow path.
+	 * The cached slot is ours in d while its dom is d: we set it when we
+	 * bound the slot (our own write: no ordering), sk_srcu_destroy()
+	 * clears it before the slot can be reused.  The library caches slots
+	 * only when the fence mode is membarrier(2): without it every section
+	 * takes the slow path.
 	 */
-	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen)))
+	if (SK_UNLIKELY(sk_atomic_load_relaxed(&s->dom) != d))
 		return sk_srcu__read_lock_slow(d);
-	s = sk_srcu__tls.ent[w].slot;
-	key = s->key; /* the owner's own field: no ordering */
+	key = sk_atomic_load_relaxed(&s->key); /* written by us at binding */
 	bit = SK_READ_ONCE(d->idx) & 1;
 	sk_atomic_store_relaxed(&s->lock[bit],
 				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
@@ -223,7 +239,8 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	 * (membarrier(2), which a cache hit implies): a compiler barrier.
 	 */
 	sk_barrier();
-	return (int)(key | bit);
+	/* Through unsigned int: drops SK__SRCU_KEY_REMOTE (bit 32). */
+	return (int)(unsigned int)(key | bit);
 }
 
 /*
@@ -238,7 +255,8 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
  * binding incarnation reused, 0 or 1 while a shared section is open),
  * where it ends an open section of d instead.
  * Wait-free: the slot-cache and key checks, a load and a release store of
- * this thread's counter, two more loads for the balance check; no fence.
+ * this thread's counter, one more load for the balance check (two once
+ * another thread has ended one of its sections of d); no fence.
  * Ordering: the section's accesses are ordered before the unlock as seen
  * by the grace period (release SRCU-C, paired with its heavy fence SRCU-D).
  * Reclamation: objects reached in the section may be freed by an updater
@@ -246,37 +264,55 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
  */
 static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 {
-	unsigned int w = SK__SRCU_WAY(d);
-	struct sk_srcu_slot *s = sk_srcu__tls.ent[w].slot;
-	unsigned long bit = (unsigned int)idx & 1;
-	unsigned long *c, n;
+	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(d)];
+	/*
+	 * idx is key | i for a section of the slot's binding, whose key has
+	 * its low bit clear: then x is the index bit i (at most 1), or
+	 * SK__SRCU_KEY_REMOTE | i when other threads ended some of the
+	 * binding's sections.
+	 */
+	unsigned long x = (unsigned long)(unsigned int)idx ^
+			  sk_atomic_load_relaxed(&s->key);
+	unsigned long *c, n, r = 0;
 
 	SK_TSAN_RELEASE(d); /* SRCU-C below, for TSan: pairs with SRCU-D */
 	/*
-	 * A cache miss, or not this thread's section of d (another thread's,
-	 * another domain's or a bogus idx): the slow path.
+	 * c: lock[i], unlock[i] and remote[i] through one pointer: they are
+	 * 2 words apart (SK__SRCU_LOCK/UNLOCK/REMOTE above).  Unbalanced
+	 * when the slot's ends on this index, here (n) and elsewhere (r:
+	 * remote[], loaded only when key says it may be nonzero), reach its
+	 * starts (every section already ended); a difference, so that it
+	 * holds when the counters wrap.  The slow path reports it.
 	 */
-	if (SK_UNLIKELY(sk_srcu__tls.ent[w].gen != SK_READ_ONCE(d->gen) ||
-			((unsigned long)(unsigned int)idx ^ bit) != s->key)) {
-		sk_srcu__read_unlock_slow(d, idx);
-		return;
+	if (SK_LIKELY(x <= 1)) {
+		c = &s->lock[x];
+		n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
+		if (!SK__SRCU_KEY_REMOTE_ON)
+			r = sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
+		if (SK_UNLIKELY((long)(n + r - sk_atomic_load_relaxed(
+						       &c[SK__SRCU_LOCK])) >= 0))
+			goto slow;
+	} else {
+		/* Not the slot's binding's idx (another thread's, another
+		 * domain's, a stale way, bogus): the slow path. */
+		if (!SK__SRCU_KEY_REMOTE_ON || x - SK__SRCU_KEY_REMOTE > 1)
+			goto slow;
+		c = &s->lock[x - SK__SRCU_KEY_REMOTE];
+		n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
+		r = sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
+		if ((long)(n + r - sk_atomic_load_relaxed(&c[SK__SRCU_LOCK])) >=
+		    0)
+			goto slow;
 	}
 	/*
-	 * lock[bit], unlock[bit] and remote[bit] through one pointer: they
-	 * are 2 words apart (SK__SRCU_LOCK/UNLOCK/REMOTE below).
+	 * The slot is our binding in d (dom: only we set it to d,
+	 * sk_srcu_destroy() and our exit clear it), so idx is our section of
+	 * d.  Otherwise (a way caching another domain's slot or a stale one;
+	 * the counters above were then not ours, and are not written) the
+	 * slow path.
 	 */
-	c = &s->lock[bit];
-	n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
-	/*
-	 * Every section of this slot on this index already ended (here or
-	 * elsewhere): unbalanced; the slow path reports it.  A difference,
-	 * so that it holds when the counters wrap.
-	 */
-	if (SK_UNLIKELY((long)(n + sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]) -
-			       sk_atomic_load_relaxed(&c[SK__SRCU_LOCK])) >= 0)) {
-		sk_srcu__read_unlock_slow(d, idx);
-		return;
-	}
+	if (SK_UNLIKELY(sk_atomic_load_relaxed(&s->dom) != d))
+		goto slow;
 	/*
 	 * SRCU-C: release: the section before the unlock count; pairs with the
 	 * sums' heavy fence SRCU-D (a counted unlock means the section is
@@ -285,6 +321,9 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	 * (store-load), so no membarrier pairing, and on x86 a plain store.
 	 */
 	sk_atomic_store_release(&c[SK__SRCU_UNLOCK], n + 1);
+	return;
+slow:
+	sk_srcu__read_unlock_slow(d, idx);
 }
 
 /*

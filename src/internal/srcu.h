@@ -26,9 +26,15 @@
  * sections from those of an exited thread that had the same index, and
  * from an idx the same thread got from another domain (whose slot has
  * another incarnation); 0 and 1 name the shared counters.  Each thread
- * caches its slot per domain in sk_srcu__tls (keyed by d->gen, which
- * changes whenever the domain's slots are freed), so the fast paths never
- * walk d->state->dir.
+ * caches its slot per domain in sk_srcu__tls (one way per domain
+ * address), so the fast paths never walk d->state->dir.  Slots are
+ * type-stable (struct srcu_chunk: never freed, pooled by directory
+ * position, so a slot always serves the same thread index): a way may
+ * point at a slot that is no longer the thread's binding in d, and the
+ * fast paths tell by the slot's dom, which only the slot's owner sets
+ * (to the domain it binds) and which sk_srcu_destroy() and the owner's
+ * exit clear.  A remote end ORs SK__SRCU_KEY_REMOTE into the locker's
+ * key, so that the owner's inline unlock loads remote[i] only then.
  *
  * Grace period (kernel SRCU's scan-flip-scan):
  *   1. drain index i' = !(idx & 1): stale readers that picked up i' before
@@ -142,8 +148,8 @@
  *   binding incarnations, 15 bits on every target: wrap by design; a
  *       reused one only blurs diagnostics (held tracking, unbalance and
  *       foreign-idx detection), never the grace-period sums.
- *   gen, gen_next: 64-bit (a reused gen would let a stale slot cache hit
- *       freed memory); on the fast path an 8-byte atomic load on ILP32.
+ *   slot caches: no generation number (a stale way is told by the
+ *       slot's dom, type-stable slots), so nothing there can wrap.
  *   gp_started, gp_completed, poll_req, b_gp: 64-bit grace-period numbers,
  *       never wrap; cookies are their truncation to unsigned long, compared
  *       by difference (cookie_done()); the numbers skip those that
@@ -179,8 +185,8 @@
 #define SRCU_T_MASK ((1u << SRCU_T_BITS) - 1)
 #define SRCU_INC_MAX 0x7fffu
 /*
- * slot->tag: binding incarnation in the top 16 bits | count (see
- * slot_take()): 48 bits of count on LP64, 16 on ILP32.
+ * A slot's tag (struct srcu_chunk): binding incarnation in the top 16
+ * bits | count (see slot_take()): 48 bits of count on LP64, 16 on ILP32.
  */
 #define SRCU_TAG_SHIFT (__SIZEOF_LONG__ * 8 - 16)
 #define SRCU_TAG_COUNT ((1UL << SRCU_TAG_SHIFT) - 1)
@@ -290,6 +296,8 @@ struct sk__srcu_global {
 	unsigned int next_inc; /* last binding incarnation given */
 	pthread_key_t key;     /* frees the index at exit */
 	pthread_once_t once;
+	/* Chunks of destroyed domains, by directory position (type-stable). */
+	struct srcu_chunk *chunk_pool[SK__SRCU_MAX_CHUNKS];
 	/* The worker. */
 	struct sk__link work;	 /* domains with work (state->work_link) */
 	struct sk_srcu *current; /* domain the worker is processing */
@@ -312,14 +320,42 @@ extern __thread int sk__srcu_in_worker __attribute__((tls_model("initial-exec"))
 
 /* ---- srcu_read.c ---- */
 
-/* A new d->gen value (never 0 nor ~0, never reused). */
-uint64_t sk__srcu_gen_new(void);
 /* The existing slot of thread index t in d, or NULL. */
 struct sk_srcu_slot *sk__srcu_slot_find(struct sk_srcu *d, unsigned int t);
 /* The calling thread's slot in d if it took it, else NULL. */
 struct sk_srcu_slot *sk__srcu_my_slot(struct sk_srcu *d);
 /* Give up thread r's slots and index.  sk__srcu.lock held. */
 void sk__srcu_thr_release(struct srcu_thr *r);
+/*
+ * Put the chunks of d's directory back in the pool, their slots unbound
+ * and their counters zeroed (sk_srcu_destroy(); no section of d open).
+ * sk__srcu.lock held.
+ */
+void sk__srcu_chunks_release(struct sk_srcu *d);
+
+/*
+ * A chunk of slots: the slots of SK__SRCU_CHUNK_SLOTS consecutive thread
+ * indexes (d->state->dir[k] points at slot[0]), and beside them their
+ * tags, which only the slow paths use: binding incarnation in the top 16
+ * bits (<< SRCU_TAG_SHIFT) | open count at binding + own sections ended
+ * elsewhere (atomic); 0: no live owner.  Type-stable: a chunk is never
+ * freed; sk_srcu_destroy() puts it back in a pool for its directory
+ * position k (sk__srcu_chunk_pool), from which the next chunk at k of any
+ * domain is taken, so a slot always belongs to the same thread index.
+ */
+struct srcu_chunk {
+	struct sk_srcu_slot slot[SK__SRCU_CHUNK_SLOTS];
+	unsigned long tag[SK__SRCU_CHUNK_SLOTS];
+	struct srcu_chunk *pool_next; /* in the pool: under sk__srcu.lock */
+};
+
+/* The tag of slot s, the slot of thread index t (1-based). */
+static inline unsigned long *slot_tag(struct sk_srcu_slot *s, unsigned int t)
+{
+	unsigned int i = (t - 1) % SK__SRCU_CHUNK_SLOTS;
+
+	return &((struct srcu_chunk *)(void *)(s - i))->tag[i];
+}
 
 /* Sections entered on slot s, both indexes (owner's stores: relaxed). */
 static inline unsigned long slot_locks(struct sk_srcu_slot *s)

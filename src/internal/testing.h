@@ -109,11 +109,10 @@ void sk__rcu_defer_test_fail_allocs(int n);
 
 /*
  * Number d's grace periods from seq on (d idle: no grace period, callback
- * or poll pending); take the next domain gens after next.  So that a test
- * runs across the 2^16 and 2^32 boundaries.
+ * or poll pending).  So that a test runs across the 2^16 and 2^32
+ * boundaries.
  */
 void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
-void sk__srcu_test_set_gen_next(uint64_t next);
 
 /* ---- the callback worker (src/worker.c) ----------------------------------- */
 
