@@ -171,10 +171,14 @@ SK_BENCH_SWEEP_OPS(sk_bench_sweep_seqlock_ops, "sk-seqlock",
 /*
  * BROKEN twin (SCALEKIT_BENCH_SWEEP_BUSTED=seqlock, see sweep.c): a
  * seqlock reader that never retries, against a writer that leaves the
- * value half-written for a while (so that the tear is there to be seen on
- * 2 CPUs).  The sweep's check MUST catch it and end the run: that proves the
- * check can fail.
+ * value half-written until other threads have read it a few times (a
+ * bounded wait that yields the CPU, so that the tear is there to be seen
+ * even when a loaded machine rarely runs two threads at once).  The
+ * sweep's check MUST catch it and end the run: that proves the check can
+ * fail.
  */
+static unsigned long swslb_reads; /* atomic: busted reads completed */
+
 static void swslb_read(void)
 {
 	struct sk_bench_sweep_val s;
@@ -183,18 +187,26 @@ static void swslb_read(void)
 	sk_bench_sweep_load(&swsl_val, &s);
 	sk_bench_sweep_verify(&s, "sk-seqlock-busted"); /* BROKEN: no retry */
 	SK_BENCH_USE(s.a);
+	__atomic_fetch_add(&swslb_reads, 1, __ATOMIC_RELAXED);
 }
 
 static void swslb_update(void)
 {
+	unsigned long seen;
 	long a;
 	int i;
 
 	sk_seqlock_write_lock(&swsl_lock);
 	a = __atomic_load_n(&swsl_val.a, __ATOMIC_RELAXED) + 1;
 	__atomic_store_n(&swsl_val.a, a, __ATOMIC_RELAXED);
-	for (i = 0; i < 2000; i++) /* the window: a new, b and c old */
-		sk_cpu_relax();
+	/* The window: a new, b and c old, until others read (or 1000 yields:
+	 * a run of one thread has no other reader). */
+	seen = __atomic_load_n(&swslb_reads, __ATOMIC_RELAXED);
+	for (i = 0; i < 1000; i++) {
+		if (__atomic_load_n(&swslb_reads, __ATOMIC_RELAXED) - seen >= 4)
+			break;
+		sched_yield();
+	}
 	sk_bench_sweep_set(&swsl_val, a);
 	sk_seqlock_write_unlock(&swsl_lock);
 }
