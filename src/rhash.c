@@ -201,19 +201,30 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 /* ---- lookups ---------------------------------------------------------------- */
 
 /*
- * While a resize runs, a lookup that misses in t's chain goes on to f's
- * bucket: start loading that bucket's head now, so that its cache miss
- * overlaps the walk of t's chain (the resizer has just written both
- * arrays).  Only a hint: the load that counts is made after RH-L1.
- * t->future shares t's first cache line with t->mask.
+ * The first array whose chain of h a lookup walks: t, or, while a resize
+ * runs, its future array f when the resize has migrated t's bucket of h
+ * already (RH-M4).  Then that bucket's head is RHASH_MOVED for good (no
+ * write ever changes it again: inserts and unlinks leave a moved head
+ * alone), an empty chain the lookup would walk, then go on to f.  Skipping
+ * it spares a load of a line that the resizer has just written on another
+ * core (a coherence miss), and lets the load of f's head start at once.
+ * t->future and t->migrated share t's first cache line with t->mask.
  */
-static inline void prefetch_future(struct sk_rhash_table *t, unsigned long h)
+static inline struct sk_rhash_table *skip_migrated(struct sk_rhash_table *t,
+						   unsigned long h)
 {
-	/* Dependency: f's mask as published with f (pairs with RH-P1). */
-	struct sk_rhash_table *f = sk_rcu_dereference(t->future);
+	struct sk_rhash_table *f;
 
-	if (SK_UNLIKELY(f != NULL))
-		__builtin_prefetch(&f->buckets[h & f->mask]);
+	/* Dependency: f's mask and heads as published with f (RH-P1). */
+	while (SK_UNLIKELY((f = sk_rcu_dereference(t->future)) != NULL) &&
+	       /*
+		* RH-M4 acquire: the RH-M3 (and so the RH-M2) of every
+		* bucket below the cursor before the loads of f's heads;
+		* pairs with the release in publish_cursor().
+		*/
+	       (h & t->mask) < __atomic_load_n(&t->migrated, __ATOMIC_ACQUIRE))
+		t = f;
+	return t;
 }
 
 /* Any key: hashfn, cmpfn or key_len as given.  Out of line: see below. */
@@ -224,8 +235,8 @@ static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 	struct sk_rhash_table *t = sk_rcu_dereference(ht->tbl);
 	struct sk_rhash_node *n;
 
-	prefetch_future(t, h);
 	do {
+		t = skip_migrated(t, h);
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
 		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
 			if (n->hash == h &&
@@ -259,8 +270,8 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	ko = ht->p.key_offset;
 	h = sk__rhash_hash_u64(k, ht->p.seed);
 	t = sk_rcu_dereference(ht->tbl);
-	prefetch_future(t, h);
 	do {
+		t = skip_migrated(t, h);
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
 		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
 			const char *obj = (const char *)n - ho;
