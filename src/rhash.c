@@ -189,6 +189,8 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 	}
 	if (p.key_len == 8 && p.hashfn == sk_rhash_hash && !p.cmpfn)
 		ht->mode = RHASH_MODE_U64;
+	ht->seed8 = sk__rhash_seed8(p.seed);
+	ht->key_from_node = (long)p.key_offset - (long)p.head_offset;
 	ht->tbl = sk__rhash_table_alloc(ht, p.initial_buckets);
 	if (!ht->tbl) {
 		p.free(ht->mem);
@@ -259,25 +261,24 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 {
 	struct sk_rhash_table *t;
 	struct sk_rhash_node *n;
-	size_t ho, ko;
 	unsigned long h;
 	uint64_t k;
+	long kn;
 
 	if (SK_UNLIKELY(ht->mode != RHASH_MODE_U64))
 		return lookup_generic(ht, key);
 	k = sk__rhash_load_u64(key);
-	ho = ht->p.head_offset;
-	ko = ht->p.key_offset;
-	h = sk__rhash_hash_u64(k, ht->p.seed);
+	/* The key's offset from the node: one address add per compare. */
+	kn = ht->key_from_node;
+	h = sk__rhash_hash_u64(k, ht->seed8);
 	t = sk_rcu_dereference(ht->tbl);
 	do {
 		t = skip_migrated(t, h);
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
 		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
-			const char *obj = (const char *)n - ho;
-
-			if (n->hash == h && sk__rhash_load_u64(obj + ko) == k)
-				return (void *)obj;
+			if (n->hash == h &&
+			    sk__rhash_load_u64((const char *)n + kn) == k)
+				return sk__rhash_obj(ht, n);
 		}
 		/*
 		 * RH-L1: the chain's loads (one may have read the NULL that
