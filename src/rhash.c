@@ -30,8 +30,11 @@
  * Every node is in exactly one chain at every moment (as updaters see it
  * under the bucket lock), so an update finds its node in t or f.  A
  * migrated old bucket's head becomes RHASH_MOVED (an empty chain to
- * readers).  When t is empty, ht->tbl = f is published [pub]; a grace period later no reader
- * uses t, which is freed [gp] (t->future stays f for the readers that
+ * readers).  Every 256 old buckets the resize advances a cursor,
+ * t->migrated (RH-M4): a lookup whose old bucket is below it skips that
+ * (RHASH_MOVED for good) head and reads f's only.  When t is empty,
+ * ht->tbl = f is published [pub]; a grace period later no reader uses t,
+ * which is freed [gp] (t->future stays f for the readers that
  * still walk t until then).  No lock is held across that grace period.
  *
  * Inserts (sk_rhash_insert()) take no lock: inside a read section they
