@@ -86,6 +86,7 @@
 #include "internal/rhash.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,11 @@ struct sk_rhash_table *sk__rhash_table_alloc(struct sk_rhash *ht,
 	t->ht = ht;
 	return t;
 }
+
+/* What the 8-byte-key lookup reads of the table: its first cache line. */
+_Static_assert(offsetof(struct sk_rhash, p.head_offset) +
+			       sizeof(size_t) <= SK_CACHELINE,
+	       "the lookup's fields of struct sk_rhash on one cache line");
 
 /* Validate *params into *p and fill in the defaults.  0 or -EINVAL. */
 static int params_check(const struct sk_rhash_params *params,

@@ -135,8 +135,10 @@ struct sk_rhash_stripe {
 struct sk_rhash {
 	/*
 	 * Read-mostly.  Guarded by: set by create; tbl changes only in
-	 * resizes.  A lookup reads tbl, mode, the two precomputed fields and
-	 * the first six fields of p: one cache line.
+	 * resizes.  The 8-byte-key lookup reads tbl, mode, seed8,
+	 * key_from_node and p.head_offset: the first cache line; the generic
+	 * lookup also p's hashfn, cmpfn and seed, on the next (read-only)
+	 * line.
 	 */
 	struct sk_rhash_table *tbl;	 /* RCU-protected bucket array */
 	unsigned int mode;		 /* lookup fast path chosen by create */
