@@ -30,11 +30,8 @@
  * Every node is in exactly one chain at every moment (as updaters see it
  * under the bucket lock), so an update finds its node in t or f.  A
  * migrated old bucket's head becomes RHASH_MOVED (an empty chain to
- * readers).  Every 256 old buckets the resize advances a cursor,
- * t->migrated (RH-M4): a lookup whose old bucket is below it skips that
- * (RHASH_MOVED for good) head and reads f's only.  When t is empty,
- * ht->tbl = f is published [pub]; a grace period later no reader uses t,
- * which is freed [gp] (t->future stays f for the readers that
+ * readers).  When t is empty, ht->tbl = f is published [pub]; a grace period later no reader
+ * uses t, which is freed [gp] (t->future stays f for the readers that
  * still walk t until then).  No lock is held across that grace period.
  *
  * Inserts (sk_rhash_insert()) take no lock: inside a read section they
@@ -212,30 +209,19 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 /* ---- lookups ---------------------------------------------------------------- */
 
 /*
- * The first array whose chain of h a lookup walks: t, or, while a resize
- * runs, its future array f when the resize has migrated t's bucket of h
- * already (RH-M4).  Then that bucket's head is RHASH_MOVED for good (no
- * write ever changes it again: inserts and unlinks leave a moved head
- * alone), an empty chain the lookup would walk, then go on to f.  Skipping
- * it spares a load of a line that the resizer has just written on another
- * core (a coherence miss), and lets the load of f's head start at once.
- * t->future and t->migrated share t's first cache line with t->mask.
+ * While a resize runs, a lookup that misses in t's chain goes on to f's
+ * bucket: start loading that bucket's head now, so that its cache miss
+ * overlaps the walk of t's chain (the resizer has just written both
+ * arrays).  Only a hint: the load that counts is made after RH-L1.
+ * t->future shares t's first cache line with t->mask.
  */
-static inline struct sk_rhash_table *skip_migrated(struct sk_rhash_table *t,
-						   unsigned long h)
+static inline void prefetch_future(struct sk_rhash_table *t, unsigned long h)
 {
-	struct sk_rhash_table *f;
+	/* Dependency: f's mask as published with f (pairs with RH-P1). */
+	struct sk_rhash_table *f = sk_rcu_dereference(t->future);
 
-	/* Dependency: f's mask and heads as published with f (RH-P1). */
-	while (SK_UNLIKELY((f = sk_rcu_dereference(t->future)) != NULL) &&
-	       /*
-		* RH-M4 acquire: the RH-M3 (and so the RH-M2) of every
-		* bucket below the cursor before the loads of f's heads;
-		* pairs with the release in publish_cursor().
-		*/
-	       (h & t->mask) < __atomic_load_n(&t->migrated, __ATOMIC_ACQUIRE))
-		t = f;
-	return t;
+	if (SK_UNLIKELY(f != NULL))
+		__builtin_prefetch(&f->buckets[h & f->mask]);
 }
 
 /* Any key: hashfn, cmpfn or key_len as given.  Out of line: see below. */
@@ -246,8 +232,8 @@ static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 	struct sk_rhash_table *t = sk_rcu_dereference(ht->tbl);
 	struct sk_rhash_node *n;
 
+	prefetch_future(t, h);
 	do {
-		t = skip_migrated(t, h);
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
 		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
 			if (n->hash == h &&
@@ -281,8 +267,8 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	kn = ht->key_from_node;
 	h = sk__rhash_hash_u64(k, ht->seed8);
 	t = sk_rcu_dereference(ht->tbl);
+	prefetch_future(t, h);
 	do {
-		t = skip_migrated(t, h);
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
 		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
 			if (n->hash == h &&

@@ -261,38 +261,8 @@ static inline void migrate_prefetch(struct sk_rhash_table *t, unsigned long i,
 }
 
 /*
- * Old buckets migrated between two stores of the cursor t->migrated
- * (RH-M4).  Each store invalidates the line every lookup reads t->mask
- * and t->future from, so not one per bucket: 256 stores per 2^16-bucket
- * array, against the 8,192 lines of old heads that lookups of migrated
- * buckets no longer read.  The testing build stores it after every
- * bucket, so that the checker sees every value.
- */
-#ifdef SK_TESTING
-#define RHASH_CURSOR_STEP 1UL
-#else
-#define RHASH_CURSOR_STEP 256UL
-#endif
-
-/*
- * RH-M4: old buckets [0, m) of t are RHASH_MOVED (migrate_range() works
- * in bucket order from 0, in the explicit and the background resize).
- */
-static void publish_cursor(struct sk_rhash_table *t, unsigned long m)
-{
-	/*
-	 * Release: the RH-M3 of every bucket below m before the cursor;
-	 * pairs with the acquire in the lookup's skip_migrated().
-	 */
-	__atomic_store_n(&t->migrated, m, __ATOMIC_RELEASE);
-	/* A state the testing build's checker examines. */
-	SK__LIST_TRACE(PUBLISH);
-}
-
-/*
  * Migrate old buckets [from, to) of the running resize, one step of one
- * bucket per hold of its bucket lock, and advance the cursor (RH-M4).
- * No lock held.
+ * bucket per hold of its bucket lock.  No lock held.
  */
 static void migrate_range(struct sk_rhash *ht, unsigned long from,
 			  unsigned long to)
@@ -305,9 +275,6 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
 	int more;
 
 	for (i = from; i < to; i++) {
-		if (RHASH_BROKEN(SK__RHASH_BROKEN_EARLY_CURSOR))
-			/* Broken twin: lookups skip bucket i while it has keys. */
-			publish_cursor(t, i + 1);
 		migrate_prefetch(t, i, to);
 		for (;;) {
 			sk__rhash_bit_lock(l, i);
@@ -321,8 +288,6 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
 				sk__rhash_test_step_hook(ht);
 #endif
 		}
-		if ((i + 1) % RHASH_CURSOR_STEP == 0 || i + 1 == to)
-			publish_cursor(t, i + 1);
 	}
 }
 

@@ -21,12 +21,6 @@
 
 /* r->aux of a reader about to load t->future (its chain or array done). */
 #define AT_FUTURE (~0UL)
-/*
- * r->aux of a lookup entering t (skip_migrated() in src/rhash.c): about to
- * load t->future, then t->migrated (RH-M4), before its bucket's head.
- */
-#define AT_SKIP_FUTURE (~1UL)
-#define AT_SKIP_CURSOR (~2UL)
 
 struct cobj objs[MAX_OBJS];
 int nobjs;
@@ -166,38 +160,10 @@ static void rh_enter_table(struct chk_tbl *t, const struct sk_chk_kind *k,
 {
 	r->ctx = t;
 	r->aux = 0;
-	if (k->key == SK_CHK_ITER) {
+	if (k->key == SK_CHK_ITER)
 		r->slot = &t->buckets[0];
-	} else {
-		r->slot = &t->future;
-		r->aux = AT_SKIP_FUTURE;
-	}
-}
-
-/*
- * A lookup's skip_migrated(): with a future array, t->migrated next; then
- * f when the cursor is past the key's old bucket, else t's head.
- */
-static int rh_skip(const struct sk_chk_kind *k, struct sk_chk_reader *r)
-{
-	struct chk_tbl *t = (struct chk_tbl *)r->ctx;
-	unsigned long b = hash_of(keyval[k->key]) & t->mask;
-
-	if (r->aux == AT_SKIP_FUTURE) {
-		if (sk_rcu_dereference(*(struct chk_tbl *const *)r->slot)) {
-			r->slot = &t->migrated;
-			r->aux = AT_SKIP_CURSOR;
-			return SK_CHK_MOVED;
-		}
-	} else if (b < __atomic_load_n((const unsigned long *)r->slot,
-				       __ATOMIC_ACQUIRE)) {
-		/* t->future was seen set: it stays until t's free. */
-		rh_enter_table(sk_rcu_dereference(t->future), k, r);
-		return SK_CHK_MOVED;
-	}
-	r->aux = 0;
-	r->slot = &t->buckets[b];
-	return SK_CHK_MOVED;
+	else
+		r->slot = &t->buckets[hash_of(keyval[k->key]) & t->mask];
 }
 
 static void rh_start(void *arg, const struct sk_chk_kind *k,
@@ -241,8 +207,6 @@ static int rh_load(void *arg, const struct sk_chk_kind *k,
 	(void)arg;
 	if (r->aux == AT_FUTURE)
 		return rh_in_future(k, r);
-	if (r->aux == AT_SKIP_FUTURE || r->aux == AT_SKIP_CURSOR)
-		return rh_skip(k, r);
 	n = sk_rcu_dereference(*(struct sk_rhash_node **)r->slot);
 	/* (A migrated old bucket's head is 1, RHASH_MOVED: the end.) */
 	if ((uintptr_t)n > 1) {
@@ -333,11 +297,8 @@ static void rh_describe(void *arg, const struct sk_chk_reader *r, char *buf,
 	else
 		snprintf(buf, len, "%p", r->slot);
 	n = strlen(buf);
-	if ((r->aux == AT_FUTURE || r->aux == AT_SKIP_FUTURE) && b)
+	if (r->aux == AT_FUTURE && b)
 		snprintf(buf, len, "&%sarray(%lu buckets)->future",
-			 b->freed ? "freed " : "", tbl_size(b->p));
-	else if (r->aux == AT_SKIP_CURSOR && b)
-		snprintf(buf, len, "&%sarray(%lu buckets)->migrated",
 			 b->freed ? "freed " : "", tbl_size(b->p));
 	else if (r->ctx && n + 48 < len)
 		snprintf(buf + n, len - n, " (array of %lu, bucket %lu)",

@@ -79,8 +79,6 @@ static unsigned long resize_case(unsigned long from, unsigned long to,
 		 ks_names[kind], (unsigned long long)seed,
 		 sk__rhash_test_broken == SK__RHASH_BROKEN_NO_GP
 			 ? " WITHOUT the grace period before the free"
-		 : sk__rhash_test_broken == SK__RHASH_BROKEN_EARLY_CURSOR
-			 ? " with the CURSOR ahead of the migration"
 		 : sk__rhash_test_broken ? " CUTTING runs before linking them"
 					 : "");
 	add_readers(n, present);
@@ -147,7 +145,7 @@ static void every_grow_and_shrink_between_1_and_64_buckets(void)
 }
 
 /*
- * Each broken twin MUST be caught in every resize that has a key: without
+ * Both broken twins MUST be caught in every resize that has a key: without
  * the grace period, a reader paused in the old array loads from it after
  * its free; with a run cut off its old chain before the future array has
  * it, a lookup of one of its keys misses.
@@ -193,16 +191,6 @@ static void resize_without_grace_period_is_caught(void)
 static void resize_cutting_before_linking_is_caught(void)
 {
 	broken_twin_caught(SK__RHASH_BROKEN_CUT_FIRST);
-}
-
-/*
- * The migration cursor (RH-M4) stored before its bucket is migrated:
- * complete lookups of that bucket's keys, made in the state right after
- * the store, skip the old chain that still holds them and miss.
- */
-static void resize_cursor_before_migration_is_caught(void)
-{
-	broken_twin_caught(SK__RHASH_BROKEN_EARLY_CURSOR);
 }
 
 /* ---- updates --------------------------------------------------------------- */
@@ -295,7 +283,6 @@ static void broken_twins(void)
 {
 	SK_RUN(resize_without_grace_period_is_caught);
 	SK_RUN(resize_cutting_before_linking_is_caught);
-	SK_RUN(resize_cursor_before_migration_is_caught);
 }
 
 int main(int argc, char **argv)

@@ -38,11 +38,6 @@
  *         RH-L1 and RH-I1.  A lookup reads the old chain, then t->future
  *         and f's heads; the writer writes f's head before the old link:
  *         opposite order, no grace period.
- *  RH-M4  the migration cursor t->migrated: a release store of m after
- *         old buckets [0, m) reached RHASH_MOVED (their RH-M3); pairs
- *         with the lookup's acquire load of it, before its loads of f's
- *         heads: a lookup that sees m > its old bucket skips that bucket
- *         (its chain is empty for good) and reads only f's head.
  *  RH-L1  the lookup's read barrier between a chain's loads and the load
  *         of t->future and f's heads; pairs with RH-M3.  The insert's
  *         check for a node already in the table walks the same way and
@@ -63,7 +58,7 @@
  *         left to a running explicit resize is never lost.
  * Litmus tests (litmus/, see docs/litmus.md): RH-P1, RH-I1, RH-M2 -
  * rcu-mp-publish.litmus; RH-M3/RH-L1 - MP+wmb+rmb.litmus (the release
- * stands for the write barrier); RH-M4 - MP+rel+acq.litmus; RH-B1, RH-R1, RH-W1, RH-W2 -
+ * stands for the write barrier); RH-B1, RH-R1, RH-W1, RH-W2 -
  * MP+rel+acq.litmus; RH-D1, RH-W3 - SB+mbs.litmus; RH-G1 -
  * rcu-deferred-free.litmus.
  */
@@ -109,10 +104,6 @@ struct sk_rhash_table {
 	unsigned long size;		 /* buckets, a power of two */
 	unsigned long mask;		 /* size - 1 */
 	struct sk_rhash_table *future;	 /* RCU: array a resize fills, or NULL */
-	unsigned long migrated;		 /* RH-M4: old buckets [0, migrated)
-					    are RHASH_MOVED (written by the
-					    resize, on the line lookups read
-					    mask and future from) */
 	unsigned long *locks;		 /* one lock bit per bucket (RH-B1) */
 	struct sk_rhash_table *prev_lock; /* RH-D1: while it takes over as the
 					     lock array, the previous one */

@@ -174,8 +174,6 @@ extern void (*sk__rcu_checker_hook)(int event);
 #define SK__RHASH_BROKEN_NO_MOVED   3
 #define SK__RHASH_BROKEN_HEAD_STORE 4
 #define SK__RHASH_BROKEN_NO_DRAIN   5
-/* Publishes the migration cursor before the bucket is migrated (RH-M4). */
-#define SK__RHASH_BROKEN_EARLY_CURSOR 6
 extern int sk__rhash_test_broken;
 
 /*
