@@ -135,7 +135,7 @@ struct sk_rhash {
 	unsigned int mode;		 /* lookup fast path chosen by create */
 	/* RHASH_MODE_U64: p.seed ^ (8 * golden), sk_rhash_hash()'s start
 	   for 8-byte keys; p.key_offset - p.head_offset (key from node). */
-	unsigned long seed8;
+	uint64_t seed8;
 	long key_from_node;
 	struct sk_rhash_params p;	 /* parameters as validated */
 	struct sk_rhash_stripe *stripes; /* per-hash-group counts */
