@@ -83,6 +83,7 @@
 #include "internal/rhash.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,11 @@ struct sk_rhash_table *sk__rhash_table_alloc(struct sk_rhash *ht,
 	t->ht = ht;
 	return t;
 }
+
+/* What the 8-byte-key lookup reads of the table: its first cache line. */
+_Static_assert(offsetof(struct sk_rhash, p.head_offset) +
+			       sizeof(size_t) <= SK_CACHELINE,
+	       "the lookup's fields of struct sk_rhash on one cache line");
 
 /* Validate *params into *p and fill in the defaults.  0 or -EINVAL. */
 static int params_check(const struct sk_rhash_params *params,
@@ -189,6 +195,8 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 	}
 	if (p.key_len == 8 && p.hashfn == sk_rhash_hash && !p.cmpfn)
 		ht->mode = RHASH_MODE_U64;
+	ht->seed8 = sk__rhash_seed8(p.seed);
+	ht->key_from_node = (long)p.key_offset - (long)p.head_offset;
 	ht->tbl = sk__rhash_table_alloc(ht, p.initial_buckets);
 	if (!ht->tbl) {
 		p.free(ht->mem);
@@ -248,25 +256,24 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 {
 	struct sk_rhash_table *t;
 	struct sk_rhash_node *n;
-	size_t ho, ko;
 	unsigned long h;
 	uint64_t k;
+	long kn;
 
 	if (SK_UNLIKELY(ht->mode != RHASH_MODE_U64))
 		return lookup_generic(ht, key);
 	k = sk__rhash_load_u64(key);
-	ho = ht->p.head_offset;
-	ko = ht->p.key_offset;
-	h = sk__rhash_hash_u64(k, ht->p.seed);
+	/* The key's offset from the node: one address add per compare. */
+	kn = ht->key_from_node;
+	h = sk__rhash_hash_u64(k, ht->seed8);
 	t = sk_rcu_dereference(ht->tbl);
 	prefetch_future(t, h);
 	do {
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
 		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
-			const char *obj = (const char *)n - ho;
-
-			if (n->hash == h && sk__rhash_load_u64(obj + ko) == k)
-				return (void *)obj;
+			if (n->hash == h &&
+			    sk__rhash_load_u64((const char *)n + kn) == k)
+				return sk__rhash_obj(ht, n);
 		}
 		/*
 		 * RH-L1: the chain's loads (one may have read the NULL that

@@ -126,11 +126,17 @@ struct sk_rhash_stripe {
 struct sk_rhash {
 	/*
 	 * Read-mostly.  Guarded by: set by create; tbl changes only in
-	 * resizes.  A lookup reads tbl, mode and the first six fields of p:
-	 * one cache line.
+	 * resizes.  The 8-byte-key lookup reads tbl, mode, seed8,
+	 * key_from_node and p.head_offset: the first cache line; the generic
+	 * lookup also p's hashfn, cmpfn and seed, on the next (read-only)
+	 * line.
 	 */
 	struct sk_rhash_table *tbl;	 /* RCU-protected bucket array */
 	unsigned int mode;		 /* lookup fast path chosen by create */
+	/* RHASH_MODE_U64: p.seed ^ (8 * golden), sk_rhash_hash()'s start
+	   for 8-byte keys; p.key_offset - p.head_offset (key from node). */
+	uint64_t seed8;
+	long key_from_node;
 	struct sk_rhash_params p;	 /* parameters as validated */
 	struct sk_rhash_stripe *stripes; /* per-hash-group counts */
 	unsigned long nstripes;		 /* power of two */
@@ -206,10 +212,20 @@ static inline uint64_t sk__rhash_load_u64(const void *p)
 	return v;
 }
 
-/* sk_rhash_hash() of an 8-byte key already loaded (lookup fast path). */
-static inline unsigned long sk__rhash_hash_u64(uint64_t w, unsigned long seed)
+/* sk_rhash_hash()'s state after the length of an 8-byte key (seed8). */
+static inline uint64_t sk__rhash_seed8(unsigned long seed)
 {
-	return sk__rhash_hash_bytes(&w, sizeof(w), seed);
+	return seed ^ (8 * 0x9e3779b97f4a7c15ULL);
+}
+
+/*
+ * sk_rhash_hash() of an 8-byte key already loaded (lookup fast path),
+ * from seed8 = sk__rhash_seed8(seed): sk__rhash_hash_bytes()'s len == 8
+ * case, one xor shorter.
+ */
+static inline unsigned long sk__rhash_hash_u64(uint64_t w, uint64_t seed8)
+{
+	return (unsigned long)sk__rhash_mix64(seed8 ^ w);
 }
 
 static inline void *sk__rhash_obj(struct sk_rhash *ht, struct sk_rhash_node *n)
@@ -226,7 +242,7 @@ static inline unsigned long sk__rhash_hash_key(struct sk_rhash *ht,
 					       const void *key)
 {
 	if (SK_LIKELY(ht->mode == RHASH_MODE_U64))
-		return sk__rhash_hash_u64(sk__rhash_load_u64(key), ht->p.seed);
+		return sk__rhash_hash_u64(sk__rhash_load_u64(key), ht->seed8);
 	return ht->p.hashfn(key, ht->p.key_len, ht->p.seed);
 }
 
