@@ -221,7 +221,10 @@ SK_API extern int sk_elide__enabled;
 /*
  * Spinlock word (ABI): owner ticket bits 0..14, SLOW bit 15, next 16..31.
  * While SLOW is set, lock and unlock leave the word to the library's slow
- * paths (the library sets it; a word that was never locked has it clear).
+ * paths.  The released library never sets it: the bit is reserved in the
+ * ABI so that a build of the library may take a word over without
+ * recompiling its callers (the project's own checking build does).
+ * Testing it costs the inline paths one bit test.
  */
 #define SK__ELIDED_SPIN_OWNER_MASK 0x7fffu
 #define SK__ELIDED_SPIN_SLOW	   0x8000u
