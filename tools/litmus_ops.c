@@ -588,7 +588,8 @@ void lx_end_checks(struct lt_run *R, const struct lt_proc *P,
 	int line = P->nops ? P->ops[P->nops - 1].line : 0, k;
 
 	if (ps->nsrcu && !ps->rcu_nest && !ps->locks &&
-	    R->t->expect == LT_FLAG)
+	    R->t->expect == LT_FLAG &&
+	    strcmp(R->t->flag, "srcu-bad-nesting") == 0)
 		/* An SRCU section left open, which herd7 flags and the test
 		 * expects ("Result: Flag srcu-bad-nesting"): closed below,
 		 * reported as the flag. */
