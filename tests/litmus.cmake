@@ -138,9 +138,15 @@ sk_litmus_test(litmus_busted_srcu 1
 sk_litmus_test(litmus_bad_files 1 "" BAD_DIR ${sk_lit_bad} TIMEOUT 120)
 # A bad file among good ones: reported, and the others still run.
 sk_litmus_test(litmus_goes_on 1
-  "litmus|--seconds|0.05|${sk_lit_bad}/unsupported-after-unlock-lock.litmus|${sk_lit_dir}/CoWW.litmus"
+  "litmus|--seconds|0.05|${sk_lit_bad}/unsupported-call-rcu.litmus|${sk_lit_dir}/CoWW.litmus"
   STDOUT "Test CoWW .*1 Ok, 0 Not observed, 0 FAIL, 1 errors"
-  STDERR "unsupported-after-unlock-lock.litmus:[0-9]+: unsupported: smp_mb__after_unlock_lock")
+  STDERR "unsupported-call-rcu.litmus:[0-9]+: unsupported: call_rcu")
+# "Result: DEADLOCK": the deadlock the runner stops at is the verdict (Ok,
+# not an error); "Result: Flag srcu-bad-nesting": the section left open is
+# closed and reported; a test without a final clause runs.
+sk_litmus_test(litmus_deadlock_flag 0
+  "litmus|--seconds|0.1|${sk_lit_dir}/deadlock-expected.litmus|${sk_lit_dir}/srcu-flag-bad-nesting.litmus|${sk_lit_dir}/no-final-clause.litmus"
+  STDOUT "Deadlock: [^\n]*deadlock-expected.litmus:[0-9]+: P0 waits for a grace period inside a read section[^\n]*\nVerdict: Ok \\(expected DEADLOCK\\).*Flag srcu-bad-nesting: a process ended inside its SRCU read section.*Condition exists \\(none\\): observed.*3 tests: 3 Ok, 0 Not observed, 0 FAIL, 0 errors")
 # A FIFO named *.litmus (it would block an open for reading until a
 # writer comes): a directory scan skips it with a warning and runs the
 # other files; given by name it is an error.  Neither open may block.

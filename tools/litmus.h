@@ -33,7 +33,12 @@
 
 enum lt_kind { LT_INT, LT_LOCK, LT_SRCU };
 
-enum lt_expect { LT_EXPECT_NONE, LT_NEVER, LT_SOMETIMES, LT_ALWAYS };
+/* What the test's "Result:" comment says.  LT_DEADLOCK: every execution
+ * deadlocks (herd7 finds none), LT_FLAG: herd7 flags the test (t->flag
+ * names the flag, "srcu-bad-nesting"); neither says anything of the
+ * condition. */
+enum lt_expect { LT_EXPECT_NONE, LT_NEVER, LT_SOMETIMES, LT_ALWAYS,
+		 LT_DEADLOCK, LT_FLAG };
 
 enum lt_quant { LT_EXISTS, LT_NOT_EXISTS, LT_FORALL };
 
@@ -74,6 +79,7 @@ enum lt_code {
 	LT_OP_SPIN_IS_LOCKED, /* dst = spin_is_locked(lock loc) */
 	LT_OP_SRCU_DOWN,      /* dst = srcu_down_read(domain loc) */
 	LT_OP_SRCU_UP,	      /* srcu_up_read(domain loc, a) */
+	LT_OP_SPIN_TRYLOCK,   /* dst = spin_trylock(lock loc) */
 };
 
 /* Access orders (LOAD, STORE, RMW) and fences (FENCE). */
@@ -167,6 +173,7 @@ struct lt_test {
 	int nobs;
 	struct lt_obs obs[LT_MAX_OBS];
 	char clause[512]; /* the final clause's text, for the report */
+	char flag[LT_NAME]; /* LT_FLAG: the flag's name */
 	int uses_rcu;	  /* some process runs an RCU primitive */
 	int uses_memb;	  /* some process runs smp_memb() */
 	int uses_down;	  /* some process runs srcu_down_read/up_read() */
@@ -221,6 +228,9 @@ struct lt_result {
 	double elapsed;
 	int threads;
 	char error[LT_ERR]; /* runtime error ("" when none) */
+	int deadlock;	    /* the error is a deadlock the run detected */
+	int flagged;	    /* atomic: a process ended inside an SRCU
+			       section, which the test expects (LT_FLAG) */
 };
 
 /*

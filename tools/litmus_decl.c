@@ -10,6 +10,7 @@
 #include "litmus_lex.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -470,6 +471,15 @@ void lp_parse_final(struct ps *ps)
 	if (lp_is_id(ps, "filter")) {
 		lp_lex(ps);
 		t->filter_root = parse_cond(ps, 0);
+	}
+	if (ps->tok.kind == TK_EOF && t->filter_root < 0) {
+		/* No final clause (herd7 takes it; manual/locked/
+		 * self-deadlock.litmus): nothing to observe, a condition
+		 * that always holds.  A filter needs one. */
+		t->quant = LT_EXISTS;
+		t->cond_root = new_cond(ps, LT_C_TRUE, -1, -1);
+		snprintf(t->clause, sizeof(t->clause), "(none)");
+		return;
 	}
 	if (lp_accept(ps, "~")) {
 		if (!lp_is_id(ps, "exists"))

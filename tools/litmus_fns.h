@@ -36,6 +36,9 @@ static const struct lt_fn lt_fns[] = {
 	FENCE("smp_mb__before_atomic", LT_F_BEFORE_ATOMIC),
 	FENCE("smp_mb__after_atomic", LT_F_AFTER_ATOMIC),
 	FENCE("smp_mb__after_spinlock", LT_F_MB),
+	/* linux-kernel.def: a fence that makes the unlock + lock before
+	 * it a full barrier; a full barrier here. */
+	FENCE("smp_mb__after_unlock_lock", LT_F_MB),
 	FENCE("smp_mb__after_srcu_read_unlock", LT_F_MB),
 	FENCE("smp_memb", LT_F_MEMB),
 	FENCE("barrier", LT_F_COMPILER),
@@ -53,6 +56,7 @@ static const struct lt_fn lt_fns[] = {
 	FN("spin_lock", "K", LT_OP_SPIN_LOCK, 0, 0, 0, 0),
 	FN("spin_unlock", "K", LT_OP_SPIN_UNLOCK, 0, 0, 0, 0),
 	FN("spin_is_locked", "K", LT_OP_SPIN_IS_LOCKED, 0, 0, 0, 1),
+	FN("spin_trylock", "K", LT_OP_SPIN_TRYLOCK, 0, 0, 0, 1),
 	RMW("xchg", "PV", LT_RMW_XCHG, LT_FULL, 0, 1),
 	RMW("cmpxchg", "PVV", LT_RMW_CMPXCHG, LT_FULL, 0, 1),
 	FN("atomic_read", "P", LT_OP_LOAD, LT_ONCE, 0, 0, 1),

@@ -40,14 +40,17 @@ static int peekc(struct ps *ps, int k)
 	return ps->s + k < ps->end ? (unsigned char)ps->s[k] : -1;
 }
 
-/* The comment's "Result: Never|Sometimes|Always", if it has one. */
+/* The comment's "Result: Never|Sometimes|Always|DEADLOCK|Flag name", if it
+ * has one. */
 static void comment_result(struct ps *ps, const char *b, const char *e)
 {
-	static const char *const words[] = { "Never", "Sometimes", "Always" };
+	static const char *const words[] = { "Never", "Sometimes", "Always",
+					     "DEADLOCK", "Flag " };
 	static const enum lt_expect val[] = { LT_NEVER, LT_SOMETIMES,
-					      LT_ALWAYS };
+					      LT_ALWAYS, LT_DEADLOCK, LT_FLAG };
+	struct lt_test *t = ps->t;
 	const char *q;
-	int i;
+	size_t i, k;
 
 	/* "Result: Never", or "Expected result: Never." */
 	for (q = b; q + 7 <= e; q++) {
@@ -56,12 +59,19 @@ static void comment_result(struct ps *ps, const char *b, const char *e)
 		q += 7;
 		while (q < e && (*q == ' ' || *q == '\t'))
 			q++;
-		for (i = 0; i < 3; i++) {
+		for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
 			size_t n = strlen(words[i]);
 
-			if ((size_t)(e - q) >= n && memcmp(q, words[i], n) == 0 &&
-			    ps->t->expect == LT_EXPECT_NONE)
-				ps->t->expect = val[i];
+			if ((size_t)(e - q) < n || memcmp(q, words[i], n) != 0 ||
+			    t->expect != LT_EXPECT_NONE)
+				continue;
+			t->expect = val[i];
+			/* "Flag srcu-bad-nesting": the name, for the report */
+			for (k = 0, q += n; val[i] == LT_FLAG && q < e &&
+			     k + 1 < sizeof(t->flag) &&
+			     (isalnum((unsigned char)*q) || *q == '-' ||
+			      *q == '_'); q++)
+				t->flag[k++] = *q;
 		}
 		return;
 	}

@@ -42,6 +42,7 @@ struct ps {
 	char param[LT_MAX_LOCS][LT_NAME];
 	int param_loc[LT_MAX_LOCS];
 	int ntemps; /* hidden registers of the process (loads in expressions) */
+	int ninit_locs; /* t->loc[0..ninit_locs): the initial state's */
 	int lisa;   /* the test is in herd7's LISA format */
 	int nreginit;
 	struct lp_reginit reginit[LT_MAX_PROCS * LT_MAX_REGS];

@@ -35,6 +35,20 @@ static int temp_reg(struct ps *ps)
 	return lp_reg_add(ps, name);
 }
 
+/* The location a name in a process body stands for: a parameter, else a
+ * location the initial state declares that is no register of the process
+ * (herd7 takes a global by its name: manual/plain/C-OOTA.litmus writes
+ * "*y" in a process without a parameter y); -1 otherwise. */
+static int global_find(struct ps *ps, const char *name)
+{
+	int k = lp_param_find(ps, name);
+
+	if (k >= 0 || lp_reg_find(ps->p, name) >= 0)
+		return k;
+	k = lp_loc_find(ps->t, name);
+	return k < ps->ninit_locs ? k : -1;
+}
+
 /* op's address from the expression e: a parameter or a register. */
 static void addr_of_expr(struct ps *ps, int e, struct lt_op *op)
 {
@@ -123,7 +137,7 @@ static int parse_primary(struct ps *ps, int depth)
 				parse_primary_cast(ps, depth + 1), -1);
 	if (lp_accept(ps, "&")) {
 		lp_expect_id(ps, name);
-		if ((i = lp_param_find(ps, name)) < 0)
+		if ((i = global_find(ps, name)) < 0)
 			FAIL(ps, "'&%s': '%s' is not a parameter", name, name);
 		return lp_new_expr(ps, LT_E_ADDR, i, -1, -1);
 	}
@@ -132,7 +146,7 @@ static int parse_primary(struct ps *ps, int depth)
 	lp_expect_id(ps, name);
 	if (lp_is_punct(ps, "("))
 		return parse_call_expr(ps, name);
-	if ((i = lp_param_find(ps, name)) >= 0)
+	if ((i = global_find(ps, name)) >= 0)
 		return lp_new_expr(ps, LT_E_ADDR, i, -1, -1);
 	/* A register never assigned: herd7 declares it, holding 0. */
 	return lp_new_expr(ps, LT_E_REG, lp_reg_add(ps, name), -1, -1);
@@ -199,7 +213,7 @@ static void parse_ptr(struct ps *ps, struct lt_op *op)
 	}
 	lp_accept(ps, "&");
 	lp_expect_id(ps, name);
-	if ((op->loc = (short)lp_param_find(ps, name)) >= 0)
+	if ((op->loc = (short)global_find(ps, name)) >= 0)
 		return;
 	if ((op->areg = (short)lp_reg_find(ps->p, name)) < 0)
 		FAIL(ps, "unknown name '%s'", name);
@@ -548,6 +562,7 @@ int lt_parse(const char *file, const char *text, size_t len,
 		lp_lex(ps);
 		lp_parse_header(ps);
 		lp_parse_init(ps);
+		ps->ninit_locs = t->nlocs;
 		if (ps->lisa)
 			lp_parse_lisa(ps);
 		while (!ps->lisa && lp_is_proc_name(ps))
