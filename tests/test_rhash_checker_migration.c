@@ -267,6 +267,48 @@ static void updates_in_the_middle_of_a_migration(void)
 }
 
 /*
+ * The cases of one step point for a broken twin: the stale inserts into
+ * every old bucket (U_STALE), or a remove and a replace of every key.
+ * *want counts those that must be caught (into a migrated bucket; of a
+ * node a stale old head points at), *got those of them caught.
+ */
+static void twin_step_point(unsigned long from, unsigned long to, int at,
+			    int stale, int *want, int *got)
+{
+	unsigned long caught, i, n = stale ? from : 17;
+	int op, must;
+
+	for (i = 0; i < n; i++)
+		for (op = U_REMOVE; op <= U_REPLACE; op++) {
+			mid_case(from, to, 17, at, stale ? U_STALE : op,
+				 stale ? 0 : (int)i, stale ? i : 0, &caught);
+			must = stale ? mid.into_migrated : mid.stale_head;
+			*want += must;
+			*got += must && caught;
+			if (stale)
+				break;
+		}
+}
+
+/* Every step point of every grow for a broken twin: *got of *want. */
+static void twin_cases(int twin, int stale, int *want, int *got)
+{
+	unsigned long caught;
+	int g, at, points;
+
+	*want = *got = 0;
+	sk__rhash_test_broken = twin;
+	for (g = 0; g < NMID; g++) {
+		unsigned long from = mid_grows[g].from, to = mid_grows[g].to;
+
+		points = mid_case(from, to, 17, -1, U_INSERT, 0, 0, &caught);
+		for (at = 0; at < points; at++)
+			twin_step_point(from, to, at, stale, want, got);
+	}
+	sk__rhash_test_broken = 0;
+}
+
+/*
  * Broken twin: the migration starts without the grace period RH-G2, so
  * an insert that read the table before the resize began may still push
  * (a stale insert).  Into a migrated bucket it pushes its node onto the
@@ -275,23 +317,9 @@ static void updates_in_the_middle_of_a_migration(void)
  */
 static void migration_without_gp_after_publication_is_caught(void)
 {
-	unsigned long b, caught;
-	int g, at, points, want = 0, got = 0;
+	int want, got;
 
-	sk__rhash_test_broken = SK__RHASH_BROKEN_NO_GP_BEFORE_MIGRATE;
-	for (g = 0; g < NMID; g++) {
-		unsigned long from = mid_grows[g].from, to = mid_grows[g].to;
-
-		points = mid_case(from, to, 17, -1, U_STALE, 0, 0, &caught);
-		for (at = 0; at < points; at++)
-			for (b = 0; b < from; b++) {
-				mid_case(from, to, 17, at, U_STALE, 0, b,
-					 &caught);
-				want += mid.into_migrated;
-				got += mid.into_migrated && caught;
-			}
-	}
-	sk__rhash_test_broken = 0;
+	twin_cases(SK__RHASH_BROKEN_NO_GP_BEFORE_MIGRATE, 1, &want, &got);
 	fprintf(stderr, "  twin %d caught in %d of %d stale inserts into a "
 			"migrated bucket\n",
 		SK__RHASH_BROKEN_NO_GP_BEFORE_MIGRATE, got, want);
@@ -308,24 +336,9 @@ static void migration_without_gp_after_publication_is_caught(void)
  */
 static void stale_head_left_on_removed_node_is_caught(void)
 {
-	unsigned long caught;
-	int g, at, points, id, op, want = 0, got = 0;
+	int want, got;
 
-	sk__rhash_test_broken = SK__RHASH_BROKEN_STALE_HEAD;
-	for (g = 0; g < NMID; g++) {
-		unsigned long from = mid_grows[g].from, to = mid_grows[g].to;
-
-		points = mid_case(from, to, 17, -1, U_REMOVE, 0, 0, &caught);
-		for (at = 0; at < points; at++)
-			for (id = 0; id < 17; id++)
-				for (op = U_REMOVE; op <= U_REPLACE; op++) {
-					mid_case(from, to, 17, at, op, id, 0,
-						 &caught);
-					want += mid.stale_head;
-					got += mid.stale_head && caught;
-				}
-	}
-	sk__rhash_test_broken = 0;
+	twin_cases(SK__RHASH_BROKEN_STALE_HEAD, 0, &want, &got);
 	fprintf(stderr, "  twin %d caught in %d of %d removes and replaces "
 			"of a node a stale old head points at\n",
 		SK__RHASH_BROKEN_STALE_HEAD, got, want);
