@@ -304,9 +304,16 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	 * SK__SRCU_KEY_REMOTE | i when other threads ended some of the
 	 * binding's sections.
 	 */
-	unsigned long x = sk_atomic_load_relaxed(&s->key) ^
-			  (unsigned long)(unsigned int)idx;
+	unsigned long k = sk_atomic_load_relaxed(&s->key);
+	unsigned long x = (unsigned long)(unsigned int)idx ^ k;
 	unsigned long *c, n;
+
+	/*
+	 * x opaque to the optimizer (no instruction): the slow path below
+	 * gets idx back as x ^ k, so that gcc keeps no copy of idx (a mov in
+	 * every pair) for it.
+	 */
+	__asm__("" : "+r"(x));
 
 	SK_TSAN_RELEASE(d); /* SRCU-C below, for TSan: pairs with SRCU-D */
 	/*
@@ -350,7 +357,7 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	sk_atomic_store_release(c, n);
 	return;
 slow:
-	sk_srcu__read_unlock_slow(d, idx);
+	sk_srcu__read_unlock_slow(d, (int)(unsigned int)(x ^ k)); /* idx */
 }
 
 /*
