@@ -9,10 +9,10 @@
  * sections of d only: a reader blocked forever in one domain delays
  * neither other domains nor plain RCU.
  *
- * Read side: each thread has its own pair of counters per domain (lock and
- * unlock counts for each of the two indexes), so the fast path is a load
- * and a store of a thread-private counter and a compiler barrier: no
- * atomic read-modify-write, no fence.  The grace period sums the counters
+ * Read side: each thread has its own counter per domain and index
+ * (sections entered less those it ended), so the fast path is a load and
+ * a store of a thread-private counter and a compiler barrier: no atomic
+ * read-modify-write, no fence.  The grace period sums the counters
  * and pays with the heavy fence.  See docs/srcu.md.
  */
 #ifndef SCALEKIT_SRCU_H
