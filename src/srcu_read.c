@@ -512,7 +512,8 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 		 * Shared counters: ends in remote[].  SRCU-C: the RMW is a
 		 * full barrier.
 		 */
-		u = sk_atomic_fetch_add_seq_cst(&d->state->shared.remote[bit], 1UL) + 1;
+		u = 1 + sk_atomic_fetch_add_seq_cst(
+				&d->state->shared.remote[bit], 1UL);
 		/* Every lock before a counted unlock is visible (RMW chain). */
 		if ((long)(u - sk_atomic_load_acquire(
 				       &d->state->shared.cnt[bit])) > 0)

@@ -326,7 +326,8 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 		c = &s->cnt[x];
 		n = sk_atomic_load_relaxed(c) - 1;
 		/* ILP32 has no remote bit: remote[i] always counts there. */
-		if (SK_UNLIKELY(sk_srcu__none_open(c, n, !SK__SRCU_KEY_REMOTE_ON)))
+		if (SK_UNLIKELY(
+			    sk_srcu__none_open(c, n, !SK__SRCU_KEY_REMOTE_ON)))
 			goto slow;
 	} else {
 		/* Not the slot's binding's idx (another thread's, another
