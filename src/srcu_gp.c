@@ -5,7 +5,7 @@
  * src/internal/srcu.h.
  *
  * Labels placed here (partners in brackets):
- *   SRCU-D   heavy fence between the unlock and the lock sums [SRCU-B,
+ *   SRCU-D   heavy fence between the remote and the count sums [SRCU-B,
  *            SRCU-C in srcu.h and srcu_read.c]
  *   SRCU-Z   full barrier before gp_idle() reads binds/nlive [SRCU-P]
  *   SRCU-X   acquire of nlive in gp_idle() [release in srcu_read.c]
@@ -34,9 +34,16 @@ die_unbalanced_gp(struct sk_srcu *d, int bit)
 /* ---- grace periods ------------------------------------------------------- */
 
 /*
- * Sums of both indexes: lock counts (which = 0) or unlock + remote counts
- * (which = 1).  Acquire of nchunks: every chunk published before (SRCU-N).
+ * Sums of both indexes: counts, starts less the owner's ends (which = 0),
+ * or ends by other threads (which = 1: remote[]); the shared counters
+ * count starts in cnt[] and all their ends in remote[].  Acquire of
+ * nchunks: every chunk published before (SRCU-N).
  */
+static const unsigned long *slot_ctrs(struct sk_srcu_slot *s, int which)
+{
+	return which ? s->remote : s->cnt;
+}
+
 static void sums(struct sk_srcu *d, int which, unsigned long out[2])
 {
 	struct sk_srcu_slot **dir = sk_atomic_load_acquire(&d->state->dir);
@@ -44,26 +51,17 @@ static void sums(struct sk_srcu *d, int which, unsigned long out[2])
 	unsigned long s0, s1;
 	int i;
 
-	if (which) {
-		s0 = sk_atomic_load_relaxed(&d->state->shared.unlock[0]);
-		s1 = sk_atomic_load_relaxed(&d->state->shared.unlock[1]);
-	} else {
-		s0 = sk_atomic_load_relaxed(&d->state->shared.lock[0]);
-		s1 = sk_atomic_load_relaxed(&d->state->shared.lock[1]);
-	}
+	const unsigned long *c = slot_ctrs(&d->state->shared, which);
+
+	s0 = sk_atomic_load_relaxed(&c[0]);
+	s1 = sk_atomic_load_relaxed(&c[1]);
 	for (k = 0; dir && k < n; k++) {
 		struct sk_srcu_slot *ch = sk_atomic_load_acquire(&dir[k]);
 
 		for (i = 0; ch && i < SK__SRCU_CHUNK_SLOTS; i++) {
-			if (which) {
-				s0 += sk_atomic_load_relaxed(&ch[i].unlock[0]) +
-				      sk_atomic_load_relaxed(&ch[i].remote[0]);
-				s1 += sk_atomic_load_relaxed(&ch[i].unlock[1]) +
-				      sk_atomic_load_relaxed(&ch[i].remote[1]);
-			} else {
-				s0 += sk_atomic_load_relaxed(&ch[i].lock[0]);
-				s1 += sk_atomic_load_relaxed(&ch[i].lock[1]);
-			}
+			c = slot_ctrs(&ch[i], which);
+			s0 += sk_atomic_load_relaxed(&c[0]);
+			s1 += sk_atomic_load_relaxed(&c[1]);
 		}
 	}
 	out[0] = s0;
@@ -81,8 +79,8 @@ int sk__srcu_drained_mask(struct sk_srcu *d, int heavy)
 
 	sums(d, 1, u);
 	if (heavy)
-		sk_fence_heavy(); /* SRCU-D: unlock sums before lock sums; pairs
-				     with SRCU-B and SRCU-C */
+		sk_fence_heavy(); /* SRCU-D: remote sums before count sums;
+				     pairs with SRCU-B and SRCU-C */
 	else
 		sk_smp_rmb(); /* estimate only: no pairing with readers */
 	sums(d, 0, l);
@@ -90,10 +88,11 @@ int sk__srcu_drained_mask(struct sk_srcu *d, int heavy)
 		SK_TSAN_ACQUIRE(
 			d); /* readers' accesses before (SRCU-D + SRCU-C) */
 	/*
-	 * After SRCU-D every counted end has its start counted (SRCU-C/SRCU-D;
-	 * a hand-off
-	 * orders the start before the remote end): more ends than starts is
-	 * an unbalanced unlock (one that slipped past the unlock's check).
+	 * After SRCU-D every counted remote end has its start counted
+	 * (SRCU-C/SRCU-D; a hand-off orders the start before the remote
+	 * end), and a count holds its owner's starts and ends together: more
+	 * ends elsewhere than counted is an unbalanced unlock (one that
+	 * slipped past the unlock's check).
 	 */
 	if (heavy && ((long)(u[0] - l[0]) > 0 || (long)(u[1] - l[1]) > 0))
 		die_unbalanced_gp(d, (long)(u[0] - l[0]) > 0 ? 0 : 1);
@@ -128,8 +127,8 @@ static void idle_view(struct sk_srcu *d, struct idle_view *v)
 	/* SRCU-X: acquire, so exited threads' counts are visible. */
 	v->nlive = sk_atomic_load_acquire(&d->state->nlive);
 	v->binds = sk_atomic_load_acquire(&d->state->binds);
-	v->shared[0] = sk_atomic_load_acquire(&d->state->shared.lock[0]);
-	v->shared[1] = sk_atomic_load_acquire(&d->state->shared.lock[1]);
+	v->shared[0] = sk_atomic_load_acquire(&d->state->shared.cnt[0]);
+	v->shared[1] = sk_atomic_load_acquire(&d->state->shared.cnt[1]);
 	v->me = v->nlive ? sk__srcu_my_slot(d) : NULL;
 }
 
@@ -141,47 +140,49 @@ static int only_caller_lives(const struct idle_view *v)
 
 /*
  * The shared counters still at the snapshot, where every shared section
- * had ended (lock[i] = unlock[i] = idle_shared[i]): the ends first
- * (acquire: the sections they count are over), then the starts.  Equal
- * starts alone would not do once the counters wrap (2^N more sections,
- * one of them open, restore the lock count); with the ends read first,
- * both equal means no section was open then nor started since (fewer than
- * 2^N between two loads).
+ * had ended (starts cnt[i] = ends remote[i] = idle_shared[i]): the ends
+ * first (acquire: the sections they count are over), then the starts.
+ * Equal starts alone would not do once the counters wrap (2^N more
+ * sections, one of them open, restore the start count); with the ends
+ * read first, both equal means no section was open then nor started
+ * since (fewer than 2^N between two loads).
  */
 static int shared_idle(struct sk_srcu *d)
 {
 	int i;
 
 	for (i = 0; i < 2; i++)
-		if (sk_atomic_load_acquire(&d->state->shared.unlock[i]) !=
+		if (sk_atomic_load_acquire(&d->state->shared.remote[i]) !=
 		    d->state->idle_shared[i])
 			return 0;
 	for (i = 0; i < 2; i++)
-		if (sk_atomic_load_acquire(&d->state->shared.lock[i]) !=
+		if (sk_atomic_load_acquire(&d->state->shared.cnt[i]) !=
 		    d->state->idle_shared[i])
 			return 0;
 	return 1;
 }
 
 /*
- * The snapshot's owner (the caller, or a thread since exited: its starts
- * and own ends are visible, program order or SRCU-X) neither started nor ended
- * a section since, and all of them ended: starts and ends still equal to
- * its lock sum then (remote ends with acquire).  Both, for the reason of
- * shared_idle().
+ * The snapshot's owner (the caller, or a thread since exited: its counts
+ * are visible, program order or SRCU-X) has no section open: its ends by
+ * other threads (acquire: the sections they count are over), read first,
+ * and its count (starts less its own ends) both still equal to its count
+ * then, when all of its sections had ended.  Count = ends elsewhere means
+ * none is open (fewer than 2^N at once); sections it began and ended
+ * since are over, and its own counts are visible to it, so nothing of
+ * the owner is left to wait for.
  */
 static int owner_idle(struct sk_srcu *d)
 {
 	struct sk_srcu_slot *s = d->state->idle_owner;
+	unsigned long ends;
 
 	if (!s)
 		return 1;
-	return slot_locks(s) == d->state->idle_owner_locks &&
-	       sk_atomic_load_relaxed(&s->unlock[0]) +
-			       sk_atomic_load_relaxed(&s->unlock[1]) +
-			       sk_atomic_load_acquire(&s->remote[0]) +
-			       sk_atomic_load_acquire(&s->remote[1]) ==
-		       d->state->idle_owner_locks;
+	ends = sk_atomic_load_acquire(&s->remote[0]) +
+	       sk_atomic_load_acquire(&s->remote[1]);
+	return ends == d->state->idle_owner_count &&
+	       slot_counts(s) == d->state->idle_owner_count;
 }
 
 /*
@@ -215,7 +216,7 @@ static int gp_idle(struct sk_srcu *d)
  * Returns the drained mask; when both are drained and no other thread
  * could have started a section meanwhile (the view did not change around
  * the sums and only the caller lives), records the idle snapshot for
- * gp_idle().  The caller does not lock meanwhile: its lock sum is stable.
+ * gp_idle().  The caller does not lock meanwhile: its count is stable.
  * gp_mutex held.
  */
 static int gp_first_check(struct sk_srcu *d)
@@ -238,7 +239,7 @@ static int gp_first_check(struct sk_srcu *d)
 		d->state->idle_shared[0] = v0.shared[0];
 		d->state->idle_shared[1] = v0.shared[1];
 		d->state->idle_owner = v0.me;
-		d->state->idle_owner_locks = v0.me ? slot_locks(v0.me) : 0;
+		d->state->idle_owner_count = v0.me ? slot_counts(v0.me) : 0;
 		d->state->idle_valid = 1;
 	}
 	return mask;

@@ -236,8 +236,7 @@ void sk__srcu_chunks_release(struct sk_srcu *d)
 			sk_atomic_store_relaxed(&ch->tag[i], 0UL);
 			sk_atomic_store_relaxed(&s->key, 0UL);
 			for (b = 0; b < 2; b++) {
-				sk_atomic_store_relaxed(&s->lock[b], 0UL);
-				sk_atomic_store_relaxed(&s->unlock[b], 0UL);
+				sk_atomic_store_relaxed(&s->cnt[b], 0UL);
 				sk_atomic_store_relaxed(&s->remote[b], 0UL);
 			}
 		}
@@ -278,7 +277,7 @@ struct sk_srcu_slot *sk__srcu_my_slot(struct sk_srcu *d)
  * Bind slot s (thread index t) of d to the calling thread: a new binding
  * incarnation, the key its sections return, the tag, and dom, which makes
  * the slot ours in d for the fast paths.  The count part of the tag
- * starts at the slot's open count (locks - own unlocks), so that sections
+ * starts at the slot's count (locks - own unlocks: cnt[]), so that sections
  * left open by earlier owners of the index are not ours
  * (sk_srcu_read_lock_held()); their counts are visible here through
  * sk__srcu.lock, taken by their owner's exit.  sk__srcu.lock held.
@@ -292,8 +291,7 @@ static void slot_take(struct sk_srcu *d, struct sk_srcu_slot *s,
 	if (++sk__srcu.next_inc > SRCU_INC_MAX)
 		sk__srcu.next_inc = 1;
 	inc = sk__srcu.next_inc;
-	open = slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
-	       sk_atomic_load_relaxed(&s->unlock[1]);
+	open = slot_counts(s);
 	key = (unsigned long)inc << (SRCU_T_BITS + 1) | (unsigned long)t << 1;
 	sk_atomic_xchg_seq_cst(&s->key, key);
 	/*
@@ -383,14 +381,14 @@ int sk_srcu__read_lock_slow(struct sk_srcu *d)
 	bit = (int)(sk_atomic_load_relaxed(&d->idx) & 1);
 
 	if (!s) {
-		sk_atomic_fetch_add_seq_cst(&d->state->shared.lock[bit], 1UL);
+		/* The shared counters count starts in cnt[], ends in remote[]. */
+		sk_atomic_fetch_add_seq_cst(&d->state->shared.cnt[bit], 1UL);
 		/* SRCU-B: lock count before the section (full barrier). */
 		sk_smp_mb__after_atomic();
 		return bit;
 	}
-	sk_atomic_store_relaxed(&s->lock[bit],
-				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
-	/* SRCU-B: lock count before the section; pairs with SRCU-D. */
+	sk_srcu__count_up(&s->cnt[bit]);
+	/* SRCU-B: the count before the section; pairs with SRCU-D. */
 	sk_fence_light();
 	/* Through unsigned int: drops SK__SRCU_KEY_REMOTE, as in the fast path. */
 	return (int)(unsigned int)(sk_atomic_load_relaxed(&s->key) |
@@ -449,13 +447,12 @@ static int foreign_idx(struct sk_srcu *d, unsigned int t, unsigned int inc)
 static void own_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx)
 {
 	int bit = idx & 1;
-	unsigned long u = sk_atomic_load_relaxed(&s->unlock[bit]);
+	unsigned long n = sk_atomic_load_relaxed(&s->cnt[bit]) - 1;
 
-	if ((long)(u + sk_atomic_load_relaxed(&s->remote[bit]) -
-		   sk_atomic_load_relaxed(&s->lock[bit])) >= 0)
+	if (sk_srcu__none_open(&s->cnt[bit], n, 1))
 		die_unbalanced(d, idx);
 	/* SRCU-C: release, as in the fast path; pairs with SRCU-D. */
-	sk_atomic_store_release(&s->unlock[bit], u + 1);
+	sk_atomic_store_release(&s->cnt[bit], n);
 	cache_slot(d, s);
 }
 
@@ -470,7 +467,7 @@ static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx,
 	int bit = idx & 1;
 	unsigned long r = sk_atomic_fetch_add_seq_cst(&s->remote[bit], 1UL) + 1;
 	unsigned long *tag = slot_tag(s, ((unsigned int)idx >> 1) & SRCU_T_MASK);
-	unsigned long u, w = sk_atomic_load_relaxed(tag);
+	unsigned long w = sk_atomic_load_relaxed(tag);
 
 	/*
 	 * The owner's inline unlock adds remote[] from now on.  seq_cst,
@@ -485,16 +482,17 @@ static void remote_unlock(struct sk_srcu *d, struct sk_srcu_slot *s, int idx,
 	while (live && w >> SRCU_TAG_SHIFT == (unsigned int)idx >> 16 &&
 	       !sk_atomic_cmpxchg_seq_cst(tag, &w, tag_count_add(w)))
 		;
-	u = sk_atomic_load_relaxed(&s->unlock[bit]);
-	if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0) {
+	/* More ends elsewhere (r) than the count (starts less own ends). */
+	if ((long)(sk_atomic_load_relaxed(&s->cnt[bit]) - r) < 0) {
 		/*
-		 * Confirm before dying: the owner's lock store may be
-		 * reordered after its unlock store as seen from here; after
-		 * the heavy fence every lock preceding a counted unlock is
-		 * visible (as SRCU-C/SRCU-D).
+		 * Confirm before dying: the owner's count store of the
+		 * section's start may not be visible here yet (the hand-off
+		 * ordered it before this end only as far as the idx went);
+		 * after the heavy fence every start preceding a counted end
+		 * is (as SRCU-C/SRCU-D).
 		 */
 		sk_fence_heavy();
-		if ((long)(u + r - sk_atomic_load_relaxed(&s->lock[bit])) > 0)
+		if ((long)(sk_atomic_load_relaxed(&s->cnt[bit]) - r) < 0)
 			die_unbalanced(d, idx);
 	}
 }
@@ -510,11 +508,15 @@ void sk_srcu__read_unlock_slow(struct sk_srcu *d, int idx)
 	if (idx < 0)
 		die_bogus(d, idx);
 	if (tag == 0) {
-		/* Shared counters.  SRCU-C: the RMW is a full barrier. */
-		u = sk_atomic_fetch_add_seq_cst(&d->state->shared.unlock[bit], 1UL) + 1;
+		/*
+		 * Shared counters: ends in remote[].  SRCU-C: the RMW is a
+		 * full barrier.
+		 */
+		u = 1 + sk_atomic_fetch_add_seq_cst(
+				&d->state->shared.remote[bit], 1UL);
 		/* Every lock before a counted unlock is visible (RMW chain). */
 		if ((long)(u - sk_atomic_load_acquire(
-				       &d->state->shared.lock[bit])) > 0)
+				       &d->state->shared.cnt[bit])) > 0)
 			die_bogus(d, idx);
 		return;
 	}
@@ -550,12 +552,11 @@ int sk_srcu_read_lock_held(struct sk_srcu *d)
 	if (!s)
 		return 0;
 	/*
-	 * Ours: entered, minus ended here, minus (in the tag's count) the
-	 * open count when we took the slot and those ended elsewhere; in the
+	 * Ours: entered minus ended here (cnt[]), minus (in the tag's count)
+	 * the count when we took the slot and those ended elsewhere; in the
 	 * count's modulus, read as signed.
 	 */
-	open = (slot_locks(s) - sk_atomic_load_relaxed(&s->unlock[0]) -
-		sk_atomic_load_relaxed(&s->unlock[1]) -
+	open = (slot_counts(s) -
 		sk_atomic_load_relaxed(slot_tag(s, sk__srcu_my_thr.t))) &
 	       SRCU_TAG_COUNT;
 	return open != 0 && open <= SRCU_TAG_COUNT >> 1;

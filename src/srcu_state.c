@@ -32,12 +32,9 @@ void sk__srcu_state_setup(struct sk_srcu *d, struct sk_srcu__state *st)
 	sk__link_init(&st->work_link);
 }
 
-/* The inline unlock reaches a slot's counters through &lock[i]. */
-_Static_assert(offsetof(struct sk_srcu_slot, unlock) ==
-		       offsetof(struct sk_srcu_slot, lock) +
-			       SK__SRCU_UNLOCK * sizeof(unsigned long) &&
-	       offsetof(struct sk_srcu_slot, remote) ==
-		       offsetof(struct sk_srcu_slot, lock) +
+/* The inline unlock reaches remote[i] through &cnt[i]. */
+_Static_assert(offsetof(struct sk_srcu_slot, remote) ==
+		       offsetof(struct sk_srcu_slot, cnt) +
 			       SK__SRCU_REMOTE * sizeof(unsigned long),
 	       "the slot's counters are where the inline unlock looks");
 _Static_assert(sizeof(struct sk_srcu__state) <= sizeof(struct sk_srcu__store),

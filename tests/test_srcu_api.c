@@ -698,7 +698,7 @@ static void destroyed_domain_slots_are_pooled_and_stale_ways_miss(void)
 		/* Same thread index, same pool position: the same slot. */
 		SK_CHECK(sk__srcu_my_slot(d) == s);
 		SK_CHECK(sk_atomic_load_relaxed(&s->dom) == d);
-		SK_CHECK_EQ(slot_locks(s), 1UL);
+		SK_CHECK_EQ(slot_counts(s), 1UL);
 		sk_srcu_read_unlock(d, idx);
 		SK_CHECK(!sk_srcu_read_lock_held(d));
 		sk_synchronize_srcu(d);

@@ -587,7 +587,7 @@ static void child_excess_end_seen_by_grace_period(void)
 	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(&dom_a)];
 
 	sk_srcu_read_unlock(&dom_a, idx);
-	s->unlock[idx & 1] += 2;
+	s->cnt[idx & 1] -= 2; /* two ends by the owner */
 	sk_synchronize_srcu(&dom_a);
 	_exit(CHILD_RETURNED);
 }

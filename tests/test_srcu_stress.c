@@ -410,16 +410,16 @@ static unsigned long emu_sum(struct sk_srcu *d, int bit, int unlocks)
 	unsigned long sum;
 	unsigned int k, i;
 
-	sum = unlocks ? SK_READ_ONCE(d->state->shared.unlock[bit])
-		      : SK_READ_ONCE(d->state->shared.lock[bit]);
+	/* The shared counters count ends in remote[], as other threads. */
+	sum = unlocks ? SK_READ_ONCE(d->state->shared.remote[bit])
+		      : SK_READ_ONCE(d->state->shared.cnt[bit]);
 	/* Every chunk, not only the first nchunks. */
 	for (k = 0; dir && k < SK__SRCU_MAX_CHUNKS; k++) {
 		struct sk_srcu_slot *ch = sk_atomic_load_acquire(&dir[k]);
 
 		for (i = 0; ch && i < SK__SRCU_CHUNK_SLOTS; i++)
-			sum += unlocks ? SK_READ_ONCE(ch[i].unlock[bit]) +
-						 SK_READ_ONCE(ch[i].remote[bit])
-				       : SK_READ_ONCE(ch[i].lock[bit]);
+			sum += unlocks ? SK_READ_ONCE(ch[i].remote[bit])
+				       : SK_READ_ONCE(ch[i].cnt[bit]);
 	}
 	return sum;
 }

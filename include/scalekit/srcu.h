@@ -9,10 +9,10 @@
  * sections of d only: a reader blocked forever in one domain delays
  * neither other domains nor plain RCU.
  *
- * Read side: each thread has its own pair of counters per domain (lock and
- * unlock counts for each of the two indexes), so the fast path is a load
- * and a store of a thread-private counter and a compiler barrier: no
- * atomic read-modify-write, no fence.  The grace period sums the counters
+ * Read side: each thread has its own counter per domain and index
+ * (sections entered less those it ended), so the fast path is a load and
+ * a store of a thread-private counter and a compiler barrier: no atomic
+ * read-modify-write, no fence.  The grace period sums the counters
  * and pays with the heavy fence.  See docs/srcu.md.
  */
 #ifndef SCALEKIT_SRCU_H
@@ -41,14 +41,17 @@ typedef uint64_t sk_srcu__u64 __attribute__((aligned(8)));
 
 /*
  * One thread index's counters in one domain, on its own cache line.
- * lock[] and unlock[] are written only by the thread that owns the index
- * (ABI: the inline fast paths touch them); remote[] counts sections of
- * that thread ended by other threads (atomic add).  A grace period sums
- * lock[i] and unlock[i] + remote[i] over all slots.  key is what the
- * owner's sections in this domain return, less the index bit: binding
- * incarnation << 16 | thread index << 1, where the binding incarnation is
- * new each time a thread takes a slot (so a thread's keys in two domains
- * differ, and an idx of one domain ended on another is told apart).
+ * cnt[] is written only by the thread that owns the index (ABI: the
+ * inline fast paths touch it): per index, the sections it entered minus
+ * those it ended itself (a lock adds 1, the owner's unlock takes 1
+ * away); remote[] counts sections of that thread ended by other threads
+ * (atomic add).  So cnt[i] - remote[i] sections of the slot are open on
+ * index i.  A grace period sums remote[i], then cnt[i], over all slots
+ * (docs/srcu.md, "Grace periods").  key is what the owner's sections in
+ * this domain return, less the index bit: binding incarnation << 16 |
+ * thread index << 1, where the binding incarnation is new each time a
+ * thread takes a slot (so a thread's keys in two domains differ, and an
+ * idx of one domain ended on another is told apart).
  *
  * Type-stable: slot memory is never returned to malloc() (a destroyed
  * domain's chunks go to a process-wide pool and are reused at the same
@@ -56,8 +59,8 @@ typedef uint64_t sk_srcu__u64 __attribute__((aligned(8)));
  * it no longer owns; dom and key tell (docs/srcu.md, "The read side").
  */
 struct sk_srcu_slot {
-	unsigned long lock[2];	 /* ABI: sections entered, per index */
-	unsigned long unlock[2]; /* ABI: own sections ended by the owner */
+	unsigned long cnt[2];	 /* ABI: sections entered minus those the
+				    owner ended, per index */
 	unsigned long remote[2]; /* ABI: own sections ended elsewhere */
 	unsigned long key;	 /* ABI (atomic): idx of the owner's sections
 				    without the index bit, |
@@ -83,10 +86,8 @@ struct sk_srcu_slot {
 #define SK__SRCU_KEY_REMOTE_ON 0
 #endif
 
-/* Word offsets from &lock[i] of lock[i], unlock[i], remote[i] (ABI). */
-#define SK__SRCU_LOCK	0
-#define SK__SRCU_UNLOCK 2
-#define SK__SRCU_REMOTE 4
+/* Word offset from &cnt[i] of remote[i] (ABI). */
+#define SK__SRCU_REMOTE 2
 
 /*
  * A domain: what the inline read paths touch (ABI), and a pointer to the
@@ -202,6 +203,25 @@ SK_API int sk_srcu_init(struct sk_srcu *d);
 SK_API int sk_srcu_destroy(struct sk_srcu *d);
 
 /*
+ * *p += 1 for the counter's only writer: a relaxed load and a relaxed
+ * store, which clang compiles to one add to memory and gcc to three
+ * instructions; on x86-64 that add, written out (not locked: no other
+ * thread writes *p; its store of the aligned word is single-copy atomic,
+ * as the relaxed store is, for the grace period's atomic loads).
+ * Volatile, so that it stays where the source puts it (before the
+ * section's compiler barrier SRCU-B).  TSan builds keep the atomics,
+ * which it sees.
+ */
+static inline void sk_srcu__count_up(unsigned long *p)
+{
+#if defined(SK__BARRIER_ARCH_X86_64) && !defined(SK__TSAN)
+	__asm__ __volatile__("addq $1, %0" : "+m"(*p));
+#else
+	sk_atomic_store_relaxed(p, sk_atomic_load_relaxed(p) + 1);
+#endif
+}
+
+/*
  * sk_srcu_read_lock() - enter a read-side critical section of d.
  * Context: any thread; no registration.  Nestable, may sleep inside.
  * Wait-free: a look-up in this thread's slot cache, a load and a store of
@@ -231,16 +251,29 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 		return sk_srcu__read_lock_slow(d);
 	key = sk_atomic_load_relaxed(&s->key); /* written by us at binding */
 	bit = SK_READ_ONCE(d->idx) & 1;
-	sk_atomic_store_relaxed(&s->lock[bit],
-				sk_atomic_load_relaxed(&s->lock[bit]) + 1);
+	sk_srcu__count_up(&s->cnt[bit]);
 	/*
-	 * SRCU-B: lock count before the section; pairs with the heavy fence
-	 * SRCU-D
-	 * (membarrier(2), which a cache hit implies): a compiler barrier.
+	 * SRCU-B: the count before the section; pairs with the heavy fence
+	 * SRCU-D (membarrier(2), which a cache hit implies): a compiler
+	 * barrier.
 	 */
 	sk_barrier();
 	/* Through unsigned int: drops SK__SRCU_KEY_REMOTE (bit 32). */
 	return (int)(unsigned int)(key | bit);
+}
+
+/*
+ * No section of a slot is open on an index: c points at its cnt[i], m is
+ * cnt[i] - 1; with_remote: less remote[i] (other threads' ends of its
+ * sections).  Open sections less one, read as signed: right when the
+ * counters wrap (exact while fewer than LONG_MAX sections are open).
+ */
+static inline int sk_srcu__none_open(const unsigned long *c, unsigned long m,
+				     int with_remote)
+{
+	if (with_remote)
+		m -= sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
+	return (long)m < 0;
 }
 
 /*
@@ -255,8 +288,8 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
  * binding incarnation reused, 0 or 1 while a shared section is open),
  * where it ends an open section of d instead.
  * Wait-free: the slot-cache and key checks, a load and a release store of
- * this thread's counter, one more load for the balance check (two once
- * another thread has ended one of its sections of d); no fence.
+ * this thread's counter (one more load once another thread has ended one
+ * of its sections of d); no fence.
  * Ordering: the section's accesses are ordered before the unlock as seen
  * by the grace period (release SRCU-C, paired with its heavy fence SRCU-D).
  * Reclamation: objects reached in the section may be freed by an updater
@@ -271,59 +304,61 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	 * SK__SRCU_KEY_REMOTE | i when other threads ended some of the
 	 * binding's sections.
 	 */
-	unsigned long x = (unsigned long)(unsigned int)idx ^
-			  sk_atomic_load_relaxed(&s->key);
-	unsigned long *c, n, r = 0;
+	unsigned long k = sk_atomic_load_relaxed(&s->key);
+	unsigned long x = (unsigned long)(unsigned int)idx ^ k;
+	unsigned long *c, n;
+
+	/*
+	 * x opaque to the optimizer (no instruction): the slow path below
+	 * gets idx back as x ^ k, so that gcc keeps no copy of idx (a mov in
+	 * every pair) for it.
+	 */
+	__asm__("" : "+r"(x));
 
 	SK_TSAN_RELEASE(d); /* SRCU-C below, for TSan: pairs with SRCU-D */
 	/*
-	 * c: lock[i], unlock[i] and remote[i] through one pointer: they are
-	 * 2 words apart (SK__SRCU_LOCK/UNLOCK/REMOTE above).  Unbalanced
-	 * when the slot's ends on this index, here (n) and elsewhere (r:
-	 * remote[], loaded only when key says it may be nonzero), reach its
-	 * starts (every section already ended); a difference, so that it
-	 * holds when the counters wrap.  The slow path reports it.
+	 * Unbalanced when the slot has no section open on this index: its
+	 * count less the ends elsewhere (remote[i], loaded only when key
+	 * says it may be nonzero) is not positive.  The slow path reports
+	 * it.
 	 */
 	if (SK_LIKELY(x <= 1)) {
-		c = &s->lock[x];
-		n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
-		if (!SK__SRCU_KEY_REMOTE_ON)
-			r = sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
-		if (SK_UNLIKELY((long)(n + r - sk_atomic_load_relaxed(
-						       &c[SK__SRCU_LOCK])) >= 0))
+		c = &s->cnt[x];
+		n = sk_atomic_load_relaxed(c) - 1;
+		/* ILP32 has no remote bit: remote[i] always counts there. */
+		if (SK_UNLIKELY(
+			    sk_srcu__none_open(c, n, !SK__SRCU_KEY_REMOTE_ON)))
 			goto slow;
 	} else {
 		/* Not the slot's binding's idx (another thread's, another
 		 * domain's, a stale way, bogus): the slow path. */
 		if (!SK__SRCU_KEY_REMOTE_ON || x - SK__SRCU_KEY_REMOTE > 1)
 			goto slow;
-		c = &s->lock[x - SK__SRCU_KEY_REMOTE];
-		n = sk_atomic_load_relaxed(&c[SK__SRCU_UNLOCK]);
-		r = sk_atomic_load_relaxed(&c[SK__SRCU_REMOTE]);
-		if ((long)(n + r - sk_atomic_load_relaxed(&c[SK__SRCU_LOCK])) >=
-		    0)
+		c = &s->cnt[x - SK__SRCU_KEY_REMOTE];
+		n = sk_atomic_load_relaxed(c) - 1;
+		if (sk_srcu__none_open(c, n, 1))
 			goto slow;
 	}
 	/*
 	 * The slot is our binding in d (dom: only we set it to d,
 	 * sk_srcu_destroy() and our exit clear it), so idx is our section of
 	 * d.  Otherwise (a way caching another domain's slot or a stale one;
-	 * the counters above were then not ours, and are not written) the
-	 * slow path.
+	 * the counter above was then not ours, and is not written) the slow
+	 * path.
 	 */
 	if (SK_UNLIKELY(sk_atomic_load_relaxed(&s->dom) != d))
 		goto slow;
 	/*
-	 * SRCU-C: release: the section before the unlock count; pairs with the
-	 * sums' heavy fence SRCU-D (a counted unlock means the section is
-	 * over).
-	 * A release, not a fence: nothing after the unlock needs ordering
-	 * (store-load), so no membarrier pairing, and on x86 a plain store.
+	 * SRCU-C: release: the section before the count; pairs with the
+	 * sums' heavy fence SRCU-D (a count that went down means the section
+	 * is over).  A release, not a fence: nothing after the unlock needs
+	 * ordering (store-load), so no membarrier pairing, and on x86 a
+	 * plain store.
 	 */
-	sk_atomic_store_release(&c[SK__SRCU_UNLOCK], n + 1);
+	sk_atomic_store_release(c, n);
 	return;
 slow:
-	sk_srcu__read_unlock_slow(d, idx);
+	sk_srcu__read_unlock_slow(d, (int)(unsigned int)(x ^ k)); /* idx */
 }
 
 /*

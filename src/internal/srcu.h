@@ -13,13 +13,15 @@
  * shared by all domains, recycled when the thread exits).  In each domain
  * the index owns one slot, which the thread takes (binds) on its first
  * section there, with a binding incarnation from one process-wide 15-bit
- * counter (new for every binding): lock[2] and unlock[2], written only by
- * the owner with a plain load and store, and remote[2], to which other
- * threads add (atomic) when they end one of its sections.  A reader
- * increments lock[i] where i is the low bit of d->idx; the unlock
- * increments the counter of the same i.  Only sums over all slots matter,
- * so a recycled slot simply keeps counting.  Threads without a slot
- * (index space exhausted, out of memory) use d->state->shared with atomic adds.
+ * counter (new for every binding): cnt[2], written only by the owner
+ * with a plain load and store, and remote[2], to which other threads add
+ * (atomic) when they end one of its sections.  A reader increments cnt[i]
+ * where i is the low bit of d->idx; the owner's unlock decrements the
+ * counter of the same i, another thread's increments remote[i].  So
+ * cnt[i] - remote[i] sections of the slot are open on i.  Only sums over
+ * all slots matter, so a recycled slot simply keeps counting.  Threads
+ * without a slot (index space exhausted, out of memory) use
+ * d->state->shared with atomic adds: starts in cnt[], ends in remote[].
  *
  * The idx a section returns is (binding incarnation << 16 | index << 1 |
  * i), kept in the slot as its key, so an unlock tells the owner's own
@@ -41,8 +43,16 @@
  *      the previous flip;
  *   2. flip idx, so new readers use i';
  *   3. drain the old index.
- * Draining index i: sum the unlock counts, heavy fence SRCU-D, sum the lock
- * counts; equal sums mean no reader holds a section on i.  The first check
+ * Draining index i: sum remote[i], heavy fence SRCU-D, sum cnt[i]; equal
+ * sums mean no reader holds a section on i.  Why: a counted remote end
+ * has its start counted (the hand-off orders the start before the end,
+ * and the cnt sum is read after SRCU-D); an owner's start and its own
+ * end are in one location, cnt[i], whose value read is the owner's
+ * starts less its ends up to some point of its program order, so a
+ * counted own end always has its start counted; a start not counted is
+ * ordered after SRCU-D (SRCU-B), a new reader.  So the cnt sum less the
+ * remote sum counts counted sections not yet ended, each at least 0:
+ * equal sums, none.  The first check
  * of a grace period covers both indexes at once: when both are balanced no
  * reader holds any section and the grace period ends without the flip (one
  * heavy fence); when only i' is, step 1 is done.  A domain with no live
@@ -50,18 +60,18 @@
  *
  * Barrier pairs, the legend of the SRCU-* labels (unique in the library;
  * the file that places each fence is named in brackets):
- *   SRCU-B  reader, light fence after lock[i]++ [srcu.h, srcu_read.c];
- *           pairs with SRCU-D: if the lock sum missed the increment, the
+ *   SRCU-B  reader, light fence after cnt[i]++ [srcu.h, srcu_read.c];
+ *           pairs with SRCU-D: if the cnt sum missed the increment, the
  *           section's loads come after SRCU-D and see every update made
  *           before the grace period started.
- *   SRCU-C  reader, unlock[i] stored with release, or a remote end's
+ *   SRCU-C  reader, cnt[i] - 1 stored with release, or a remote end's
  *           seq_cst RMW [srcu.h, srcu_read.c]; pairs with SRCU-D: a
- *           counted unlock means the section's accesses are done (and its
- *           lock is counted, as the lock sum is read after SRCU-D).  No
+ *           counted end means the section's accesses are done (and its
+ *           start is counted, as the cnt sum is read after SRCU-D).  No
  *           fence: nothing after the unlock needs ordering, as readers
  *           never wake updaters (they poll).
- *   SRCU-D  grace period, heavy fence between the unlock sums and the
- *           lock sums [srcu_gp.c]; pairs with SRCU-B and SRCU-C.
+ *   SRCU-D  grace period, heavy fence between the remote sums and the
+ *           cnt sums [srcu_gp.c]; pairs with SRCU-B and SRCU-C.
  *   SRCU-N  reader, nchunks raised before the release CAS that publishes
  *           a chunk [srcu_read.c]; pairs with the acquire of dir[k] by
  *           every user of the chunk and with the scans' acquire of
@@ -112,7 +122,7 @@
  *     srcu-two-domains.litmus, srcu-two-domains-both.litmus.
  *
  * Why a reader that picked up a stale idx cannot end a grace period early:
- * it increments lock[i'] for an index being drained.  If the drain's lock
+ * it increments cnt[i'] for an index being drained.  If the drain's cnt
  * sum counted it, the sums differ and the drain waits.  If not, the
  * increment came after SRCU-D (the SRCU-B/SRCU-D pairing), so its section
  * sees all updates from before the grace period: it is a new reader, not
@@ -133,11 +143,11 @@
  *
  * Counters on 32-bit (ILP32) targets, where unsigned long has 32 bits;
  * every counter either compares correctly when it wraps or is 64-bit:
- *   lock[], unlock[], remote[] (per slot, and shared): unsigned long, on
+ *   cnt[], remote[] (per slot, and shared): unsigned long, on
  *       the read fast path.  Only sums compared for equality and
  *       differences read as signed (balance checks, drained_mask()): exact
  *       modulo 2^N while fewer than 2^(N-1) sections are open at once.
- *   idle snapshot (idle_shared[], idle_owner_locks): equality of lock
+ *   idle snapshot (idle_shared[], idle_owner_count): equality of start
  *       counts alone would be fooled by 2^N sections between two grace
  *       periods with one still open; gp_idle() also requires the ends
  *       equal, read before the starts (shared_idle(), owner_idle()).
@@ -236,10 +246,11 @@ struct sk_srcu__state {
 	sk_srcu__u64 gp_completed;    /* ... and completed (release) */
 	sk_srcu__u64 poll_req;	      /* highest number asked by start_poll */
 	sk_srcu__u64 idle_binds;      /* binds when last found idle */
-	unsigned long idle_shared[2]; /* shared.lock[] (= unlock[]) then */
+	unsigned long idle_shared[2]; /* shared.cnt[] (= remote[]) then */
 	struct sk_srcu_slot *idle_owner; /* the one live thread's slot then */
-	unsigned long idle_owner_locks;	 /* its lock[0] + lock[1] then (and
-					    its ends: all had ended) */
+	unsigned long idle_owner_count;	 /* its cnt[0] + cnt[1] then (= its
+					    remote[0] + remote[1]: all had
+					    ended) */
 	unsigned long stats_gps;	 /* grace periods completed (stat) */
 
 	/* Callbacks: producers. */
@@ -357,11 +368,14 @@ static inline unsigned long *slot_tag(struct sk_srcu_slot *s, unsigned int t)
 	return &((struct srcu_chunk *)(void *)(s - i))->tag[i];
 }
 
-/* Sections entered on slot s, both indexes (owner's stores: relaxed). */
-static inline unsigned long slot_locks(struct sk_srcu_slot *s)
+/*
+ * Sections entered on slot s less those its owner ended, both indexes
+ * (owner's stores: relaxed).
+ */
+static inline unsigned long slot_counts(struct sk_srcu_slot *s)
 {
-	return sk_atomic_load_relaxed(&s->lock[0]) +
-	       sk_atomic_load_relaxed(&s->lock[1]);
+	return sk_atomic_load_relaxed(&s->cnt[0]) +
+	       sk_atomic_load_relaxed(&s->cnt[1]);
 }
 
 /* ---- srcu_gp.c ---- */
