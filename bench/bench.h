@@ -366,6 +366,9 @@ int sk_bench_poll_run(const struct sk_bench_config *cfg,
 		      struct sk_bench_results *res);
 int sk_bench_cpp_run(const struct sk_bench_config *cfg,
 		     struct sk_bench_results *res);
+/* urcu_compat.c: liburcu's API on scalekit, from scalekit-bench-urcu. */
+int sk_bench_urcu_compat_run(const struct sk_bench_config *cfg,
+			     struct sk_bench_results *res);
 int sk_bench_cpp_read_run(const struct sk_bench_config *cfg,
 			  struct sk_bench_results *res);
 int sk_bench_srcu_read_run(const struct sk_bench_config *cfg,

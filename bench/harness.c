@@ -141,6 +141,10 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  "the C++ layer against the C calls it wraps: read guard, "
 	  "rcu_obj_base::retire",
 	  sk_bench_cpp_run },
+	{ "urcu-compat",
+	  "liburcu's API on scalekit (libscalekit-urcu): read pair vs "
+	  "urcu-memb and scalekit, 1 and 2 threads",
+	  sk_bench_urcu_compat_run },
 	/* After callbacks too: it queues every library's deferred frees. */
 	{ "sweep",
 	  "every read-side primitive x 1, 2, 4, 8 threads x 100/99/90/50% "

@@ -203,7 +203,7 @@ void sk_bench_print_table(FILE *f, const struct sk_bench_results *res)
 			"sk/<peer>: the scalekit figure\ndivided by the "
 			"peer's, median of per-repetition ratios (every "
 			"implementation\nruns once per repetition, back to "
-			"back); exp/, poll/, srcu/: the same for the\n"
+			"back); exp/, poll/, srcu/, compat/: the same for\nthe "
 			"table's first column. n/a: not measured. *: the "
 			"best figure of its row\n(lowest time or highest "
 			"rate).\n",

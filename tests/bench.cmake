@@ -94,6 +94,28 @@ sk_bench_cli_test(bench_usage_sweep_value 2 "bench|--sweep=yes"
 sk_bench_cli_test(bench_usage_sweep_typo 2 "bench|sweeps"
   STDERR "unknown scenario 'sweeps' \\(scenarios: .*, sweep\\)")
 
+# urcu-compat: liburcu's API on scalekit, measured by scalekit-bench-urcu
+# beside the tool, against urcu-memb and scalekit (bench/urcu_compat.c).
+# Its twins: the program missing, printing garbage (echo prints its
+# arguments) or failing (scalekit-torture refuses them): n/a with the
+# reason, exit status 0.
+set(sk_bench_compat_csv ${CMAKE_CURRENT_BINARY_DIR}/bench-urcu-compat/bench.csv)
+sk_bench_cli_test(bench_urcu_compat 0
+  "bench|urcu-compat|--quick|--reps|1|--csv|${sk_bench_compat_csv}"
+  STDOUT "urcu-compat: ns per rcu_read_lock.*urcu-compat +read +1 +[0-9]+\\.[0-9]+ "
+  LABELS bench TIMEOUT 60)
+find_program(SK_ECHO echo)
+foreach(twin "missing;${CMAKE_CURRENT_BINARY_DIR}/no-such-bench-urcu;not found \\(not built\\)"
+    "garbage;${SK_ECHO};gave 0 of [12] figures \\(exit status 0, unexpected output\\)"
+    "failing;$<TARGET_FILE:scalekit_torture>;gave 0 of [12] figures \\(exit status [1-9]")
+  list(GET twin 0 t)
+  list(GET twin 1 prog)
+  list(GET twin 2 why)
+  sk_bench_cli_test(bench_urcu_compat_${t} 0 "bench|urcu-compat|--quick|--reps|1"
+    STDOUT "urcu-compat +read +1 +n/a .*n/a urcu-compat: scalekit-bench-urcu ${why}"
+    ENV "SCALEKIT_BENCH_URCU=${prog}" LABELS bench TIMEOUT 60)
+endforeach()
+
 # glibc's elided pthread_mutex peer of hash-under-lock runs in a child
 # process (GLIBC_TUNABLES is read at start-up); forced here so that the
 # mechanism runs on CPUs without RTM too (glibc then does not elide, and
