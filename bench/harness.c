@@ -128,6 +128,10 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  "1,000-entry list traversals/s, RCU vs pthread rwlock, 1..N "
 	  "threads",
 	  sk_bench_list_run },
+	{ "urcu-compat",
+	  "liburcu's API on scalekit (libscalekit-urcu): read pair vs "
+	  "urcu-memb and scalekit, 1 and 2 threads",
+	  sk_bench_urcu_compat_run },
 	/*
 	 * Last: it starts every library's callback thread and leaves the
 	 * heap larger; no other scenario should run after that but "c++",
@@ -141,10 +145,6 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  "the C++ layer against the C calls it wraps: read guard, "
 	  "rcu_obj_base::retire",
 	  sk_bench_cpp_run },
-	{ "urcu-compat",
-	  "liburcu's API on scalekit (libscalekit-urcu): read pair vs "
-	  "urcu-memb and scalekit, 1 and 2 threads",
-	  sk_bench_urcu_compat_run },
 	/* After callbacks too: it queues every library's deferred frees. */
 	{ "sweep",
 	  "every read-side primitive x 1, 2, 4, 8 threads x 100/99/90/50% "

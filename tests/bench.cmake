@@ -141,7 +141,7 @@ sk_bench_cli_test(bench_usage_reps_zero 2 "bench|--reps|0"
 sk_bench_cli_test(bench_usage_missing_value 2 "bench|--reps"
   STDERR "option --reps needs a value")
 sk_bench_cli_test(bench_usage_unknown_scenario 2 "bench|nosuch"
-  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, sync-many, gp-latency, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, callbacks, c\\+\\+, sweep\\)")
+  STDERR "unknown scenario 'nosuch' \\(scenarios: read, sync, sync-many, gp-latency, expedited, poll, sync-qsbr-every, update-load, uperf, srcu-read, srcu-sync, hash-lookup, hash-resize, hash-update, hash-update-resize, hash-grow, locks, hash-under-lock, rwlock-read, list, urcu-compat, callbacks, c\\+\\+, sweep\\)")
 sk_bench_cli_test(bench_usage_unknown_flag 2 "bench|--nosuch"
   STDERR "unknown option '--nosuch'")
 sk_bench_cli_test(tool_usage_unknown_command 2 "nosuch"

@@ -222,7 +222,7 @@ static int parse_int_opt(int argc, char **argv, int *i, const char *name,
 /* Mark the scenario arg: 0, or SK_TOOL_EXIT_USAGE when there is none. */
 static int select_scenario(const char *arg, int *selected, int nscen)
 {
-	char names[256] = "";
+	char names[512] = ""; /* every name, with room to grow */
 	int s;
 
 	for (s = 0; s < nscen; s++)
