@@ -37,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 /* The object readers reach through the RCU-protected pointer. */
 struct sk_bench_obj {
@@ -500,8 +501,15 @@ extern const struct sk_bench_scenario sk_bench_scenarios[];
 /* Publish the object and initialize every available adapter, once. */
 void sk_bench_setup(void);
 
-/* Monotonic clock in nanoseconds. */
-uint64_t sk_bench_now_ns(void);
+/* Monotonic clock in nanoseconds (inline: scalekit-bench-urcu, which
+ * links none of the harness, reads the same clock the same way). */
+static inline uint64_t sk_bench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Sleep for ns nanoseconds (restarted after signals). */
 void sk_bench_sleep_ns(uint64_t ns);

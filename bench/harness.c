@@ -188,14 +188,6 @@ void sk_bench_setup(void)
 
 /* ---- clocks, CPUs, progress ----------------------------------------------- */
 
-uint64_t sk_bench_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void sk_bench_sleep_ns(uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000u),

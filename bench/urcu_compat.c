@@ -14,14 +14,20 @@
  * program (the tests).  When the program is missing or prints no figure,
  * its column says n/a with the reason and the scenario goes on.
  */
-#define _GNU_SOURCE /* memrchr */
+#define _GNU_SOURCE /* pipe2 */
 #include "bench.h"
+#include "tool.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #define COMPAT_PROG "scalekit-bench-urcu"
 #define COMPAT_MAX_THREADS 2
@@ -46,20 +52,17 @@ static char compat_path[4096], compat_why[4200];
 static const char *find_prog(void)
 {
 	const char *env = getenv("SCALEKIT_BENCH_URCU");
-	ssize_t n;
-	char *slash;
 
 	if (env && *env) {
-		snprintf(compat_path, sizeof(compat_path), "%s", env);
-	} else {
-		n = readlink("/proc/self/exe", compat_path,
-			     sizeof(compat_path) - sizeof(COMPAT_PROG) - 1);
-		if (n <= 0 || !(slash = memrchr(compat_path, '/', (size_t)n)))
-			return "cannot find the scalekit program's directory";
-		memcpy(slash + 1, COMPAT_PROG, sizeof(COMPAT_PROG));
+		if ((size_t)snprintf(compat_path, sizeof(compat_path), "%s",
+				     env) >= sizeof(compat_path))
+			return "SCALEKIT_BENCH_URCU is too long";
+	} else if (sk_tool_path_beside(COMPAT_PROG, compat_path,
+				       sizeof(compat_path))) {
+		return errno == ENOENT ?
+			       "cannot find the scalekit program's directory" :
+			       "the scalekit program's path is too long";
 	}
-	if (strchr(compat_path, '\''))
-		return "its path contains a quote";
 	if (access(compat_path, X_OK) != 0) {
 		snprintf(compat_why, sizeof(compat_why),
 			 "%s not found (not built): %s", COMPAT_PROG,
@@ -70,6 +73,44 @@ static const char *find_prog(void)
 }
 
 /*
+ * Start compat_path with args, its standard output into a pipe (no shell
+ * between, so any path works).  Returns the pipe's read end as a stream,
+ * or NULL (errno set); *pid is the child's.
+ */
+static FILE *spawn_prog(char **args, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	int fd[2], err;
+	FILE *f;
+
+	if (pipe2(fd, O_CLOEXEC))
+		return NULL;
+	err = posix_spawn_file_actions_init(&fa);
+	if (!err) {
+		/* dup2 clears FD_CLOEXEC on the copy; both pipe ends close. */
+		err = posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+		if (!err)
+			err = posix_spawn(pid, compat_path, &fa, NULL, args,
+					  environ);
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	close(fd[1]);
+	if (err || !(f = fdopen(fd[0], "r"))) {
+		if (!err) { /* fdopen failed: end the child we started */
+			err = errno;
+			close(fd[0]);
+			while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		} else {
+			close(fd[0]);
+		}
+		errno = err;
+		return NULL;
+	}
+	return f;
+}
+
+/*
  * One run of the program on the rows' thread counts: rep r of row c gets
  * the figure of its "urcu-compat read <threads> <ns>" line.  Returns NULL,
  * or why no figure came (the program's exit status, or what it printed).
@@ -77,21 +118,31 @@ static const char *find_prog(void)
 static const char *run_prog(struct sk_bench_row **rows, int n, long run_ms,
 			    long warm_ms, int rep)
 {
-	char cmd[4400], line[256];
+	char nums[2 + COMPAT_MAX_THREADS][24], line[256];
+	char *args[4 + COMPAT_MAX_THREADS];
 	double ns;
-	size_t len;
 	FILE *p;
-	int c, t, st, got = 0, bad = 0;
+	pid_t pid;
+	int c, t, st = -1, got = 0, bad = 0;
 
-	len = (size_t)snprintf(cmd, sizeof(cmd), "'%s' %ld %ld", compat_path,
-			       run_ms, warm_ms);
-	for (c = 0; c < n && len < sizeof(cmd); c++)
-		len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, " %d",
-					rows[c]->threads);
+	args[0] = compat_path;
+	snprintf(nums[0], sizeof(nums[0]), "%ld", run_ms);
+	snprintf(nums[1], sizeof(nums[1]), "%ld", warm_ms);
+	args[1] = nums[0];
+	args[2] = nums[1];
+	for (c = 0; c < n; c++) {
+		snprintf(nums[2 + c], sizeof(nums[2 + c]), "%d",
+			 rows[c]->threads);
+		args[3 + c] = nums[2 + c];
+	}
+	args[3 + n] = NULL;
 	fflush(NULL);
-	p = popen(cmd, "r");
-	if (!p)
-		return "cannot start " COMPAT_PROG;
+	p = spawn_prog(args, &pid);
+	if (!p) {
+		snprintf(compat_why, sizeof(compat_why),
+			 "cannot start %s: %s", compat_path, strerror(errno));
+		return compat_why;
+	}
 	while (fgets(line, sizeof(line), p)) {
 		for (c = 0; c < n; c++)
 			if (sscanf(line, "urcu-compat read %d %lf", &t, &ns) ==
@@ -105,13 +156,17 @@ static const char *run_prog(struct sk_bench_row **rows, int n, long run_ms,
 		rows[c]->rep[0][rep] = ns;
 		got++;
 	}
-	st = pclose(p);
+	fclose(p);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
 	if (st == 0 && got == n && !bad)
 		return NULL;
 	snprintf(compat_why, sizeof(compat_why),
-		 "%s gave %d of %d figures (exit status %d%s): %s",
+		 "%s gave %d of %d figures (%s %d%s): %s",
 		 COMPAT_PROG, got, n,
-		 WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+		 WIFSIGNALED(st) ? "killed by signal" : "exit status",
+		 WIFSIGNALED(st) ? WTERMSIG(st) :
+		 WIFEXITED(st)	 ? WEXITSTATUS(st) : -1,
 		 bad ? ", unexpected output" : "", compat_path);
 	return compat_why;
 }

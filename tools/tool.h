@@ -9,6 +9,8 @@
 #ifndef SK_TOOL_H
 #define SK_TOOL_H
 
+#include <stddef.h>
+
 /* Exit statuses shared by every subcommand. */
 #define SK_TOOL_EXIT_OK 0    /* done (benchmark targets are informational) */
 #define SK_TOOL_EXIT_FAIL 1  /* the tool or the thing tested failed */
@@ -27,6 +29,14 @@ int sk_tool_litmus(int argc, char **argv);
  * Returns: only when it cannot (message printed): SK_TOOL_EXIT_FAIL.
  */
 int sk_tool_exec_beside(const char *exe, int argc, char **argv);
+
+/*
+ * sk_tool_path_beside() - the path of program exe in the directory of this
+ * program, into buf (size bytes).
+ * Returns: 0, or -1 with errno ENOENT (this program's path is unknown) or
+ * ENAMETOOLONG (it does not fit).
+ */
+int sk_tool_path_beside(const char *exe, char *buf, size_t size);
 
 /*
  * sk_tool_usage_error() - print "scalekit <cmd>: <message>" and a pointer

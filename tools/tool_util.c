@@ -71,22 +71,33 @@ int sk_tool_option_value(const char *cmd, int argc, char **argv, int *i,
 	return 1;
 }
 
+int sk_tool_path_beside(const char *exe, char *buf, size_t size)
+{
+	ssize_t n = size > 1 ? readlink("/proc/self/exe", buf, size - 1) : -1;
+	char *slash;
+	size_t room;
+
+	if (n <= 0 || !(slash = memrchr(buf, '/', (size_t)n))) {
+		errno = ENOENT;
+		return -1;
+	}
+	room = size - (size_t)(slash + 1 - buf);
+	if ((size_t)snprintf(slash + 1, room, "%s", exe) >= room) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
 int sk_tool_exec_beside(const char *exe, int argc, char **argv)
 {
-	char self[4096], *slash, **args;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	size_t room;
+	char self[4096], **args;
 	int i;
 
-	if (n <= 0 || !(slash = memrchr(self, '/', (size_t)n))) {
-		fprintf(stderr, "scalekit %s: cannot find this program's "
-				"directory\n", argv[0]);
-		return SK_TOOL_EXIT_FAIL;
-	}
-	room = sizeof(self) - (size_t)(slash + 1 - self);
-	if ((size_t)snprintf(slash + 1, room, "%s", exe) >= room) {
-		fprintf(stderr, "scalekit %s: this program's path is too "
-				"long\n", argv[0]);
+	if (sk_tool_path_beside(exe, self, sizeof(self))) {
+		fprintf(stderr, "scalekit %s: %s\n", argv[0],
+			errno == ENOENT ? "cannot find this program's directory"
+					: "this program's path is too long");
 		return SK_TOOL_EXIT_FAIL;
 	}
 	args = calloc((size_t)argc + 2, sizeof(*args));

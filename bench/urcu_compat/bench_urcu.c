@@ -45,14 +45,6 @@ struct reader {
 	uint64_t sections, ns;
 } __attribute__((aligned(64)));
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void read_chunk(long n)
 {
 	SK_BENCH_READ_LOOP(n, rcu_read_lock(), rcu_dereference(sk_bench_gp),
@@ -67,12 +59,12 @@ static void *reader_main(void *arg)
 	rcu_register_thread();
 	while (!__atomic_load_n(&go, __ATOMIC_RELAXED))
 		;
-	t0 = now_ns();
+	t0 = sk_bench_now_ns();
 	do { /* at least one chunk: a figure even when stop came first */
 		read_chunk(SK_BENCH_CHUNK);
 		r->sections += SK_BENCH_CHUNK;
 	} while (!__atomic_load_n(&stop, __ATOMIC_RELAXED));
-	r->ns = now_ns() - t0;
+	r->ns = sk_bench_now_ns() - t0;
 	rcu_unregister_thread();
 	return NULL;
 }
