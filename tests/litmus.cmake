@@ -174,9 +174,18 @@ sk_litmus_test(litmus_filter 0
   "litmus|--seconds|@SECS@|${sk_lit_dir}/filter-always.litmus"
   SECS 0.5 SLOW_SECS 0.2
   STDOUT "Filter: [0-9]+ of [0-9]+ iterations dropped\nCondition forall.*Verdict: Ok \\(expected Always\\)")
+# A pointer read before the store that publishes it, then followed: the
+# null dereferences are left out and counted, the verdict is about the
+# other iterations (MP+rel+acq-null-deref would FAIL if they were
+# counted).  One thread: the processes take turns in both orders, so P1
+# reads p before P0 stores to it in some iterations for certain.
+sk_litmus_test(litmus_null_deref 0
+  "litmus|--threads|1|--seconds|@SECS@|${sk_lit_dir}/MP+rel+acq-null-deref.litmus"
+  SECS 0.5 SLOW_SECS 0.2
+  STDOUT "Null dereference: [1-9][0-9]* of [0-9]+ iterations left out[^\n]*\nCondition exists \\(1:r1=0\\): not observed.*Verdict: Ok \\(expected Never\\)")
 sk_litmus_test(litmus_json 0
   "litmus|--json|--seconds|0.05|${sk_lit_dir}/CoWW.litmus"
-  STDOUT "^\\[\n  {\"file\": \"[^\"]*CoWW.litmus\", \"name\": \"CoWW\", \"expected\": \"Never\".*\"verdict\": \"Ok\".*}\n\\]\n$")
+  STDOUT "^\\[\n  {\"file\": \"[^\"]*CoWW.litmus\", \"name\": \"CoWW\", \"expected\": \"Never\".*\"null_deref\": 0, .*\"verdict\": \"Ok\".*}\n\\]\n$")
 
 # The command line.
 sk_litmus_test(litmus_usage_no_file 2 "litmus" STDERR "no FILE or DIR given")

@@ -92,13 +92,20 @@ static enum lt_expect expected(const struct lt_test *t)
 	return t->quant == LT_FORALL ? LT_ALWAYS : LT_SOMETIMES;
 }
 
-/* Iterations ran, and the filter clause dropped every one: no final
- * state, which herd7 (and the corpora's "Result: DEADLOCK") reports for
- * a test with no execution left (Documentation/litmus-tests/locking/
- * RM-broken.litmus). */
+/* The iterations that have a final state: not dropped by the filter
+ * clause, no null dereference. */
+static unsigned long kept(const struct lt_result *r)
+{
+	return r->iterations - r->filtered - r->null_deref;
+}
+
+/* Iterations ran, and none was kept (the filter clause dropped every
+ * one): no final state, which herd7 (and the corpora's "Result:
+ * DEADLOCK") reports for a test with no execution left
+ * (Documentation/litmus-tests/locking/RM-broken.litmus). */
 static int no_state(const struct lt_result *r)
 {
-	return r->iterations > 0 && r->filtered == r->iterations;
+	return r->iterations > 0 && kept(r) == 0;
 }
 
 static enum verdict judge(const struct lt_test *t, const struct lt_result *r)
@@ -107,7 +114,7 @@ static enum verdict judge(const struct lt_test *t, const struct lt_result *r)
 	case LT_NEVER:
 		return r->positive ? V_FAIL : V_OK;
 	case LT_ALWAYS: /* of the states the filter clause keeps */
-		return r->positive < r->iterations - r->filtered ? V_FAIL : V_OK;
+		return r->positive < kept(r) ? V_FAIL : V_OK;
 	case LT_DEADLOCK: /* herd7: no execution, no final state */
 		return r->deadlock || no_state(r) ? V_OK : V_NOT_OBSERVED;
 	default:
@@ -160,9 +167,13 @@ static void report_text(const struct lt_test *t, const struct lt_result *r,
 	if (t->filter_root >= 0)
 		printf("Filter: %lu of %lu iterations dropped\n", r->filtered,
 		       r->iterations);
+	if (r->null_deref)
+		printf("Null dereference: %lu of %lu iterations left out (a "
+		       "process dereferenced a pointer that was 0)\n",
+		       r->null_deref, r->iterations);
 	printf("Condition %s %s: %s, %lu of %lu\n", quant[t->quant],
 	       t->clause, r->positive ? "observed" : "not observed",
-	       r->positive, r->iterations - r->filtered);
+	       r->positive, kept(r));
 	if (t->plain)
 		printf("Plain accesses: a data race among them (herd7: Flag "
 		       "data-race) is not detected here\n");
@@ -214,9 +225,10 @@ static void report_json(struct cli *c, const struct lt_test *t,
 	       expect_name[expected(t)]);
 	json_str(t->clause);
 	printf(", \"iterations\": %lu, \"seconds\": %.3f, \"threads\": %d, "
-	       "\"positive\": %lu, \"filtered\": %lu, \"observed\": %s, "
-	       "\"verdict\": \"%s\", \"states\": [", r->iterations,
-	       r->elapsed, r->threads, r->positive, r->filtered,
+	       "\"positive\": %lu, \"filtered\": %lu, \"null_deref\": %lu, "
+	       "\"observed\": %s, \"verdict\": \"%s\", \"states\": [",
+	       r->iterations, r->elapsed, r->threads, r->positive,
+	       r->filtered, r->null_deref,
 	       r->positive ? "true" : "false", verdict_name[v]);
 	for (s = 0; s < r->nstates; s++) {
 		printf("%s{\"count\": %lu, \"match\": %s, \"values\": {",

@@ -221,6 +221,8 @@ struct lt_result {
 	unsigned long iterations;
 	unsigned long positive; /* iterations where the condition held */
 	unsigned long filtered; /* iterations the filter clause dropped */
+	unsigned long null_deref; /* iterations left out: a process
+				     dereferenced a pointer that was 0 */
 	int nstates;
 	int other;		/* states beyond the table: counted apart */
 	unsigned long other_count;

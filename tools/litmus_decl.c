@@ -286,6 +286,13 @@ static void parse_init_item(struct ps *ps)
 		return;
 	}
 	lp_parse_type(ps, &kind, &stars);
+	/* "int 0:r1 = z;": a register typed before its process, as herd7
+	 * takes it (paulmckrcu/litmus's C-RCU-remove); registers are not
+	 * typed here. */
+	if (ps->tok.kind == TK_NUM || lp_is_proc_name(ps)) {
+		parse_init_reg(ps);
+		return;
+	}
 	lp_expect_id(ps, name);
 	if (lp_is_punct(ps, "["))
 		FAIL(ps, "unsupported: arrays");

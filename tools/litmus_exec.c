@@ -186,6 +186,7 @@ static void plan_batch(struct lt_ctx *c)
 	for (i = 0; i < R->nthis; i++) {
 		char *slot = R->mem + (size_t)i * R->stride;
 
+		sk_atomic_store_relaxed(&R->null_hit[i], 0);
 		for (k = 0; k < t->nlocs; k++) {
 			const struct lt_loc *l = &t->loc[k];
 			long v = l->init_ptr ? (long)(slot + l->init * LT_CL) :
@@ -231,6 +232,11 @@ static void tally_batch(struct lt_run *R, int n)
 		const long *regs = R->regs + (size_t)i * t->nprocs * LT_MAX_REGS;
 		int match;
 
+		/* A null dereference (see cell_of()): no final state. */
+		if (sk_atomic_load_relaxed(&R->null_hit[i])) {
+			R->res->null_deref++;
+			continue;
+		}
 		for (j = 0; j < t->nobs; j++) {
 			const struct lt_obs *o = &t->obs[j];
 			long v = o->proc >= 0 ?

@@ -63,6 +63,15 @@ struct lt_run {
 	int owed[LT_MAX_LOCS]; /* srcu_up_read()s that found no section */
 	int up_running[LT_MAX_LOCS]; /* processes that may still up loc */
 	int done;	       /* processes of the iteration finished */
+	/* An access through a pointer that is 0 (a null dereference) goes
+	 * to its process's scratch cell and marks the iteration, which the
+	 * tally then leaves out.  null_hit[i]: atomic, written by the
+	 * processes of iteration i, read by thread 0 after the batch's
+	 * rendezvous; null_cell[p]: touched only by process p. */
+	int null_hit[LT_BATCH];
+	struct {
+		long v;
+	} __attribute__((aligned(SK_CACHELINE))) null_cell[LT_MAX_PROCS];
 };
 
 struct lt_ctx {

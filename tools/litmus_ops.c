@@ -122,13 +122,40 @@ int lx_ptr_loc(const struct lt_run *R, char *slot, long v)
 	return (int)(off / LT_CL);
 }
 
+/* Nonzero when an operation of P writes register r. */
+static int reg_is_set(const struct lt_proc *P, int r)
+{
+	int i;
+
+	for (i = 0; i < P->nops; i++)
+		if (P->ops[i].dst == r)
+			return 1;
+	return 0;
+}
+
 /* The cell op accesses, or NULL (runtime error) when a register used as
- * the address holds something that is no location of this iteration. */
+ * the address holds something that is no location of this iteration.
+ * A register that the process loaded or computed and that holds 0 is a
+ * null dereference (a pointer read before the store that publishes it,
+ * in the corpora's RCU and release/acquire tests): such an execution has
+ * no final state the test describes, so the access goes to the process's
+ * scratch cell, the process runs on, and the tally leaves the iteration
+ * out.  A register no operation sets can only hold its initial value:
+ * an error of the test, reported. */
 static long *cell_of(struct lt_run *R, const struct lt_op *op, const long *reg,
 		     char *slot, int pid)
 {
 	int k = op->loc;
 
+	if (k < 0 && reg[op->areg] == 0 &&
+	    reg_is_set(&R->t->proc[pid], op->areg)) {
+		size_t i = (size_t)(slot - R->mem) / R->stride;
+
+		/* Relaxed: thread 0 reads it after the batch's rendezvous,
+		 * whose release/acquire (meet()) orders it. */
+		sk_atomic_store_relaxed(&R->null_hit[i], 1);
+		return &R->null_cell[pid].v;
+	}
 	if (k < 0 && (k = lx_ptr_loc(R, slot, reg[op->areg])) < 0) {
 		lx_run_error(R, op->line, "P%d dereferences %s = %ld, which "
 			  "points to no location", pid,
