@@ -25,6 +25,7 @@
 /* Test hooks (internal/testing.h): the testing build only. */
 void (*sk__rhash_test_step_hook)(struct sk_rhash *ht);
 void (*sk__rhash_test_race_hook)(int where, unsigned long hash);
+void (*sk__rhash_test_migrated_hook)(struct sk_rhash *ht, unsigned long i);
 #define RHASH_RACE(where, h)                                     \
 	do {                                                     \
 		if (sk__rhash_test_race_hook)                    \
@@ -272,6 +273,11 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
 				sk__rhash_test_step_hook(ht);
 #endif
 		}
+#ifdef SK_TESTING
+		/* Old bucket i migrated, no bucket lock held. */
+		if (sk__rhash_test_migrated_hook)
+			sk__rhash_test_migrated_hook(ht, i);
+#endif
 	}
 }
 

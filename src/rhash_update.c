@@ -383,22 +383,44 @@ static struct sk_rhash_node **find_link2(struct sk_rhash_table *t,
 
 /*
  * node, found in f (in == f), is being unlinked or replaced by v: when
- * the head of its migrated old bucket in t still points at it (RH-M3),
- * move that head on to v too, so that no reader reaches node through t
- * after the grace period before its free.  Locked; no insert pushes onto
- * a migrated old head (RH-G2), so a store.  [one] for v = node->next,
- * [pub] (release) for a replacement.
+ * the head of its migrated old bucket i in t still points at it (RH-M3),
+ * move that head on, so that no reader reaches node through t after the
+ * grace period before its free.  Locked; no insert pushes onto a migrated
+ * old head (RH-G2), so a store.
+ *
+ * The head of a migrated old bucket i points at a node of old bucket i
+ * (hash & t->mask == i: the first node of the run moved last) or is
+ * NULL, and this keeps it so.  Then only a remove or replace of the node
+ * it points at can free that node, and that update looks at head i.  So
+ * the head moves on to the first node of bucket i from v on, not to v
+ * itself: a shrink's chain of f holds the nodes of several old buckets,
+ * and a head left on a node of old bucket i' would not be moved when
+ * that node goes (its remove looks only at head i'): a reader would read
+ * it through head i after its free.  (A grow's chain d of f holds only
+ * nodes of old bucket d & t->mask: there v is taken.)  Skipping the
+ * nodes of other old buckets loses no lookup: one of a key of bucket i
+ * that misses through the head goes on to f (RH-L1), which holds every
+ * node of the bucket.  The nodes' next links walked here change only
+ * under the bit we hold (old bucket i and f's bucket share it, RH-B1).
+ * [one] when the head moves on to a node already in the chain (or to
+ * NULL), [pub] (release) for a replacement.
  */
 static void unlink_stale_head(struct sk_rhash_table *t,
 			      struct sk_rhash_table *in,
 			      struct sk_rhash_node *node,
 			      struct sk_rhash_node *v)
 {
-	struct sk_rhash_node **head = &t->buckets[node->hash & t->mask];
+	unsigned long i = node->hash & t->mask;
+	struct sk_rhash_node **head = &t->buckets[i];
 
-	if (in != t && sk_atomic_load_relaxed(head) == node &&
-	    !RHASH_BROKEN(SK__RHASH_BROKEN_STALE_HEAD))
-		SK__LIST_PUBLISH(*head, v);
+	if (in == t || sk_atomic_load_relaxed(head) != node ||
+	    RHASH_BROKEN(SK__RHASH_BROKEN_STALE_HEAD))
+		return;
+	/* Dependency loads, as find_link(); stable under the lock. */
+	while (sk__rhash_is_node(v) && (v->hash & t->mask) != i &&
+	       !RHASH_BROKEN(SK__RHASH_BROKEN_STALE_HEAD_OTHER))
+		v = sk_rcu_dereference(v->next);
+	SK__LIST_PUBLISH(*head, v);
 }
 
 /*

@@ -21,6 +21,17 @@
  *     that leaves a stale old head on a removed or replaced node MUST be
  *     caught whenever a stale head pointed at it (a reader reaches the
  *     freed node);
+ *   - two updates between two old buckets of shrinks 2 -> 1, 4 -> 1 and
+ *     8 -> 2 (a shrink's chain of the future array holds the nodes of
+ *     several old buckets, and every migrated old head points into it):
+ *     at every such point, a remove of one key, then a remove or a
+ *     replace of another, for every ordered pair: every state is
+ *     checked, no migrated old head is left on another old bucket's
+ *     node, the table is right afterwards; the broken twin that moves
+ *     a stale head on to the removed node's successor of another old
+ *     bucket MUST be caught whenever the second update is of that
+ *     successor (the head stays on it, and a reader reaches it after
+ *     its free);
  *   - the automatic resize check (maybe_resize(), after an update) must not
  *     read a bucket array that a concurrent resize has freed: the updater
  *     is stopped right after loading ht->tbl there (the checker hook arms
@@ -449,6 +460,209 @@ static void resize_reports_its_grace_periods(void)
 	table_destroy();
 }
 
+/* ---- updates between two old buckets of a shrink ---------------------- */
+
+/*
+ * A shrink's chain of f holds the nodes of several old buckets, and the
+ * head of each migrated old bucket points into it (RH-M3).  At the point
+ * after old bucket `at` is migrated (the migrated hook), key id x is
+ * removed, then key id y removed or replaced, each freed after a grace
+ * period.
+ */
+static struct {
+	unsigned long at;
+	int x, y, op;
+	int foreign;   /* before y's update a migrated old head of another
+			  old bucket pointed at y */
+	int heads_bad; /* after an update: migrated old heads on a node of
+			  another old bucket (or a freed one) */
+} sh;
+
+/* The live object of key id id. */
+static struct cobj *live_obj(int id)
+{
+	int i;
+
+	for (i = nobjs - 1; i >= 0; i--)
+		if (objs[i].id == id && !objs[i].freed)
+			return &objs[i];
+	return NULL;
+}
+
+/*
+ * Migrated old heads that point at a node of another old bucket (a freed
+ * node's hash is poisoned: it counts too); *on_n: one points at n.
+ */
+static int foreign_heads(const struct sk_rhash_node *n, int *on_n)
+{
+	struct chk_tbl *t = cur_tbl();
+	unsigned long i;
+	int bad = 0;
+
+	for (i = 0; i < t->size; i++) {
+		struct sk_rhash_node *h = t->buckets[i];
+
+		if (sk__rhash_migrated(t, i) && h && (h->hash & t->mask) != i) {
+			bad++;
+			*on_n |= h == n;
+		}
+	}
+	return bad;
+}
+
+static void sh_update(struct sk_rhash *h, unsigned long i)
+{
+	struct cobj *x = live_obj(sh.x), *y = live_obj(sh.y);
+	int on_y = 0;
+
+	(void)h;
+	if (i != sh.at)
+		return;
+	SK_CHECK_EQ(sk_rhash_remove(ht, &x->node), 0);
+	gp_then_free_later();
+	obj_free(x);
+	sh.heads_bad += foreign_heads(&y->node, &on_y);
+	sh.foreign = on_y;
+	if (sh.op == U_REMOVE)
+		SK_CHECK_EQ(sk_rhash_remove(ht, &y->node), 0);
+	else
+		SK_CHECK_EQ(sk_rhash_replace(ht, &y->node,
+					     &obj_new(sh.y)->node),
+			    0);
+	gp_then_free_later();
+	obj_free(y);
+	sh.heads_bad += foreign_heads(NULL, &on_y);
+}
+
+/*
+ * Shrink from -> to with n alternating keys (key i in old bucket
+ * i % from); after old bucket at: remove x, then op on y.  Returns the
+ * checker's violations.
+ */
+static unsigned long shrink_case(unsigned long from, unsigned long to, int n,
+				 unsigned long at, int x, int y, int op)
+{
+	uint64_t present[SK_CHK_WORDS] = { 0 }, stable[SK_CHK_WORDS], rng = 1;
+	int order[MAX_IDS], expect_ok = !sk__rhash_test_broken;
+	char label[160];
+	unsigned long v;
+
+	make_keys(KS_ALTERNATE, n, &rng, order);
+	table_init(from, 1);
+	fill(n, order, present);
+	present[x / 64] &= ~(1ull << (x % 64));
+	if (op == U_REMOVE)
+		present[y / 64] &= ~(1ull << (y % 64));
+	memcpy(stable, present, sizeof(stable));
+	stable[y / 64] &= ~(1ull << (y % 64));
+	memset(&sh, 0, sizeof(sh));
+	sh.at = at;
+	sh.x = x;
+	sh.y = y;
+	sh.op = op;
+	snprintf(label, sizeof(label),
+		 "shrink %lu -> %lu, %d keys, after old bucket %lu: remove of "
+		 "key id %d, %s of key id %d%s",
+		 from, to, n, at, x, u_names[op], y,
+		 expect_ok ? "" : " (BROKEN twin)");
+	add_readers(n, stable);
+	sk__rhash_test_migrated_hook = sh_update;
+	sk_chk_begin(&chk, label);
+	SK_CHECK_EQ(sk_rhash_resize(ht, to), 0);
+	v = sk_chk_end(&chk);
+	sk__rhash_test_migrated_hook = NULL;
+	if (expect_ok) {
+		if (v || sh.heads_bad)
+			SK_T_FAIL("%s: %lu violation(s) (%s), %d old heads on "
+				  "another old bucket's node",
+				  label, v, v ? chk.first : "-", sh.heads_bad);
+		check_table(present, label);
+	}
+	table_destroy();
+	return v;
+}
+
+static const struct {
+	unsigned long from, to;
+	int keys;
+} shrinks[] = { { 2, 1, 2 }, { 4, 1, 4 }, { 4, 1, 8 }, { 8, 2, 8 } };
+#define NSHRINKS (int)(sizeof(shrinks) / sizeof(shrinks[0]))
+
+/*
+ * Every pair of updates after old bucket at of shrink s: the cases run;
+ * *want counts those where a migrated old head of another old bucket
+ * pointed at y, *got those of them caught.
+ */
+static int shrink_point(int s, unsigned long at, int *want, int *got)
+{
+	int x, y, op, cases = 0, n = shrinks[s].keys;
+	unsigned long v;
+
+	for (x = 0; x < n; x++)
+		for (y = 0; y < n; y++)
+			for (op = U_REMOVE; x != y && op <= U_REPLACE;
+			     op++, cases++) {
+				v = shrink_case(shrinks[s].from, shrinks[s].to,
+						n, at, x, y, op);
+				*want += sh.foreign;
+				*got += sh.foreign && v;
+			}
+	return cases;
+}
+
+/* Every point of every shrink: the cases run; *want, *got as above. */
+static int shrink_cases(int *want, int *got)
+{
+	int s, cases = 0;
+	unsigned long at;
+
+	*want = *got = 0;
+	for (s = 0; s < NSHRINKS; s++)
+		for (at = 0; at < shrinks[s].from; at++)
+			cases += shrink_point(s, at, want, got);
+	return cases;
+}
+
+/*
+ * Removes and replaces between two old buckets of a shrink: a remove of
+ * the node a migrated old head points at moves the head on to the next
+ * node of its own old bucket (or NULL), never onto another old bucket's
+ * node, which that node's own remove would leave the head on.
+ */
+static void updates_between_the_buckets_of_a_shrink(void)
+{
+	int want, got, cases = shrink_cases(&want, &got);
+
+	fprintf(stderr,
+		"  %d pairs of updates between old buckets of "
+		"shrinks checked\n",
+		cases);
+	SK_CHECK_GT(cases, 0);
+	SK_CHECK_EQ(want, 0);
+}
+
+/*
+ * Broken twin: the remove moves the stale old head on to the node's
+ * successor, also when that is a node of another old bucket.  When that
+ * node is removed or replaced in turn, the head stays on it, and a
+ * reader that starts after its free (the resize still runs) reads it
+ * through the old array: it MUST be caught whenever an old head of
+ * another bucket pointed at the node.
+ */
+static void stale_head_moved_onto_another_bucket_is_caught(void)
+{
+	int want, got;
+
+	sk__rhash_test_broken = SK__RHASH_BROKEN_STALE_HEAD_OTHER;
+	shrink_cases(&want, &got);
+	sk__rhash_test_broken = 0;
+	fprintf(stderr,
+		"  twin %d caught in %d of %d updates of a node an "
+		"old head of another bucket points at\n",
+		SK__RHASH_BROKEN_STALE_HEAD_OTHER, got, want);
+	SK_CHECK_GT(want, 0);
+	SK_CHECK_EQ(got, want);
+}
 
 /* ---- RH-D1: a change of the lock array waits for old bit holders ------ */
 
@@ -684,12 +898,14 @@ static void correct_table(void)
 {
 	SK_RUN(resize_reports_its_grace_periods);
 	SK_RUN(updates_in_the_middle_of_a_migration);
+	SK_RUN(updates_between_the_buckets_of_a_shrink);
 }
 
 static void broken_twins(void)
 {
 	SK_RUN(migration_without_gp_after_publication_is_caught);
 	SK_RUN(stale_head_left_on_removed_node_is_caught);
+	SK_RUN(stale_head_moved_onto_another_bucket_is_caught);
 	SK_RUN(inserts_racing_the_migrators_head_cas);
 	SK_RUN(head_stores_without_cas_are_caught);
 }

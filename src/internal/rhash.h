@@ -43,7 +43,10 @@
  *         the resizer does not write).  The bucket's bit in t->migrated
  *         (set under its lock, RH-B1) tells updaters the old head is
  *         stale: they look in f only, and a remove or replace of the node
- *         the stale head points at moves that head on too.
+ *         the stale head points at moves that head on too, to the next
+ *         node of the same old bucket (or NULL): a stale head of old
+ *         bucket i never points at another old bucket's node, whose
+ *         remove would not move it (unlink_stale_head()).
  *  RH-L1  the lookup's read barrier between a chain's loads and the load
  *         of t->future and f's heads; pairs with RH-M3.  The insert's
  *         check for a node already in the table walks the same way and

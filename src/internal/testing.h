@@ -169,7 +169,11 @@ extern void (*sk__rcu_checker_hook)(int event);
  * updater and the migrator then change the same chain at once);
  * SK__RHASH_BROKEN_STALE_HEAD removes (or replaces) a node without moving
  * on the head of its migrated old bucket that still points at it (a
- * reader reaches the node through the old array after its free).
+ * reader reaches the node through the old array after its free);
+ * SK__RHASH_BROKEN_STALE_HEAD_OTHER moves that head on to the node's
+ * successor even when the successor belongs to another old bucket (a
+ * shrink's chains hold several): the remove of that successor then
+ * leaves the head on it, and a reader reaches it after its free.
  * 0: the correct table.
  */
 #define SK__RHASH_BROKEN_NO_GP	    1
@@ -178,6 +182,7 @@ extern void (*sk__rcu_checker_hook)(int event);
 #define SK__RHASH_BROKEN_HEAD_STORE 4
 #define SK__RHASH_BROKEN_NO_DRAIN   5
 #define SK__RHASH_BROKEN_STALE_HEAD 6
+#define SK__RHASH_BROKEN_STALE_HEAD_OTHER 7
 extern int sk__rhash_test_broken;
 
 /*
@@ -196,11 +201,16 @@ struct sk_rhash;
  * that a test can update the table there.  race: called inside a
  * migration step (bucket lock held) right before the CAS of RH-M2 (where
  * 0), with the hash of the run's first node, so that a lock-free insert
- * can race that CAS.
+ * can race that CAS.  migrated: called by a resize after old bucket i is
+ * migrated (no bucket lock held, resize_lock held), so that a test can
+ * update the table between two buckets of a shrink, whose steps move a
+ * whole old chain at once.
  */
 extern void (*sk__rhash_test_locked_hook)(unsigned long hash);
 extern void (*sk__rhash_test_step_hook)(struct sk_rhash *ht);
 extern void (*sk__rhash_test_race_hook)(int where, unsigned long hash);
+extern void (*sk__rhash_test_migrated_hook)(struct sk_rhash *ht,
+					    unsigned long i);
 
 /* ---- lock elision (src/elide_sim.c; scalekit_elide_sim only) ------------ */
 
