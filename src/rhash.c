@@ -38,10 +38,11 @@
  * (Triplett's shared chains).  Updaters tell a migrated old bucket by its
  * bit in t->migrated.  Such a head points at a node of its own old
  * bucket or is NULL: a remove of that node moves it on to the next node
- * of the bucket, so the remove of any node it points at moves it.  When every bucket is migrated, ht->tbl = f is
- * published [pub]; a grace period later no reader
- * uses t, which is freed [gp] (t->future stays f for the readers that
- * still walk t until then).  No lock is held across that grace period.
+ * of the bucket, so the remove of any node it points at moves it.  When
+ * every bucket is migrated, ht->tbl = f is published [pub]; a grace
+ * period later no reader uses t, which is freed [gp] (t->future stays f
+ * for the readers that still walk t until then).  No lock is held
+ * across that grace period.
  *
  * Inserts (sk_rhash_insert()) take no lock: inside a read section they
  * push the node onto its bucket's head in the newest array (t, or f
