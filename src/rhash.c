@@ -21,28 +21,37 @@
  * Resizing (any power-of-two ratio, grow or shrink, one algorithm): a
  * resize allocates the future array f (all heads NULL) and publishes it in
  * the current array t (t->future = f) [pub].  From then on updates go to
- * f, and lookups that miss in t go on to f (RH-L1).  Then the old buckets
- * are migrated one at a time, each under its own bucket lock, in steps: a
+ * f, and lookups that miss in t go on to f (RH-L1).  A grace period
+ * (RH-G2) ends the inserts that loaded t before f was there.  Then the
+ * old buckets are migrated one at a time, each under its own bucket
+ * lock, in steps: a
  * step walks the old chain once and moves up to RHASH_RING tail runs, then
  * drops the lock (so no lock is held for more than one walk of one chain,
  * however long the chain).  A tail run of nodes that all belong to the
  * same bucket d of f is moved at once, in three writes (RH-M1 to RH-M3).
  * Every node is in exactly one chain at every moment (as updaters see it
- * under the bucket lock), so an update finds its node in t or f.  A
- * migrated old bucket's head becomes RHASH_MOVED (an empty chain to
- * readers).  When t is empty, ht->tbl = f is published [pub]; a grace period later no reader
- * uses t, which is freed [gp] (t->future stays f for the readers that
- * still walk t until then).  No lock is held across that grace period.
+ * under the bucket lock), so an update finds its node in t or f.  The
+ * old chain is cut behind each run but its head (RH-M3), so a migrated
+ * old bucket's head is never written: it goes on pointing at the first
+ * node of the bucket's last run, now in f, and a lookup of a moved key
+ * mostly finds it through the old head, lines the resizer did not write
+ * (Triplett's shared chains).  Updaters tell a migrated old bucket by its
+ * bit in t->migrated.  Such a head points at a node of its own old
+ * bucket or is NULL: a remove of that node moves it on to the next node
+ * of the bucket, so the remove of any node it points at moves it.  When
+ * every bucket is migrated, ht->tbl = f is published [pub]; a grace
+ * period later no reader uses t, which is freed [gp] (t->future stays f
+ * for the readers that still walk t until then).  No lock is held
+ * across that grace period.
  *
  * Inserts (sk_rhash_insert()) take no lock: inside a read section they
  * push the node onto its bucket's head in the newest array (t, or f
  * during a resize) with a compare-and-swap (RH-I1).  An insert that read
- * t before f was published may still push onto t's head: there it either
- * lands before the migrator takes the bucket (which then moves it too) or
- * finds the head RHASH_MOVED (its CAS fails) and goes on to f.  So every
- * writer of a bucket head uses a CAS (the migrator's RH-M2 and RH-M3 at a
- * head, and unlinks at a head: relink()), and a node's next changes only
- * under its bucket lock.
+ * t before f was published may still push onto t's head until RH-G2 ends:
+ * the migrator, which starts after it, then moves that node too.  So
+ * every writer of a head that inserts push onto uses a CAS (the
+ * migrator's RH-M2, and unlinks at a head: relink()), and a node's next
+ * changes only under its bucket lock.
  *
  * The other updaters (insert_unique, remove, replace) and the migrator
  * hold the lock of their bucket: one bit per bucket of the LOCK ARRAY,
@@ -105,11 +114,11 @@ struct sk_rhash_table *sk__rhash_table_alloc(struct sk_rhash *ht,
 	unsigned long words = sk__rhash_lock_words(size);
 	size_t bytes;
 
-	/* The heads, then the lock bits (RH-B1): both zeroed. */
+	/* The heads, the lock bits (RH-B1), the migrated bits: all zeroed. */
 	if (size > (SIZE_MAX - sizeof(*t)) / (sizeof(t->buckets[0]) + 1))
 		return NULL;
 	bytes = sizeof(*t) + size * sizeof(t->buckets[0]) +
-		words * sizeof(unsigned long);
+		2 * words * sizeof(unsigned long);
 	t = ht->p.alloc(bytes);
 	if (!t)
 		return NULL;
@@ -117,6 +126,7 @@ struct sk_rhash_table *sk__rhash_table_alloc(struct sk_rhash *ht,
 	t->size = size;
 	t->mask = size - 1;
 	t->locks = (unsigned long *)&t->buckets[size];
+	t->migrated = t->locks + words;
 	t->ht = ht;
 	return t;
 }
@@ -306,7 +316,7 @@ void *sk_rhash_iter_next(struct sk_rhash_iter *it)
 		} else if (it->bucket < t->size) {
 			it->n = sk_rcu_dereference(t->buckets[it->bucket++]);
 			if (!sk__rhash_is_node(it->n))
-				it->n = NULL; /* empty, or RHASH_MOVED */
+				it->n = NULL; /* empty */
 		} else {
 			/* RH-L1: as in sk_rhash_lookup(): runs moved away
 			 * from buckets already walked are in the future array. */

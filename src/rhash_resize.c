@@ -25,6 +25,7 @@
 /* Test hooks (internal/testing.h): the testing build only. */
 void (*sk__rhash_test_step_hook)(struct sk_rhash *ht);
 void (*sk__rhash_test_race_hook)(int where, unsigned long hash);
+void (*sk__rhash_test_migrated_hook)(struct sk_rhash *ht, unsigned long i);
 #define RHASH_RACE(where, h)                                     \
 	do {                                                     \
 		if (sk__rhash_test_race_hook)                    \
@@ -92,7 +93,8 @@ static void publish_table(struct sk_rhash_table **pp, struct sk_rhash_table *v,
 
 /*
  * Start a resize to nbuckets: publish the empty future array.  resize_lock
- * held, no resize running.  Returns 0 or -ENOMEM (nothing changed).
+ * held, no resize running.  The migration may start only after a grace
+ * period (RH-G2).  Returns 0 or -ENOMEM (nothing changed).
  */
 static int resize_begin(struct sk_rhash *ht, unsigned long nbuckets)
 {
@@ -141,49 +143,32 @@ static void link_run(struct sk_rhash_table *f, struct sk_rhash_node *first,
 /*
  * Move the nodes first .. last (the end of an old chain, all of bucket d
  * of f; *link pointed at first when the chain was walked) to the head of
- * f's chain d.  Their bucket is locked.  at_head: link is old bucket's
- * head, so the run is all that the walk found, and the bucket becomes
- * RHASH_MOVED.  Returns 0 when lock-free inserts pushed onto that head
- * meanwhile: the run is moved, the pushed nodes are left for a next step.
+ * f's chain d.  Their bucket is locked.  at_head: link is the old
+ * bucket's head, which is left as it is (RH-M3): it goes on pointing at
+ * first, now the head of f's chain d, until t is freed.
  */
-static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
-		    struct sk_rhash_node *first, struct sk_rhash_node *last,
-		    unsigned long d, int at_head)
+static void move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
+		     struct sk_rhash_node *first, struct sk_rhash_node *last,
+		     unsigned long d, int at_head)
 {
-	struct sk_rhash_node *cur = first, *n;
-
 	if (RHASH_BROKEN(SK__RHASH_BROKEN_CUT_FIRST)) {
 		/* Broken twin: cut the run off before f has it. */
 		SK__LIST_PUBLISH(*link, NULL);
 		SK__LIST_PUBLISH(last->next, f->buckets[d]);
 		SK__LIST_PUBLISH(f->buckets[d], first);
-		return 1;
+		return;
 	}
 	link_run(f, first, last, d);
 	/*
 	 * RH-M3 [one]: the old chain ends before the run.  Release: RH-M2
-	 * (and the publication of f) before RH-M3; pairs with RH-L1 and, for
-	 * RHASH_MOVED, with RH-I1.  A node's next changes only under the
-	 * lock; a head also by lock-free inserts: a CAS there.
+	 * (and the publication of f) before RH-M3; pairs with RH-L1.  A
+	 * node's next changes only under the lock.  Not at the head: a
+	 * reader that reads the old head reaches the run there, in f's
+	 * chain d, and walks on into f's older nodes of d (skipping them by
+	 * hash); no insert pushes onto the old head any more (RH-G2).
 	 */
-	if (!at_head) {
+	if (!at_head)
 		SK__LIST_PUBLISH(*link, NULL);
-		return 1;
-	}
-	RHASH_RACE(1, first->hash);
-	if (RHASH_BROKEN(SK__RHASH_BROKEN_HEAD_STORE)) {
-		/* Broken twin: a store loses racing inserts. */
-		SK__LIST_PUBLISH(*link, RHASH_MOVED);
-		return 1;
-	}
-	if (sk__rhash_cas(link, &cur, RHASH_BROKEN(SK__RHASH_BROKEN_NO_MOVED)
-					       ? NULL : RHASH_MOVED))
-		return 1;
-	/* Inserts pushed cur .. n onto the head: cut after the last one. */
-	for (n = cur; n->next != first; n = n->next)
-		;
-	SK__LIST_PUBLISH(n->next, NULL);
-	return 0;
 }
 
 /*
@@ -199,14 +184,14 @@ static int move_run(struct sk_rhash_table *f, struct sk_rhash_node **link,
 
 /*
  * One step of the migration of old bucket i of t to f, under the bucket's
- * bucket lock: walk the chain once, remembering its last RHASH_RING links
- * (and the nodes they held: a lock-free insert may change the head), and
- * move up to RHASH_RING tail runs; an empty chain becomes RHASH_MOVED.
+ * lock: walk the chain once, remembering its last RHASH_RING links (and
+ * the nodes they held), and move up to RHASH_RING tail runs.  When the
+ * run at the head has moved (or the chain was empty) the bucket is
+ * migrated: its bit in t->migrated is set, its head is left as it is.
  * Returns nonzero when nodes are left (the caller drops the lock and steps
  * again: the lock is held for one walk of the chain at a time, however
- * long the chain is).  The old chain only shrinks while f is published
- * (inserts go to f, except those that read t before f was published,
- * which push onto heads not yet RHASH_MOVED).
+ * long the chain is).  The old chain only shrinks after RH-G2 (inserts go
+ * to f).
  */
 static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
 			unsigned long i)
@@ -214,17 +199,11 @@ static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
 	struct sk_rhash_node **ring[RHASH_RING], *node[RHASH_RING], **pp, *x;
 	unsigned long n = 0, k, j, d;
 
-	/* Dependency loads: inserts push onto the head (RH-I1). */
+	/* Dependency loads: inserts pushed onto the head before RH-G2. */
 	for (pp = &t->buckets[i]; sk__rhash_is_node(x = sk_rcu_dereference(*pp));
 	     pp = &x->next, n++) {
 		ring[n % RHASH_RING] = pp;
 		node[n % RHASH_RING] = x;
-	}
-	if (!n) {
-		/* RH-M3 of an empty chain; fails when an insert pushed. */
-		x = NULL;
-		return !RHASH_BROKEN(SK__RHASH_BROKEN_NO_MOVED) &&
-		       !sk__rhash_cas(&t->buckets[i], &x, RHASH_MOVED);
 	}
 	/* node[(k - 1) % R] is the chain's last node. */
 	for (k = n; k > 0 && n - k < RHASH_RING;) {
@@ -234,12 +213,18 @@ static int migrate_step(struct sk_rhash_table *t, struct sk_rhash_table *f,
 		for (j = k - 1; j > 0 && n - j < RHASH_RING &&
 		     (node[(j - 1) % RHASH_RING]->hash & f->mask) == d;)
 			j--;
-		if (!move_run(f, ring[j % RHASH_RING], node[j % RHASH_RING],
-			      last, d, j == 0))
-			return 1;
+		move_run(f, ring[j % RHASH_RING], node[j % RHASH_RING], last,
+			 d, j == 0);
 		k = j;
 	}
-	return k > 0;
+	if (k > 0)
+		return 1;
+	/*
+	 * RH-B1: updaters read the bit under the same lock (its release
+	 * below orders this store before their acquire of the bit).
+	 */
+	sk__rhash_set_migrated(t, i);
+	return 0;
 }
 
 /*
@@ -288,6 +273,11 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
 				sk__rhash_test_step_hook(ht);
 #endif
 		}
+#ifdef SK_TESTING
+		/* Old bucket i migrated, no bucket lock held. */
+		if (sk__rhash_test_migrated_hook)
+			sk__rhash_test_migrated_hook(ht, i);
+#endif
 	}
 }
 
@@ -311,10 +301,11 @@ static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 }
 
 /* A grace period inside a resize (traced in the testing build). */
-static void resize_gp(void)
+static void resize_gp(int broken)
 {
-	if (RHASH_BROKEN(SK__RHASH_BROKEN_NO_GP))
-		return; /* broken twin: free the old array at once */
+	(void)broken; /* only the testing build has broken twins */
+	if (RHASH_BROKEN(broken))
+		return; /* a broken twin leaves it out */
 	sk_synchronize_rcu();
 	SK__LIST_TRACE(GP);
 }
@@ -330,10 +321,17 @@ static int resize_locked(struct sk_rhash *ht, unsigned long nbuckets)
 	err = resize_begin(ht, nbuckets);
 	if (err)
 		return err;
+	/*
+	 * RH-G2 [gp]: inserts that loaded t without its future end before
+	 * the first migration step (broken twin: they may push onto a
+	 * migrated old bucket, and their node is lost with t).
+	 */
+	resize_gp(SK__RHASH_BROKEN_NO_GP_BEFORE_MIGRATE);
+	sk_atomic_store_relaxed(&ht->resizing, 2); /* stat for tests */
 	migrate_range(ht, 0, ht->tbl->size);
 	old = resize_finish(ht);
 	/* RH-G1 [gp]: readers of the old array finish before its free. */
-	resize_gp();
+	resize_gp(SK__RHASH_BROKEN_NO_GP);
 	ht->p.free(old);
 	return 0;
 }
@@ -511,11 +509,23 @@ static void background_resize(struct sk_rcu_head *head)
 	unsigned long size, next;
 	struct sk_rhash_table *old;
 
-	if (!ht->work_active && !background_start(ht)) {
-		work_done(ht);
-		return;
+	if (!ht->work_active) {
+		if (!background_start(ht)) {
+			work_done(ht);
+			return;
+		}
+		/*
+		 * RH-G2 [gp]: migrate in the next callback, which runs after a
+		 * grace period that began after the publication of f (broken
+		 * twin: at once).
+		 */
+		if (!RHASH_BROKEN(SK__RHASH_BROKEN_NO_GP_BEFORE_MIGRATE)) {
+			requeue(ht);
+			return;
+		}
 	}
 	size = ht->tbl->size;
+	sk_atomic_store_relaxed(&ht->resizing, 2); /* stat for tests */
 	do {
 		next = ht->work_next + RHASH_WORK_BATCH;
 		next = next < size ? next : size;

@@ -232,8 +232,8 @@ static inline int in_table(struct sk_rhash_table *t,
  * head in the newest array reachable from t, without a lock: during a
  * resize that is the future array.  Inside a read section (the arrays stay
  * allocated).  Never waits; retries only when the head changed under it.
- * stale (the testing build): the first try ignores t->future.  Returns the
- * array that took the node.
+ * stale (the testing build): ignore t->future, as an insert that loaded t
+ * before the resize published it.  Returns the array that took the node.
  */
 static struct sk_rhash_table *push(struct sk_rhash_table *t,
 				   struct sk_rhash_node *node, int stale)
@@ -241,26 +241,24 @@ static struct sk_rhash_table *push(struct sk_rhash_table *t,
 	struct sk_rhash_node **head, *cur;
 	struct sk_rhash_table *f;
 
-	for (;; stale = 0) {
-		/* Dependency: f's mask and heads as published (RH-P1). */
-		while (!stale && (f = sk_rcu_dereference(t->future)) != NULL)
-			t = f;
-		head = &t->buckets[node->hash & t->mask];
-		/*
-		 * RH-I1 acquire: a head that reads RHASH_MOVED was written
-		 * (RH-M3, release) after t->future was published, so the
-		 * loop above then finds it.
-		 */
-		cur = __atomic_load_n(head, __ATOMIC_ACQUIRE);
-		while (cur != RHASH_MOVED) {
-			/* [priv] node is not reachable yet. */
-			node->next = cur;
-			/* RH-I1 [pub]: node's fields and object, then the
-			 * pointer (release CAS; acquire when it fails). */
-			if (sk__rhash_cas(head, &cur, node))
-				return t;
-		}
-	}
+	/* Dependency: f's mask and heads as published (RH-P1). */
+	while (!stale && (f = sk_rcu_dereference(t->future)) != NULL)
+		t = f;
+	head = &t->buckets[node->hash & t->mask];
+	/*
+	 * RH-I1 acquire: the chain node->next will point at.  t is the
+	 * newest array this read section saw; if a resize published a future
+	 * since, its migration waits for this section to end (RH-G2), so t's
+	 * bucket is not migrated yet and the migrator will move the node.
+	 */
+	cur = __atomic_load_n(head, __ATOMIC_ACQUIRE);
+	do {
+		/* [priv] node is not reachable yet. */
+		node->next = cur;
+		/* RH-I1 [pub]: node's fields and object, then the pointer
+		 * (release CAS; acquire when it fails). */
+	} while (!sk__rhash_cas(head, &cur, node));
+	return t;
 }
 
 /*
@@ -283,7 +281,12 @@ static int insert_unique(struct sk_rhash *ht, struct sk_rhash_node *node,
 		unlock_bucket(&bl);
 		return -EBUSY;
 	}
-	if (find_key(ht, t, h, key) || (f && find_key(ht, f, h, key))) {
+	if ((!f || !sk__rhash_migrated(t, h & t->mask)) &&
+	    find_key(ht, t, h, key)) {
+		unlock_bucket(&bl);
+		return -EEXIST;
+	}
+	if (f && find_key(ht, f, h, key)) {
 		unlock_bucket(&bl);
 		return -EEXIST;
 	}
@@ -358,20 +361,66 @@ static struct sk_rhash_node **find_link(struct sk_rhash_table *t,
 
 /*
  * The link to node in t or in f (NULL: no future), or NULL; *in receives
- * the array whose chain holds it.  Locked.
+ * the array whose chain holds it.  Locked.  A migrated old bucket's head
+ * is stale (RH-M3: it points into f's chain), so its chain is not
+ * searched: node is in f.
  */
 static struct sk_rhash_node **find_link2(struct sk_rhash_table *t,
 					 struct sk_rhash_table *f,
 					 struct sk_rhash_node *node,
 					 struct sk_rhash_table **in)
 {
-	struct sk_rhash_node **pp = find_link(t, node);
+	struct sk_rhash_node **pp = NULL;
 
 	*in = t;
+	if (!f || !sk__rhash_migrated(t, node->hash & t->mask))
+		pp = find_link(t, node);
 	if (pp || !f)
 		return pp;
 	*in = f;
 	return find_link(f, node);
+}
+
+/*
+ * node, found in f (in == f), is being unlinked or replaced by v: when
+ * the head of its migrated old bucket i in t still points at it (RH-M3),
+ * move that head on, so that no reader reaches node through t after the
+ * grace period before its free.  Locked; no insert pushes onto a migrated
+ * old head (RH-G2), so a store.
+ *
+ * The head of a migrated old bucket i points at a node of old bucket i
+ * (hash & t->mask == i: the first node of the run moved last) or is
+ * NULL, and this keeps it so.  Then only a remove or replace of the node
+ * it points at can free that node, and that update looks at head i.  So
+ * the head moves on to the first node of bucket i from v on, not to v
+ * itself: a shrink's chain of f holds the nodes of several old buckets,
+ * and a head left on a node of old bucket i' would not be moved when
+ * that node goes (its remove looks only at head i'): a reader would read
+ * it through head i after its free.  (A grow's chain d of f holds only
+ * nodes of old bucket d & t->mask: there v is taken.)  Skipping the
+ * nodes of other old buckets loses no lookup: one of a key of bucket i
+ * that misses through the head goes on to f (RH-L1), which holds every
+ * node of the bucket.  The nodes' next links walked here change only
+ * under the bit we hold (old bucket i and f's bucket share it, RH-B1).
+ * [one] when the head moves on to a node already in the chain (or to
+ * NULL), [pub] (release) for a replacement.
+ */
+static void unlink_stale_head(struct sk_rhash_table *t,
+			      struct sk_rhash_table *in,
+			      struct sk_rhash_node *node,
+			      struct sk_rhash_node *v)
+{
+	unsigned long i = node->hash & t->mask;
+	struct sk_rhash_node **head = &t->buckets[i];
+
+	if (in == t || sk_atomic_load_relaxed(head) != node ||
+	    RHASH_BROKEN(SK__RHASH_BROKEN_STALE_HEAD))
+		return;
+	/* Dependency loads, as find_link(); stable under the lock. */
+	while (sk__rhash_is_node(v) && (v->hash & t->mask) != i &&
+	       !RHASH_BROKEN(SK__RHASH_BROKEN_STALE_HEAD_OTHER))
+		v = sk_rcu_dereference(v->next);
+	SK__LIST_PUBLISH(*head, v);
 }
 
 /*
@@ -417,6 +466,7 @@ int sk_rhash_remove(struct sk_rhash *ht, struct sk_rhash_node *node)
 	size = f ? f->size : t->size;
 	/* [one] readers either still see node or skip it; node->next stays. */
 	relink(in, pp, node, node->next);
+	unlink_stale_head(t, in, node, node->next);
 	check = count_update(ht, stripe_of(ht, node->hash), size, -1, &count);
 	unlock_bucket(&bl);
 	if (check)
@@ -458,6 +508,7 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	/* RH-P1 [pub]: the new object, then the pointer to it; readers
 	 * see the old or the new one. */
 	relink(in, pp, old_node, new_node);
+	unlink_stale_head(t, in, old_node, new_node);
 	unlock_bucket(&bl);
 	return 0;
 }

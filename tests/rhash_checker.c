@@ -208,8 +208,8 @@ static int rh_load(void *arg, const struct sk_chk_kind *k,
 	if (r->aux == AT_FUTURE)
 		return rh_in_future(k, r);
 	n = sk_rcu_dereference(*(struct sk_rhash_node **)r->slot);
-	/* (A migrated old bucket's head is 1, RHASH_MOVED: the end.) */
-	if ((uintptr_t)n > 1) {
+	/* (A migrated old bucket's head points into the future array.) */
+	if (n) {
 		*node = n;
 		return SK_CHK_NODE;
 	}
@@ -265,11 +265,12 @@ static unsigned long tbl_size(const void *t)
 
 	if (!b)
 		return 0;
-	/* The heads, then one lock bit per bucket in whole words. */
+	/* The heads, then one lock bit and one migrated bit per bucket, in
+	 * whole words each. */
 	payload = b->size - offsetof(struct chk_tbl, buckets);
 	for (n = 1; n <= payload / sizeof(void *); n <<= 1)
-		if (n * sizeof(void *) +
-			    sk__rhash_lock_words(n) * sizeof(unsigned long) ==
+		if (n * sizeof(void *) + 2 * sk__rhash_lock_words(n) *
+						 sizeof(unsigned long) ==
 		    payload)
 			return n;
 	return 0;
@@ -479,8 +480,7 @@ void gp_then_free_later(void)
 
 const char *const u_names[] = { "insert",       "remove",
 				       "replace",      "stale insert",
-				       "insert racing RH-M2",
-				       "stale insert racing RH-M3" };
+				       "insert racing RH-M2" };
 
 int rhash_checker_main(int argc, char **argv, void (*correct)(void),
 		       void (*twins)(void), void (*others)(void))

@@ -80,14 +80,14 @@ void make_keys(int kind, int n, uint64_t *rng, int *order);
 void fill(int n, const int *order, uint64_t *present);
 
 /*
- * U_STALE: an insert that read the table before the resize began.
- * U_RACE_M2, U_RACE_M3: inserts made inside a migration step, right before
- * the CAS of RH-M2 (a key of the run's new bucket) or of RH-M3 at an old
- * bucket's head (a stale insert of a key of that bucket).
+ * U_STALE: an insert that read the table before the resize began (only
+ * the twin without RH-G2 lets one reach a migration step).
+ * U_RACE_M2: an insert made inside a migration step, right before the CAS
+ * of RH-M2 (a key of the run's new bucket).
  */
-enum { U_INSERT, U_REMOVE, U_REPLACE, U_STALE, U_RACE_M2, U_RACE_M3 };
+enum { U_INSERT, U_REMOVE, U_REPLACE, U_STALE, U_RACE_M2 };
 
-extern const char *const u_names[U_RACE_M3 + 1];
+extern const char *const u_names[U_RACE_M2 + 1];
 
 /* The updater's own grace period before it frees what it removed. */
 void gp_then_free_later(void);

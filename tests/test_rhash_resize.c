@@ -172,13 +172,17 @@ static int run_victim(int what, const char *name)
 
 /*
  * Updates inside a read section while a resize runs: the resize holds no
- * lock while it waits for the grace period that our section holds back,
+ * lock while it waits for the grace periods that our section holds back,
  * so the updates go through (the old library returned -EDEADLK here, and
- * a library whose resize held the bucket locks across that grace period
- * would hang: the test's alarm reports it).  Deterministic: the resize is
- * started while our section is open, so it cannot finish before we try;
- * we update once it has published the future array and once it has
- * switched the table (resizes counted), both before its free.
+ * a library whose resize held the bucket locks across a grace period
+ * would hang: the test's alarm reports it).  A resize waits for two: one
+ * after it publishes the future array, before it migrates (RH-G2), one
+ * before the old array's free (RH-G1).  Our first section is open when
+ * the resize starts: it holds the resize in RH-G2 (deterministic), and
+ * we update there.  Our second section opens once the migration runs; we
+ * update once the table is switched, which then waits for us in RH-G1
+ * (unless it was quicker than our section's start: then we update after
+ * the resize, which proves less but is still right).
  */
 struct rs_resizer {
 	struct sk_rhash *ht;
@@ -197,12 +201,12 @@ static void *rs_resize_thread(void *arg)
 
 /*
  * Wait (bounded by the test's alarm) until the resizer has published its
- * future array (resizing) or switched the table (resizes): it cannot get
- * further while our section is open.  Relaxed: progress flags only.
+ * future array (resizing 1) or got further (its migration runs: 2; the
+ * table switched: resizes).  Relaxed: progress flags only.
  */
-static void wait_resize_started(struct sk_rhash *ht)
+static void wait_resize_reached(struct sk_rhash *ht, int resizing)
 {
-	while (!__atomic_load_n(&ht->resizing, __ATOMIC_RELAXED) &&
+	while (__atomic_load_n(&ht->resizing, __ATOMIC_RELAXED) < resizing &&
 	       !__atomic_load_n(&ht->resizes, __ATOMIC_RELAXED))
 		sched_yield();
 }
@@ -246,7 +250,8 @@ static void update_in_read_section_during_resize_works(void)
 	for (i = 0; i < 20000; i++)
 		SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
 	rs_start_in_section(&r, ht, 4096);
-	wait_resize_started(ht);
+	/* Published, and held in RH-G2 by our section. */
+	wait_resize_reached(ht, 1);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[20000].node), 0);
 	/* Its key is present (dup: another node with it); the node
 	 * itself is in the table (tests/test_rhash_misuse.c). */
@@ -256,7 +261,11 @@ static void update_in_read_section_during_resize_works(void)
 	SK_CHECK_EQ(sk_rhash_remove(ht, &o[0].node), 0);
 	SK_CHECK(sk_rhash_lookup(ht, &o[20000].key) == &o[20000]);
 	SK_CHECK(sk_rhash_lookup(ht, &o[0].key) == NULL);
-	/* The resize now waits for our section, holding no lock. */
+	SK_CHECK_EQ(sk_rhash_buckets(ht), 4);
+	sk_rcu_read_unlock();
+	wait_resize_reached(ht, 2);
+	sk_rcu_read_lock();
+	/* The resize then waits for our section in RH-G1, holding no lock. */
 	wait_resize_switched(ht);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[20001].node), 0);
 	SK_CHECK_EQ(sk_rhash_insert(ht, &o[0].node), 0);
@@ -272,10 +281,10 @@ static void update_in_read_section_during_resize_works(void)
 /*
  * Updates that cross the load factor while an explicit resize runs leave
  * the check to that resize (no background work is queued meanwhile); the
- * resize must queue it when it ends.  The resizer is held in its grace
- * period by our read section while 4000 inserts cross the limit; after it
- * ends, the background grow must bring the table to the load factor.  A
- * resize that forgot the check leaves 128 buckets.
+ * resize must queue it when it ends.  The resizer is held in its first
+ * grace period (RH-G2) by our read section while 4000 inserts cross the
+ * limit; after it ends, the background grow must bring the table to the
+ * load factor.  A resize that forgot the check leaves 128 buckets.
  */
 static void grow_left_to_an_explicit_resize_happens(void)
 {
@@ -290,10 +299,12 @@ static void grow_left_to_an_explicit_resize_happens(void)
 	p.min_buckets = 64;
 	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
 	rs_start_in_section(&r, ht, 128);
-	wait_resize_switched(ht); /* now waiting for our section */
+	wait_resize_reached(ht, 1); /* now waiting for our section */
 	for (i = 0; i < 4000; i++)
 		SK_CHECK_EQ(sk_rhash_insert(ht, &o[i].node), 0);
-	SK_CHECK_EQ(sk_rhash_buckets(ht), 128); /* nothing else ran */
+	/* Nothing else ran: not even the migration. */
+	SK_CHECK_EQ(sk_rhash_buckets(ht), 64);
+	SK_CHECK_EQ(__atomic_load_n(&ht->resizing, __ATOMIC_RELAXED), 1);
 	rs_finish(&r);
 	sk_rhash_barrier(ht);
 	alarm(0);

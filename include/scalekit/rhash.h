@@ -11,7 +11,7 @@
  * old buckets into it one at a time, each under its own lock, while
  * updates go on (new objects go to the future array; lookups that miss in
  * the old array look in the future one); it holds no lock while it waits
- * for its one grace period.  Automatic resizing runs in the background,
+ * for its two grace periods.  Automatic resizing runs in the background,
  * on the library's callback worker.  Updates may be made inside read
  * sections, also while a resize runs.
  *
@@ -182,10 +182,11 @@ SK_API int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 
 /*
  * sk_rhash_resize() - resize to nbuckets (a power of two) in one pass, in
- * the caller's thread: publish the future array, migrate every bucket,
- * publish it as the table, wait for a grace period, free the old array.
- * Waits for a background resize that runs.
- * Context: outside any read section (waits for a grace period; inside one
+ * the caller's thread: publish the future array, wait for a grace period
+ * (read sections that began before, and the inserts in them, end),
+ * migrate every bucket, publish it as the table, wait for a grace period,
+ * free the old array.  Waits for a background resize that runs.
+ * Context: outside any read section (waits for grace periods; inside one
  * it prints a message and aborts).  Never blocks lookups; an update waits
  * at most for the migration step of its own bucket.  Twice per resize it
  * waits for the updates that hold a bucket lock at that moment.

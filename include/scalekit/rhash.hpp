@@ -344,7 +344,7 @@ public:
 	//
 	// resize(nbuckets) - resize to nbuckets, a power of two, in the
 	// caller's thread (sk_rhash_resize()).
-	// Context: outside any read section (it waits for a grace period).
+	// Context: outside any read section (it waits for grace periods).
 	// Blocks; never blocks lookups.
 	// Returns: 0; -EINVAL (not a power of two, or 0); -ENOMEM (the table
 	// is left as it was).

@@ -23,27 +23,43 @@
  *         (and retries), or the resize sees its bit and waits for it.
  *  RH-I1  an insert's release CAS of the bucket head (node's fields,
  *         then the pointer: [pub], pairs with the readers' dependency
- *         loads); its acquire load of the head pairs with RH-M3's release
- *         of RHASH_MOVED: an insert that sees it then finds t->future.
+ *         loads); its acquire load of the head (or failed CAS) follows
+ *         the chain it will link to.  Inserts push onto the newest
+ *         array only: RH-G2 ends those that loaded t before t->future.
  *  RH-M1  [one] last->next = f's head d: a reader standing in a moved run
  *         walks on into f's chain d (whose nodes it skips by hash).
  *         Made again if RH-M2's CAS fails (the newer head's chain holds
  *         the older one: both values are valid).
  *  RH-M2  [pub] CAS of f's head d to first: the run is now also f's
  *         chain d.  A CAS: lock-free inserts push onto that head.
- *  RH-M3  [one] the old link to first = NULL (RHASH_MOVED when the link
- *         is the bucket head, then by CAS: if a stale insert pushed onto
- *         it, the run is cut off behind the pushed nodes instead), a
- *         release: RH-M2 (and the publication of f) before it; pairs with
- *         RH-L1 and RH-I1.  A lookup reads the old chain, then t->future
- *         and f's heads; the writer writes f's head before the old link:
- *         opposite order, no grace period.
+ *  RH-M3  [one] the old link to first = NULL, a release: RH-M2 (and the
+ *         publication of f) before it; pairs with RH-L1.  A lookup reads
+ *         the old chain, then t->future and f's heads; the writer writes
+ *         f's head before the old link: opposite order, no grace period.
+ *         Never at an old bucket's head: the run at the head is moved by
+ *         RH-M1 and RH-M2 alone, and the old head goes on pointing at
+ *         its first node, now in f (Triplett: a chain shared by an old
+ *         and a new bucket; lookups reach the moved keys through lines
+ *         the resizer does not write).  The bucket's bit in t->migrated
+ *         (set under its lock, RH-B1) tells updaters the old head is
+ *         stale: they look in f only, and a remove or replace of the node
+ *         the stale head points at moves that head on too, to the next
+ *         node of the same old bucket (or NULL): a stale head of old
+ *         bucket i never points at another old bucket's node, whose
+ *         remove would not move it (unlink_stale_head()).
  *  RH-L1  the lookup's read barrier between a chain's loads and the load
  *         of t->future and f's heads; pairs with RH-M3.  The insert's
  *         check for a node already in the table walks the same way and
  *         places it too (node_linked() in src/rhash_update.c).
  *  RH-G1  the grace period between unpublishing an array (ht->tbl = f)
  *         and freeing it [gp] (synchronous, or sk_call_rcu()).
+ *  RH-G2  the grace period between publishing t->future and the first
+ *         migration step [gp] (synchronous, or the sk_call_rcu() that
+ *         re-queues the background work): an insert loads t and then
+ *         t->future inside one read section, and pushes onto t only if
+ *         it saw none; after RH-G2 every such insert has ended, so no
+ *         node is ever pushed onto a migrated old bucket (whose head
+ *         still points into f, RH-M3).
  *  RH-R1  resize_lock (a futex word no thread owns): the seq_cst RMW
  *         that takes it is an acquire of the previous holder's resize,
  *         the exchange that frees it a release.
@@ -59,7 +75,7 @@
  * Litmus tests (litmus/, see docs/litmus.md): RH-P1, RH-I1, RH-M2 -
  * rcu-mp-publish.litmus; RH-M3/RH-L1 - MP+wmb+rmb.litmus (the release
  * stands for the write barrier); RH-B1, RH-R1, RH-W1, RH-W2 -
- * MP+rel+acq.litmus; RH-D1, RH-W3 - SB+mbs.litmus; RH-G1 -
+ * MP+rel+acq.litmus; RH-D1, RH-W3 - SB+mbs.litmus; RH-G1, RH-G2 -
  * rcu-deferred-free.litmus.
  */
 #ifndef SCALEKIT_INTERNAL_RHASH_H
@@ -105,11 +121,15 @@ struct sk_rhash_table {
 	unsigned long mask;		 /* size - 1 */
 	struct sk_rhash_table *future;	 /* RCU: array a resize fills, or NULL */
 	unsigned long *locks;		 /* one lock bit per bucket (RH-B1) */
+	unsigned long *migrated;	 /* one bit per bucket: migrated into
+					    future (set and read under the
+					    bucket's lock, RH-B1; after locks) */
 	struct sk_rhash_table *prev_lock; /* RH-D1: while it takes over as the
 					     lock array, the previous one */
 	struct sk_rhash *ht;		 /* owner (deferred free) */
 	struct sk_rcu_head rcu;		 /* deferred free after a resize */
-	struct sk_rhash_node *buckets[]; /* chain heads (RCU); then locks */
+	struct sk_rhash_node *buckets[]; /* chain heads (RCU); then locks,
+					    then migrated */
 };
 
 /* One cache line per stripe: counts of different stripes share nothing. */
@@ -149,7 +169,8 @@ struct sk_rhash {
 		No thread owns it: the background work takes it in one
 		callback and releases it in a later one (src/rhash_resize.c) */
 	unsigned long resizes;	/* completed resizes (stat) */
-	int resizing;		/* a future array is published (stat) */
+	int resizing;		/* stat: 1 a future array is published,
+				   2 its migration runs (after RH-G2) */
 	/* Background resizing (src/rhash_resize.c). */
 	struct sk_rcu_head work; /* queued by an update, re-queues itself */
 	unsigned long work_next; /* next old bucket to migrate */
@@ -263,24 +284,16 @@ static inline int sk__rhash_key_matches(struct sk_rhash *ht, const void *key,
 	}
 }
 
-/*
- * The head of an old bucket that a resize has migrated completely: an
- * empty chain to readers (they go on to t->future after RH-L1), and to an
- * insert a sign that t->future exists and takes its node (RH-I1).  Only
- * bucket heads of an array with a future ever hold it, never a node's next.
- */
-#define RHASH_MOVED ((struct sk_rhash_node *)1)
-
-/* n is a node: neither the end of a chain nor RHASH_MOVED. */
+/* n is a node, not the end of a chain. */
 static inline int sk__rhash_is_node(const struct sk_rhash_node *n)
 {
-	return (uintptr_t)n > (uintptr_t)RHASH_MOVED;
+	return n != NULL;
 }
 
 /*
  * Compare-and-swap the chain link *pp from old to v (RH-I1, RH-M2, and
  * unlinks at a bucket head, which lock-free inserts may change under a
- * stripe lock).  Release on success: v's fields (and the object) before
+ * bucket lock).  Release on success: v's fields (and the object) before
  * the pointer, as SK__LIST_PUBLISH; acquire on failure, so the caller can
  * follow the value it sees (*old receives it).  Nonzero on success, which
  * the testing build examines like a publication.
@@ -384,6 +397,27 @@ static inline void sk__rhash_bit_unlock(struct sk_rhash_table *l,
 	unsigned long m, *w = sk__rhash_bit_word(l, h, &m);
 
 	__atomic_fetch_and(w, ~m, __ATOMIC_RELEASE);
+}
+
+/*
+ * Old bucket i of t (an array with a future) is migrated: its head, if
+ * not NULL, is stale (it points at a node now in the future array, RH-M3).
+ * Set by the migrator and read by updaters, both holding the bucket's
+ * lock bit: RH-B1 orders them, the atomics are relaxed (other buckets'
+ * bits share the word).
+ */
+static inline int sk__rhash_migrated(const struct sk_rhash_table *t,
+				     unsigned long i)
+{
+	return (sk_atomic_load_relaxed(&t->migrated[i / RHASH_LONG_BITS]) >>
+		(i % RHASH_LONG_BITS)) & 1;
+}
+
+static inline void sk__rhash_set_migrated(struct sk_rhash_table *t,
+					  unsigned long i)
+{
+	__atomic_fetch_or(&t->migrated[i / RHASH_LONG_BITS],
+			  1UL << (i % RHASH_LONG_BITS), __ATOMIC_RELAXED);
 }
 
 /* ---- shared functions ------------------------------------------------- */

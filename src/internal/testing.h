@@ -157,22 +157,32 @@ extern void (*sk__rcu_checker_hook)(int event);
  * Values of sk__rhash_test_broken, the broken twins of the hash table.
  * SK__RHASH_BROKEN_NO_GP frees the replaced bucket array without waiting
  * for a grace period; SK__RHASH_BROKEN_CUT_FIRST cuts a run off its old
- * chain before the future array links it; SK__RHASH_BROKEN_NO_MOVED
- * leaves a migrated old bucket empty instead of marking it moved (an
- * insert that read the table before the resize began pushes its node
- * there, and it is lost when the resize drops the old array);
+ * chain before the future array links it;
+ * SK__RHASH_BROKEN_NO_GP_BEFORE_MIGRATE migrates without the grace period
+ * after the future array's publication (an insert that read the table
+ * before the resize began pushes its node onto a migrated old bucket,
+ * and it is lost when the resize drops the old array);
  * SK__RHASH_BROKEN_HEAD_STORE moves runs onto bucket heads with plain
  * stores instead of compare-and-swaps (a lock-free insert racing the move
  * is lost); SK__RHASH_BROKEN_NO_DRAIN changes the lock array without
  * waiting for the updaters that hold a bit of the old one (such an
- * updater and the migrator then change the same chain at once).
+ * updater and the migrator then change the same chain at once);
+ * SK__RHASH_BROKEN_STALE_HEAD removes (or replaces) a node without moving
+ * on the head of its migrated old bucket that still points at it (a
+ * reader reaches the node through the old array after its free);
+ * SK__RHASH_BROKEN_STALE_HEAD_OTHER moves that head on to the node's
+ * successor even when the successor belongs to another old bucket (a
+ * shrink's chains hold several): the remove of that successor then
+ * leaves the head on it, and a reader reaches it after its free.
  * 0: the correct table.
  */
 #define SK__RHASH_BROKEN_NO_GP	    1
 #define SK__RHASH_BROKEN_CUT_FIRST  2
-#define SK__RHASH_BROKEN_NO_MOVED   3
+#define SK__RHASH_BROKEN_NO_GP_BEFORE_MIGRATE 3
 #define SK__RHASH_BROKEN_HEAD_STORE 4
 #define SK__RHASH_BROKEN_NO_DRAIN   5
+#define SK__RHASH_BROKEN_STALE_HEAD 6
+#define SK__RHASH_BROKEN_STALE_HEAD_OTHER 7
 extern int sk__rhash_test_broken;
 
 /*
@@ -190,12 +200,17 @@ struct sk_rhash;
  * old bucket (partly moved, no bucket lock held, resize_lock held), so
  * that a test can update the table there.  race: called inside a
  * migration step (bucket lock held) right before the CAS of RH-M2 (where
- * 0) or of RH-M3 at an old bucket's head (where 1), with the hash of the
- * run's first node, so that a lock-free insert can race that CAS.
+ * 0), with the hash of the run's first node, so that a lock-free insert
+ * can race that CAS.  migrated: called by a resize after old bucket i is
+ * migrated (no bucket lock held, resize_lock held), so that a test can
+ * update the table between two buckets of a shrink, whose steps move a
+ * whole old chain at once.
  */
 extern void (*sk__rhash_test_locked_hook)(unsigned long hash);
 extern void (*sk__rhash_test_step_hook)(struct sk_rhash *ht);
 extern void (*sk__rhash_test_race_hook)(int where, unsigned long hash);
+extern void (*sk__rhash_test_migrated_hook)(struct sk_rhash *ht,
+					    unsigned long i);
 
 /* ---- lock elision (src/elide_sim.c; scalekit_elide_sim only) ------------ */
 
