@@ -105,6 +105,12 @@ static void table_fill(const struct sk_bench_hash_ops *t)
 	t->thread_init();
 	for (i = 0; i < sk_bench_hash_w.nkeys; i++)
 		t->insert(&sk_bench_hash_w.objs[i]);
+	/*
+	 * The runs time a steady table: the background resize the fill may
+	 * have queued (sk_rhash grows above 75 % load) ends first.
+	 */
+	if (t->barrier)
+		t->barrier();
 	t->thread_exit();
 }
 

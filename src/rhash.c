@@ -161,7 +161,7 @@ static int params_check(const struct sk_rhash_params *params,
 	if (!p->free)
 		p->free = free;
 	if (!p->grow_above_pct)
-		p->grow_above_pct = 100;
+		p->grow_above_pct = 75; /* SK_RHASH_PARAMS_DEFAULT's */
 	return 0;
 }
 

@@ -58,7 +58,9 @@ struct sk_rhash_params {
 	unsigned long initial_buckets; /* power of two, >= 1 */
 	unsigned long min_buckets;     /* automatic shrink stops here */
 	unsigned long max_buckets;     /* automatic grow stops here */
-	unsigned int grow_above_pct;   /* grow when count > buckets * pct/100 */
+	/* grow when count > buckets * pct/100 (0: the default, 75: a table
+	   runs at 0.375 to 0.75 keys per bucket; see docs/data-structures.md) */
+	unsigned int grow_above_pct;
 	unsigned int shrink_below_pct; /* shrink when count < buckets * pct/100 */
 	int automatic_resize;	       /* nonzero: resize on load factor */
 	void *(*alloc)(size_t size);   /* NULL: malloc (tests inject failures) */
@@ -68,7 +70,7 @@ struct sk_rhash_params {
 #define SK_RHASH_PARAMS_DEFAULT                                            \
 	{                                                                  \
 		.initial_buckets = 64, .min_buckets = 64,                  \
-		.max_buckets = 1UL << 30, .grow_above_pct = 100,           \
+		.max_buckets = 1UL << 30, .grow_above_pct = 75,            \
 		.shrink_below_pct = 25, .automatic_resize = 1,             \
 	}
 

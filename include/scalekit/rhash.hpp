@@ -90,7 +90,7 @@ inline sk_rhash_params rhash_default_params() noexcept
 	p.initial_buckets = 64;
 	p.min_buckets = 64;
 	p.max_buckets = 1UL << 30;
-	p.grow_above_pct = 100;
+	p.grow_above_pct = 75;
 	p.shrink_below_pct = 25;
 	p.automatic_resize = 1;
 	return p;
