@@ -137,6 +137,19 @@ static int wait_leader_in(struct leader *l, long nr, long nr2)
 }
 
 /*
+ * Start reader r inside its section, then leader l; returns 1 once l
+ * sleeps on the futex (so on r), 0 when it never does.
+ */
+static int leader_sleeps_on(struct reader *r, struct leader *l)
+{
+	sk_test_thread_start(&r->t, reader_main, r);
+	while (!LOAD(r->in))
+		sched_yield();
+	sk_test_thread_start(&l->t, leader_main, l);
+	return wait_leader_in(l, SYS_futex, SYS_futex);
+}
+
+/*
  * --child=control (default threshold: the leader sleeps 21 s unless
  * woken): the reader leaves while the leader sleeps on it and wakes it
  * with one system call.  Prints "futex <v> wakes <n> gp_sleeps <s>".
@@ -147,11 +160,7 @@ static int child_control(void)
 	struct leader l = { 0 };
 	int futex;
 
-	sk_test_thread_start(&r.t, reader_main, &r);
-	while (!LOAD(r.in))
-		sched_yield();
-	sk_test_thread_start(&l.t, leader_main, &l);
-	if (!wait_leader_in(&l, SYS_futex, SYS_futex))
+	if (!leader_sleeps_on(&r, &l))
 		return 3;
 	futex = sk_atomic_load_relaxed(&sk_rcu__gp.futex);
 	STORE(r.go, 1);
@@ -194,12 +203,8 @@ static int child_bystander(void)
 	struct leader l = { 0 };
 	int futex, asleep;
 
-	sk_test_thread_start(&r.t, reader_main, &r);
 	sk_test_thread_start(&b.t, bystander_main, &b);
-	while (!LOAD(r.in))
-		sched_yield();
-	sk_test_thread_start(&l.t, leader_main, &l);
-	if (!wait_leader_in(&l, SYS_futex, SYS_futex))
+	if (!leader_sleeps_on(&r, &l))
 		return 3;
 	STORE(b.go, 1);
 	pthread_join(b.t, NULL);
