@@ -237,7 +237,13 @@ static void wait_for_readers(unsigned long c, int expedited, int scan_no,
 			continue;
 		}
 		test_hook(SK__RCU_HOOK_BEFORE_SLEEP);
-		sk_atomic_store_relaxed(&sk_rcu__gp.futex, -1);
+		/*
+		 * RCU-G4: release: the counter word c (RCU-R1, stored before)
+		 * is visible to a reader whose acquire reads this -1 (RCU-U3),
+		 * which compares its section's phase with c's to decide
+		 * whether to wake us.
+		 */
+		sk_atomic_store_release(&sk_rcu__gp.futex, -1);
 		/*
 		 * RCU-G3: futex = -1 before re-reading ctrs (pairs with
 		 * RCU-U2/RCU-Q2) and the expedite count (pairs with RCU-E1):

@@ -496,6 +496,37 @@ void sk_rcu__wake_gp(void)
 		sk__rcu_wake_leader();
 }
 
+/*
+ * The unlock's slow path (v: the word of the section that just ended).  A
+ * sleeping leader waits for the sections that began before the phase of
+ * the scan it sleeps on; a section of that phase cannot hold it, so its
+ * end wakes nobody.  With many busy readers on few CPUs, those needless
+ * wake-ups cost the readers a system call each and put the leader back
+ * on a CPU, where it preempts a reader, often inside a section that then
+ * holds the next grace period (docs/rcu.md, "Many registered threads").
+ */
+void sk_rcu__wake_gp_from(unsigned long v)
+{
+	/*
+	 * RCU-U3: acquire; pairs with RCU-G4, the release store of -1 by a
+	 * leader that sleeps on the scan of counter word c (stored before
+	 * -1): reading that -1, the load of ctr below returns c (the leader
+	 * does not advance while it sleeps).  Reading a stale -1 (of an
+	 * earlier sleep), or none, is harmless: RCU-U2/RCU-G3 then let the
+	 * leader's re-check see our depth-0 word, so it does not sleep on us.
+	 */
+	int f = sk_atomic_load_acquire(&sk_rcu__gp.futex);
+
+	if (f > 0)
+		ack_handshake();
+	else if (f == -1 &&
+		 !((v ^ sk_atomic_load_relaxed(&sk_rcu__gp.ctr)) >>
+		   SK__RCU_SEQ_SHIFT))
+		return; /* our section is of the current phase: holds nobody */
+	else
+		sk__rcu_wake_leader();
+}
+
 int sk__rcu_enter_wait(const char *fn)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);

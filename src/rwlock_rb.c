@@ -129,13 +129,11 @@ static struct rb_row *rb_row_new(void)
 	return r;
 }
 
-/* The calling thread's row (made on first use); NULL: out of memory. */
-static struct rb_row *rb_row_get(void)
+/* The calling thread's first row (out of line); NULL: out of memory. */
+static __attribute__((noinline)) struct rb_row *rb_row_first(void)
 {
-	struct rb_row *r = rb_my_row;
+	struct rb_row *r;
 
-	if (SK_LIKELY(r))
-		return r;
 	pthread_once(&rb_once, rb_key_init);
 	if (!rb_key_ok)
 		return NULL;
@@ -146,6 +144,14 @@ static struct rb_row *rb_row_get(void)
 	}
 	rb_my_row = r;
 	return r;
+}
+
+/* The calling thread's row (made on first use); NULL: out of memory. */
+static inline struct rb_row *rb_row_get(void)
+{
+	struct rb_row *r = rb_my_row;
+
+	return SK_LIKELY(r) ? r : rb_row_first();
 }
 
 /* ---- the underlying futex reader-writer lock ------------------------------ */
@@ -311,8 +317,13 @@ static void rb_rebias(struct sk_rwlock_rb *l)
 	sk_atomic_store_release(&l->bias, 1);
 }
 
-/* Announce the calling thread as a reader of l; 1 when it worked. */
-static int rb_announce(struct sk_rwlock_rb *l)
+/*
+ * Announce the calling thread as a reader of l; 1 when it worked.  Inlined
+ * into its callers, whose other paths are out of line: the read lock's
+ * fast path then needs no stack frame and no second call.
+ */
+static inline __attribute__((always_inline)) int
+rb_announce(struct sk_rwlock_rb *l)
 {
 	struct rb_row *r;
 	void **p;
@@ -358,12 +369,18 @@ int sk_rwlock_rb_destroy(struct sk_rwlock_rb *l)
 	return 0;
 }
 
-void sk_rwlock_rb_read_lock(struct sk_rwlock_rb *l)
+/* The read lock when the bias is off (or no row): the underlying lock. */
+static __attribute__((noinline)) void rb_read_lock_slow(struct sk_rwlock_rb *l)
 {
-	if (rb_announce(l))
-		return;
 	rb_read_lock_under(l);
 	rb_rebias(l);
+}
+
+void sk_rwlock_rb_read_lock(struct sk_rwlock_rb *l)
+{
+	if (SK_LIKELY(rb_announce(l)))
+		return;
+	rb_read_lock_slow(l);
 }
 
 int sk_rwlock_rb_read_trylock(struct sk_rwlock_rb *l)

@@ -16,7 +16,11 @@
  *     futex word is 0, so a reader that leaves then makes no wake system
  *     call.  Before the fix the word stayed -1 there and the reader made
  *     one.  The leader is held awake inside its stall report by a full
- *     pipe on stderr, so the check does not depend on timing.
+ *     pipe on stderr, so the check does not depend on timing;
+ *   - while the leader sleeps on one reader, another reader whose section
+ *     began in the new phase leaves without a wake system call (it cannot
+ *     hold the scan, RCU-U3), and the leader stays asleep until the
+ *     reader it waits for leaves.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -133,6 +137,19 @@ static int wait_leader_in(struct leader *l, long nr, long nr2)
 }
 
 /*
+ * Start reader r inside its section, then leader l; returns 1 once l
+ * sleeps on the futex (so on r), 0 when it never does.
+ */
+static int leader_sleeps_on(struct reader *r, struct leader *l)
+{
+	sk_test_thread_start(&r->t, reader_main, r);
+	while (!LOAD(r->in))
+		sched_yield();
+	sk_test_thread_start(&l->t, leader_main, l);
+	return wait_leader_in(l, SYS_futex, SYS_futex);
+}
+
+/*
  * --child=control (default threshold: the leader sleeps 21 s unless
  * woken): the reader leaves while the leader sleeps on it and wakes it
  * with one system call.  Prints "futex <v> wakes <n> gp_sleeps <s>".
@@ -143,11 +160,7 @@ static int child_control(void)
 	struct leader l = { 0 };
 	int futex;
 
-	sk_test_thread_start(&r.t, reader_main, &r);
-	while (!LOAD(r.in))
-		sched_yield();
-	sk_test_thread_start(&l.t, leader_main, &l);
-	if (!wait_leader_in(&l, SYS_futex, SYS_futex))
+	if (!leader_sleeps_on(&r, &l))
 		return 3;
 	futex = sk_atomic_load_relaxed(&sk_rcu__gp.futex);
 	STORE(r.go, 1);
@@ -155,6 +168,53 @@ static int child_control(void)
 	pthread_join(l.t, NULL);
 	fprintf(stderr, "futex %d wakes %lu gp_sleeps %lu\n", futex,
 		LOAD(r.wakes), sk_test_rcu_stats().gp_sleeps);
+	return 0;
+}
+
+/*
+ * A reader whose section begins while the leader sleeps (so in the phase
+ * of the scan it sleeps on) and that leaves at once: it never held the
+ * grace period.
+ */
+static void *bystander_main(void *arg)
+{
+	struct reader *r = arg;
+
+	while (!LOAD(r->go))
+		sched_yield();
+	sk_rcu_read_lock();
+	my_gp_wakes = 0;
+	sk_rcu_read_unlock();
+	STORE(r->wakes, my_gp_wakes);
+	STORE(r->in, 1);
+	return NULL;
+}
+
+/*
+ * --child=bystander: while the leader sleeps on reader r, another
+ * registered reader b runs a section of the new phase and leaves: its
+ * unlock sees futex -1 but makes no wake call (RCU-U3: its section cannot
+ * hold the scan), and the leader still sleeps; then r leaves and wakes it.
+ * Prints "futex <v> bystander <n> wakes <n> asleep <0|1>".
+ */
+static int child_bystander(void)
+{
+	struct reader r = { 0 }, b = { 0 };
+	struct leader l = { 0 };
+	int futex, asleep;
+
+	sk_test_thread_start(&b.t, bystander_main, &b);
+	if (!leader_sleeps_on(&r, &l))
+		return 3;
+	STORE(b.go, 1);
+	pthread_join(b.t, NULL);
+	futex = sk_atomic_load_relaxed(&sk_rcu__gp.futex);
+	asleep = !LOAD(l.done) && blocked_in(l.tid) == SYS_futex;
+	STORE(r.go, 1);
+	pthread_join(r.t, NULL);
+	pthread_join(l.t, NULL);
+	fprintf(stderr, "futex %d bystander %lu wakes %lu asleep %d\n", futex,
+		LOAD(b.wakes), LOAD(r.wakes), asleep);
 	return 0;
 }
 
@@ -228,17 +288,26 @@ static long value_of(const char *s, const char *key)
 }
 
 /*
+ * Run --child=mode (run_child()) into out and check that it exited with 0
+ * and printed the futex word futex and the reader's wake calls wakes.
+ */
+static void check_child(const char *mode, const char *stall_ms, char *out,
+			size_t len, long futex, long wakes)
+{
+	SK_CHECK_EXIT_0(run_child(mode, stall_ms, out, len));
+	SK_CHECK_EQ(value_of(out, "futex"), futex);
+	SK_CHECK_EQ(value_of(out, "wakes"), wakes);
+}
+
+/*
  * Control: a reader leaving while the grace period sleeps on it (futex
  * -1) makes exactly one wake system call; so the counter sees them.
  */
 static void reader_leaving_wakes_a_sleeping_leader_once(void)
 {
 	char out[8192];
-	int st = run_child("control", NULL, out, sizeof(out));
 
-	SK_CHECK_EXIT_0(st);
-	SK_CHECK_EQ(value_of(out, "futex"), -1);
-	SK_CHECK_EQ(value_of(out, "wakes"), 1);
+	check_child("control", NULL, out, sizeof(out), -1, 1);
 	SK_CHECK_GT(value_of(out, "gp_sleeps"), 0);
 }
 
@@ -249,23 +318,38 @@ static void reader_leaving_wakes_a_sleeping_leader_once(void)
 static void no_wake_syscall_after_a_timed_out_sleep(void)
 {
 	char out[65536];
-	int st = run_child("after-timeout", "1", out, sizeof(out));
 
-	SK_CHECK_EXIT_0(st);
-	SK_CHECK_EQ(value_of(out, "futex"), 0);
-	SK_CHECK_EQ(value_of(out, "wakes"), 0);
+	check_child("after-timeout", "1", out, sizeof(out), 0, 0);
 	SK_CHECK_GT(value_of(out, "gp_sleeps"), 0);
+}
+
+/*
+ * While the grace period sleeps on one reader, another reader's section
+ * of the new phase ends without a wake system call (RCU-U3); the reader
+ * it sleeps on still wakes it.  Before RCU-U3, every unlock that saw -1
+ * woke the leader, which then went back to sleep.
+ */
+static void only_a_holding_reader_wakes_the_leader(void)
+{
+	char out[8192];
+
+	check_child("bystander", NULL, out, sizeof(out), -1, 1);
+	SK_CHECK_EQ(value_of(out, "bystander"), 0);
+	SK_CHECK_EQ(value_of(out, "asleep"), 1);
 }
 
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--child=control"))
 		return child_control();
+	if (argc == 2 && !strcmp(argv[1], "--child=bystander"))
+		return child_bystander();
 	if (argc == 2 && !strcmp(argv[1], "--child=after-timeout"))
 		return child_after_timeout();
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
 	SK_RUN(reader_leaving_wakes_a_sleeping_leader_once);
 	SK_RUN(no_wake_syscall_after_a_timed_out_sleep);
+	SK_RUN(only_a_holding_reader_wakes_the_leader);
 	return sk_test_report();
 }

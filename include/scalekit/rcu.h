@@ -104,6 +104,12 @@ SK_API extern __thread int sk_rcu__hs_seen
 SK_API SK__NOTHROW void sk_rcu__register_slow(void);
 SK_API SK__NOTHROW void sk_rcu__quiescent_slow(void);
 SK_API SK__NOTHROW void sk_rcu__wake_gp(void);
+/*
+ * The unlock's slow path: v is the reader word of the section that just
+ * ended.  Wakes a sleeping grace period only if that section could have
+ * held it (sk_rcu__wake_gp() wakes it whatever the section).
+ */
+SK_API SK__NOTHROW void sk_rcu__wake_gp_from(unsigned long v);
 SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__unlock_misuse(void);
 SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__qs_misuse(void);
 SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
@@ -194,7 +200,7 @@ static inline void sk_rcu_read_unlock(void)
 		f = sk_atomic_load_relaxed(&sk_rcu__gp.futex);
 		if (SK_UNLIKELY(f) &&
 		    f != sk_atomic_load_relaxed(&sk_rcu__hs_seen))
-			sk_rcu__wake_gp();
+			sk_rcu__wake_gp_from(v);
 	} else if (SK_UNLIKELY(n == 0 || n == SK__RCU_QSBR_NEST)) {
 		sk_rcu__unlock_misuse();
 	} else {

@@ -65,6 +65,11 @@
  *           with RCU-G2.
  *   RCU-U2  reader, light fence between that store and the futex load
  *           [rcu.h]; pairs with RCU-G3 (store buffering).
+ *   RCU-U3  reader, acquire load of the futex word in the unlock's slow
+ *           path [rcu_reader.c], before its load of the counter; pairs
+ *           with RCU-G4: a reader that reads a sleeping leader's -1 sees
+ *           the counter word of the scan it sleeps on, and wakes it only
+ *           if the section it left is of an older phase.
  *   RCU-Q1  QSBR thread, full fence before its new word (quiescent state,
  *           offline) [rcu_reader.c]; pairs with RCU-G2.
  *   RCU-Q2  QSBR thread, full fence after it (quiescent state, offline,
@@ -86,6 +91,8 @@
  *           the reader words and the expedite count [rcu_gp.c]; pairs with
  *           RCU-U2/RCU-Q2 (a reader that leaves after the re-check sees -1
  *           and wakes the leader) and RCU-E1.
+ *   RCU-G4  leader, release store of futex = -1 before it sleeps on
+ *           readers [rcu_gp.c]; pairs with RCU-U3.
  *   RCU-E1  expedited caller, full fence after raising the expedite count,
  *           before reading futex [rcu_gp.c]; pairs with RCU-G3: the leader
  *           sees the count and polls, or the caller sees -1 and wakes it.
@@ -130,6 +137,7 @@
  *   RCU-R1/RCU-L1, RCU-H0  MP+rel+acq.litmus.
  *   RCU-G1/RCU-L2, RCU-G3/RCU-U2, RCU-G3/RCU-E1
  *                          SB+mbs.litmus.
+ *   RCU-G4/RCU-U3          MP+rel+acq.litmus.
  *   RCU-G2/RCU-U1          LB+rel+mb.litmus.
  *   RCU-W1/RCU-W2, RCU-W3  MP+rel+acq.litmus (message passing).
  *   RCU-P1/RCU-G2          LB+rel+mb.litmus (as RCU-U1/RCU-G2).
