@@ -13,6 +13,10 @@ CMAKE   ?= cmake
 CTEST   ?= ctest
 CMAKE_FLAGS ?=
 BENCH_ARGS ?=
+# Tests ctest runs at once: one more than the CPUs.  Many tests sleep or
+# wait (forks, stall and timeout checks, qemu start-up); the tests that need
+# a CPU to themselves are RUN_SERIAL (tests/CMakeLists.txt, torture.cmake).
+CTEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 
 # The sanitizer, cross and generic jobs build the C++ tests as C++17 only
 # (tests/cpp.cmake, SK_CXX_STDS); check-main builds C++17 and C++20.
@@ -53,16 +57,16 @@ check: deps check-main check-asan check-tsan check-aarch64 check-m32 check-gener
 	@echo "make check: all test suites passed"
 
 check-main: build
-	cd $(BUILD) && $(CTEST) --output-on-failure -j $(JOBS) -LE torture-long --timeout 600
+	cd $(BUILD) && $(CTEST) --output-on-failure -j $(CTEST_JOBS) -LE torture-long --timeout 600
 
 check-asan:
 	$(call configure,$(SAN_ASAN),-DCMAKE_BUILD_TYPE=Debug -DSK_SANITIZE=address$(,)undefined -DSK_DEBUG=1 -DSK_BUILD_TOOLS=ON $(X_CXX))
-	cd $(SAN_ASAN) && SK_TEST_SLOW=1 $(CTEST) --output-on-failure -j $(JOBS) -LE 'nosan|bench|torture-long' --timeout 900
+	cd $(SAN_ASAN) && SK_TEST_SLOW=1 $(CTEST) --output-on-failure -j $(CTEST_JOBS) -LE 'nosan|bench|torture-long' --timeout 900
 
 check-tsan:
 	$(call configure,$(SAN_TSAN),-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSK_SANITIZE=thread -DSK_DEBUG=1 -DSK_BUILD_TOOLS=ON $(X_CXX))
 	cd $(SAN_TSAN) && SK_TEST_SLOW=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-		$(CTEST) --output-on-failure -j $(JOBS) -LE 'nosan|bench|torture-long' --timeout 900
+		$(CTEST) --output-on-failure -j $(CTEST_JOBS) -LE 'nosan|bench|torture-long' --timeout 900
 
 # ---- Other CPUs ---------------------------------------------------------------
 # The library's architecture branches and the job of `make check` that compiles
@@ -109,7 +113,7 @@ check-tsan:
 # missing (scripts/deps.sh installs them as root).
 A64_TRIPLE  := aarch64-linux-gnu
 A64_SYSROOT := /usr/$(A64_TRIPLE)
-X_CTEST     := $(CTEST) --output-on-failure -j $(JOBS) --timeout 900
+X_CTEST     := $(CTEST) --output-on-failure -j $(CTEST_JOBS) --timeout 900
 X_EXCLUDE   := nocross|hostonly|bench|torture-long
 
 # $(call x_probe,DIR,COMPILE): shell test that COMPILE (a compiler command
