@@ -108,8 +108,9 @@ check-tsan:
 # and runs the tests natively, or under qemu-i386 where the kernel runs no
 # 32-bit programs.  Under qemu: SK_TEST_SLOW=1 (fewer iterations, short
 # torture runs) and no tests labelled noqemu; never the ones labelled nocross
-# (tests/CMakeLists.txt says why for each), hostonly (the same on every
-# CPU: tool command lines, compile-fail snippets, source checks; listed
+# (tests/CMakeLists.txt says why for each), hostonly (tests that run no
+# program built for the target: C++ compile-fail snippets, the .hpp
+# self-containment check, the sources' label and layer checks; listed
 # there too), bench or torture-long.  Each job
 # prints "skipped: <reason>" and passes when its compiler or emulator is
 # missing (scripts/deps.sh installs them as root).
