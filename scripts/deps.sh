@@ -29,6 +29,9 @@
 #  - valgrind runs the leak checks of `make check` (tests/valgrind.cmake).
 #  - spin checks the Promela models of tests/models/ (CTest model_*).
 #  - python3 runs scripts/check_labels.py (CTest labels, tests/labels.cmake).
+#  - ninja-build: the Makefile builds with Ninja when it is installed
+#    (less CPU time than make for the six builds of make check), else
+#    with make.
 #  - Optional, for the cross-architecture jobs of `make check` (amd64
 #    hosts only): gcc-aarch64-linux-gnu, g++-aarch64-linux-gnu and
 #    libc6-dev-arm64-cross build for aarch64, qemu-user runs the result
@@ -84,6 +87,7 @@ required=(
 	"valgrind cmd:valgrind"
 	"spin cmd:spin"
 	"python3 cmd:python3"
+	"ninja-build cmd:ninja"
 )
 peers=(
 	"liburcu-dev pkg"

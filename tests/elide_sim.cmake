@@ -13,6 +13,7 @@ endif()
 
 include(${PROJECT_SOURCE_DIR}/cmake/sk_lib_variant.cmake)
 # The simulator replaces the hardware backend, so it is a build of its own
-# rather than part of scalekit_testing.
-sk_lib_variant(scalekit_elide_sim SK_TESTING SK_ELIDE_SIM)
+# rather than part of scalekit_testing; it shares scalekit_testing's
+# objects of the sources that SK_ELIDE_SIM does not change.
+sk_lib_variant_sim(scalekit_elide_sim scalekit_testing)
 sk_lib_variant_link(scalekit_elide_sim test_elide_sim)

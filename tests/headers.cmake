@@ -46,7 +46,9 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
   # ---- registration (configure time) ----------------------------------------
   set(sk_hdr_extra_cc "")
   set(sk_hdr_extra_cxx "")
-  if(NOT CMAKE_C_COMPILER_ID STREQUAL "Clang")
+  # Not in cross builds: the host's clang compiles for the host, which
+  # check-main's run of this test does already.
+  if(NOT CMAKE_C_COMPILER_ID STREQUAL "Clang" AND NOT CMAKE_CROSSCOMPILING)
     find_program(SK_CLANG clang)
     find_program(SK_CLANGXX clang++)
     if(SK_CLANG AND SK_CLANGXX)

@@ -135,7 +135,9 @@ sk_litmus_test(litmus_busted_srcu 1
   SECS 10 STDOUT "Verdict: FAIL \\(expected Never\\).*1 FAIL" LABELS noqemu)
 
 # Malformed files (the fuzzer's crashers among them): a clean error each.
-sk_litmus_test(litmus_bad_files 1 "" BAD_DIR ${sk_lit_bad} TIMEOUT 120)
+# One run per file (7 s under ASan on a quiet machine); a loaded one
+# (load average 30) took over 120 s.
+sk_litmus_test(litmus_bad_files 1 "" BAD_DIR ${sk_lit_bad} TIMEOUT 300)
 # A bad file among good ones: reported, and the others still run.
 sk_litmus_test(litmus_goes_on 1
   "litmus|--seconds|0.05|${sk_lit_bad}/unsupported-call-rcu.litmus|${sk_lit_dir}/CoWW.litmus"
