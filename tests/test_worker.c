@@ -160,7 +160,7 @@ static void rhash_grows_while_no_worker_can_start(void)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
 	unsigned n = 100000, i;
-	struct kobj *o = calloc(2 * n, sizeof(*o));
+	struct kobj *o = calloc(4 * n, sizeof(*o));
 	struct sk_rhash *ht;
 	double end;
 
@@ -182,12 +182,17 @@ static void rhash_grows_while_no_worker_can_start(void)
 	sk__worker_test_fail_starts(0, 0);
 	sk_test_sleep_ms(5);
 	i = (unsigned)sk_rhash_buckets(ht);
-	insert_range(ht, o, n, 2 * n);
+	/*
+	 * Three times the keys again: whatever the grow threshold (75 % by
+	 * default, so 2n could sit just above it, within the count's
+	 * per-stripe lag), the load factor asks for a bigger table.
+	 */
+	insert_range(ht, o, n, 4 * n);
 	end = sk_test_now() + HANG_S;
 	while (sk_rhash_buckets(ht) == i && sk_test_now() < end)
 		sk_test_sleep_ms(1);
 	SK_CHECK_GT(sk_rhash_buckets(ht), i);
-	for (i = 0; i < 2 * n; i += 997) {
+	for (i = 0; i < 4 * n; i += 997) {
 		uint64_t k = i;
 
 		sk_rcu_read_lock();
