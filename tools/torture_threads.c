@@ -158,8 +158,10 @@ void sk_tort_print_hist(FILE *f, const char *name, const unsigned long *h)
 /* ---- allocation failures on purpose (SCALEKIT_TORTURE_FAIL_ALLOC) ------- */
 
 /*
- * Written only by the main thread, before the run's threads start (their
- * pthread_create() orders the writes before their reads).
+ * fail_at is written by the main thread before any other thread starts.
+ * armed and count are atomics (relaxed): a table's background resize
+ * allocates on the callback worker while the setup still runs, and only
+ * the count's total matters, not an order.
  */
 static struct {
 	unsigned long fail_at; /* this setup allocation fails; 0: none */
@@ -169,7 +171,9 @@ static struct {
 
 int sk_tort_setup_fault(void)
 {
-	if (!tort_fault.armed || ++tort_fault.count != tort_fault.fail_at)
+	if (!__atomic_load_n(&tort_fault.armed, __ATOMIC_RELAXED) ||
+	    __atomic_add_fetch(&tort_fault.count, 1, __ATOMIC_RELAXED) !=
+		    tort_fault.fail_at)
 		return 0;
 	fprintf(stderr,
 		"scalekit torture: SCALEKIT_TORTURE_FAIL_ALLOC=%lu: this "
@@ -188,12 +192,14 @@ void sk_tort_fault_arm(const struct sk_tort_config *cfg, int on)
 {
 	if (!tort_fault.fail_at || cfg->is_child)
 		return;
-	tort_fault.armed = on;
-	if (!on && tort_fault.count < tort_fault.fail_at)
+	__atomic_store_n(&tort_fault.armed, on, __ATOMIC_RELAXED);
+	if (!on && __atomic_load_n(&tort_fault.count, __ATOMIC_RELAXED) <
+			   tort_fault.fail_at)
 		fprintf(stderr,
 			"scalekit torture: SCALEKIT_TORTURE_FAIL_ALLOC=%lu: "
 			"the setup made only %lu allocations; none failed\n",
-			tort_fault.fail_at, tort_fault.count);
+			tort_fault.fail_at,
+			__atomic_load_n(&tort_fault.count, __ATOMIC_RELAXED));
 }
 
 /* Read SCALEKIT_TORTURE_FAIL_ALLOC: 0, or -1 when it is not a number. */
