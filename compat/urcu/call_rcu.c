@@ -3,12 +3,36 @@
  * compat/urcu/call_rcu.c - liburcu's call_rcu(), rcu_barrier() and
  * call_rcu_data API on scalekit's callback workers (docs/urcu-compat.md).
  *
- * A struct call_rcu_data names one of three kinds of worker:
+ * struct rcu_head has liburcu's two words (link, func), too small for a
+ * struct sk_rcu_head (three words), so call_rcu() cannot hand a head to
+ * sk_call_rcu().  Each struct call_rcu_data keeps a queue of its own
+ * instead, as liburcu's do, and one "carrier", a struct sk_rcu_head of the
+ * layer's, takes the queue's heads through scalekit's grace periods a
+ * batch at a time:
+ *
+ *  - call_rcu() pushes the head onto the call_rcu_data's pending list, a
+ *    LIFO whose word also holds CRD_INFLIGHT, set while the carrier is
+ *    queued or running (one compare-and-swap; no allocation, no failure);
+ *  - the push that finds the call_rcu_data idle (word 0) sets CRD_INFLIGHT
+ *    with an empty list, makes its head the batch and queues the carrier;
+ *  - the carrier's callback runs its batch in call_rcu() order (the LIFO
+ *    reversed), then detaches the pending list (exchange) as the next
+ *    batch and queues itself again, or, when the list is empty, clears
+ *    the word (compare-and-swap: a push that saw CRD_INFLIGHT in between
+ *    makes it fail, and the carrier takes that head after all).
+ *
+ * A batch is always detached before the carrier that runs it is queued,
+ * so each callback runs after a grace period that began after its
+ * call_rcu(); heads pushed while a carrier is in flight wait for the next
+ * one.  Batches of one call_rcu_data run one after the other, so its
+ * callbacks run in call_rcu() order.
+ *
+ * Where the carrier goes (the three kinds of call_rcu_data):
  *  - the default one: sk_call_rcu() (which itself uses the per-CPU
  *    workers while they run);
- *  - the per-CPU workers of sk_rcu_cb_workers_create(), which
- *    create_all_cpu_call_rcu_data() starts: sk_call_rcu() again, which
- *    picks the caller's CPU's queue itself;
+ *  - one per CPU, which create_all_cpu_call_rcu_data() sets after it
+ *    started scalekit's per-CPU workers (sk_rcu_cb_workers_create()):
+ *    sk_call_rcu() again, which picks the queue of the CPU it runs on;
  *  - a worker of its own, create_call_rcu_data(): sk_call_rcu_on().
  * call_rcu() routes as liburcu does: the thread's call_rcu_data if set,
  * else the one set for the caller's CPU, else the default.
@@ -18,26 +42,62 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "compat.h"
 
 enum crd_kind {
-	CRD_DEFAULT, /* sk_call_rcu() */
-	CRD_PER_CPU, /* sk_call_rcu() with the per-CPU workers running */
-	CRD_OWN,     /* sk_call_rcu_on(w) */
+	CRD_DEFAULT, /* carrier: sk_call_rcu() */
+	CRD_PER_CPU, /* carrier: sk_call_rcu(), per-CPU workers running */
+	CRD_OWN,     /* carrier: sk_call_rcu_on(w) */
 };
 
+/* Bit 0 of call_rcu_data.pending: a carrier is queued or running. */
+#define CRD_INFLIGHT ((uintptr_t)1)
+
+struct crd_carrier {
+	struct sk_rcu_head sk;	    /* queued with sk_call_rcu() or _on() */
+	struct call_rcu_data *crdp; /* whose batches it runs; immutable */
+	int stale;		    /* replaced in a fork child: does nothing */
+};
+
+/*
+ * Invariant: pending is 0 (idle: nothing pending, no carrier) or has
+ * CRD_INFLIGHT set, with the heads pushed since the last detach above it.
+ */
 struct call_rcu_data {
-	enum crd_kind kind; /* immutable */
-	struct sk_rcu_cb_worker *w; /* CRD_OWN: the worker; immutable */
+	/* Written by call_rcu() (any thread) and the carrier: atomics. */
+	uintptr_t pending;	/* LIFO of rcu_heads | CRD_INFLIGHT */
+	struct rcu_head *batch; /* LIFO the queued carrier runs; NULL once
+				   it took it */
+	unsigned long starting; /* pushes between finding the word 0 and
+				   having queued the carrier (fork child) */
+	/* Changed only in a fork child (one thread) and by crd_kick(). */
+	struct crd_carrier *carrier; /* the carrier queue_carrier() queues */
+	int kick;		     /* the carrier waits for crd_kick() */
+	int abandoned;		     /* carrier0 is stale: never free this */
+	/* Immutable. */
+	enum crd_kind kind;
+	struct sk_rcu_cb_worker *w; /* CRD_OWN: the worker */
+	/* Guarded by: crd_lock. */
+	struct call_rcu_data *own_next; /* CRD_OWN: the list of live ones */
+	struct crd_carrier carrier0;	/* the carrier, unless a fork child
+					   replaced it */
 };
 
-static struct call_rcu_data crd_default = { CRD_DEFAULT, NULL };
-static struct call_rcu_data crd_per_cpu = { CRD_PER_CPU, NULL };
+static struct call_rcu_data crd_default = {
+	.carrier = &crd_default.carrier0,
+	.kind = CRD_DEFAULT,
+	.carrier0 = { .crdp = &crd_default },
+};
 
 /* The calling thread's call_rcu_data (set_thread_call_rcu_data()). */
 static __thread struct call_rcu_data *crd_thread;
+
+/* Nonzero while the thread runs call_rcu() callbacks (a carrier). */
+static __thread int crd_in_cb;
 
 /*
  * Per-CPU assignments (set_cpu_call_rcu_data()).  Guarded by: crd_lock
@@ -51,19 +111,265 @@ static pthread_mutex_t crd_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct call_rcu_data **crd_cpu;
 static int crd_ncpu;
 
-static void trampoline(struct sk_rcu_head *h)
-{
-	struct rcu_head *head =
-		(struct rcu_head *)((char *)h - offsetof(struct rcu_head, sk_head_));
+/*
+ * The call_rcu_data of each CPU that create_all_cpu_call_rcu_data() sets
+ * (crd_ncpu of them), allocated by its first call and never freed (a
+ * carrier may still be in flight after free_all_cpu_call_rcu_data()).
+ * The own ones (create_call_rcu_data()) that call_rcu_data_free() has
+ * not freed yet, and how many.  Guarded by: crd_lock.
+ */
+static struct call_rcu_data *crd_pcpu;
+static struct call_rcu_data *crd_own;
+static size_t crd_nown;
 
-	head->func(head);
+/* Set in a fork child that replaced a carrier; see crd_fork_child(). */
+static int crd_fork_kick;
+
+static void carrier_cb(struct sk_rcu_head *sk);
+
+static void crd_init(struct call_rcu_data *crdp, enum crd_kind kind,
+		     struct sk_rcu_cb_worker *w)
+{
+	memset(crdp, 0, sizeof(*crdp));
+	crdp->kind = kind;
+	crdp->w = w;
+	crdp->carrier0.crdp = crdp;
+	crdp->carrier = &crdp->carrier0;
 }
 
-static int queue_on(struct call_rcu_data *crdp, struct rcu_head *head)
+/* Queue crdp's carrier, which runs crdp->batch after a grace period. */
+static void queue_carrier(struct call_rcu_data *crdp)
 {
+	struct crd_carrier *c = sk_atomic_load_relaxed(&crdp->carrier);
+	int err;
+
+	/*
+	 * URCU-Q3: sk_call_rcu()'s ordering: the detach and the batch store
+	 * before it happen before carrier_cb() runs, and the grace period
+	 * that carrier_cb() waits for begins after this call (so after every
+	 * call_rcu() of the batch).
+	 */
 	if (crdp->kind == CRD_OWN)
-		return sk_call_rcu_on(crdp->w, &head->sk_head_, trampoline);
-	return sk_call_rcu(&head->sk_head_, trampoline);
+		err = sk_call_rcu_on(crdp->w, &c->sk, carrier_cb);
+	else
+		err = sk_call_rcu(&c->sk, carrier_cb);
+	if (err)
+		sk__urcu_die("call_rcu(): the queue of call_rcu_data %p could "
+			     "not be queued (error %d)",
+			     (void *)crdp, err);
+}
+
+static void die_double(struct rcu_head *head)
+{
+	sk__urcu_die("call_rcu(): rcu_head %p is queued already (a second "
+		     "call_rcu() before its callback ran)",
+		     (void *)head);
+}
+
+/* Push head (func set) onto crdp's queue.  Any thread; never blocks. */
+static void crd_push(struct call_rcu_data *crdp, struct rcu_head *head)
+{
+	uintptr_t old = sk_atomic_load_relaxed(&crdp->pending);
+
+	for (;;) {
+		if (old & CRD_INFLIGHT) {
+			struct rcu_head *top =
+				(struct rcu_head *)(old & ~CRD_INFLIGHT);
+
+			/* The double-call_rcu() check (docs/urcu-compat.md). */
+			if (SK_UNLIKELY(top == head ||
+					sk_atomic_load_relaxed(&crdp->batch) ==
+						head))
+				die_double(head);
+			sk_atomic_store_relaxed(&head->next_, top);
+			/*
+			 * URCU-Q1: full barrier (release is what counts):
+			 * head's link and func, and the caller's accesses
+			 * before call_rcu(), before the head is on the list;
+			 * pairs with URCU-Q2 (the carrier's detach).
+			 */
+			if (sk_atomic_cmpxchg_seq_cst(&crdp->pending, &old,
+						      (uintptr_t)head |
+							      CRD_INFLIGHT))
+				return;
+			continue;
+		}
+		/*
+		 * Idle: this push starts a carrier.  URCU-Q4: starting is
+		 * raised before the word is set and lowered after the
+		 * carrier is queued (full barriers), so a fork child that
+		 * sees the word set by this push and the carrier perhaps not
+		 * queued sees starting raised; pairs with URCU-Q5 in
+		 * crd_fork_child_one().
+		 */
+		sk_atomic_fetch_add_seq_cst(&crdp->starting, 1UL);
+		if (sk_atomic_cmpxchg_seq_cst(&crdp->pending, &old,
+					      CRD_INFLIGHT))
+			break;
+		sk_atomic_fetch_add_seq_cst(&crdp->starting, ~0UL);
+	}
+	sk_atomic_store_relaxed(&head->next_, (struct rcu_head *)NULL);
+	sk_atomic_store_relaxed(&crdp->batch, head);
+	queue_carrier(crdp); /* URCU-Q3 orders the batch store */
+	sk_atomic_fetch_add_seq_cst(&crdp->starting, ~0UL); /* URCU-Q4 */
+}
+
+/*
+ * The carrier's callback: a grace period has passed since its batch was
+ * detached.  Runs the batch in call_rcu() order, then takes the next one
+ * or makes crdp idle.
+ */
+static void carrier_cb(struct sk_rcu_head *sk)
+{
+	struct crd_carrier *c =
+		(struct crd_carrier *)((char *)sk -
+				       offsetof(struct crd_carrier, sk));
+	struct call_rcu_data *crdp;
+	struct rcu_head *b, *h, *next, *fifo = NULL;
+	uintptr_t p;
+
+	/* Written in a fork child before any thread could run this. */
+	if (sk_atomic_load_relaxed(&c->stale))
+		return; /* its successor runs the batch */
+	crdp = c->crdp;
+	/* Ordered by URCU-Q3 (the store before this carrier was queued). */
+	b = sk_atomic_xchg_seq_cst(&crdp->batch, (struct rcu_head *)NULL);
+#ifdef SK__URCU_BROKEN_CARRIER_EARLY
+	/*
+	 * Broken twin (tests/urcu/CMakeLists.txt): the batch is detached
+	 * when the carrier runs, not before it was queued, so heads pushed
+	 * during its grace period run without one.
+	 */
+	p = sk_atomic_xchg_seq_cst(&crdp->pending, CRD_INFLIGHT);
+	for (h = (struct rcu_head *)(p & ~CRD_INFLIGHT); h; h = next) {
+		next = h->next_;
+		h->next_ = b;
+		b = h;
+	}
+	for (h = b; h; h = next) { /* back to LIFO: newest first */
+		next = h->next_;
+		h->next_ = fifo;
+		fifo = h;
+	}
+	b = fifo;
+	fifo = NULL;
+#endif
+	for (h = b; h; h = next) { /* LIFO to call_rcu() order */
+		next = h->next_;
+		h->next_ = fifo;
+		fifo = h;
+	}
+	crd_in_cb++;
+	for (h = fifo; h; h = next) {
+		next = h->next_; /* func may free h */
+		h->func(h);
+	}
+	crd_in_cb--;
+	p = CRD_INFLIGHT;
+	/*
+	 * URCU-Q6: nothing pushed since the last detach: idle (full
+	 * barrier: the callbacks above happen before a rcu_barrier() or
+	 * call_rcu_data_free() that reads the 0, URCU-Q8).  A push that saw
+	 * CRD_INFLIGHT changed the word and makes this fail.
+	 */
+	if (sk_atomic_cmpxchg_seq_cst(&crdp->pending, &p, 0))
+		return;
+	/*
+	 * URCU-Q2: detach the heads pushed since, as the next batch, before
+	 * the carrier is queued again (URCU-Q3); full barrier, the acquire
+	 * pairs with URCU-Q1.
+	 */
+	p = sk_atomic_xchg_seq_cst(&crdp->pending, CRD_INFLIGHT);
+	sk_atomic_store_relaxed(&crdp->batch,
+				(struct rcu_head *)(p & ~CRD_INFLIGHT));
+	queue_carrier(crdp);
+}
+
+/*
+ * fork() child (one thread).  A call_rcu() of another thread may have
+ * been between setting CRD_INFLIGHT and queuing the carrier (starting
+ * raised): the carrier may then be lost to the child (scalekit loses a
+ * push that was half done at the fork), and nothing would ever clear the
+ * word.  So the carrier is replaced by a new one, which crd_kick() queues
+ * at the child's next call_rcu(), rcu_barrier() or call_rcu_data_free();
+ * the old one, if it was queued after all, does nothing when it runs.
+ * The batch is what the carrier in flight had not run: NULL when the
+ * other thread had not stored it yet (its head is lost to the child, as
+ * scalekit's half-done push is; the parent runs it).
+ */
+static void crd_fork_child_one(struct call_rcu_data *crdp)
+{
+	struct crd_carrier *c;
+
+	/* URCU-Q5: the child's view of the words URCU-Q4 ordered. */
+	if (!sk_atomic_load_relaxed(&crdp->starting))
+		return; /* idle, or the carrier queued: it runs here too */
+	sk_atomic_store_relaxed(&crdp->starting, 0UL);
+	if (!(sk_atomic_load_relaxed(&crdp->pending) & CRD_INFLIGHT))
+		return;
+	c = malloc(sizeof(*c));
+	if (!c)
+		sk__urcu_die("fork() child: out of memory replacing the "
+			     "carrier of call_rcu_data %p",
+			     (void *)crdp);
+	memset(c, 0, sizeof(*c));
+	c->crdp = crdp;
+	crdp->carrier->stale = 1;
+	if (crdp->carrier == &crdp->carrier0)
+		crdp->abandoned = 1;
+	crdp->carrier = c; /* leaked if a later child replaces it too */
+	crdp->kick = 1;
+	crd_fork_kick = 1;
+}
+
+static void crd_fork_child(void)
+{
+	struct call_rcu_data *crdp;
+	int i;
+
+	/* A thread that held it does not exist here (its update is short). */
+	pthread_mutex_init(&crd_lock, NULL);
+	crd_fork_child_one(&crd_default);
+	for (i = 0; crd_pcpu && i < crd_ncpu; i++)
+		crd_fork_child_one(&crd_pcpu[i]);
+	for (crdp = crd_own; crdp; crdp = crdp->own_next)
+		crd_fork_child_one(crdp);
+}
+
+__attribute__((constructor)) static void crd_init_fork(void)
+{
+	/* Child only: nothing runs concurrently with it. */
+	pthread_atfork(NULL, NULL, crd_fork_child);
+}
+
+static void crd_kick_one(struct call_rcu_data *crdp)
+{
+	if (sk_atomic_xchg_seq_cst(&crdp->kick, 0))
+		queue_carrier(crdp);
+}
+
+/* Queue the carriers that a fork child replaced (crd_fork_child_one()). */
+static void crd_kick_slow(void)
+{
+	struct call_rcu_data *crdp;
+	int i;
+
+	if (!sk_atomic_xchg_seq_cst(&crd_fork_kick, 0))
+		return;
+	pthread_mutex_lock(&crd_lock);
+	crd_kick_one(&crd_default);
+	for (i = 0; crd_pcpu && i < crd_ncpu; i++)
+		crd_kick_one(&crd_pcpu[i]);
+	for (crdp = crd_own; crdp; crdp = crdp->own_next)
+		crd_kick_one(crdp);
+	pthread_mutex_unlock(&crd_lock);
+}
+
+static inline void crd_kick(void)
+{
+	/* Relaxed: set only in a fork child, before it had other threads. */
+	if (SK_UNLIKELY(sk_atomic_load_relaxed(&crd_fork_kick)))
+		crd_kick_slow();
 }
 
 /* The CPU's assignment; NULL when none.  Inside a read section. */
@@ -81,33 +387,113 @@ static struct call_rcu_data *cpu_crdp(int cpu)
 static void call_rcu(struct rcu_head *head, void (*func)(struct rcu_head *))
 {
 	struct call_rcu_data *crdp = crd_thread;
-	int err;
 
 	if (!func)
 		sk__urcu_die("call_rcu(%p, NULL): no callback", (void *)head);
+	crd_kick();
 	head->func = func;
 	/* Relaxed: only whether assignments exist; cpu_crdp() orders. */
 	if (crdp || !sk_atomic_load_relaxed(&crd_cpu)) {
 		/* The thread's own (it outlives its use here), or the default. */
-		err = queue_on(crdp ? crdp : &crd_default, head);
+		crd_push(crdp ? crdp : &crd_default, head);
 	} else {
 		sk_rcu_read_lock();
 		crdp = cpu_crdp(sched_getcpu());
-		err = queue_on(crdp ? crdp : &crd_default, head);
+		crd_push(crdp ? crdp : &crd_default, head);
 		sk_rcu_read_unlock();
 	}
-	if (err == -EBUSY)
-		sk__urcu_die("call_rcu(): rcu_head %p is queued already (a "
-			     "second call_rcu() before its callback ran)",
-			     (void *)head);
-	if (err)
-		sk__urcu_die("call_rcu(): error %d", err);
 }
 SK__URCU_ALIAS3(call_rcu, call_rcu);
 
-/* Waits for the own workers too (sk_rcu_barrier()). */
-static void barrier(void) { sk_rcu_barrier(); }
+/* ---- rcu_barrier ------------------------------------------------------------ */
+
+/*
+ * One rcu_barrier(): a marker head for each call_rcu_data that was not
+ * idle, and how many have not run.  On the heap, not the stack: a fork
+ * child inherits the markers of a barrier another thread was in, runs
+ * them, and leaks the block.
+ */
+struct crd_barrier {
+	unsigned long left; /* markers not run yet */
+	struct crd_marker {
+		struct rcu_head head;
+		struct crd_barrier *b;
+	} m[];
+};
+
+static void marker_cb(struct rcu_head *head)
+{
+	struct crd_marker *m =
+		(struct crd_marker *)((char *)head -
+				      offsetof(struct crd_marker, head));
+
+	/*
+	 * URCU-Q7: full barrier: the callbacks that ran before this marker
+	 * (earlier batches of its call_rcu_data, earlier heads of this one)
+	 * happen before rcu_barrier() returns; pairs with URCU-Q8.
+	 */
+	sk_atomic_fetch_add_seq_cst(&m->b->left, ~0UL);
+}
+
+/* Mark crdp unless it is idle; under crd_lock.  Returns 1 if marked. */
+static int barrier_mark(struct call_rcu_data *crdp, struct crd_barrier *b,
+			size_t i)
+{
+	/*
+	 * URCU-Q8: acquire, pairs with URCU-Q6: a 0 means every callback
+	 * pushed before this load ran, and their accesses happen before.
+	 */
+	if (!sk_atomic_load_acquire(&crdp->pending))
+		return 0;
+	b->m[i].b = b;
+	b->m[i].head.func = marker_cb;
+	sk_atomic_fetch_add_seq_cst(&b->left, 1UL); /* before it can run */
+	crd_push(crdp, &b->m[i].head);
+	return 1;
+}
+
+/*
+ * Waits for every callback queued through any call_rcu_data before the
+ * call: a marker goes through each call_rcu_data that is not idle, and
+ * runs after every head pushed there before it (batches run in order);
+ * sk_rcu_barrier() until each ran, which also waits for the deferred
+ * calls (defer_rcu()) and for every other scalekit callback.
+ */
+static void barrier(void)
+{
+	struct call_rcu_data *crdp;
+	struct crd_barrier *b;
+	size_t n, i = 0;
+	int c;
+
+	if (crd_in_cb)
+		sk__urcu_die("rcu_barrier() called from a call_rcu() callback: "
+			     "it would wait for itself");
+	crd_kick();
+	pthread_mutex_lock(&crd_lock);
+	n = 1 + (crd_pcpu ? (size_t)crd_ncpu : 0) + crd_nown;
+	b = malloc(sizeof(*b) + n * sizeof(b->m[0]));
+	if (!b)
+		sk__urcu_die("rcu_barrier(): out of memory");
+	b->left = 0;
+	i += barrier_mark(&crd_default, b, i);
+	for (c = 0; crd_pcpu && c < crd_ncpu; c++)
+		i += barrier_mark(&crd_pcpu[c], b, i);
+	for (crdp = crd_own; crdp && i < n; crdp = crdp->own_next)
+		i += barrier_mark(crdp, b, i);
+	pthread_mutex_unlock(&crd_lock);
+	/*
+	 * A carrier queues itself again from its callback, after
+	 * sk_rcu_barrier() began: one more round per batch still to run.
+	 */
+	do
+		sk_rcu_barrier();
+	while (sk_atomic_load_acquire(&b->left)); /* URCU-Q8': pairs with URCU-Q7 */
+	free(b);
+}
 SK__URCU_ALIAS3(barrier, barrier);
+
+/* ---- call_rcu_data ---------------------------------------------------------- */
 
 static struct call_rcu_data *get_default(void) { return &crd_default; }
 SK__URCU_ALIAS3(get_default_call_rcu_data, get_default);
@@ -186,33 +572,76 @@ SK__URCU_ALIAS3(get_call_rcu_thread, get_thread_of);
 static struct call_rcu_data *create(unsigned long flags, int cpu_affinity)
 {
 	struct call_rcu_data *crdp = malloc(sizeof(*crdp));
+	struct sk_rcu_cb_worker *w;
 
 	(void)flags; /* URCU_CALL_RCU_RT: accepted, ignored */
 	if (!crdp)
 		return NULL;
-	crdp->kind = CRD_OWN;
-	crdp->w = sk_rcu_cb_worker_create(0, cpu_affinity < 0 ? -1 : cpu_affinity);
-	if (!crdp->w) {
+	w = sk_rcu_cb_worker_create(0, cpu_affinity < 0 ? -1 : cpu_affinity);
+	if (!w) {
 		free(crdp);
 		return NULL; /* errno set by sk_rcu_cb_worker_create() */
 	}
+	crd_init(crdp, CRD_OWN, w);
+	pthread_mutex_lock(&crd_lock);
+	crdp->own_next = crd_own;
+	crd_own = crdp;
+	crd_nown++;
+	pthread_mutex_unlock(&crd_lock);
 	return crdp;
 }
 SK__URCU_ALIAS3(create_call_rcu_data, create);
 
-/* Pending callbacks go to the default worker (as liburcu). */
+/*
+ * Pending callbacks go to the default call_rcu_data (as liburcu); the
+ * batch in flight runs on crdp's worker first.
+ */
 static void crdp_free(struct call_rcu_data *crdp)
 {
+	struct call_rcu_data **pp;
+	struct rcu_head *h, *next, *fifo = NULL;
+	uintptr_t p;
 	int was_online;
 
 	if (!crdp || crdp->kind != CRD_OWN)
 		return; /* the default and per-CPU ones are never freed */
+	if (crd_in_cb)
+		sk__urcu_die("call_rcu_data_free() called from a callback: it "
+			     "would wait for itself");
+	crd_kick();
+	pthread_mutex_lock(&crd_lock);
+	for (pp = &crd_own; *pp && *pp != crdp; pp = &(*pp)->own_next)
+		;
+	if (*pp) {
+		*pp = crdp->own_next;
+		crd_nown--;
+	}
+	pthread_mutex_unlock(&crd_lock);
+	/* URCU-Q2 (the same detach as the carrier's): what waits for one. */
+	p = sk_atomic_load_relaxed(&crdp->pending);
+	if (p & ~CRD_INFLIGHT)
+		p = sk_atomic_xchg_seq_cst(&crdp->pending, CRD_INFLIGHT);
+	for (h = (struct rcu_head *)(p & ~CRD_INFLIGHT); h; h = next) {
+		next = h->next_;
+		h->next_ = fifo;
+		fifo = h;
+	}
+	for (h = fifo; h; h = next) {
+		next = h->next_;
+		crd_push(&crd_default, h);
+	}
 	was_online = sk__urcu_wait_enter();
+	/* The carrier in flight finds the list empty and makes crdp idle. */
+	while (sk_atomic_load_acquire(&crdp->pending)) /* URCU-Q8 */
+		sk_rcu_barrier();
 	if (sk_rcu_cb_worker_destroy(crdp->w) != 0)
 		sk__urcu_die("call_rcu_data_free() called from a callback: it "
 			     "would wait for itself");
 	sk__urcu_wait_exit(was_online);
-	free(crdp);
+	if (crdp->carrier != &crdp->carrier0)
+		free(crdp->carrier);
+	if (!crdp->abandoned)
+		free(crdp); /* else a stale carrier may still be queued in it */
 }
 SK__URCU_ALIAS3(call_rcu_data_free, crdp_free);
 
@@ -229,11 +658,16 @@ static int create_all(unsigned long flags)
 	}
 	pthread_mutex_lock(&crd_lock);
 	a = cpu_array();
-	for (i = 0; a && i < crd_ncpu; i++)
+	if (a && !crd_pcpu) {
+		crd_pcpu = calloc((size_t)crd_ncpu, sizeof(*crd_pcpu));
+		for (i = 0; crd_pcpu && i < crd_ncpu; i++)
+			crd_init(&crd_pcpu[i], CRD_PER_CPU, NULL);
+	}
+	for (i = 0; a && crd_pcpu && i < crd_ncpu; i++)
 		if (!a[i])
-			sk_atomic_store_release(&a[i], &crd_per_cpu); /* URCU-C4 */
+			sk_atomic_store_release(&a[i], &crd_pcpu[i]); /* URCU-C4 */
 	pthread_mutex_unlock(&crd_lock);
-	if (!a) {
+	if (!a || !crd_pcpu) {
 		errno = ENOMEM;
 		return -ENOMEM;
 	}
@@ -244,7 +678,9 @@ SK__URCU_ALIAS3(create_all_cpu_call_rcu_data, create_all);
 /*
  * Like liburcu: every CPU's assignment is cleared, and after a grace
  * period the workers are freed (the per-CPU ones stopped, own ones set
- * for a CPU destroyed, each once).
+ * for a CPU freed, each once).  The per-CPU call_rcu_data stay allocated
+ * (their carriers may be in flight; the default worker runs them after
+ * sk_rcu_cb_workers_destroy()) for a later create_all_cpu_call_rcu_data().
  */
 static void free_all(void)
 {

@@ -8,15 +8,18 @@
  * <urcu-qsbr.h>, <urcu-bp.h>), under the flavor's prefixed names, which
  * the unprefixed names map to.
  *
- * struct rcu_head is this layer's own, not liburcu's layout: programs are
- * source compatible, not binary compatible (an object file compiled
- * against liburcu's headers must be rebuilt).  Its func member is the
- * callback, as in liburcu.
+ * struct rcu_head has liburcu's size and layout: two pointer-sized words,
+ * the queue link first, then func, the callback (checked below).  So code
+ * compiled against liburcu's headers that embeds an rcu_head (liburcu-cds,
+ * whose RCU queue allocates its dummy nodes with one) hands this layer
+ * heads of the right size; the link's name differs (liburcu's is a
+ * struct cds_wfcq_node next), and a program must not touch it.
  */
 #ifndef SCALEKIT_COMPAT_URCU_CALL_RCU_H
 #define SCALEKIT_COMPAT_URCU_CALL_RCU_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "scalekit/rcu.h"
@@ -42,11 +45,28 @@ struct call_rcu_data;
 #define URCU_CALL_RCU_PAUSE   (1U << 4)
 #define URCU_CALL_RCU_PAUSED  (1U << 5)
 
-/* Embed in the object that call_rcu() is to reclaim. */
+/*
+ * Embed in the object that call_rcu() is to reclaim.  While the head is
+ * queued, both words belong to the layer (compat/urcu/call_rcu.c).
+ */
 struct rcu_head {
-	struct sk_rcu_head sk_head_;	   /* private: scalekit's queue entry */
+	struct rcu_head *next_;		     /* private: queue link */
 	void (*func)(struct rcu_head *head); /* the callback call_rcu() got */
 };
+
+/* liburcu's layout: { struct cds_wfcq_node next; void (*func)(...); }. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert(sizeof(struct rcu_head) == 2 * sizeof(void *),
+	      "struct rcu_head: two words, as liburcu's");
+static_assert(offsetof(struct rcu_head, func) == sizeof(void *),
+	      "struct rcu_head: func second, as liburcu's");
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && \
+	__STDC_VERSION__ >= 201112L
+_Static_assert(sizeof(struct rcu_head) == 2 * sizeof(void *),
+	       "struct rcu_head: two words, as liburcu's");
+_Static_assert(offsetof(struct rcu_head, func) == sizeof(void *),
+	       "struct rcu_head: func second, as liburcu's");
+#endif
 
 #ifdef __cplusplus
 }
