@@ -241,18 +241,13 @@ static void carrier_cb(struct sk_rcu_head *sk)
 	 * during its grace period run without one.
 	 */
 	p = sk_atomic_xchg_seq_cst(&crdp->pending, CRD_INFLIGHT);
-	for (h = (struct rcu_head *)(p & ~CRD_INFLIGHT); h; h = next) {
-		next = h->next_;
-		h->next_ = b;
+	h = (struct rcu_head *)(p & ~CRD_INFLIGHT);
+	if (h) { /* the newer heads in front of the batch */
+		for (next = h; next->next_; next = next->next_)
+			;
+		next->next_ = b;
 		b = h;
 	}
-	for (h = b; h; h = next) { /* back to LIFO: newest first */
-		next = h->next_;
-		h->next_ = fifo;
-		fifo = h;
-	}
-	b = fifo;
-	fifo = NULL;
 #endif
 	for (h = b; h; h = next) { /* LIFO to call_rcu() order */
 		next = h->next_;
@@ -469,6 +464,15 @@ static void barrier(void)
 	if (crd_in_cb)
 		sk__urcu_die("rcu_barrier() called from a call_rcu() callback: "
 			     "it would wait for itself");
+#ifdef SK__URCU_BROKEN_BARRIER_SK_ONLY
+	/*
+	 * Broken twin (tests/urcu/CMakeLists.txt): sk_rcu_barrier() alone
+	 * misses the heads still pending and the carriers that queue
+	 * themselves again after it began.
+	 */
+	sk_rcu_barrier();
+	return;
+#endif
 	crd_kick();
 	pthread_mutex_lock(&crd_lock);
 	n = 1 + (crd_pcpu ? (size_t)crd_ncpu : 0) + crd_nown;
