@@ -166,6 +166,21 @@ static void die_double(struct rcu_head *head)
 		     (void *)head);
 }
 
+/*
+ * Test builds only (tests/urcu/CMakeLists.txt, urcu_fork_window): spin
+ * between setting CRD_INFLIGHT and queuing the carrier, so that a fork()
+ * lands there often.
+ */
+static inline void test_wide_start(void)
+{
+#ifdef SK__URCU_TEST_WIDE_START
+	int i;
+
+	for (i = 0; i < 4000; i++)
+		sk_cpu_relax();
+#endif
+}
+
 /* Push head (func set) onto crdp's queue.  Any thread; never blocks. */
 static void crd_push(struct call_rcu_data *crdp, struct rcu_head *head)
 {
@@ -208,8 +223,10 @@ static void crd_push(struct call_rcu_data *crdp, struct rcu_head *head)
 			break;
 		sk_atomic_fetch_add_seq_cst(&crdp->starting, ~0UL);
 	}
+	test_wide_start();
 	sk_atomic_store_relaxed(&head->next_, (struct rcu_head *)NULL);
 	sk_atomic_store_relaxed(&crdp->batch, head);
+	test_wide_start();
 	queue_carrier(crdp); /* URCU-Q3 orders the batch store */
 	sk_atomic_fetch_add_seq_cst(&crdp->starting, ~0UL); /* URCU-Q4 */
 }
@@ -296,6 +313,10 @@ static void crd_fork_child_one(struct call_rcu_data *crdp)
 {
 	struct crd_carrier *c;
 
+#ifdef SK__URCU_BROKEN_FORK_NO_REPLACE
+	/* Broken twin (urcu_fork_window_broken): the carrier is kept. */
+	return;
+#endif
 	/* URCU-Q5: the child's view of the words URCU-Q4 ordered. */
 	if (!sk_atomic_load_relaxed(&crdp->starting))
 		return; /* idle, or the carrier queued: it runs here too */
