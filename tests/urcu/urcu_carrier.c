@@ -83,6 +83,7 @@ static struct call_rcu_data *own1, *own2;
 static void free_cb(struct rcu_head *rh)
 {
 	struct obj *o = (struct obj *)((char *)rh - offsetof(struct obj, rh));
+	int upd;
 
 	if (LOAD(o->magic) != LIVE) {
 		fprintf(stderr, "ERROR: callback ran twice (object %p)\n",
@@ -95,9 +96,10 @@ static void free_cb(struct rcu_head *rh)
 			ADD(errors_order, 1);
 		STORE(last[o->upd][o->key], o->seq);
 	}
+	upd = o->upd; /* o may be freed once it reads as poisoned */
 	STORE_REL(o->magic, POISON);
 	/* Release: the barrier thread reads done with acquire. */
-	__atomic_fetch_add(&done[o->upd], 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&done[upd], 1, __ATOMIC_RELEASE);
 }
 
 static void *reader(void *arg)

@@ -256,5 +256,7 @@ int main(void)
 	call_rcu_data_free(own);
 	free_all_cpu_call_rcu_data();
 	rcu_unregister_thread();
-	return err || (!PART1 && !PART2 ? 77 : 0);
+	if (err)
+		return 1;
+	return !PART1 && !PART2 ? 77 : 0;
 }
