@@ -104,6 +104,7 @@ struct call_rcu_data {
 	struct sk_rcu_cb_worker *w; /* CRD_OWN: the worker */
 	/* Guarded by: crd_lock. */
 	struct call_rcu_data *own_next; /* CRD_OWN: the list of live ones */
+	/* Written by the queue_carrier() and the scalekit worker in turn. */
 	struct crd_carrier carrier0;	/* the carrier, unless a fork child
 					   replaced it */
 };
