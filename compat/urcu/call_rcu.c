@@ -690,10 +690,16 @@ static void crdp_free(struct call_rcu_data *crdp)
 		crd_nown--;
 	}
 	pthread_mutex_unlock(&crd_lock);
-	/* URCU-Q2 (the same detach as the carrier's): what waits for one. */
+	/*
+	 * URCU-Q2 (the same detach as the carrier's, full barrier): take
+	 * what is pending.  A compare-and-swap, not an exchange: the
+	 * carrier may have taken the list and gone idle since the load, and
+	 * CRD_INFLIGHT must not be set again with no carrier to clear it.
+	 */
 	p = sk_atomic_load_relaxed(&crdp->pending);
-	if (p & ~CRD_INFLIGHT)
-		p = sk_atomic_xchg_seq_cst(&crdp->pending, CRD_INFLIGHT);
+	while ((p & ~CRD_INFLIGHT) &&
+	       !sk_atomic_cmpxchg_seq_cst(&crdp->pending, &p, CRD_INFLIGHT))
+		;
 	for (h = (struct rcu_head *)(p & ~CRD_INFLIGHT); h; h = next) {
 		next = h->next_;
 		h->next_ = fifo;

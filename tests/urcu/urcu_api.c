@@ -107,7 +107,7 @@ static void call_rcu_data_api(void)
 {
 	struct call_rcu_data *def = get_default_call_rcu_data(), *own;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	int cpu;
+	int cpu, i, before;
 
 	URCU_CHECK(def != NULL);
 	URCU_CHECK(get_thread_call_rcu_data() == NULL);
@@ -141,6 +141,22 @@ static void call_rcu_data_api(void)
 	callbacks();
 	set_thread_call_rcu_data(NULL);
 	call_rcu_data_free(own);
+
+	/*
+	 * Callbacks still pending at call_rcu_data_free() are not lost: they
+	 * go to the default call_rcu_data (as liburcu), or run in the batch
+	 * in flight, before the free returns or after it.
+	 */
+	own = create_call_rcu_data(0, -1);
+	URCU_CHECK(own != NULL);
+	set_thread_call_rcu_data(own);
+	before = cb_runs;
+	for (i = 0; i < 1000; i++)
+		call_rcu(&item_new(i)->rh, item_free);
+	set_thread_call_rcu_data(NULL);
+	call_rcu_data_free(own);
+	rcu_barrier();
+	URCU_CHECK(cb_runs == before + 1000);
 
 	cpu = sched_getcpu(); /* one this process may run on */
 	URCU_CHECK(cpu >= 0);
