@@ -534,7 +534,7 @@ void sk_elided_rwlock_write_lock(struct sk_elided_rwlock *rw)
 	    sk__elide_enter(SK__ELIDE_RW_WRITE, rw, &rw->policy,
 			    rw_stats(rw)))
 		return;
-	/* EL-M1, one CAS first as the inline mutex lock: the line moves once. */
+	/* EL-M1, one CAS first (as the inline mutex): the line moves once. */
 	if (!cas_acquire((unsigned int *)&rw->wlock, 0, M_LOCKED))
 		sk__mutex_lock_real(&rw->wlock);
 	rw_write_drain(rw);

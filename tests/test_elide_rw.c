@@ -23,7 +23,7 @@
 #include "sk_test_util.h"
 #include "../src/internal/testing.h"
 
-#define RW_READERS 4	 /* on a 2-CPU machine: oversubscribed with the writer */
+#define RW_READERS 4	 /* with the writer: 5 threads on 2 CPUs here */
 #define RW_WRITES  50	 /* the writer's sections */
 #define RW_BUDGET  500000ul /* reader acquisitions: the writer must be done */
 

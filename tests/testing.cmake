@@ -3,9 +3,10 @@
 # The testing build: scalekit_testing (top-level CMakeLists.txt) is the
 # library compiled with SK_TESTING=1, which adds every broken mode, hook
 # and test-only statistic, all declared in src/internal/testing.h: the
-# broken twins of RCU, its callbacks, the hash table and the read-biased
-# rwlock, the Triplett checker hook, the counters' wrap-around presets,
-# the worker's start failures.  The installed libraries never contain
+# broken twins of RCU, its callbacks, the hash table, the read-biased
+# rwlock and the elided rwlock's writers, the Triplett checker hook, the
+# counters' wrap-around presets, the worker's start failures.  The
+# installed libraries never contain
 # them (the release_clean test checks).  The tests listed here link it
 # instead of scalekit_static; so does the torture tool (scalekit-torture).
 
