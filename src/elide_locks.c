@@ -238,7 +238,7 @@ int sk_elided_mutex_trylock(struct sk_elided_mutex *m)
 static int mutex_exit(struct sk_elided_mutex *m)
 {
 	return sk__elide_exit(SK__ELIDE_MUTEX, &m->word, &m->policy,
-			      __atomic_load_n(&m->stats, __ATOMIC_RELAXED));
+			      &m->stats);
 }
 
 void sk_elided_mutex__unlock_slow(int *word)
@@ -338,8 +338,7 @@ void sk_elided_spinlock__unlock_slow(unsigned int *word)
 
 	unsigned int w;
 
-	if (sk__elide_exit(SK__ELIDE_SPIN, word, &l->policy,
-			   __atomic_load_n(&l->stats, __ATOMIC_RELAXED)))
+	if (sk__elide_exit(SK__ELIDE_SPIN, word, &l->policy, &l->stats))
 		return;
 	w = load_relaxed(word);
 	if (!SPIN_FREE(w & ~SK__ELIDED_SPIN_SIM)) {
@@ -451,18 +450,48 @@ int sk_elided_rwlock_read_trylock(struct sk_elided_rwlock *rw)
 
 void sk_elided_rwlock_read_unlock(struct sk_elided_rwlock *rw)
 {
-	if (sk__elide_exit(SK__ELIDE_RW_READ, rw, &rw->policy, rw_stats(rw)))
+	unsigned int v;
+
+	if (sk__elide_exit(SK__ELIDE_RW_READ, rw, &rw->policy, &rw->stats))
 		return;
-	if (!(load_relaxed(&rw->word) / RW_ONE))
+	/*
+	 * EL-R2: release; pairs with EL-W1's acquire in the waiting writer.
+	 * The misuse check reads the count this sub returns, not a load of
+	 * its own: under contention every access to the word moves its
+	 * cache line, and a load before the sub would move it twice.
+	 */
+	v = __atomic_sub_fetch(&rw->word, RW_ONE, __ATOMIC_RELEASE);
+	if (!((v + RW_ONE) / RW_ONE)) { /* the count was 0: undo, stop */
+		__atomic_fetch_add(&rw->word, RW_ONE, __ATOMIC_RELAXED);
 		sk__die("sk_elided_rwlock_read_unlock(%p): not read-locked",
 			(void *)rw);
-	sk__rw_read_unlock_real(&rw->word);
+	}
+	rw_wake_writer(&rw->word, v);
 }
+
+#ifdef SK_TESTING
+/* Test hook (internal/testing.h): writers let new readers in. */
+static int rw_busted;
+
+void sk__elide_rw_test_busted(int on)
+{
+	__atomic_store_n(&rw_busted, on, __ATOMIC_RELAXED);
+}
+#define RW_BUSTED() __atomic_load_n(&rw_busted, __ATOMIC_RELAXED)
+#else
+#define RW_BUSTED() 0
+#endif
 
 /* With wlock held: set WRITER, then wait until the readers are gone. */
 static void rw_write_drain(struct sk_elided_rwlock *rw)
 {
 	unsigned int v = load_relaxed(&rw->word), spins = M_SPINS;
+
+	/* The twin: wait for a moment with no reader (EL-W1 as below). */
+	while (RW_BUSTED() && !cas_acquire(&rw->word, 0, RW_WRITER))
+		sched_yield();
+	if (RW_BUSTED())
+		return;
 
 	/* Relaxed: the acquire is EL-W1 below, when the readers are gone. */
 	do {
@@ -505,7 +534,9 @@ void sk_elided_rwlock_write_lock(struct sk_elided_rwlock *rw)
 	    sk__elide_enter(SK__ELIDE_RW_WRITE, rw, &rw->policy,
 			    rw_stats(rw)))
 		return;
-	sk__mutex_lock_real(&rw->wlock);
+	/* EL-M1, one CAS first (as the inline mutex): the line moves once. */
+	if (!cas_acquire((unsigned int *)&rw->wlock, 0, M_LOCKED))
+		sk__mutex_lock_real(&rw->wlock);
 	rw_write_drain(rw);
 }
 
@@ -522,13 +553,17 @@ int sk_elided_rwlock_write_trylock(struct sk_elided_rwlock *rw)
 
 void sk_elided_rwlock_write_unlock(struct sk_elided_rwlock *rw)
 {
-	if (sk__elide_exit(SK__ELIDE_RW_WRITE, rw, &rw->policy, rw_stats(rw)))
+	if (sk__elide_exit(SK__ELIDE_RW_WRITE, rw, &rw->policy, &rw->stats))
 		return;
-	if (!(load_relaxed(&rw->word) & RW_WRITER))
+	/*
+	 * EL-W2: release; pairs with EL-R1 of the next readers.  The misuse
+	 * check reads the word this fetch_and returns (see read_unlock); on
+	 * a word without WRITER the fetch_and changed nothing.
+	 */
+	if (!(__atomic_fetch_and(&rw->word, ~RW_WRITER, __ATOMIC_RELEASE) &
+	      RW_WRITER))
 		sk__die("sk_elided_rwlock_write_unlock(%p): not write-locked",
 			(void *)rw);
-	/* EL-W2: release; pairs with EL-R1 of the next readers. */
-	__atomic_fetch_and(&rw->word, ~RW_WRITER, __ATOMIC_RELEASE);
 	sk__mutex_unlock_real(&rw->wlock, M_LOCKED);
 }
 

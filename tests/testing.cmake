@@ -3,9 +3,10 @@
 # The testing build: scalekit_testing (top-level CMakeLists.txt) is the
 # library compiled with SK_TESTING=1, which adds every broken mode, hook
 # and test-only statistic, all declared in src/internal/testing.h: the
-# broken twins of RCU, its callbacks, the hash table and the read-biased
-# rwlock, the Triplett checker hook, the counters' wrap-around presets,
-# the worker's start failures.  The installed libraries never contain
+# broken twins of RCU, its callbacks, the hash table, the read-biased
+# rwlock and the elided rwlock's writers, the Triplett checker hook, the
+# counters' wrap-around presets, the worker's start failures.  The
+# installed libraries never contain
 # them (the release_clean test checks).  The tests listed here link it
 # instead of scalekit_static; so does the torture tool (scalekit-torture).
 
@@ -18,7 +19,7 @@ sk_lib_variant_link(scalekit_testing
   test_rcu_wrap test_srcu_wrap test_rcu_expedite test_rwlock_rb test_worker
   test_rcu_batch test_rcu_cb_pcpu test_rcu_park test_rcu_quiet test_rcu_poll
   test_rhash_checker test_list_checker test_rcu_defer test_rcu_cb_own
-  test_rcu_cb_auto)
+  test_rcu_cb_auto test_elide_rw)
 
 # The exhaustive checker runs take a while under the sanitizers: TSan's
 # run of every_grow_and_shrink_between_1_and_64_buckets took 52 s alone

@@ -16,8 +16,9 @@
  *          EL-L0 (release for the compiler).
  *   EL-U1  mutex unlock, inline fast path: release CAS [elide.h]; pairs
  *          with EL-L1 or EL-M1 of the next holder.
- *   EL-M1  mutex (and the rwlock's writers' mutex), slow path: acquire CAS
- *          [elide_locks.c]; pairs with EL-M2, EL-U1 or EL-SU1.
+ *   EL-M1  mutex (and the rwlock's writers' mutex: its first CAS and its
+ *          slow path), slow path: acquire CAS [elide_locks.c]; pairs with
+ *          EL-M2, EL-U1 or EL-SU1.
  *   EL-M2  mutex unlock, slow path: release CAS that clears the held bit
  *          [elide_locks.c]; pairs with EL-M1 or EL-L1 of the next holder.
  *   EL-SL1 spinlock lock: acquire fetch_add taking a ticket [elide.h,
@@ -162,12 +163,16 @@ extern struct sk_elide_tuning sk__elide_tuning;
  * elided (the caller returns to the user), 0 when the caller must take
  * the real lock.  sk__elide_exit(): 1 when this thread had elided the
  * lock (the transaction is committed when it was the last of the thread's
- * elided locks), 0 when it had not: the caller unlocks it for real.
+ * elided locks), 0 when it had not: the caller unlocks it for real.  It
+ * takes the address of the lock's statistics pointer and loads it only
+ * for a lock the thread elided: a real unlock then touches the lock's
+ * cache line only in its own atomic operation (under contention, a load
+ * before it would cost one more transfer of the line).
  */
 int sk__elide_enter(int kind, void *lock, unsigned int *policy,
 		    struct sk_elide_stats *stats);
 int sk__elide_exit(int kind, void *lock, unsigned int *policy,
-		   struct sk_elide_stats *stats);
+		   struct sk_elide_stats *const *statsp);
 /* Before a real trylock: abort the transaction if the thread is in one. */
 void sk__elide_trylock_check(void);
 /* Real (non-elided) fallback locks, shared by the three lock kinds. */

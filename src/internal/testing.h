@@ -127,6 +127,16 @@ void sk__worker_test_fail_starts(int n, int err);
 /* Nonzero: writers do not wait for announced readers (broken twin). */
 void sk__rwlock_rb_test_busted(int on);
 
+/* ---- the elided rwlock's fallback (src/elide_locks.c) --------------------- */
+
+/*
+ * Nonzero: the broken twin of the writers' fairness.  A writer never sets
+ * WRITER while readers are inside, so new readers never wait for it: it
+ * takes the lock only at a moment when no reader holds it, and readers
+ * whose sections overlap starve it (tests/test_elide_rw.c).
+ */
+void sk__elide_rw_test_busted(int on);
+
 /* ---- the Triplett checker (tests/rcu_checker.h) --------------------------- */
 
 /*
