@@ -102,6 +102,13 @@ static unsigned long scan_chunk(struct rcu_chunk *ch, unsigned long c,
 	if (!used)
 		return n;
 	top = SK__RCU_CHUNK_SLOTS - __builtin_clzll(used);
+	if (busted(SK__RCU_BUSTED_SCAN_SKIP)) {
+		/* Broken twin: the highest owned slot is left out. */
+		used &= ~((uint64_t)1 << (top - 1));
+		if (!used)
+			return n;
+		top = SK__RCU_CHUNK_SLOTS - __builtin_clzll(used);
+	}
 	for (i = 0; i < top; i++) {
 		/* Relaxed: ordered by RCU-G1 before, RCU-G2 after. */
 		v[i] = sk_atomic_load_relaxed(ch->words[i]);

@@ -385,6 +385,11 @@ if(CMAKE_SIZEOF_VOID_P EQUAL 8)
     DURATION 2 SLOW_DURATION 2 STDOUT "the detector caught it.*\nFAILURE\n$"
     STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 endif()
+# --busted-scan: the scan of every registry chunk leaves out its highest
+# owned slot; --churn keeps new reader threads taking the top slots.
+sk_torture_test(torture_busted_scan 1 "torture|rcu|--busted-scan|--churn|--gp|sync,exp|--duration|@DUR@|--seed|22"
+  DURATION 2 SLOW_DURATION 2 STDOUT "the detector caught it.*\nFAILURE\n$"
+  STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 sk_torture_test(torture_busted_rcu 1 "torture|rcu|--busted|--duration|@DUR@|--seed|11"
   DURATION 3 SLOW_DURATION 4 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")

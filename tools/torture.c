@@ -133,6 +133,9 @@ static void usage_broken_and_rest(FILE *f)
 		"FAIL; 64-bit\n"
 		"                  builds only: with 32-bit words there is no "
 		"quiet round)\n"
+		"  --busted-scan   rcu, mixed: the reader scan of every registry "
+		"chunk leaves\n"
+		"                  out its highest owned slot (must FAIL)\n"
 		"  --fault-rate P  rhash: make a fraction P (0..1) of the "
 		"table's allocations\n"
 		"                  fail\n"
@@ -329,6 +332,7 @@ static const struct tort_flag_opt {
 	{ "--busted-qsbr", offsetof(struct sk_tort_config, busted_qsbr) },
 	{ "--busted-handshake", offsetof(struct sk_tort_config, busted_hs) },
 	{ "--busted-quiet", offsetof(struct sk_tort_config, busted_quiet) },
+	{ "--busted-scan", offsetof(struct sk_tort_config, busted_scan) },
 	{ "--cb-pcpu", offsetof(struct sk_tort_config, cb_pcpu) },
 	{ "--in-section", offsetof(struct sk_tort_config, in_section) },
 };

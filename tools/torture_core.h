@@ -60,7 +60,7 @@ struct sk_tort_config {
 	unsigned int gp_mask; /* bit g: SK_TORT_GP_* allowed */
 	unsigned long nesting;
 	int sleep, churn, fork, flood, stutter, busted;
-	int busted_qsbr, busted_hs, busted_quiet; /* broken library paths: must FAIL */
+	int busted_qsbr, busted_hs, busted_quiet, busted_scan; /* broken library paths: must FAIL */
 	int cb_pcpu;	   /* per-CPU callback workers, cycled every second */
 	int in_section;	   /* rhash: updates inside read sections */
 	unsigned long threads; /* locks: threads per lock (0: default) */

@@ -25,8 +25,8 @@
 
 /*
  * The broken modes (--busted-qsbr, --busted-handshake, --busted-quiet,
- * --busted --cb-pcpu) and the grace-period kinds of the report: the
- * testing build of the library, which the torture tool links.
+ * --busted-scan, --busted --cb-pcpu) and the grace-period kinds of the
+ * report: the testing build of the library, which the torture tool links.
  */
 #include "internal/testing.h"
 
@@ -236,13 +236,15 @@ static const struct sk_tort_ops *run_pick_ops(struct tort_run *R)
 		sk__rcu_cb_set_busted(SK__CB_BUSTED_NO_GP);
 	} else if (cfg->busted) {
 		sk_tort_make_busted(R->ops_in, &R->busted_ops);
-	} else if (cfg->busted_qsbr || cfg->busted_hs || cfg->busted_quiet) {
+	} else if (cfg->busted_qsbr || cfg->busted_hs || cfg->busted_quiet ||
+		   cfg->busted_scan) {
 		/* Real grace periods, broken inside the library. */
 		R->busted_ops = *R->ops_in;
 		R->busted_ops.busted = 1;
 		sk__rcu_set_busted(cfg->busted_qsbr ? SK__RCU_BUSTED_QSBR_ONLY
 				   : cfg->busted_hs ? SK__RCU_BUSTED_HANDSHAKE
-						    : SK__RCU_BUSTED_QUIET);
+				   : cfg->busted_quiet ? SK__RCU_BUSTED_QUIET
+						       : SK__RCU_BUSTED_SCAN_SKIP);
 	} else {
 		return R->ops_in;
 	}

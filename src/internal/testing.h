@@ -30,7 +30,7 @@ struct sk_srcu;
 /*
  * Broken twins of the grace-period paths, for the torture tool's
  * --busted-qsbr / --busted-handshake / --busted-quiet, test_rcu_batch,
- * test_rcu_quiet and test_rcu_park (never set otherwise):
+ * test_rcu_quiet, test_rcu_park and test_rcu_registry (never set otherwise):
  * SK__RCU_BUSTED_QSBR_ONLY: a grace period that found no general reader
  * does not wait for the QSBR readers at all;
  * SK__RCU_BUSTED_HANDSHAKE: a handshake that timed out takes the readers
@@ -44,7 +44,9 @@ struct sk_srcu;
  * SK__RCU_BUSTED_PARK_SELF: a leader parked in its own wait takes itself
  * out of the counts a second time (so it misses another reader);
  * SK__RCU_BUSTED_PARK_SLOW: sk_rcu_read_lock() of a parked thread (a
- * signal handler) resumes without counting the thread again.
+ * signal handler) resumes without counting the thread again;
+ * SK__RCU_BUSTED_SCAN_SKIP: the scan of every registry chunk leaves out
+ * the highest owned slot (its reader is never waited for by a first scan).
  * 0 restores the real thing.  Any thread.
  */
 enum {
@@ -55,6 +57,7 @@ enum {
 	SK__RCU_BUSTED_QUIET = 5,
 	SK__RCU_BUSTED_PARK_SELF = 6,
 	SK__RCU_BUSTED_PARK_SLOW = 7,
+	SK__RCU_BUSTED_SCAN_SKIP = 8,
 };
 void sk__rcu_set_busted(int mode);
 
