@@ -299,7 +299,7 @@ static void *resizer_main(void *arg)
  * Returns 0 or -errno.
  */
 static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
-		   uint64_t run_ns, double *mops, double *rps)
+		   uint64_t run_ns, double *mops, double *rps, double *occ)
 {
 	struct sk_bench_reader_stat *st = calloc((size_t)n, sizeof(*st));
 	struct sk_bench_readers *g;
@@ -341,8 +341,12 @@ static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
 		free(st);
 		return err;
 	}
-	for (i = 0; i < n; i++)
+	*occ = 1.0;
+	for (i = 0; i < n; i++) {
 		sum += (double)st[i].sections / ((double)st[i].ns / 1e3);
+		if ((double)st[i].cpu_ns / (double)st[i].ns < *occ)
+			*occ = (double)st[i].cpu_ns / (double)st[i].ns;
+	}
 	free(st);
 	*mops = sum;
 	return 0;
@@ -356,7 +360,52 @@ struct hash_job {
 	int resize; /* measure()'s resize */
 	struct sk_bench_row *row;
 	int col;
+	/*
+	 * hash-resize's steady jobs: half of each run with the readers'
+	 * table at base buckets, half at 2 x base, the two sizes a resizing
+	 * run alternates between (the resizes are outside the clock); the
+	 * figure is the mean of the halves' rates.
+	 */
+	int both_sizes;
+	int gated; /* behind the occupancy gate (bench.h), readers only */
 };
+
+/* hash-resize: the readers' table's usual bucket count (0: not set). */
+static unsigned long resize_base;
+
+/*
+ * One run of jb for run_ns: *mops its rate, *rps the resizer's cycles per
+ * second (resize modes only).  Gated jobs repeat a run in which a reader
+ * had less than SK_BENCH_OCC_MIN of a CPU.  0 or -errno.
+ */
+static int measure_job(const struct hash_job *jb, uint64_t run_ns,
+		       double *mops, double *rps)
+{
+	int gated = jb->gated && sk_bench_occ_gated(jb->threads +
+						    (jb->resize != 0));
+	int attempt = 0, err;
+	double occ, a = 0, b = 0, occ_b = 1.0;
+
+	do {
+		if (!jb->both_sizes) {
+			err = measure(jb->ops, jb->threads, jb->resize, run_ns,
+				      mops, rps, &occ);
+			continue;
+		}
+		sk_bench_hash_rhash.resize(resize_base);
+		err = measure(jb->ops, jb->threads, jb->resize, run_ns / 2,
+			      &a, rps, &occ);
+		sk_bench_hash_rhash.resize(2 * resize_base);
+		if (!err)
+			err = measure(jb->ops, jb->threads, jb->resize,
+				      run_ns / 2, &b, rps, &occ_b);
+		sk_bench_hash_rhash.resize(resize_base);
+		*mops = (a + b) / 2;
+		if (occ_b < occ)
+			occ = occ_b;
+	} while (!err && gated && sk_bench_occ_retry(++attempt, occ));
+	return err;
+}
 
 double sk_bench_hash_median(double *v, int n)
 {
@@ -382,8 +431,7 @@ static int warm_up(const struct sk_bench_config *cfg, struct hash_job *jobs,
 
 	for (i = 0; i < njobs; i++) {
 		*failed = &jobs[i];
-		err = measure(jobs[i].ops, jobs[i].threads, jobs[i].resize,
-			      cfg->warmup_ns, &mops, &rps);
+		err = measure_job(&jobs[i], cfg->warmup_ns, &mops, &rps);
 		if (err)
 			return err;
 	}
@@ -411,8 +459,7 @@ static int run_rep(const struct sk_bench_config *cfg, struct hash_job *jobs,
 			struct hash_job *jb = &jobs[j];
 
 			*failed = jb;
-			err = measure(jb->ops, jb->threads, jb->resize, ns,
-				      &win[j * windows + w], &rps);
+			err = measure_job(jb, ns, &win[j * windows + w], &rps);
 			if (err)
 				return err;
 			if (jb->resize == 1) /* the readers' table */
@@ -457,7 +504,8 @@ static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
 					  jobs[i].row->rep[jobs[i].col][rep],
 					  what,
 					  jobs[i].resize == 1	? " (resizing)"
-					  : jobs[i].resize == 2 ? " (resizing beside)"
+					  : jobs[i].resize == 2 ? " (steady, resizer beside)"
+					  : jobs[i].both_sizes	? " (steady, alone)"
 								: "");
 	}
 	if (rps_median && nrv)
@@ -491,7 +539,7 @@ static void ratio_target(struct sk_bench_results *res,
 
 static const char *const lookup_impls[] = { "rhash", "urcu-lfht", NULL };
 static const char *const resize_impls[] = { "rhash-resizing", "rhash",
-					    "rhash-beside", NULL };
+					    "rhash-alone", NULL };
 
 static const struct {
 	long nkeys;
@@ -530,7 +578,7 @@ int sk_bench_hash_lookup_run(const struct sk_bench_config *cfg,
 					jobs[njobs++] = (struct hash_job){
 						rows[k][c]->impl[i],
 						rows[k][c]->impl[i]->name,
-						counts[c], 0, rows[k][c], i
+						counts[c], 0, rows[k][c], i, 0, 0
 					};
 		if (set_build(lookup_sets[k].nkeys))
 			return -1;
@@ -598,11 +646,14 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res)
 {
 	static const char *const title =
-		"hash-resize: millions of sk_rhash lookups per second while "
-		"another thread resizes the table 2^16 <-> 2^17 buckets, vs "
-		"no resizer, and vs the resizer on a second table (higher is "
-		"better)";
-	static const int modes[] = { 1, 0, 2 }; /* measure()'s resize */
+		"hash-resize: millions of sk_rhash lookups per second, 2^16 "
+		"keys, one reader; rhash-resizing: another thread resizes "
+		"the table 2^16 <-> 2^17 buckets; rhash: the table steady, "
+		"half the time at each size, the other thread resizing a "
+		"second table; rhash-alone: the same steady table, no other "
+		"thread (higher is better)";
+	/* measure()'s resize, and whether the table alternates sizes. */
+	static const int modes[] = { 1, 2, 0 }, both[] = { 0, 1, 1 };
 	struct hash_job jobs[3];
 	struct sk_bench_row *row;
 	double rps = NAN;
@@ -613,13 +664,22 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	row->ratio_prefix = "resizing";
 	for (i = 0; i < 3; i++)
 		jobs[i] = (struct hash_job){ row->impl[i], row->impl[i]->name,
-					     1, modes[i], row, i };
+					     1, modes[i], row, i, both[i], 1 };
 	if (set_build(1L << 16))
 		return -1;
 	if (beside_build(1L << 16)) {
 		sk_bench_hash_free();
 		return -1;
 	}
+	/*
+	 * Both tables start at the resize's base size: the fill grew them
+	 * (2^16 keys are above 75 % of 2^16 buckets) in the background.
+	 */
+	resize_base = 1UL << 16;
+	sk_rhash_barrier(beside);
+	if (sk_rhash_resize(beside, resize_base))
+		sk_bench_hash_die("sk_rhash_resize failed");
+	sk_bench_hash_rhash.resize(resize_base);
 	sk_bench_progress("hash-resize: 3 runs x %d reps, %.0f ms each "
 			  "(warm-up %.0f ms)",
 			  cfg->reps, cfg->run_ns / 1e6, cfg->warmup_ns / 1e6);
@@ -635,6 +695,7 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			  "cycles (2^16 -> 2^17 -> 2^16 buckets) per second, "
 			  "median over repetitions (rhash-resizing's runs)",
 			  rps);
+	sk_bench_occ_note(res, "hash-resize");
 	sk_bench_hash_free();
 	ratio_target(res, row, "rhash-resizing", "rhash", 0.9, "hash-resize");
 	return 0;
@@ -666,7 +727,7 @@ int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 			if (!rows[c]->na[i])
 				jobs[njobs++] = (struct hash_job){
 					&uops[i], rows[c]->impl[i]->name,
-					counts[c], 0, rows[c], i
+					counts[c], 0, rows[c], i, 0, 0
 				};
 	if (set_build(1L << 16))
 		return -1;

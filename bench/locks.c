@@ -171,7 +171,9 @@ static int bl_measure(const struct sk_bench_config *cfg, const char *scenario,
 				i = (k + (rep < 0 ? 0 : rep)) % n;
 				if (ns[r]->na[i])
 					continue;
-				err = sk_bench_read_measure(
+				/* Timed runs behind the occupancy gate. */
+				err = (rep < 0 ? sk_bench_read_measure
+					       : sk_bench_read_measure_gated)(
 					ns[r]->impl[i], ns[r]->threads,
 					rep < 0 ? cfg->warmup_ns : cfg->run_ns,
 					&x, &y);
@@ -214,6 +216,7 @@ int sk_bench_locks_run(const struct sk_bench_config *cfg,
 			       impls, cfg->reps);
 	if (bl_measure(cfg, "locks", &row, NULL, 1))
 		return -1;
+	sk_bench_occ_note(res, "locks");
 	sk_bench_ratio_target(res, row, "sk-elided-mutex", "pthread-mutex",
 			      rtm ? 1.5 : 1.05, 1,
 			      rtm ? "locks, rtm: ns/op sk-elided-mutex / "
@@ -248,6 +251,7 @@ int sk_bench_rwlock_read_run(const struct sk_bench_config *cfg,
 			c + 1, 1, impls, cfg->reps);
 	if (bl_measure(cfg, "rwlock-read", ns, mops, nc))
 		return -1;
+	sk_bench_occ_note(res, "rwlock-read");
 	snprintf(t.what, sizeof(t.what),
 		 "rwlock-read: sk-rwlock-rb Mops/s 2 readers / 1 reader");
 	snprintf(t.id, sizeof(t.id), "rwlock-read-scaling");
