@@ -314,8 +314,14 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 	for (c = 0; c < rr.ncounts; c++) {
 		add_ratio_target(res, rr.ns[0][c], "read-general", "urcu-memb",
 				 1.0);
+		/*
+		 * 1.05, not 1.00: both QSBR loops are the same four
+		 * instructions per section (callgrind: 4.01 and 4.02), so the
+		 * ratio is 1 plus noise; docs/benchmarks.md, "The QSBR
+		 * read row".
+		 */
 		add_ratio_target(res, rr.ns[1][c], "read-qsbr", "urcu-qsbr",
-				 1.0);
+				 1.05);
 	}
 	/* Scaling: total throughput on 2 threads over 1 thread. */
 	{
