@@ -214,7 +214,7 @@ extern const struct sk_bench_rcu_ops sk_bench_pthread_mutex_ops;
  */
 extern const struct sk_bench_rcu_ops sk_bench_rhash_ops;
 extern const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops;
-extern const struct sk_bench_rcu_ops sk_bench_rhash_alone_ops;
+extern const struct sk_bench_rcu_ops sk_bench_rhash_beside_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops;
 /*
  * Lock adapters (locks.c): read_section(n) is n lock+dereference+unlock

@@ -41,7 +41,7 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_pthread_mutex_ops,
 	&sk_bench_rhash_ops,
 	&sk_bench_rhash_resizing_ops,
-	&sk_bench_rhash_alone_ops,
+	&sk_bench_rhash_beside_ops,
 	&sk_bench_urcu_lfht_ops,
 	&sk_bench_rwlock_rb_ops,
 	&sk_bench_rwlock_rb_wr_ops,

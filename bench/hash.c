@@ -16,16 +16,20 @@
  *  hash-resize   the same lookups on sk_rhash (2^16 keys, 1 thread) while
  *                another thread (with --pin, pinned beside the readers)
  *                resizes the table continuously between 2^16 and 2^17
- *                buckets, against the same run without the resizer:
- *                "rhash-resizing" and "rhash" are the same lookups, the
- *                ratio is resizing / steady.  "rhash-beside": the same
- *                lookups while the resizer resizes a second table of the
- *                same size (its own objects): what the resizer costs the
- *                reader through the machine alone (a CPU, cache and
- *                memory bandwidth), none of it through the table the
- *                reader uses; resizing / beside is the table's own part.
- *                Each repetition is the median of RESIZE_WINDOWS
- *                interleaved windows of each.
+ *                buckets, against the same table without the resizer,
+ *                half of each run at 2^16 and half at 2^17 buckets (the
+ *                two sizes the resizing table alternates between; the
+ *                resizes are outside the clock): "rhash-resizing" and
+ *                "rhash" are the same lookups, the ratio is resizing /
+ *                steady.  "rhash-beside": the steady table while the
+ *                resizer resizes a second table of the same size (its
+ *                own objects): what a resizing thread costs the reader
+ *                through the machine alone (cache and memory bandwidth),
+ *                none of it through the table the reader uses.  The
+ *                rates are over the reader's CPU time: a lookup's cost,
+ *                not the share of a CPU the reader got beside the
+ *                resizer and other processes.  Each repetition is the
+ *                median of RESIZE_WINDOWS interleaved windows of each.
  *  hash-update   T threads insert and remove objects of their own in a
  *                table of 2^16 keys: a thread owns 2 x 2048 objects; one
  *                round inserts the 2048 that are out and removes the 2048
@@ -295,11 +299,12 @@ static void *resizer_main(void *arg)
  * Run ops on n threads for run_ns (with a resizer of the readers' table
  * when resize is 1, of the table beside when it is 2) and return the
  * total rate in millions per second (sum of each thread's sections / its
- * own time); *rps gets resize cycles per second.
+ * own time: wall time, or with cpu_time the CPU time it got); *rps gets
+ * resize cycles per second.
  * Returns 0 or -errno.
  */
 static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
-		   uint64_t run_ns, double *mops, double *rps, double *occ)
+		   uint64_t run_ns, int cpu_time, double *mops, double *rps)
 {
 	struct sk_bench_reader_stat *st = calloc((size_t)n, sizeof(*st));
 	struct sk_bench_readers *g;
@@ -341,12 +346,9 @@ static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
 		free(st);
 		return err;
 	}
-	*occ = 1.0;
-	for (i = 0; i < n; i++) {
-		sum += (double)st[i].sections / ((double)st[i].ns / 1e3);
-		if ((double)st[i].cpu_ns / (double)st[i].ns < *occ)
-			*occ = (double)st[i].cpu_ns / (double)st[i].ns;
-	}
+	for (i = 0; i < n; i++)
+		sum += (double)st[i].sections /
+		       ((double)(cpu_time ? st[i].cpu_ns : st[i].ns) / 1e3);
 	free(st);
 	*mops = sum;
 	return 0;
@@ -367,7 +369,12 @@ struct hash_job {
 	 * figure is the mean of the halves' rates.
 	 */
 	int both_sizes;
-	int gated; /* behind the occupancy gate (bench.h), readers only */
+	/*
+	 * hash-resize: rates over each reader's CPU time, not its wall
+	 * time, so that the figure is the cost of a lookup, not the share
+	 * of a CPU the reader got beside the resizer and other processes.
+	 */
+	int cpu_time;
 };
 
 /* hash-resize: the readers' table's usual bucket count (0: not set). */
@@ -375,35 +382,26 @@ static unsigned long resize_base;
 
 /*
  * One run of jb for run_ns: *mops its rate, *rps the resizer's cycles per
- * second (resize modes only).  Gated jobs repeat a run in which a reader
- * had less than SK_BENCH_OCC_MIN of a CPU.  0 or -errno.
+ * second (resize modes only).  0 or -errno.
  */
 static int measure_job(const struct hash_job *jb, uint64_t run_ns,
 		       double *mops, double *rps)
 {
-	int gated = jb->gated && sk_bench_occ_gated(jb->threads +
-						    (jb->resize != 0));
-	int attempt = 0, err;
-	double occ, a = 0, b = 0, occ_b = 1.0;
+	double a = 0, b = 0;
+	int err;
 
-	do {
-		if (!jb->both_sizes) {
-			err = measure(jb->ops, jb->threads, jb->resize, run_ns,
-				      mops, rps, &occ);
-			continue;
-		}
-		sk_bench_hash_rhash.resize(resize_base);
+	if (!jb->both_sizes)
+		return measure(jb->ops, jb->threads, jb->resize, run_ns,
+			       jb->cpu_time, mops, rps);
+	sk_bench_hash_rhash.resize(resize_base);
+	err = measure(jb->ops, jb->threads, jb->resize, run_ns / 2,
+		      jb->cpu_time, &a, rps);
+	sk_bench_hash_rhash.resize(2 * resize_base);
+	if (!err)
 		err = measure(jb->ops, jb->threads, jb->resize, run_ns / 2,
-			      &a, rps, &occ);
-		sk_bench_hash_rhash.resize(2 * resize_base);
-		if (!err)
-			err = measure(jb->ops, jb->threads, jb->resize,
-				      run_ns / 2, &b, rps, &occ_b);
-		sk_bench_hash_rhash.resize(resize_base);
-		*mops = (a + b) / 2;
-		if (occ_b < occ)
-			occ = occ_b;
-	} while (!err && gated && sk_bench_occ_retry(++attempt, occ));
+			      jb->cpu_time, &b, rps);
+	sk_bench_hash_rhash.resize(resize_base);
+	*mops = (a + b) / 2;
 	return err;
 }
 
@@ -504,8 +502,7 @@ static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
 					  jobs[i].row->rep[jobs[i].col][rep],
 					  what,
 					  jobs[i].resize == 1	? " (resizing)"
-					  : jobs[i].resize == 2 ? " (steady, resizer beside)"
-					  : jobs[i].both_sizes	? " (steady, alone)"
+					  : jobs[i].resize == 2 ? " (resizing beside)"
 								: "");
 	}
 	if (rps_median && nrv)
@@ -539,7 +536,7 @@ static void ratio_target(struct sk_bench_results *res,
 
 static const char *const lookup_impls[] = { "rhash", "urcu-lfht", NULL };
 static const char *const resize_impls[] = { "rhash-resizing", "rhash",
-					    "rhash-alone", NULL };
+					    "rhash-beside", NULL };
 
 static const struct {
 	long nkeys;
@@ -646,14 +643,14 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res)
 {
 	static const char *const title =
-		"hash-resize: millions of sk_rhash lookups per second, 2^16 "
-		"keys, one reader; rhash-resizing: another thread resizes "
-		"the table 2^16 <-> 2^17 buckets; rhash: the table steady, "
-		"half the time at each size, the other thread resizing a "
-		"second table; rhash-alone: the same steady table, no other "
-		"thread (higher is better)";
+		"hash-resize: millions of sk_rhash lookups per second of the "
+		"reader's CPU time, 2^16 keys, one reader; rhash-resizing: "
+		"another thread resizes the table 2^16 <-> 2^17 buckets; "
+		"rhash: the same table steady, half of each run at each "
+		"size; rhash-beside: the same, another thread resizing a "
+		"second table (higher is better)";
 	/* measure()'s resize, and whether the table alternates sizes. */
-	static const int modes[] = { 1, 2, 0 }, both[] = { 0, 1, 1 };
+	static const int modes[] = { 1, 0, 2 }, both[] = { 0, 1, 1 };
 	struct hash_job jobs[3];
 	struct sk_bench_row *row;
 	double rps = NAN;
@@ -695,7 +692,6 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			  "cycles (2^16 -> 2^17 -> 2^16 buckets) per second, "
 			  "median over repetitions (rhash-resizing's runs)",
 			  rps);
-	sk_bench_occ_note(res, "hash-resize");
 	sk_bench_hash_free();
 	ratio_target(res, row, "rhash-resizing", "rhash", 0.9, "hash-resize");
 	return 0;

@@ -74,10 +74,10 @@ const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops = {
 	RH_LOOKUP_READERS,
 };
 
-/* The same lookups; hash-resize runs them with no other thread. */
-const struct sk_bench_rcu_ops sk_bench_rhash_alone_ops = {
-	.name = "rhash-alone",
-	.desc = "rhash lookups on the steady table with no resizer thread "
+/* The same lookups; hash-resize resizes a second table beside them. */
+const struct sk_bench_rcu_ops sk_bench_rhash_beside_ops = {
+	.name = "rhash-beside",
+	.desc = "rhash lookups while another thread resizes a second table "
 		"(hash-resize)",
 	RH_LOOKUP_READERS,
 };
