@@ -319,7 +319,10 @@ static int rt_measure(uint64_t run_ns, double *ns)
 	return low;
 }
 
-/* The median round trip over reps runs of 50 ms, as a note. */
+/*
+ * The median round trip over the runs (reps of 50 ms) in which both
+ * threads had their own CPU, as a note.
+ */
 static void rt_note(const struct sk_bench_config *cfg,
 		    struct sk_bench_results *res)
 {
@@ -331,7 +334,8 @@ static void rt_note(const struct sk_bench_config *cfg,
 		if (r < 0)
 			return;
 		low += r;
-		if (isnan(x))
+		/* Time-shared: the scheduler's figure, not the line's. */
+		if (r || isnan(x))
 			continue;
 		/* Insertion sort: few values. */
 		for (j = n++; j > 0 && v[j - 1] > x; j--)
@@ -340,14 +344,21 @@ static void rt_note(const struct sk_bench_config *cfg,
 		lo = x < lo ? x : lo;
 		hi = x > hi ? x : hi;
 	}
-	if (!n)
+	if (!n) {
+		sk_bench_note_add(res,
+				  "rwlock-read: one cache line's round trip "
+				  "between two threads: not measured (in none "
+				  "of %d runs did both threads have %.0f%% of a "
+				  "CPU)",
+				  low, SK_BENCH_OCC_MIN * 100);
 		return;
+	}
 	sk_bench_note_add(res,
 			  "rwlock-read: one cache line's round trip between "
 			  "two threads (ping-pong, no lock): %.0f ns [%.0f..%.0f] "
-			  "over %d runs (%d with a thread below %.0f%% of a "
-			  "CPU); pthread_rwlock's readers share one such line "
-			  "(its lock word)",
+			  "over %d runs (%d more dropped: a thread had less "
+			  "than %.0f%% of a CPU); pthread_rwlock's readers "
+			  "share one such line (its lock word)",
 			  n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, lo,
 			  hi, n, low, SK_BENCH_OCC_MIN * 100);
 }
