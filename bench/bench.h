@@ -246,6 +246,7 @@ struct sk_bench_config {
 	uint64_t run_ns;    /* length of one timed run */
 	uint64_t warmup_ns; /* length of the untimed run before the reps */
 	int idle_threads;   /* registered idle threads of sync's idle variant */
+	int no_occ_gate;    /* 1: sk_bench_read_jobs_run() does not gate */
 };
 
 /* median [min..max] of the values that were measured. */
@@ -415,6 +416,15 @@ int sk_bench_cb_measure(const struct sk_bench_rcu_ops *ops, int threads,
 int sk_bench_read_measure(const struct sk_bench_rcu_ops *ops, int n,
 			  uint64_t run_ns, double *ns_per_op, double *mops);
 
+/*
+ * sk_bench_read_measure_gated() (read.c) - the same, behind the occupancy
+ * gate (SK_BENCH_OCC_MIN above): a run of n <= CPUs threads in which a
+ * thread got less than that share of a CPU is run again.
+ */
+int sk_bench_read_measure_gated(const struct sk_bench_rcu_ops *ops, int n,
+				uint64_t run_ns, double *ns_per_op,
+				double *mops);
+
 /* One implementation at one thread count: its two rows (read.c). */
 struct sk_bench_read_job {
 	const struct sk_bench_rcu_ops *ops;
@@ -539,8 +549,48 @@ int sk_bench_readers_start(struct sk_bench_readers **out,
 /* What one reader did between its release and its stop. */
 struct sk_bench_reader_stat {
 	uint64_t sections;
-	uint64_t ns;
+	uint64_t ns;	 /* wall time of its loop */
+	uint64_t cpu_ns; /* CPU time it got in that loop (thread clock) */
 };
+
+/* The calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID). */
+uint64_t sk_bench_thread_cpu_ns(void);
+
+/*
+ * The occupancy gate.  A figure of n threads, n no more than the CPUs the
+ * process may use, is meant to show n threads running at once: a 2-thread
+ * throughput, a 2/1 scaling ratio, two updaters contending on a line.  On
+ * a shared machine another process can take a CPU for part of a run; the
+ * two threads then time-share one CPU (no contention, half the
+ * throughput), and the figure measures the other process, not the
+ * primitive.  A run's occupancy is the least CPU time any of its threads
+ * got over the run's wall time; a run whose occupancy is below
+ * SK_BENCH_OCC_MIN is run again, up to SK_BENCH_OCC_TRIES runs in all, and
+ * the last one stands.  Runs with more threads than CPUs are not gated
+ * (time-sharing is what they measure).  sk_bench_occ_note() reports how
+ * many runs were retried and how many stood below the limit.
+ */
+#define SK_BENCH_OCC_MIN 0.9
+#define SK_BENCH_OCC_TRIES 4
+
+/*
+ * sk_bench_occ_gated() - 1 when a run of n threads is gated (n <= CPUs),
+ * and then counts the run; 0 otherwise.
+ */
+int sk_bench_occ_gated(int n);
+
+/*
+ * sk_bench_occ_retry() - after attempt (1-based) of a gated run measured
+ * occupancy occ: 1 when the run must be repeated (counted), 0 when it
+ * stands (counted as short when occ is below the limit).
+ */
+int sk_bench_occ_retry(int attempt, double occ);
+
+/*
+ * sk_bench_occ_note() - add a note on scenario's gated runs since the
+ * previous call (nothing when none was retried), and reset the counts.
+ */
+void sk_bench_occ_note(struct sk_bench_results *res, const char *scenario);
 
 /*
  * sk_bench_readers_stop() - stop, join and free the threads; st (n

@@ -197,6 +197,67 @@ void sk_bench_sleep_ns(uint64_t ns)
 		;
 }
 
+uint64_t sk_bench_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the occupancy gate (bench.h) ------------------------------------------ */
+
+/* Counts since the last sk_bench_occ_note(); main thread only. */
+static struct {
+	int runs;     /* gated runs */
+	int repeated; /* runs measured more than once */
+	int retried;  /* extra measurements in all */
+	int short_;   /* runs that stood below SK_BENCH_OCC_MIN */
+	double worst; /* the lowest occupancy that stood */
+} occ = { 0, 0, 0, 0, 1.0 };
+
+int sk_bench_occ_gated(int n)
+{
+	if (n > sk_bench_ncpus())
+		return 0;
+	occ.runs++;
+	return 1;
+}
+
+int sk_bench_occ_retry(int attempt, double o)
+{
+	if (o >= SK_BENCH_OCC_MIN)
+		return 0;
+	if (attempt < SK_BENCH_OCC_TRIES) {
+		occ.repeated += attempt == 1;
+		occ.retried++;
+		sk_bench_progress("occupancy gate: a thread had %.0f%% of a "
+				  "CPU; run %d of at most %d next",
+				  o * 100, attempt + 1, SK_BENCH_OCC_TRIES);
+		return 1;
+	}
+	occ.short_++;
+	if (o < occ.worst)
+		occ.worst = o;
+	return 0;
+}
+
+void sk_bench_occ_note(struct sk_bench_results *res, const char *scenario)
+{
+	if (occ.retried || occ.short_)
+		sk_bench_note_add(
+			res,
+			"%s: occupancy gate: %d of %d runs measured again "
+			"(%d extra runs) because a thread had less than "
+			"%.0f%% of a CPU (another process ran); %d stood "
+			"below it after %d tries (lowest %.2f)",
+			scenario, occ.repeated, occ.runs, occ.retried,
+			SK_BENCH_OCC_MIN * 100, occ.short_, SK_BENCH_OCC_TRIES,
+			occ.short_ ? occ.worst : 1.0);
+	occ.runs = occ.repeated = occ.retried = occ.short_ = 0;
+	occ.worst = 1.0;
+}
+
 /* The CPUs of the affinity mask at first use, for round-robin pinning. */
 static int cpu_list[CPU_SETSIZE];
 static int cpu_count;
@@ -375,7 +436,7 @@ static void *reader_main(void *arg)
 	struct sk_bench_reader *me = arg;
 	struct sk_bench_readers *g = me->group;
 	const struct sk_bench_rcu_ops *ops = g->ops;
-	uint64_t sections = 0, t0, t1;
+	uint64_t sections = 0, t0, t1, c0, c1;
 
 	if (ops->thread_init)
 		ops->thread_init();
@@ -384,15 +445,18 @@ static void *reader_main(void *arg)
 	while (!__atomic_load_n(&g->go, __ATOMIC_ACQUIRE))
 		sched_yield();
 	t0 = sk_bench_now_ns();
+	c0 = sk_bench_thread_cpu_ns();
 	do {
 		ops->read_section(SK_BENCH_CHUNK);
 		sections += SK_BENCH_CHUNK;
 	} while (!__atomic_load_n(&g->stop, __ATOMIC_RELAXED));
+	c1 = sk_bench_thread_cpu_ns();
 	t1 = sk_bench_now_ns();
 	if (ops->thread_exit)
 		ops->thread_exit();
 	me->st.sections = sections;
 	me->st.ns = t1 - t0;
+	me->st.cpu_ns = c1 - c0;
 	return NULL;
 }
 

@@ -16,16 +16,20 @@
  *  hash-resize   the same lookups on sk_rhash (2^16 keys, 1 thread) while
  *                another thread (with --pin, pinned beside the readers)
  *                resizes the table continuously between 2^16 and 2^17
- *                buckets, against the same run without the resizer:
- *                "rhash-resizing" and "rhash" are the same lookups, the
- *                ratio is resizing / steady.  "rhash-beside": the same
- *                lookups while the resizer resizes a second table of the
- *                same size (its own objects): what the resizer costs the
- *                reader through the machine alone (a CPU, cache and
- *                memory bandwidth), none of it through the table the
- *                reader uses; resizing / beside is the table's own part.
- *                Each repetition is the median of RESIZE_WINDOWS
- *                interleaved windows of each.
+ *                buckets, against the same table without the resizer,
+ *                half of each run at 2^16 and half at 2^17 buckets (the
+ *                two sizes the resizing table alternates between; the
+ *                resizes are outside the clock): "rhash-resizing" and
+ *                "rhash" are the same lookups, the ratio is resizing /
+ *                steady.  "rhash-beside": the steady table while the
+ *                resizer resizes a second table of the same size (its
+ *                own objects): what a resizing thread costs the reader
+ *                through the machine alone (cache and memory bandwidth),
+ *                none of it through the table the reader uses.  The
+ *                rates are over the reader's CPU time: a lookup's cost,
+ *                not the share of a CPU the reader got beside the
+ *                resizer and other processes.  Each repetition is the
+ *                median of RESIZE_WINDOWS interleaved windows of each.
  *  hash-update   T threads insert and remove objects of their own in a
  *                table of 2^16 keys: a thread owns 2 x 2048 objects; one
  *                round inserts the 2048 that are out and removes the 2048
@@ -295,11 +299,12 @@ static void *resizer_main(void *arg)
  * Run ops on n threads for run_ns (with a resizer of the readers' table
  * when resize is 1, of the table beside when it is 2) and return the
  * total rate in millions per second (sum of each thread's sections / its
- * own time); *rps gets resize cycles per second.
+ * own time: wall time, or with cpu_time the CPU time it got); *rps gets
+ * resize cycles per second.
  * Returns 0 or -errno.
  */
 static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
-		   uint64_t run_ns, double *mops, double *rps)
+		   uint64_t run_ns, int cpu_time, double *mops, double *rps)
 {
 	struct sk_bench_reader_stat *st = calloc((size_t)n, sizeof(*st));
 	struct sk_bench_readers *g;
@@ -342,7 +347,8 @@ static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
 		return err;
 	}
 	for (i = 0; i < n; i++)
-		sum += (double)st[i].sections / ((double)st[i].ns / 1e3);
+		sum += (double)st[i].sections /
+		       ((double)(cpu_time ? st[i].cpu_ns : st[i].ns) / 1e3);
 	free(st);
 	*mops = sum;
 	return 0;
@@ -356,7 +362,48 @@ struct hash_job {
 	int resize; /* measure()'s resize */
 	struct sk_bench_row *row;
 	int col;
+	/*
+	 * hash-resize's steady jobs: half of each run with the readers'
+	 * table at base buckets, half at 2 x base, the two sizes a resizing
+	 * run alternates between (the resizes are outside the clock); the
+	 * figure is the mean of the halves' rates.
+	 */
+	int both_sizes;
+	/*
+	 * hash-resize: rates over each reader's CPU time, not its wall
+	 * time, so that the figure is the cost of a lookup, not the share
+	 * of a CPU the reader got beside the resizer and other processes.
+	 */
+	int cpu_time;
 };
+
+/* hash-resize: the readers' table's usual bucket count (0: not set). */
+static unsigned long resize_base;
+
+/*
+ * One run of jb for run_ns: *mops its rate, *rps the resizer's cycles per
+ * second (resize modes only).  0 or -errno.
+ */
+static int measure_job(const struct hash_job *jb, uint64_t run_ns,
+		       double *mops, double *rps)
+{
+	double a = 0, b = 0;
+	int err;
+
+	if (!jb->both_sizes)
+		return measure(jb->ops, jb->threads, jb->resize, run_ns,
+			       jb->cpu_time, mops, rps);
+	sk_bench_hash_rhash.resize(resize_base);
+	err = measure(jb->ops, jb->threads, jb->resize, run_ns / 2,
+		      jb->cpu_time, &a, rps);
+	sk_bench_hash_rhash.resize(2 * resize_base);
+	if (!err)
+		err = measure(jb->ops, jb->threads, jb->resize, run_ns / 2,
+			      jb->cpu_time, &b, rps);
+	sk_bench_hash_rhash.resize(resize_base);
+	*mops = (a + b) / 2;
+	return err;
+}
 
 double sk_bench_hash_median(double *v, int n)
 {
@@ -382,8 +429,7 @@ static int warm_up(const struct sk_bench_config *cfg, struct hash_job *jobs,
 
 	for (i = 0; i < njobs; i++) {
 		*failed = &jobs[i];
-		err = measure(jobs[i].ops, jobs[i].threads, jobs[i].resize,
-			      cfg->warmup_ns, &mops, &rps);
+		err = measure_job(&jobs[i], cfg->warmup_ns, &mops, &rps);
 		if (err)
 			return err;
 	}
@@ -411,8 +457,7 @@ static int run_rep(const struct sk_bench_config *cfg, struct hash_job *jobs,
 			struct hash_job *jb = &jobs[j];
 
 			*failed = jb;
-			err = measure(jb->ops, jb->threads, jb->resize, ns,
-				      &win[j * windows + w], &rps);
+			err = measure_job(jb, ns, &win[j * windows + w], &rps);
 			if (err)
 				return err;
 			if (jb->resize == 1) /* the readers' table */
@@ -530,7 +575,7 @@ int sk_bench_hash_lookup_run(const struct sk_bench_config *cfg,
 					jobs[njobs++] = (struct hash_job){
 						rows[k][c]->impl[i],
 						rows[k][c]->impl[i]->name,
-						counts[c], 0, rows[k][c], i
+						counts[c], 0, rows[k][c], i, 0, 0
 					};
 		if (set_build(lookup_sets[k].nkeys))
 			return -1;
@@ -598,11 +643,14 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res)
 {
 	static const char *const title =
-		"hash-resize: millions of sk_rhash lookups per second while "
-		"another thread resizes the table 2^16 <-> 2^17 buckets, vs "
-		"no resizer, and vs the resizer on a second table (higher is "
-		"better)";
-	static const int modes[] = { 1, 0, 2 }; /* measure()'s resize */
+		"hash-resize: millions of sk_rhash lookups per second of the "
+		"reader's CPU time, 2^16 keys, one reader; rhash-resizing: "
+		"another thread resizes the table 2^16 <-> 2^17 buckets; "
+		"rhash: the same table steady, half of each run at each "
+		"size; rhash-beside: the same, another thread resizing a "
+		"second table (higher is better)";
+	/* measure()'s resize, and whether the table alternates sizes. */
+	static const int modes[] = { 1, 0, 2 }, both[] = { 0, 1, 1 };
 	struct hash_job jobs[3];
 	struct sk_bench_row *row;
 	double rps = NAN;
@@ -613,13 +661,22 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	row->ratio_prefix = "resizing";
 	for (i = 0; i < 3; i++)
 		jobs[i] = (struct hash_job){ row->impl[i], row->impl[i]->name,
-					     1, modes[i], row, i };
+					     1, modes[i], row, i, both[i], 1 };
 	if (set_build(1L << 16))
 		return -1;
 	if (beside_build(1L << 16)) {
 		sk_bench_hash_free();
 		return -1;
 	}
+	/*
+	 * Both tables start at the resize's base size: the fill grew them
+	 * (2^16 keys are above 75 % of 2^16 buckets) in the background.
+	 */
+	resize_base = 1UL << 16;
+	sk_rhash_barrier(beside);
+	if (sk_rhash_resize(beside, resize_base))
+		sk_bench_hash_die("sk_rhash_resize failed");
+	sk_bench_hash_rhash.resize(resize_base);
 	sk_bench_progress("hash-resize: 3 runs x %d reps, %.0f ms each "
 			  "(warm-up %.0f ms)",
 			  cfg->reps, cfg->run_ns / 1e6, cfg->warmup_ns / 1e6);
@@ -666,7 +723,7 @@ int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 			if (!rows[c]->na[i])
 				jobs[njobs++] = (struct hash_job){
 					&uops[i], rows[c]->impl[i]->name,
-					counts[c], 0, rows[c], i
+					counts[c], 0, rows[c], i, 0, 0
 				};
 	if (set_build(1L << 16))
 		return -1;

@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +172,9 @@ static int bl_measure(const struct sk_bench_config *cfg, const char *scenario,
 				i = (k + (rep < 0 ? 0 : rep)) % n;
 				if (ns[r]->na[i])
 					continue;
-				err = sk_bench_read_measure(
+				/* Timed runs behind the occupancy gate. */
+				err = (rep < 0 ? sk_bench_read_measure
+					       : sk_bench_read_measure_gated)(
 					ns[r]->impl[i], ns[r]->threads,
 					rep < 0 ? cfg->warmup_ns : cfg->run_ns,
 					&x, &y);
@@ -214,6 +217,7 @@ int sk_bench_locks_run(const struct sk_bench_config *cfg,
 			       impls, cfg->reps);
 	if (bl_measure(cfg, "locks", &row, NULL, 1))
 		return -1;
+	sk_bench_occ_note(res, "locks");
 	sk_bench_ratio_target(res, row, "sk-elided-mutex", "pthread-mutex",
 			      rtm ? 1.5 : 1.05, 1,
 			      rtm ? "locks, rtm: ns/op sk-elided-mutex / "
@@ -222,6 +226,141 @@ int sk_bench_locks_run(const struct sk_bench_config *cfg,
 				    "pthread-mutex",
 			      "locks-elided-mutex");
 	return 0;
+}
+
+/*
+ * rwlock-read's note: the round trip of one cache line between two
+ * threads, each waiting for the other's store before it stores (a plain
+ * ping-pong, no lock).  A pthread_rwlock read lock and unlock are two
+ * read-modify-writes of one shared word, so with two readers on two CPUs
+ * its throughput is bounded by how fast that line moves between them:
+ * a property of where the two CPUs are (same core complex or not), not
+ * of the lock.  The note prints it beside the rows so that a run's
+ * sk-rwlock-rb / pthread-rwlock ratio can be read against it.
+ */
+struct rt_ball {
+	int ball __attribute__((aligned(64))); /* whose turn: 0 or 1 */
+	int stop;
+	int ready;
+	uint64_t rounds;
+};
+
+struct rt_arg {
+	struct rt_ball *b;
+	int me;
+	uint64_t cpu_ns;
+};
+
+static void *rt_main(void *p)
+{
+	struct rt_arg *a = p;
+	struct rt_ball *b = a->b;
+	uint64_t n = 0, c0;
+
+	__atomic_fetch_add(&b->ready, 1, __ATOMIC_RELAXED);
+	while (__atomic_load_n(&b->ready, __ATOMIC_RELAXED) < 2)
+		;
+	c0 = sk_bench_thread_cpu_ns();
+	while (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED)) {
+		if (__atomic_load_n(&b->ball, __ATOMIC_ACQUIRE) != a->me)
+			continue;
+		__atomic_store_n(&b->ball, !a->me, __ATOMIC_RELEASE);
+		n++;
+	}
+	a->cpu_ns = sk_bench_thread_cpu_ns() - c0;
+	if (a->me == 0)
+		b->rounds = n;
+	return NULL;
+}
+
+/*
+ * One ping-pong of run_ns: ns per round trip into *ns; 0, 1 when a
+ * thread had less than SK_BENCH_OCC_MIN of a CPU (the two time-shared
+ * one CPU: the figure is the scheduler's), or -errno.
+ */
+static int rt_measure(uint64_t run_ns, double *ns)
+{
+	struct rt_ball *b = aligned_alloc(64, sizeof(*b));
+	struct rt_arg a[2];
+	pthread_t t[2];
+	uint64_t t0, t1;
+	int i, err = 0, low = 0;
+
+	if (!b)
+		return -ENOMEM;
+	memset(b, 0, sizeof(*b));
+	for (i = 0; i < 2; i++) {
+		pthread_attr_t attr;
+
+		a[i] = (struct rt_arg){ b, i, 0 };
+		pthread_attr_init(&attr);
+		sk_bench_attr_pin(&attr, i);
+		err = pthread_create(&t[i], &attr, rt_main, &a[i]);
+		pthread_attr_destroy(&attr);
+		if (err) {
+			__atomic_store_n(&b->stop, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&b->ready, 2, __ATOMIC_RELAXED);
+			if (i)
+				pthread_join(t[0], NULL);
+			free(b);
+			return -err;
+		}
+	}
+	t0 = sk_bench_now_ns();
+	sk_bench_sleep_ns(run_ns);
+	__atomic_store_n(&b->stop, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	t1 = sk_bench_now_ns();
+	for (i = 0; i < 2; i++)
+		low |= (double)a[i].cpu_ns < SK_BENCH_OCC_MIN * (double)(t1 - t0);
+	*ns = b->rounds ? (double)(t1 - t0) / (double)b->rounds : NAN;
+	free(b);
+	return low;
+}
+
+/*
+ * The median round trip over the runs (reps of 50 ms) in which both
+ * threads had their own CPU, as a note.
+ */
+static void rt_note(const struct sk_bench_config *cfg,
+		    struct sk_bench_results *res)
+{
+	double v[64], x = NAN, lo = INFINITY, hi = 0;
+	int i, j, n = 0, low = 0, r;
+
+	for (i = 0; i < cfg->reps && i < 64; i++) {
+		r = rt_measure(cfg->quick ? 5000000 : 50000000, &x);
+		if (r < 0)
+			return;
+		low += r;
+		/* Time-shared: the scheduler's figure, not the line's. */
+		if (r || isnan(x))
+			continue;
+		/* Insertion sort: few values. */
+		for (j = n++; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+		lo = x < lo ? x : lo;
+		hi = x > hi ? x : hi;
+	}
+	if (!n) {
+		sk_bench_note_add(res,
+				  "rwlock-read: one cache line's round trip "
+				  "between two threads: not measured (in none "
+				  "of %d runs did both threads have %.0f%% of a "
+				  "CPU)",
+				  low, SK_BENCH_OCC_MIN * 100);
+		return;
+	}
+	sk_bench_note_add(res,
+			  "rwlock-read: one cache line's round trip between "
+			  "two threads (ping-pong, no lock): %.0f ns [%.0f..%.0f] "
+			  "over %d runs (%d more dropped: a thread had less "
+			  "than %.0f%% of a CPU); pthread_rwlock's readers "
+			  "share one such line (its lock word)",
+			  n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, lo,
+			  hi, n, low, SK_BENCH_OCC_MIN * 100);
 }
 
 int sk_bench_rwlock_read_run(const struct sk_bench_config *cfg,
@@ -248,6 +387,9 @@ int sk_bench_rwlock_read_run(const struct sk_bench_config *cfg,
 			c + 1, 1, impls, cfg->reps);
 	if (bl_measure(cfg, "rwlock-read", ns, mops, nc))
 		return -1;
+	sk_bench_occ_note(res, "rwlock-read");
+	if (nc == 2 && sk_bench_ncpus() >= 2)
+		rt_note(cfg, res);
 	snprintf(t.what, sizeof(t.what),
 		 "rwlock-read: sk-rwlock-rb Mops/s 2 readers / 1 reader");
 	snprintf(t.id, sizeof(t.id), "rwlock-read-scaling");
