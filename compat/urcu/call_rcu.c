@@ -189,15 +189,28 @@ static void die_double(struct rcu_head *head)
 }
 
 /*
- * Test builds only (tests/urcu/CMakeLists.txt, urcu_fork_window): spin
- * between setting CRD_INFLIGHT and queuing the carrier, so that a fork()
- * lands there often.
+ * Test builds only (tests/urcu/CMakeLists.txt, urcu_fork_window): between
+ * setting CRD_INFLIGHT and queuing the carrier, call the test's hook (it
+ * holds this thread there until the test's main thread has forked, so
+ * that every fork of the test lands in the window), or spin, so that a
+ * fork() lands there often.
  */
+#ifdef SK__URCU_TEST_WIDE_START
+extern void (*sk__urcu_test_window_hook)(void);
+void (*sk__urcu_test_window_hook)(void);
+#endif
+
 static inline void test_wide_start(void)
 {
 #ifdef SK__URCU_TEST_WIDE_START
+	void (*hook)(void) = __atomic_load_n(&sk__urcu_test_window_hook,
+					     __ATOMIC_ACQUIRE);
 	int i;
 
+	if (hook) {
+		hook();
+		return;
+	}
 	for (i = 0; i < 4000; i++)
 		sk_cpu_relax();
 #endif

@@ -18,16 +18,19 @@
  * threads): two threads call_rcu() through a call_rcu_data each (the
  * default one, an own one) and wait for each callback, so that nearly
  * every call finds its call_rcu_data idle and starts a carrier, while the
- * main thread forks NFORKS times (the twin: up to ten times as often).
+ * main thread forks NFORKS times (the twin: up to 400, stopping at its
+ * first failed child).
  * Each child queues one callback through each and calls rcu_barrier():
  * it must return, with them run.  A fork
  * between setting a call_rcu_data busy and queuing its carrier leaves,
  * unless the child handler replaces the carrier, a call_rcu_data busy
  * with nothing to run it: the child's rcu_barrier() hangs ("ERROR:
- * child").  urcu_fork_window builds the layer with that window widened
- * (SK__URCU_TEST_WIDE_START) so that the forks land in it; its broken twin
+ * child").  urcu_fork_window builds the layer with a hook in that window
+ * (SK__URCU_TEST_WIDE_START): a starter that reaches it asks the main
+ * thread to fork and waits there until it has, so that each fork of part
+ * 2 lands in the window (the output counts them); its broken twin
  * urcu_fork_window_broken adds SK__URCU_BROKEN_FORK_NO_REPLACE and must
- * report "ERROR: child".
+ * report "ERROR: child" (its first child hangs).
  */
 #define _GNU_SOURCE
 #include "urcu_test.h"
@@ -189,6 +192,47 @@ static int part1(void)
 
 /* ---- part 2 ---------------------------------------------------------------- */
 
+/*
+ * The window hook (urcu_fork_window): fork_req asks the main thread for a
+ * fork, fork_gen counts the forks done.  A starter in the window waits
+ * for the next fork at most WINDOW_WAIT yields, so that a main thread
+ * that has stopped forking does not hold it.
+ */
+#ifdef SK__URCU_TEST_WIDE_START
+extern void (*sk__urcu_test_window_hook)(void);
+#define WINDOW_WAIT 100000
+static unsigned long fork_req, fork_gen;
+
+static void window_hook(void)
+{
+	unsigned long gen = LOAD(fork_gen);
+	int i;
+
+	STORE(fork_req, 1);
+	for (i = 0; i < WINDOW_WAIT && LOAD(fork_gen) == gen && !LOAD(stop);
+	     i++)
+		sched_yield();
+}
+
+/* Wait (at most 2 ms) until a starter is in the window; 1 if one is. */
+static int wait_window(void)
+{
+	int i, in;
+
+	for (i = 0; i < 200 && !LOAD(fork_req); i++)
+		usleep(10);
+	in = LOAD(fork_req) != 0;
+	STORE(fork_req, 0);
+	return in;
+}
+#define WINDOW_HOOK_SET(f) STORE(sk__urcu_test_window_hook, (f))
+#define FORKED()	   ADD(fork_gen, 1)
+#else
+#define wait_window()	   (usleep(2000), 0)
+#define WINDOW_HOOK_SET(f) ((void)0)
+#define FORKED()	   ((void)0)
+#endif
+
 #define RING 64
 
 static void *starter(void *arg)
@@ -218,28 +262,33 @@ static int part2(void)
 {
 	struct call_rcu_data *crds[2] = { get_default_call_rcu_data(), own };
 	pthread_t st[2];
-	int i, forks, err = 0;
+	int i, forks, in_window = 0, err = 0;
 
+	WINDOW_HOOK_SET(window_hook);
 	for (i = 0; i < 2; i++)
 		URCU_CHECK(!pthread_create(&st[i], NULL, starter, crds[i]));
 	for (forks = 0; forks < NFORKS && !err; forks++) {
 		pid_t pid;
 
-		usleep(2000);
+		in_window += wait_window();
 		fflush(stdout);
 		pid = fork();
 		URCU_CHECK(pid >= 0);
 		if (pid == 0) {
 			alarm(CHILD_ALARM);
+			WINDOW_HOOK_SET(NULL); /* no fork to wait for here */
 			_exit(child_queue_and_barrier(crds, 2));
 		}
+		FORKED();
 		err |= wait_child(pid, "part 2");
 	}
 	STORE(stop, 1);
+	WINDOW_HOOK_SET(NULL);
 	for (i = 0; i < 2; i++)
 		URCU_CHECK(!pthread_join(st[i], NULL));
 	rcu_barrier();
-	printf("part 2: %d forks, %s\n", forks, err ? "a child failed" : "ok");
+	printf("part 2: %d forks (%d with a starter in the window), %s\n",
+	       forks, in_window, err ? "a child failed" : "ok");
 	return err;
 }
 
