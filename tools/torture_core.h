@@ -296,7 +296,9 @@ struct sk_tort_pool {
  * variable SCALEKIT_TORTURE_FAIL_ALLOC=N (read once, at the start of the
  * command), the Nth allocation of the top-level run's setup fails (the
  * thread array, the primitive's init(), the scenario's setup(); not the
- * fork child's).  Setup is single-threaded; sk_tort_setup_fault() returns
+ * fork child's).  Only the setup thread's allocations count (a table's
+ * background resize allocates on the callback worker meanwhile, a timing-
+ * dependent number of times); sk_tort_setup_fault() returns
  * 1 for that allocation and 0 for every other one, and always 0 once the
  * setup is over.  Every allocation of the setup asks it first.
  */
