@@ -292,7 +292,8 @@ static void slot_take(struct sk_srcu *d, struct sk_srcu_slot *s,
 		sk__srcu.next_inc = 1;
 	inc = sk__srcu.next_inc;
 	open = slot_counts(s);
-	key = (unsigned long)inc << (SRCU_T_BITS + 1) | (unsigned long)t << 1;
+	key = (unsigned long)inc << (SRCU_T_BITS + 1) |
+	      (unsigned long)t << 1 | SK__SRCU_KEY_DOM(d);
 	sk_atomic_xchg_seq_cst(&s->key, key);
 	/*
 	 * remote[] counts of earlier owners: the inline unlock must add

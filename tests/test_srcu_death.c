@@ -272,6 +272,37 @@ static void way_doms_init(void)
 		_exit(4);
 }
 
+static void unlock_real(struct sk_srcu *d, int idx)
+{
+	sk_srcu_read_unlock(d, idx);
+}
+
+/*
+ * The busted twin of the inline unlock's fast path: it checks the key's
+ * binding part but not its domain part (SK__SRCU_KEY_DOM(), which stands
+ * for a load of dom on LP64), so it ends e's section when asked to end
+ * one of d.  Same-way misuse must then go through unnoticed: proof that
+ * the check the real unlock makes is the one that catches it.
+ */
+static void unlock_busted_no_key_dom(struct sk_srcu *d, int idx)
+{
+	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(d)];
+	unsigned long k = sk_atomic_load_relaxed(&s->key);
+	unsigned long *c = &s->cnt[(unsigned int)idx & 1];
+
+#if SK__SRCU_KEY_REMOTE_ON
+	k &= (1UL << 33) - 1; /* the binding part and the remote bit */
+#endif
+	if (((unsigned long)(unsigned int)idx ^ k) <= 1 &&
+	    (long)(sk_atomic_load_relaxed(c) - 1) >= 0) {
+		sk_atomic_store_release(c, sk_atomic_load_relaxed(c) - 1);
+		return;
+	}
+	sk_srcu_read_unlock(d, idx);
+}
+
+static void (*same_way_unlock)(struct sk_srcu *, int) = unlock_real;
+
 /* The locker ends its idx of e on d while the shared way caches e. */
 static void child_idx_of_other_domain_same_way(void)
 {
@@ -280,7 +311,7 @@ static void child_idx_of_other_domain_same_way(void)
 	way_doms_init();
 	sk_srcu_read_unlock(&way_doms[0], sk_srcu_read_lock(&way_doms[0]));
 	idx = sk_srcu_read_lock(&way_doms[SK__SRCU_WAYS]);
-	sk_srcu_read_unlock(&way_doms[0], idx);
+	same_way_unlock(&way_doms[0], idx);
 	_exit(CHILD_RETURNED);
 }
 
@@ -544,6 +575,24 @@ static void idx_of_another_domain_in_the_same_way_aborts(void)
 		     "sk_srcu_read_unlock()", "another domain");
 }
 
+/*
+ * The twin: an unlock without the key's domain check lets the same
+ * misuse return (LP64, where the key holds it; ILP32 checks dom).
+ */
+static void busted_same_way_unlock_is_caught(void)
+{
+	struct sk_test_child c;
+
+	if (!SK__SRCU_KEY_REMOTE_ON)
+		return;
+	same_way_unlock = unlock_busted_no_key_dom;
+	sk_test_fork_child(child_idx_of_other_domain_same_way, 0, 1, &c);
+	same_way_unlock = unlock_real;
+	SK_CHECK(WIFEXITED(c.status) &&
+		 WEXITSTATUS(c.status) == CHILD_RETURNED);
+	SK_CHECK_EQ(c.err[0], '\0');
+}
+
 static void barrier_inside_srcu_callback_aborts(void)
 {
 	expect_abort(child_barrier_in_callback,
@@ -634,6 +683,7 @@ int main(int argc, char **argv)
 	SK_RUN(idx_of_another_domain_aborts);
 	SK_RUN(idx_of_another_domain_over_open_section_aborts);
 	SK_RUN(idx_of_another_domain_in_the_same_way_aborts);
+	SK_RUN(busted_same_way_unlock_is_caught);
 	SK_RUN(barrier_inside_srcu_callback_aborts);
 	SK_RUN(cleanup_in_own_callback_is_ebusy);
 	SK_RUN(synchronize_by_thread_with_recycled_index_is_allowed);

@@ -65,7 +65,8 @@ struct sk_srcu_slot {
 	unsigned long key;	 /* ABI (atomic): idx of the owner's sections
 				    without the index bit, |
 				    SK__SRCU_KEY_REMOTE once remote[] may be
-				    nonzero; meaningless while dom is NULL */
+				    nonzero, | SK__SRCU_KEY_DOM(dom); 0 or
+				    meaningless while dom is NULL */
 	struct sk_srcu *dom;	 /* ABI (atomic): the domain whose binding
 				    this is; NULL: none (the slot's owner
 				    sets it, sk_srcu_destroy() clears it) */
@@ -84,6 +85,24 @@ struct sk_srcu_slot {
 #else
 #define SK__SRCU_KEY_REMOTE    0UL
 #define SK__SRCU_KEY_REMOTE_ON 0
+#endif
+
+/*
+ * The domain's part of a slot's key (LP64 only: bits 33 to 63, above the
+ * 32 bits of an idx and SK__SRCU_KEY_REMOTE): bit 33 set, and bits 6 to 35
+ * of the domain's address in bits 34 to 63 (a domain is
+ * SK_CACHELINE-aligned: its bits 0 to 5 are 0, and bit 5 becomes bit 33;
+ * one expression, so that the compiler keeps one register for it).  So the inline unlock checks the slot's
+ * binding and, but for domains whose addresses agree in bits 6 to 35, its
+ * domain with one load (key) instead of two (key and dom).  Never 0: a
+ * slot that sk_srcu_destroy() cleared (key 0) matches no domain.  ILP32:
+ * 0, and the unlock loads dom.
+ */
+#if SK__SRCU_KEY_REMOTE_ON
+#define SK__SRCU_KEY_DOM(d) \
+	(((unsigned long)(uintptr_t)(d) | 1UL << 5) << 28)
+#else
+#define SK__SRCU_KEY_DOM(d) 0UL
 #endif
 
 /* Word offset from &cnt[i] of remote[i] (ABI). */
@@ -300,18 +319,25 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(d)];
 	/*
 	 * idx is key | i for a section of the slot's binding, whose key has
-	 * its low bit clear: then x is the index bit i (at most 1), or
-	 * SK__SRCU_KEY_REMOTE | i when other threads ended some of the
+	 * its low bit clear and holds SK__SRCU_KEY_DOM() of the binding's
+	 * domain: when that domain is d, x is the index bit i (at most 1),
+	 * or SK__SRCU_KEY_REMOTE | i when other threads ended some of the
 	 * binding's sections.
 	 */
 	unsigned long k = sk_atomic_load_relaxed(&s->key);
-	unsigned long x = (unsigned long)(unsigned int)idx ^ k;
-	unsigned long *c, n;
+	unsigned long dk = SK__SRCU_KEY_DOM(d), x, *c, n;
+
+	/*
+	 * dk opaque (no instruction): gcc would otherwise split the constant
+	 * bit off and OR it in every pair; so it is one loop-invariant value.
+	 */
+	__asm__("" : "+r"(dk));
+	x = ((unsigned long)(unsigned int)idx | dk) ^ k;
 
 	/*
 	 * x opaque to the optimizer (no instruction): the slow path below
-	 * gets idx back as x ^ k, so that gcc keeps no copy of idx (a mov in
-	 * every pair) for it.
+	 * gets idx back as x ^ k (its low 32 bits), so that gcc keeps no
+	 * copy of idx (a mov in every pair) for it.
 	 */
 	__asm__("" : "+r"(x));
 
@@ -320,10 +346,12 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	 * Unbalanced when the slot has no section open on this index: its
 	 * count less the ends elsewhere (remote[i], loaded only when key
 	 * says it may be nonzero) is not positive.  The slow path reports
-	 * it.
+	 * it.  The counter's address comes from idx, not from x: so it does
+	 * not wait for the load of key (the next section's count, at the
+	 * same address, would wait for this store's address).
 	 */
 	if (SK_LIKELY(x <= 1)) {
-		c = &s->cnt[x];
+		c = &s->cnt[(unsigned int)idx & 1];
 		n = sk_atomic_load_relaxed(c) - 1;
 		/* ILP32 has no remote bit: remote[i] always counts there. */
 		if (SK_UNLIKELY(
@@ -334,19 +362,23 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 		 * domain's, a stale way, bogus): the slow path. */
 		if (!SK__SRCU_KEY_REMOTE_ON || x - SK__SRCU_KEY_REMOTE > 1)
 			goto slow;
-		c = &s->cnt[x - SK__SRCU_KEY_REMOTE];
+		c = &s->cnt[(unsigned int)idx & 1];
 		n = sk_atomic_load_relaxed(c) - 1;
 		if (sk_srcu__none_open(c, n, 1))
 			goto slow;
 	}
 	/*
-	 * The slot is our binding in d (dom: only we set it to d,
-	 * sk_srcu_destroy() and our exit clear it), so idx is our section of
-	 * d.  Otherwise (a way caching another domain's slot or a stale one;
-	 * the counter above was then not ours, and is not written) the slow
-	 * path.
+	 * The slot is our binding in d: its key (only we store a nonzero
+	 * one, when we bind it; sk_srcu_destroy() clears it) says so on
+	 * LP64, where it holds SK__SRCU_KEY_DOM(d), but for a domain whose
+	 * address agrees with d's in bits 6 to 35 (docs/srcu.md, Misuse).
+	 * ILP32 loads dom (only we set it to d, sk_srcu_destroy() and our
+	 * exit clear it).  Otherwise (a way caching another domain's slot or
+	 * a stale one; the counter above was then not ours, and is not
+	 * written) the slow path.
 	 */
-	if (SK_UNLIKELY(sk_atomic_load_relaxed(&s->dom) != d))
+	if (!SK__SRCU_KEY_REMOTE_ON &&
+	    SK_UNLIKELY(sk_atomic_load_relaxed(&s->dom) != d))
 		goto slow;
 	/*
 	 * SRCU-C: release: the section before the count; pairs with the
