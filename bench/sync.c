@@ -17,8 +17,8 @@
  * sk_synchronize_rcu(), "srcu-sync" sk_synchronize_srcu() with
  * sk_synchronize_rcu() and liburcu's, each with 0 and 1 busy reader of
  * its own kind, through sk_bench_sync_rows() (also used by "poll").
- * "sync-many" compares scalekit with urcu-memb in a process of 0, 64 and
- * 1,024 registered idle threads, with 0 and 8 busy readers (see there).
+ * "sync-many" compares scalekit with urcu-memb in a process of 0, 64, 256
+ * and 1,024 registered idle threads, with 0 and 8 busy readers (see there).
  */
 #include "bench.h"
 
@@ -371,7 +371,7 @@ int sk_bench_sync_rows(const struct sk_bench_config *cfg,
  * them).  The libraries alternate within each repetition (run_jobs).
  */
 static const char *const many_impls[] = { "scalekit", "urcu-memb", NULL };
-static const int many_idle[] = { 0, 64, 1024 };
+static const int many_idle[] = { 0, 64, 256, 1024 };
 
 #define MANY_NIDLE ((int)(sizeof(many_idle) / sizeof(many_idle[0])))
 #define MANY_BUSY 8
@@ -388,11 +388,11 @@ struct many_target {
 static const struct many_target many_targets[] = {
 	{ 0, 1, "sync-many p50, 64 idle threads: scalekit / urcu-memb",
 	  "sync-many-idle64-p50" },
-	{ 0, 2, "sync-many p50, 1024 idle threads: scalekit / urcu-memb",
+	{ 0, 3, "sync-many p50, 1024 idle threads: scalekit / urcu-memb",
 	  "sync-many-idle1024-p50" },
 	{ 1, 0, "sync-many p50, 8 busy readers: scalekit / urcu-memb",
 	  "sync-many-busy8-p50" },
-	{ 1, 2, "sync-many p50, 1024 idle + 8 busy: scalekit / urcu-memb",
+	{ 1, 3, "sync-many p50, 1024 idle + 8 busy: scalekit / urcu-memb",
 	  "sync-many-busy8-idle1024-p50" },
 };
 
@@ -432,9 +432,11 @@ static void many_mark_na(struct many_rows *rows, int nrows, int c,
 }
 
 /*
- * Notes: each library's p50 at 0, 64 and 1,024 idle threads, the cost per
- * added idle thread and how many times the added cost grows when the idle
- * threads grow 16-fold (16: linear in the registry).
+ * Notes: each library's p50 at every idle count, the cost per added idle
+ * thread between consecutive counts from 64 on (0 -> 64 also adds the
+ * heavy fences, which a grace period with no other registered thread
+ * skips), and how many times the added cost grows from 64 to 1,024 idle
+ * threads (16x the threads: 16 when linear).
  */
 static void many_growth_notes(struct sk_bench_results *res,
 			      const struct many_rows *idle)
@@ -443,6 +445,8 @@ static void many_growth_notes(struct sk_bench_results *res,
 
 	for (i = 0; i < idle->p50[0]->nimpl; i++) {
 		double p[MANY_NIDLE];
+		char sizes[96], slopes[128];
+		size_t ls = 0, lp = 0;
 
 		for (c = 0; c < MANY_NIDLE; c++) {
 			if (idle->p50[c]->na[i])
@@ -451,43 +455,67 @@ static void many_growth_notes(struct sk_bench_results *res,
 		}
 		if (c < MANY_NIDLE)
 			continue;
+		sizes[0] = slopes[0] = '\0';
+		for (c = 0; c < MANY_NIDLE; c++) {
+			ls += (size_t)snprintf(sizes + ls, sizeof(sizes) - ls,
+					       "%s%.2f", c ? " / " : "", p[c]);
+			if (c >= 2)
+				lp += (size_t)snprintf(
+					slopes + lp, sizeof(slopes) - lp,
+					"%s%.1f ns (%d->%d)", c > 2 ? ", " : "",
+					(p[c] - p[c - 1]) * 1e3 /
+						(many_idle[c] - many_idle[c - 1]),
+					many_idle[c - 1], many_idle[c]);
+		}
 		sk_bench_note_add(res,
 				  "sync-many: %s p50 with 0 (none registered) "
-				  "/ 64 / 1024 idle threads: %.2f / %.2f / "
-				  "%.2f us; added cost "
-				  "per idle thread %.1f ns (0->64), %.1f ns "
-				  "(64->1024); 16x the idle threads cost "
-				  "%.1fx the added time (16x: linear)",
-				  idle->p50[0]->impl[i]->name, p[0], p[1], p[2],
-				  (p[1] - p[0]) * 1e3 / 64,
-				  (p[2] - p[1]) * 1e3 / (1024 - 64),
-				  p[1] > p[0] ? (p[2] - p[0]) / (p[1] - p[0])
+				  "/ 64 / 256 / 1024 idle threads: %s us; added "
+				  "cost per idle thread %s; 16x the idle threads "
+				  "(64->1024) cost %.1fx the time above 0 "
+				  "threads (16x: linear)",
+				  idle->p50[0]->impl[i]->name, sizes, slopes,
+				  p[1] > p[0] ? (p[MANY_NIDLE - 1] - p[0]) /
+							(p[1] - p[0])
 					      : 0.0);
 	}
 }
 
 /*
- * Note: what one heavy fence costs here.  It is the fixed part of a grace
- * period with idle registered threads, which never answer scalekit's
- * handshake: scalekit issues one (RCU-G1), urcu-memb two (before and
- * after its scan); the rest is the scan (the cost per idle thread of
+ * Note: what one heavy fence costs at each idle count (fence[c], p50 in
+ * us; negative: not measured).  It is the fixed part of a grace period
+ * with idle registered threads, which never answer scalekit's handshake:
+ * scalekit issues one (RCU-G1), urcu-memb two (before and after its
+ * scan); the rest is the scan (the cost per idle thread of
  * many_growth_notes()).  So the 64-thread ratio cannot be far below 0.5.
+ * Measured with the idle threads in place: membarrier(2) returns at once
+ * in a process of one thread, and with 0 idle threads the bench may be
+ * one.
  */
-static void many_fence_note(const struct sk_bench_config *cfg,
-			    struct sk_bench_results *res, uint64_t *lat)
+static void many_fence_note(struct sk_bench_results *res,
+			    const double *fence)
 {
-	double p50, p99;
+	char buf[96];
+	size_t l = 0;
+	int c;
 
-	sk_bench_time_calls(sk_fence_heavy, cfg->run_ns, SYNC_MIN_CALLS,
-			    SYNC_MAX_CALLS, lat, &p50, &p99);
+	buf[0] = '\0';
+	for (c = 0; c < MANY_NIDLE; c++) {
+		if (fence[c] < 0)
+			l += (size_t)snprintf(buf + l, sizeof(buf) - l,
+					      "%sn/a", c ? " / " : "");
+		else
+			l += (size_t)snprintf(buf + l, sizeof(buf) - l,
+					      "%s%.2f", c ? " / " : "",
+					      fence[c]);
+	}
 	sk_bench_note_add(res,
-			  "sync-many: one sk_fence_heavy() (%s) p50 %.2f us, "
-			  "p99 %.2f us: the fixed part of a grace period "
-			  "with idle registered threads (scalekit issues one, "
-			  "urcu-memb two)",
+			  "sync-many: one sk_fence_heavy() (%s) p50 with 0 / "
+			  "64 / 256 / 1024 idle threads: %s us: the fixed "
+			  "part of a grace period with idle registered "
+			  "threads (scalekit issues one, urcu-memb two)",
 			  sk_fence_uses_membarrier() ? "membarrier(2)"
 						     : "fallback, no membarrier",
-			  p50, p99);
+			  buf);
 }
 
 int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
@@ -503,6 +531,7 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 	/* rows[0]: no busy reader; rows[1]: MANY_BUSY busy readers. */
 	struct many_rows rows[2];
 	static char why[MANY_NIDLE][96];
+	double fence[MANY_NIDLE], p99;
 	const struct sk_bench_rcu_ops *ops[SK_BENCH_MAX_IMPL];
 	struct sync_job jobs[2 * SK_BENCH_MAX_IMPL];
 	uint64_t *lat;
@@ -532,9 +561,10 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 	}
 	mcfg.run_ns = cfg->run_ns / 2;
 	mcfg.warmup_ns = cfg->warmup_ns / 2;
-	many_fence_note(&mcfg, res, lat);
 	for (c = 0; c < MANY_NIDLE; c++) {
 		struct sk_bench_idle *idle = NULL;
+
+		fence[c] = -1;
 
 		sk_bench_progress("sync-many: starting %d idle threads "
 				  "registered with %d implementations",
@@ -551,6 +581,9 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 			sk_bench_idle_stop(idle);
 			continue;
 		}
+		sk_bench_time_calls(sk_fence_heavy, mcfg.run_ns,
+				    SYNC_MIN_CALLS, SYNC_MAX_CALLS, lat,
+				    &fence[c], &p99);
 		/*
 		 * Idle rows, then busy rows: a busy reader thread that
 		 * cannot be created (message printed) leaves that row n/a
@@ -578,6 +611,7 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 	}
 	free(lat);
 
+	many_fence_note(res, fence);
 	many_growth_notes(res, &rows[0]);
 	for (k = 0; k < (int)(sizeof(many_targets) / sizeof(many_targets[0]));
 	     k++) {
