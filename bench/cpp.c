@@ -13,7 +13,8 @@
  *           the head (no target: it does more work).  Two rows:
  *    enqueue     the caller's cost per allocation + retire, one thread,
  *                in batches of 1000 that the worker leaves alone while
- *                the clock runs (measure_batches()): the figure is the
+ *                the clock runs, the implementations' batches taking
+ *                turns (measure_batches()): the figure is the
  *                wrapper and the allocator, not the worker's timing (end
  *                to end, the worker's frees and grace periods land on the
  *                enqueuer's CPU and allocator at unpredictable moments,
@@ -32,6 +33,7 @@
 #define CXX_CB_PER_THREAD_QUICK 50000L
 #define CXX_MAX_THREADS 2
 #define CXX_BATCH 1000L
+#define CXX_PAIR 2 /* retire_impls[0] and [1]: the target's pair */
 
 static const char *const retire_impls[] = {
 	"scalekit-c++",
@@ -72,37 +74,56 @@ static void add_rows(const struct sk_bench_config *cfg,
 }
 
 /*
- * ops->call_loop() in batches of CXX_BATCH, each timed, each followed by
- * an untimed barrier.  A batch stays below the backlog at which the
- * worker starts a grace period at once (CB_LAZY_MAX in src/rcu_cb.c): it
- * waits up to a millisecond for more, so no callback runs, no object is
- * freed and no grace period is forced while the clock runs; each batch
- * reuses the memory the previous one freed.  *ns: per call.
+ * The ops->call_loop() of implementations lo..hi-1 in batches of
+ * CXX_BATCH, each timed, each followed by an untimed barrier; the
+ * implementations take turns batch by batch (the first one rotating), so
+ * the load of any moment falls on all of them alike (the loops of
+ * scalekit-c++ and scalekit compile to the same instructions:
+ * docs/benchmarks.md, "The c++ rows").  Only the target's pair takes
+ * turns (CXX_PAIR): with two, each follows the other as often as itself;
+ * a third (scalekit-retire, which frees a plain object and a slab node)
+ * would precede one of them more often, and the heap it leaves behind
+ * made the next implementation's mallocs slower (scalekit-c++ / scalekit
+ * 1.17 with the three in turn, on the same instructions).  A batch stays below the backlog at which the worker
+ * starts a grace period at once (CB_LAZY_MAX in src/rcu_cb.c): it waits
+ * up to a millisecond for more, so no callback runs, no object is freed
+ * and no grace period is forced while the clock runs; each batch reuses
+ * the memory the previous one freed.  ns[k]: per call of implementation
+ * k (the others left alone).
  */
-static void measure_batches(const struct sk_bench_rcu_ops *ops, long n,
-			    double *ns)
+static void measure_batches(const struct retire_rows *rr, long n, int first,
+			    int lo, int hi, double *ns)
 {
-	uint64_t t0, sum = 0;
-	long done;
+	uint64_t t0, sum[SK_BENCH_MAX_IMPL] = { 0 };
+	int i, k, nimpl = hi - lo;
+	long done, b;
 
-	for (done = 0; done < n; done += CXX_BATCH) {
-		t0 = sk_bench_now_ns();
-		ops->call_loop(CXX_BATCH);
-		sum += sk_bench_now_ns() - t0;
-		ops->barrier();
-	}
-	*ns = (double)sum / (double)done;
+	for (done = 0, b = 0; done < n; done += CXX_BATCH, b++)
+		for (i = 0; i < nimpl; i++) {
+			const struct sk_bench_rcu_ops *ops;
+
+			k = lo + (int)((i + first + b) % nimpl);
+			if (rr->enq->na[k])
+				continue;
+			ops = rr->enq->impl[k];
+			t0 = sk_bench_now_ns();
+			ops->call_loop(CXX_BATCH);
+			sum[k] += sk_bench_now_ns() - t0;
+			ops->barrier();
+		}
+	for (k = lo; k < hi; k++)
+		if (!rr->enq->na[k])
+			ns[k] = (double)sum[k] / (double)done;
 }
 
-/* Implementation k once at every count; rep < 0: a warm-up. */
+/* Implementation k's end-to-end runs at every count; rep < 0: a warm-up. */
 static int run_impl(const struct sk_bench_config *cfg, struct retire_rows *rr,
-		    int k, int rep, long n)
+		    int k, int rep, long n, double enq)
 {
 	const struct sk_bench_rcu_ops *ops = rr->enq->impl[k];
-	double enq, e2e, unused;
+	double e2e, unused;
 	int c, err;
 
-	measure_batches(ops, n, &enq);
 	for (c = 0; c < rr->ncounts; c++) {
 		err = sk_bench_cb_measure(ops, rr->counts[c], n, 1, &e2e,
 					  &unused);
@@ -141,13 +162,20 @@ int sk_bench_cpp_run(const struct sk_bench_config *cfg,
 			  "callbacks per run",
 			  rr.enq->nimpl, cfg->reps, n);
 	/* Rotate the start so no implementation always runs first. */
-	for (rep = -1; rep < cfg->reps; rep++)
-		for (i = 0; i < rr.enq->nimpl; i++) {
-			int k = (i + (rep < 0 ? 0 : rep)) % rr.enq->nimpl;
+	for (rep = -1; rep < cfg->reps; rep++) {
+		double enq[SK_BENCH_MAX_IMPL] = { 0 };
+		int first = rep < 0 ? 0 : rep;
 
-			if (!rr.enq->na[k] && run_impl(cfg, &rr, k, rep, n))
+		measure_batches(&rr, n, first, 0, CXX_PAIR, enq);
+		measure_batches(&rr, n, 0, CXX_PAIR, rr.enq->nimpl, enq);
+		for (i = 0; i < rr.enq->nimpl; i++) {
+			int k = (i + first) % rr.enq->nimpl;
+
+			if (!rr.enq->na[k] &&
+			    run_impl(cfg, &rr, k, rep, n, enq[k]))
 				return -1;
 		}
+	}
 	sk_bench_ratio_target(res, rr.enq, "scalekit-c++", "scalekit", 1.02,
 			      1,
 			      "c++ retire, 1 thread, batches of 1000: ns/cb "

@@ -90,6 +90,14 @@ static const struct read_variant cxx_variant = {
 	"c++ / read: total throughput, Mops/s (higher is better)", "c++"
 };
 
+/*
+ * The c++ rows compare loops that compile to the same instructions
+ * (docs/benchmarks.md, "The c++ rows"): their ratio is 1 plus whatever
+ * the machine did between two 200 ms runs.  Interleaved windows put the
+ * two loops side by side in time (jobs_run()).
+ */
+#define CXX_READ_WINDOWS 5
+
 #define NVARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
 #define MAX_COUNTS 16
 
@@ -230,35 +238,84 @@ static int make_jobs(const struct read_rows *rr, int nv, struct sk_bench_read_jo
 	return njobs;
 }
 
-int sk_bench_read_jobs_run(const struct sk_bench_config *cfg, const char *scenario,
-		    struct sk_bench_read_job *jobs, int njobs)
+/* The median of v[0..n-1] (reorders v). */
+static double median_of(double *v, int n)
+{
+	int i, j;
+	double x;
+
+	for (i = 1; i < n; i++) {
+		x = v[i];
+		for (j = i; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * One timed run of jb for run_ns (behind the occupancy gate unless
+ * cfg->no_occ_gate): 0 or -errno.
+ */
+static int job_measure(const struct sk_bench_config *cfg,
+		       const struct sk_bench_read_job *jb, uint64_t run_ns,
+		       double *ns, double *mops)
+{
+	return cfg->no_occ_gate ? sk_bench_read_measure(jb->ops, jb->threads,
+							run_ns, ns, mops)
+				: sk_bench_read_measure_gated(
+					  jb->ops, jb->threads, run_ns, ns,
+					  mops);
+}
+
+/*
+ * The jobs' repetitions.  windows == 1: every job runs once per
+ * repetition for cfg->run_ns, every round starting at the next job.
+ * windows > 1: every job runs `windows` times per repetition for half of
+ * cfg->run_ns, interleaved (window w runs every job once, starting at
+ * the next job each window), and the repetition's figure is the median
+ * of a job's windows: a disturbance of a few hundred milliseconds then
+ * falls on every job alike instead of on the one job that ran then.
+ */
+static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
+		    struct sk_bench_read_job *jobs, int njobs, int windows)
 {
 	struct sk_bench_read_job *jb = NULL;
-	double ns, mops;
-	int i, rep, err = 0;
+	uint64_t run_ns = windows > 1 ? cfg->run_ns / 2 : cfg->run_ns;
+	double ns, mops, *wns = NULL, *wmops = NULL;
+	int i, w, rep, err = 0;
 
-	sk_bench_progress("%s: %d runs x %d reps, %.0f ms each (warm-up "
-			  "%.0f ms)",
-			  scenario, njobs, cfg->reps, cfg->run_ns / 1e6,
-			  cfg->warmup_ns / 1e6);
+	if (windows > 1) {
+		wns = calloc((size_t)(njobs * windows), sizeof(*wns));
+		wmops = calloc((size_t)(njobs * windows), sizeof(*wmops));
+		if (!wns || !wmops) {
+			free(wns);
+			free(wmops);
+			fprintf(stderr, "scalekit bench: %s: out of memory\n",
+				scenario);
+			return -1;
+		}
+		sk_bench_progress("%s: %d runs x %d reps x %d interleaved "
+				  "windows, %.0f ms each (warm-up %.0f ms)",
+				  scenario, njobs, cfg->reps, windows,
+				  run_ns / 1e6, cfg->warmup_ns / 1e6);
+	} else {
+		sk_bench_progress("%s: %d runs x %d reps, %.0f ms each (warm-up "
+				  "%.0f ms)",
+				  scenario, njobs, cfg->reps, run_ns / 1e6,
+				  cfg->warmup_ns / 1e6);
+	}
 	/* Warm-up: caches, branch predictors, CPU frequency, registration. */
 	for (i = 0; i < njobs && !err; i++) {
 		jb = &jobs[i];
 		err = sk_bench_read_measure(jb->ops, jb->threads, cfg->warmup_ns,
 					    &ns, &mops);
 	}
-	for (rep = 0; rep < cfg->reps && !err; rep++) {
+	for (rep = 0; rep < cfg->reps && !err && windows == 1; rep++) {
 		for (i = 0; i < njobs && !err; i++) {
 			/* Rotate the start so no job always runs first. */
 			jb = &jobs[(i + rep) % njobs];
-			err = cfg->no_occ_gate
-				      ? sk_bench_read_measure(jb->ops,
-							      jb->threads,
-							      cfg->run_ns, &ns,
-							      &mops)
-				      : sk_bench_read_measure_gated(
-						jb->ops, jb->threads,
-						cfg->run_ns, &ns, &mops);
+			err = job_measure(cfg, jb, run_ns, &ns, &mops);
 			if (err)
 				break;
 			jb->ns_row->rep[jb->col][rep] = ns;
@@ -271,6 +328,35 @@ int sk_bench_read_jobs_run(const struct sk_bench_config *cfg, const char *scenar
 					  jb->ops->name, ns, mops);
 		}
 	}
+	for (rep = 0; rep < cfg->reps && !err && windows > 1; rep++) {
+		for (w = 0; w < windows && !err; w++) {
+			for (i = 0; i < njobs && !err; i++) {
+				/* Rotate the start so no job always runs first. */
+				int j = (i + rep + w) % njobs;
+
+				jb = &jobs[j];
+				err = job_measure(cfg, jb, run_ns,
+						  &wns[j * windows + w],
+						  &wmops[j * windows + w]);
+			}
+		}
+		for (i = 0; i < njobs && !err; i++) {
+			jb = &jobs[i];
+			ns = median_of(&wns[i * windows], windows);
+			mops = median_of(&wmops[i * windows], windows);
+			jb->ns_row->rep[jb->col][rep] = ns;
+			jb->mops_row->rep[jb->col][rep] = mops;
+			sk_bench_progress("%s: rep %d/%d, %d thread%s, %-18s "
+					  "%8.2f ns/op %9.1f Mops/s (median of "
+					  "%d windows)",
+					  scenario, rep + 1, cfg->reps,
+					  jb->threads,
+					  jb->threads == 1 ? " " : "s",
+					  jb->ops->name, ns, mops, windows);
+		}
+	}
+	free(wns);
+	free(wmops);
 	if (!err)
 		return 0;
 	fprintf(stderr,
@@ -280,13 +366,20 @@ int sk_bench_read_jobs_run(const struct sk_bench_config *cfg, const char *scenar
 	return -1;
 }
 
+int sk_bench_read_jobs_run(const struct sk_bench_config *cfg, const char *scenario,
+		    struct sk_bench_read_job *jobs, int njobs)
+{
+	return jobs_run(cfg, scenario, jobs, njobs, 1);
+}
+
 /*
  * Add the rows of variants vs (ns/op and Mops/s) and measure them on
- * 1..max threads; rr receives the rows.  Returns 0, or -1 after a message.
+ * 1..max threads, in `windows` interleaved windows per repetition (see
+ * jobs_run()); rr receives the rows.  Returns 0, or -1 after a message.
  */
 static int run_variants(const struct sk_bench_config *cfg,
 			struct sk_bench_results *res, const char *scenario,
-			const struct read_variant *vs, int nv,
+			const struct read_variant *vs, int nv, int windows,
 			struct read_rows *rr)
 {
 	struct sk_bench_read_job *jobs;
@@ -297,7 +390,7 @@ static int run_variants(const struct sk_bench_config *cfg,
 		      sizeof(*jobs));
 	if (!jobs)
 		return -1;
-	err = sk_bench_read_jobs_run(cfg, scenario, jobs, make_jobs(rr, nv, jobs));
+	err = jobs_run(cfg, scenario, jobs, make_jobs(rr, nv, jobs), windows);
 	free(jobs);
 	sk_bench_occ_note(res, scenario);
 	return err;
@@ -309,7 +402,7 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 	struct read_rows rr;
 	int c;
 
-	if (run_variants(cfg, res, "read", variants, NVARIANTS, &rr))
+	if (run_variants(cfg, res, "read", variants, NVARIANTS, 1, &rr))
 		return -1;
 	for (c = 0; c < rr.ncounts; c++) {
 		add_ratio_target(res, rr.ns[0][c], "read-general", "urcu-memb",
@@ -354,7 +447,7 @@ int sk_bench_srcu_read_run(const struct sk_bench_config *cfg,
 	struct read_rows rr;
 	int c;
 
-	if (run_variants(cfg, res, "srcu-read", &srcu_variant, 1, &rr))
+	if (run_variants(cfg, res, "srcu-read", &srcu_variant, 1, 1, &rr))
 		return -1;
 	for (c = 0; c < rr.ncounts; c++)
 		add_ratio_target(res, rr.ns[0][c], "srcu-read", "urcu-memb",
@@ -369,7 +462,8 @@ int sk_bench_cpp_read_run(const struct sk_bench_config *cfg,
 	char what[96];
 	int c;
 
-	if (run_variants(cfg, res, "c++", &cxx_variant, 1, &rr))
+	if (run_variants(cfg, res, "c++", &cxx_variant, 1, CXX_READ_WINDOWS,
+			 &rr))
 		return -1;
 	for (c = 0; c < rr.ncounts; c++) {
 		add_ratio_target(res, rr.ns[0][c], "cpp-guard", "scalekit",

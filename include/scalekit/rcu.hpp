@@ -71,7 +71,8 @@
 //   rcu_domain::lock()/unlock(), rcu_read_guard: sk_rcu_read_lock()/
 //     sk_rcu_read_unlock(), nothing more;
 //   rcu_obj_base::retire(): sk_call_rcu() on a head inside the object (no
-//     allocation), plus one move construction of a stored D;
+//     allocation, no initialisation of the head), plus one move
+//     construction of a stored D;
 //   rcu_retire(): see 6; call_rcu(): one allocation per call, like 6's
 //     allocating path.
 #ifndef SCALEKIT_RCU_HPP
@@ -118,10 +119,13 @@ inline void rcu_throw_if(int rc, const char *call)
 // callback receives and a pointer to this struct are
 // pointer-interconvertible (reinterpret_cast is exact, no offsetof); the
 // callback then casts down (static_cast) to the class that derives from
-// it.  Value-initialised: sk_call_rcu() needs no initialisation, but a
-// zeroed head never reads as queued.
+// it.  No default member initialiser: sk_call_rcu() needs no
+// initialisation (a head that was never queued, whatever its bytes, does
+// not read as queued: the C library's mark includes the head's address),
+// so rcu_obj_base::retire() on a new'd object is the C loop's malloc() +
+// sk_call_rcu() and no more stores (the "c++" bench's retire row).
 struct rcu_head_node {
-	struct sk_rcu_head sk_head_{};
+	struct sk_rcu_head sk_head_;
 };
 
 inline rcu_head_node *rcu_node_of(struct sk_rcu_head *h) noexcept
@@ -140,8 +144,11 @@ template <class F>
 struct rcu_call_node : rcu_head_node {
 	F fn;
 
+	// The base value-initialised (a zeroed head): the allocation below
+	// costs far more than the stores, and sk_call_rcu() can then never
+	// answer -EBUSY, which rcu_call_alloc() does not check.
 	template <class G>
-	explicit rcu_call_node(G &&g) : fn(std::forward<G>(g))
+	explicit rcu_call_node(G &&g) : rcu_head_node(), fn(std::forward<G>(g))
 	{
 	}
 
@@ -307,8 +314,11 @@ inline void rcu_barrier(rcu_domain & = rcu_default_domain()) noexcept
  * T must derive from it publicly, non-virtually and once (P2545's
  * rcu-protectable).  It embeds a struct sk_rcu_head (24 bytes where
  * pointers have 8) and, unless D is empty and default-constructible, raw
- * storage for one D; nothing else.  Copies and moves copy those bytes
- * (always trivially copyable): a copy of a retired object is not retired.
+ * storage for one D; nothing else.  Its constructor stores nothing (the
+ * head needs no initialisation, as for sk_call_rcu()), so `new T` costs
+ * what malloc() + the C struct's initialisation cost.  Copies and moves
+ * copy those bytes (always trivially copyable): a copy of a retired
+ * object is not retired.
  */
 template <class T, class D = std::default_delete<T>>
 class rcu_obj_base : private detail::rcu_obj_storage<D> {

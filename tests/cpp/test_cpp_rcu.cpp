@@ -3,7 +3,8 @@
 // test_cpp_rcu.cpp - the API of scalekit/rcu.hpp, one behaviour per test:
 // the domain as a Lockable, nesting, guards, rcu_ptr's operations and
 // return values, call_rcu with capturing and move-only callables, retire()
-// with stateless and stateful deleters, rcu_retire() on both of its paths,
+// with stateless and stateful deleters and on an object built over
+// other bytes (its head not initialised), rcu_retire() on both of its paths,
 // rcu_barrier() waiting for them, the registration and QSBR scopes, and a
 // second retire() dying with its message (a forked child).
 //
@@ -11,6 +12,8 @@
 // worker, which ThreadSanitizer refuses in the child of a process that
 // has threads already (no other test has started one yet then).
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -268,6 +271,45 @@ void retire_with_stateful_deleter()
 	SK_CHECK_EQ(count.load(), 1);
 }
 
+// An object built in memory that held other bytes: retire() must not
+// need an initialised head (rcu_obj_base's constructor stores nothing,
+// docs/cpp.md, "What it costs"); the deleter destroys it and frees the
+// memory, and counts.
+struct destroy_free {
+	std::atomic<int> *count = nullptr;
+
+	template <class T>
+	void operator()(T *p) const
+	{
+		p->~T();
+		std::free(static_cast<void *>(p));
+		count->fetch_add(1, std::memory_order_relaxed);
+	}
+};
+
+struct in_place : sk::rcu_obj_base<in_place, destroy_free> {
+	int value = 0;
+};
+
+void retire_needs_no_initialised_head()
+{
+	std::atomic<int> count{0};
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		void *mem = std::malloc(sizeof(in_place));
+
+		SK_CHECK(mem != nullptr);
+		// Bytes a head never holds: neither zero nor a queued mark.
+		std::memset(mem, 0xa5 + i, sizeof(in_place));
+		auto *o = new (mem) in_place;
+
+		o->retire(destroy_free{&count});
+	}
+	sk::rcu_barrier();
+	SK_CHECK_EQ(count.load(), 64);
+}
+
 struct plain {
 	int value = 0;
 
@@ -422,6 +464,7 @@ int main(int argc, char **argv)
 	SK_RUN(call_rcu_takes_move_only_callable);
 	SK_RUN(retire_with_stateless_deleter);
 	SK_RUN(retire_with_stateful_deleter);
+	SK_RUN(retire_needs_no_initialised_head);
 	SK_RUN(rcu_retire_default_delete);
 	SK_RUN(rcu_retire_custom_deleter);
 	SK_RUN(rcu_barrier_waits_for_many);
