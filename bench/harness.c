@@ -42,6 +42,7 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_rhash_ops,
 	&sk_bench_rhash_resizing_ops,
 	&sk_bench_rhash_beside_ops,
+	&sk_bench_rhash_gp_ops,
 	&sk_bench_urcu_lfht_ops,
 	&sk_bench_rwlock_rb_ops,
 	&sk_bench_rwlock_rb_wr_ops,
