@@ -101,7 +101,8 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  sk_bench_hash_lookup_run },
 	{ "hash-resize",
 	  "sk_rhash lookups/s while another thread resizes, vs "
-	  "steady and vs a resizer of a second table",
+	  "steady, vs a resizer of a second table and vs grace periods "
+	  "alone",
 	  sk_bench_hash_resize_run },
 	{ "hash-update",
 	  "sk_rhash vs cds_lfht insert+remove/s, 1..N threads",
