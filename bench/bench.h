@@ -215,6 +215,7 @@ extern const struct sk_bench_rcu_ops sk_bench_pthread_mutex_ops;
 extern const struct sk_bench_rcu_ops sk_bench_rhash_ops;
 extern const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops;
 extern const struct sk_bench_rcu_ops sk_bench_rhash_beside_ops;
+extern const struct sk_bench_rcu_ops sk_bench_rhash_gp_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops;
 /*
  * Lock adapters (locks.c): read_section(n) is n lock+dereference+unlock

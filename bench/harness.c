@@ -42,6 +42,7 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_rhash_ops,
 	&sk_bench_rhash_resizing_ops,
 	&sk_bench_rhash_beside_ops,
+	&sk_bench_rhash_gp_ops,
 	&sk_bench_urcu_lfht_ops,
 	&sk_bench_rwlock_rb_ops,
 	&sk_bench_rwlock_rb_wr_ops,
@@ -100,7 +101,8 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	  sk_bench_hash_lookup_run },
 	{ "hash-resize",
 	  "sk_rhash lookups/s while another thread resizes, vs "
-	  "steady and vs a resizer of a second table",
+	  "steady, vs a resizer of a second table and vs grace periods "
+	  "alone",
 	  sk_bench_hash_resize_run },
 	{ "hash-update",
 	  "sk_rhash vs cds_lfht insert+remove/s, 1..N threads",

@@ -24,8 +24,12 @@
  *                steady.  "rhash-beside": the steady table while the
  *                resizer resizes a second table of the same size (its
  *                own objects): what a resizing thread costs the reader
- *                through the machine alone (cache and memory bandwidth),
- *                none of it through the table the reader uses.  The
+ *                through the machine alone (cache and memory bandwidth,
+ *                and its grace periods), none of it through the table
+ *                the reader uses.  "rhash-gp": the steady table while
+ *                another thread only waits for grace periods, 4 per
+ *                grow + shrink cycle at the resizer's latest rate (what
+ *                the grace periods alone cost the reader).  The
  *                rates are over the reader's CPU time: a lookup's cost,
  *                not the share of a CPU the reader got beside the
  *                resizer and other processes.  Each repetition is the
@@ -271,9 +275,23 @@ struct resizer {
 	pthread_t tid;
 	unsigned long base; /* the table's usual bucket count */
 	struct sk_rhash *other; /* NULL: the readers' table; else this one */
+	double gp_rate; /* > 0: no resizes, this many grace periods per s */
 	int stop;
 	unsigned long cycles; /* grow + shrink pairs done */
 };
+
+/*
+ * Grace periods per grow + shrink cycle of the resizer: sk_rhash_resize()
+ * waits for two (RH-G2, RH-G1) per resize.
+ */
+#define GPS_PER_CYCLE 4
+
+/*
+ * hash-resize's rhash-gp runs: grace periods per second, from the
+ * resizer's latest rate over the readers' table (the warm-up runs the
+ * resizing job first).
+ */
+static double gp_rate;
 
 static void resizer_resize(struct resizer *rz, unsigned long nbuckets)
 {
@@ -283,10 +301,37 @@ static void resizer_resize(struct resizer *rz, unsigned long nbuckets)
 		sk_bench_hash_die("sk_rhash_resize failed");
 }
 
+/* rhash-gp: only the resizer's grace periods, at its rate. */
+static void gp_main(struct resizer *rz)
+{
+	uint64_t t0 = sk_bench_now_ns(), due, now;
+	unsigned long n = 0;
+
+	while (!__atomic_load_n(&rz->stop, __ATOMIC_RELAXED)) {
+		sk_synchronize_rcu();
+		n++;
+		due = t0 + (uint64_t)((double)n / rz->gp_rate * 1e9);
+		/*
+		 * Sleep until due in one sleep (the stop flag is checked
+		 * once per grace period): each wake-up beside the reader
+		 * costs it too on a machine whose CPUs other processes
+		 * share (docs/data-structures.md, "The parts, measured").
+		 */
+		now = sk_bench_now_ns();
+		if (now < due)
+			sk_bench_sleep_ns(due - now);
+	}
+	rz->cycles = n / GPS_PER_CYCLE;
+}
+
 static void *resizer_main(void *arg)
 {
 	struct resizer *rz = arg;
 
+	if (rz->gp_rate > 0) {
+		gp_main(rz);
+		return NULL;
+	}
 	while (!__atomic_load_n(&rz->stop, __ATOMIC_RELAXED)) {
 		resizer_resize(rz, 2 * rz->base);
 		resizer_resize(rz, rz->base);
@@ -297,7 +342,8 @@ static void *resizer_main(void *arg)
 
 /*
  * Run ops on n threads for run_ns (with a resizer of the readers' table
- * when resize is 1, of the table beside when it is 2) and return the
+ * when resize is 1, of the table beside when it is 2, a thread that only
+ * waits for grace periods at the resizer's rate when it is 3) and return the
  * total rate in millions per second (sum of each thread's sections / its
  * own time: wall time, or with cpu_time the CPU time it got); *rps gets
  * resize cycles per second.
@@ -309,7 +355,11 @@ static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
 	struct sk_bench_reader_stat *st = calloc((size_t)n, sizeof(*st));
 	struct sk_bench_readers *g;
 	struct resizer rz = { .base = (unsigned long)sk_bench_hash_w.nkeys,
-			      .other = resize == 2 ? beside : NULL };
+			      .other = resize == 2 ? beside : NULL,
+			      /* Before any resizing run: 30 cycles/s. */
+			      .gp_rate = resize != 3 ? 0
+					 : gp_rate > 0 ? gp_rate
+						       : 30.0 * GPS_PER_CYCLE };
 	uint64_t t0 = 0;
 	double sum = 0;
 	int i, err;
@@ -341,6 +391,8 @@ static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
 		pthread_join(rz.tid, NULL);
 		*rps = (double)rz.cycles / ((double)(sk_bench_now_ns() - t0) /
 					    1e9);
+		if (resize == 1 && rz.cycles)
+			gp_rate = *rps * GPS_PER_CYCLE;
 	}
 	if (err) {
 		free(st);
@@ -503,6 +555,7 @@ static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
 					  what,
 					  jobs[i].resize == 1	? " (resizing)"
 					  : jobs[i].resize == 2 ? " (resizing beside)"
+					  : jobs[i].resize == 3 ? " (grace periods beside)"
 								: "");
 	}
 	if (rps_median && nrv)
@@ -536,7 +589,7 @@ static void ratio_target(struct sk_bench_results *res,
 
 static const char *const lookup_impls[] = { "rhash", "urcu-lfht", NULL };
 static const char *const resize_impls[] = { "rhash-resizing", "rhash",
-					    "rhash-beside", NULL };
+					    "rhash-beside", "rhash-gp", NULL };
 
 static const struct {
 	long nkeys;
@@ -648,10 +701,11 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 		"another thread resizes the table 2^16 <-> 2^17 buckets; "
 		"rhash: the same table steady, half of each run at each "
 		"size; rhash-beside: the same, another thread resizing a "
-		"second table (higher is better)";
+		"second table; rhash-gp: the same, another thread waiting for "
+		"grace periods at the resizer's rate (higher is better)";
 	/* measure()'s resize, and whether the table alternates sizes. */
-	static const int modes[] = { 1, 0, 2 }, both[] = { 0, 1, 1 };
-	struct hash_job jobs[3];
+	static const int modes[] = { 1, 0, 2, 3 }, both[] = { 0, 1, 1, 1 };
+	struct hash_job jobs[4];
 	struct sk_bench_row *row;
 	double rps = NAN;
 	int i, err;
@@ -659,7 +713,7 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	row = sk_bench_row_add(res, "hash-resize", "2^16 keys", "Mops/s", title,
 			       1, 1, resize_impls, cfg->reps);
 	row->ratio_prefix = "resizing";
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		jobs[i] = (struct hash_job){ row->impl[i], row->impl[i]->name,
 					     1, modes[i], row, i, both[i], 1 };
 	if (set_build(1L << 16))
@@ -677,10 +731,11 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	if (sk_rhash_resize(beside, resize_base))
 		sk_bench_hash_die("sk_rhash_resize failed");
 	sk_bench_hash_rhash.resize(resize_base);
-	sk_bench_progress("hash-resize: 3 runs x %d reps, %.0f ms each "
+	gp_rate = 0;
+	sk_bench_progress("hash-resize: 4 runs x %d reps, %.0f ms each "
 			  "(warm-up %.0f ms)",
 			  cfg->reps, cfg->run_ns / 1e6, cfg->warmup_ns / 1e6);
-	err = run_jobs(cfg, "hash-resize", "lookups", jobs, 3, RESIZE_WINDOWS,
+	err = run_jobs(cfg, "hash-resize", "lookups", jobs, 4, RESIZE_WINDOWS,
 		       &rps);
 	beside_free();
 	if (err) {

@@ -82,6 +82,17 @@ const struct sk_bench_rcu_ops sk_bench_rhash_beside_ops = {
 	RH_LOOKUP_READERS,
 };
 
+/*
+ * The same lookups; hash-resize runs a thread beside them that only waits
+ * for grace periods, as many per second as the resizer's resizes wait for.
+ */
+const struct sk_bench_rcu_ops sk_bench_rhash_gp_ops = {
+	.name = "rhash-gp",
+	.desc = "rhash lookups while another thread waits for grace periods "
+		"at the resizer's rate (hash-resize)",
+	RH_LOOKUP_READERS,
+};
+
 static int rh_build(unsigned long buckets)
 {
 	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;

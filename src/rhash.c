@@ -219,20 +219,12 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 /* ---- lookups ---------------------------------------------------------------- */
 
 /*
- * While a resize runs, a lookup that misses in t's chain goes on to f's
- * bucket: start loading that bucket's head now, so that its cache miss
- * overlaps the walk of t's chain (the resizer has just written both
- * arrays).  Only a hint: the load that counts is made after RH-L1.
- * t->future shares t's first cache line with t->mask.
+ * No prefetch of f's bucket before the walk of t's chain: during a
+ * migration that line is one the resizer is about to write (RH-M2), and
+ * a copy fetched early is invalidated by that write, so the lookups that
+ * do need it took a second coherence miss (docs/data-structures.md,
+ * "What a lookup pays during a resize").
  */
-static inline void prefetch_future(struct sk_rhash_table *t, unsigned long h)
-{
-	/* Dependency: f's mask as published with f (pairs with RH-P1). */
-	struct sk_rhash_table *f = sk_rcu_dereference(t->future);
-
-	if (SK_UNLIKELY(f != NULL))
-		__builtin_prefetch(&f->buckets[h & f->mask]);
-}
 
 /* Any key: hashfn, cmpfn or key_len as given.  Out of line: see below. */
 static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
@@ -242,7 +234,6 @@ static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 	struct sk_rhash_table *t = sk_rcu_dereference(ht->tbl);
 	struct sk_rhash_node *n;
 
-	prefetch_future(t, h);
 	do {
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
 		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
@@ -277,7 +268,6 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	kn = ht->key_from_node;
 	h = sk__rhash_hash_u64(k, ht->seed8);
 	t = sk_rcu_dereference(ht->tbl);
-	prefetch_future(t, h);
 	do {
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
 		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
