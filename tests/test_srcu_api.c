@@ -718,6 +718,56 @@ static void destroyed_domain_slots_are_pooled_and_stale_ways_miss(void)
 	domain_free(d);
 }
 
+/* idx names the current binding of the caller's slot in d. */
+static int idx_is_the_slots(struct sk_srcu *d, int idx)
+{
+	struct sk_srcu_slot *s = sk__srcu_my_slot(d);
+
+	return s && ((unsigned int)idx & ~1u) ==
+			    ((unsigned int)sk_atomic_load_relaxed(&s->key) & ~1u);
+}
+
+/*
+ * The lock takes the key from the thread's copy beside the cached slot
+ * pointer (struct sk_srcu__tls): after each rebinding of the same slot (the
+ * domain destroyed and initialized again) a fast-path lock must still
+ * return the new binding's idx.  The twin makes the copy stale by hand, as
+ * a library that forgot to refresh it would, and the check must see it.
+ */
+static void fast_lock_returns_the_current_binding_key(void)
+{
+	struct sk_srcu *d = domain_new();
+	unsigned int w = SK__SRCU_WAY(d), old;
+	int round, idx, bit;
+
+	if (!sk_barrier__fence_sys_get()) {
+		domain_free(d);
+		return; /* nothing is cached: no copy to check */
+	}
+	for (round = 0; round < 3; round++) {
+		sk_srcu_read_unlock(d, sk_srcu_read_lock(d)); /* (re)binds */
+		idx = sk_srcu_read_lock(d);		      /* fast path */
+		SK_CHECK(idx_is_the_slots(d, idx));
+		sk_srcu_read_unlock(d, idx);
+		old = sk_srcu__tls.key[w];
+		SK_CHECK_EQ(sk_srcu_destroy(d), 0);
+		SK_CHECK_EQ(sk_srcu_init(d), 0);
+		sk_srcu_read_unlock(d, sk_srcu_read_lock(d));
+		SK_CHECK(sk_srcu__tls.key[w] != old); /* a new incarnation */
+		/* The busted twin: the previous binding's copy. */
+		sk_srcu__tls.key[w] = old;
+		idx = sk_srcu_read_lock(d);
+		SK_CHECK(!idx_is_the_slots(d, idx)); /* caught */
+		bit = idx & 1;
+		sk_srcu__tls.key[w] = (unsigned int)sk_atomic_load_relaxed(
+			&sk__srcu_my_slot(d)->key);
+		sk_srcu_read_unlock(d, (int)(sk_srcu__tls.key[w] | bit));
+		SK_CHECK(!sk_srcu_read_lock_held(d));
+	}
+	sk_synchronize_srcu(d);
+	domain_free(d);
+}
+
 struct handoff {
 	struct sk_srcu *d;
 	int idx;
@@ -790,6 +840,7 @@ int main(int argc, char **argv)
 	SK_RUN(start_poll_completes_without_a_synchronize_caller);
 	SK_RUN(start_poll_request_is_never_dropped);
 	SK_RUN(destroyed_domain_slots_are_pooled_and_stale_ways_miss);
+	SK_RUN(fast_lock_returns_the_current_binding_key);
 	SK_RUN(remote_end_marks_the_key_and_sections_balance);
 	return sk_test_report();
 }

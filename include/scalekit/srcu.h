@@ -187,6 +187,15 @@ struct sk_srcu__store {
 
 struct sk_srcu__tls {
 	struct sk_srcu_slot *slot[SK__SRCU_WAYS]; /* this thread's slots */
+	/*
+	 * The low 32 bits of slot[w]'s key (the idx of its binding's
+	 * sections without the index bit), kept beside the pointer so that
+	 * the lock reaches it without waiting for the load of slot[w]; the
+	 * library stores it whenever it caches a slot or rebinds a cached
+	 * one (only this thread binds its slots), so it is the slot's while
+	 * the slot's dom is d.
+	 */
+	unsigned int key[SK__SRCU_WAYS];
 };
 
 SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
@@ -244,9 +253,10 @@ static inline void sk_srcu__count_up(unsigned long *p)
  * sk_srcu_read_lock() - enter a read-side critical section of d.
  * Context: any thread; no registration.  Nestable, may sleep inside.
  * Wait-free: a look-up in this thread's slot cache, a load and a store of
- * this thread's counter, a load of its key and a compiler barrier (where
- * membarrier(2) is missing, a call and a full fence); the first use by a
- * thread or in a domain allocates its counters (never fails: threads
+ * this thread's counter, a load of its copy of the key and a compiler
+ * barrier (where membarrier(2) is missing, a call and a full fence); the
+ * first use by a thread or in a domain allocates its counters (never
+ * fails: threads
  * beyond the limit or out of memory share atomic counters).
  * Ordering: the section's accesses are ordered after the lock as seen by
  * the grace period (light fence SRCU-B, paired with its heavy fence SRCU-D).
@@ -257,7 +267,8 @@ static inline void sk_srcu__count_up(unsigned long *p)
 static inline int sk_srcu_read_lock(struct sk_srcu *d)
 {
 	struct sk_srcu_slot *s = sk_srcu__tls.slot[SK__SRCU_WAY(d)];
-	unsigned long bit, key;
+	unsigned long bit;
+	unsigned int key;
 
 	/*
 	 * The cached slot is ours in d while its dom is d: we set it when we
@@ -268,7 +279,8 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	 */
 	if (SK_UNLIKELY(sk_atomic_load_relaxed(&s->dom) != d))
 		return sk_srcu__read_lock_slow(d);
-	key = sk_atomic_load_relaxed(&s->key); /* written by us at binding */
+	/* The slot's key, from our own copy (struct sk_srcu__tls). */
+	key = sk_srcu__tls.key[SK__SRCU_WAY(d)];
 	bit = SK_READ_ONCE(d->idx) & 1;
 	sk_srcu__count_up(&s->cnt[bit]);
 	/*
@@ -277,8 +289,7 @@ static inline int sk_srcu_read_lock(struct sk_srcu *d)
 	 * barrier.
 	 */
 	sk_barrier();
-	/* Through unsigned int: drops SK__SRCU_KEY_REMOTE (bit 32). */
-	return (int)(unsigned int)(key | bit);
+	return (int)(key | (unsigned int)bit);
 }
 
 /*
