@@ -256,6 +256,9 @@ struct sk_bench_stat {
 	int n; /* values that entered the statistic; 0: none */
 };
 
+/* The median of v[0..n-1], n >= 1 (sorts v). */
+double sk_bench_median(double *v, int n);
+
 #define SK_BENCH_MAX_IMPL 8
 
 /*

@@ -723,6 +723,12 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+double sk_bench_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* Statistic of the finite values among v[0..n-1]. */
 static struct sk_bench_stat stat_of(const double *v, int n)
 {

@@ -150,21 +150,6 @@ SK_BENCH_PEER_MISSING(sk_bench_ck_spinlock_ops, "ck-spinlock",
 
 /* ---- rows of read_section() figures ---------------------------------------- */
 
-/* The median of v[0..n-1] (reorders v). */
-static double bl_median(double *v, int n)
-{
-	int i, j;
-	double x;
-
-	for (i = 1; i < n; i++) {
-		x = v[i];
-		for (j = i; j > 0 && v[j - 1] > x; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-	}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /*
  * Measure every available implementation of the rows (one row per thread
  * count, ns/op; mops rows optional, same shape) over cfg->reps
@@ -230,11 +215,11 @@ static int bl_measure(const struct sk_bench_config *cfg, const char *scenario,
 			i = s % n;
 			if (ns[r]->na[i])
 				continue;
-			ns[r]->rep[i][rep] = bl_median(&wx[s * windows],
+			ns[r]->rep[i][rep] = sk_bench_median(&wx[s * windows],
 						       windows);
 			if (mops)
 				mops[r]->rep[i][rep] =
-					bl_median(&wy[s * windows], windows);
+					sk_bench_median(&wy[s * windows], windows);
 		}
 	}
 	free(wx);

@@ -238,21 +238,6 @@ static int make_jobs(const struct read_rows *rr, int nv, struct sk_bench_read_jo
 	return njobs;
 }
 
-/* The median of v[0..n-1] (reorders v). */
-static double median_of(double *v, int n)
-{
-	int i, j;
-	double x;
-
-	for (i = 1; i < n; i++) {
-		x = v[i];
-		for (j = i; j > 0 && v[j - 1] > x; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-	}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /*
  * One timed run of jb for run_ns (behind the occupancy gate unless
  * cfg->no_occ_gate): 0 or -errno.
@@ -342,8 +327,8 @@ static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 		}
 		for (i = 0; i < njobs && !err; i++) {
 			jb = &jobs[i];
-			ns = median_of(&wns[i * windows], windows);
-			mops = median_of(&wmops[i * windows], windows);
+			ns = sk_bench_median(&wns[i * windows], windows);
+			mops = sk_bench_median(&wmops[i * windows], windows);
 			jb->ns_row->rep[jb->col][rep] = ns;
 			jb->mops_row->rep[jb->col][rep] = mops;
 			sk_bench_progress("%s: rep %d/%d, %d thread%s, %-18s "
