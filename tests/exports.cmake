@@ -99,9 +99,12 @@ foreach(h IN LISTS headers)
     endif()
     string(REGEX REPLACE "__attribute__[ \t]*\\(\\(([^()]|\\([^()]*\\))*\\)\\)" ""
       decl "${decl}")
-    # A function pointer variable, "T (*name)(args);", is named inside the
-    # first parentheses; anything else by the identifier before ( ; [ {.
-    if(decl MATCHES "^[^(]*\\([ \t]*\\*[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\\)")
+    # An asm label, __asm__("name"), is the symbol's name.  A function
+    # pointer variable, "T (*name)(args);", is named inside the first
+    # parentheses; anything else by the identifier before ( ; [ {.
+    if(decl MATCHES "__asm__[ \t]*\\([ \t]*\"([A-Za-z_][A-Za-z0-9_]*)\"[ \t]*\\)")
+      list(APPEND expected "${CMAKE_MATCH_1}")
+    elseif(decl MATCHES "^[^(]*\\([ \t]*\\*[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\\)")
       list(APPEND expected "${CMAKE_MATCH_1}")
     elseif(decl MATCHES "([A-Za-z_][A-Za-z0-9_]*)[ \t]*[(;[{]")
       list(APPEND expected "${CMAKE_MATCH_1}")

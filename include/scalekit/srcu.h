@@ -198,7 +198,13 @@ struct sk_srcu__tls {
 	unsigned int key[SK__SRCU_WAYS];
 };
 
-SK_API extern __thread struct sk_srcu__tls sk_srcu__tls
+/*
+ * The symbol's name (asm label) carries the layout of struct sk_srcu__tls
+ * (key[] came with the second): a program built against another layout
+ * than its library's fails to load, with an undefined symbol, instead of
+ * reading the wrong words.
+ */
+SK_API extern __thread struct sk_srcu__tls sk_srcu__tls __asm__("sk_srcu__tls_v2")
 	__attribute__((tls_model("initial-exec")));
 
 /* Slow paths of the inline functions; not for direct use. */
