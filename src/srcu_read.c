@@ -328,19 +328,16 @@ static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s)
 {
 	unsigned int w = SK__SRCU_WAY(d);
 
+	if (!sk_barrier__fence_sys_get())
+		return;
 	/*
 	 * The lock's copy of s's key (its binding part, which only we
 	 * write), first: a signal handler's section that interrupts us
 	 * between the two stores finds in the way either s, whose key this
 	 * is, or another slot, whose dom is not d (we have one slot per
-	 * domain), so it never pairs a slot of d with another key.  Kept
-	 * right also where nothing is cached any more but s still is.
+	 * domain), so it never pairs a slot of d with another key.
 	 */
-	if (sk_barrier__fence_sys_get() || sk_srcu__tls.slot[w] == s)
-		sk_srcu__tls.key[w] =
-			(unsigned int)sk_atomic_load_relaxed(&s->key);
-	if (!sk_barrier__fence_sys_get())
-		return;
+	sk_srcu__tls.key[w] = (unsigned int)sk_atomic_load_relaxed(&s->key);
 	sk_srcu__tls.slot[w] = s;
 }
 

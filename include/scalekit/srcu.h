@@ -91,12 +91,11 @@ struct sk_srcu_slot {
  * The domain's part of a slot's key (LP64 only: bits 33 to 63, above the
  * 32 bits of an idx and SK__SRCU_KEY_REMOTE): bit 33 set, and bits 6 to 35
  * of the domain's address in bits 34 to 63 (a domain is
- * SK_CACHELINE-aligned: its bits 0 to 5 are 0, and bit 5 becomes bit 33;
- * one expression, so that the compiler keeps one register for it).  So the inline unlock checks the slot's
- * binding and, but for domains whose addresses agree in bits 6 to 35, its
- * domain with one load (key) instead of two (key and dom).  Never 0: a
- * slot that sk_srcu_destroy() cleared (key 0) matches no domain.  ILP32:
- * 0, and the unlock loads dom.
+ * SK_CACHELINE-aligned: its bits 0 to 5 are 0, and bit 5 becomes bit 33).
+ * So the inline unlock checks the slot's binding and, but for domains
+ * whose addresses agree in bits 6 to 35, its domain with one load (key)
+ * instead of two (key and dom).  Never 0: a slot that sk_srcu_destroy()
+ * cleared (key 0) matches no domain.  ILP32: 0, and the unlock loads dom.
  */
 #if SK__SRCU_KEY_REMOTE_ON
 #define SK__SRCU_KEY_DOM(d) \
@@ -191,9 +190,9 @@ struct sk_srcu__tls {
 	 * The low 32 bits of slot[w]'s key (the idx of its binding's
 	 * sections without the index bit), kept beside the pointer so that
 	 * the lock reaches it without waiting for the load of slot[w]; the
-	 * library stores it whenever it caches a slot or rebinds a cached
-	 * one (only this thread binds its slots), so it is the slot's while
-	 * the slot's dom is d.
+	 * library stores it whenever it caches a slot, which it does after
+	 * every binding (only this thread binds its slots), so it is the
+	 * slot's while the slot's dom is d.
 	 */
 	unsigned int key[SK__SRCU_WAYS];
 };
@@ -262,8 +261,7 @@ static inline void sk_srcu__count_up(unsigned long *p)
  * this thread's counter, a load of its copy of the key and a compiler
  * barrier (where membarrier(2) is missing, a call and a full fence); the
  * first use by a thread or in a domain allocates its counters (never
- * fails: threads
- * beyond the limit or out of memory share atomic counters).
+ * fails: threads beyond the limit or out of memory share atomic counters).
  * Ordering: the section's accesses are ordered after the lock as seen by
  * the grace period (light fence SRCU-B, paired with its heavy fence SRCU-D).
  * Reclamation: objects reached inside the section stay valid until the
@@ -367,8 +365,8 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 	 * not wait for the load of key (the next section's count, at the
 	 * same address, would wait for this store's address).
 	 */
+	c = &s->cnt[(unsigned int)idx & 1];
 	if (SK_LIKELY(x <= 1)) {
-		c = &s->cnt[(unsigned int)idx & 1];
 		n = sk_atomic_load_relaxed(c) - 1;
 		/* ILP32 has no remote bit: remote[i] always counts there. */
 		if (SK_UNLIKELY(
@@ -379,7 +377,6 @@ static inline void sk_srcu_read_unlock(struct sk_srcu *d, int idx)
 		 * domain's, a stale way, bogus): the slow path. */
 		if (!SK__SRCU_KEY_REMOTE_ON || x - SK__SRCU_KEY_REMOTE > 1)
 			goto slow;
-		c = &s->cnt[(unsigned int)idx & 1];
 		n = sk_atomic_load_relaxed(c) - 1;
 		if (sk_srcu__none_open(c, n, 1))
 			goto slow;
