@@ -430,15 +430,23 @@ struct mp_obj {
 static struct mp_obj *mp_ptr;
 static int mp_stop;
 
-static int mp_reading;
+static int mp_reading, mp_seen;
 
 static void *mp_publisher(void *arg)
 {
 	unsigned long i, n = (unsigned long)(uintptr_t)arg;
 	struct mp_obj *objs = calloc(n, sizeof(*objs));
 
+	/*
+	 * Publish only once the reader has finished a read section, and
+	 * stop halfway until it has seen one of these objects: however the
+	 * two threads are scheduled (qemu runs them in long slices), the
+	 * reader's sections overlap the publishing.
+	 */
 	flag_wait(&mp_reading);
 	for (i = 0; i < n; i++) {
+		if (i == n / 2)
+			flag_wait(&mp_seen);
 		objs[i].a = i + 1;
 		objs[i].b = (i + 1) * 3;
 		sk_rcu_assign_pointer(mp_ptr, &objs[i]);
@@ -452,6 +460,7 @@ static void dereference_reads_the_published_object(void)
 	struct sk_srcu *d = domain_new();
 	struct mp_obj first = { 0, 0 }, *p;
 	unsigned long n = 200000 / sk_tsrcu_slow, bad = 0, last = 0, reads = 0;
+	unsigned long seen = 0;
 	pthread_t t;
 	void *objs;
 	int idx;
@@ -465,8 +474,8 @@ static void dereference_reads_the_published_object(void)
 	/* Message passing: a dereferenced object is seen initialized. */
 	mp_stop = 0;
 	mp_reading = 0;
+	mp_seen = 0;
 	sk_test_thread_start(&t, mp_publisher, (void *)(uintptr_t)n);
-	flag_set(&mp_reading);
 	while (!flag_get(&mp_stop)) {
 		idx = sk_srcu_read_lock(d);
 		p = sk_srcu_dereference(mp_ptr, d);
@@ -475,10 +484,15 @@ static void dereference_reads_the_published_object(void)
 		last = p->a;
 		reads++;
 		sk_srcu_read_unlock(d, idx);
+		if (reads == 1)
+			flag_set(&mp_reading);
+		if (last > 0 && !seen++)
+			flag_set(&mp_seen);
 	}
 	pthread_join(t, &objs);
 	SK_CHECK_EQ(bad, 0);
-	SK_CHECK_GT(reads, 0);
+	/* The reader saw published objects, not only the first one. */
+	SK_CHECK_GT(seen, 0);
 	free(objs);
 	domain_free(d);
 }
