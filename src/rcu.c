@@ -116,6 +116,8 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k)
 	k->heavy = sk_atomic_load_relaxed(&sk__rcu.kinds.heavy);
 	k->qsbr_only = sk_atomic_load_relaxed(&sk__rcu.kinds.qsbr_only);
 	k->quiet = sk_atomic_load_relaxed(&sk__rcu.kinds.quiet);
+	k->chunks_scanned = sk_atomic_load_relaxed(&sk__rcu.kinds.chunks_scanned);
+	k->chunks_skipped = sk_atomic_load_relaxed(&sk__rcu.kinds.chunks_skipped);
 }
 #endif
 

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include "internal/rcu.h"
@@ -46,12 +47,8 @@
 #include "internal/util.h"
 
 #ifdef SK_TESTING
-static int rcu_test_scans; /* nonzero: scans per grace period (tests) */
-#define gp_scans()                                                      \
-	(sk_atomic_load_relaxed(&rcu_test_scans) ?                      \
-		 sk_atomic_load_relaxed(&rcu_test_scans) : SK__RCU_SCANS)
+int sk__rcu_test_scans; /* nonzero: scans per grace period (tests) */
 #else
-#define gp_scans() SK__RCU_SCANS
 #endif
 
 #ifdef SK_TESTING
@@ -76,6 +73,49 @@ static struct {
 	struct rcu_slot *s[SK__RCU_PEND_MAX];
 	unsigned long n;
 } suspects;
+
+/* The counter word of the phase before c's (advance_phase() skips 0). */
+static inline unsigned long prev_phase(unsigned long c)
+{
+	unsigned long p = c - (1UL << SK__RCU_SEQ_SHIFT);
+
+	return p >> SK__RCU_SEQ_SHIFT ? p : p - (1UL << SK__RCU_SEQ_SHIFT);
+}
+
+/*
+ * May the scan of counter word c skip chunk ch?  Yes when its mark is
+ * older than the phase before c's (prev_phase()): then no thread of the
+ * chunk entered a section (went online, announced) in that phase or later, every
+ * such event having raised the mark first (RCU-K1); and the scan of that
+ * previous phase waited for every section of an older phase, and no
+ * section that began before this scan's RCU-G1 can carry an older phase
+ * without having been read by that scan: a reader checks the counter
+ * after storing its word (RCU-L2/RCU-L1), and one that found a phase
+ * older than the current one raised the mark and took it instead.  So
+ * every section of the chunk that this scan must wait for shows c's
+ * previous phase, and raised the mark to it.  Relaxed: RCU-G1 orders it,
+ * as it orders the words.  Only where one scan suffices (wide phases).
+ */
+static inline int chunk_is_quiet(struct rcu_chunk *ch, unsigned long c)
+{
+	unsigned long m = sk_atomic_load_relaxed(&ch->mark);
+
+	if (sk__rcu_scans() != 1)
+		return 0;
+	if ((long)(m - c) > 0) {
+		/*
+		 * A mark ahead of the counter: left 2^(SEQ_BITS-1) phases
+		 * behind (or by a test's jump of the counter), so readers
+		 * saw it ahead and did not raise it.  Raise it to c and scan:
+		 * the readers that entered meanwhile are read now, and
+		 * those of c's phase raise it from c on.
+		 */
+		__atomic_compare_exchange_n(&ch->mark, &m, c, 0,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return (long)(m - prev_phase(c)) < 0;
+}
 
 /*
  * Scan the owned slots of ch for scan_all(): n slots found blocking so
@@ -103,6 +143,11 @@ static unsigned long scan_chunk(struct rcu_chunk *ch, unsigned long c,
 
 	if (!used)
 		return n;
+	if (chunk_is_quiet(ch, c)) {
+		count_kind(&sk__rcu.kinds.chunks_skipped);
+		return n;
+	}
+	count_kind(&sk__rcu.kinds.chunks_scanned);
 	top = SK__RCU_CHUNK_SLOTS - __builtin_clzll(used);
 	if (busted(SK__RCU_BUSTED_SCAN_SKIP)) {
 		/* Broken twin: the highest owned slot is left out. */
@@ -364,12 +409,18 @@ unsigned long sk__rcu_snap(void)
 
 /*
  * Advance the phase (RCU-R1) and return the new counter word.  Caller holds
- * gp_lock.  The phase may wrap (see "Narrow words").
+ * gp_lock.  The phase may wrap (see "Narrow words"), but skips 0: the
+ * word of a thread that has not entered a section since it registered (or
+ * unparked) shows phase 0, and must never pass for the current phase, so
+ * that the thread's first entry raises its chunk's mark (enter()
+ * [rcu_reader.c]).
  */
 static unsigned long advance_phase(void)
 {
 	unsigned long w = sk_rcu__gp.ctr + (1UL << SK__RCU_SEQ_SHIFT);
 
+	if (!(w >> SK__RCU_SEQ_SHIFT))
+		w += 1UL << SK__RCU_SEQ_SHIFT;
 	sk__rcu_set_ctr(w);
 	return w;
 }
@@ -420,7 +471,7 @@ static inline unsigned long gp_next(unsigned long s)
 static void lead(unsigned long target, int expedited)
 {
 	unsigned long c, w;
-	int i, kind, next, scans = gp_scans();
+	int i, kind, next, scans = sk__rcu_scans();
 
 	if (sk__rcu_done(target))
 		return;
@@ -697,8 +748,8 @@ void sk_synchronize_rcu_expedited(void)
 /* Test hooks (internal/testing.h): the testing build only. */
 int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase)
 {
-	if (gp == ULONG_MAX)
-		return -EINVAL; /* gp_seq never takes that value */
+	if (gp == ULONG_MAX || !(phase & ((1UL << SK__RCU_SEQ_BITS) - 1)))
+		return -EINVAL; /* gp_seq and the phase never take those */
 	pthread_mutex_lock(&sk__rcu.gp_lock);
 	sk__rcu.gp_seq = gp;
 	sk_atomic_store_relaxed(&sk__rcu.ngps, 0UL);
@@ -710,7 +761,7 @@ int sk__rcu_test_set_seq(unsigned long gp, unsigned long phase)
 
 void sk__rcu_test_set_scans(int n)
 {
-	sk_atomic_store_relaxed(&rcu_test_scans, n);
+	sk_atomic_store_relaxed(&sk__rcu_test_scans, n);
 }
 
 /* Release: fn sees what the test wrote before. */

@@ -54,7 +54,7 @@ static inline int word_is_parked(unsigned long v)
  */
 static inline int word_is_answer(unsigned long v, unsigned long c)
 {
-	return (SK__RCU_SCANS == 1 && nest_of(v) &&
+	return (sk__rcu_scans() == 1 && nest_of(v) &&
 		!((v ^ c) >> SK__RCU_SEQ_SHIFT)) ||
 	       word_is_parked(v);
 }
@@ -126,7 +126,7 @@ static int quiet_round(unsigned long c)
 	uint64_t now = sk__now_ns(), end = now + SK__RCU_QUIET_NS;
 	int all;
 
-	if (SK__RCU_SCANS != 1)
+	if (sk__rcu_scans() != 1)
 		return 0;
 	for (now += SK__RCU_QUIET_FIRST_NS;; now += SK__RCU_QUIET_GAP_NS) {
 		spin_until(now);

@@ -10,8 +10,19 @@
  *   RCU-M   count_add(): full fences before and after a registry count
  *           changes; pairs with the leader's full barrier after RCU-R1
  *           [rcu_gp.c] (store buffering).
- *   RCU-L1  acquire load of the counter when going online or announcing a
- *           quiescent state; pairs with RCU-R1 [rcu_gp.c].
+ *   RCU-L1  acquire load of the counter when entering a section (slow
+ *           paths), going online or announcing a quiescent state; pairs
+ *           with RCU-R1 [rcu_gp.c].
+ *   RCU-L2  light fence after the word store of a section's entry (slow
+ *           paths), before the counter is loaded again; pairs with RCU-G1
+ *           [rcu_gp.c].
+ *   RCU-K1  the chunk mark raised before the word shows the new phase
+ *           (sk__rcu_mark_raise() [rcu_state.h]); carried by the word
+ *           store's pairing to the scan, which reads the mark first
+ *           [rcu_gp.c].
+ *   RCU-K2  light fence between raising the mark and loading the counter
+ *           in a nested entry's slow path; pairs with RCU-G1 (store
+ *           buffering).
  *   RCU-Q1  full fence before a QSBR thread's new word (quiescent state,
  *           offline): its earlier loads first; pairs with RCU-G2 [rcu_gp.c].
  *   RCU-Q2  full fence after it (quiescent state, offline, online): the
@@ -45,6 +56,8 @@
 #include "internal/util.h"
 
 static void reader_exit(void *arg);
+
+__thread unsigned long *sk__rcu_markp __attribute__((tls_model("initial-exec")));
 
 void sk__rcu_key_init(void)
 {
@@ -98,8 +111,8 @@ static void park_counts(long d)
 
 /*
  * Park the calling thread for a grace-period wait (sk__rcu_park() calls
- * this for a registered general thread outside any section: word exactly
- * SK__RCU_REG).  Once parked, later waits find the thread parked and cost
+ * this for a registered general thread outside any section:
+ * word_is_idle_general()).  Once parked, later waits find the thread parked and cost
  * nothing more.  The thread stays parked after the wait, until its next
  * sk_rcu_read_lock() (whose slow path counts it again:
  * sk_rcu__register_slow()), sk_rcu_thread_online(), unregistering or
@@ -177,6 +190,7 @@ static struct rcu_slot *slot_alloc(void)
 	i = __builtin_ctzll(~ch->used);
 	ch->used |= (uint64_t)1 << i;
 	chunk_set_slot(ch, i, &sk_rcu__ctr);
+	sk__rcu_markp = &ch->mark;
 	ch->slots[i].ackp = &sk__rcu_ack;
 	ch->slots[i].tid = sk__gettid();
 	/* Relaxed: a hint for parking, a statistic. */
@@ -196,6 +210,7 @@ static void slot_free(void)
 			if (ch->slots[i].ctrp == &sk_rcu__ctr) {
 				chunk_set_slot(ch, i, NULL);
 				ch->used &= ~((uint64_t)1 << i);
+				sk__rcu_markp = NULL;
 				/* Relaxed, as in slot_alloc(). */
 				sk_atomic_store_relaxed(&sk__rcu.nslots,
 							sk__rcu.nslots - 1);
@@ -215,6 +230,10 @@ static int reader_register(void)
 	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
 	s = slot_alloc();
 	if (s) {
+		/*
+		 * Phase 0, never the counter's: the first entry takes the
+		 * slow path, which raises the new chunk's mark (enter()).
+		 */
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
 		/* General until sk_rcu_thread_online(). */
 		count_add(&sk__rcu.ngeneral, 1);
@@ -255,11 +274,94 @@ static void set_qsbr_mode(int on)
 }
 
 /*
- * Outermost sk_rcu_read_lock() of an unregistered thread (register it) or
- * of an offline QSBR thread (SK__RCU_QOFF: count it as general again; its
- * light fences need the grace period's heavy fence).
+ * Enter an outermost section of a registered general thread: raise the
+ * chunk's mark to the current counter word (RCU-K1), store that word
+ * (depth 1), then check that no scan began meanwhile (RCU-L3), else again
+ * with the newer word.  Each round but the last saw a grace period begin,
+ * so this ends unless grace periods start back to back without pause.  A
+ * signal handler's section nested in here checks its own phase
+ * (sk_rcu__nest_slow()) and leaves the word as it found it.
+ *
+ * stale: the word already showed depth 1 with an older phase (the fast
+ * path's store, whose check failed).  A word of an older phase at depth 1
+ * looks to a scan like a section it must wait for, and a leader may have
+ * gone to sleep on it; no unlock of that phase will follow to wake it
+ * (RCU-U3).  So after such a word, wake a sleeping leader: RCU-L2 orders
+ * the final word before the futex load, store buffering with RCU-G3.  A
+ * leader rarely sleeps then: active readers take the new phase within
+ * a microsecond of the advance, long before a leader gives up polling.
  */
-void sk_rcu__register_slow(void)
+static void enter(int stale)
+{
+	int sys = sk_barrier__fence_sys_get();
+	/* RCU-L1: acquire pairs with the counter advance RCU-R1. */
+	unsigned long g = sk_atomic_load_acquire(&sk_rcu__gp.ctr), w;
+
+	for (;;) {
+		sk__rcu_mark_raise(g);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, g);
+		/*
+		 * RCU-L2: the mark and the word before the loads below and the
+		 * section's loads; pairs with RCU-G1 (and RCU-G3).
+		 */
+		sk_barrier__fence_light_sys(sys);
+		/* RCU-L3, acquire as RCU-L1: the section's loads follow. */
+		w = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+		if (w == g)
+			break;
+		g = w;
+		stale = 1;
+	}
+	if (stale && sk_atomic_load_relaxed(&sk_rcu__gp.futex) == -1)
+		sk__rcu_wake_leader();
+}
+
+/*
+ * The fast path's RCU-L3 check failed: a scan began since the thread's
+ * last section (its word shows depth 1 and that section's phase).
+ */
+void sk_rcu__lock_recheck(void)
+{
+	enter(1);
+}
+
+/*
+ * A nested entry found the counter's phase different from its word's: the
+ * outer section began in an older phase (a scan now waits for it), or the
+ * outer entry had not yet made its RCU-L3 check (a signal handler
+ * interrupted it).  In the second case no scan might read this chunk:
+ * raise the mark to the current counter word, so the next scan reads the
+ * word (whose phase is older: it waits for the section).
+ */
+void sk_rcu__nest_slow(void)
+{
+	int sys = sk_barrier__fence_sys_get();
+	/* RCU-L1: acquire pairs with the counter advance RCU-R1. */
+	unsigned long g = sk_atomic_load_acquire(&sk_rcu__gp.ctr), w;
+
+	if (busted(SK__RCU_BUSTED_NEST))
+		return;
+	for (;;) {
+		sk__rcu_mark_raise(g);
+		/*
+		 * RCU-K2: the mark before the load below; pairs with RCU-G1:
+		 * a scan of a later phase than g's reads the raised mark.
+		 */
+		sk_barrier__fence_light_sys(sys);
+		w = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+		if (w == g)
+			return;
+		g = w;
+	}
+}
+
+/*
+ * Outermost sk_rcu_read_lock() of a thread that is not a registered
+ * general one: register the thread, count a parked thread again, or
+ * count an offline QSBR thread (SK__RCU_QOFF) as general again (its light
+ * fences need the grace period's heavy fence); then enter the section.
+ */
+void sk_rcu__lock_slow(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 
@@ -269,17 +371,15 @@ void sk_rcu__register_slow(void)
 			sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
 		else
 			unpark();
-		return;
-	}
-	if (v) {
+	} else if (v) {
 		set_qsbr_mode(0);
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
-		return;
-	}
-	if (reader_register() != 0)
+	} else if (reader_register() != 0) {
 		sk__die("sk_rcu_read_lock(): out of memory registering the "
 			"thread (call sk_rcu_register_thread() first to get "
 			"an error code instead)");
+	}
+	enter(0);
 }
 
 int sk_rcu_register_thread(void)
@@ -298,7 +398,7 @@ static void go_offline(void)
 	/* RCU-Q1: earlier loads before the store; pairs with RCU-G2. */
 	sk_smp_mb();
 	SK_TSAN_RELEASE(&sk_rcu__ctr);
-	sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG | SK__RCU_QOFF);
+	sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_QOFF);
 	/* RCU-Q2: the store before the futex load; pairs with RCU-G3. */
 	sk_smp_mb();
 	if (sk_atomic_load_relaxed(&sk_rcu__gp.futex))
@@ -346,7 +446,7 @@ static void reader_exit(void *arg)
 
 int sk_rcu_thread_online(void)
 {
-	unsigned long v;
+	unsigned long v, g, w;
 
 	sk__rcu_unpark(); /* parked since its last grace-period wait */
 	v = sk_atomic_load_relaxed(&sk_rcu__ctr);
@@ -359,16 +459,26 @@ int sk_rcu_thread_online(void)
 		return -ENOMEM;
 	set_qsbr_mode(1);
 	/* RCU-L1: acquire pairs with the counter advance RCU-R1. */
-	sk_atomic_store_relaxed(
-		&sk_rcu__ctr,
-		(sk_atomic_load_acquire(&sk_rcu__gp.ctr) & ~SK__RCU_NEST_MASK) |
-			SK__RCU_QSBR_NEST);
-	/*
-	 * RCU-Q2: the store before the loads that follow; pairs with RCU-G1
-	 * (full, not light: see go_offline()).
-	 */
-	sk_smp_mb();
-	return 0;
+	g = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+	for (;;) {
+		sk__rcu_mark_raise(g); /* RCU-K1 */
+		sk_atomic_store_relaxed(&sk_rcu__ctr, (g & ~SK__RCU_NEST_MASK) |
+							      SK__RCU_QSBR_NEST);
+		/*
+		 * RCU-Q2: the mark and the word before the loads that follow;
+		 * pairs with RCU-G1 (full, not light: see go_offline()).
+		 */
+		sk_smp_mb();
+		/*
+		 * Offline, the thread was not waited for: if a scan began
+		 * since the load above, announce its phase instead (as
+		 * enter() does).  RCU-L1 again.
+		 */
+		w = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
+		if (w == g)
+			return 0;
+		g = w;
+	}
 }
 
 void sk_rcu_thread_offline(void)
@@ -412,6 +522,12 @@ void sk_rcu__quiescent_slow(void)
 	gp = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
 	/* RCU-Q1: earlier loads before the announcement; pairs with RCU-G2. */
 	sk_smp_mb();
+	/*
+	 * RCU-K1.  Online, the thread holds every scan after its last
+	 * announcement's phase, so gp's phase is at most one ahead of it: a
+	 * scan of a later phase than gp's comes after this announcement.
+	 */
+	sk__rcu_mark_raise(gp);
 	SK_TSAN_RELEASE(&sk_rcu__ctr);
 	sk_atomic_store_relaxed(&sk_rcu__ctr,
 				(gp & ~SK__RCU_NEST_MASK) | SK__RCU_QSBR_NEST);

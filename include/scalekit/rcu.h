@@ -45,20 +45,23 @@ struct sk_rcu_head {
  * through the registry).  Layout:
  *   bits 0..14   nesting depth of read sections (SK__RCU_QSBR_NEST while
  *                an online QSBR thread is outside sk_rcu_read_lock());
- *   bit 15       SK__RCU_REG: the thread is registered;
- *   the rest     SK__RCU_SEQ_BITS low bits of the scan-phase counter seen
- *                when the outermost section began (or at the last
- *                quiescent state): 48 bits where unsigned long has 64, 16
- *                where it has 32.
- * 0 means "not registered".  A QSBR thread that is offline holds
- * SK__RCU_REG | SK__RCU_QOFF (depth 0, phase bits 1): sk_rcu_read_lock()
- * takes its slow path on any outermost entry whose word is not exactly
- * SK__RCU_REG, which lets such a thread count itself as a general reader
- * again (docs/rcu.md, "QSBR").  The phase bits are only ever compared for
- * equality with the current phase, so they may wrap; grace-period cookies
- * are kept apart, in full unsigned long width (see sk_get_state_
- * synchronize_rcu()).  Where the phase has fewer than 32 bits, every grace
- * period scans twice (docs/rcu.md, "Narrow words").
+ *   bit 15       SK__RCU_REG: the thread is registered and counts as a
+ *                general reader, or is an online QSBR thread;
+ *   the rest     SK__RCU_SEQ_BITS low bits of the scan-phase counter of
+ *                the thread's latest outermost section (kept at depth
+ *                0; 0 until its first section) or of its last quiescent
+ *                state: 48 bits where unsigned long has 64, 16 where it
+ *                has 32.
+ * 0 means "not registered".  SK__RCU_REG clear and the word nonzero: a
+ * QSBR thread that is offline (SK__RCU_QOFF) or a parked thread (see
+ * src/internal/rcu_state.h); sk_rcu_read_lock() takes its slow path on
+ * an outermost entry whose word lacks SK__RCU_REG, which lets such a
+ * thread count itself as a general reader again (docs/rcu.md, "QSBR").
+ * The phase bits are only ever compared for equality with the current
+ * phase, so they may wrap; grace-period cookies are kept apart, in full
+ * unsigned long width (see sk_get_state_synchronize_rcu()).  Where the
+ * phase has fewer than 32 bits, every grace period scans twice
+ * (docs/rcu.md, "Narrow words").
  */
 #define SK__RCU_NEST_MASK 0x7fffUL
 #define SK__RCU_QSBR_NEST 0x4000UL
@@ -89,7 +92,13 @@ struct sk_rcu__gp_state {
 } __attribute__((aligned(SK_CACHELINE)));
 
 SK_API extern struct sk_rcu__gp_state sk_rcu__gp;
-SK_API extern __thread unsigned long sk_rcu__ctr
+/*
+ * The symbol's name (asm label) carries the word's protocol (the second:
+ * a word outside sections keeps its phase, and the read lock checks the
+ * counter after its store): a program built against another protocol
+ * than its library's fails to load, with an undefined symbol.
+ */
+SK_API extern __thread unsigned long sk_rcu__ctr __asm__("sk_rcu__ctr_v2")
 	__attribute__((tls_model("initial-exec")));
 /*
  * ABI: the futex value of the last handshake this thread answered (0:
@@ -101,7 +110,9 @@ SK_API extern __thread int sk_rcu__hs_seen
 	__attribute__((tls_model("initial-exec")));
 
 /* Slow paths of the inline functions; not for direct use. */
-SK_API SK__NOTHROW void sk_rcu__register_slow(void);
+SK_API SK__NOTHROW void sk_rcu__lock_slow(void);
+SK_API SK__NOTHROW void sk_rcu__lock_recheck(void);
+SK_API SK__NOTHROW void sk_rcu__nest_slow(void);
 SK_API SK__NOTHROW void sk_rcu__quiescent_slow(void);
 SK_API SK__NOTHROW void sk_rcu__wake_gp(void);
 /*
@@ -119,12 +130,19 @@ SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
  * Context: any thread; registers the thread on first use (and unregisters
  * it at thread exit).  Nestable up to 16383 levels (deeper nesting prints
  * a message and aborts: the depth would overflow the reader word).
- * Wait-free: no atomic read-modify-write, no fence (when membarrier(2)
- * works), never blocks.  The first one after a grace-period wait of a
+ * Lock-free, never blocks; no atomic read-modify-write and no fence (when
+ * membarrier(2) works) in the common case: the outermost entry stores the
+ * phase of the thread's last section (kept in its word) at depth 1, then
+ * loads the grace-period counter to check that no grace period began
+ * since that section.  The first entry after
+ * a grace period began (once per grace period and thread) takes a slow
+ * path that raises the thread's registry chunk's mark (a compare-and-swap
+ * when no other thread of the chunk did) and repeats only while grace
+ * periods keep beginning.  The first one after a grace-period wait of a
  * registered general thread (which parks it, see sk_synchronize_rcu())
  * counts the thread again: two atomic adds between full fences, a
- * compare-and-swap and a full fence; still wait-free.  The section must
- * not block for long: it delays every grace period (use SRCU for that).
+ * compare-and-swap and a full fence.  The section must not block for
+ * long: it delays every grace period (use SRCU for that).
  * Ordering: loads inside the section are ordered after the section's start
  * as seen by sk_synchronize_rcu() (light fence paired with its heavy fence).
  * Reclamation: objects reached inside the section stay valid until the
@@ -135,23 +153,30 @@ static inline void sk_rcu_read_lock(void)
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
 	int sys = sk_barrier__fence_sys_get(); /* first: a loop loads it once */
 
-	if (SK_LIKELY(!(v & SK__RCU_NEST_MASK))) {
-		/* Unregistered, or an offline QSBR thread: slow path. */
-		if (SK_UNLIKELY(v != SK__RCU_REG))
-			sk_rcu__register_slow();
+	if (SK_LIKELY((v & (SK__RCU_NEST_MASK | SK__RCU_REG)) == SK__RCU_REG)) {
 		/*
-		 * RCU-L1: snapshot the grace-period counter (nesting 1
-		 * included).  Acquire pairs with the release RCU-R1 that
-		 * advances it.
+		 * A registered general thread outside any section: its word
+		 * keeps the phase of its last section.  Enter with that phase
+		 * (depth 1), then check that it is still the current one.
 		 */
-		sk_atomic_store_relaxed(&sk_rcu__ctr,
-					sk_atomic_load_acquire(&sk_rcu__gp.ctr));
+		sk_atomic_store_relaxed(&sk_rcu__ctr, v + 1);
 		/*
-		 * RCU-L2: orders the store before the section's loads; pairs
-		 * with the heavy fence RCU-G1 issued before the reader scan.
+		 * RCU-L2: orders the store before the counter load below and
+		 * the section's loads; pairs with the heavy fence RCU-G1
+		 * issued after the advance, before the reader scan.
 		 */
 		sk_barrier__fence_light_sys(sys);
-	} else {
+		/*
+		 * RCU-L1: acquire pairs with the release RCU-R1 that advances
+		 * the counter.  Equal (RCU-L3): no scan began since this
+		 * thread's last section, whose entry raised the chunk's mark
+		 * to this phase (RCU-K1), so the next scan reads this word.
+		 * Else the slow path takes the new phase.
+		 */
+		if (SK_UNLIKELY(sk_atomic_load_acquire(&sk_rcu__gp.ctr) !=
+				v + 1))
+			sk_rcu__lock_recheck();
+	} else if (SK_LIKELY(v & SK__RCU_NEST_MASK)) {
 		/*
 		 * Nested: the low 14 bits of the depth wrap to 0 exactly when
 		 * a general reader would reach SK__RCU_QSBR_NEST or a QSBR
@@ -160,6 +185,21 @@ static inline void sk_rcu_read_lock(void)
 		if (SK_UNLIKELY(!((v + 1) & (SK__RCU_QSBR_NEST - 1))))
 			sk_rcu__nest_overflow();
 		sk_atomic_store_relaxed(&sk_rcu__ctr, v + 1);
+		/*
+		 * A signal handler may nest inside an outer entry that has not
+		 * made its RCU-L3 check yet: check here too (RCU-L2, then the
+		 * counter's phase against the word's).  A phase that moved on
+		 * (an outer section that a scan waits for, or that handler
+		 * case) takes the slow path, which raises the chunk's mark to
+		 * the current phase.
+		 */
+		sk_barrier__fence_light_sys(sys);
+		if (SK_UNLIKELY((sk_atomic_load_acquire(&sk_rcu__gp.ctr) ^ v) >>
+				SK__RCU_SEQ_SHIFT))
+			sk_rcu__nest_slow();
+	} else {
+		/* Unregistered, parked, or an offline QSBR thread. */
+		sk_rcu__lock_slow();
 	}
 }
 
@@ -187,7 +227,8 @@ static inline void sk_rcu_read_unlock(void)
 		 */
 		sk_barrier__fence_light_sys(sys);
 		SK_TSAN_RELEASE(&sk_rcu__ctr);
-		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
+		/* Depth 0; the word keeps the section's phase. */
+		sk_atomic_store_relaxed(&sk_rcu__ctr, v - 1);
 		/*
 		 * RCU-U2: orders the store before the futex load (store
 		 * buffering); pairs with the heavy fence RCU-G3 after the

@@ -15,14 +15,19 @@
  * is in scalekit/rcu.h.
  *
  * Algorithm.  A global phase counter, in the upper bits of sk_rcu__gp.ctr,
- * numbers the scans of the registry.  A reader entering its outermost
- * section copies the word into its own reader word; leaving it, it stores
- * SK__RCU_REG (registered, depth 0).  A QSBR thread keeps a copy while
- * online and refreshes it at each quiescent state.  A scan advances the
- * phase to p and waits until every registered reader either is outside a
- * section or carries phase p (it entered, or announced a quiescent state,
- * after the advance).  Phases are compared for equality only, so they may
- * wrap.
+ * numbers the scans of the registry.  A reader word keeps the phase of the
+ * thread's latest outermost section.  Entering one, the reader stores its
+ * word at depth 1, then checks the counter (RCU-L3): a new phase takes the
+ * slow path (enter() [rcu_reader.c]), which raises the registry chunk's
+ * mark to the counter word (RCU-K1), stores that word, and checks again.
+ * Leaving, it stores depth 0 with the same phase.  A QSBR thread keeps a
+ * copy while online and refreshes it at each quiescent state.  A scan
+ * advances the phase to p and waits until every registered reader either
+ * is outside a section or carries phase p (it entered, or announced a
+ * quiescent state, after the advance); it skips the chunks whose mark is
+ * older than the phase before p (chunk_is_quiet() [rcu_gp.c]).  Phases
+ * are compared for equality only, so they may wrap; they skip 0, the
+ * phase of a word that has not entered a section yet.
  *
  * Narrow words.  A reader may load sk_rcu__gp.ctr, be preempted, and store
  * the value much later.  If the phase advanced a multiple of 2^SEQ_BITS
@@ -58,9 +63,21 @@
  *   RCU-R1  leader, release store of the counter advance [rcu_gp.c]; pairs
  *           with RCU-L1.
  *   RCU-L1  reader, acquire load of the counter [rcu.h read lock,
- *           rcu_reader.c online and quiescent state]; pairs with RCU-R1.
- *   RCU-L2  reader, light fence after its word store [rcu.h]; pairs with
- *           RCU-G1.
+ *           rcu_reader.c entry, online and quiescent state]; pairs with
+ *           RCU-R1.
+ *   RCU-L2  reader, light fence after its word store, before its load of
+ *           the counter (RCU-L3) [rcu.h, rcu_reader.c]; pairs with RCU-G1.
+ *   RCU-L3  reader, the check of the counter after RCU-L2 [rcu.h,
+ *           rcu_reader.c]: a section whose check did not see the advance
+ *           has its word (and the mark raised before it) visible to the
+ *           scan (store buffering with RCU-G1).
+ *   RCU-K1  reader, the chunk mark raised before the word shows the new
+ *           phase [rcu_state.h, rcu_reader.c]; carried by RCU-L2/RCU-Q2
+ *           (or the handshake's answer) to the scan, which reads the mark
+ *           before the words [rcu_gp.c].
+ *   RCU-K2  reader, light fence between raising the mark and loading the
+ *           counter in a nested entry's slow path [rcu_reader.c]; pairs
+ *           with RCU-G1.
  *   RCU-U1  reader, light fence before the depth-0 store [rcu.h]; pairs
  *           with RCU-G2.
  *   RCU-U2  reader, light fence between that store and the futex load
@@ -138,6 +155,8 @@
  *   RCU-G1/RCU-L2, RCU-G3/RCU-U2, RCU-G3/RCU-E1
  *                          SB+mbs.litmus.
  *   RCU-G4/RCU-U3          MP+rel+acq.litmus.
+ *   RCU-K1, RCU-L3/RCU-G1  rcu-chunk-mark.litmus (broken twin
+ *                          rcu-chunk-mark-late.litmus).
  *   RCU-G2/RCU-U1          LB+rel+mb.litmus.
  *   RCU-W1/RCU-W2, RCU-W3  MP+rel+acq.litmus (message passing).
  *   RCU-P1/RCU-G2          LB+rel+mb.litmus (as RCU-U1/RCU-G2).

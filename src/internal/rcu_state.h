@@ -64,6 +64,16 @@ static inline int sk__rcu_hs_word(uint64_t e)
 /* Scans per grace period: two where the phase wraps within reach. */
 #define SK__RCU_SCANS (SK__RCU_SEQ_BITS < 40 ? 2 : 1)
 
+/* The scans of this grace period: SK__RCU_SCANS, or a test's setting. */
+#ifdef SK_TESTING
+extern int sk__rcu_test_scans; /* sk__rcu_test_set_scans() [rcu_gp.c] */
+#define sk__rcu_scans()                                                  \
+	(sk_atomic_load_relaxed(&sk__rcu_test_scans) ?                   \
+		 sk_atomic_load_relaxed(&sk__rcu_test_scans) : SK__RCU_SCANS)
+#else
+#define sk__rcu_scans() SK__RCU_SCANS
+#endif
+
 /*
  * A cookie ahead of the completed count by more than this names a grace
  * period that completed 2^(bits-1) or more grace periods ago (it wrapped
@@ -96,7 +106,21 @@ struct rcu_chunk {
 	unsigned long *words[SK__RCU_CHUNK_SLOTS];
 	uint64_t used;		/* bit i: slots[i] has an owner */
 	struct rcu_chunk *next; /* next chunk, or NULL */
+	/*
+	 * The chunk's mark: the latest counter word (sk_rcu__gp.ctr) whose
+	 * phase a thread of this chunk entered a section in, went online
+	 * in, or announced (RCU-K1, raised before the reader word shows that
+	 * phase, by sk__rcu_mark_raise()).  A scan of phase p skips a chunk
+	 * whose mark is older than p - 1 (see chunk_is_quiet() in
+	 * src/rcu_gp.c).  Written by readers, on a line of its own.
+	 * Unused where a grace period scans twice (SK__RCU_SCANS).
+	 */
+	unsigned long mark __attribute__((aligned(SK_CACHELINE)));
 };
+
+/* The mark of the calling thread's chunk (NULL while unregistered). */
+extern __thread unsigned long *sk__rcu_markp
+	__attribute__((tls_model("initial-exec")));
 
 /* The word of a free slot: always 0 (never in a section). */
 extern unsigned long sk__rcu_no_word;
@@ -183,11 +207,17 @@ extern __thread int sk__rcu_qsbr_mode __attribute__((tls_model("initial-exec")))
 
 /*
  * Reader word of a general thread parked in a grace-period wait (see
- * sk__rcu_park()): registered, depth 0, not SK__RCU_REG (so that
+ * sk__rcu_park()): nonzero (registered), SK__RCU_REG clear (so that
  * sk_rcu_read_lock() takes its slow path and unparks), and not the
- * offline-QSBR word.
+ * offline-QSBR word (SK__RCU_QOFF).
  */
-#define SK__RCU_PARKED (SK__RCU_REG | (2UL << SK__RCU_SEQ_SHIFT))
+#define SK__RCU_PARKED (2UL << SK__RCU_SEQ_SHIFT)
+
+/* Is reader word v that of a registered general thread outside sections? */
+static inline int word_is_idle_general(unsigned long v)
+{
+	return (v & (SK__RCU_NEST_MASK | SK__RCU_REG)) == SK__RCU_REG;
+}
 
 /*
  * Park the caller if it is a registered general thread outside sections
@@ -198,7 +228,7 @@ extern __thread int sk__rcu_qsbr_mode __attribute__((tls_model("initial-exec")))
 static inline void sk__rcu_park(void)
 {
 	/* Relaxed: the thread's own word; a hint (a stale one only costs). */
-	if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK__RCU_REG &&
+	if (word_is_idle_general(sk_atomic_load_relaxed(&sk_rcu__ctr)) &&
 	    sk_atomic_load_relaxed(&sk__rcu.nslots) > 1)
 		sk__rcu_park_slow();
 }
@@ -244,6 +274,29 @@ static inline void slot_passed(struct rcu_slot *s)
 
 /* Is the broken twin mode (SK__RCU_BUSTED_*) on?  0 in a release build. */
 #define busted(mode) sk__rcu_busted_is(mode)
+
+/*
+ * RCU-K1: raise the calling thread's chunk mark to counter word w, before
+ * its reader word shows w's phase (never lower it: another thread of the
+ * chunk may have raised it further).  Relaxed: program order puts it
+ * before that word store, whose own pairing (RCU-L2/RCU-Q2 with RCU-G1,
+ * or the handshake's answer) carries it to the scan, which reads the mark
+ * before the words.  Only where a grace period scans once: with narrow
+ * phases every scan reads every word.
+ */
+static inline void sk__rcu_mark_raise(unsigned long w)
+{
+	unsigned long *m = sk__rcu_markp, old;
+
+	if (SK__RCU_SCANS != 1 || !m || busted(SK__RCU_BUSTED_MARK))
+		return;
+	old = sk_atomic_load_relaxed(m);
+	/* Counter words differ by whole phases; the full width never wraps. */
+	while ((long)(w - old) > 0 &&
+	       !__atomic_compare_exchange_n(m, &old, w, 1, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
 
 /* Count a grace period's first barrier (leader only; stats read relaxed). */
 static inline void count_kind(unsigned long *c)

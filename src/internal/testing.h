@@ -46,7 +46,12 @@ struct sk_srcu;
  * SK__RCU_BUSTED_PARK_SLOW: sk_rcu_read_lock() of a parked thread (a
  * signal handler) resumes without counting the thread again;
  * SK__RCU_BUSTED_SCAN_SKIP: the scan of every registry chunk leaves out
- * the highest owned slot (its reader is never waited for by a first scan).
+ * the highest owned slot (its reader is never waited for by a first scan);
+ * SK__RCU_BUSTED_MARK: readers never raise their registry chunk's mark
+ * (RCU-K1), so scans skip chunks whose readers entered a new phase;
+ * SK__RCU_BUSTED_NEST: a nested sk_rcu_read_lock() that finds the phase
+ * moved on (a signal handler inside an outer entry that has not checked
+ * its phase yet) does not raise the mark.
  * 0 restores the real thing.  Any thread.
  */
 enum {
@@ -58,6 +63,8 @@ enum {
 	SK__RCU_BUSTED_PARK_SELF = 6,
 	SK__RCU_BUSTED_PARK_SLOW = 7,
 	SK__RCU_BUSTED_SCAN_SKIP = 8,
+	SK__RCU_BUSTED_MARK = 9,
+	SK__RCU_BUSTED_NEST = 10,
 };
 void sk__rcu_set_busted(int mode);
 
@@ -71,6 +78,8 @@ struct sk__rcu_gp_kinds {
 	unsigned long heavy;	 /* RCU-G1 by sk_fence_heavy() */
 	unsigned long qsbr_only; /* RCU-G1 by a full fence, no general reader */
 	unsigned long quiet;	 /* of handshake: by the quiet round, unasked */
+	/* Registry chunks that first scans read, and skipped (quiet marks). */
+	unsigned long chunks_scanned, chunks_skipped;
 };
 void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k);
 
