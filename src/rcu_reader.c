@@ -112,10 +112,10 @@ static void park_counts(long d)
 /*
  * Park the calling thread for a grace-period wait (sk__rcu_park() calls
  * this for a registered general thread outside any section:
- * word_is_idle_general()).  Once parked, later waits find the thread parked and cost
- * nothing more.  The thread stays parked after the wait, until its next
- * sk_rcu_read_lock() (whose slow path counts it again:
- * sk_rcu__register_slow()), sk_rcu_thread_online(), unregistering or
+ * word_is_idle_general()).  Once parked, later waits find the thread
+ * parked and cost nothing more.  The thread stays parked after the wait,
+ * until its next sk_rcu_read_lock() (whose slow path counts it again:
+ * sk_rcu__lock_slow()), sk_rcu_thread_online(), unregistering or
  * exit: an updater that calls synchronize in a loop stays out of the
  * other updaters' grace periods all along.  The word changes before the
  * counts: a signal handler that begins a section from then on takes that
