@@ -55,6 +55,23 @@ void sk_test_holder_start(struct sk_test_holder *h, int qsbr,
 /* Let h leave its section and join it. */
 void sk_test_holder_release(struct sk_test_holder *h);
 
+/*
+ * An unregistered thread that calls sk_synchronize_rcu() once, for tests
+ * that check whether a grace period returns while a section is open.
+ */
+struct sk_test_syncer {
+	pthread_t t;
+	int done; /* sk_synchronize_rcu() returned */
+};
+
+void sk_test_syncer_start(struct sk_test_syncer *s);
+
+/* 1 if the syncer's call returned within ms milliseconds (polled). */
+int sk_test_syncer_returned_within(struct sk_test_syncer *s, int ms);
+
+/* Join the syncer (its call returns once the sections are released). */
+void sk_test_syncer_join(struct sk_test_syncer *s);
+
 /* An RCU-protected test object: val is the test's magic while it is live. */
 struct sk_test_robj {
 	unsigned long val;

@@ -131,16 +131,6 @@ static void *holder_fn(void *arg)
 	return NULL;
 }
 
-static int sync_done;
-
-static void *syncer(void *arg)
-{
-	(void)arg;
-	sk_synchronize_rcu();
-	STORE(sync_done, 1);
-	return NULL;
-}
-
 /*
  * A registered thread enters a section after 3 grace periods in which it
  * was idle; return 1 when an unregistered thread's synchronize returned
@@ -149,10 +139,10 @@ static void *syncer(void *arg)
 static int held_after_idle(int nested, int busted)
 {
 	struct holder h = { .nested = nested };
-	pthread_t r, s;
-	int early = 0, i;
+	struct sk_test_syncer s;
+	pthread_t r;
+	int early, i;
 
-	STORE(sync_done, 0);
 	sk_test_thread_start(&r, holder_fn, &h);
 	while (!LOAD(h.idle))
 		sched_yield();
@@ -162,15 +152,12 @@ static int held_after_idle(int nested, int busted)
 	STORE(h.go, 1);
 	while (!LOAD(h.in))
 		sched_yield();
-	sk_test_thread_start(&s, syncer, NULL);
+	sk_test_syncer_start(&s);
 	/* 100 ms for the real thing; a broken twin gets 2 s to return. */
-	for (i = 0; i < (busted ? 2000 : 100) && !early; i++) {
-		sk_test_sleep_ms(1);
-		early = LOAD(sync_done);
-	}
+	early = sk_test_syncer_returned_within(&s, busted ? 2000 : 100);
 	STORE(h.release, 1);
 	sk_test_thread_join(r);
-	sk_test_thread_join(s);
+	sk_test_syncer_join(&s);
 	sk__rcu_set_busted(0);
 	return early;
 }

@@ -195,16 +195,6 @@ static void *stale_reader(void *arg)
 	return NULL;
 }
 
-static int sync_done;
-
-static void *syncer(void *arg)
-{
-	(void)arg;
-	sk_synchronize_rcu();
-	STORE(sync_done, 1);
-	return NULL;
-}
-
 /*
  * Run one synchronize against a reader that holds a section (with a stale
  * word when stale); return 1 when it returned while the reader held it.
@@ -212,23 +202,20 @@ static void *syncer(void *arg)
 static int held_run(int scans, int stale)
 {
 	struct stale s = { .stale = stale };
-	pthread_t r, u;
-	int early = 0, i;
+	struct sk_test_syncer u;
+	pthread_t r;
+	int early;
 
 	sk__rcu_test_set_scans(scans);
-	STORE(sync_done, 0);
 	sk_test_thread_start(&r, stale_reader, &s);
 	while (!LOAD(s.held))
 		sched_yield();
-	sk_test_thread_start(&u, syncer, NULL);
+	sk_test_syncer_start(&u);
 	/* Give a broken grace period every chance to return early. */
-	for (i = 0; i < 200 && !early; i++) {
-		sk_test_sleep_ms(1);
-		early = LOAD(sync_done);
-	}
+	early = sk_test_syncer_returned_within(&u, 200);
 	STORE(s.release, 1);
 	sk_test_thread_join(r);
-	sk_test_thread_join(u);
+	sk_test_syncer_join(&u);
 	sk__rcu_test_set_scans(0);
 	return early;
 }

@@ -134,11 +134,13 @@ SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
  * membarrier(2) works) in the common case: the outermost entry stores the
  * phase of the thread's last section (kept in its word) at depth 1, then
  * loads the grace-period counter to check that no grace period began
- * since that section.  The first entry after
- * a grace period began (once per grace period and thread) takes a slow
- * path that raises the thread's registry chunk's mark (a compare-and-swap
- * when no other thread of the chunk did) and repeats only while grace
- * periods keep beginning.  The first one after a grace-period wait of a
+ * since that section; a nested entry stores the depth plus one and makes
+ * the same check.  The first entry after a grace period began (once per
+ * grace period and thread) takes a slow path that raises the thread's
+ * registry chunk's mark (a compare-and-swap when no other thread of the
+ * chunk did) and repeats only while grace periods keep beginning; it may
+ * also issue one futex wake (a grace period asleep on the word it stored
+ * first).  The first one after a grace-period wait of a
  * registered general thread (which parks it, see sk_synchronize_rcu())
  * counts the thread again: two atomic adds between full fences, a
  * compare-and-swap and a full fence.  The section must not block for

@@ -111,8 +111,8 @@ struct rcu_chunk {
 	 * phase a thread of this chunk entered a section in, went online
 	 * in, or announced (RCU-K1, raised before the reader word shows that
 	 * phase, by sk__rcu_mark_raise()).  A scan of phase p skips a chunk
-	 * whose mark is older than p - 1 (see chunk_is_quiet() in
-	 * src/rcu_gp.c).  Written by readers, on a line of its own.
+	 * whose mark is older than the phase before p (see chunk_is_quiet()
+	 * in src/rcu_gp.c).  Written by readers, on a line of its own.
 	 * Unused where a grace period scans twice (SK__RCU_SCANS).
 	 */
 	unsigned long mark __attribute__((aligned(SK_CACHELINE)));
@@ -291,7 +291,11 @@ static inline void sk__rcu_mark_raise(unsigned long w)
 	if (SK__RCU_SCANS != 1 || !m || busted(SK__RCU_BUSTED_MARK))
 		return;
 	old = sk_atomic_load_relaxed(m);
-	/* Counter words differ by whole phases; the full width never wraps. */
+	/*
+	 * Newer by the signed difference of counter words: a mark left more
+	 * than 2^(SEQ_BITS-1) phases behind reads as ahead and stays, until
+	 * a scan repairs it (chunk_is_quiet() [rcu_gp.c]).
+	 */
 	while ((long)(w - old) > 0 &&
 	       !__atomic_compare_exchange_n(m, &old, w, 1, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED))

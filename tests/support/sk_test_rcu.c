@@ -128,3 +128,35 @@ void sk_test_sync_by(const struct sk_tort_ops *ops, int kind)
 			sched_yield();
 	}
 }
+
+static void *syncer_main(void *arg)
+{
+	struct sk_test_syncer *s = arg;
+
+	sk_synchronize_rcu();
+	sk_atomic_store_release(&s->done, 1);
+	return NULL;
+}
+
+void sk_test_syncer_start(struct sk_test_syncer *s)
+{
+	s->done = 0;
+	sk_test_thread_start(&s->t, syncer_main, s);
+}
+
+int sk_test_syncer_returned_within(struct sk_test_syncer *s, int ms)
+{
+	int i;
+
+	for (i = 0; i < ms; i++) {
+		if (sk_atomic_load_acquire(&s->done))
+			return 1;
+		sk_test_sleep_ms(1);
+	}
+	return sk_atomic_load_acquire(&s->done);
+}
+
+void sk_test_syncer_join(struct sk_test_syncer *s)
+{
+	sk_test_thread_join(s->t);
+}
