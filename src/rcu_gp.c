@@ -137,7 +137,7 @@ static unsigned long scan_chunk(struct rcu_chunk *ch, unsigned long c,
 				struct rcu_slot **pend, unsigned long cap,
 				int collect, unsigned long n)
 {
-	unsigned long v[SK__RCU_CHUNK_SLOTS], any = 0;
+	unsigned long v[SK__RCU_CHUNK_SLOTS], any = 0, n0 = n;
 	uint64_t used = ch->used;
 	int i, top;
 
@@ -149,13 +149,6 @@ static unsigned long scan_chunk(struct rcu_chunk *ch, unsigned long c,
 	}
 	count_kind(&sk__rcu.kinds.chunks_scanned);
 	top = SK__RCU_CHUNK_SLOTS - __builtin_clzll(used);
-	if (busted(SK__RCU_BUSTED_SCAN_SKIP)) {
-		/* Broken twin: the highest owned slot is left out. */
-		used &= ~((uint64_t)1 << (top - 1));
-		if (!used)
-			return n;
-		top = SK__RCU_CHUNK_SLOTS - __builtin_clzll(used);
-	}
 	for (i = 0; i < top; i++) {
 		/* Relaxed: ordered by RCU-G1 before, RCU-G2 after. */
 		v[i] = sk_atomic_load_relaxed(ch->words[i]);
@@ -183,6 +176,9 @@ static unsigned long scan_chunk(struct rcu_chunk *ch, unsigned long c,
 			suspects.n++;
 		}
 	}
+	/* Broken twin: the chunk's highest blocking slot is left out. */
+	if (busted(SK__RCU_BUSTED_SCAN_SKIP) && n > n0)
+		n--;
 	return n;
 }
 

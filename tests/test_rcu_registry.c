@@ -9,9 +9,8 @@
  * taken again, a second chunk in use, a thread's exit destructor
  * unregistering it): readers that check an object inside their sections
  * never see it poisoned by an updater after a grace period.  Broken twin
- * SK__RCU_BUSTED_SCAN_SKIP (the scan of every chunk leaves out its
- * highest owned slot, where the newest reader often sits) lets them see
- * it.
+ * SK__RCU_BUSTED_SCAN_SKIP (the scan of every chunk leaves out the
+ * highest slot that blocks it) lets them see it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>

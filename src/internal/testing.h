@@ -46,7 +46,8 @@ struct sk_srcu;
  * SK__RCU_BUSTED_PARK_SLOW: sk_rcu_read_lock() of a parked thread (a
  * signal handler) resumes without counting the thread again;
  * SK__RCU_BUSTED_SCAN_SKIP: the scan of every registry chunk leaves out
- * the highest owned slot (its reader is never waited for by a first scan);
+ * the highest slot that blocks it (its reader is never waited for by a
+ * first scan);
  * SK__RCU_BUSTED_MARK: readers never raise their registry chunk's mark
  * (RCU-K1), so scans skip chunks whose readers entered a new phase;
  * SK__RCU_BUSTED_NEST: a nested sk_rcu_read_lock() that finds the phase
