@@ -39,7 +39,6 @@
 #include <string.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <unistd.h>
 #include <stdlib.h>
 
 #include "internal/rcu.h"
@@ -98,10 +97,11 @@ static inline unsigned long prev_phase(unsigned long c)
  */
 static inline int chunk_is_quiet(struct rcu_chunk *ch, unsigned long c)
 {
-	unsigned long m = sk_atomic_load_relaxed(&ch->mark);
+	unsigned long m;
 
 	if (sk__rcu_scans() != 1)
 		return 0;
+	m = sk_atomic_load_relaxed(&ch->mark);
 	if ((long)(m - c) > 0) {
 		/*
 		 * A mark ahead of the counter: left 2^(SEQ_BITS-1) phases
