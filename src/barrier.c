@@ -40,10 +40,20 @@ static long sys_membarrier(int cmd, unsigned int flags)
 	return syscall(__NR_membarrier, cmd, flags, 0);
 }
 
-__attribute__((constructor)) static void sk_barrier_init(void)
+/*
+ * Decide the mode: at load time (the constructor below), and first from
+ * the constructors of modules whose state depends on it (sk__barrier_init()
+ * in util.h), as the order of constructors is not set.  Runs once.
+ */
+void sk__barrier_init(void)
 {
+	static int done;
 	long mask;
 
+	/* Constructors run on one thread: relaxed suffices. */
+	if (__atomic_load_n(&done, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&done, 1, __ATOMIC_RELAXED);
 	if (sk__env_flag("SCALEKIT_NO_MEMBARRIER"))
 		return;
 	mask = sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
@@ -53,6 +63,11 @@ __attribute__((constructor)) static void sk_barrier_init(void)
 		return;
 	/* Single-threaded here (constructor); relaxed suffices. */
 	__atomic_store_n(&sk_barrier__fence_sys, 1, __ATOMIC_RELAXED);
+}
+
+__attribute__((constructor)) static void sk_barrier_init(void)
+{
+	sk__barrier_init();
 }
 
 /* membarrier(2) calls issued by sk_fence_heavy() (see sk__fence_heavy_count). */

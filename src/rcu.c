@@ -27,10 +27,18 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
+/*
+ * Until sk_rcu_init() knows membarrier(2) works, the state of fallback
+ * fences (heavy, lock_word that no reader word equals): always safe.
+ */
+#define RCU_CTR_INIT ((1UL << SK__RCU_SEQ_SHIFT) | SK__RCU_REG | 1)
+
 struct sk_rcu__gp_state sk_rcu__gp = {
-	.ctr = (1UL << SK__RCU_SEQ_SHIFT) | SK__RCU_REG | 1,
+	.ctr = RCU_CTR_INIT,
 	.qs_word = (1UL << SK__RCU_SEQ_SHIFT) | SK__RCU_REG | SK__RCU_QSBR_NEST,
-	.futex = 0
+	.futex = 0,
+	.heavy = 1,
+	.lock_word = RCU_CTR_INIT ^ SK__RCU_HEAVY,
 };
 
 __thread unsigned long sk_rcu__ctr __attribute__((tls_model("initial-exec")));
@@ -81,8 +89,29 @@ static const struct sk__rcu_part *part(int i)
 	return sk_atomic_load_relaxed(&parts[i]);
 }
 
+/*
+ * With membarrier(2), let the fast paths skip the fallback's slow paths
+ * (heavy, lock_word).  A compare-and-swap: if a grace period already
+ * advanced the counter (another constructor's), it stored lock_word in
+ * fallback form, as heavy was still set; the next advance sets it right.
+ * heavy is cleared after lock_word: a reader that still sees heavy set
+ * only takes the unlock's slow path once more.
+ */
+static void fences_init(void)
+{
+	unsigned long w = RCU_CTR_INIT ^ SK__RCU_HEAVY;
+
+	sk__barrier_init();
+	if (!sk_fence_uses_membarrier())
+		return;
+	__atomic_compare_exchange_n(&sk_rcu__gp.lock_word, &w, RCU_CTR_INIT,
+				    0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	sk_atomic_store_relaxed(&sk_rcu__gp.heavy, 0);
+}
+
 __attribute__((constructor)) static void sk_rcu_init(void)
 {
+	fences_init();
 	sk_rcu_set_stall_ms(sk__env_ulong("SCALEKIT_RCU_STALL_MS", 21000, 1,
 					  STALL_MS_MAX));
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);

@@ -316,12 +316,38 @@ static void enter(int stale)
 		sk__rcu_wake_leader();
 }
 
+#ifdef SK_TESTING
+/* Fallback-form fences of this thread's read lock and unlock (testing.h). */
+static __thread unsigned long fallback_fences;
+
+unsigned long sk__rcu_test_fallback_fences(void)
+{
+	return fallback_fences;
+}
+#define COUNT_FALLBACK_FENCE() (fallback_fences++)
+#else
+#define COUNT_FALLBACK_FENCE() ((void)0)
+#endif
+
 /*
  * The fast path's RCU-L3 check failed: a scan began since the thread's
- * last section (its word shows depth 1 and that section's phase).
+ * last section (its word shows depth 1 and that section's phase), or
+ * light fences are full fences (lock_word in fallback form).
  */
 void sk_rcu__lock_recheck(void)
 {
+	if (!sk_barrier__fence_sys_get()) {
+		/*
+		 * RCU-L2 in fallback form: the fast path's store before the
+		 * load below and the section's loads; pairs with RCU-G1, a
+		 * full fence there too.  Then the fast path's check, on ctr.
+		 */
+		sk_smp_mb();
+		COUNT_FALLBACK_FENCE();
+		if (sk_atomic_load_acquire(&sk_rcu__gp.ctr) ==
+		    sk_atomic_load_relaxed(&sk_rcu__ctr))
+			return;
+	}
 	enter(1);
 }
 
@@ -623,6 +649,22 @@ void sk_rcu__wake_gp(void)
  */
 void sk_rcu__wake_gp_from(unsigned long v)
 {
+	int f;
+
+	if (sk_atomic_load_relaxed(&sk_rcu__gp.heavy)) {
+		/*
+		 * RCU-U2 in fallback form (on x86-64 the fast path loads heavy
+		 * with futex and issues no fence; elsewhere this one is a
+		 * second): the store of the word before the futex load below;
+		 * pairs with RCU-G3, a full fence there too.
+		 */
+		sk_smp_mb();
+		COUNT_FALLBACK_FENCE();
+		/* The fast path's test, on futex alone. */
+		f = sk_atomic_load_relaxed(&sk_rcu__gp.futex);
+		if (!f || f == sk_atomic_load_relaxed(&sk_rcu__hs_seen))
+			return;
+	}
 	/*
 	 * RCU-U3: acquire; pairs with RCU-G4, the release store of -1 by a
 	 * leader that sleeps on the scan of counter word c (stored before
@@ -631,8 +673,7 @@ void sk_rcu__wake_gp_from(unsigned long v)
 	 * earlier sleep), or none, is harmless: RCU-U2/RCU-G3 then let the
 	 * leader's re-check see our depth-0 word, so it does not sleep on us.
 	 */
-	int f = sk_atomic_load_acquire(&sk_rcu__gp.futex);
-
+	f = sk_atomic_load_acquire(&sk_rcu__gp.futex);
 	if (f > 0)
 		ack_handshake();
 	else if (f == -1 &&

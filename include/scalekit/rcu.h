@@ -71,14 +71,22 @@ struct sk_rcu_head {
 #define SK__RCU_QOFF      (1UL << SK__RCU_SEQ_SHIFT)
 
 /*
- * Grace-period state read by the fast paths.  Guarded by: ctr is written
- * only by the grace-period leader; futex by the leader (to -1 when it
- * sleeps on readers, to a positive request value while a grace period
- * asks readers for a handshake, back to 0) and by readers that wake it
- * (-1 to 0).  sk_rcu_read_unlock() takes its slow path on any nonzero
- * value except a handshake value its thread answered already
- * (sk_rcu__hs_seen); the QSBR slow paths call sk_rcu__wake_gp() on any
- * nonzero value.  Alone on its cache line, read-mostly.
+ * Grace-period state read by the fast paths.  Guarded by: ctr, qs_word
+ * and lock_word are written only by the grace-period leader; futex by
+ * the leader (to -1 when it sleeps on readers, to a positive request
+ * value while a grace period asks readers for a handshake, back to 0)
+ * and by readers that wake it (-1 to 0).  sk_rcu_read_unlock() takes its
+ * slow path on any nonzero value except a handshake value its thread
+ * answered already (sk_rcu__hs_seen); the QSBR slow paths call
+ * sk_rcu__wake_gp() on any nonzero value.  Alone on its cache line,
+ * read-mostly.
+ *
+ * Fallback fences.  Where membarrier(2) is missing, light fences must be
+ * full fences.  The two hottest fast paths do not test for that; the
+ * words they compare do: in that mode lock_word differs from every
+ * reader word (SK__RCU_HEAVY), and, on x86-64, the unlock's 8-byte load
+ * of futex and heavy is never 0, so both take their slow paths, which
+ * issue the full fences.
  */
 struct sk_rcu__gp_state {
 	unsigned long ctr; /* ABI: (phase << 16) | SK__RCU_REG | 1 */
@@ -89,16 +97,33 @@ struct sk_rcu__gp_state {
 	 */
 	unsigned long qs_word;
 	int futex;	   /* ABI: nonzero: readers call sk_rcu__wake_gp() */
+	/*
+	 * ABI: 1 where light fences are full fences (no membarrier(2)), set
+	 * before main() runs and never changed after; futex's neighbour, so
+	 * that one 8-byte load on x86-64 reads both (sk_rcu__unlock_flags()).
+	 */
+	int heavy;
+	/*
+	 * ABI: what sk_rcu_read_lock()'s fast path compares with the word it
+	 * stored: ctr, stored after it (before the scan's heavy fence); with
+	 * fallback fences ctr ^ SK__RCU_HEAVY, which equals no reader word.
+	 */
+	unsigned long lock_word;
 } __attribute__((aligned(SK_CACHELINE)));
+
+/* Set in lock_word with fallback fences: reader words have bit 1 clear at depth 1. */
+#define SK__RCU_HEAVY 2UL
 
 SK_API extern struct sk_rcu__gp_state sk_rcu__gp;
 /*
- * The symbol's name (asm label) carries the word's protocol (the second:
- * a word outside sections keeps its phase, and the read lock checks the
- * counter after its store): a program built against another protocol
- * than its library's fails to load, with an undefined symbol.
+ * The symbol's name (asm label) carries the word's protocol (the third:
+ * a word outside sections keeps its phase, the read lock checks
+ * lock_word after its store, and the fast paths leave fallback fences to
+ * the slow paths that lock_word and heavy send them to): a program built
+ * against another protocol than its library's fails to load, with an
+ * undefined symbol.
  */
-SK_API extern __thread unsigned long sk_rcu__ctr __asm__("sk_rcu__ctr_v2")
+SK_API extern __thread unsigned long sk_rcu__ctr __asm__("sk_rcu__ctr_v3")
 	__attribute__((tls_model("initial-exec")));
 /*
  * ABI: the futex value of the last handshake this thread answered (0:
@@ -143,7 +168,10 @@ SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
  * first).  The first one after a grace-period wait of a
  * registered general thread (which parks it, see sk_synchronize_rcu())
  * counts the thread again: two atomic adds between full fences, a
- * compare-and-swap and a full fence.  The section must not block for
+ * compare-and-swap and a full fence.  Without membarrier(2) every
+ * outermost entry takes a slow path (an out-of-line call) that issues a
+ * full fence, and on x86-64 every outermost sk_rcu_read_unlock() does
+ * too.  The section must not block for
  * long: it delays every grace period (use SRCU for that).
  * Ordering: loads inside the section are ordered after the section's start
  * as seen by sk_synchronize_rcu() (light fence paired with its heavy fence).
@@ -153,7 +181,6 @@ SK_API SK__NOTHROW __attribute__((noreturn)) void sk_rcu__nest_overflow(void);
 static inline void sk_rcu_read_lock(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
-	int sys = sk_barrier__fence_sys_get(); /* first: a loop loads it once */
 
 	if (SK_LIKELY((v & (SK__RCU_NEST_MASK | SK__RCU_REG)) == SK__RCU_REG)) {
 		/*
@@ -163,19 +190,22 @@ static inline void sk_rcu_read_lock(void)
 		 */
 		sk_atomic_store_relaxed(&sk_rcu__ctr, v + 1);
 		/*
-		 * RCU-L2: orders the store before the counter load below and
-		 * the section's loads; pairs with the heavy fence RCU-G1
-		 * issued after the advance, before the reader scan.
+		 * RCU-L2: orders the store before the load below and the
+		 * section's loads; pairs with the heavy fence RCU-G1 issued
+		 * after the advance, before the reader scan.  A compiler
+		 * barrier: with fallback fences lock_word never equals the
+		 * word, and the slow path issues RCU-L2 as a full fence.
 		 */
-		sk_barrier__fence_light_sys(sys);
+		sk_barrier();
 		/*
 		 * RCU-L1: acquire pairs with the release RCU-R1 that advances
-		 * the counter.  Equal (RCU-L3): no scan began since this
-		 * thread's last section, whose entry raised the chunk's mark
-		 * to this phase (RCU-K1), so the next scan reads this word.
-		 * Else the slow path takes the new phase.
+		 * the counter (lock_word is stored after ctr, before RCU-G1).
+		 * Equal (RCU-L3): no scan began since this thread's last
+		 * section, whose entry raised the chunk's mark to this phase
+		 * (RCU-K1), so the next scan reads this word.  Else the slow
+		 * path takes the new phase.
 		 */
-		if (SK_UNLIKELY(sk_atomic_load_acquire(&sk_rcu__gp.ctr) !=
+		if (SK_UNLIKELY(sk_atomic_load_acquire(&sk_rcu__gp.lock_word) !=
 				v + 1))
 			sk_rcu__lock_recheck();
 	} else if (SK_LIKELY(v & SK__RCU_NEST_MASK)) {
@@ -195,7 +225,7 @@ static inline void sk_rcu_read_lock(void)
 		 * case) takes the slow path, which raises the chunk's mark to
 		 * the current phase.
 		 */
-		sk_barrier__fence_light_sys(sys);
+		sk_fence_light();
 		if (SK_UNLIKELY((sk_atomic_load_acquire(&sk_rcu__gp.ctr) ^ v) >>
 				SK__RCU_SEQ_SHIFT))
 			sk_rcu__nest_slow();
@@ -206,10 +236,40 @@ static inline void sk_rcu_read_lock(void)
 }
 
 /*
+ * sk_rcu__unlock_flags() - what the unlock's fast path tests: nonzero
+ * sends it to sk_rcu__wake_gp_from().  On x86-64 one 8-byte load of futex
+ * and its neighbour heavy (so that fallback fences take the slow path,
+ * which issues RCU-U2 as a full fence); elsewhere futex, after a light
+ * fence that is a full one where membarrier(2) is missing.
+ */
+#if defined(SK__BARRIER_ARCH_X86_64) && !defined(SK__TSAN)
+#define SK__RCU_UNLOCK_FLAGS_WIDE 1
+#endif
+
+static inline unsigned long sk_rcu__unlock_flags(void)
+{
+#ifdef SK__RCU_UNLOCK_FLAGS_WIDE
+	unsigned long f;
+
+	/*
+	 * Volatile, and the operand is futex: the compiler neither caches
+	 * nor moves this load across the compiler barrier before it.  x86
+	 * loads of an aligned quadword are single-copy atomic.
+	 */
+	__asm__ __volatile__("movq %1, %0" : "=r"(f) : "m"(sk_rcu__gp.futex));
+	return f;
+#else
+	return (unsigned int)sk_atomic_load_relaxed(&sk_rcu__gp.futex);
+#endif
+}
+
+/*
  * sk_rcu_read_unlock() - leave a read-side critical section.
  * Context: the thread that called the matching sk_rcu_read_lock().
  * Wait-free, never blocks (may issue one futex wake when a grace period
- * sleeps on this thread).  An unbalanced call prints a message and aborts.
+ * sleeps on this thread).  No fence when membarrier(2) works; without it
+ * a full fence (on x86-64 in an out-of-line call).  An unbalanced call
+ * prints a message and aborts.
  * Ordering: loads inside the section are ordered before its end as seen by
  * sk_synchronize_rcu() (light fence paired with its heavy fence RCU-G2).
  * Reclamation: objects reached inside the section may be freed by an
@@ -218,36 +278,49 @@ static inline void sk_rcu_read_lock(void)
 static inline void sk_rcu_read_unlock(void)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
-	unsigned long n = v & SK__RCU_NEST_MASK;
-	int sys = sk_barrier__fence_sys_get(); /* first: a loop loads it once */
-	int f;
+	unsigned long d = v - 1; /* depth 1 -> 0: the low 15 bits clear */
+	unsigned long f;
 
-	if (SK_LIKELY(n == 1)) {
+	if (SK_LIKELY(!(d & SK__RCU_NEST_MASK))) {
 		/*
 		 * RCU-U1: orders the section's loads before the store; pairs
-		 * with RCU-G2 after the reader scan.
+		 * with RCU-G2 after the reader scan.  On x86-64 a compiler
+		 * barrier in either mode: no x86 CPU moves a load after a
+		 * later store.
 		 */
-		sk_barrier__fence_light_sys(sys);
+#ifdef SK__RCU_UNLOCK_FLAGS_WIDE
+		sk_barrier();
+#else
+		sk_fence_light();
+#endif
 		SK_TSAN_RELEASE(&sk_rcu__ctr);
 		/* Depth 0; the word keeps the section's phase. */
-		sk_atomic_store_relaxed(&sk_rcu__ctr, v - 1);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, d);
 		/*
 		 * RCU-U2: orders the store before the futex load (store
 		 * buffering); pairs with the heavy fence RCU-G3 after the
-		 * waiter sets futex.  A nonzero futex is also how a grace
-		 * period asks for a handshake (RCU-H0); the slow path
-		 * answers it with a full barrier (RCU-H1), once per request:
-		 * a value equal to sk_rcu__hs_seen is one it answered.
+		 * waiter sets futex.  On x86-64 a compiler barrier: with
+		 * fallback fences heavy is set and the slow path issues
+		 * RCU-U2 as a full fence before it loads futex again.  A
+		 * nonzero futex is also how a grace period asks for a
+		 * handshake (RCU-H0); the slow path answers it with a full
+		 * barrier (RCU-H1), once per request: a value equal to
+		 * sk_rcu__hs_seen is one it answered.
 		 */
-		sk_barrier__fence_light_sys(sys);
-		f = sk_atomic_load_relaxed(&sk_rcu__gp.futex);
+#ifdef SK__RCU_UNLOCK_FLAGS_WIDE
+		sk_barrier();
+#else
+		sk_fence_light();
+#endif
+		f = sk_rcu__unlock_flags();
 		if (SK_UNLIKELY(f) &&
-		    f != sk_atomic_load_relaxed(&sk_rcu__hs_seen))
+		    f != (unsigned int)sk_atomic_load_relaxed(&sk_rcu__hs_seen))
 			sk_rcu__wake_gp_from(v);
-	} else if (SK_UNLIKELY(n == 0 || n == SK__RCU_QSBR_NEST)) {
+	} else if (SK_UNLIKELY(!(v & SK__RCU_NEST_MASK) ||
+			       (v & SK__RCU_NEST_MASK) == SK__RCU_QSBR_NEST)) {
 		sk_rcu__unlock_misuse();
 	} else {
-		sk_atomic_store_relaxed(&sk_rcu__ctr, v - 1);
+		sk_atomic_store_relaxed(&sk_rcu__ctr, d);
 	}
 }
 

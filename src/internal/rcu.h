@@ -62,11 +62,17 @@
  *           acquire of the snapshot.
  *   RCU-R1  leader, release store of the counter advance [rcu_gp.c]; pairs
  *           with RCU-L1.
- *   RCU-L1  reader, acquire load of the counter [rcu.h read lock,
- *           rcu_reader.c entry, online and quiescent state]; pairs with
- *           RCU-R1.
+ *   RCU-R2  leader, release store of lock_word after the counter
+ *           [rcu_state.h]; pairs with the read lock's RCU-L1 (a lock that
+ *           reads it reads the new counter in its slow path).
+ *   RCU-L1  reader, acquire load of the counter (of lock_word in the read
+ *           lock's fast path) [rcu.h read lock, rcu_reader.c entry,
+ *           online and quiescent state]; pairs with RCU-R1 (RCU-R2).
  *   RCU-L2  reader, light fence after its word store, before its load of
  *           the counter (RCU-L3) [rcu.h, rcu_reader.c]; pairs with RCU-G1.
+ *           In the read lock's fast path a compiler barrier; without
+ *           membarrier(2) lock_word equals no reader word, and the slow
+ *           path sk_rcu__lock_recheck() issues it as a full fence.
  *   RCU-L3  reader, the check of the counter after RCU-L2 [rcu.h,
  *           rcu_reader.c]: a section whose check did not see the advance
  *           has its word (and the mark raised before it) visible to the
@@ -79,9 +85,14 @@
  *           counter in a nested entry's slow path [rcu_reader.c]; pairs
  *           with RCU-G1.
  *   RCU-U1  reader, light fence before the depth-0 store [rcu.h]; pairs
- *           with RCU-G2.
+ *           with RCU-G2.  On x86-64 a compiler barrier in both modes
+ *           (TSO keeps loads before a later store).
  *   RCU-U2  reader, light fence between that store and the futex load
- *           [rcu.h]; pairs with RCU-G3 (store buffering).
+ *           [rcu.h]; pairs with RCU-G3 (store buffering).  On x86-64 a
+ *           compiler barrier: without membarrier(2) the fast path's load
+ *           of futex with heavy is nonzero, and the slow path
+ *           (sk_rcu__wake_gp_from() [rcu_reader.c]) issues it as a full
+ *           fence.
  *   RCU-U3  reader, acquire load of the futex word in the unlock's slow
  *           path [rcu_reader.c], before its load of the counter; pairs
  *           with RCU-G4: a reader that reads a sleeping leader's -1 sees

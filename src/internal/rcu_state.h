@@ -309,17 +309,34 @@ static inline void count_kind(unsigned long *c)
 }
 
 /*
- * Store counter word w (RCU-R1) and its QSBR form.  Caller holds gp_lock.
- * qs_word first, relaxed: the quiescent state's fast path only compares
- * it, and a thread that sees it before the new ctr takes the slow path,
- * whose acquire of ctr (RCU-Q2's side) orders the rest.
+ * Store counter word w (RCU-R1), its QSBR form and the read lock's form.
+ * Caller holds gp_lock, and issues RCU-G1 after this.  qs_word first,
+ * relaxed: the quiescent state's fast path only compares it, and a
+ * thread that sees it before the new ctr takes the slow path, whose
+ * acquire of ctr (RCU-Q2's side) orders the rest.  lock_word after ctr:
+ * a read lock that sees the new lock_word sees the new ctr in its slow
+ * path; one that sees the old lock_word read it as if before the
+ * advance, which RCU-G1 (after both) covers.  With fallback fences
+ * lock_word never equals a reader word and heavy stays set (rcu.h);
+ * the twin SK__RCU_BUSTED_FALLBACK stores the membarrier(2) forms there.
  */
 static inline void sk__rcu_set_ctr(unsigned long w)
 {
+	int light = sk_fence_uses_membarrier() ||
+		    busted(SK__RCU_BUSTED_FALLBACK);
+
 	sk_atomic_store_relaxed(&sk_rcu__gp.qs_word,
 				w + (SK__RCU_QSBR_NEST - 1));
 	/* RCU-R1: advance the counter; pairs with RCU-L1 (read lock). */
 	sk_atomic_store_release(&sk_rcu__gp.ctr, w);
+	/* Relaxed: constant but for the twin; read by the unlock. */
+	sk_atomic_store_relaxed(&sk_rcu__gp.heavy, !light);
+	/*
+	 * RCU-R2: release, after ctr; pairs with the read lock's acquire
+	 * of lock_word (RCU-L1), so its slow path loads ctr >= w.
+	 */
+	sk_atomic_store_release(&sk_rcu__gp.lock_word,
+				light ? w : w ^ SK__RCU_HEAVY);
 }
 
 /* Count a synchronize call of the caller's (sk_rcu_stats.sync_calls). */

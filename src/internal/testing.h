@@ -52,8 +52,11 @@ struct sk_srcu;
  * (RCU-K1), so scans skip chunks whose readers entered a new phase;
  * SK__RCU_BUSTED_NEST: a nested sk_rcu_read_lock() that finds the phase
  * moved on (a signal handler inside an outer entry that has not checked
- * its phase yet) does not raise the mark.
- * 0 restores the real thing.  Any thread.
+ * its phase yet) does not raise the mark;
+ * SK__RCU_BUSTED_FALLBACK: without membarrier(2), grace periods store the
+ * counter in the form that lets the read lock and unlock skip their full
+ * fences (lock_word equal to ctr, heavy clear).
+ * 0 restores the real thing (from the next grace period on).  Any thread.
  */
 enum {
 	SK__RCU_BUSTED_QSBR_ONLY = 1,
@@ -66,8 +69,16 @@ enum {
 	SK__RCU_BUSTED_SCAN_SKIP = 8,
 	SK__RCU_BUSTED_MARK = 9,
 	SK__RCU_BUSTED_NEST = 10,
+	SK__RCU_BUSTED_FALLBACK = 11,
 };
 void sk__rcu_set_busted(int mode);
+
+/*
+ * The full fences that the calling thread's sk_rcu_read_lock() and
+ * sk_rcu_read_unlock() issued in their slow paths because membarrier(2)
+ * is not used (RCU-L2 and RCU-U2 in fallback form).
+ */
+unsigned long sk__rcu_test_fallback_fences(void);
 
 /*
  * How grace periods took their first barrier (RCU-G1), counted by the

@@ -25,6 +25,12 @@ struct sk__link {
 #define SK__CONTAINER_OF(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
+/*
+ * Choose the fences' mode (sk_barrier__fence_sys) if not done yet
+ * (src/barrier.c).  For constructors only: single-threaded, at load time.
+ */
+void sk__barrier_init(void);
+
 /* 1 when the environment variable is set to something other than "" or "0". */
 int sk__env_flag(const char *name);
 
