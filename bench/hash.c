@@ -80,7 +80,7 @@ void sk_bench_hash_seed_thread(void)
 {
 	uint64_t id = (uint64_t)__atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
 
-	sk_bench_hash_rng = sk_bench_hash_mix(id * 0x9e3779b97f4a7c15ULL) | 1;
+	sk_bench_hash_rng = sk_bench_hash_seed_mix(id * 0x9e3779b97f4a7c15ULL) | 1;
 }
 
 void sk_bench_hash_seed_reset(void)

@@ -38,7 +38,8 @@ static inline uint64_t sk_bench_hash_key(uint64_t i)
 	return (i + 1) * 0x9e3779b97f4a7c15ULL;
 }
 
-static inline uint64_t sk_bench_hash_mix(uint64_t x)
+/* A 64-bit finalizer (two multiplies): the lookup threads' seeds. */
+static inline uint64_t sk_bench_hash_seed_mix(uint64_t x)
 {
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdULL;
@@ -46,6 +47,27 @@ static inline uint64_t sk_bench_hash_mix(uint64_t x)
 	x *= 0xc4ceb9fe1a85ec53ULL;
 	x ^= x >> 33;
 	return x;
+}
+
+/*
+ * sk_rhash_hash()'s mixing step (src/internal/rhash.h, sk__rhash_mix64()):
+ * the 128-bit product of x ^ K1 and x ^ K2, halves folded by xor.
+ */
+static inline uint64_t sk_bench_hash_mix(uint64_t x)
+{
+	uint64_t a = x ^ 0x9fb21c651e98df25ULL, b = x ^ 0xc2b2ae3d27d4eb4fULL;
+#ifdef __SIZEOF_INT128__
+	unsigned __int128 m = (unsigned __int128)a * b;
+
+	return (uint64_t)m ^ (uint64_t)(m >> 64);
+#else
+	uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+	uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+	uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+
+	return ((mid << 32) | (uint32_t)p00) ^
+	       (p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32));
+#endif
 }
 
 /* sk_rhash_hash(&key, 8, 0), inline (checked in sk_bench_hash_build()). */

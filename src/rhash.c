@@ -205,7 +205,7 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 	}
 	if (p.key_len == 8 && p.hashfn == sk_rhash_hash && !p.cmpfn)
 		ht->mode = RHASH_MODE_U64;
-	ht->seed8 = sk__rhash_seed8(p.seed);
+	sk__rhash_seed_k(p.seed, ht->seed_k);
 	ht->key_from_node = (long)p.key_offset - (long)p.head_offset;
 	ht->tbl = sk__rhash_table_alloc(ht, p.initial_buckets);
 	if (!ht->tbl) {
@@ -266,7 +266,7 @@ void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
 	k = sk__rhash_load_u64(key);
 	/* The key's offset from the node: one address add per compare. */
 	kn = ht->key_from_node;
-	h = sk__rhash_hash_u64(k, ht->seed8);
+	h = sk__rhash_hash_u64(k, ht->seed_k);
 	t = sk_rcu_dereference(ht->tbl);
 	do {
 		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
