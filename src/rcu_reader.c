@@ -659,7 +659,9 @@ void sk_rcu__wake_gp_from(unsigned long v)
 		 * pairs with RCU-G3, a full fence there too.
 		 */
 		sk_smp_mb();
-		COUNT_FALLBACK_FENCE();
+#ifdef SK__RCU_UNLOCK_FLAGS_WIDE
+		COUNT_FALLBACK_FENCE(); /* elsewhere the fast path fenced */
+#endif
 		/* The fast path's test, on futex alone. */
 		f = sk_atomic_load_relaxed(&sk_rcu__gp.futex);
 		if (!f || f == sk_atomic_load_relaxed(&sk_rcu__hs_seen))
