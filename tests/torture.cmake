@@ -248,6 +248,13 @@ set(sk_ok_rcu "Reader Pipe: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\nReader Batch: +[0-
 
 sk_torture_test(torture_rcu 0 "torture|rcu|--duration|@DUR@|--seed|1"
   DURATION 6 SLOW_DURATION 3 STDOUT "${sk_ok_rcu}")
+# Fallback fences (no membarrier(2)): the read lock and unlock reach their
+# full fences through slow paths that lock_word and heavy send them to
+# (docs/rcu.md, "Fallback fences"); short-lived reader threads too.
+sk_torture_test(torture_rcu_no_membarrier 0
+  "torture|rcu|--churn|--duration|@DUR@|--seed|23"
+  DURATION 4 SLOW_DURATION 2 STDOUT "${sk_ok_rcu}"
+  ENV "SCALEKIT_NO_MEMBARRIER=1")
 # QSBR-only grace periods must happen.  Not "0 membarriers": under
 # qemu-i386 one run saw 1 membarrier in 669 grace periods (a thread was a
 # general reader at that moment: not yet online or leaving; not root-caused).
