@@ -214,8 +214,8 @@ static inline uint64_t sk__rhash_mul_fold(uint64_t a, uint64_t b)
 }
 
 /*
- * The mixing step of sk_rhash_hash(): the full 128-bit product of x ^ K1
- * and x ^ K2, its two halves folded by xor.  The high half depends on
+ * The mixing step of sk_rhash_hash(): the full 128-bit product of
+ * x ^ SK__RHASH_K1 and x ^ SK__RHASH_K2, its two halves folded by xor.  The high half depends on
  * every bit of x, so the low bits (the bucket index) do too, and the
  * product of two words that both depend on x spreads structured keys
  * (multiples of 2^20, addresses) where a product with a constant leaves
@@ -271,7 +271,8 @@ static inline uint64_t sk__rhash_load_u64(const void *p)
 
 /*
  * The words sk_rhash_hash() xors into an 8-byte key before it multiplies:
- * its state after the length (seed ^ 8 * golden), xored with K1 and K2.
+ * its state after the length (seed ^ 8 * golden), xored with SK__RHASH_K1
+ * and SK__RHASH_K2.
  */
 static inline void sk__rhash_seed_k(unsigned long seed, uint64_t k[2])
 {
