@@ -98,9 +98,10 @@ struct sk_rcu__gp_state {
 	unsigned long qs_word;
 	int futex;	   /* ABI: nonzero: readers call sk_rcu__wake_gp() */
 	/*
-	 * ABI: 1 where light fences are full fences (no membarrier(2)), set
-	 * before main() runs and never changed after; futex's neighbour, so
-	 * that one 8-byte load on x86-64 reads both (sk_rcu__unlock_flags()).
+	 * ABI: 1 where light fences are full fences (no membarrier(2)),
+	 * decided before main() runs (grace periods store the same value
+	 * again); futex's neighbour, so that one 8-byte load on x86-64 reads
+	 * both (sk_rcu__unlock_flags()).
 	 */
 	int heavy;
 	/*
