@@ -265,6 +265,19 @@ static inline unsigned long sk_rcu__unlock_flags(void)
 }
 
 /*
+ * The outermost unlock's fences RCU-U1 and RCU-U2: compiler barriers on
+ * x86-64 (see sk_rcu_read_unlock()), light fences elsewhere.
+ */
+static inline void sk_rcu__unlock_fence(void)
+{
+#ifdef SK__RCU_UNLOCK_FLAGS_WIDE
+	sk_barrier();
+#else
+	sk_fence_light();
+#endif
+}
+
+/*
  * sk_rcu_read_unlock() - leave a read-side critical section.
  * Context: the thread that called the matching sk_rcu_read_lock().
  * Wait-free, never blocks (may issue one futex wake when a grace period
@@ -289,11 +302,7 @@ static inline void sk_rcu_read_unlock(void)
 		 * barrier in either mode: no x86 CPU moves a load after a
 		 * later store.
 		 */
-#ifdef SK__RCU_UNLOCK_FLAGS_WIDE
-		sk_barrier();
-#else
-		sk_fence_light();
-#endif
+		sk_rcu__unlock_fence();
 		SK_TSAN_RELEASE(&sk_rcu__ctr);
 		/* Depth 0; the word keeps the section's phase. */
 		sk_atomic_store_relaxed(&sk_rcu__ctr, d);
@@ -308,11 +317,7 @@ static inline void sk_rcu_read_unlock(void)
 		 * barrier (RCU-H1), once per request: a value equal to
 		 * sk_rcu__hs_seen is one it answered.
 		 */
-#ifdef SK__RCU_UNLOCK_FLAGS_WIDE
-		sk_barrier();
-#else
-		sk_fence_light();
-#endif
+		sk_rcu__unlock_fence();
 		f = sk_rcu__unlock_flags();
 		if (SK_UNLIKELY(f) &&
 		    f != (unsigned int)sk_atomic_load_relaxed(&sk_rcu__hs_seen))

@@ -215,9 +215,10 @@ static inline uint64_t sk__rhash_mul_fold(uint64_t a, uint64_t b)
 
 /*
  * The mixing step of sk_rhash_hash(): the full 128-bit product of
- * x ^ SK__RHASH_K1 and x ^ SK__RHASH_K2, its two halves folded by xor.  The high half depends on
- * every bit of x, so the low bits (the bucket index) do too, and the
- * product of two words that both depend on x spreads structured keys
+ * x ^ SK__RHASH_K1 and x ^ SK__RHASH_K2, its two halves folded by xor.
+ * The high half depends on every bit of x, so the low bits (the bucket
+ * index) do too, and the product of two words that both depend on x
+ * spreads structured keys
  * (multiples of 2^20, addresses) where a product with a constant leaves
  * a lattice (tests/test_rhash_hash.c).  Chosen over a two-multiply
  * finalizer for the lookup's sake: 6 instructions on x86-64 instead of
