@@ -26,6 +26,8 @@
  */
 #include "bench.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,21 +86,31 @@ static void add_rows(const struct sk_bench_config *cfg,
  * a third (scalekit-retire, which frees a plain object and a slab node)
  * would precede one of them more often, and the heap it leaves behind
  * made the next implementation's mallocs slower (scalekit-c++ / scalekit
- * 1.17 with the three in turn, on the same instructions).  A batch stays below the backlog at which the worker
- * starts a grace period at once (CB_LAZY_MAX in src/rcu_cb.c): it waits
- * up to a millisecond for more, so no callback runs, no object is freed
- * and no grace period is forced while the clock runs; each batch reuses
- * the memory the previous one freed.  ns[k]: per call of implementation
- * k (the others left alone).
+ * 1.17 with the three in turn, on the same instructions).  A batch stays
+ * below the backlog at which the worker starts a grace period at once
+ * (CB_LAZY_MAX in src/rcu_cb.c): it waits up to a millisecond for more,
+ * so no callback runs, no object is freed and no grace period is forced
+ * while the clock runs; each batch reuses the memory the previous one
+ * freed.  ns[k]: per call of implementation k, the median of its batches
+ * (a batch that a preemption or an interrupt lengthened does not move
+ * it), and for the pair's first the paired figure below.  Returns 0 or
+ * -ENOMEM.
  */
-static void measure_batches(const struct retire_rows *rr, long n, int first,
-			    int lo, int hi, double *ns)
+static int measure_batches(const struct retire_rows *rr, long n, int first,
+			   int lo, int hi, double *ns)
 {
-	uint64_t t0, sum[SK_BENCH_MAX_IMPL] = { 0 };
-	int i, k, nimpl = hi - lo;
-	long done, b;
+	int i, k, nimpl = hi - lo, nb = (int)((n + CXX_BATCH - 1) / CXX_BATCH);
+	double *t = calloc((size_t)(nimpl * nb), sizeof(*t));
+	double *ratio = calloc((size_t)nb, sizeof(*ratio));
+	uint64_t t0;
+	int b;
 
-	for (done = 0, b = 0; done < n; done += CXX_BATCH, b++)
+	if (!t || !ratio) {
+		free(t);
+		free(ratio);
+		return -ENOMEM;
+	}
+	for (b = 0; b < nb; b++)
 		for (i = 0; i < nimpl; i++) {
 			const struct sk_bench_rcu_ops *ops;
 
@@ -108,12 +120,27 @@ static void measure_batches(const struct retire_rows *rr, long n, int first,
 			ops = rr->enq->impl[k];
 			t0 = sk_bench_now_ns();
 			ops->call_loop(CXX_BATCH);
-			sum[k] += sk_bench_now_ns() - t0;
+			t[(k - lo) * nb + b] =
+				(double)(sk_bench_now_ns() - t0) / CXX_BATCH;
 			ops->barrier();
 		}
+	/*
+	 * The pair (lo, lo + 1 when nimpl is 2): lo's figure is the C
+	 * pair's median times the median of lo's batch over the C batch
+	 * next to it (batch by batch, so that a slower stretch of the
+	 * machine falls on both sides of a ratio); alone: its median.
+	 */
+	if (nimpl == 2 && !rr->enq->na[lo] && !rr->enq->na[lo + 1])
+		for (b = 0; b < nb; b++)
+			ratio[b] = t[b] / t[nb + b];
 	for (k = lo; k < hi; k++)
 		if (!rr->enq->na[k])
-			ns[k] = (double)sum[k] / (double)done;
+			ns[k] = sk_bench_median(&t[(k - lo) * nb], nb);
+	if (nimpl == 2 && !rr->enq->na[lo] && !rr->enq->na[lo + 1])
+		ns[lo] = ns[lo + 1] * sk_bench_median(ratio, nb);
+	free(t);
+	free(ratio);
+	return 0;
 }
 
 /* Implementation k's end-to-end runs at every count; rep < 0: a warm-up. */
@@ -166,8 +193,11 @@ int sk_bench_cpp_run(const struct sk_bench_config *cfg,
 		double enq[SK_BENCH_MAX_IMPL] = { 0 };
 		int first = rep < 0 ? 0 : rep;
 
-		measure_batches(&rr, n, first, 0, CXX_PAIR, enq);
-		measure_batches(&rr, n, 0, CXX_PAIR, rr.enq->nimpl, enq);
+		if (measure_batches(&rr, n, first, 0, CXX_PAIR, enq) ||
+		    measure_batches(&rr, n, 0, CXX_PAIR, rr.enq->nimpl, enq)) {
+			fprintf(stderr, "scalekit bench: c++: out of memory\n");
+			return -1;
+		}
 		for (i = 0; i < rr.enq->nimpl; i++) {
 			int k = (i + first) % rr.enq->nimpl;
 

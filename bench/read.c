@@ -93,10 +93,12 @@ static const struct read_variant cxx_variant = {
 /*
  * The c++ rows compare loops that compile to the same instructions
  * (docs/benchmarks.md, "The c++ rows"): their ratio is 1 plus whatever
- * the machine did between two 200 ms runs.  Interleaved windows put the
- * two loops side by side in time (jobs_run()).
+ * the machine did between two runs.  Interleaved windows of a quarter of
+ * a run put the two loops side by side in time, and each wrapper's
+ * figure is paired with the C pair's window by window (jobs_run(),
+ * paired_figures()).
  */
-#define CXX_READ_WINDOWS 5
+#define CXX_READ_WINDOWS 9
 
 #define NVARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
 #define MAX_COUNTS 16
@@ -254,28 +256,79 @@ static int job_measure(const struct sk_bench_config *cfg,
 }
 
 /*
+ * Paired windows (jobs_run() with pair_ref): job j's figure of repetition
+ * rep becomes its reference job's median times the median over the
+ * windows of j's figure over the reference's in the same window.  Two
+ * runs of one window are at most one window of every job apart, so a
+ * machine that slows down or speeds up between windows changes both
+ * alike, which the median of each job's own windows does not undo (its
+ * windows and the reference's fall at different moments).  The
+ * reference of j is the job of the same row whose implementation is
+ * named pair_ref; jobs without one keep their own median.  v[j * windows
+ * + w] are the window figures, out[j] receives the figures; pair_ref
+ * NULL: every job its own median.  Returns 0 or -ENOMEM.
+ */
+static int paired_figures(const struct sk_bench_read_job *jobs, int njobs,
+			  int windows, const char *pair_ref, const double *v,
+			  double *out)
+{
+	double *tmp = calloc((size_t)windows, sizeof(*tmp));
+	int j, r, w;
+
+	if (!tmp)
+		return -ENOMEM;
+	for (j = 0; j < njobs; j++) {
+		/* sk_bench_median() sorts: v stays in window order. */
+		memcpy(tmp, &v[j * windows], (size_t)windows * sizeof(*tmp));
+		out[j] = sk_bench_median(tmp, windows);
+	}
+	for (j = 0; j < njobs && pair_ref; j++) {
+		if (!strcmp(jobs[j].ops->name, pair_ref))
+			continue;
+		for (r = 0; r < njobs; r++)
+			if (jobs[r].ns_row == jobs[j].ns_row &&
+			    !strcmp(jobs[r].ops->name, pair_ref))
+				break;
+		if (r == njobs)
+			continue;
+		for (w = 0; w < windows; w++)
+			tmp[w] = v[j * windows + w] / v[r * windows + w];
+		out[j] = out[r] * sk_bench_median(tmp, windows);
+	}
+	free(tmp);
+	return 0;
+}
+
+/*
  * The jobs' repetitions.  windows == 1: every job runs once per
  * repetition for cfg->run_ns, every round starting at the next job.
- * windows > 1: every job runs `windows` times per repetition for half of
- * cfg->run_ns, interleaved (window w runs every job once, starting at
+ * windows > 1: every job runs `windows` times per repetition for
+ * window_ns, interleaved (window w runs every job once, starting at
  * the next job each window), and the repetition's figure is the median
  * of a job's windows: a disturbance of a few hundred milliseconds then
  * falls on every job alike instead of on the one job that ran then.
+ * With pair_ref (not NULL) the figures are paired (paired_figures()).
  */
 static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
-		    struct sk_bench_read_job *jobs, int njobs, int windows)
+		    struct sk_bench_read_job *jobs, int njobs, int windows,
+		    uint64_t window_ns, const char *pair_ref)
 {
 	struct sk_bench_read_job *jb = NULL;
-	uint64_t run_ns = windows > 1 ? cfg->run_ns / 2 : cfg->run_ns;
+	uint64_t run_ns = windows > 1 ? window_ns : cfg->run_ns;
+	double *fns = NULL, *fmops = NULL;
 	double ns, mops, *wns = NULL, *wmops = NULL;
 	int i, w, rep, err = 0;
 
 	if (windows > 1) {
 		wns = calloc((size_t)(njobs * windows), sizeof(*wns));
 		wmops = calloc((size_t)(njobs * windows), sizeof(*wmops));
-		if (!wns || !wmops) {
+		fns = calloc((size_t)njobs, sizeof(*fns));
+		fmops = calloc((size_t)njobs, sizeof(*fmops));
+		if (!wns || !wmops || !fns || !fmops) {
 			free(wns);
 			free(wmops);
+			free(fns);
+			free(fmops);
 			fprintf(stderr, "scalekit bench: %s: out of memory\n",
 				scenario);
 			return -1;
@@ -325,23 +378,36 @@ static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 						  &wmops[j * windows + w]);
 			}
 		}
+		if (!err)
+			err = paired_figures(jobs, njobs, windows, pair_ref,
+					     wns, fns);
+		if (!err)
+			err = paired_figures(jobs, njobs, windows, pair_ref,
+					     wmops, fmops);
 		for (i = 0; i < njobs && !err; i++) {
 			jb = &jobs[i];
-			ns = sk_bench_median(&wns[i * windows], windows);
-			mops = sk_bench_median(&wmops[i * windows], windows);
+			ns = fns[i];
+			mops = fmops[i];
 			jb->ns_row->rep[jb->col][rep] = ns;
 			jb->mops_row->rep[jb->col][rep] = mops;
 			sk_bench_progress("%s: rep %d/%d, %d thread%s, %-18s "
-					  "%8.2f ns/op %9.1f Mops/s (median of "
+					  "%8.2f ns/op %9.1f Mops/s (%s of "
 					  "%d windows)",
 					  scenario, rep + 1, cfg->reps,
 					  jb->threads,
 					  jb->threads == 1 ? " " : "s",
-					  jb->ops->name, ns, mops, windows);
+					  jb->ops->name, ns, mops,
+					  pair_ref && strcmp(jb->ops->name,
+							     pair_ref)
+						  ? "paired ratio"
+						  : "median",
+					  windows);
 		}
 	}
 	free(wns);
 	free(wmops);
+	free(fns);
+	free(fmops);
 	if (!err)
 		return 0;
 	fprintf(stderr,
@@ -354,17 +420,19 @@ static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 int sk_bench_read_jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 		    struct sk_bench_read_job *jobs, int njobs)
 {
-	return jobs_run(cfg, scenario, jobs, njobs, 1);
+	return jobs_run(cfg, scenario, jobs, njobs, 1, 0, NULL);
 }
 
 /*
  * Add the rows of variants vs (ns/op and Mops/s) and measure them on
- * 1..max threads, in `windows` interleaved windows per repetition (see
- * jobs_run()); rr receives the rows.  Returns 0, or -1 after a message.
+ * 1..max threads, in `windows` interleaved windows of window_ns per
+ * repetition, paired with pair_ref's or not (see jobs_run()); rr
+ * receives the rows.  Returns 0, or -1 after a message.
  */
 static int run_variants(const struct sk_bench_config *cfg,
 			struct sk_bench_results *res, const char *scenario,
 			const struct read_variant *vs, int nv, int windows,
+			uint64_t window_ns, const char *pair_ref,
 			struct read_rows *rr)
 {
 	struct sk_bench_read_job *jobs;
@@ -375,7 +443,8 @@ static int run_variants(const struct sk_bench_config *cfg,
 		      sizeof(*jobs));
 	if (!jobs)
 		return -1;
-	err = jobs_run(cfg, scenario, jobs, make_jobs(rr, nv, jobs), windows);
+	err = jobs_run(cfg, scenario, jobs, make_jobs(rr, nv, jobs), windows,
+		       window_ns, pair_ref);
 	free(jobs);
 	sk_bench_occ_note(res, scenario);
 	return err;
@@ -387,7 +456,8 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 	struct read_rows rr;
 	int c;
 
-	if (run_variants(cfg, res, "read", variants, NVARIANTS, 1, &rr))
+	if (run_variants(cfg, res, "read", variants, NVARIANTS, 1, 0, NULL,
+			 &rr))
 		return -1;
 	for (c = 0; c < rr.ncounts; c++) {
 		add_ratio_target(res, rr.ns[0][c], "read-general", "urcu-memb",
@@ -432,7 +502,8 @@ int sk_bench_srcu_read_run(const struct sk_bench_config *cfg,
 	struct read_rows rr;
 	int c;
 
-	if (run_variants(cfg, res, "srcu-read", &srcu_variant, 1, 1, &rr))
+	if (run_variants(cfg, res, "srcu-read", &srcu_variant, 1, 1, 0, NULL,
+			 &rr))
 		return -1;
 	for (c = 0; c < rr.ncounts; c++)
 		add_ratio_target(res, rr.ns[0][c], "srcu-read", "urcu-memb",
@@ -448,7 +519,7 @@ int sk_bench_cpp_read_run(const struct sk_bench_config *cfg,
 	int c;
 
 	if (run_variants(cfg, res, "c++", &cxx_variant, 1, CXX_READ_WINDOWS,
-			 &rr))
+			 cfg->run_ns / 4, "scalekit", &rr))
 		return -1;
 	for (c = 0; c < rr.ncounts; c++) {
 		add_ratio_target(res, rr.ns[0][c], "cpp-guard", "scalekit",
