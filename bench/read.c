@@ -385,23 +385,23 @@ static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 			err = paired_figures(jobs, njobs, windows, pair_ref,
 					     wmops, fmops);
 		for (i = 0; i < njobs && !err; i++) {
+			int paired;
+
 			jb = &jobs[i];
 			ns = fns[i];
 			mops = fmops[i];
+			paired = pair_ref && strcmp(jb->ops->name, pair_ref);
 			jb->ns_row->rep[jb->col][rep] = ns;
 			jb->mops_row->rep[jb->col][rep] = mops;
 			sk_bench_progress("%s: rep %d/%d, %d thread%s, %-18s "
-					  "%8.2f ns/op %9.1f Mops/s (%s of "
+					  "%8.2f ns/op %9.1f Mops/s (%s%s, "
 					  "%d windows)",
 					  scenario, rep + 1, cfg->reps,
 					  jb->threads,
 					  jb->threads == 1 ? " " : "s",
 					  jb->ops->name, ns, mops,
-					  pair_ref && strcmp(jb->ops->name,
-							     pair_ref)
-						  ? "paired ratio"
-						  : "median",
-					  windows);
+					  paired ? "paired with " : "median",
+					  paired ? pair_ref : "", windows);
 		}
 	}
 	free(wns);
