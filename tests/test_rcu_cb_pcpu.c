@@ -279,12 +279,16 @@ static void mig_finish(void)
 
 /* ---- barrier ----------------------------------------------------------------- */
 
+static int bar_started, bar_done;
+
 static void *bar_barrier_thread(void *arg)
 {
 	unsigned long *seen = arg;
 
+	STORE(bar_started, 1);
 	sk_rcu_barrier();
 	STORE(*seen, LOAD(mig.count));
+	STORE(bar_done, 1);
 	return NULL;
 }
 
@@ -292,13 +296,17 @@ static void *bar_barrier_thread(void *arg)
  * Callbacks run when sk_rcu_barrier() returned.  While producers queue
  * (moving between CPUs) and the barrier is called, a reader holds a
  * section, so none can run before the barrier starts; the reader leaves
- * 20 ms later (unless the barrier returned already).
+ * once the barrier has returned, or 20 ms after it started (a loaded
+ * machine may keep the barrier thread off the CPU for longer than a fixed
+ * delay from its creation: the reader would then leave first, and a
+ * barrier that skips the per-CPU queues could find them run already).
  */
 static unsigned long barrier_sees(int busted, unsigned long m)
 {
 	struct sk_test_holder r;
 	unsigned long seen = 0;
 	pthread_t b;
+	int i;
 
 	workers_on();
 	sk_test_holder_start(&r, 0, NULL, NULL);
@@ -306,8 +314,13 @@ static unsigned long barrier_sees(int busted, unsigned long m)
 	while (LOAD(mig.done) < MIG_PRODUCERS)
 		sched_yield();
 	sk__rcu_cb_set_busted(busted ? SK__CB_BUSTED_BARRIER : 0);
+	STORE(bar_started, 0);
+	STORE(bar_done, 0);
 	sk_test_thread_start(&b, bar_barrier_thread, &seen);
-	sk_test_sleep_ms(20);
+	while (!LOAD(bar_started))
+		sched_yield();
+	for (i = 0; i < 20 && !LOAD(bar_done); i++)
+		sk_test_sleep_ms(1);
 	sk_test_holder_release(&r);
 	sk_test_thread_join(b);
 	sk__rcu_cb_set_busted(0);
