@@ -259,6 +259,16 @@ struct sk_bench_stat {
 /* The median of v[0..n-1], n >= 1 (sorts v). */
 double sk_bench_median(double *v, int n);
 
+/*
+ * A figure paired with a reference measured beside it: the median of
+ * ref[0..n-1] times the median of v[i] / ref[i], where v[i] and ref[i]
+ * were measured next to each other in time (a window, a batch), n >= 1.
+ * A machine that runs slower for a while then slows both sides of a
+ * ratio alike; medians of v and ref apart would keep the difference of
+ * the moments each was measured at.  Neither array is changed.
+ */
+double sk_bench_paired_median(const double *v, const double *ref, int n);
+
 #define SK_BENCH_MAX_IMPL 8
 
 /*

@@ -101,15 +101,11 @@ static int measure_batches(const struct retire_rows *rr, long n, int first,
 {
 	int i, k, nimpl = hi - lo, nb = (int)((n + CXX_BATCH - 1) / CXX_BATCH);
 	double *t = calloc((size_t)(nimpl * nb), sizeof(*t));
-	double *ratio = calloc((size_t)nb, sizeof(*ratio));
 	uint64_t t0;
 	int b;
 
-	if (!t || !ratio) {
-		free(t);
-		free(ratio);
+	if (!t)
 		return -ENOMEM;
-	}
 	for (b = 0; b < nb; b++)
 		for (i = 0; i < nimpl; i++) {
 			const struct sk_bench_rcu_ops *ops;
@@ -131,15 +127,13 @@ static int measure_batches(const struct retire_rows *rr, long n, int first,
 	 * machine falls on both sides of a ratio); alone: its median.
 	 */
 	if (nimpl == 2 && !rr->enq->na[lo] && !rr->enq->na[lo + 1])
-		for (b = 0; b < nb; b++)
-			ratio[b] = t[b] / t[nb + b];
-	for (k = lo; k < hi; k++)
+		ns[lo] = sk_bench_paired_median(t, t + nb, nb);
+	else if (!rr->enq->na[lo])
+		ns[lo] = sk_bench_median(t, nb);
+	for (k = lo + 1; k < hi; k++)
 		if (!rr->enq->na[k])
 			ns[k] = sk_bench_median(&t[(k - lo) * nb], nb);
-	if (nimpl == 2 && !rr->enq->na[lo] && !rr->enq->na[lo + 1])
-		ns[lo] = ns[lo + 1] * sk_bench_median(ratio, nb);
 	free(t);
-	free(ratio);
 	return 0;
 }
 

@@ -729,6 +729,22 @@ double sk_bench_median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+double sk_bench_paired_median(const double *v, const double *ref, int n)
+{
+	double *t = xrealloc(NULL, sizeof(double) * (size_t)n);
+	double r;
+	int i;
+
+	for (i = 0; i < n; i++)
+		t[i] = ref[i];
+	r = sk_bench_median(t, n);
+	for (i = 0; i < n; i++)
+		t[i] = v[i] / ref[i];
+	r *= sk_bench_median(t, n);
+	free(t);
+	return r;
+}
+
 /* Statistic of the finite values among v[0..n-1]. */
 static struct sk_bench_stat stat_of(const double *v, int n)
 {

@@ -12,7 +12,10 @@
  *                harness's reader threads:
  *                read_section(n) of the lookup adapters is n lookups.
  *                Tables of 2^16 and 2^20 keys; every lookup must find its
- *                key.
+ *                key.  Each repetition runs LOOKUP_WINDOWS interleaved
+ *                windows of every job; cds_lfht's figure is the median of
+ *                its windows, rhash's is paired with it window by window
+ *                (sk_bench_paired_median()).
  *  hash-resize   the same lookups on sk_rhash (2^16 keys, 1 thread) while
  *                another thread (with --pin, pinned beside the readers)
  *                resizes the table continuously between 2^16 and 2^17
@@ -66,6 +69,15 @@
  * depends on where in its grow/shrink cycle the scheduler's hiccups fall.
  */
 #define RESIZE_WINDOWS 5
+
+/*
+ * hash-lookup: windows per repetition, interleaved, each half a run long;
+ * rhash's figure is paired with cds_lfht's window by window (run_rep()).
+ * One run of each per repetition, 200 ms apart, let the ratio at 2^20
+ * keys swing from 1.39 to 2.72 within one run (cds_lfht's own figure from
+ * 3.8 to 5.7 Mlookups/s) while another tenant loaded the machine.
+ */
+#define LOOKUP_WINDOWS 5
 
 /* hash-update: objects per half of a thread's pool (one round). */
 #define UPD_HALF (SK_BENCH_CHUNK / 2)
@@ -491,17 +503,19 @@ static int warm_up(const struct sk_bench_config *cfg, struct hash_job *jobs,
 /*
  * One repetition: `windows` interleaved windows of every job (the start
  * rotated, so that no job always runs first), each job's figure the median
- * of its windows; one window of cfg->run_ns, or several of half that.
- * rv[] collects the rates of the resizer of the readers' table.  0 or
- * -errno; *failed.
+ * of its windows, or with pair_ref (not NULL) the figure of the job of
+ * the same row named pair_ref paired with it window by window
+ * (sk_bench_paired_median()); one window of cfg->run_ns, or several of
+ * half that.  rv[] collects the rates of the resizer of the readers'
+ * table.  0 or -errno; *failed.
  */
 static int run_rep(const struct sk_bench_config *cfg, struct hash_job *jobs,
-		   int njobs, int rep, int windows, double *win, double *rv,
-		   int *nrv, struct hash_job **failed)
+		   int njobs, int rep, int windows, const char *pair_ref,
+		   double *win, double *rv, int *nrv, struct hash_job **failed)
 {
 	uint64_t ns = windows > 1 ? cfg->run_ns / 2 : cfg->run_ns;
-	double rps = NAN;
-	int i, w, err;
+	double rps = NAN, fig[MAX_COUNTS * SK_BENCH_MAX_IMPL];
+	int i, r, w, err;
 
 	for (w = 0; w < windows; w++) {
 		for (i = 0; i < njobs; i++) {
@@ -516,9 +530,22 @@ static int run_rep(const struct sk_bench_config *cfg, struct hash_job *jobs,
 				rv[(*nrv)++] = rps;
 		}
 	}
+	/* Paired figures first: the medians below sort win in place. */
+	for (i = 0; i < njobs; i++) {
+		fig[i] = NAN;
+		for (r = 0; pair_ref && r < njobs; r++)
+			if (r != i && jobs[r].row == jobs[i].row &&
+			    !strcmp(jobs[r].name, pair_ref) &&
+			    strcmp(jobs[i].name, pair_ref))
+				fig[i] = sk_bench_paired_median(
+					&win[i * windows], &win[r * windows],
+					windows);
+	}
 	for (i = 0; i < njobs; i++)
 		jobs[i].row->rep[jobs[i].col][rep] =
-			sk_bench_hash_median(&win[i * windows], windows);
+			isnan(fig[i]) ? sk_bench_hash_median(&win[i * windows],
+							     windows)
+				      : fig[i];
 	return 0;
 }
 
@@ -530,7 +557,7 @@ static int run_rep(const struct sk_bench_config *cfg, struct hash_job *jobs,
  */
 static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
 		    const char *what, struct hash_job *jobs, int njobs,
-		    int windows, double *rps_median)
+		    int windows, const char *pair_ref, double *rps_median)
 {
 	double *rv = calloc((size_t)(cfg->reps * windows) + 1, sizeof(*rv));
 	double *win = calloc((size_t)(njobs * windows), sizeof(*win));
@@ -540,8 +567,8 @@ static int run_jobs(const struct sk_bench_config *cfg, const char *scenario,
 	if (!rv || !win || (err = warm_up(cfg, jobs, njobs, &jb)))
 		goto fail;
 	for (rep = 0; rep < cfg->reps; rep++) {
-		err = run_rep(cfg, jobs, njobs, rep, windows, win, rv, &nrv,
-			      &jb);
+		err = run_rep(cfg, jobs, njobs, rep, windows, pair_ref, win, rv,
+			      &nrv, &jb);
 		if (err)
 			goto fail;
 		for (i = 0; i < njobs; i++)
@@ -633,13 +660,15 @@ int sk_bench_hash_lookup_run(const struct sk_bench_config *cfg,
 		if (set_build(lookup_sets[k].nkeys))
 			return -1;
 		sk_bench_progress("hash-lookup: %s built in %.0f ms; %d runs x "
-				  "%d reps, %.0f ms each (warm-up %.0f ms)",
+				  "%d reps x %d interleaved windows, %.0f ms "
+				  "each (warm-up %.0f ms); rhash paired with "
+				  "urcu-lfht window by window",
 				  lookup_sets[k].variant,
 				  (sk_bench_now_ns() - t0) / 1e6, njobs,
-				  cfg->reps, cfg->run_ns / 1e6,
-				  cfg->warmup_ns / 1e6);
-		if (run_jobs(cfg, "hash-lookup", "lookups", jobs, njobs, 1,
-			     NULL)) {
+				  cfg->reps, LOOKUP_WINDOWS,
+				  cfg->run_ns / 2 / 1e6, cfg->warmup_ns / 1e6);
+		if (run_jobs(cfg, "hash-lookup", "lookups", jobs, njobs,
+			     LOOKUP_WINDOWS, "urcu-lfht", NULL)) {
 			sk_bench_hash_free();
 			return -1;
 		}
@@ -736,7 +765,7 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			  "(warm-up %.0f ms)",
 			  cfg->reps, cfg->run_ns / 1e6, cfg->warmup_ns / 1e6);
 	err = run_jobs(cfg, "hash-resize", "lookups", jobs, 4, RESIZE_WINDOWS,
-		       &rps);
+		       NULL, &rps);
 	beside_free();
 	if (err) {
 		sk_bench_hash_free();
@@ -786,7 +815,8 @@ int sk_bench_hash_update_run(const struct sk_bench_config *cfg,
 			  "(warm-up %.0f ms)",
 			  njobs, cfg->reps, cfg->run_ns / 1e6,
 			  cfg->warmup_ns / 1e6);
-	err = run_jobs(cfg, "hash-update", "updates", jobs, njobs, 1, NULL);
+	err = run_jobs(cfg, "hash-update", "updates", jobs, njobs, 1, NULL,
+		       NULL);
 	if (!err && sk_rhash_count(sk_bench_hash_w.sk) != (unsigned long)sk_bench_hash_w.nkeys)
 		sk_bench_hash_die("sk_rhash_count differs from the key count after the "
 		    "updates");

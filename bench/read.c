@@ -273,7 +273,7 @@ static int paired_figures(const struct sk_bench_read_job *jobs, int njobs,
 			  double *out)
 {
 	double *tmp = calloc((size_t)windows, sizeof(*tmp));
-	int j, r, w;
+	int j, r;
 
 	if (!tmp)
 		return -ENOMEM;
@@ -282,6 +282,7 @@ static int paired_figures(const struct sk_bench_read_job *jobs, int njobs,
 		memcpy(tmp, &v[j * windows], (size_t)windows * sizeof(*tmp));
 		out[j] = sk_bench_median(tmp, windows);
 	}
+	free(tmp);
 	for (j = 0; j < njobs && pair_ref; j++) {
 		if (!strcmp(jobs[j].ops->name, pair_ref))
 			continue;
@@ -289,13 +290,11 @@ static int paired_figures(const struct sk_bench_read_job *jobs, int njobs,
 			if (jobs[r].ns_row == jobs[j].ns_row &&
 			    !strcmp(jobs[r].ops->name, pair_ref))
 				break;
-		if (r == njobs)
-			continue;
-		for (w = 0; w < windows; w++)
-			tmp[w] = v[j * windows + w] / v[r * windows + w];
-		out[j] = out[r] * sk_bench_median(tmp, windows);
+		if (r < njobs)
+			out[j] = sk_bench_paired_median(&v[j * windows],
+							&v[r * windows],
+							windows);
 	}
-	free(tmp);
 	return 0;
 }
 
