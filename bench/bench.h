@@ -445,6 +445,12 @@ struct sk_bench_read_job {
 	int threads;
 	struct sk_bench_row *ns_row, *mops_row; /* get ns/op and Mops/s */
 	int col;				/* the impl's index in both */
+	/*
+	 * In interleaved windows (read.c): the implementation of the same
+	 * rows that this job's figures are paired with
+	 * (sk_bench_paired_median()); NULL, or its own name: its median.
+	 */
+	const char *pair_ref;
 };
 
 /*

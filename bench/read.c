@@ -34,22 +34,33 @@ struct read_variant {
 	const char *title_ns;
 	const char *title_mops;
 	const char *ratio_prefix; /* NULL: "sk" */
+	/*
+	 * In interleaved windows: the column the others are paired with.
+	 * read and srcu-read run one window per job and repetition (their
+	 * 2-thread / 1-thread row divides throughputs over wall time, which
+	 * shorter windows lower: 1.81 to 1.86 with 4 windows of 50 or
+	 * 100 ms against 1.94 to 1.98 with one of 200 ms, same VM, same
+	 * hour), so NULL there.
+	 */
+	const char *pair_ref;
 };
 
 static const struct read_variant variants[] = {
 	{ "general", general_impls,
 	  "read / general: ns per read_lock+dereference+read_unlock, per "
 	  "thread (lower is better)",
-	  "read / general: total throughput, Mops/s (higher is better)", NULL },
+	  "read / general: total throughput, Mops/s (higher is better)", NULL,
+	  NULL },
 	{ "qsbr", qsbr_impls,
 	  "read / qsbr: online QSBR threads, ns per read_lock+dereference+"
 	  "read_unlock, quiescent state every 1024 (lower is better)",
-	  "read / qsbr: total throughput, Mops/s (higher is better)", NULL },
+	  "read / qsbr: total throughput, Mops/s (higher is better)", NULL,
+	  NULL },
 	{ "qsbr-bare", bare_impls,
 	  "read / qsbr-bare: online QSBR threads, ns per dereference, "
 	  "quiescent state every 1024, no read_lock/unlock (lower is better)",
 	  "read / qsbr-bare: total throughput, Mops/s (higher is better)",
-	  NULL },
+	  NULL, NULL },
 };
 
 /*
@@ -68,7 +79,8 @@ static const struct read_variant srcu_variant = {
 	"srcu-read: ns per sk_srcu_read_lock+sk_srcu_dereference+"
 	"sk_srcu_read_unlock on one domain, per thread, vs general RCU "
 	"readers (lower is better)",
-	"srcu-read: total throughput, Mops/s (higher is better)", "srcu"
+	"srcu-read: total throughput, Mops/s (higher is better)", "srcu",
+	NULL /* one run per job and repetition: nothing to pair */
 };
 
 /*
@@ -87,7 +99,8 @@ static const struct read_variant cxx_variant = {
 	"c++ / read: ns per read section + dereference, per thread: "
 	"sk::rcu_read_guard, std::scoped_lock on sk::rcu_default_domain(), "
 	"the C pair (lower is better)",
-	"c++ / read: total throughput, Mops/s (higher is better)", "c++"
+	"c++ / read: total throughput, Mops/s (higher is better)", "c++",
+	"scalekit"
 };
 
 /*
@@ -223,7 +236,8 @@ static void add_rows(const struct sk_bench_config *cfg,
  * thread counts back to back (the scaling ratio pairs them), then the
  * next implementation of the variant (the scalekit/peer ratios pair those).
  */
-static int make_jobs(const struct read_rows *rr, int nv, struct sk_bench_read_job *jobs)
+static int make_jobs(const struct read_rows *rr, const struct read_variant *vs,
+		     int nv, struct sk_bench_read_job *jobs)
 {
 	int c, v, i, njobs = 0;
 
@@ -234,7 +248,8 @@ static int make_jobs(const struct read_rows *rr, int nv, struct sk_bench_read_jo
 					continue;
 				jobs[njobs++] = (struct sk_bench_read_job){
 					rr->ns[v][c]->impl[i], rr->counts[c],
-					rr->ns[v][c], rr->mops[v][c], i
+					rr->ns[v][c], rr->mops[v][c], i,
+					vs[v].pair_ref
 				};
 			}
 	return njobs;
@@ -255,22 +270,27 @@ static int job_measure(const struct sk_bench_config *cfg,
 					  mops);
 }
 
+/* Is jb's figure paired with another job's (paired_figures())? */
+static int paired(const struct sk_bench_read_job *jb)
+{
+	return jb->pair_ref && strcmp(jb->ops->name, jb->pair_ref);
+}
+
 /*
- * Paired windows (jobs_run() with pair_ref): job j's figure of repetition
- * rep becomes its reference job's median times the median over the
- * windows of j's figure over the reference's in the same window.  Two
- * runs of one window are at most one window of every job apart, so a
- * machine that slows down or speeds up between windows changes both
- * alike, which the median of each job's own windows does not undo (its
- * windows and the reference's fall at different moments).  The
- * reference of j is the job of the same row whose implementation is
- * named pair_ref; jobs without one keep their own median.  v[j * windows
- * + w] are the window figures, out[j] receives the figures; pair_ref
- * NULL: every job its own median.  Returns 0 or -ENOMEM.
+ * Paired windows (jobs_run()): job j's figure of a repetition becomes its
+ * reference job's median times the median over the windows of j's
+ * figure over the reference's in the same window
+ * (sk_bench_paired_median()).  Two runs of one window are at most one
+ * window of every job apart, so a machine that slows down or speeds up
+ * between windows changes both alike, which the median of each job's own
+ * windows does not undo (its windows and the reference's fall at
+ * different moments).  The reference of j is the job of the same row
+ * whose implementation is named j's pair_ref; the reference itself, and
+ * jobs without one, keep their own median.  v[j * windows + w] are the
+ * window figures, out[j] receives the figures.  Returns 0 or -ENOMEM.
  */
 static int paired_figures(const struct sk_bench_read_job *jobs, int njobs,
-			  int windows, const char *pair_ref, const double *v,
-			  double *out)
+			  int windows, const double *v, double *out)
 {
 	double *tmp = calloc((size_t)windows, sizeof(*tmp));
 	int j, r;
@@ -283,12 +303,12 @@ static int paired_figures(const struct sk_bench_read_job *jobs, int njobs,
 		out[j] = sk_bench_median(tmp, windows);
 	}
 	free(tmp);
-	for (j = 0; j < njobs && pair_ref; j++) {
-		if (!strcmp(jobs[j].ops->name, pair_ref))
+	for (j = 0; j < njobs; j++) {
+		if (!paired(&jobs[j]))
 			continue;
 		for (r = 0; r < njobs; r++)
 			if (jobs[r].ns_row == jobs[j].ns_row &&
-			    !strcmp(jobs[r].ops->name, pair_ref))
+			    !strcmp(jobs[r].ops->name, jobs[j].pair_ref))
 				break;
 		if (r < njobs)
 			out[j] = sk_bench_paired_median(&v[j * windows],
@@ -306,11 +326,11 @@ static int paired_figures(const struct sk_bench_read_job *jobs, int njobs,
  * the next job each window), and the repetition's figure is the median
  * of a job's windows: a disturbance of a few hundred milliseconds then
  * falls on every job alike instead of on the one job that ran then.
- * With pair_ref (not NULL) the figures are paired (paired_figures()).
+ * Jobs with a pair_ref are paired (paired_figures()).
  */
 static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 		    struct sk_bench_read_job *jobs, int njobs, int windows,
-		    uint64_t window_ns, const char *pair_ref)
+		    uint64_t window_ns)
 {
 	struct sk_bench_read_job *jb = NULL;
 	uint64_t run_ns = windows > 1 ? window_ns : cfg->run_ns;
@@ -378,18 +398,14 @@ static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 			}
 		}
 		if (!err)
-			err = paired_figures(jobs, njobs, windows, pair_ref,
-					     wns, fns);
+			err = paired_figures(jobs, njobs, windows, wns, fns);
 		if (!err)
-			err = paired_figures(jobs, njobs, windows, pair_ref,
-					     wmops, fmops);
+			err = paired_figures(jobs, njobs, windows, wmops,
+					     fmops);
 		for (i = 0; i < njobs && !err; i++) {
-			int paired;
-
 			jb = &jobs[i];
 			ns = fns[i];
 			mops = fmops[i];
-			paired = pair_ref && strcmp(jb->ops->name, pair_ref);
 			jb->ns_row->rep[jb->col][rep] = ns;
 			jb->mops_row->rep[jb->col][rep] = mops;
 			sk_bench_progress("%s: rep %d/%d, %d thread%s, %-18s "
@@ -399,8 +415,9 @@ static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 					  jb->threads,
 					  jb->threads == 1 ? " " : "s",
 					  jb->ops->name, ns, mops,
-					  paired ? "paired with " : "median",
-					  paired ? pair_ref : "", windows);
+					  paired(jb) ? "paired with " : "median",
+					  paired(jb) ? jb->pair_ref : "",
+					  windows);
 		}
 	}
 	free(wns);
@@ -419,20 +436,19 @@ static int jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 int sk_bench_read_jobs_run(const struct sk_bench_config *cfg, const char *scenario,
 		    struct sk_bench_read_job *jobs, int njobs)
 {
-	return jobs_run(cfg, scenario, jobs, njobs, 1, 0, NULL);
+	return jobs_run(cfg, scenario, jobs, njobs, 1, 0);
 }
 
 /*
  * Add the rows of variants vs (ns/op and Mops/s) and measure them on
  * 1..max threads, in `windows` interleaved windows of window_ns per
- * repetition, paired with pair_ref's or not (see jobs_run()); rr
- * receives the rows.  Returns 0, or -1 after a message.
+ * repetition, each variant's columns paired with its pair_ref (see
+ * jobs_run()); rr receives the rows.  Returns 0, or -1 after a message.
  */
 static int run_variants(const struct sk_bench_config *cfg,
 			struct sk_bench_results *res, const char *scenario,
 			const struct read_variant *vs, int nv, int windows,
-			uint64_t window_ns, const char *pair_ref,
-			struct read_rows *rr)
+			uint64_t window_ns, struct read_rows *rr)
 {
 	struct sk_bench_read_job *jobs;
 	int err;
@@ -442,8 +458,8 @@ static int run_variants(const struct sk_bench_config *cfg,
 		      sizeof(*jobs));
 	if (!jobs)
 		return -1;
-	err = jobs_run(cfg, scenario, jobs, make_jobs(rr, nv, jobs), windows,
-		       window_ns, pair_ref);
+	err = jobs_run(cfg, scenario, jobs, make_jobs(rr, vs, nv, jobs),
+		       windows, window_ns);
 	free(jobs);
 	sk_bench_occ_note(res, scenario);
 	return err;
@@ -455,8 +471,7 @@ int sk_bench_read_run(const struct sk_bench_config *cfg,
 	struct read_rows rr;
 	int c;
 
-	if (run_variants(cfg, res, "read", variants, NVARIANTS, 1, 0, NULL,
-			 &rr))
+	if (run_variants(cfg, res, "read", variants, NVARIANTS, 1, 0, &rr))
 		return -1;
 	for (c = 0; c < rr.ncounts; c++) {
 		add_ratio_target(res, rr.ns[0][c], "read-general", "urcu-memb",
@@ -501,8 +516,7 @@ int sk_bench_srcu_read_run(const struct sk_bench_config *cfg,
 	struct read_rows rr;
 	int c;
 
-	if (run_variants(cfg, res, "srcu-read", &srcu_variant, 1, 1, 0, NULL,
-			 &rr))
+	if (run_variants(cfg, res, "srcu-read", &srcu_variant, 1, 1, 0, &rr))
 		return -1;
 	for (c = 0; c < rr.ncounts; c++)
 		add_ratio_target(res, rr.ns[0][c], "srcu-read", "urcu-memb",
@@ -518,7 +532,7 @@ int sk_bench_cpp_read_run(const struct sk_bench_config *cfg,
 	int c;
 
 	if (run_variants(cfg, res, "c++", &cxx_variant, 1, CXX_READ_WINDOWS,
-			 cfg->run_ns / 4, "scalekit", &rr))
+			 cfg->run_ns / 4, &rr))
 		return -1;
 	for (c = 0; c < rr.ncounts; c++) {
 		add_ratio_target(res, rr.ns[0][c], "cpp-guard", "scalekit",

@@ -115,7 +115,7 @@ static int add_mix(const struct sk_bench_config *cfg,
 			ns->mix = mops->mix = mixes[m];
 			if (!prims[p]->unavailable)
 				jobs[n++] = (struct sk_bench_read_job){
-					prims[p], counts[c], ns, mops, 0
+					prims[p], counts[c], ns, mops, 0, NULL
 				};
 		}
 	return n;
