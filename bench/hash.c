@@ -661,12 +661,15 @@ int sk_bench_hash_lookup_run(const struct sk_bench_config *cfg,
 			return -1;
 		sk_bench_progress("hash-lookup: %s built in %.0f ms; %d runs x "
 				  "%d reps x %d interleaved windows, %.0f ms "
-				  "each (warm-up %.0f ms); rhash paired with "
-				  "urcu-lfht window by window",
+				  "each (warm-up %.0f ms)%s",
 				  lookup_sets[k].variant,
 				  (sk_bench_now_ns() - t0) / 1e6, njobs,
 				  cfg->reps, LOOKUP_WINDOWS,
-				  cfg->run_ns / 2 / 1e6, cfg->warmup_ns / 1e6);
+				  cfg->run_ns / 2 / 1e6, cfg->warmup_ns / 1e6,
+				  rows[k][0]->na[1] ? ""
+						    : "; rhash paired with "
+						      "urcu-lfht window by "
+						      "window");
 		if (run_jobs(cfg, "hash-lookup", "lookups", jobs, njobs,
 			     LOOKUP_WINDOWS, "urcu-lfht", NULL)) {
 			sk_bench_hash_free();
