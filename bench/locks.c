@@ -351,47 +351,75 @@ static int rt_measure(uint64_t run_ns, double *ns)
 }
 
 /*
+ * Round trips measured (ns, n of them, sorted here) and low runs dropped
+ * (a thread had less than SK_BENCH_OCC_MIN of a CPU), as a note of
+ * scenario, ending with tail.
+ */
+static void rt_note_add(struct sk_bench_results *res, const char *scenario,
+			double *v, int n, int low, const char *tail)
+{
+	double x;
+	int i, j;
+
+	for (i = 1; i < n; i++) { /* insertion sort: few values */
+		x = v[i];
+		for (j = i; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	if (!n) {
+		sk_bench_note_add(res,
+				  "%s: one cache line's round trip between two "
+				  "threads: not measured (in none of %d runs "
+				  "did both threads have %.0f%% of a CPU)",
+				  scenario, low, SK_BENCH_OCC_MIN * 100);
+		return;
+	}
+	sk_bench_note_add(res,
+			  "%s: one cache line's round trip between two "
+			  "threads (ping-pong, no lock): %.0f ns [%.0f..%.0f] "
+			  "over %d runs (%d more dropped: a thread had less "
+			  "than %.0f%% of a CPU); %s",
+			  scenario,
+			  n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2,
+			  v[0], v[n - 1], n, low, SK_BENCH_OCC_MIN * 100,
+			  tail);
+}
+
+/*
+ * One more round trip of run_ns into v[*n] (or *low when the two threads
+ * time-shared a CPU).  Returns -errno when it could not be measured.
+ */
+static int rt_sample(uint64_t run_ns, double *v, int *n, int *low)
+{
+	double x = NAN;
+	int r = rt_measure(run_ns, &x);
+
+	if (r < 0)
+		return r;
+	*low += r;
+	/* Time-shared: the scheduler's figure, not the line's. */
+	if (!r && !isnan(x))
+		v[(*n)++] = x;
+	return 0;
+}
+
+/*
  * The median round trip over the runs (reps of 50 ms) in which both
  * threads had their own CPU, as a note.
  */
 static void rt_note(const struct sk_bench_config *cfg,
 		    struct sk_bench_results *res)
 {
-	double v[64], x = NAN, lo = INFINITY, hi = 0;
-	int i, j, n = 0, low = 0, r;
+	double v[64];
+	int i, n = 0, low = 0;
 
-	for (i = 0; i < cfg->reps && i < 64; i++) {
-		r = rt_measure(cfg->quick ? 5000000 : 50000000, &x);
-		if (r < 0)
+	for (i = 0; i < cfg->reps && i < 64; i++)
+		if (rt_sample(cfg->quick ? 5000000 : 50000000, v, &n, &low))
 			return;
-		low += r;
-		/* Time-shared: the scheduler's figure, not the line's. */
-		if (r || isnan(x))
-			continue;
-		/* Insertion sort: few values. */
-		for (j = n++; j > 0 && v[j - 1] > x; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-		lo = x < lo ? x : lo;
-		hi = x > hi ? x : hi;
-	}
-	if (!n) {
-		sk_bench_note_add(res,
-				  "rwlock-read: one cache line's round trip "
-				  "between two threads: not measured (in none "
-				  "of %d runs did both threads have %.0f%% of a "
-				  "CPU)",
-				  low, SK_BENCH_OCC_MIN * 100);
-		return;
-	}
-	sk_bench_note_add(res,
-			  "rwlock-read: one cache line's round trip between "
-			  "two threads (ping-pong, no lock): %.0f ns [%.0f..%.0f] "
-			  "over %d runs (%d more dropped: a thread had less "
-			  "than %.0f%% of a CPU); pthread_rwlock's readers "
-			  "share one such line (its lock word)",
-			  n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, lo,
-			  hi, n, low, SK_BENCH_OCC_MIN * 100);
+	rt_note_add(res, "rwlock-read", v, n, low,
+		    "pthread_rwlock's readers share one such line (its lock "
+		    "word)");
 }
 
 /*
@@ -773,14 +801,27 @@ static const struct hul_lock *hul_lock_of(const struct sk_bench_row *row,
 	return NULL;
 }
 
+/*
+ * Every repetition of every row; with rt, before each repetition also
+ * one cache line's round trip (10 ms, rt_sample()) into rt[*rtn] (at
+ * most HUL_RT_MAX of them), so that the note can say which cost of a
+ * line's transfer the contended rows ran under: the host moves the two
+ * vCPUs (docs/benchmarks.md, "Which figures depend on the CPU").
+ */
+#define HUL_RT_MAX 64
+
 static int hul_measure(const struct sk_bench_config *cfg,
-		       struct sk_bench_row **rows, int nc)
+		       struct sk_bench_row **rows, int nc, double *rt,
+		       int *rtn, int *rtlow)
 {
 	const struct hul_lock *lk;
 	int c, i, rep, n = rows[0]->nimpl;
 	double v;
 
-	for (rep = -1; rep < cfg->reps; rep++)
+	for (rep = -1; rep < cfg->reps; rep++) {
+		if (rt && rep >= 0 && *rtn < HUL_RT_MAX &&
+		    rt_sample(10000000, rt, rtn, rtlow))
+			rt = NULL; /* not measurable here */
 		for (c = 0; c < nc; c++)
 			for (i = 0; i < n; i++) {
 				lk = hul_lock_of(rows[c], (i + c + rep + 1) % n);
@@ -804,6 +845,7 @@ static int hul_measure(const struct sk_bench_config *cfg,
 					rows[c]->rep[(i + c + rep + 1) % n]
 						    [rep] = v;
 			}
+	}
 	return 0;
 }
 
@@ -929,7 +971,8 @@ int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 	static char variant[48], title[200];
 	static const int threads[] = { 1, 2, HUL_MAX_THREADS };
 	struct sk_bench_row *rows[3];
-	int c, k, nc = cfg->max_threads >= 2 ? 3 : 1, err;
+	int c, k, nc = cfg->max_threads >= 2 ? 3 : 1, err, rtn = 0, rtlow = 0;
+	double rt[HUL_RT_MAX];
 
 	hul_child_main();
 	for (k = 0; k < HUL_NLOCKS; k++)
@@ -958,7 +1001,11 @@ int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 	sk_bench_progress("hash-under-lock: %d thread counts x %d tables x "
 			  "%d reps, %.0f ms each",
 			  nc, HUL_NLOCKS, cfg->reps, cfg->run_ns / 1e6);
-	err = hul_measure(cfg, rows, nc);
+	err = hul_measure(cfg, rows, nc, nc > 1 ? rt : NULL, &rtn, &rtlow);
+	if (nc > 1 && !err && (rtn || rtlow))
+		rt_note_add(res, "hash-under-lock", rt, rtn, rtlow,
+			    "measured before each repetition; the 2- and "
+			    "4-thread rows move with it");
 	for (k = 0; k < HUL_NLOCKS && !err; k++)
 		if (hul_locks[k].stats)
 			hul_note_stats(res, &hul_locks[k]);
