@@ -23,7 +23,6 @@
 #define M_SIM	  ((unsigned)SK__ELIDED_MUTEX_SIM)
 #define M_HELD	  (M_LOCKED | M_SIM)
 #define M_SPINS	  100
-#define RW_POLL_EVERY 32 /* pauses between a waiting reader's looks */
 
 _Static_assert(SK__M_NEXT_SHIFT + 14 == 32 && SK__M_TMASK == 0x3fffu,
 	       "the ticket carry must leave the word, not enter another bit");
@@ -412,7 +411,7 @@ void sk__rw_read_unlock_real(unsigned int *word)
 
 void sk_elided_rwlock_read_lock(struct sk_elided_rwlock *rw)
 {
-	unsigned int spins, i;
+	unsigned int spins;
 
 	/* Relaxed: as the inline mutex lock; no call when elision is off. */
 	if (__atomic_load_n(&sk_elide__enabled, __ATOMIC_RELAXED) &&
@@ -424,26 +423,25 @@ void sk_elided_rwlock_read_lock(struct sk_elided_rwlock *rw)
 		return;
 	sk__rw_read_unlock_real(&rw->word);
 	/*
-	 * The writer's section is short: spin M_SPINS times for it to leave,
-	 * then join the readers (EL-R1 in the trylock).  A reader that spins
-	 * out queues with the writers, so its wait stays bounded as below;
-	 * the writers' stays bounded too: a writer that sets WRITER waits
-	 * only for the readers already inside.
+	 * The writer's section is short: give it M_SPINS pauses to leave,
+	 * then try once to join the readers (EL-R1 in the trylock).  A
+	 * reader that finds the writer still there queues with the writers,
+	 * so its wait stays bounded as below; the writers' stays bounded
+	 * too: a writer that sets WRITER waits only for the readers already
+	 * inside.
 	 *
-	 * The spin looks at the word once every RW_POLL_EVERY pauses, not
-	 * after each: every load pulls the word's line out of the writer's
-	 * cache, and the writer's unlock and the next readers' adds then
-	 * wait to take it back.  A driver of hash-under-lock's mix, 4
-	 * threads on 2 CPUs: about 38 Mops/s looking after every pause,
-	 * 47 every 32 (docs/elision.md, "Where the line is").
+	 * The reader does not look at the word while it waits: every load
+	 * pulls the word's line out of the writer's cache, and the writer's
+	 * unlock and the next readers' adds then wait to take it back.  A
+	 * driver of hash-under-lock's mix, 4 threads on 2 CPUs, Mops/s:
+	 * about 38 looking after every pause, 47 every 32nd, 48 once at the
+	 * end (docs/elision.md, "Where the line is").
 	 */
-	for (spins = M_SPINS / RW_POLL_EVERY; spins; spins--) {
-		for (i = 0; i < RW_POLL_EVERY; i++)
-			sk_cpu_relax();
-		if (!(load_relaxed(&rw->word) & (RW_WRITER | RW_SIM)) &&
-		    !sk__rw_read_trylock_real(&rw->word))
-			return;
-	}
+	for (spins = M_SPINS; spins; spins--)
+		sk_cpu_relax();
+	if (!(load_relaxed(&rw->word) & (RW_WRITER | RW_SIM)) &&
+	    !sk__rw_read_trylock_real(&rw->word))
+		return;
 	/* Queue with the writers; none can set WRITER while we hold wlock. */
 	sk__mutex_lock_real(&rw->wlock);
 	while (sk__rw_read_trylock_real(&rw->word))
