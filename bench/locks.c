@@ -358,15 +358,8 @@ static int rt_measure(uint64_t run_ns, double *ns)
 static void rt_note_add(struct sk_bench_results *res, const char *scenario,
 			double *v, int n, int low, const char *tail)
 {
-	double x;
-	int i, j;
+	double med;
 
-	for (i = 1; i < n; i++) { /* insertion sort: few values */
-		x = v[i];
-		for (j = i; j > 0 && v[j - 1] > x; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-	}
 	if (!n) {
 		sk_bench_note_add(res,
 				  "%s: one cache line's round trip between two "
@@ -375,15 +368,14 @@ static void rt_note_add(struct sk_bench_results *res, const char *scenario,
 				  scenario, low, SK_BENCH_OCC_MIN * 100);
 		return;
 	}
+	med = sk_bench_median(v, n); /* sorts v: v[0] and v[n - 1] next */
 	sk_bench_note_add(res,
 			  "%s: one cache line's round trip between two "
 			  "threads (ping-pong, no lock): %.0f ns [%.0f..%.0f] "
 			  "over %d runs (%d more dropped: a thread had less "
 			  "than %.0f%% of a CPU); %s",
-			  scenario,
-			  n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2,
-			  v[0], v[n - 1], n, low, SK_BENCH_OCC_MIN * 100,
-			  tail);
+			  scenario, med, v[0], v[n - 1], n, low,
+			  SK_BENCH_OCC_MIN * 100, tail);
 }
 
 /*
