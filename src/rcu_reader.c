@@ -221,8 +221,13 @@ static void slot_free(void)
 	}
 }
 
-/* Register the calling thread.  Returns 0 or -ENOMEM. */
-static int reader_register(void)
+/*
+ * Register the calling thread, in QSBR mode if qsbr (for
+ * sk_rcu_thread_online()), else as a general thread.  A thread that goes
+ * online is never counted in ngeneral on the way: grace periods that meet
+ * it stay QSBR-only.  Returns 0 or -ENOMEM.
+ */
+static int reader_register(int qsbr)
 {
 	struct rcu_slot *s;
 
@@ -233,11 +238,16 @@ static int reader_register(void)
 		/*
 		 * Phase 0, never the counter's: the first entry takes the
 		 * slow path, which raises the new chunk's mark (enter()).
+		 * A QSBR thread starts offline (its word lacks SK__RCU_REG
+		 * until sk_rcu_thread_online() announces a phase): a section
+		 * begun before that, from a signal handler, takes the slow
+		 * path and counts the thread as general first.
 		 */
-		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
-		/* General until sk_rcu_thread_online(). */
-		count_add(&sk__rcu.ngeneral, 1);
-		sk__rcu_qsbr_mode = 0;
+		sk_atomic_store_relaxed(&sk_rcu__ctr,
+					qsbr ? SK__RCU_QOFF : SK__RCU_REG);
+		if (!qsbr)
+			count_add(&sk__rcu.ngeneral, 1);
+		sk__rcu_qsbr_mode = qsbr;
 	}
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
 	if (!s)
@@ -400,7 +410,7 @@ void sk_rcu__lock_slow(void)
 	} else if (v) {
 		set_qsbr_mode(0);
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
-	} else if (reader_register() != 0) {
+	} else if (reader_register(0) != 0) {
 		sk__die("sk_rcu_read_lock(): out of memory registering the "
 			"thread (call sk_rcu_register_thread() first to get "
 			"an error code instead)");
@@ -410,7 +420,7 @@ void sk_rcu__lock_slow(void)
 
 int sk_rcu_register_thread(void)
 {
-	return sk_atomic_load_relaxed(&sk_rcu__ctr) ? 0 : reader_register();
+	return sk_atomic_load_relaxed(&sk_rcu__ctr) ? 0 : reader_register(0);
 }
 
 /*
@@ -481,7 +491,7 @@ int sk_rcu_thread_online(void)
 		return 0;
 	if (nest_of(v) != 0)
 		sk__die("sk_rcu_thread_online() %s", in_section_msg);
-	if (!v && reader_register() != 0)
+	if (!v && reader_register(1) != 0)
 		return -ENOMEM;
 	set_qsbr_mode(1);
 	/* RCU-L1: acquire pairs with the counter advance RCU-R1. */
