@@ -518,6 +518,30 @@ static void many_fence_note(struct sk_bench_results *res,
 			  buf);
 }
 
+/*
+ * One heavy fence's p50 in us while MANY_BUSY busy readers of scalekit
+ * run (the grace period's RCU-G1 in the busy rows), or -1 when scalekit
+ * is not among ops or its readers cannot start.
+ */
+static double many_busy_fence(const struct sk_bench_config *cfg,
+			      const struct sk_bench_rcu_ops *const *ops,
+			      int nops, uint64_t *lat)
+{
+	struct sk_bench_readers *g = NULL;
+	double p50 = -1, p99;
+	int i;
+
+	for (i = 0; i < nops; i++)
+		if (!strcmp(ops[i]->name, "scalekit"))
+			break;
+	if (i == nops || sk_bench_readers_start(&g, ops[i], MANY_BUSY))
+		return -1;
+	sk_bench_time_calls(sk_fence_heavy, cfg->run_ns, SYNC_MIN_CALLS,
+			    SYNC_MAX_CALLS, lat, &p50, &p99);
+	sk_bench_readers_stop(g, NULL);
+	return p50;
+}
+
 int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 			   struct sk_bench_results *res)
 {
@@ -531,7 +555,7 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 	/* rows[0]: no busy reader; rows[1]: MANY_BUSY busy readers. */
 	struct many_rows rows[2];
 	static char why[MANY_NIDLE][96];
-	double fence[MANY_NIDLE], p99;
+	double fence[MANY_NIDLE], p99, busy_fence = -1;
 	const struct sk_bench_rcu_ops *ops[SK_BENCH_MAX_IMPL];
 	struct sync_job jobs[2 * SK_BENCH_MAX_IMPL];
 	uint64_t *lat;
@@ -607,11 +631,25 @@ int sk_bench_sync_many_run(const struct sk_bench_config *cfg,
 					     "cannot create the busy readers "
 					     "(see stderr)");
 		}
+		if (c == 0)
+			busy_fence = many_busy_fence(&mcfg, ops, nops, lat);
 		sk_bench_idle_stop(idle);
 	}
 	free(lat);
 
 	many_fence_note(res, fence);
+	if (busy_fence >= 0)
+		sk_bench_note_add(
+			res,
+			"sync-many: one sk_fence_heavy() p50 while %d busy "
+			"scalekit readers run: %.2f us (%.2f with none, when "
+			"no other CPU runs a thread of the process and "
+			"membarrier(2) interrupts none).  Most of 8 busy "
+			"readers on 2 CPUs are preempted and cannot answer "
+			"the handshake, so such a grace period is about one "
+			"fence for scalekit and two for urcu-memb: the 8-busy "
+			"ratio cannot be far below 0.5",
+			MANY_BUSY, busy_fence, fence[0]);
 	many_growth_notes(res, &rows[0]);
 	for (k = 0; k < (int)(sizeof(many_targets) / sizeof(many_targets[0]));
 	     k++) {
