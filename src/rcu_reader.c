@@ -46,6 +46,7 @@
 #include <stdint.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -74,7 +75,8 @@ __attribute__((constructor)) static void sk_rcu_reader_init(void)
 
 /*
  * Change a registry count (nreaders, ngeneral) that grace periods read
- * without the registry lock.  Write lock held.  RCU-M: the full fences pair
+ * without the registry lock.  Write lock held, or the thread's own mode
+ * switch (qsbr_mode_leave(), qsbr_mode_enter()).  RCU-M: the full fences pair
  * with the leader's full barrier between RCU-R1 and its loads of the counts
  * (other_readers()).  Before: the thread's earlier sections (and their
  * loads) come before a leader that reads the new count (it then skips
@@ -88,6 +90,28 @@ static void count_add(unsigned long *c, long d)
 	/* Atomic: parking threads change the counts without the lock. */
 	__atomic_fetch_add(c, (unsigned long)d, __ATOMIC_RELEASE);
 	sk_smp_mb();
+}
+
+/*
+ * Registering and unregistering hold the registry write lock while the
+ * thread's slot and word change.  A signal handler's read section begun
+ * there would take the lock again (the read lock's slow path registers a
+ * thread whose word is 0: a self-deadlock, or with glibc an EDEADLK that
+ * leaves the lock wrong) or begin on a slot being freed.  So both run
+ * with every signal blocked; a signal that arrives meanwhile is handled
+ * when they end.  (Mode switches take no lock: qsbr_mode_leave().)
+ */
+static void signals_block(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
+static void signals_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 /*
@@ -230,8 +254,10 @@ static void slot_free(void)
 static int reader_register(int qsbr)
 {
 	struct rcu_slot *s;
+	sigset_t old;
 
 	pthread_once(&sk__rcu.key_once, sk__rcu_key_init);
+	signals_block(&old);
 	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
 	s = slot_alloc();
 	if (s) {
@@ -239,9 +265,9 @@ static int reader_register(int qsbr)
 		 * Phase 0, never the counter's: the first entry takes the
 		 * slow path, which raises the new chunk's mark (enter()).
 		 * A QSBR thread starts offline (its word lacks SK__RCU_REG
-		 * until sk_rcu_thread_online() announces a phase): a section
-		 * begun before that, from a signal handler, takes the slow
-		 * path and counts the thread as general first.
+		 * until sk_rcu_thread_online() announces a phase): a
+		 * handler's section before that takes the slow path and
+		 * counts the thread as general (qsbr_mode_leave()).
 		 */
 		sk_atomic_store_relaxed(&sk_rcu__ctr,
 					qsbr ? SK__RCU_QOFF : SK__RCU_REG);
@@ -250,6 +276,7 @@ static int reader_register(int qsbr)
 		sk__rcu_qsbr_mode = qsbr;
 	}
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
+	signals_restore(&old);
 	if (!s)
 		return -ENOMEM;
 	/* Keys below PTHREAD_KEYS_MAX use static slots: this cannot fail. */
@@ -259,6 +286,9 @@ static int reader_register(int qsbr)
 
 static void reader_unregister(void)
 {
+	sigset_t old;
+
+	signals_block(&old);
 	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
 	slot_free();
 	if (!sk__rcu_qsbr_mode)
@@ -266,21 +296,73 @@ static void reader_unregister(void)
 	sk__rcu_qsbr_mode = 0;
 	sk_atomic_store_relaxed(&sk_rcu__ctr, 0UL);
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
+	signals_restore(&old);
 	pthread_setspecific(sk__rcu.exit_key, NULL);
 }
 
 /*
- * Enter or leave QSBR mode (counted in sk__rcu.ngeneral or not).  Registered
- * thread outside any section; the fences of count_add() are pair RCU-M.
+ * QSBR mode (sk__rcu_qsbr_mode, not counted in sk__rcu.ngeneral) and
+ * general mode (counted), switched without a lock: the count is atomic (as
+ * parking's, park_counts()), and a signal handler that begins a section
+ * meanwhile switches too (the read lock's slow path, for a word without
+ * SK__RCU_REG).  The mode changes by exchange, one instruction, atomic
+ * against this thread's handlers.  The invariant: whenever the word
+ * carries SK__RCU_REG at depth 0 (the read lock's fast path enters with
+ * light fences), the thread counts as general.  The fences of
+ * count_add() are pair RCU-M.
  */
-static void set_qsbr_mode(int on)
+
+/*
+ * Into general mode; registered thread outside sections, whose word lacks
+ * SK__RCU_REG.  Counts first, then exchanges, and gives the count back if
+ * the exchange finds general mode already (a handler switched and counted
+ * in between): the thread is counted before its general section, and once.
+ * Twin SK__RCU_BUSTED_MODE_SWITCH keeps both counts.
+ */
+static void qsbr_mode_leave(void)
 {
-	if (sk__rcu_qsbr_mode == on)
+	if (!__atomic_load_n(&sk__rcu_qsbr_mode, __ATOMIC_RELAXED))
 		return;
-	pthread_rwlock_wrlock(&sk__rcu.registry_lock);
-	count_add(&sk__rcu.ngeneral, on ? -1 : 1);
-	sk__rcu_qsbr_mode = on;
-	pthread_rwlock_unlock(&sk__rcu.registry_lock);
+	count_add(&sk__rcu.ngeneral, 1);
+	if (!__atomic_exchange_n(&sk__rcu_qsbr_mode, 0, __ATOMIC_RELAXED) &&
+	    !busted(SK__RCU_BUSTED_MODE_SWITCH))
+		count_add(&sk__rcu.ngeneral, -1);
+}
+
+/*
+ * Into QSBR mode with the word offline (SK__RCU_QOFF), for
+ * sk_rcu_thread_online(); registered thread outside sections.  Store QOFF,
+ * exchange the mode to QSBR (old: what it was), and check that the word
+ * is still QOFF.  If it is not, a handler's section came in between
+ * (through the slow path: the word lacked SK__RCU_REG) and left a general
+ * word: go back to general mode, once counted, and round again.  That
+ * handler counted the thread only if it found QSBR mode; it left general
+ * mode, which the fix-up's exchange finds (m == 0) only if the handler
+ * ran after ours; then the thread was counted twice exactly when ours
+ * found general mode (old == 0).  Once the check passes, uncount if ours
+ * found general mode: a handler from then on finds QSBR mode and an
+ * offline word, and counts the thread again (the thread then announces
+ * as a general one: safe, undone at its next switch).  Compiler
+ * barriers: against this thread's handlers.
+ */
+static void qsbr_mode_enter(void)
+{
+	int old, m;
+
+	for (;;) {
+		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_QOFF);
+		sk_barrier();
+		old = __atomic_exchange_n(&sk__rcu_qsbr_mode, 1,
+					  __ATOMIC_RELAXED);
+		sk_barrier();
+		if (sk_atomic_load_relaxed(&sk_rcu__ctr) == SK__RCU_QOFF)
+			break;
+		m = __atomic_exchange_n(&sk__rcu_qsbr_mode, 0, __ATOMIC_RELAXED);
+		if (!m && !old)
+			count_add(&sk__rcu.ngeneral, -1);
+	}
+	if (!old)
+		count_add(&sk__rcu.ngeneral, -1);
 }
 
 /*
@@ -408,7 +490,8 @@ void sk_rcu__lock_slow(void)
 		else
 			unpark();
 	} else if (v) {
-		set_qsbr_mode(0);
+		/* Counted as general before the word shows a general thread. */
+		qsbr_mode_leave();
 		sk_atomic_store_relaxed(&sk_rcu__ctr, SK__RCU_REG);
 	} else if (reader_register(0) != 0) {
 		sk__die("sk_rcu_read_lock(): out of memory registering the "
@@ -493,7 +576,7 @@ int sk_rcu_thread_online(void)
 		sk__die("sk_rcu_thread_online() %s", in_section_msg);
 	if (!v && reader_register(1) != 0)
 		return -ENOMEM;
-	set_qsbr_mode(1);
+	qsbr_mode_enter();
 	/* RCU-L1: acquire pairs with the counter advance RCU-R1. */
 	g = sk_atomic_load_acquire(&sk_rcu__gp.ctr);
 	for (;;) {

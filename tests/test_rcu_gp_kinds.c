@@ -450,7 +450,7 @@ static void qsbr_only_grace_periods_skip_membarrier(void)
  * twin that must be seen: a thread that registers as general first (as
  * the library did before f739cfa) makes some of the grace periods that
  * meet it take a first barrier; it is the same loop with the arrivals
- * calling sk_rcu_register_thread() before going online.
+ * calling sk_rcu_register_thread() (and 100 us) before going online.
  */
 static int arrivals_stop, arrivals_general_first;
 static unsigned long arrivals;
@@ -460,8 +460,11 @@ static void *pv_qsbr_reader_once(void *arg)
 	struct sk_test_robj *p;
 
 	(void)arg;
-	if (LOAD(arrivals_general_first))
+	if (LOAD(arrivals_general_first)) {
 		SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+		/* General for a while, as if registering took that long. */
+		sk_test_sleep_us(100);
+	}
 	SK_CHECK_EQ(sk_rcu_thread_online(), 0);
 	p = sk_rcu_dereference(pv.ptr);
 	if (__atomic_load_n(&p->val, __ATOMIC_RELAXED) != PV_MAGIC)

@@ -55,7 +55,11 @@ struct sk_srcu;
  * its phase yet) does not raise the mark;
  * SK__RCU_BUSTED_FALLBACK: without membarrier(2), grace periods store the
  * counter in the form that lets the read lock and unlock skip their full
- * fences (lock_word equal to ctr, heavy clear).
+ * fences (lock_word equal to ctr, heavy clear);
+ * SK__RCU_BUSTED_MODE_SWITCH: a thread that leaves QSBR mode keeps its
+ * count even when a signal handler's section switched it and counted it
+ * in between (so it stays counted twice: every later grace period is a
+ * general one).
  * 0 restores the real thing (from the next grace period on).  Any thread.
  */
 enum {
@@ -70,6 +74,7 @@ enum {
 	SK__RCU_BUSTED_MARK = 9,
 	SK__RCU_BUSTED_NEST = 10,
 	SK__RCU_BUSTED_FALLBACK = 11,
+	SK__RCU_BUSTED_MODE_SWITCH = 12,
 };
 void sk__rcu_set_busted(int mode);
 
