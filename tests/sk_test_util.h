@@ -52,6 +52,12 @@ long sk_test_gettid(void);
 /* Sleep us microseconds, resuming after signals. */
 void sk_test_sleep_us(unsigned long us);
 
+/*
+ * Install fn as the handler of sig (SA_RESTART, nothing else blocked while
+ * it runs); a test failure if sigaction() fails.
+ */
+void sk_test_on_signal(int sig, void (*fn)(int));
+
 /* Sleep ms milliseconds, resuming after signals. */
 void sk_test_sleep_ms(unsigned long ms);
 

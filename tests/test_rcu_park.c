@@ -268,7 +268,6 @@ static void *replacer(void *arg)
 static unsigned long handler_rounds(double nap_s, double loop_s,
 				    int until_bad)
 {
-	struct sigaction sa;
 	pthread_t rep;
 	double t0 = sk_test_now(), deadline = t0 + 10.0;
 	struct sk_test_robj *p;
@@ -276,11 +275,7 @@ static unsigned long handler_rounds(double nap_s, double loop_s,
 
 	memset(&s, 0, sizeof(s));
 	s.ptr = sk_test_robj_new(S_MAGIC);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	SK_CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	sk_test_on_signal(SIGUSR1, on_signal);
 	sk_test_thread_start(&s.waiter, sync_looper, NULL);
 	register_and_park(NULL, &s.reg); /* parked all along: not counted */
 	STORE(s.go, 1);

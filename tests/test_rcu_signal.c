@@ -134,17 +134,12 @@ static void *replacer(void *arg)
 static void signal_rounds(double min_s, int replace)
 {
 	struct sk_test_robj *p;
-	struct sigaction sa;
 	pthread_t sw, rep;
 	double t0 = sk_test_now();
 
 	memset(&st, 0, sizeof(st));
 	st.ptr = sk_test_robj_new(MAGIC);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	SK_CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	sk_test_on_signal(SIGUSR1, on_signal);
 	sk_test_thread_start(&sw, switcher, NULL);
 	if (replace)
 		sk_test_thread_start(&rep, replacer, NULL);

@@ -317,3 +317,14 @@ const char *sk_test_capture_end(struct sk_test_capture *c,
 	fprintf(stderr, "  (captured) %s", k ? buf : "(nothing)\n");
 	return buf;
 }
+
+void sk_test_on_signal(int sig, void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	SK_CHECK_EQ(sigaction(sig, &sa, NULL), 0);
+}
