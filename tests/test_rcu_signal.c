@@ -39,7 +39,7 @@
 
 static struct {
 	struct sk_test_robj *ptr, *grave; /* grave: the replacer's only */
-	int stop, replace;
+	int stop;
 	unsigned long rounds, handled, skipped, bad, gps;
 } st;
 
