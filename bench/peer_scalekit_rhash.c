@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Table adapter of scalekit's resizable hash table (sk_rhash) for the
- * hash-* scenarios (bench/hash.h): lookups through the harness's reader
+ * hash-* scenarios (bench/hash.h): lookups (sk_rhash_lookup_u64(), the
+ * inline lookup of 8-byte keys passed by value) through the harness's reader
  * threads (read_section(n) is n lookups, one read section each), and the
  * updates, resizes and lookups of the update and latency scenarios.
  * sk_rhash updates run outside read sections, as its API allows.
@@ -40,7 +41,7 @@ static inline void rh_lookup_one(struct sk_rhash *ht, uint64_t key)
 	struct hobj *o;
 
 	sk_rcu_read_lock();
-	o = sk_rhash_lookup(ht, &key);
+	o = sk_rhash_lookup_u64(ht, key); /* the API for 8-byte keys */
 	if (SK_UNLIKELY(!o))
 		lookup_missed();
 	SK_BENCH_USE(o->key);
@@ -61,7 +62,7 @@ static void rh_lookups(long n)
 
 const struct sk_bench_rcu_ops sk_bench_rhash_ops = {
 	.name = "rhash",
-	.desc = "scalekit sk_rhash: sk_rcu_read_lock + sk_rhash_lookup "
+	.desc = "scalekit sk_rhash: sk_rcu_read_lock + sk_rhash_lookup_u64 "
 		"(hash-* scenarios)",
 	RH_LOOKUP_READERS,
 };

@@ -107,6 +107,18 @@ unsigned long sk_rhash_hash(const void *key, size_t len, unsigned long seed)
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
+/*
+ * The array that the inline walks of tables of other kinds than
+ * RHASH_MODE_U64 start in (their lookup_tbl): one empty chain, no future
+ * array, so they miss at once and ask the library.  Never written.
+ */
+static struct sk_rhash_node *no_inline_head;
+struct sk_rhash_table sk__rhash_no_inline_array = {
+	.mask = 0,
+	.heads = &no_inline_head,
+	.size = 1,
+};
+
 struct sk_rhash_table *sk__rhash_table_alloc(struct sk_rhash *ht,
 					     unsigned long size)
 {
@@ -125,6 +137,7 @@ struct sk_rhash_table *sk__rhash_table_alloc(struct sk_rhash *ht,
 	memset(t, 0, bytes);
 	t->size = size;
 	t->mask = size - 1;
+	t->heads = t->buckets;
 	t->locks = (unsigned long *)&t->buckets[size];
 	t->migrated = t->locks + words;
 	t->ht = ht;
@@ -132,8 +145,8 @@ struct sk_rhash_table *sk__rhash_table_alloc(struct sk_rhash *ht,
 }
 
 /* What the 8-byte-key lookup reads of the table: its first cache line. */
-_Static_assert(offsetof(struct sk_rhash, p.head_offset) +
-			       sizeof(size_t) <= SK_CACHELINE,
+_Static_assert(offsetof(struct sk_rhash, head_offset) + sizeof(long) <=
+		       SK_CACHELINE,
 	       "the lookup's fields of struct sk_rhash on one cache line");
 
 /* Validate *params into *p and fill in the defaults.  0 or -EINVAL. */
@@ -207,12 +220,16 @@ struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params)
 		ht->mode = RHASH_MODE_U64;
 	sk__rhash_seed_k(p.seed, ht->seed_k);
 	ht->key_from_node = (long)p.key_offset - (long)p.head_offset;
+	ht->head_offset = (long)p.head_offset;
 	ht->tbl = sk__rhash_table_alloc(ht, p.initial_buckets);
 	if (!ht->tbl) {
 		p.free(ht->mem);
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* Before the table is returned: no reader yet. */
+	ht->lookup_tbl = ht->mode == RHASH_MODE_U64 ? ht->tbl
+						    : &sk__rhash_no_inline_array;
 	return ht;
 }
 
@@ -249,44 +266,52 @@ static __attribute__((noinline)) void *lookup_generic(struct sk_rhash *ht,
 }
 
 /*
- * The fast path of 8-byte keys with the default hash: the hash inlined,
- * keys compared as words, no indirect call and, with the generic path out
- * of line, no registers to save.
+ * The fast path of 8-byte keys with the default hash: the header's walk
+ * (sk_rhash__walk_u64(), which programs run inline: ABI version 1,
+ * below), the hash inlined, keys compared as words, no indirect call and,
+ * with the generic path out of line, no registers to save.
  */
-void *sk_rhash_lookup(struct sk_rhash *ht, const void *key)
+static inline void *lookup(struct sk_rhash *ht, const void *key)
 {
-	struct sk_rhash_table *t;
-	struct sk_rhash_node *n;
-	unsigned long h;
-	uint64_t k;
-	long kn;
-
 	if (SK_UNLIKELY(ht->mode != RHASH_MODE_U64))
 		return lookup_generic(ht, key);
-	k = sk__rhash_load_u64(key);
-	/* The key's offset from the node: one address add per compare. */
-	kn = ht->key_from_node;
-	h = sk__rhash_hash_u64(k, ht->seed_k);
-	t = sk_rcu_dereference(ht->tbl);
-	do {
-		for (n = sk_rcu_dereference(t->buckets[h & t->mask]);
-		     sk__rhash_is_node(n); n = sk_rcu_dereference(n->next)) {
-			if (n->hash == h &&
-			    sk__rhash_load_u64((const char *)n + kn) == k)
-				return sk__rhash_obj(ht, n);
-		}
-		/*
-		 * RH-L1: the chain's loads (one may have read the NULL that
-		 * RH-M3 wrote) before the load of t->future and f's heads;
-		 * pairs with the release of RH-M3 in move_run().  A resize
-		 * moves a run into f (RH-M2) before it cuts it off the old
-		 * chain (RH-M3).  A compiler barrier on x86.
-		 */
-		sk_smp_rmb();
-		t = sk_rcu_dereference(t->future);
-	} while (SK_UNLIKELY(t != NULL));
-	return NULL;
+	return sk_rhash__walk_u64((const struct sk_rhash__head *)ht,
+				  sk__rhash_load_u64(key));
 }
+
+/* The exported functions (the header's macros call the inline ones). */
+void *(sk_rhash_lookup)(struct sk_rhash *ht, const void *key)
+{
+	return lookup(ht, key);
+}
+
+void *sk_rhash__lookup_slow(struct sk_rhash *ht, const void *key)
+{
+	return lookup(ht, key);
+}
+
+void *sk_rhash__lookup_u64_slow(struct sk_rhash *ht, uint64_t key)
+{
+	if (ht->p.key_len != sizeof(key)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return lookup(ht, &key);
+}
+
+void *(sk_rhash_lookup_u64)(struct sk_rhash *ht, uint64_t key)
+{
+	return sk_rhash__lookup_u64_slow(ht, key);
+}
+
+/*
+ * Version 1 of the inline lookups' ABI (include/scalekit/rhash.h): the
+ * layouts of struct sk_rhash__head and sk_rhash__array, RHASH_MODE_U64,
+ * the empty array of other kinds (sk__rhash_no_inline_array) and the hash of
+ * sk_rhash__walk_u64() (sk__rhash_hash_u64()).  Change any of them and
+ * this symbol's name.
+ */
+const int sk_rhash__abi = 1;
 
 void sk_rhash_iter_start(struct sk_rhash *ht, struct sk_rhash_iter *it)
 {

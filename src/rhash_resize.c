@@ -294,6 +294,15 @@ static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 	 * grace period before t's free.
 	 */
 	publish_table(&ht->tbl, f, sk__rhash_lock_array(t, f), f);
+	/*
+	 * The inline walks' start (RH-P1 again: release, the array's heads
+	 * before the pointer; pairs with their sk_rcu_dereference()).  Until
+	 * then they start in t, whose chains lead into f as for a reader
+	 * that loaded tbl before the store above; t is freed only after a
+	 * grace period that starts after this store.
+	 */
+	if (ht->mode == RHASH_MODE_U64)
+		sk_rcu_assign_pointer(ht->lookup_tbl, f);
 	sk_atomic_store_relaxed(&ht->resizing, 0);
 	/* Relaxed: a statistic (tests poll it without resize_lock). */
 	sk_atomic_store_relaxed(&ht->resizes, ht->resizes + 1);

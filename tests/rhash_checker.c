@@ -170,7 +170,15 @@ static void rh_start(void *arg, const struct sk_chk_kind *k,
 		     struct sk_chk_reader *r)
 {
 	(void)arg;
-	rh_enter_table(cur_tbl(), k, r);
+	/*
+	 * Lookups of the inline kind start where the inline walk does
+	 * (lookup_tbl); the others, as iterations, in tbl.
+	 */
+	rh_enter_table(k->key == SK_CHK_ITER || ht->mode != RHASH_MODE_U64
+			       ? cur_tbl()
+			       : (struct chk_tbl *)sk_rcu_dereference(
+					 ht->lookup_tbl),
+		       k, r);
 }
 
 static unsigned long tbl_size(const void *t);

@@ -23,6 +23,7 @@
 #define SCALEKIT_RHASH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "scalekit/rcu.h"
 
@@ -31,14 +32,15 @@ extern "C" {
 #endif
 
 /*
- * Link of an object in the table.  Private fields; they need no
- * initialisation before the first insert.
+ * Link of an object in the table.  Private fields (the inline
+ * sk_rhash_lookup() reads them: ABI); they need no initialisation before
+ * the first insert.
  */
 struct sk_rhash_node {
-	struct sk_rhash_node *next; /* private: chain link (RCU) */
-	unsigned long hash;	    /* private: full hash of the key (also
-				       the insert's check for a node in
-				       the table already) */
+	struct sk_rhash_node *next; /* private, ABI: chain link (RCU) */
+	unsigned long hash;	    /* private, ABI: full hash of the key
+				       (also the insert's check for a node
+				       in the table already) */
 };
 
 /*
@@ -115,8 +117,186 @@ SK_API void sk_rhash_destroy(struct sk_rhash *ht,
  * also during a resize.
  * Ordering: the object is seen as initialized before its insertion
  * (publication pairs with the insert's release).
+ *
+ * Inline for tables of 8-byte keys with the default hash and no cmpfn
+ * (the hash, the chain walk and the key compares in the caller); other
+ * tables call the library.  The library also exports sk_rhash_lookup()
+ * as a function (for other languages, and for programs built before it
+ * was inline); define SK_RHASH_NO_INLINE before including this header to
+ * call it and freeze nothing of the table's layout into the program.
  */
 SK_API void *sk_rhash_lookup(struct sk_rhash *ht, const void *key);
+
+/*
+ * sk_rhash_lookup_u64() - sk_rhash_lookup() of the 8-byte key whose value
+ * is key (tables created with key_len 8), or NULL; NULL with errno EINVAL
+ * on a table of another key_len.
+ * Context, ordering: as sk_rhash_lookup().
+ *
+ * The key passed by value: a key computed in a register stays there
+ * (sk_rhash_lookup() takes its address, which keeps it in memory across
+ * sk_rcu_read_lock()'s compiler barrier).  Inline as sk_rhash_lookup(),
+ * and a table of the inline kind costs no test of the table's kind
+ * before a hit: tables of other kinds make the inline walk end at once
+ * in a miss, which then asks the library.  Exported as a function too;
+ * SK_RHASH_NO_INLINE applies.
+ */
+SK_API void *sk_rhash_lookup_u64(struct sk_rhash *ht, uint64_t key);
+
+/*
+ * ABI of the inline lookup (not for direct use).  A table (struct
+ * sk_rhash) begins with struct sk_rhash__head, its bucket arrays with
+ * struct sk_rhash__array; the library asserts both layouts at build
+ * time (src/internal/rhash.h).  The layouts, the mode value and the hash
+ * of 8-byte keys are version 1 of this ABI: a program whose inline
+ * lookups use them refers to the symbol sk_rhash__abi_v1 (below), so
+ * that it fails to load, with an undefined symbol, against a library
+ * that has changed any of them.
+ */
+struct sk_rhash__array {
+	unsigned long mask;		/* ABI: buckets - 1 */
+	struct sk_rhash__array *future; /* ABI, RCU: the array a resize
+					   fills, or NULL */
+	struct sk_rhash_node **heads;	/* ABI: chain heads (RCU), mask + 1 */
+};
+
+struct sk_rhash__head {
+	/*
+	 * ABI, RCU: the array the inline walk starts in: the table's
+	 * current array where mode is SK_RHASH__MODE_U64, else an empty
+	 * array (no chains, no future), where every walk misses at once.
+	 */
+	struct sk_rhash__array *lookup_tbl;
+	unsigned int mode;	     /* ABI: SK_RHASH__MODE_U64: inline path */
+	uint64_t seed_k[2];	     /* ABI: seed words of the 8-byte hash */
+	long key_from_node;	     /* ABI: key_offset - head_offset */
+	long head_offset;	     /* ABI: params.head_offset */
+};
+
+#define SK_RHASH__MODE_U64 1
+
+/* Slow paths of the inline lookups: every table (not for direct use). */
+SK_API SK__NOTHROW void *sk_rhash__lookup_slow(struct sk_rhash *ht,
+					       const void *key);
+SK_API SK__NOTHROW void *sk_rhash__lookup_u64_slow(struct sk_rhash *ht,
+						   uint64_t key);
+
+/* The 128-bit product a * b from 32-bit products, halves folded by xor. */
+static inline uint64_t sk_rhash__mul_fold_narrow(uint64_t a, uint64_t b)
+{
+	uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+	uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+	uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+	uint64_t lo = (mid << 32) | (uint32_t)p00;
+	uint64_t hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+
+	return lo ^ hi;
+}
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef unsigned __int128 sk_rhash__u128;
+#endif
+
+/* The 128-bit product a * b, its halves folded by xor (ABI: the hash). */
+static inline uint64_t sk_rhash__mul_fold(uint64_t a, uint64_t b)
+{
+#ifdef __SIZEOF_INT128__
+	sk_rhash__u128 m = (sk_rhash__u128)a * b;
+
+	return (uint64_t)m ^ (uint64_t)(m >> 64);
+#else
+	return sk_rhash__mul_fold_narrow(a, b);
+#endif
+}
+
+#ifndef SK_RHASH_NO_INLINE
+SK_API extern const int sk_rhash__abi __asm__("sk_rhash__abi_v1");
+/*
+ * A load-time reference to the ABI's version (a data relocation: resolved
+ * when the program loads, where function calls may bind lazily).
+ */
+static const int *const sk_rhash__abi_ref __attribute__((used)) =
+	&sk_rhash__abi;
+
+static inline uint64_t sk_rhash__load_u64(const void *p)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * The walk for the 8-byte key k (mode SK_RHASH__MODE_U64): the library's
+ * lookup and the inline ones share it.  It reads the fields marked ABI
+ * above: the table's first line, the array's first line, the bucket's
+ * line and the chain's nodes.
+ */
+static inline void *sk_rhash__walk_u64(const struct sk_rhash__head *hd,
+				       uint64_t k)
+{
+	struct sk_rhash__array *t;
+	struct sk_rhash_node *n;
+	/* The key's offset from the node: one address add per compare. */
+	long kn = hd->key_from_node;
+	unsigned long h = (unsigned long)sk_rhash__mul_fold(k ^ hd->seed_k[0],
+							    k ^ hd->seed_k[1]);
+
+	t = sk_rcu_dereference(hd->lookup_tbl);
+	do {
+		for (n = sk_rcu_dereference(t->heads[h & t->mask]); n;
+		     n = sk_rcu_dereference(n->next)) {
+			if (n->hash == h &&
+			    sk_rhash__load_u64((const char *)n + kn) == k)
+				return (char *)n - hd->head_offset;
+		}
+		/*
+		 * RH-L1: the chain's loads (one may have read the NULL that
+		 * RH-M3 wrote) before the load of t->future and its heads;
+		 * pairs with the release of RH-M3 in the resize
+		 * (src/rhash_resize.c), which moves a run into the future
+		 * array (RH-M2) before it cuts it off the old chain.  A
+		 * compiler barrier on x86.
+		 */
+		sk_smp_rmb();
+		t = sk_rcu_dereference(t->future);
+	} while (SK_UNLIKELY(t != NULL));
+	return NULL;
+}
+
+/*
+ * The inline sk_rhash_lookup(): the kind first (the key may be shorter
+ * than 8 bytes), then the walk in the caller.
+ */
+static inline void *sk_rhash__lookup_inline(struct sk_rhash *ht,
+					    const void *key)
+{
+	const struct sk_rhash__head *hd = (const struct sk_rhash__head *)ht;
+
+	if (SK_UNLIKELY(hd->mode != SK_RHASH__MODE_U64))
+		return sk_rhash__lookup_slow(ht, key);
+	return sk_rhash__walk_u64(hd, sk_rhash__load_u64(key));
+}
+
+/*
+ * The inline sk_rhash_lookup_u64(): the walk first; the kind only after
+ * a miss (a table of another kind walks an empty array).
+ */
+static inline void *sk_rhash__lookup_u64_inline(struct sk_rhash *ht,
+						uint64_t key)
+{
+	const struct sk_rhash__head *hd = (const struct sk_rhash__head *)ht;
+	void *o = sk_rhash__walk_u64(hd, key);
+
+	if (SK_LIKELY(o != NULL) || SK_LIKELY(hd->mode == SK_RHASH__MODE_U64))
+		return o;
+	return sk_rhash__lookup_u64_slow(ht, key);
+}
+
+#define sk_rhash_lookup(ht, key) sk_rhash__lookup_inline((ht), (key))
+#define sk_rhash_lookup_u64(ht, key) \
+	sk_rhash__lookup_u64_inline((ht), (key))
+#endif /* SK_RHASH_NO_INLINE */
 
 /*
  * sk_rhash_insert() - add the object of node (duplicates allowed).

@@ -29,8 +29,8 @@
 //    enums, pointers; a pointer, also a const char *, is compared as an
 //    address): the C table's fixed-size keys (key_len =
 //    sizeof(K), the C hash sk_rhash_hash(), bytes compared).  find() is
-//    exactly the C call; for 8-byte keys the C lookup's fast path, with no
-//    indirect call at all.
+//    exactly the C call; for 8-byte keys sk_rhash_lookup_u64(), the C
+//    header's inline fast path, with no call at all.
 //  - std::basic_string and std::basic_string_view keys: the C table's
 //    variable keys, with a hashfn that hashes the characters with
 //    sk_rhash_hash() (seeded by params.seed; a direct call) and a cmpfn
@@ -66,6 +66,8 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <iterator>
 #include <new>
@@ -265,7 +267,7 @@ public:
 
 	//
 	// find(key) - the object whose key equals key, or nullptr
-	// (sk_rhash_lookup()).
+	// (sk_rhash_lookup(); sk_rhash_lookup_u64() for 8-byte keys).
 	// Context: inside an RCU read section (the object stays valid until
 	// it ends; checked with SK_DEBUG >= 1).  Wait-free; no stores to
 	// shared memory; never blocks or retries, also during a resize.
@@ -275,7 +277,16 @@ public:
 	T *find(const key_type &key) const noexcept
 	{
 		detail::check_reader("sk::rhash::find()");
-		return static_cast<T *>(sk_rhash_lookup(ht_, &key));
+		if constexpr (Traits::fixed_len == sizeof(std::uint64_t) &&
+			      sizeof(key_type) == sizeof(std::uint64_t)) {
+			// 8-byte keys by value (sk_rhash_lookup_u64()).
+			std::uint64_t v;
+
+			std::memcpy(&v, &key, sizeof(v));
+			return static_cast<T *>(sk_rhash_lookup_u64(ht_, v));
+		} else {
+			return static_cast<T *>(sk_rhash_lookup(ht_, &key));
+		}
 	}
 
 	//

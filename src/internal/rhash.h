@@ -107,7 +107,8 @@
 
 /* Lookup fast paths (ht->mode). */
 #define RHASH_MODE_GENERIC 0 /* hashfn / cmpfn / key_len as given */
-#define RHASH_MODE_U64	   1 /* 8-byte keys, sk_rhash_hash(), no cmpfn */
+#define RHASH_MODE_U64	   SK_RHASH__MODE_U64 /* 8-byte keys, sk_rhash_hash(),
+						 no cmpfn: the inline path */
 
 #ifdef SK_TESTING
 /* A broken twin (SK__RHASH_BROKEN_*, internal/testing.h) is on. */
@@ -117,9 +118,11 @@
 #endif
 
 struct sk_rhash_table {
-	unsigned long size;		 /* buckets, a power of two */
+	/* First: struct sk_rhash__array, the inline lookup's (ABI). */
 	unsigned long mask;		 /* size - 1 */
 	struct sk_rhash_table *future;	 /* RCU: array a resize fills, or NULL */
+	struct sk_rhash_node **heads;	 /* &buckets[0], for the inline lookup */
+	unsigned long size;		 /* buckets, a power of two */
 	unsigned long *locks;		 /* one lock bit per bucket (RH-B1) */
 	unsigned long *migrated;	 /* one bit per bucket: migrated into
 					    future (set and read under the
@@ -146,18 +149,23 @@ struct sk_rhash_stripe {
 struct sk_rhash {
 	/*
 	 * Read-mostly.  Guarded by: set by create; tbl changes only in
-	 * resizes.  The 8-byte-key lookup reads tbl, mode, seed_k,
-	 * key_from_node and p.head_offset: the first cache line; the generic
+	 * resizes.  The 8-byte-key lookup reads lookup_tbl, mode, seed_k,
+	 * key_from_node and head_offset: the first cache line; the generic
 	 * lookup also p's hashfn, cmpfn and seed, on the next (read-only)
 	 * line.
 	 */
-	struct sk_rhash_table *tbl;	 /* RCU-protected bucket array */
+	/* First: struct sk_rhash__head, the inline lookups' (ABI). */
+	/* RCU: tbl where mode is RHASH_MODE_U64 (published after it), else
+	   sk__rhash_no_inline_array (an empty array: inline walks miss). */
+	struct sk_rhash_table *lookup_tbl;
 	unsigned int mode;		 /* lookup fast path chosen by create */
 	/* RHASH_MODE_U64: sk__rhash_seed_k() of p.seed, the words
 	   sk_rhash_hash() xors into an 8-byte key before it multiplies;
-	   p.key_offset - p.head_offset (key from node). */
+	   p.key_offset - p.head_offset (key from node); p.head_offset. */
 	uint64_t seed_k[2];
 	long key_from_node;
+	long head_offset;
+	struct sk_rhash_table *tbl;	 /* RCU-protected bucket array */
 	struct sk_rhash_params p;	 /* parameters as validated */
 	struct sk_rhash_stripe *stripes; /* per-hash-group counts */
 	unsigned long nstripes;		 /* power of two */
@@ -183,35 +191,36 @@ struct sk_rhash {
 	int recheck;		 /* an update left the check to them (atomic) */
 };
 
+/* The lookup_tbl of tables of other kinds than RHASH_MODE_U64 (rhash.c). */
+extern struct sk_rhash_table sk__rhash_no_inline_array;
+
+/*
+ * The inline lookup's view (include/scalekit/rhash.h, ABI version 1):
+ * each field it reads at the same offset and of the same size here.
+ */
+#define RHASH_ABI_SAME(in, pub, f)                                        \
+	_Static_assert(offsetof(struct in, f) == offsetof(struct pub, f) && \
+			       sizeof(((struct in *)0)->f) ==                 \
+				       sizeof(((struct pub *)0)->f),          \
+		       "struct " #in "." #f " as in struct " #pub)
+RHASH_ABI_SAME(sk_rhash_table, sk_rhash__array, mask);
+RHASH_ABI_SAME(sk_rhash_table, sk_rhash__array, future);
+RHASH_ABI_SAME(sk_rhash_table, sk_rhash__array, heads);
+RHASH_ABI_SAME(sk_rhash, sk_rhash__head, lookup_tbl);
+RHASH_ABI_SAME(sk_rhash, sk_rhash__head, mode);
+RHASH_ABI_SAME(sk_rhash, sk_rhash__head, seed_k);
+RHASH_ABI_SAME(sk_rhash, sk_rhash__head, key_from_node);
+RHASH_ABI_SAME(sk_rhash, sk_rhash__head, head_offset);
+
 /* ---- hashing and keys (inline: the lookup and update fast paths) -------- */
 
 /* The two words sk__rhash_mix64() xors into x before it multiplies. */
 #define SK__RHASH_K1 0x9fb21c651e98df25ULL
 #define SK__RHASH_K2 0xc2b2ae3d27d4eb4fULL
 
-/* The 128-bit product a * b, halves folded by xor, from 32-bit products. */
-static inline uint64_t sk__rhash_mul_fold_narrow(uint64_t a, uint64_t b)
-{
-	uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
-	uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
-	uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
-	uint64_t lo = (mid << 32) | (uint32_t)p00;
-	uint64_t hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
-
-	return lo ^ hi;
-}
-
-/* The 128-bit product a * b, its halves folded by xor. */
-static inline uint64_t sk__rhash_mul_fold(uint64_t a, uint64_t b)
-{
-#ifdef __SIZEOF_INT128__
-	unsigned __int128 m = (unsigned __int128)a * b;
-
-	return (uint64_t)m ^ (uint64_t)(m >> 64);
-#else
-	return sk__rhash_mul_fold_narrow(a, b);
-#endif
-}
+/* The hash's multiply (public: the inline lookup computes it too). */
+#define sk__rhash_mul_fold_narrow sk_rhash__mul_fold_narrow
+#define sk__rhash_mul_fold	  sk_rhash__mul_fold
 
 /*
  * The mixing step of sk_rhash_hash(): the full 128-bit product of
