@@ -9,6 +9,7 @@
 #include "bench.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -61,13 +62,66 @@ static const char *rtm_words(void)
 	return "RTM usable";
 }
 
+/*
+ * Bytes of CPU 0's unified cache of that level, from sysfs (the kernel's
+ * view, as lscpu prints it); glibc's sysconf() where sysfs has none.
+ * sysfs first: on a 2-vCPU AMD EPYC VM, glibc 2.36 reported an L3 of 320
+ * MiB for the 32 MiB that sysfs and lscpu show.
+ */
+static long cache_bytes(int level, int sc_name)
+{
+	char path[96], buf[32], *end;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		FILE *f;
+		long n = 0, lv = 0;
+
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+		f = fopen(path, "r");
+		if (!f)
+			break;
+		if (fscanf(f, "%ld", &lv) != 1)
+			lv = 0;
+		fclose(f);
+		if (lv != level)
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+		f = fopen(path, "r");
+		if (!f || !fgets(buf, sizeof(buf), f) ||
+		    strncmp(buf, "Unified", 7) != 0) {
+			if (f)
+				fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f)) {
+			n = strtol(buf, &end, 10);
+			if (*end == 'K')
+				n *= 1024;
+			else if (*end == 'M')
+				n *= 1024 * 1024;
+		}
+		if (f)
+			fclose(f);
+		if (n > 0)
+			return n;
+	}
+	return sysconf(sc_name);
+}
+
 void sk_bench_env_get(struct sk_bench_env *e)
 {
 	struct utsname u;
 	time_t now = time(NULL);
 	struct tm tm;
-	long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE),
-	     l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+	long l2 = cache_bytes(2, _SC_LEVEL2_CACHE_SIZE),
+	     l3 = cache_bytes(3, _SC_LEVEL3_CACHE_SIZE);
 
 	memset(e, 0, sizeof(*e));
 	cpu_model(e->cpu, sizeof(e->cpu));
