@@ -144,14 +144,15 @@ SK_API void *sk_rhash_lookup(struct sk_rhash *ht, const void *key);
 SK_API void *sk_rhash_lookup_u64(struct sk_rhash *ht, uint64_t key);
 
 /*
- * ABI of the inline lookup (not for direct use).  A table (struct
+ * ABI of the inline lookups (not for direct use).  A table (struct
  * sk_rhash) begins with struct sk_rhash__head, its bucket arrays with
  * struct sk_rhash__array; the library asserts both layouts at build
- * time (src/internal/rhash.h).  The layouts, the mode value and the hash
- * of 8-byte keys are version 1 of this ABI: a program whose inline
- * lookups use them refers to the symbol sk_rhash__abi_v1 (below), so
- * that it fails to load, with an undefined symbol, against a library
- * that has changed any of them.
+ * time (src/internal/rhash.h).  The layouts, the mode value, the empty
+ * array of tables of other kinds and the hash of 8-byte keys are version
+ * 1 of this ABI: a program built with the inline lookups refers to the
+ * symbol sk_rhash__abi_v1 (below), so that it fails to load, with an
+ * undefined symbol, against a library that has changed any of them
+ * (docs/data-structures.md, "Inline lookups").
  */
 struct sk_rhash__array {
 	unsigned long mask;		/* ABI: buckets - 1 */
