@@ -326,6 +326,15 @@ static inline void sk_rcu_read_unlock(void)
 			       (v & SK__RCU_NEST_MASK) == SK__RCU_QSBR_NEST)) {
 		sk_rcu__unlock_misuse();
 	} else {
+		/*
+		 * TSan only: a nested section's end is released too.  A
+		 * signal handler's section that runs between the outermost
+		 * unlock's release and its store nests in it (TSan delivers
+		 * signals at such runtime calls); the grace period's
+		 * acquire (slot_passed()) then covers the handler's loads,
+		 * which the hardware orders before that store anyway.
+		 */
+		SK_TSAN_RELEASE(&sk_rcu__ctr);
 		sk_atomic_store_relaxed(&sk_rcu__ctr, d);
 	}
 }
