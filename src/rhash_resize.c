@@ -293,16 +293,20 @@ static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 	 * t->future stays: readers still in t walk on into f until the
 	 * grace period before t's free.
 	 */
-	publish_table(&ht->tbl, f, sk__rhash_lock_array(t, f), f);
 	/*
-	 * The inline walks' start (RH-P1 again: release, the array's heads
-	 * before the pointer; pairs with their sk_rcu_dereference()).  Until
-	 * then they start in t, whose chains lead into f as for a reader
-	 * that loaded tbl before the store above; t is freed only after a
-	 * grace period that starts after this store.
+	 * The inline walks' start, before tbl (RH-P1 again: release, the
+	 * array's heads before the pointer; pairs with their
+	 * sk_rcu_dereference()).  f holds every node now, so a walk may
+	 * start there at once.  Not after tbl: once tbl is f, updaters no
+	 * longer move t's stale heads on (unlink_stale_head()), and a walk
+	 * that began in t after a remove could reach the removed node
+	 * through such a head, and read it after its free.  A walk that
+	 * began in t before this store began before any such remove; t is
+	 * freed only after a grace period that starts after both stores.
 	 */
 	if (ht->mode == RHASH_MODE_U64)
 		sk_rcu_assign_pointer(ht->lookup_tbl, f);
+	publish_table(&ht->tbl, f, sk__rhash_lock_array(t, f), f);
 	sk_atomic_store_relaxed(&ht->resizing, 0);
 	/* Relaxed: a statistic (tests poll it without resize_lock). */
 	sk_atomic_store_relaxed(&ht->resizes, ht->resizes + 1);
