@@ -288,6 +288,7 @@ static void migrate_range(struct sk_rhash *ht, unsigned long from,
 static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 {
 	struct sk_rhash_table *t = ht->tbl, *f = t->future;
+	int late;
 
 	/*
 	 * t->future stays: readers still in t walk on into f until the
@@ -304,9 +305,12 @@ static struct sk_rhash_table *resize_finish(struct sk_rhash *ht)
 	 * began in t before this store began before any such remove; t is
 	 * freed only after a grace period that starts after both stores.
 	 */
-	if (ht->mode == RHASH_MODE_U64)
+	late = RHASH_BROKEN(SK__RHASH_BROKEN_LATE_LOOKUP_TBL);
+	if (ht->mode == RHASH_MODE_U64 && !late)
 		sk_rcu_assign_pointer(ht->lookup_tbl, f);
 	publish_table(&ht->tbl, f, sk__rhash_lock_array(t, f), f);
+	if (ht->mode == RHASH_MODE_U64 && late) /* broken twin: too late */
+		sk_rcu_assign_pointer(ht->lookup_tbl, f);
 	sk_atomic_store_relaxed(&ht->resizing, 0);
 	/* Relaxed: a statistic (tests poll it without resize_lock). */
 	sk_atomic_store_relaxed(&ht->resizes, ht->resizes + 1);

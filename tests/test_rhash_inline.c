@@ -13,11 +13,17 @@
  *   - both inline lookups find every present key while another thread
  *     resizes the table without a pause (its walk of the future array);
  *     its broken twin, the same walk without the future array, misses
- *     keys there, so the stress sees what it checks.
+ *     keys there, so the stress sees what it checks;
+ *   - a walk that begins right after a resize made the new array the
+ *     table's misses a key removed then (deterministic: a checker hook
+ *     removes and looks up at that point); broken twin
+ *     SK__RHASH_BROKEN_LATE_LOOKUP_TBL, which moves the walks' start
+ *     after the table's array, finds it through a stale old head.
  * The load-time guard of the inline path's ABI (sk_rhash__abi_v1) is
  * tested by tests/rhash_abi.cmake.
  */
 #define _GNU_SOURCE
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rhash.h"
 
 #include <errno.h>
@@ -28,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/internal/rhash.h" /* white box: tbl, lookup_tbl */
 #include "rhash_no_inline.h"
 #include "sk_test.h"
 #include "sk_test_rhash.h"
@@ -334,6 +341,85 @@ static void twin_without_the_future_array_misses_keys(void)
 	SK_CHECK_GT(st.misses, 0);
 }
 
+/* ---- a walk that begins as a resize ends ------------------------------------- */
+
+static struct {
+	struct sk_rhash *ht;
+	struct sk_rhash_table *old; /* the array before the resize */
+	int fired;		    /* 1: the hook ran its check */
+	int removed;		    /* sk_rhash_remove()'s result */
+	void *found[2];		    /* the two inline lookups' results */
+} late;
+
+/*
+ * At the first publication after which the table's array is no longer
+ * the old one (the end of the resize, before the old array's drain and
+ * free): remove the object that a head of the old array points at (a
+ * stale head after the migration), then look its key up both inline ways.
+ */
+static void late_hook(int event)
+{
+	struct sk_rhash_node *n = NULL;
+	struct obj *o;
+	unsigned long i;
+
+	if (event != SK__RCU_CHECK_PUBLISH || late.fired ||
+	    __atomic_load_n(&late.ht->tbl, __ATOMIC_ACQUIRE) == late.old)
+		return;
+	late.fired = 1;
+	for (i = 0; i < late.old->size && !n; i++)
+		n = __atomic_load_n(&late.old->buckets[i], __ATOMIC_ACQUIRE);
+	if (!n)
+		return;
+	o = OF(n, struct obj, node);
+	late.removed = sk_rhash_remove(late.ht, n) == 0;
+	sk_rcu_read_lock();
+	late.found[0] = sk_rhash_lookup_u64(late.ht, o->key);
+	late.found[1] = sk_rhash_lookup(late.ht, &o->key);
+	sk_rcu_read_unlock();
+}
+
+/* Grow a table of n objects from 64 buckets with the hook set. */
+static void resize_with_late_hook(int broken)
+{
+	enum { N = 200 };
+	struct obj *o = objs_new(N, 1);
+	int i;
+
+	memset(&late, 0, sizeof(late));
+	late.ht = table_new(64);
+	for (i = 0; i < N; i++)
+		SK_CHECK_EQ(sk_rhash_insert(late.ht, &o[i].node), 0);
+	late.old = late.ht->tbl;
+	sk__rhash_test_broken = broken;
+	sk__rcu_checker_hook = late_hook;
+	SK_CHECK_EQ(sk_rhash_resize(late.ht, 256), 0);
+	sk__rcu_checker_hook = NULL;
+	sk__rhash_test_broken = 0;
+	SK_CHECK_EQ(late.fired, 1);
+	SK_CHECK_EQ(late.removed, 1);
+	sk_rhash_destroy(late.ht, NULL, NULL);
+	free(o);
+}
+
+static void walks_begun_as_a_resize_ends_miss_removed_keys(void)
+{
+	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	resize_with_late_hook(0);
+	SK_CHECK(late.found[0] == NULL);
+	SK_CHECK(late.found[1] == NULL);
+	sk_rcu_unregister_thread();
+}
+
+static void twin_late_lookup_tbl_finds_a_removed_key(void)
+{
+	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	resize_with_late_hook(SK__RHASH_BROKEN_LATE_LOOKUP_TBL);
+	SK_CHECK(late.found[0] != NULL);
+	SK_CHECK(late.found[1] != NULL);
+	sk_rcu_unregister_thread();
+}
+
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
@@ -341,5 +427,7 @@ int main(int argc, char **argv)
 	SK_RUN(inline_and_exported_agree_on_every_kind_of_table);
 	SK_RUN(inline_lookups_find_every_key_during_resizes);
 	SK_RUN(twin_without_the_future_array_misses_keys);
+	SK_RUN(walks_begun_as_a_resize_ends_miss_removed_keys);
+	SK_RUN(twin_late_lookup_tbl_finds_a_removed_key);
 	return sk_test_report();
 }

@@ -212,7 +212,12 @@ extern void (*sk__rcu_checker_hook)(int event);
  * SK__RHASH_BROKEN_STALE_HEAD_OTHER moves that head on to the node's
  * successor even when the successor belongs to another old bucket (a
  * shrink's chains hold several): the remove of that successor then
- * leaves the head on it, and a reader reaches it after its free.
+ * leaves the head on it, and a reader reaches it after its free;
+ * SK__RHASH_BROKEN_LATE_LOOKUP_TBL moves the inline walks' start
+ * (lookup_tbl) to the new array only after tbl at the end of a resize:
+ * a walk that begins between the two stores starts in the old array,
+ * whose stale heads updaters no longer move on, and finds a node removed
+ * after the first store.
  * 0: the correct table.
  */
 #define SK__RHASH_BROKEN_NO_GP	    1
@@ -222,6 +227,7 @@ extern void (*sk__rcu_checker_hook)(int event);
 #define SK__RHASH_BROKEN_NO_DRAIN   5
 #define SK__RHASH_BROKEN_STALE_HEAD 6
 #define SK__RHASH_BROKEN_STALE_HEAD_OTHER 7
+#define SK__RHASH_BROKEN_LATE_LOOKUP_TBL 8
 extern int sk__rhash_test_broken;
 
 /*
