@@ -94,9 +94,15 @@ static const char tl_blind[] =
  * The sim backend's busted twin corrupts the lock word, and the library's
  * own unlock check then aborts the process.  The run in progress (its
  * threads' error counters) decides the verdict: caught when the checks
- * counted errors before the abort.  Async-signal-safe: relaxed loads
- * (sk_lks_errors()), write(), _exit().
+ * counted errors.  The abort may come before they count any (once in
+ * the aarch64 job under qemu-user): the other threads still run the
+ * broken lock, so the handler gives their checks up to
+ * TL_ABORT_WAIT_MS to count one before it calls the detector blind.
+ * Async-signal-safe: relaxed loads (sk_lks_errors()), nanosleep(),
+ * write(), _exit().
  */
+#define TL_ABORT_WAIT_MS 3000
+
 static struct sk_lks *tl_abort_run;
 
 static void tl_on_abort(int sig)
@@ -105,13 +111,26 @@ static void tl_on_abort(int sig)
 				  "lock word\n";
 	static int entered;
 	unsigned long errors;
+	int waited;
 
 	(void)sig;
 	/* Several threads may abort at once: the first one reports. */
 	if (__atomic_exchange_n(&entered, 1, __ATOMIC_ACQ_REL))
 		for (;;)
 			pause();
-	errors = tl_abort_run ? sk_lks_errors(tl_abort_run) : 0;
+	for (errors = 0, waited = 0;; waited++) {
+		struct timespec ms = { 0, 1000000 };
+		/* Acquire: pairs with tl_run_one()'s release (the run's
+		 * state before its pointer). */
+		struct sk_lks *run =
+			__atomic_load_n(&tl_abort_run, __ATOMIC_ACQUIRE);
+
+		if (run)
+			errors = sk_lks_errors(run);
+		if (errors || waited >= TL_ABORT_WAIT_MS)
+			break;
+		nanosleep(&ms, NULL);
+	}
 	if (write(1, why, sizeof(why) - 1) < 0)
 		_exit(SK_TOOL_EXIT_FAIL);
 	if (errors) {
@@ -161,6 +180,10 @@ static long tl_run_one(const struct sk_tort_lock_ops *lk, const char *label,
 	struct sk_lks *s;
 
 	fflush(stdout);
+	/* The library's own twin (sim): see tl_on_abort(); set before the
+	 * threads start, which may abort at once. */
+	if (busted && lk->broken)
+		signal(SIGABRT, tl_on_abort);
 	s = sk_lks_start(&cfg);
 	if (!s) {
 		fprintf(stderr, "scalekit torture: %s: cannot initialize the "
@@ -168,11 +191,8 @@ static long tl_run_one(const struct sk_tort_lock_ops *lk, const char *label,
 			label, n);
 		return -1;
 	}
-	if (busted && lk->broken) {
-		/* The library's own twin (sim): see tl_on_abort(). */
-		tl_abort_run = s;
-		signal(SIGABRT, tl_on_abort);
-	}
+	if (busted && lk->broken) /* release: pairs with tl_on_abort() */
+		__atomic_store_n(&tl_abort_run, s, __ATOMIC_RELEASE);
 	if (tl_monitor(s, label, secs)) {
 		fflush(stdout);
 		_exit(SK_TOOL_EXIT_FAIL); /* threads stuck in a lock */
@@ -180,7 +200,8 @@ static long tl_run_one(const struct sk_tort_lock_ops *lk, const char *label,
 	sk_lks_stop(s);
 	if (sk_lks_join(s, TL_HANG_S))
 		tl_stuck(s, label, busted);
-	tl_abort_run = NULL;
+	/* Relaxed: every thread joined, none can abort any more. */
+	__atomic_store_n(&tl_abort_run, NULL, __ATOMIC_RELAXED);
 	sk_lks_finish(s, &r);
 	printf("%-22s %lu threads, %.1f s: %lu reads (%lu retries), %lu "
 	       "writes, shadow %lu, errors %lu\n",
