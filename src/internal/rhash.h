@@ -304,7 +304,9 @@ static inline unsigned long sk__rhash_hash_u64(uint64_t w, const uint64_t k[2])
 
 static inline void *sk__rhash_obj(struct sk_rhash *ht, struct sk_rhash_node *n)
 {
-	return (char *)n - ht->p.head_offset;
+	/* ht->head_offset (every kind of table): the lookups' first line,
+	 * not p's. */
+	return (char *)n - ht->head_offset;
 }
 
 static inline const void *sk__rhash_key(struct sk_rhash *ht, const void *obj)
