@@ -98,7 +98,7 @@ static const char tl_blind[] =
  * the aarch64 job under qemu-user): the other threads still run the
  * broken lock, so the handler gives their checks up to
  * TL_ABORT_WAIT_MS to count one before it calls the detector blind.
- * Async-signal-safe: relaxed loads (sk_lks_errors()), nanosleep(),
+ * Async-signal-safe: atomic loads (sk_lks_errors()), nanosleep(),
  * write(), _exit().
  */
 #define TL_ABORT_WAIT_MS 3000
