@@ -363,6 +363,12 @@ static void late_hook(int event)
 	struct obj *o;
 	unsigned long i;
 
+	/*
+	 * The hook runs in the resizing thread, inside sk_rhash_resize():
+	 * tbl and the old heads are this thread's own stores, so these
+	 * loads pair with nothing; atomic because readers' code paths treat
+	 * the fields as RCU pointers.
+	 */
 	if (event != SK__RCU_CHECK_PUBLISH || late.fired ||
 	    __atomic_load_n(&late.ht->tbl, __ATOMIC_ACQUIRE) == late.old)
 		return;
