@@ -74,12 +74,35 @@ extern struct sk_bench_obj *sk_bench_gp;
 #define SK_BENCH_USE(v) __asm__ __volatile__("" : : "r"(v) : "memory")
 
 /*
- * SK_BENCH_READ_LOOP(n, lock, deref, unlock) - n read-side critical
- * sections, each "lock; read deref->val; unlock".  lock and unlock are
- * statements (expressions are fine), deref yields a struct sk_bench_obj
- * pointer.
+ * Copies of every read loop, each at its own place in the code.  A loop of
+ * a few instructions runs at very different speeds depending on where its
+ * instructions fall against the CPU's fetch blocks, and which places are
+ * slow depends on the CPU and on the loop: on an AMD EPYC family 26 VM
+ * (2026-12-07) the scalekit pair ran 1.18 ns per section with its first
+ * instruction on a 64-byte boundary and 0.63 to 0.74 ns at the 36 other
+ * offsets tried, while urcu-memb's pair was slow 2 and 3 bytes past the
+ * boundary (docs/benchmarks.md, "Loop placement").  So no single
+ * placement is fair to every library: each
+ * implementation's loop is compiled SK_BENCH_COPIES times, copy k after a
+ * 64-byte boundary and 9 * k bytes of padding (tools/CMakeLists.txt turns
+ * the compiler's own loop alignment off, so the copies keep their
+ * offsets), and successive read_section() calls of a thread take the
+ * copies in turn: a figure is the mean over the copies, what a program
+ * whose loop the linker put anywhere would see on average.  The padding
+ * runs once per call (SK_BENCH_CHUNK sections).
  */
-#define SK_BENCH_READ_LOOP(n, lock, deref, unlock)      \
+#define SK_BENCH_COPIES 8
+
+static __thread unsigned int sk_bench_copy_ __attribute__((unused));
+
+/* The copy the next read loop of this thread runs. */
+static inline unsigned int sk_bench_next_copy(void)
+{
+	return sk_bench_copy_++ % SK_BENCH_COPIES;
+}
+
+/* One loop: n sections "lock; read deref->val; unlock". */
+#define SK_BENCH_LOOP_1(n, lock, deref, unlock)         \
 	do {                                            \
 		long sk_i_;                             \
 		for (sk_i_ = 0; sk_i_ < (n); sk_i_++) { \
@@ -87,6 +110,35 @@ extern struct sk_bench_obj *sk_bench_gp;
 			SK_BENCH_USE((deref)->val);     \
 			unlock;                         \
 		}                                       \
+	} while (0)
+
+/* Copy k: a 64-byte boundary, 9 * k bytes of nops, the loop. */
+#define SK_BENCH_LOOP_AT(k, n, lock, deref, unlock)                       \
+	case k:                                                           \
+		__asm__ __volatile__(".p2align 6\n\t.skip " #k " * 9, 0x90"); \
+		SK_BENCH_LOOP_1(n, lock, deref, unlock);                  \
+		break
+
+/*
+ * SK_BENCH_READ_LOOP(n, lock, deref, unlock) - n read-side critical
+ * sections, each "lock; read deref->val; unlock", in the next of this
+ * thread's SK_BENCH_COPIES copies of the loop.  lock and unlock are
+ * statements (expressions are fine), deref yields a struct sk_bench_obj
+ * pointer.
+ */
+#define SK_BENCH_READ_LOOP(n, lock, deref, unlock)                    \
+	do {                                                          \
+		switch (sk_bench_next_copy()) {                       \
+			SK_BENCH_LOOP_AT(0, n, lock, deref, unlock);  \
+			SK_BENCH_LOOP_AT(1, n, lock, deref, unlock);  \
+			SK_BENCH_LOOP_AT(2, n, lock, deref, unlock);  \
+			SK_BENCH_LOOP_AT(3, n, lock, deref, unlock);  \
+			SK_BENCH_LOOP_AT(4, n, lock, deref, unlock);  \
+			SK_BENCH_LOOP_AT(5, n, lock, deref, unlock);  \
+			SK_BENCH_LOOP_AT(6, n, lock, deref, unlock);  \
+			default:                                      \
+			SK_BENCH_LOOP_AT(7, n, lock, deref, unlock);  \
+		}                                                     \
 	} while (0)
 
 /*
