@@ -775,7 +775,7 @@ const char *sk_bench_target_verdict(const struct sk_bench_target *t);
 
 /* The environment of a run (bench/env.c), for every output's header. */
 struct sk_bench_env {
-	char cpu[128];	  /* model name */
+	char cpu[192];	  /* model name (family, model, stepping) */
 	int ncpus;
 	long l2_kib, l3_kib; /* 0: unknown */
 	const char *rtm;     /* the elision dispatch's verdict, in words */

@@ -28,26 +28,43 @@
 #define SK_ENV_PEERS "unknown"
 #endif
 
-/* The CPU's model name from /proc/cpuinfo ("unknown" when it has none). */
+/*
+ * The CPU's model name from /proc/cpuinfo ("unknown" when it has none),
+ * with its family, model and stepping where the file lists them (x86):
+ * the same name covers CPUs whose figures differ (docs/benchmarks.md).
+ */
 static void cpu_model(char *buf, size_t len)
 {
 	FILE *c = fopen("/proc/cpuinfo", "r");
-	char line[256];
+	char line[256], name[128] = "unknown";
+	long fam = -1, model = -1, step = -1;
 
 	snprintf(buf, len, "unknown");
 	if (!c)
 		return;
-	while (fgets(line, sizeof(line), c)) {
+	/* The first CPU's block: it ends at the first empty line. */
+	while (fgets(line, sizeof(line), c) && line[0] != '\n') {
 		char *v = strchr(line, ':');
 
-		if (strncmp(line, "model name", 10) || !v)
+		if (!v)
 			continue;
 		v += 1 + strspn(v + 1, " \t");
 		v[strcspn(v, "\n")] = 0;
-		snprintf(buf, len, "%s", v);
-		break;
+		if (!strncmp(line, "model name", 10))
+			snprintf(name, sizeof(name), "%s", v);
+		else if (!strncmp(line, "cpu family", 10))
+			fam = strtol(v, NULL, 10);
+		else if (!strncmp(line, "model\t", 6))
+			model = strtol(v, NULL, 10);
+		else if (!strncmp(line, "stepping", 8))
+			step = strtol(v, NULL, 10);
 	}
 	fclose(c);
+	if (fam >= 0 && model >= 0 && step >= 0)
+		snprintf(buf, len, "%s (family %ld, model %ld, stepping %ld)",
+			 name, fam, model, step);
+	else
+		snprintf(buf, len, "%s", name);
 }
 
 /* The RTM verdict of the elision dispatch, in words. */
