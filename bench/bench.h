@@ -84,7 +84,7 @@ extern struct sk_bench_obj *sk_bench_gp;
  * boundary (docs/benchmarks.md, "Loop placement").  So no single
  * placement is fair to every library: each
  * implementation's loop is compiled SK_BENCH_COPIES times, copy k after a
- * 64-byte boundary and 9 * k bytes of padding (tools/CMakeLists.txt turns
+ * 64-byte boundary and 9 * k nops (tools/CMakeLists.txt turns
  * the compiler's own loop alignment off, so the copies keep their
  * offsets), and successive read_section() calls of a thread take the
  * copies in turn: a figure is the mean over the copies, what a program
@@ -112,11 +112,15 @@ static inline unsigned int sk_bench_next_copy(void)
 		}                                       \
 	} while (0)
 
-/* Copy k: a 64-byte boundary, 9 * k bytes of nops, the loop. */
-#define SK_BENCH_LOOP_AT(k, n, lock, deref, unlock)                       \
-	case k:                                                           \
-		__asm__ __volatile__(".p2align 6\n\t.skip " #k " * 9, 0x90"); \
-		SK_BENCH_LOOP_1(n, lock, deref, unlock);                  \
+/*
+ * Copy k: a 64-byte boundary, 9 * k nop instructions (9 * k bytes on x86,
+ * 4 times that where instructions are 4 bytes), the loop.
+ */
+#define SK_BENCH_LOOP_AT(k, n, lock, deref, unlock)                    \
+	case k:                                                        \
+		__asm__ __volatile__(".p2align 6\n\t.rept " #k " * 9\n\t" \
+				     "nop\n\t.endr");                    \
+		SK_BENCH_LOOP_1(n, lock, deref, unlock);               \
 		break
 
 /*
