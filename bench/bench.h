@@ -82,16 +82,16 @@ extern struct sk_bench_obj *sk_bench_gp;
  * instruction on a 64-byte boundary and 0.63 to 0.74 ns at the 36 other
  * offsets tried, while urcu-memb's pair was slow 2 and 3 bytes past the
  * boundary (docs/benchmarks.md, "Loop placement").  So no single
- * placement is fair to every library: each
- * implementation's loop is compiled SK_BENCH_COPIES times, copy k after a
- * 64-byte boundary and 9 * k nops (tools/CMakeLists.txt turns
- * the compiler's own loop alignment off, so the copies keep their
- * offsets), and successive read_section() calls of a thread take the
- * copies in turn: a figure is the mean over the copies, what a program
- * whose loop the linker put anywhere would see on average.  The padding
- * runs once per call (SK_BENCH_CHUNK sections).
+ * placement is fair to every library: each implementation's loop is
+ * compiled SK_BENCH_COPIES times, copy k after a 64-byte boundary and
+ * 9 * k nops (tools/CMakeLists.txt turns the compiler's own loop
+ * alignment off, so the copies keep their offsets), and successive
+ * read_section() calls of a thread take the copies in turn: a figure is
+ * the mean over the copies, what a program whose loop the linker put
+ * anywhere would see on average.  The padding runs once per call
+ * (SK_BENCH_CHUNK sections).
  */
-#define SK_BENCH_COPIES 8
+#define SK_BENCH_COPIES 8 /* SK_BENCH_READ_LOOP() lists this many cases */
 
 static __thread unsigned int sk_bench_copy_ __attribute__((unused));
 
