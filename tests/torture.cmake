@@ -370,10 +370,10 @@ if(SK_TORT_VALGRIND AND NOT SK_SANITIZE)
 endif()
 
 # ---- --busted: the detector must see grace periods that do not wait --------
-# The twins' SK_TEST_SLOW runs are shorter than they were (8 s and 4 s):
-# in CI of 5ab450b, every twin of the ASan, TSan, aarch64 and m32 jobs
-# reported at least 429 errors in 8 s (rhash, TSan) and 4,245 in 4 s
-# (handshake, m32), so half the time still catches hundreds.
+# A --busted run ends at its first error (the monitor looks every 20 ms),
+# so the duration is only its limit: 10 s, which a twin that is caught
+# never uses (0.1 s each in the main job), and which gives a twin that is
+# caught late (--busted-scan once needed more than 6 s) the time.
 # --busted-qsbr / --busted-handshake / --busted-quiet break the library's
 # QSBR-only grace periods, the handshake's timeout path and the normal grace
 # periods' quiet round (issue 14).  Blocking grace
@@ -381,15 +381,15 @@ endif()
 # periods by the library itself, free elements twice (ASan stops the run
 # before the verdict).
 sk_torture_test(torture_busted_qsbr_only 1 "torture|qsbr|--busted-qsbr|--gp|sync,exp|--duration|@DUR@|--seed|18"
-  DURATION 2 SLOW_DURATION 2 STDOUT "QSBR-only.*the detector caught it.*\nFAILURE\n$"
+  DURATION 10 SLOW_DURATION 10 STDOUT "QSBR-only.*the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 sk_torture_test(torture_busted_handshake 1 "torture|rcu|--busted-handshake|--gp|sync,exp|--duration|@DUR@|--seed|19"
-  DURATION 2 SLOW_DURATION 2 STDOUT "the detector caught it.*\nFAILURE\n$"
+  DURATION 10 SLOW_DURATION 10 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 # (No quiet round to break with 32-bit words: see torture_rcu_quiet.)
 if(CMAKE_SIZEOF_VOID_P EQUAL 8)
   sk_torture_test(torture_busted_quiet 1 "torture|rcu|--busted-quiet|--gp|sync|--duration|@DUR@|--seed|21"
-    DURATION 2 SLOW_DURATION 2 STDOUT "the detector caught it.*\nFAILURE\n$"
+    DURATION 10 SLOW_DURATION 10 STDOUT "the detector caught it.*\nFAILURE\n$"
     STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 endif()
 # --busted-scan: the scan of every registry chunk leaves out the highest
@@ -398,20 +398,20 @@ endif()
 # thread did: once grace periods skipped quiet chunks, 2 s caught that
 # twin 19 times in 20, and 6 s missed it once in CI.)
 sk_torture_test(torture_busted_scan 1 "torture|rcu|--busted-scan|--churn|--gp|sync,exp|--duration|@DUR@|--seed|22"
-  DURATION 2 SLOW_DURATION 2 STDOUT "the detector caught it.*\nFAILURE\n$"
+  DURATION 10 SLOW_DURATION 10 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 sk_torture_test(torture_busted_rcu 1 "torture|rcu|--busted|--duration|@DUR@|--seed|11"
-  DURATION 3 SLOW_DURATION 4 STDOUT "the detector caught it.*\nFAILURE\n$"
+  DURATION 10 SLOW_DURATION 10 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 sk_torture_test(torture_busted_srcu 1 "torture|srcu|--busted|--duration|@DUR@|--seed|12"
-  DURATION 3 SLOW_DURATION 4 STDOUT "the detector caught it.*\nFAILURE\n$"
+  DURATION 10 SLOW_DURATION 10 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 sk_torture_test(torture_busted_rhash 1 "torture|rhash|--busted|--duration|@DUR@|--seed|13"
-  DURATION 3 SLOW_DURATION 4 STDOUT "the detector caught it.*\nFAILURE\n$"
+  DURATION 10 SLOW_DURATION 10 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 sk_torture_test(torture_busted_rhash_in_section 1
   "torture|rhash|--in-section|--busted|--duration|@DUR@|--seed|17"
-  DURATION 3 SLOW_DURATION 4 STDOUT "the detector caught it.*\nFAILURE\n$"
+  DURATION 10 SLOW_DURATION 10 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")
 
 # ---- locks: mutual exclusion of every lock, more threads than CPUs --------
@@ -420,7 +420,7 @@ sk_torture_test(torture_locks 0 "torture|locks|--duration|@DUR@|--seed|17"
   STDOUT "rwlock-rb .*errors 0\nseqlock .*errors 0\n.*errors: 0\nSUCCESS\n$")
 sk_torture_test(torture_busted_locks 1
   "torture|locks|--busted|--duration|@DUR@|--seed|18"
-  DURATION 2 SLOW_DURATION 2 STDOUT "the detector caught it.*\nFAILURE\n$"
+  DURATION 10 SLOW_DURATION 10 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (pthread-mutex|rwlock-rb|seqlock)" ENV "${sk_tort_busted_env}")
 sk_torture_test(torture_usage_locks_lock 2 "torture|locks|--lock|nosuch"
   STDERR "locks: unknown lock 'nosuch'")
@@ -437,7 +437,7 @@ if(TARGET scalekit_tool)
     TOOL scalekit_tool STDERR "scalekit torture: .*--readers")
   sk_torture_test(torture_via_scalekit_busted 1
     "torture|rcu|--busted|--duration|@DUR@|--seed|11"
-    TOOL scalekit_tool DURATION 2 SLOW_DURATION 3
+    TOOL scalekit_tool DURATION 10 SLOW_DURATION 10
     STDOUT "the detector caught it.*\nFAILURE\n$" ENV "${sk_tort_busted_env}")
 endif()
 
@@ -517,5 +517,5 @@ sk_torture_test(torture_rcu_cb_pcpu 0
   DURATION 3 SLOW_DURATION 2 STDOUT "${sk_ok_ds}" ENV "${sk_tort_tsan}")
 sk_torture_test(torture_busted_rcu_cb_pcpu 1
   "torture|rcu|--cb-pcpu|--gp|cb|--busted|--duration|@DUR@|--seed|22"
-  DURATION 2 SLOW_DURATION 3 STDOUT "the detector caught it.*\nFAILURE\n$"
+  DURATION 10 SLOW_DURATION 10 STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: (reader|helper|updater)" ENV "${sk_tort_busted_env}")

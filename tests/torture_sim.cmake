@@ -38,6 +38,6 @@ if(SK_SANITIZE STREQUAL "thread")
 endif()
 sk_torture_test(torture_busted_locks_sim 1
   "torture|locks|--lock|elided-spinlock|--busted|--duration|@DUR@|--seed|21"
-  DURATION 2 SLOW_DURATION 2 TOOL scalekit_tool_sim
+  DURATION 10 SLOW_DURATION 10 TOOL scalekit_tool_sim
   STDOUT "the detector caught it.*\nFAILURE\n$"
   STDERR "ERROR: elided-spinlock/sim" ENV "${sk_tort_busted_env}")

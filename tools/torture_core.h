@@ -246,6 +246,9 @@ static inline int sk_tort_stopping(struct sk_tort *T)
 void sk_tort_error(struct sk_tort *T, struct sk_tort_thread *t, const char *fmt,
 		   ...) __attribute__((format(printf, 3, 4)));
 
+/* The errors sk_tort_error() has counted so far (any thread). */
+unsigned long sk_tort_errors_so_far(struct sk_tort *T);
+
 /* Updaters and helpers: wait while the run is paused (--stutter). */
 void sk_tort_stutter_wait(struct sk_tort_thread *t);
 

@@ -205,6 +205,7 @@ struct tort_run {
 	FILE *out;	/* the report: stdout, stderr in the fork child */
 	uint64_t start; /* the threads started */
 	double secs;	/* they ran that long */
+	int stopped_early; /* a --busted run, at its first error */
 	struct sk_tort_gp_stats gs0, gs_end; /* at the start, at the end */
 	struct sk__rcu_gp_kinds k0;	     /* at the start */
 	unsigned long peak_rss;		     /* KiB */
@@ -446,6 +447,12 @@ static void run_monitor(struct tort_run *R)
 			R->child_done = 1;
 		if (now >= M.next_progress)
 			mon_progress(R, &M, now);
+		/* A --busted run has proved its point at its first error:
+		 * the rest of the duration would only count more. */
+		if (R->T.ops->busted && sk_tort_errors_so_far(&R->T)) {
+			R->stopped_early = 1;
+			break;
+		}
 	}
 	R->secs = (sk_tort_now_ns() - R->start) / 1e9;
 }
@@ -613,6 +620,10 @@ static int run_report(struct tort_run *R)
 		sum.max_pipe, errors,
 		T->suppressed ? " (only the first ones printed)" : "");
 	sk__rcu_set_busted(0);
+	if (R->stopped_early)
+		fprintf(out, "%s--busted: the run stopped at its first error, "
+			     "%.1f s in\n",
+			prefix, R->secs);
 	if (T->ops->busted)
 		fprintf(out, "%s--busted: grace periods did not wait; %s\n",
 			prefix,

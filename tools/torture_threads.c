@@ -57,6 +57,18 @@ const char *sk_tort_role_name(enum sk_tort_role r)
 	return "thread";
 }
 
+unsigned long sk_tort_errors_so_far(struct sk_tort *T)
+{
+	unsigned long n;
+
+	/* Under err_lock: sk_tort_error() counts every error in printed or
+	 * suppressed before it returns. */
+	pthread_mutex_lock(&T->err_lock);
+	n = T->printed + T->suppressed;
+	pthread_mutex_unlock(&T->err_lock);
+	return n;
+}
+
 void sk_tort_error(struct sk_tort *T, struct sk_tort_thread *t, const char *fmt,
 		   ...)
 {
