@@ -398,7 +398,7 @@ static void fork_while_synchronize_waits(void)
  * free the object"): this one overwrites it entirely, as free() and a new
  * owner would, then hands it back to the producer.
  */
-#define RING 65536
+#define RING 8192
 
 struct ring_obj {
 	struct sk_rcu_head rcu;
