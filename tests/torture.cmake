@@ -7,7 +7,7 @@
 # status and the output, which WILL_FAIL (any non-zero status) cannot.
 #
 # Labels:
-#   torture       short runs (about 6 s each, 3 s under sanitizers), the
+#   torture       short runs (about 4 s each, 3 s under sanitizers), the
 #                 --busted detector proofs and the command-line checks;
 #                 part of `make check` and of the sanitizer builds.
 #   torture-long  every mode for 600 s, for `make torture` (ctest -L
@@ -235,7 +235,7 @@ function(sk_torture_test name rc args)
   endif()
 endfunction()
 
-# ---- short runs: about 6 s each, 3 s under sanitizers ----------------------
+# ---- short runs: about 4 s each, 3 s under sanitizers ----------------------
 # Fixed seeds: a failure names its seed and replays with it.
 set(sk_ok "Reader Pipe: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\n.*max pipe count: [01]  errors: 0\nSUCCESS\n$")
 set(sk_ok_ds "errors: 0\nSUCCESS\n$")
@@ -247,7 +247,7 @@ set(sk_ok_ds "errors: 0\nSUCCESS\n$")
 set(sk_ok_rcu "Reader Pipe: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\nReader Batch: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\n.*max pipe count: [01]  errors: 0\nSUCCESS\n$")
 
 sk_torture_test(torture_rcu 0 "torture|rcu|--duration|@DUR@|--seed|1"
-  DURATION 6 SLOW_DURATION 3 STDOUT "${sk_ok_rcu}")
+  DURATION 4 SLOW_DURATION 3 STDOUT "${sk_ok_rcu}")
 # Fallback fences (no membarrier(2)): the read lock and unlock reach their
 # full fences through slow paths that lock_word and heavy send them to
 # (docs/rcu.md, "Fallback fences"); short-lived reader threads too.
@@ -261,17 +261,17 @@ sk_torture_test(torture_rcu_no_membarrier 0
 # test_rcu_gp_kinds's qsbr_only_grace_periods_skip_membarrier checks the exact
 # count with every thread online.
 sk_torture_test(torture_qsbr 0 "torture|qsbr|--duration|@DUR@|--seed|2"
-  DURATION 6 SLOW_DURATION 3
+  DURATION 4 SLOW_DURATION 3
   STDOUT "Reader Pipe: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\nReader Batch: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\n.*RCU first barriers: 0 handshakes \\(0 quiet\\), [0-9]+ membarriers, [1-9][0-9]* QSBR-only.*max pipe count: [01]  errors: 0\nSUCCESS\n$")
 sk_torture_test(torture_mixed 0 "torture|mixed|--duration|@DUR@|--seed|3"
-  DURATION 6 SLOW_DURATION 3 STDOUT "${sk_ok}")
+  DURATION 4 SLOW_DURATION 3 STDOUT "${sk_ok}")
 sk_torture_test(torture_srcu_sleep 0 "torture|srcu|--sleep|--duration|@DUR@|--seed|4"
-  DURATION 6 SLOW_DURATION 3
+  DURATION 4 SLOW_DURATION 3
   STDOUT "sections ended by another thread: [1-9].*${sk_ok_ds}")
 sk_torture_test(torture_list 0 "torture|list|--duration|@DUR@|--seed|5"
-  DURATION 6 SLOW_DURATION 3 STDOUT "list: [1-9][0-9]* walks.*${sk_ok_ds}")
+  DURATION 4 SLOW_DURATION 3 STDOUT "list: [1-9][0-9]* walks.*${sk_ok_ds}")
 sk_torture_test(torture_rhash 0 "torture|rhash|--fault-rate|0.01|--duration|@DUR@|--seed|6"
-  DURATION 6 SLOW_DURATION 3
+  DURATION 4 SLOW_DURATION 3
   STDOUT "rhash: [1-9][0-9]* lookups.*[1-9][0-9]* resizes.*${sk_ok_ds}"
   ENV "${sk_tort_tsan}")
 # Every update inside a read section while the resizer and the background
@@ -299,7 +299,7 @@ sk_torture_test(torture_rhash_churn_figures 0
   ENV "${sk_tort_tsan}")
 # Forward progress under a callback flood: bounded memory, grace periods.
 sk_torture_test(torture_rcu_flood 0 "torture|rcu|--flood|--duration|@DUR@|--seed|8"
-  DURATION 6 SLOW_DURATION 3 STDOUT "peak RSS: .*${sk_ok_ds}")
+  DURATION 4 SLOW_DURATION 3 STDOUT "peak RSS: .*${sk_ok_ds}")
 
 # Expedited grace periods only, one reader and one updater: most of them
 # try the readers' handshake, and some must get it (alone on the machine:
@@ -312,7 +312,7 @@ set(sk_exp_pipe "Reader Pipe: +[0-9]+ [0-9]+ 0 0 0 0 0 0 0 0 0\n.*expedited firs
 set(sk_exp_tail " handshakes.*max pipe count: [01]  errors: 0\nSUCCESS\n$")
 sk_torture_test(torture_rcu_exp_handshake 0
   "torture|rcu|--gp|exp|--readers|1|--updaters|1|--duration|@DUR@|--seed|14"
-  DURATION 6 SLOW_DURATION 3
+  DURATION 4 SLOW_DURATION 3
   STDOUT "${sk_exp_pipe}[1-9][0-9]*${sk_exp_tail}"
   SLOW_STDOUT "${sk_exp_pipe}[0-9]+${sk_exp_tail}")
 set_tests_properties(torture_rcu_exp_handshake PROPERTIES RUN_SERIAL TRUE)
@@ -331,9 +331,9 @@ sk_torture_test(torture_rcu_quiet 0
 set_tests_properties(torture_rcu_quiet PROPERTIES RUN_SERIAL TRUE)
 
 sk_torture_test(torture_srcu 0 "torture|srcu|--duration|@DUR@|--seed|9"
-  DURATION 6 SLOW_DURATION 3 STDOUT "${sk_ok_ds}")
+  DURATION 4 SLOW_DURATION 3 STDOUT "${sk_ok_ds}")
 sk_torture_test(torture_srcu_flood 0 "torture|srcu|--flood|--duration|@DUR@|--seed|10"
-  DURATION 6 SLOW_DURATION 3 STDOUT "peak RSS: .*${sk_ok_ds}")
+  DURATION 4 SLOW_DURATION 3 STDOUT "peak RSS: .*${sk_ok_ds}")
 
 # ---- a failed setup releases everything ------------------------------------
 # SCALEKIT_TORTURE_FAIL_ALLOC=N fails the Nth allocation of the setup (the

@@ -38,17 +38,18 @@
 	} while (0)
 
 /*
- * Seconds a stress test runs: 1, or 2 with SK_TEST_SLOW=1 set (sanitizer,
- * qemu and generic jobs).  Every broken twin (URCU_TEST_BROKEN, which runs
- * up to 10 times as long and stops at its first error) was caught within
- * 1.5 s in each of those jobs (CI of 5ab450b: at most 1.44 s, under TSan),
- * so 2 s still leaves each run longer than its twin needed.
+ * Seconds a stress test runs: 1, or 1.5 with SK_TEST_SLOW=1 set (sanitizer
+ * and qemu jobs).  Every broken twin (URCU_TEST_BROKEN, which runs up to
+ * 10 times as long and stops at its first error) was caught within 1.5 s
+ * in each of those jobs (CI of 5ab450b: at most 1.44 s, under TSan; a
+ * fresh-clone CI run of 6cdf879: at most 1.12 s, process start included),
+ * so 1.5 s still leaves each run as long as its twin needed.
  */
 static inline double urcu_test_seconds(void)
 {
 	const char *s = getenv("SK_TEST_SLOW");
 
-	return s && *s && strcmp(s, "0") ? 2.0 : 1.0;
+	return s && *s && strcmp(s, "0") ? 1.5 : 1.0;
 }
 
 static inline double urcu_test_now(void)
