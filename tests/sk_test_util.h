@@ -132,7 +132,9 @@ struct sk_test_child {
 
 /*
  * Run fn in a forked child with stderr on a pipe and no core file; a child
- * still running after hang_s seconds (0: no limit) dies by SIGALRM.  After
+ * still running after hang_s seconds (0: no limit) dies by SIGALRM (in
+ * ASan builds it is then forked again, up to 3 times in all: see
+ * tests/support/sk_test_util.c for why).  After
  * fn the child ends by exit(0) (atexit handlers, e.g. the leak checker,
  * run) or, when quick, by fflush(stderr) and _exit(0).  Logs the outcome.
  */
