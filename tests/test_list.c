@@ -730,7 +730,7 @@ static void stress_list(void)
 {
 	struct stress *s = (struct stress *)calloc(1, sizeof(*s));
 
-	/* 400,000 updates per writer (about 4 s here); torture_list
+	/* 400,000 updates per writer (about 3 s here); torture_list
 	 * (tests/torture.cmake) runs the same kind of stress by time. */
 	s->updates = 400000 / sk_test_slow();
 	s->seed = sk_t_seed;

@@ -67,9 +67,10 @@ static int tl_hang_s(struct sk_lks *s, int busted)
 
 /*
  * Sleep for the run, watching progress; 0, or -1 when it hung.  A busted
- * run ends at its first error.  The run goes on past secs while a thread has not completed a section yet (one
- * that a loaded machine or a sanitizer scheduled late), at most until the
- * hang limit: sk_lks_finish() then names each thread that never did.
+ * run ends at its first error.  The run goes on past secs while a thread
+ * has not completed a section yet (one that a loaded machine or a
+ * sanitizer scheduled late), at most until the hang limit:
+ * sk_lks_finish() then names each thread that never did.
  */
 static int tl_monitor(struct sk_lks *s, const char *label, double secs,
 		      int busted)
