@@ -216,33 +216,15 @@ int sk_test_run_child(const char *prog, const char *mode,
  * taken, and its first thread start or allocation waits for it forever.
  * The ASan job saw it in test_rcu_cb_own_fork (a child thread's start-up
  * stuck on the allocator's lock; here 3 times in 621 runs of that case
- * beside three busy-loop processes).  There, a child that hangs (SIGALRM) is forked again, up to
- * this many times in all; a hang of the library repeats and still fails.
+ * beside three busy-loop processes).  There, a child that hangs (SIGALRM)
+ * is forked again, up to this many times in all; a hang of the library
+ * repeats and still fails.
  */
 #if defined(__SANITIZE_ADDRESS__)
 #define SK_TEST_FORK_TRIES 3
 #else
 #define SK_TEST_FORK_TRIES 1
 #endif
-
-static void fork_child_once(void (*fn)(void), unsigned hang_s, int quick,
-			    struct sk_test_child *c);
-
-void sk_test_fork_child(void (*fn)(void), unsigned hang_s,
-			int quick, struct sk_test_child *c)
-{
-	int tries;
-
-	for (tries = 1;; tries++) {
-		fork_child_once(fn, hang_s, quick, c);
-		if (tries == SK_TEST_FORK_TRIES || !hang_s ||
-		    !WIFSIGNALED(c->status) || WTERMSIG(c->status) != SIGALRM)
-			return;
-		fprintf(stderr, "  child %d hung (SIGALRM after %u s): under "
-				"ASan, forked again (%d of %d)\n",
-			(int)c->pid, hang_s, tries + 1, SK_TEST_FORK_TRIES);
-	}
-}
 
 static void fork_child_once(void (*fn)(void), unsigned hang_s, int quick,
 			    struct sk_test_child *c)
@@ -277,6 +259,22 @@ static void fork_child_once(void (*fn)(void), unsigned hang_s, int quick,
 		WIFSIGNALED(c->status) ? WTERMSIG(c->status)
 				       : WEXITSTATUS(c->status),
 		got ? "\n    " : "(nothing)\n", c->err);
+}
+
+void sk_test_fork_child(void (*fn)(void), unsigned hang_s,
+			int quick, struct sk_test_child *c)
+{
+	int tries;
+
+	for (tries = 1;; tries++) {
+		fork_child_once(fn, hang_s, quick, c);
+		if (tries == SK_TEST_FORK_TRIES || !hang_s ||
+		    !WIFSIGNALED(c->status) || WTERMSIG(c->status) != SIGALRM)
+			return;
+		fprintf(stderr, "  child %d hung (SIGALRM after %u s): under "
+				"ASan, forked again (%d of %d)\n",
+			(int)c->pid, hang_s, tries + 1, SK_TEST_FORK_TRIES);
+	}
 }
 
 void sk_test_expect_abort(void (*fn)(void), unsigned hang_s, const char *m1,
