@@ -123,6 +123,25 @@ int sk_test_run_child(const char *prog, const char *mode,
 		      const char *name, const char *value,
 		      char *out, size_t len);
 
+/* One child of sk_test_run_children(). */
+struct sk_test_run {
+	const char *mode;  /* runs "prog --child=mode" */
+	const char *name;  /* the environment variable set, or NULL */
+	const char *value; /* its value; NULL: removed */
+	char *out;	   /* the child's stderr, NUL-terminated */
+	size_t len;	   /* size of out */
+	int status;	   /* wait status */
+};
+#define SK_TEST_RUN_MAX 32
+
+/*
+ * Run n (at most SK_TEST_RUN_MAX) children as sk_test_run_child() does,
+ * all at the same time: for tests whose children mostly sleep.  Each one's
+ * stderr is read as it comes (beyond len - 1 bytes it is read and
+ * dropped); returns when every child has ended.
+ */
+void sk_test_run_children(const char *prog, struct sk_test_run *r, size_t n);
+
 /* How a forked child ended and what it wrote on stderr. */
 struct sk_test_child {
 	pid_t pid;

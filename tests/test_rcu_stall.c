@@ -151,18 +151,60 @@ static int child_main(const char *mode)
 /* ---- parent side ---------------------------------------------------------- */
 
 /*
- * Run this program with --child=mode and SCALEKIT_RCU_STALL_MS=value
- * (unset when value is NULL); returns the wait status and the child's
- * stderr in out.
+ * Every child the cases check: this program with --child=mode and
+ * SCALEKIT_RCU_STALL_MS=value (unset when value is NULL).  The children
+ * mostly sleep, so main() runs them all at once (sk_test_run_children())
+ * before the cases read their results (6.6 s of sleeps in a row before).
  */
-static int run_child(const char *mode, const char *value, char *out, size_t len)
-{
-	int st = sk_test_run_child("test_rcu_stall", mode,
-				   "SCALEKIT_RCU_STALL_MS", value, out, len);
+#define NBAD 4 /* the malformed values, first in kids[] */
+static struct sk_test_run kids[] = {
+	{ "plain", NULL, "abc", NULL, 0, 0 },
+	{ "plain", NULL, "-5", NULL, 0, 0 },
+	{ "plain", NULL, "99999999999999999999", NULL, 0, 0 },
+	{ "plain", NULL, "1.5", NULL, 0, 0 },
+	{ "plain", NULL, NULL, NULL, 0, 0 },
+	{ "stall-reader", NULL, "200", NULL, 0, 0 },
+	{ "setter", NULL, "3600000", NULL, 0, 0 },
+	{ "stall-qsbr", NULL, "200", NULL, 0, 0 },
+	{ "quiet", NULL, "200", NULL, 0, 0 },
+};
+#define NKIDS (sizeof(kids) / sizeof(kids[0]))
+#define KID_OUT (1 << 16)
 
-	fprintf(stderr, "[child %s, SCALEKIT_RCU_STALL_MS=%s]\n%s", mode,
-		value ? value : "(unset)", out);
-	return st;
+static void run_all_children(void)
+{
+	static char out[NKIDS][KID_OUT];
+	size_t i;
+
+	for (i = 0; i < NKIDS; i++) {
+		kids[i].name = "SCALEKIT_RCU_STALL_MS";
+		kids[i].out = out[i];
+		kids[i].len = KID_OUT;
+	}
+	sk_test_run_children("test_rcu_stall", kids, NKIDS);
+}
+
+/*
+ * The child of mode with value (NULL: the variable unset), logged; its
+ * wait status in *st and its stderr returned.
+ */
+static const char *child_result(const char *mode, const char *value, int *st)
+{
+	size_t i;
+
+	for (i = 0; i < NKIDS; i++) {
+		const char *v = kids[i].value;
+
+		if (strcmp(kids[i].mode, mode) != 0 || !v != !value ||
+		    (v && strcmp(v, value) != 0))
+			continue;
+		fprintf(stderr, "[child %s, SCALEKIT_RCU_STALL_MS=%s]\n%s",
+			mode, value ? value : "(unset)", kids[i].out);
+		*st = kids[i].status;
+		return kids[i].out;
+	}
+	fprintf(stderr, "no child %s with %s\n", mode, value ? value : "(unset)");
+	exit(2);
 }
 
 /* The number after "key" in s, or -1. */
@@ -221,8 +263,8 @@ static void check_stall_reports(const char *out, const char *name,
  */
 static void sleepy_reader_is_reported(const char *mode, const char *env)
 {
-	static char out[1 << 16];
-	int st = run_child(mode, env, out, sizeof(out));
+	int st;
+	const char *out = child_result(mode, env, &st);
 
 	SK_CHECK_EXIT_0(st);
 	check_stall_reports(out, "sleepy-reader",
@@ -261,8 +303,8 @@ static void setter_rejects_out_of_range(void)
 /* An online QSBR thread without quiescent states: the report says QSBR. */
 static void stalled_qsbr_thread_is_reported(void)
 {
-	static char out[1 << 16];
-	int st = run_child("stall-qsbr", "200", out, sizeof(out));
+	int st;
+	const char *out = child_result("stall-qsbr", "200", &st);
 
 	SK_CHECK_EXIT_0(st);
 	check_stall_reports(out, "qsbr-sleeper", "QSBR");
@@ -278,8 +320,8 @@ static void stalled_qsbr_thread_is_reported(void)
  */
 static void readers_below_threshold_are_not_reported(void)
 {
-	static char out[1 << 16];
-	int st = run_child("quiet", "200", out, sizeof(out));
+	int st;
+	const char *out = child_result("quiet", "200", &st);
 	long sync_ms = value_after(out, "sync-ms=");
 
 	SK_CHECK_EXIT_0(st);
@@ -298,23 +340,21 @@ static void readers_below_threshold_are_not_reported(void)
  */
 static void bad_stall_env_warns_and_uses_default(void)
 {
-	static const char *bad[] = { "abc", "-5", "99999999999999999999",
-				     "1.5" };
-	static char out[1 << 16];
+	const char *out;
 	size_t i;
 	int st;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		st = run_child("plain", bad[i], out, sizeof(out));
+	for (i = 0; i < NBAD; i++) {
+		out = child_result("plain", kids[i].value, &st);
 		SK_CHECK_EXIT_0(st);
 		SK_CHECK_STR_CONTAINS(out, "SCALEKIT_RCU_STALL_MS");
 		SK_CHECK_STR_CONTAINS(out, "warning");
-		SK_CHECK_STR_CONTAINS(out, bad[i]);
+		SK_CHECK_STR_CONTAINS(out, kids[i].value);
 		SK_CHECK_STR_CONTAINS(out, "default");
 		SK_CHECK_EQ(sk_test_count_substr(out, "RCU stall"), 0);
 		SK_CHECK_STR_CONTAINS(out, "child done");
 	}
-	st = run_child("plain", NULL, out, sizeof(out));
+	out = child_result("plain", NULL, &st);
 	SK_CHECK_EXIT_0(st);
 	SK_CHECK(strstr(out, "SCALEKIT_RCU_STALL_MS") == NULL);
 	SK_CHECK_EQ(sk_test_count_substr(out, "RCU stall"), 0);
@@ -326,6 +366,7 @@ int main(int argc, char **argv)
 		return child_main(argv[1] + 8);
 	sk_test_args(argc, argv);
 	sk_test_seed_init();
+	run_all_children();
 	SK_RUN(stalled_reader_is_reported_with_backoff);
 	SK_RUN(stalled_qsbr_thread_is_reported);
 	SK_RUN(setter_replaces_the_env_threshold);

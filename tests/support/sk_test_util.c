@@ -3,6 +3,9 @@
 #define _GNU_SOURCE
 #include "sk_test_util.h"
 
+#include <fcntl.h>
+#include <poll.h>
+
 void sk_test_thread_start_attr(pthread_t *t,
 			       const pthread_attr_t *attr,
 			       void *(*fn)(void *), void *arg)
@@ -176,15 +179,17 @@ int sk_test_exec_self(char *const argv[], char *const envp[],
 	return sk_test_wait(pid);
 }
 
-int sk_test_run_child(const char *prog, const char *mode,
-		      const char *name, const char *value,
-		      char *out, size_t len)
+/*
+ * The environment for a child: ours without the variable name (when
+ * name is not NULL), plus name=value (when value is not NULL) in var.
+ * Free the array.
+ */
+static char **child_envp(const char *name, const char *value, char *var,
+			 size_t var_len)
 {
 	extern char **environ;
-	char flag[64], var[128];
-	char *argv[3], **envp;
 	size_t n = 0, i, nl = name ? strlen(name) : 0;
-	int st;
+	char **envp;
 
 	for (i = 0; environ[i]; i++)
 		;
@@ -196,17 +201,96 @@ int sk_test_run_child(const char *prog, const char *mode,
 		    environ[i][nl] != '=')
 			envp[n++] = environ[i];
 	if (name && value) {
-		snprintf(var, sizeof(var), "%s=%s", name, value);
+		snprintf(var, var_len, "%s=%s", name, value);
 		envp[n++] = var;
 	}
 	envp[n] = NULL;
-	snprintf(flag, sizeof(flag), "--child=%s", mode);
-	argv[0] = (char *)prog;
-	argv[1] = flag;
-	argv[2] = NULL;
-	st = sk_test_exec_self(argv, envp, out, len);
-	free(envp);
-	return st;
+	return envp;
+}
+
+int sk_test_run_child(const char *prog, const char *mode,
+		      const char *name, const char *value,
+		      char *out, size_t len)
+{
+	struct sk_test_run r = { mode, name, value, out, len, 0 };
+
+	sk_test_run_children(prog, &r, 1);
+	return r.status;
+}
+
+void sk_test_run_children(const char *prog, struct sk_test_run *r, size_t n)
+{
+	struct pollfd pf[SK_TEST_RUN_MAX];
+	size_t got[SK_TEST_RUN_MAX], i, open_fds = n;
+	pid_t pid[SK_TEST_RUN_MAX];
+	char flag[64], var[128], sink[256];
+
+	if (n > SK_TEST_RUN_MAX) {
+		fprintf(stderr, "sk_test_run_children: %zu children, at most "
+				"%d\n", n, SK_TEST_RUN_MAX);
+		exit(2);
+	}
+	for (i = 0; i < n; i++) {
+		char *argv[3], **envp;
+		int p[2];
+
+		envp = child_envp(r[i].name, r[i].value, var, sizeof(var));
+		snprintf(flag, sizeof(flag), "--child=%s", r[i].mode);
+		argv[0] = (char *)prog;
+		argv[1] = flag;
+		argv[2] = NULL;
+		/* Close-on-exec: no child keeps another one's pipe open. */
+		if (pipe2(p, O_CLOEXEC) != 0) {
+			perror("pipe2");
+			exit(2);
+		}
+		pid[i] = sk_test_fork();
+		if (pid[i] == 0) {
+			dup2(p[1], 2); /* fd 2 itself stays open at exec */
+			sk_test_execve_self(argv, envp);
+			_exit(127);
+		}
+		free(envp);
+		close(p[1]);
+		pf[i].fd = p[0];
+		pf[i].events = POLLIN;
+		got[i] = 0;
+	}
+	/* Read every pipe as data comes, so that no child waits for us. */
+	while (open_fds) {
+		if (poll(pf, n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("poll");
+			exit(2);
+		}
+		for (i = 0; i < n; i++) {
+			size_t room = got[i] + 1 < r[i].len
+					      ? r[i].len - 1 - got[i]
+					      : 0;
+			ssize_t k;
+
+			if (pf[i].fd < 0 || !pf[i].revents)
+				continue;
+			k = room ? read(pf[i].fd, r[i].out + got[i], room)
+				 : read(pf[i].fd, sink, sizeof(sink));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k > 0) {
+				if (room)
+					got[i] += (size_t)k;
+				continue;
+			}
+			close(pf[i].fd); /* end of file or error */
+			pf[i].fd = -1;
+			open_fds--;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (r[i].len)
+			r[i].out[got[i]] = '\0';
+		r[i].status = sk_test_wait(pid[i]);
+	}
 }
 
 /*
