@@ -3,9 +3,10 @@
  * test_rcu_stall.c - the RCU stall watchdog and SCALEKIT_RCU_STALL_MS.
  *
  * SCALEKIT_RCU_STALL_MS is read once when the library loads, so each case
- * runs this program again (fork + execve of /proc/self/exe with a --child
- * flag and the variable in its environment) and checks the child's stderr
- * and exit status.  What is proven:
+ * checks the stderr and exit status of a run of this program (fork +
+ * execve of /proc/self/exe with a --child flag and the variable in its
+ * environment); the runs go at the same time, before the cases.  What is
+ * proven:
  *   - a reader named "sleepy-reader" that sleeps 1.5 s inside a read
  *     section while the main thread waits in sk_synchronize_rcu() is
  *     reported ("RCU stall", its tid, its name, the threshold, a waited
