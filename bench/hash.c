@@ -724,6 +724,82 @@ static void beside_free(void)
 	beside_objs = NULL;
 }
 
+/*
+ * The object lines one grow (to 2 * resize_base buckets) and one shrink
+ * (back) of the readers' table change: each object is one line (struct
+ * hobj), compared with a copy before and after each resize.  A line the
+ * migration stores its old value to is not counted.  Outside the clock,
+ * before the runs; -1 when the copy cannot be allocated.
+ */
+static long resize_object_lines(void)
+{
+	size_t n = (size_t)sk_bench_hash_w.nkeys, i;
+	struct hobj *o = sk_bench_hash_w.objs, *copy;
+	long changed = 0;
+	int k;
+
+	copy = aligned_alloc(64, sizeof(*copy) * n);
+	if (!copy)
+		return -1;
+	memcpy(copy, o, sizeof(*copy) * n);
+	for (k = 0; k < 2; k++) {
+		sk_bench_hash_rhash.resize(k ? resize_base : 2 * resize_base);
+		for (i = 0; i < n; i++)
+			if (memcmp(&o[i], &copy[i], sizeof(*o))) {
+				changed++;
+				copy[i] = o[i];
+			}
+	}
+	free(copy);
+	return changed;
+}
+
+/*
+ * hash-resize's cost model, as a note: the lines a grow + shrink cycle
+ * writes that the reader later reads (the new arrays' heads, and the
+ * objects whose link changed), what the reader lost per cycle (1 -
+ * resizing / steady, the medians, over the cycles per second, taking the
+ * reader's CPU second for a wall second: it shares 2 CPUs with the
+ * resizer only), per line, and how many lines a cycle could write at
+ * this cost and rate for resizing / steady >= 0.9
+ * (docs/data-structures.md, "What a lookup pays during a resize").
+ */
+static void resize_cost_note(struct sk_bench_results *res,
+			     const struct sk_bench_row *row, long obj_lines,
+			     double rps)
+{
+	double head_lines = 3.0 * (double)resize_base *
+			    sizeof(struct sk_rhash_node *) / 64.0;
+	double lines = head_lines + (double)obj_lines, resizing, steady, lost;
+
+	if (obj_lines < 0 || !(rps > 0) || row->nrep < 1)
+		return;
+	resizing = sk_bench_median(row->rep[0], row->nrep);
+	steady = sk_bench_median(row->rep[1], row->nrep);
+	if (!(resizing > 0) || !(steady > 0))
+		return;
+	lost = (1.0 - resizing / steady) / rps; /* s per cycle */
+	if (lost <= 0) {
+		sk_bench_note_add(res,
+				  "hash-resize: a cycle wrote %.0f lines that "
+				  "the reader reads (%.0f of bucket heads, %ld "
+				  "of objects whose link changed); resizing "
+				  "was not slower than steady in this run",
+				  lines, head_lines, obj_lines);
+		return;
+	}
+	sk_bench_note_add(res,
+			  "hash-resize: a cycle wrote %.0f lines that the "
+			  "reader reads (%.0f of bucket heads, %ld of objects "
+			  "whose link changed, counted in one cycle before "
+			  "the runs); the reader lost %.2f ms per cycle, "
+			  "%.0f ns per line; at this rate and cost, "
+			  "resizing / steady >= 0.9 allows %.0f lines per "
+			  "cycle",
+			  lines, head_lines, obj_lines, lost * 1e3,
+			  lost / lines * 1e9, 0.1 / rps / (lost / lines));
+}
+
 int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res)
 {
@@ -740,6 +816,7 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	struct hash_job jobs[4];
 	struct sk_bench_row *row;
 	double rps = NAN;
+	long obj_lines;
 	int i, err;
 
 	row = sk_bench_row_add(res, "hash-resize", "2^16 keys", "Mops/s", title,
@@ -763,6 +840,7 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	if (sk_rhash_resize(beside, resize_base))
 		sk_bench_hash_die("sk_rhash_resize failed");
 	sk_bench_hash_rhash.resize(resize_base);
+	obj_lines = resize_object_lines();
 	gp_rate = 0;
 	sk_bench_progress("hash-resize: 4 runs x %d reps, %.0f ms each "
 			  "(warm-up %.0f ms)",
@@ -779,6 +857,7 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			  "cycles (2^16 -> 2^17 -> 2^16 buckets) per second, "
 			  "median over repetitions (rhash-resizing's runs)",
 			  rps);
+	resize_cost_note(res, row, obj_lines, rps);
 	sk_bench_hash_free();
 	ratio_target(res, row, "rhash-resizing", "rhash", 0.9, "hash-resize");
 	return 0;
