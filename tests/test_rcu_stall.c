@@ -157,19 +157,16 @@ static int child_main(const char *mode)
  * mostly sleep, so main() runs them all at once (sk_test_run_children())
  * before the cases read their results (6.6 s of sleeps in a row before).
  */
+#define KID(mode, value) { mode, "SCALEKIT_RCU_STALL_MS", value, NULL, 0, 0 }
 #define NBAD 4 /* the malformed values, first in kids[] */
 static struct sk_test_run kids[] = {
-	{ "plain", NULL, "abc", NULL, 0, 0 },
-	{ "plain", NULL, "-5", NULL, 0, 0 },
-	{ "plain", NULL, "99999999999999999999", NULL, 0, 0 },
-	{ "plain", NULL, "1.5", NULL, 0, 0 },
-	{ "plain", NULL, NULL, NULL, 0, 0 },
-	{ "stall-reader", NULL, "200", NULL, 0, 0 },
-	{ "setter", NULL, "3600000", NULL, 0, 0 },
-	{ "stall-qsbr", NULL, "200", NULL, 0, 0 },
-	{ "quiet", NULL, "200", NULL, 0, 0 },
+	KID("plain", "abc"),	     KID("plain", "-5"),
+	KID("plain", "99999999999999999999"),
+	KID("plain", "1.5"),	     KID("plain", NULL),
+	KID("stall-reader", "200"),  KID("setter", "3600000"),
+	KID("stall-qsbr", "200"),    KID("quiet", "200"),
 };
-#define NKIDS (sizeof(kids) / sizeof(kids[0]))
+#define NKIDS	(sizeof(kids) / sizeof(kids[0]))
 #define KID_OUT (1 << 16)
 
 static void run_all_children(void)
@@ -178,7 +175,6 @@ static void run_all_children(void)
 	size_t i;
 
 	for (i = 0; i < NKIDS; i++) {
-		kids[i].name = "SCALEKIT_RCU_STALL_MS";
 		kids[i].out = out[i];
 		kids[i].len = KID_OUT;
 	}
