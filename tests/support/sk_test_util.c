@@ -159,23 +159,38 @@ void sk_test_execve_self(char *const argv[], char *const envp[])
 	execve(args[0], args, envp);
 }
 
-int sk_test_exec_self(char *const argv[], char *const envp[],
-		      char *out, size_t len)
+/*
+ * Start this program again with argv and envp, its stderr on a pipe whose
+ * read end goes to *fd.  The pipe is close-on-exec, so no other child
+ * started meanwhile keeps it open.  Returns the child's pid.
+ */
+static pid_t exec_self_piped(char *const argv[], char *const envp[], int *fd)
 {
 	int p[2];
 	pid_t pid;
 
-	sk_test_pipe(p);
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		perror("pipe2");
+		exit(2);
+	}
 	pid = sk_test_fork();
 	if (pid == 0) {
-		close(p[0]);
-		dup2(p[1], 2);
-		close(p[1]);
+		dup2(p[1], 2); /* fd 2 itself stays open at exec */
 		sk_test_execve_self(argv, envp);
 		_exit(127);
 	}
 	close(p[1]);
-	sk_test_read_all(p[0], out, len);
+	*fd = p[0];
+	return pid;
+}
+
+int sk_test_exec_self(char *const argv[], char *const envp[],
+		      char *out, size_t len)
+{
+	int fd;
+	pid_t pid = exec_self_piped(argv, envp, &fd);
+
+	sk_test_read_all(fd, out, len); /* closes fd */
 	return sk_test_wait(pid);
 }
 
@@ -232,27 +247,14 @@ void sk_test_run_children(const char *prog, struct sk_test_run *r, size_t n)
 	}
 	for (i = 0; i < n; i++) {
 		char *argv[3], **envp;
-		int p[2];
 
 		envp = child_envp(r[i].name, r[i].value, var, sizeof(var));
 		snprintf(flag, sizeof(flag), "--child=%s", r[i].mode);
 		argv[0] = (char *)prog;
 		argv[1] = flag;
 		argv[2] = NULL;
-		/* Close-on-exec: no child keeps another one's pipe open. */
-		if (pipe2(p, O_CLOEXEC) != 0) {
-			perror("pipe2");
-			exit(2);
-		}
-		pid[i] = sk_test_fork();
-		if (pid[i] == 0) {
-			dup2(p[1], 2); /* fd 2 itself stays open at exec */
-			sk_test_execve_self(argv, envp);
-			_exit(127);
-		}
+		pid[i] = exec_self_piped(argv, envp, &pf[i].fd);
 		free(envp);
-		close(p[1]);
-		pf[i].fd = p[0];
 		pf[i].events = POLLIN;
 		got[i] = 0;
 	}
