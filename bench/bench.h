@@ -273,6 +273,7 @@ extern const struct sk_bench_rcu_ops sk_bench_rhash_resizing_ops;
 extern const struct sk_bench_rcu_ops sk_bench_rhash_beside_ops;
 extern const struct sk_bench_rcu_ops sk_bench_rhash_gp_ops;
 extern const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops;
+extern const struct sk_bench_rcu_ops sk_bench_urcu_lfht_resizing_ops;
 /*
  * Lock adapters (locks.c): read_section(n) is n lock+dereference+unlock
  * sections, the read side ("sk-rwlock-rb", "sk-seqlock") or the write

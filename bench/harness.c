@@ -44,6 +44,7 @@ const struct sk_bench_rcu_ops *const sk_bench_rcu_all[] = {
 	&sk_bench_rhash_beside_ops,
 	&sk_bench_rhash_gp_ops,
 	&sk_bench_urcu_lfht_ops,
+	&sk_bench_urcu_lfht_resizing_ops,
 	&sk_bench_rwlock_rb_ops,
 	&sk_bench_rwlock_rb_wr_ops,
 	&sk_bench_seqlock_ops,
@@ -102,7 +103,7 @@ const struct sk_bench_scenario sk_bench_scenarios[] = {
 	{ "hash-resize",
 	  "sk_rhash lookups/s while another thread resizes, vs "
 	  "steady, vs a resizer of a second table and vs grace periods "
-	  "alone",
+	  "alone; cds_lfht resizing vs steady",
 	  sk_bench_hash_resize_run },
 	{ "hash-update",
 	  "sk_rhash vs cds_lfht insert+remove/s, 1..N threads",

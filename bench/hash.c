@@ -37,6 +37,10 @@
  *                not the share of a CPU the reader got beside the
  *                resizer and other processes.  Each repetition is the
  *                median of RESIZE_WINDOWS interleaved windows of each.
+ *                A second row runs the same reader on cds_lfht,
+ *                "urcu-lfht-resizing" (another thread calls
+ *                cds_lfht_resize() 2^16 <-> 2^17) against "urcu-lfht"
+ *                (steady at both sizes): the peer's resizing / steady.
  *  hash-update   T threads insert and remove objects of their own in a
  *                table of 2^16 keys: a thread owns 2 x 2048 objects; one
  *                round inserts the 2048 that are out and removes the 2048
@@ -112,7 +116,7 @@ sk_bench_hash_ops_of(const struct sk_bench_rcu_ops *impl)
 	/* By name: the update adapters are copies of the lookup adapters. */
 	if (!strncmp(impl->name, "rhash", 5))
 		return &sk_bench_hash_rhash;
-	if (!strcmp(impl->name, "urcu-lfht") && sk_bench_hash_lfht.name)
+	if (!strncmp(impl->name, "urcu-lfht", 9) && sk_bench_hash_lfht.name)
 		return &sk_bench_hash_lfht;
 	return NULL;
 }
@@ -286,7 +290,8 @@ static struct hobj *beside_objs;
 struct resizer {
 	pthread_t tid;
 	unsigned long base; /* the table's usual bucket count */
-	struct sk_rhash *other; /* NULL: the readers' table; else this one */
+	const struct sk_bench_hash_ops *t; /* the readers' table */
+	struct sk_rhash *other; /* NULL: resize t; else this sk_rhash */
 	double gp_rate; /* > 0: no resizes, this many grace periods per s */
 	int stop;
 	unsigned long cycles; /* grow + shrink pairs done */
@@ -308,7 +313,7 @@ static double gp_rate;
 static void resizer_resize(struct resizer *rz, unsigned long nbuckets)
 {
 	if (!rz->other)
-		sk_bench_hash_rhash.resize(nbuckets);
+		rz->t->resize(nbuckets);
 	else if (sk_rhash_resize(rz->other, nbuckets))
 		sk_bench_hash_die("sk_rhash_resize failed");
 }
@@ -344,11 +349,14 @@ static void *resizer_main(void *arg)
 		gp_main(rz);
 		return NULL;
 	}
+	/* cds_lfht_resize() wants a registered thread (hash.h). */
+	rz->t->thread_init();
 	while (!__atomic_load_n(&rz->stop, __ATOMIC_RELAXED)) {
 		resizer_resize(rz, 2 * rz->base);
 		resizer_resize(rz, rz->base);
 		rz->cycles++;
 	}
+	rz->t->thread_exit();
 	return NULL;
 }
 
@@ -380,6 +388,7 @@ static int measure(const struct sk_bench_rcu_ops *ops, int n, int resize,
 		return -ENOMEM;
 	sk_bench_hash_seed_reset();
 	upd_table = sk_bench_hash_ops_of(ops);
+	rz.t = upd_table;
 	if (resize) {
 		pthread_attr_t attr;
 
@@ -444,6 +453,15 @@ struct hash_job {
 /* hash-resize: the readers' table's usual bucket count (0: not set). */
 static unsigned long resize_base;
 
+/* One resize of table t from this (main) thread, registered as t asks. */
+static void table_resize(const struct sk_bench_hash_ops *t,
+			 unsigned long nbuckets)
+{
+	t->thread_init();
+	t->resize(nbuckets);
+	t->thread_exit();
+}
+
 /*
  * One run of jb for run_ns: *mops its rate, *rps the resizer's cycles per
  * second (resize modes only).  0 or -errno.
@@ -451,20 +469,21 @@ static unsigned long resize_base;
 static int measure_job(const struct hash_job *jb, uint64_t run_ns,
 		       double *mops, double *rps)
 {
+	const struct sk_bench_hash_ops *t = sk_bench_hash_ops_of(jb->ops);
 	double a = 0, b = 0;
 	int err;
 
 	if (!jb->both_sizes)
 		return measure(jb->ops, jb->threads, jb->resize, run_ns,
 			       jb->cpu_time, mops, rps);
-	sk_bench_hash_rhash.resize(resize_base);
+	table_resize(t, resize_base);
 	err = measure(jb->ops, jb->threads, jb->resize, run_ns / 2,
 		      jb->cpu_time, &a, rps);
-	sk_bench_hash_rhash.resize(2 * resize_base);
+	table_resize(t, 2 * resize_base);
 	if (!err)
 		err = measure(jb->ops, jb->threads, jb->resize, run_ns / 2,
 			      jb->cpu_time, &b, rps);
-	sk_bench_hash_rhash.resize(resize_base);
+	table_resize(t, resize_base);
 	*mops = (a + b) / 2;
 	return err;
 }
@@ -617,6 +636,8 @@ static void ratio_target(struct sk_bench_results *res,
 static const char *const lookup_impls[] = { "rhash", "urcu-lfht", NULL };
 static const char *const resize_impls[] = { "rhash-resizing", "rhash",
 					    "rhash-beside", "rhash-gp", NULL };
+static const char *const lfht_resize_impls[] = { "urcu-lfht-resizing",
+						 "urcu-lfht", NULL };
 
 static const struct {
 	long nkeys;
@@ -726,12 +747,12 @@ static void beside_free(void)
 
 /*
  * The object lines one grow (to 2 * resize_base buckets) and one shrink
- * (back) of the readers' table change: each object is one line (struct
+ * (back) of the readers' table t change: each object is one line (struct
  * hobj), compared with a copy before and after each resize.  A line the
  * migration stores its old value to is not counted.  Outside the clock,
  * before the runs; -1 when the copy cannot be allocated.
  */
-static long resize_object_lines(void)
+static long resize_object_lines(const struct sk_bench_hash_ops *t)
 {
 	size_t n = (size_t)sk_bench_hash_w.nkeys, i;
 	struct hobj *o = sk_bench_hash_w.objs, *copy;
@@ -743,7 +764,7 @@ static long resize_object_lines(void)
 		return -1;
 	memcpy(copy, o, sizeof(*copy) * n);
 	for (k = 0; k < 2; k++) {
-		sk_bench_hash_rhash.resize(k ? resize_base : 2 * resize_base);
+		table_resize(t, k ? resize_base : 2 * resize_base);
 		for (i = 0; i < n; i++)
 			if (memcmp(&o[i], &copy[i], sizeof(*o))) {
 				changed++;
@@ -764,21 +785,35 @@ static long resize_object_lines(void)
  * this cost and rate for resizing / steady >= 0.9
  * (docs/data-structures.md, "What a lookup pays during a resize").
  */
+/*
+ * Seconds of the reader's lookups a grow + shrink cycle cost: 1 -
+ * resizing / steady (the medians of row's columns 0 and 1) over rps, the
+ * cycles per second; NAN when a figure is missing.
+ */
+static double lost_per_cycle(const struct sk_bench_row *row, double rps)
+{
+	double resizing, steady;
+
+	if (!(rps > 0) || row->nrep < 1 || row->na[0] || row->na[1])
+		return NAN;
+	resizing = sk_bench_median(row->rep[0], row->nrep);
+	steady = sk_bench_median(row->rep[1], row->nrep);
+	if (!(resizing > 0) || !(steady > 0))
+		return NAN;
+	return (1.0 - resizing / steady) / rps;
+}
+
 static void resize_cost_note(struct sk_bench_results *res,
 			     const struct sk_bench_row *row, long obj_lines,
 			     double rps)
 {
 	double head_lines = 3.0 * (double)resize_base *
 			    sizeof(struct sk_rhash_node *) / 64.0;
-	double lines = head_lines + (double)obj_lines, resizing, steady, lost;
+	double lines = head_lines + (double)obj_lines;
+	double lost = lost_per_cycle(row, rps); /* s per cycle */
 
-	if (obj_lines < 0 || !(rps > 0) || row->nrep < 1)
+	if (obj_lines < 0 || isnan(lost))
 		return;
-	resizing = sk_bench_median(row->rep[0], row->nrep);
-	steady = sk_bench_median(row->rep[1], row->nrep);
-	if (!(resizing > 0) || !(steady > 0))
-		return;
-	lost = (1.0 - resizing / steady) / rps; /* s per cycle */
 	if (lost <= 0) {
 		sk_bench_note_add(res,
 				  "hash-resize: a cycle wrote %.0f lines that "
@@ -798,6 +833,56 @@ static void resize_cost_note(struct sk_bench_results *res,
 			  "cycle",
 			  lines, head_lines, obj_lines, lost * 1e3,
 			  lost / lines * 1e9, 0.1 / rps / (lost / lines));
+}
+
+/*
+ * hash-resize's peer row: the same reader on cds_lfht (built by
+ * set_build() with the others) while a thread resizes it 2^16 <-> 2^17
+ * buckets with cds_lfht_resize(), against it steady at both sizes, and a
+ * note on what a cycle cost its reader beside sk_rhash's (rh_lost, s per
+ * cycle).  0, or -1 after a message.
+ */
+static int lfht_resize_run(const struct sk_bench_config *cfg,
+			   struct sk_bench_results *res, double rh_lost)
+{
+	static const char *const title =
+		"hash-resize / urcu-lfht: millions of cds_lfht lookups per "
+		"second of the reader's CPU time, 2^16 keys, one reader; "
+		"urcu-lfht-resizing: another thread resizes the table 2^16 "
+		"<-> 2^17 buckets (cds_lfht_resize()); urcu-lfht: the same "
+		"table steady, half of each run at each size (higher is "
+		"better)";
+	const struct sk_bench_hash_ops *lf = &sk_bench_hash_lfht;
+	struct sk_bench_row *row;
+	struct hash_job jobs[2];
+	double rps = NAN, lost;
+	long obj_lines;
+	int i;
+
+	row = sk_bench_row_add(res, "hash-resize", "2^16 keys", "Mops/s", title,
+			       1, 1, lfht_resize_impls, cfg->reps);
+	row->ratio_prefix = "resizing";
+	if (row->na[0] || row->na[1])
+		return 0;
+	for (i = 0; i < 2; i++)
+		jobs[i] = (struct hash_job){ row->impl[i], row->impl[i]->name,
+					     1, !i, row, i, i, 1 };
+	table_resize(lf, resize_base);
+	obj_lines = resize_object_lines(lf);
+	sk_bench_progress("hash-resize: urcu-lfht: 2 runs x %d reps, %.0f ms "
+			  "each (warm-up %.0f ms)",
+			  cfg->reps, cfg->run_ns / 1e6, cfg->warmup_ns / 1e6);
+	if (run_jobs(cfg, "hash-resize", "lookups", jobs, 2, RESIZE_WINDOWS,
+		     NULL, &rps))
+		return -1;
+	lost = lost_per_cycle(row, rps);
+	sk_bench_note_add(res,
+			  "hash-resize: urcu-lfht's resizer completed %.0f "
+			  "grow+shrink cycles per second (cds_lfht_resize()); "
+			  "a cycle changed %ld object lines; its reader lost "
+			  "%.2f ms per cycle, sk_rhash's %.2f ms",
+			  rps, obj_lines, lost * 1e3, rh_lost * 1e3);
+	return 0;
 }
 
 int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
@@ -840,7 +925,7 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	if (sk_rhash_resize(beside, resize_base))
 		sk_bench_hash_die("sk_rhash_resize failed");
 	sk_bench_hash_rhash.resize(resize_base);
-	obj_lines = resize_object_lines();
+	obj_lines = resize_object_lines(&sk_bench_hash_rhash);
 	gp_rate = 0;
 	sk_bench_progress("hash-resize: 4 runs x %d reps, %.0f ms each "
 			  "(warm-up %.0f ms)",
@@ -858,9 +943,10 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			  "median over repetitions (rhash-resizing's runs)",
 			  rps);
 	resize_cost_note(res, row, obj_lines, rps);
+	err = lfht_resize_run(cfg, res, lost_per_cycle(row, rps));
 	sk_bench_hash_free();
 	ratio_target(res, row, "rhash-resizing", "rhash", 0.9, "hash-resize");
-	return 0;
+	return err;
 }
 
 int sk_bench_hash_update_run(const struct sk_bench_config *cfg,

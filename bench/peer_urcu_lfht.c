@@ -93,6 +93,16 @@ const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops = {
 	.read_section = lf_lookups,
 };
 
+/* The same lookups; hash-resize runs a resizer of the table beside them. */
+const struct sk_bench_rcu_ops sk_bench_urcu_lfht_resizing_ops = {
+	.name = "urcu-lfht-resizing",
+	.desc = "urcu-lfht lookups while another thread resizes the table "
+		"with cds_lfht_resize() (hash-resize)",
+	.thread_init = lf_lookup_thread_init,
+	.thread_exit = lf_unregister,
+	.read_section = lf_lookups,
+};
+
 static int lf_build(unsigned long buckets)
 {
 	sk_bench_hash_w.lf = cds_lfht_new_flavor(
@@ -170,16 +180,25 @@ const struct sk_bench_hash_ops sk_bench_hash_lfht = {
 	.resize = lf_resize,
 };
 #else
+#ifdef SK__TSAN
+#define SK_BENCH_LFHT_UNAVAILABLE \
+	"not built under ThreadSanitizer (liburcu-cds is not instrumented)"
+#else
+#define SK_BENCH_LFHT_UNAVAILABLE \
+	"liburcu-cds or liburcu-memb was not found by pkg-config at build time"
+#endif
+
 const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops = {
 	.name = "urcu-lfht",
 	.desc = "liburcu cds_lfht (hash-* scenarios)",
-#ifdef SK__TSAN
-	.unavailable = "not built under ThreadSanitizer (liburcu-cds is not "
-		       "instrumented)",
-#else
-	.unavailable = "liburcu-cds or liburcu-memb was not found by "
-		       "pkg-config at build time",
-#endif
+	.unavailable = SK_BENCH_LFHT_UNAVAILABLE,
+};
+
+const struct sk_bench_rcu_ops sk_bench_urcu_lfht_resizing_ops = {
+	.name = "urcu-lfht-resizing",
+	.desc = "urcu-lfht lookups while another thread resizes the table "
+		"(hash-resize)",
+	.unavailable = SK_BENCH_LFHT_UNAVAILABLE,
 };
 
 const struct sk_bench_hash_ops sk_bench_hash_lfht = {
