@@ -145,6 +145,7 @@ void sk__rcu_get_gp_kinds(struct sk__rcu_gp_kinds *k)
 	k->heavy = sk_atomic_load_relaxed(&sk__rcu.kinds.heavy);
 	k->qsbr_only = sk_atomic_load_relaxed(&sk__rcu.kinds.qsbr_only);
 	k->quiet = sk_atomic_load_relaxed(&sk__rcu.kinds.quiet);
+	k->timeouts = sk_atomic_load_relaxed(&sk__rcu.kinds.timeouts);
 	k->chunks_scanned = sk_atomic_load_relaxed(&sk__rcu.kinds.chunks_scanned);
 	k->chunks_skipped = sk_atomic_load_relaxed(&sk__rcu.kinds.chunks_skipped);
 }
@@ -355,6 +356,7 @@ static void atfork_child(void)
 	sk__rcu.exp_skip = 0;
 	sk__rcu.gp_skip = 0;
 	sk__rcu.gp_backoff = SK__RCU_HANDSHAKE_BACKOFF;
+	sk__rcu.nmiss = 0; /* the parent's readers are gone */
 	for (i = 0; i < SK__RCU_NPARTS; i++)
 		if (part(i) && part(i)->fork_child)
 			part(i)->fork_child();

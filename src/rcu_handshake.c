@@ -141,8 +141,71 @@ static int quiet_round(unsigned long c)
 }
 
 /*
+ * Remember up to SK__RCU_HS_MISS_MAX readers that have not answered
+ * handshake e (sk__rcu.miss[]), with the words they show now.  Registry
+ * read lock held; gp_lock guards miss[].
+ */
+static void record_misses(uint64_t e, unsigned long c)
+{
+	struct rcu_chunk *ch;
+	unsigned int n = 0;
+
+	for (ch = &sk__rcu_first_chunk; ch && n < SK__RCU_HS_MISS_MAX;
+	     ch = ch->next) {
+		uint64_t used = ch->used;
+
+		while (used && n < SK__RCU_HS_MISS_MAX) {
+			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
+
+			used &= used - 1;
+			if (s->ackp == &sk__rcu_ack || slot_answered(s, e, c))
+				continue;
+			sk__rcu.miss[n].slot = s;
+			sk__rcu.miss[n].ctrp = s->ctrp;
+			sk__rcu.miss[n++].word = slot_word(s);
+		}
+	}
+	sk__rcu.nmiss = n;
+}
+
+/*
+ * Does a reader that missed the last failed round still show the word it
+ * showed then?  Every grace period advances the counter before its
+ * rounds (RCU-R1), and a reader's first section after an advance takes
+ * the new phase into its word (RCU-L3), so an unchanged word means no
+ * section entered since the failed round: an idle registered thread (or
+ * one still inside the same section), which would miss this round too.
+ * Entries whose word changed, or whose slot has another owner now, are
+ * dropped.  A wrong guess only costs a heavy fence where a handshake
+ * would have done (or one round, where a changed word hides an idle
+ * thread); the heavy fence is always a correct RCU-G1.  Caller holds
+ * gp_lock; registry read lock taken here (the owner's word stays mapped
+ * while its slot is owned; chunks are never freed).
+ */
+static int misses_still_idle(void)
+{
+	unsigned int i, n = 0;
+
+	if (busted(SK__RCU_BUSTED_MISS_FORGET))
+		sk__rcu.nmiss = 0;
+	if (!sk__rcu.nmiss || busted(SK__RCU_BUSTED_MISS_STICKY))
+		return sk__rcu.nmiss != 0;
+	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
+	for (i = 0; i < sk__rcu.nmiss; i++) {
+		struct rcu_hs_miss *m = &sk__rcu.miss[i];
+
+		if (m->slot->ctrp == m->ctrp && slot_word(m->slot) == m->word)
+			sk__rcu.miss[n++] = *m;
+	}
+	pthread_rwlock_unlock(&sk__rcu.registry_lock);
+	sk__rcu.nmiss = n;
+	return n != 0;
+}
+
+/*
  * Ask every registered reader for a barrier (RCU-H0) and wait up to
- * SK__RCU_HANDSHAKE_NS for all answers; returns 1 when all answered.
+ * SK__RCU_HANDSHAKE_NS for all answers; returns 1 when all answered, else
+ * remembers the readers that did not (record_misses()).
  * Registry read lock taken here.
  */
 static int handshake_round(unsigned long c)
@@ -159,6 +222,10 @@ static int handshake_round(unsigned long c)
 	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
 	while (!(all = all_answered(e, c)) && sk__now_ns() < deadline)
 		sk_cpu_relax();
+	if (!all) {
+		record_misses(e, c);
+		count_kind(&sk__rcu.kinds.timeouts);
+	}
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
 	sk_atomic_store_relaxed(&sk_rcu__gp.futex, 0);
 	return all;
@@ -170,11 +237,15 @@ static int handshake_round(unsigned long c)
  * answered within SK__RCU_HANDSHAKE_NS, 0 when the caller must issue the
  * heavy fence.  Busy readers answer within about a microsecond, where
  * membarrier(2) costs an IPI round trip.  After a failure (an idle
- * registered thread never answers) the next SK__RCU_HANDSHAKE_BACKOFF
- * expedited grace periods go straight to membarrier(2) (exp_skip); for
- * normal ones (gp_skip) the skip doubles with every further failure (up
- * to SK__RCU_HANDSHAKE_BACKOFF_MAX) and resets after a success, so idle
- * threads cost them at most one timeout per that many grace periods.
+ * registered thread never answers) grace periods go straight to
+ * membarrier(2) while a reader that missed it still shows the same word
+ * (misses_still_idle()): an idle registered thread costs no timeout
+ * while it stays idle.  Besides, the next SK__RCU_HANDSHAKE_BACKOFF
+ * expedited grace periods after a failure skip the rounds (exp_skip);
+ * for normal ones (gp_skip) the skip doubles with every further failure
+ * (up to SK__RCU_HANDSHAKE_BACKOFF_MAX) and resets after a success, so
+ * readers that run sections but miss the rounds (preempted on a busy
+ * machine) cost them at most one timeout per that many grace periods.
  * Caller holds gp_lock, after RCU-R1.
  */
 int sk__rcu_gp_handshake(int expedited, unsigned long c)
@@ -182,7 +253,9 @@ int sk__rcu_gp_handshake(int expedited, unsigned long c)
 	unsigned int *skip = expedited ? &sk__rcu.exp_skip : &sk__rcu.gp_skip;
 	int all;
 
-	if (*skip && !busted(SK__RCU_BUSTED_HANDSHAKE)) {
+	if (!busted(SK__RCU_BUSTED_HANDSHAKE) && misses_still_idle()) {
+		all = 0;
+	} else if (*skip && !busted(SK__RCU_BUSTED_HANDSHAKE)) {
 		(*skip)--;
 		all = 0;
 	} else if (!expedited && !busted(SK__RCU_BUSTED_HANDSHAKE) &&

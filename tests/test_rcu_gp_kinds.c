@@ -14,7 +14,10 @@
  *     not;
  *   - with only QSBR threads registered, grace periods issue no
  *     membarrier(2) and count as QSBR-only; a QSBR thread in a read
- *     section while offline makes them take a first barrier again.
+ *     section while offline makes them take a first barrier again;
+ *   - an idle registered thread costs the handshake rounds of normal
+ *     grace periods one timeout, not one per backoff, and they resume
+ *     once it enters sections.
  * The gp-kind counters are the testing build's (tests/testing.cmake).
  * No assertion bounds time; counts shrink by sk_test_slow().
  */
@@ -542,6 +545,114 @@ static void qsbr_threads_coming_online_stay_qsbr_only(void)
 }
 
 
+/* ---- an idle registered thread costs one timeout --------------------- */
+
+static int ib_busy, ib_stop;
+static unsigned long ib_sections;
+
+/*
+ * Registered, idle outside any section until ib_busy, then entering
+ * sections until ib_stop.
+ */
+static void *idle_then_busy(void *arg)
+{
+	unsigned long n = 0;
+
+	(void)arg;
+	SK_CHECK_EQ(sk_rcu_register_thread(), 0);
+	STORE(idle_in, 1);
+	while (!LOAD(ib_busy))
+		usleep(1000);
+	while (!LOAD(ib_stop)) {
+		sk_rcu_read_lock();
+		sk_cpu_relax();
+		sk_rcu_read_unlock();
+		if (++n % 256 == 0)
+			STORE(ib_sections, n);
+	}
+	return NULL;
+}
+
+/* n normal grace periods; *d the kind counters' changes. */
+static void sync_n(int n, struct sk__rcu_gp_kinds *d)
+{
+	struct sk__rcu_gp_kinds k0, k1;
+	int i;
+
+	sk__rcu_get_gp_kinds(&k0);
+	for (i = 0; i < n; i++)
+		sk_synchronize_rcu();
+	sk__rcu_get_gp_kinds(&k1);
+	d->handshake = k1.handshake - k0.handshake;
+	d->heavy = k1.heavy - k0.heavy;
+	d->timeouts = k1.timeouts - k0.timeouts;
+}
+
+/*
+ * With a registered thread that stays idle outside any section, the
+ * handshake rounds of normal grace periods time out at most once: later
+ * grace periods see that it still shows the word it showed then and take
+ * membarrier(2) at once.  The twin that must be seen: grace periods that
+ * forget it (SK__RCU_BUSTED_MISS_FORGET) time out again each time their
+ * backoff lets them try (at least every SK__RCU_HANDSHAKE_BACKOFF_MAX + 1,
+ * so 3 times or more in 200).  Once the thread enters sections, its word
+ * changes and the rounds resume: a grace period passes by handshake
+ * again (retried up to 30 s: the reader must be on a CPU in the few
+ * microseconds a round waits).  Its twin (SK__RCU_BUSTED_MISS_STICKY,
+ * the thread never dropped) never does in 200 grace periods.
+ */
+static void idle_thread_times_out_once(void)
+{
+	const int n = 200;
+	struct sk__rcu_gp_kinds d;
+	double deadline;
+	pthread_t th;
+
+	STORE(idle_in, 0);
+	STORE(ib_busy, 0);
+	STORE(ib_stop, 0);
+	sk_test_thread_start(&th, idle_then_busy, NULL);
+	while (!LOAD(idle_in))
+		sched_yield();
+
+	sk__rcu_set_busted(SK__RCU_BUSTED_MISS_FORGET);
+	sync_n(n, &d);
+	sk__rcu_set_busted(0);
+	fprintf(stderr, "  idle, twin (forget): %lu timeouts in %d\n",
+		d.timeouts, n);
+	if (sk_fence_uses_membarrier())
+		SK_CHECK_GT(d.timeouts, 1);
+
+	sync_n(n, &d);
+	fprintf(stderr, "  idle: %lu timeouts, %lu heavy, %lu handshakes in "
+			"%d\n", d.timeouts, d.heavy, d.handshake, n);
+	SK_CHECK_LE(d.timeouts, 1);
+	SK_CHECK_EQ(d.handshake, 0);
+	SK_CHECK_EQ(d.heavy, (unsigned long)n);
+
+	STORE(ib_busy, 1);
+	while (LOAD(ib_sections) < 1024)
+		sched_yield();
+	sk__rcu_set_busted(SK__RCU_BUSTED_MISS_STICKY);
+	sync_n(n, &d);
+	sk__rcu_set_busted(0);
+	fprintf(stderr, "  busy, twin (sticky): %lu handshakes in %d\n",
+		d.handshake, n);
+	SK_CHECK_EQ(d.handshake, 0);
+
+	deadline = sk_test_now() + 30.0;
+	do
+		sync_n(n, &d);
+	while (d.handshake == 0 && sk_test_now() < deadline);
+	fprintf(stderr, "  busy: %lu handshakes in the last %d\n",
+		d.handshake, n);
+	if (sk_fence_uses_membarrier())
+		SK_CHECK_GT(d.handshake, 0);
+
+	STORE(ib_stop, 1);
+	pthread_join(th, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
@@ -550,5 +661,6 @@ int main(int argc, char **argv)
 	SK_RUN(expedited_handshake_then_fallback);
 	SK_RUN(qsbr_only_grace_periods_skip_membarrier);
 	SK_RUN(qsbr_threads_coming_online_stay_qsbr_only);
+	SK_RUN(idle_thread_times_out_once);
 	return sk_test_report();
 }

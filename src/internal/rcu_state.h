@@ -50,6 +50,12 @@
 #define SK__RCU_HANDSHAKE_BACKOFF 15
 #define SK__RCU_HANDSHAKE_BACKOFF_MAX 63
 /*
+ * Readers a failed round remembers (struct rcu_hs_miss): the next grace
+ * periods skip the rounds while one of them still shows the word it
+ * showed then (no section entered since: it would not answer again).
+ */
+#define SK__RCU_HS_MISS_MAX 8
+/*
  * The futex value of handshake request e: positive (sleeping leaders use
  * -1), and different for 2^30 consecutive requests.  A reader whose
  * sk_rcu__hs_seen equals it answered e (or, after 2^30 requests, an
@@ -135,6 +141,17 @@ static inline void chunk_set_slot(struct rcu_chunk *ch, int i,
 
 struct gp_waiter; /* a caller waiting for a grace period (src/rcu_gp.c) */
 
+/*
+ * A reader that did not answer the last failed handshake round: its slot,
+ * the owner's word address then (a reused slot has another owner) and the
+ * word it showed (src/rcu_handshake.c, misses_still_idle()).
+ */
+struct rcu_hs_miss {
+	struct rcu_slot *slot;
+	unsigned long *ctrp;
+	unsigned long word;
+};
+
 /* The module's global state (defined in src/rcu.c). */
 struct sk__rcu_state {
 	/*
@@ -191,6 +208,14 @@ struct sk__rcu_state {
 
 	pthread_key_t exit_key; /* destructor unregisters exiting threads */
 	pthread_once_t key_once;
+
+	/*
+	 * Guarded by gp_lock: the readers the last failed handshake round
+	 * remembers (src/rcu_handshake.c).  Last, so that the fields above
+	 * keep their lines.
+	 */
+	unsigned int nmiss; /* entries of miss[] */
+	struct rcu_hs_miss miss[SK__RCU_HS_MISS_MAX];
 };
 
 extern struct sk__rcu_state sk__rcu;

@@ -59,7 +59,13 @@ struct sk_srcu;
  * SK__RCU_BUSTED_MODE_SWITCH: a thread that leaves QSBR mode keeps its
  * count even when a signal handler's section switched it and counted it
  * in between (so it stays counted twice: every later grace period is a
- * general one).
+ * general one);
+ * SK__RCU_BUSTED_MISS_FORGET: grace periods forget the readers that missed
+ * a failed handshake round (each one after the backoff tries the rounds
+ * again, and times out again while an idle registered thread stays idle);
+ * SK__RCU_BUSTED_MISS_STICKY: they never drop a remembered reader, even
+ * once its word changed (so the rounds are never tried again; grace
+ * periods stay correct, with a heavy fence each).
  * 0 restores the real thing (from the next grace period on).  Any thread.
  */
 enum {
@@ -75,6 +81,8 @@ enum {
 	SK__RCU_BUSTED_NEST = 10,
 	SK__RCU_BUSTED_FALLBACK = 11,
 	SK__RCU_BUSTED_MODE_SWITCH = 12,
+	SK__RCU_BUSTED_MISS_FORGET = 13,
+	SK__RCU_BUSTED_MISS_STICKY = 14,
 };
 void sk__rcu_set_busted(int mode);
 
@@ -95,6 +103,8 @@ struct sk__rcu_gp_kinds {
 	unsigned long heavy;	 /* RCU-G1 by sk_fence_heavy() */
 	unsigned long qsbr_only; /* RCU-G1 by a full fence, no general reader */
 	unsigned long quiet;	 /* of handshake: by the quiet round, unasked */
+	/* Handshake requests that timed out (of heavy: the fence followed). */
+	unsigned long timeouts;
 	/* Registry chunks that first scans read, and skipped (quiet marks). */
 	unsigned long chunks_scanned, chunks_skipped;
 };
