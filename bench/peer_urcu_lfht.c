@@ -84,13 +84,16 @@ static void lf_lookups(long n)
 	SK_BENCH_HASH_LOOKUPS(n, key, lf_lookup_one(ht, key));
 }
 
+/* Registered lookup threads: what both ops share. */
+#define LF_LOOKUP_READERS                                                  \
+	.thread_init = lf_lookup_thread_init, .thread_exit = lf_unregister, \
+	.read_section = lf_lookups
+
 const struct sk_bench_rcu_ops sk_bench_urcu_lfht_ops = {
 	.name = "urcu-lfht",
 	.desc = "liburcu cds_lfht (urcu-memb flavor, auto-resize): "
 		"read_lock + cds_lfht_lookup (hash-* scenarios)",
-	.thread_init = lf_lookup_thread_init,
-	.thread_exit = lf_unregister,
-	.read_section = lf_lookups,
+	LF_LOOKUP_READERS,
 };
 
 /* The same lookups; hash-resize runs a resizer of the table beside them. */
@@ -98,9 +101,7 @@ const struct sk_bench_rcu_ops sk_bench_urcu_lfht_resizing_ops = {
 	.name = "urcu-lfht-resizing",
 	.desc = "urcu-lfht lookups while another thread resizes the table "
 		"with cds_lfht_resize() (hash-resize)",
-	.thread_init = lf_lookup_thread_init,
-	.thread_exit = lf_unregister,
-	.read_section = lf_lookups,
+	LF_LOOKUP_READERS,
 };
 
 static int lf_build(unsigned long buckets)
