@@ -776,16 +776,6 @@ static long resize_object_lines(const struct sk_bench_hash_ops *t)
 }
 
 /*
- * hash-resize's cost model, as a note: the lines a grow + shrink cycle
- * writes that the reader later reads (the new arrays' heads, and the
- * objects whose link changed), what the reader lost per cycle (1 -
- * resizing / steady, the medians, over the cycles per second, taking the
- * reader's CPU second for a wall second: it shares 2 CPUs with the
- * resizer only), per line, and how many lines a cycle could write at
- * this cost and rate for resizing / steady >= 0.9
- * (docs/data-structures.md, "What a lookup pays during a resize").
- */
-/*
  * Seconds of the reader's lookups a grow + shrink cycle cost: 1 -
  * resizing / steady (the medians of row's columns 0 and 1) over rps, the
  * cycles per second; NAN when a figure is missing.
@@ -803,6 +793,16 @@ static double lost_per_cycle(const struct sk_bench_row *row, double rps)
 	return (1.0 - resizing / steady) / rps;
 }
 
+/*
+ * hash-resize's cost model, as a note: the lines a grow + shrink cycle
+ * writes that the reader later reads (the new arrays' heads, and the
+ * objects whose link changed), what the reader lost per cycle (1 -
+ * resizing / steady, the medians, over the cycles per second, taking the
+ * reader's CPU second for a wall second: it shares 2 CPUs with the
+ * resizer only), per line, and how many lines a cycle could write at
+ * this cost and rate for resizing / steady >= 0.9
+ * (docs/data-structures.md, "What a lookup pays during a resize").
+ */
 static void resize_cost_note(struct sk_bench_results *res,
 			     const struct sk_bench_row *row, long obj_lines,
 			     double rps)

@@ -80,25 +80,39 @@ static int slot_answered(struct rcu_slot *s, uint64_t e, unsigned long c)
 }
 
 /*
- * Has every registered reader but the caller answered (slot_answered())?
- * Registry read lock held.
+ * The registered readers but the caller that have not answered
+ * (slot_answered()), up to max of them; each one's slot, word address and
+ * word go to out[] unless out is NULL.  Returns how many were found (the
+ * walk stops at max).  Registry read lock held.
  */
-static int all_answered(uint64_t e, unsigned long c)
+static unsigned int unanswered(uint64_t e, unsigned long c,
+			       struct rcu_hs_miss *out, unsigned int max)
 {
 	struct rcu_chunk *ch;
+	unsigned int n = 0;
 
-	for (ch = &sk__rcu_first_chunk; ch; ch = ch->next) {
+	for (ch = &sk__rcu_first_chunk; ch && n < max; ch = ch->next) {
 		uint64_t used = ch->used;
 
-		while (used) {
+		while (used && n < max) {
 			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
 
 			used &= used - 1;
-			if (s->ackp != &sk__rcu_ack && !slot_answered(s, e, c))
-				return 0;
+			if (s->ackp == &sk__rcu_ack || slot_answered(s, e, c))
+				continue;
+			if (out)
+				out[n] = (struct rcu_hs_miss){ s, s->ctrp,
+							       slot_word(s) };
+			n++;
 		}
 	}
-	return 1;
+	return n;
+}
+
+/* Has every registered reader but the caller answered?  Lock as above. */
+static int all_answered(uint64_t e, unsigned long c)
+{
+	return unanswered(e, c, NULL, 1) == 0;
 }
 
 /* Spin until the clock reaches t, without touching shared lines. */
@@ -141,34 +155,6 @@ static int quiet_round(unsigned long c)
 }
 
 /*
- * Remember up to SK__RCU_HS_MISS_MAX readers that have not answered
- * handshake e (sk__rcu.miss[]), with the words they show now.  Registry
- * read lock held; gp_lock guards miss[].
- */
-static void record_misses(uint64_t e, unsigned long c)
-{
-	struct rcu_chunk *ch;
-	unsigned int n = 0;
-
-	for (ch = &sk__rcu_first_chunk; ch && n < SK__RCU_HS_MISS_MAX;
-	     ch = ch->next) {
-		uint64_t used = ch->used;
-
-		while (used && n < SK__RCU_HS_MISS_MAX) {
-			struct rcu_slot *s = &ch->slots[__builtin_ctzll(used)];
-
-			used &= used - 1;
-			if (s->ackp == &sk__rcu_ack || slot_answered(s, e, c))
-				continue;
-			sk__rcu.miss[n].slot = s;
-			sk__rcu.miss[n].ctrp = s->ctrp;
-			sk__rcu.miss[n++].word = slot_word(s);
-		}
-	}
-	sk__rcu.nmiss = n;
-}
-
-/*
  * Does a reader that missed the last failed round still show the word it
  * showed then?  Every grace period advances the counter before its
  * rounds (RCU-R1), and a reader's first section after an advance takes
@@ -205,7 +191,7 @@ static int misses_still_idle(void)
 /*
  * Ask every registered reader for a barrier (RCU-H0) and wait up to
  * SK__RCU_HANDSHAKE_NS for all answers; returns 1 when all answered, else
- * remembers the readers that did not (record_misses()).
+ * remembers the readers that did not (unanswered() into sk__rcu.miss[]).
  * Registry read lock taken here.
  */
 static int handshake_round(unsigned long c)
@@ -223,7 +209,9 @@ static int handshake_round(unsigned long c)
 	while (!(all = all_answered(e, c)) && sk__now_ns() < deadline)
 		sk_cpu_relax();
 	if (!all) {
-		record_misses(e, c);
+		/* Remember who missed it, with the words they show now. */
+		sk__rcu.nmiss = unanswered(e, c, sk__rcu.miss,
+					   SK__RCU_HS_MISS_MAX);
 		count_kind(&sk__rcu.kinds.timeouts);
 	}
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
