@@ -273,10 +273,15 @@ int main(void)
 		if (slots[i])
 			URCU_CHECK(slots[i]->magic == LIVE);
 	for (i = 0; i < NUPD; i++) {
-		/* After the last rcu_barrier(): every callback ran once. */
-		if (done[i] != queued[i]) {
+		/* After the last rcu_barrier(): every callback ran once.
+		 * Acquire, pairs with free_cb()'s release add: a broken
+		 * barrier returns while callbacks still run, so this read
+		 * must be atomic (TSan halts on a plain one). */
+		unsigned long ran = LOAD_ACQ(done[i]);
+
+		if (ran != queued[i]) {
 			printf("final barrier: updater %d: %lu callbacks run, "
-			       "%lu queued\n", i, done[i], queued[i]);
+			       "%lu queued\n", i, ran, queued[i]);
 			errors_barrier++;
 		}
 		total += queued[i];
@@ -285,7 +290,7 @@ int main(void)
 	       "barrier %lu, order %lu\n",
 	       total, barriers, errors_poison, errors_barrier, errors_order);
 	for (j = 0; j < NUPD; j++)
-		printf("  updater %d: %lu callbacks\n", j, done[j]);
+		printf("  updater %d: %lu callbacks\n", j, LOAD(done[j]));
 	if (errors_poison)
 		printf("ERROR: poison: %lu reads saw a poisoned object\n",
 		       errors_poison);
