@@ -29,11 +29,12 @@ extern int sk_t_passed, sk_t_failed; /* tests run by SK_RUN */
 extern uint64_t sk_t_seed;		 /* sk_test_seed_init() */
 extern const char *sk_t_only;	 /* the name filter, or NULL */
 
-#define SK_T_FAIL(fmt, ...)                                                  \
-	do {                                                                 \
-		fprintf(stderr, "%s:%d: check failed: " fmt "\n", __FILE__, \
-			__LINE__, __VA_ARGS__);                              \
-		sk_t_failed_checks++;                                        \
+#define SK_T_FAIL(fmt, ...)                                                   \
+	do {                                                                  \
+		fprintf(stderr, "%s:%d: check failed: " fmt "\n", __FILE__,  \
+			__LINE__, __VA_ARGS__);                               \
+		/* Atomic: worker threads check too. */                       \
+		__atomic_fetch_add(&sk_t_failed_checks, 1, __ATOMIC_RELAXED); \
 	} while (0)
 
 #define SK_CHECK(c)                                     \

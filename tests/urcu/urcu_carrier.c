@@ -288,16 +288,18 @@ int main(void)
 	}
 	printf("urcu_carrier: %lu callbacks, %lu barriers, poisoned %lu, "
 	       "barrier %lu, order %lu\n",
-	       total, barriers, errors_poison, errors_barrier, errors_order);
+	       total, barriers, LOAD(errors_poison), errors_barrier,
+	       LOAD(errors_order));
 	for (j = 0; j < NUPD; j++)
 		printf("  updater %d: %lu callbacks\n", j, LOAD(done[j]));
-	if (errors_poison)
+	if (LOAD(errors_poison))
 		printf("ERROR: poison: %lu reads saw a poisoned object\n",
-		       errors_poison);
+		       LOAD(errors_poison));
 	if (errors_barrier)
 		printf("ERROR: barrier: %lu\n", errors_barrier);
-	if (errors_order)
-		printf("ERROR: order: %lu\n", errors_order);
+	/* Atomic: after a broken barrier, callbacks may still count. */
+	if (LOAD(errors_order))
+		printf("ERROR: order: %lu\n", LOAD(errors_order));
 	if (errors_barrier) {
 		fflush(stdout);
 		_exit(1); /* callbacks may still run: free nothing */
@@ -311,5 +313,5 @@ int main(void)
 	call_rcu_data_free(own2);
 	free_all_cpu_call_rcu_data();
 	rcu_unregister_thread();
-	return errors_poison || errors_barrier || errors_order;
+	return LOAD(errors_poison) || errors_barrier || LOAD(errors_order);
 }

@@ -76,6 +76,10 @@ static unsigned long progress[NUPDATERS]; /* 1 + updates, once registered */
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct node *quarantine[QUARANTINE];
 static unsigned long q_next;
+#ifdef URCU_TEST_BROKEN
+static struct node **grave; /* reclaimed nodes the ring let go of */
+static size_t ngrave, capgrave;
+#endif
 
 static unsigned long hash_key(unsigned long key)
 {
@@ -96,6 +100,23 @@ static void reclaim(struct node *n)
 	pthread_mutex_lock(&q_lock);
 	old = quarantine[q_next % QUARANTINE];
 	quarantine[q_next++ % QUARANTINE] = n;
+#ifdef URCU_TEST_BROKEN
+	/*
+	 * Reclaiming waited for no reader: one preempted for the ring's
+	 * length could still read old.  Keep it (freed at the end) so the
+	 * reader finds the poison, not freed memory (the sanitizers would
+	 * stop the twin before it prints its error).
+	 */
+	if (old) {
+		if (ngrave == capgrave) {
+			capgrave = capgrave ? 2 * capgrave : 1024;
+			grave = realloc(grave, capgrave * sizeof(*grave));
+			URCU_CHECK(grave);
+		}
+		grave[ngrave++] = old;
+		old = NULL;
+	}
+#endif
 	pthread_mutex_unlock(&q_lock);
 	free(old);
 }
@@ -282,6 +303,11 @@ static void destroy_table(void)
 	URCU_CHECK(cds_lfht_destroy(ht, NULL) == 0);
 	for (i = 0; i < QUARANTINE; i++)
 		free(quarantine[i]);
+#ifdef URCU_TEST_BROKEN
+	for (size_t g = 0; g < ngrave; g++)
+		free(grave[g]);
+	free(grave);
+#endif
 }
 
 static int enough_progress(void)
