@@ -273,10 +273,12 @@ int main(void)
 		if (slots[i])
 			URCU_CHECK(slots[i]->magic == LIVE);
 	for (i = 0; i < NUPD; i++) {
-		/* After the last rcu_barrier(): every callback ran once.
+		/*
+		 * After the last rcu_barrier(): every callback ran once.
 		 * Acquire, pairs with free_cb()'s release add: a broken
 		 * barrier returns while callbacks still run, so this read
-		 * must be atomic (TSan halts on a plain one). */
+		 * must be atomic (TSan halts on a plain one).
+		 */
 		unsigned long ran = LOAD_ACQ(done[i]);
 
 		if (ran != queued[i]) {
