@@ -248,9 +248,16 @@ static int sim_mark(int kind, void *lock)
 			w, &v, kind == SK__ELIDE_MUTEX ? SK__ELIDED_MUTEX_SIM : 2u,
 			0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 	case SK__ELIDE_SPIN:
+		/*
+		 * Free is judged on v, the value the CAS expects: a second
+		 * load could see the word free between another section's
+		 * unmark and a third one's mark, and the CAS from a v that
+		 * carries that third section's mark would then succeed
+		 * (ABA on the SIM bit: two sections claiming the lock).
+		 */
 		v = __atomic_load_n(w, __ATOMIC_RELAXED);
 		/* EL-S1 as above. */
-		return sk__elide_lock_free(kind, lock) &&
+		return SK__SPIN_FREE(v) &&
 		       __atomic_compare_exchange_n(w, &v,
 						   v | SK__ELIDED_SPIN_SIM, 0,
 						   __ATOMIC_ACQUIRE,
