@@ -23,6 +23,15 @@
 #define M_SIM	  ((unsigned)SK__ELIDED_MUTEX_SIM)
 #define M_HELD	  (M_LOCKED | M_SIM)
 #define M_SPINS	  100
+/*
+ * A waiter for the mutex looks at the word M_POLLS times, the pause
+ * between looks doubling from 1 (127 pauses in all, about the time of
+ * M_SPINS).  Each look pulls the word's line out of the holder's cache,
+ * and the holder's unlock and next lock then wait to take it back: a
+ * waiter looking after every pause slows the holder it waits for
+ * (docs/elision.md, "Where the line is").
+ */
+#define M_POLLS	  7
 
 _Static_assert(SK__M_NEXT_SHIFT + 14 == 32 && SK__M_TMASK == 0x3fffu,
 	       "the ticket carry must leave the word, not enter another bit");
@@ -126,17 +135,27 @@ static void m_lock_handoff(unsigned int *w)
 	}
 }
 
+/* Pause 2^n times: the n-th wait of a waiter's backoff. */
+static void m_backoff(unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 1u << n; i; i--)
+		sk_cpu_relax();
+}
+
 /*
- * The real lock: spin M_SPINS times for the holder to leave, then sleep;
- * after each wakeup spin again (the thread is running now, and the
- * holder's section is short), so that the lock usually changes hands
- * between running threads.  A waiter that has slept (or tried to)
- * handoff_wakeups times and still found the lock taken takes a ticket.
+ * The real lock: look for the holder to leave M_POLLS times, backing off
+ * between looks, then sleep; after each wakeup look again (the thread is
+ * running now, and the holder's section is short), so that the lock
+ * usually changes hands between running threads.  A waiter that has
+ * slept (or tried to) handoff_wakeups times and still found the lock
+ * taken takes a ticket.
  */
 void sk__mutex_lock_real(int *word)
 {
 	unsigned int *w = (unsigned int *)word;
-	unsigned int v, losses = 0, spins = M_SPINS;
+	unsigned int v, losses = 0, polls = 0;
 	unsigned int limit = __atomic_load_n(
 		&sk__elide_tuning.handoff_wakeups, __ATOMIC_RELAXED);
 
@@ -152,9 +171,8 @@ void sk__mutex_lock_real(int *word)
 				return;
 			continue;
 		}
-		if (spins) {
-			spins--;
-			sk_cpu_relax();
+		if (polls < M_POLLS) {
+			m_backoff(polls++);
 			continue;
 		}
 		if (losses >= limit) {
@@ -163,7 +181,7 @@ void sk__mutex_lock_real(int *word)
 		}
 		if (m_sleep(w, v, M_PLAIN_BIT)) {
 			losses++;
-			spins = M_SPINS;
+			polls = 0;
 		}
 	}
 }
