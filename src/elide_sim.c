@@ -40,7 +40,10 @@
  *    twin of "the lock word is read inside the transaction";
  *    sk__elide_sim_busted_nesting(1) makes src/elide.c end the transaction
  *    at every elided unlock, the twin of "XEND only at the outermost
- *    elided unlock" (issue 24).
+ *    elided unlock" (issue 24); sk__elide_sim_busted_spin(1) makes a
+ *    spinlock claim judge the lock free on a second load of the word
+ *    rather than on the value its CAS expects (the ABA fixed in
+ *    a97ea0a), which sk__elide_sim_set_spin_hook() lets a test drive.
  */
 #ifdef SK_ELIDE_SIM
 #define _GNU_SOURCE
@@ -75,6 +78,8 @@ static unsigned int sim_permille; /* random aborts per 1000 begins */
 static unsigned long sim_seed;
 static int sim_busted;		  /* twin: claims do not look at the word */
 static int sim_busted_nesting;	  /* twin: every elided unlock ends the tx */
+static int sim_busted_spin;	  /* twin: a spin claim judges a 2nd load */
+static void (*sim_spin_hook)(int where); /* sk__elide_sim_set_spin_hook() */
 
 void sk__elide_sim_inject(unsigned int status)
 {
@@ -100,6 +105,27 @@ void sk__elide_sim_busted_nesting(int on)
 {
 	/* Relaxed: a test knob, set while no section runs. */
 	__atomic_store_n(&sim_busted_nesting, on, __ATOMIC_RELAXED);
+}
+
+void sk__elide_sim_busted_spin(int on)
+{
+	/* Relaxed: a test knob, set while no section runs. */
+	__atomic_store_n(&sim_busted_spin, on, __ATOMIC_RELAXED);
+}
+
+void sk__elide_sim_set_spin_hook(void (*fn)(int where))
+{
+	/* Release: fn sees what the test wrote before (acquire in the claim). */
+	__atomic_store_n(&sim_spin_hook, fn, __ATOMIC_RELEASE);
+}
+
+/* Call the test's hook, if any, at point where of a spinlock claim. */
+static void sim_spin_step(int where)
+{
+	void (*fn)(int) = __atomic_load_n(&sim_spin_hook, __ATOMIC_ACQUIRE);
+
+	if (fn)
+		fn(where);
 }
 
 int sk__sim_busted_nesting(void)
@@ -256,9 +282,16 @@ static int sim_mark(int kind, void *lock)
 		 * (ABA on the SIM bit: two sections claiming the lock).
 		 */
 		v = __atomic_load_n(w, __ATOMIC_RELAXED);
+		sim_spin_step(SK__SIM_SPIN_LOADED);
+		/* The twin: the second load this replaced (a97ea0a). */
+		if (!SK__SPIN_FREE(__atomic_load_n(&sim_busted_spin,
+						   __ATOMIC_RELAXED)
+					   ? __atomic_load_n(w, __ATOMIC_RELAXED)
+					   : v))
+			return 0;
+		sim_spin_step(SK__SIM_SPIN_CAS);
 		/* EL-S1 as above. */
-		return SK__SPIN_FREE(v) &&
-		       __atomic_compare_exchange_n(w, &v,
+		return __atomic_compare_exchange_n(w, &v,
 						   v | SK__ELIDED_SPIN_SIM, 0,
 						   __ATOMIC_ACQUIRE,
 						   __ATOMIC_RELAXED);

@@ -4,8 +4,9 @@
  * with SK_ELIDE_SIM, tests/elide_sim.cmake): every abort path driven by
  * injected abort statuses, the retry and skip knobs, nesting, trylock
  * inside a section, statistics, and mutual exclusion with real threads
- * under random aborts, plus the busted twin (sections that do not read
- * the lock word) that the same check must catch.
+ * under random aborts, plus the busted twins (sections that do not read
+ * the lock word; a spinlock claim that judges a second load, run through
+ * the one schedule that breaks it) that the same checks must catch.
  */
 #define _GNU_SOURCE
 #define SK_ELIDE_SIM 1
@@ -619,6 +620,124 @@ static void stats_shared_by_two_locks(void)
 	SK_CHECK_EQ(st.skips, 0);
 }
 
+/* ---- the spinlock claim's ABA, scheduled ------------------------------------ */
+
+/*
+ * Three threads on one spinlock, each in a simulated section: B holds
+ * (its SIM mark is in the word); A's claim loads the word, and at that
+ * point (hook SK__SIM_SPIN_LOADED) B leaves; if A goes on to its CAS
+ * (hook SK__SIM_SPIN_CAS), C enters first, marking the word with the
+ * value A loaded.  The claim must refuse at the first step (the value it
+ * loaded carries B's mark); the twin, which judged a second load, sees
+ * the word free between B and C and its CAS then succeeds: A and C both
+ * inside.  C stays inside until A's section has looked (or 2 s pass).
+ */
+static struct sk_elided_spinlock aba_lock = SK_ELIDED_SPINLOCK_INITIALIZER;
+static int aba_step;	     /* 1 B holds, 2 B may leave, 3 B left, 4 C may
+			      * enter, 5 C inside, 6 A looked; atomics */
+static int aba_c_inside;     /* C's section runs */
+static __thread int aba_is_a; /* this thread is A (the hook acts only there) */
+
+static void aba_wait_step(int s)
+{
+	/* Acquire: pairs with the release of aba_set_step(). */
+	while (__atomic_load_n(&aba_step, __ATOMIC_ACQUIRE) < s)
+		sched_yield();
+}
+
+static void aba_set_step(int s)
+{
+	__atomic_store_n(&aba_step, s, __ATOMIC_RELEASE); /* see above */
+}
+
+static void aba_hook(int where)
+{
+	if (!aba_is_a)
+		return;
+	if (where == SK__SIM_SPIN_LOADED &&
+	    __atomic_load_n(&aba_step, __ATOMIC_ACQUIRE) == 1) {
+		aba_set_step(2); /* B leaves now */
+		aba_wait_step(3);
+	} else if (where == SK__SIM_SPIN_CAS &&
+		   __atomic_load_n(&aba_step, __ATOMIC_ACQUIRE) == 3) {
+		aba_set_step(4); /* C enters now */
+		aba_wait_step(5);
+	}
+}
+
+static void *aba_b(void *arg)
+{
+	sk_elided_spinlock_lock(&aba_lock);
+	SK_CHECK_EQ(sk_elide_in_transaction(), 1);
+	aba_set_step(1);
+	aba_wait_step(2);
+	sk_elided_spinlock_unlock(&aba_lock);
+	aba_set_step(3);
+	return arg;
+}
+
+static void *aba_c(void *arg)
+{
+	int i;
+
+	aba_wait_step(4);
+	sk_elided_spinlock_lock(&aba_lock);
+	__atomic_store_n(&aba_c_inside, 1, __ATOMIC_RELAXED);
+	aba_set_step(5);
+	/* Until A's section has looked (the twin), or 2 s. */
+	for (i = 0; i < 2000 && __atomic_load_n(&aba_step, __ATOMIC_ACQUIRE) < 6;
+	     i++)
+		usleep(1000);
+	__atomic_store_n(&aba_c_inside, 0, __ATOMIC_RELAXED);
+	sk_elided_spinlock_unlock(&aba_lock);
+	return arg;
+}
+
+/* One scheduled run; returns 1 when A's section ran beside C's. */
+static int aba_run(int busted)
+{
+	pthread_t b, c;
+	int both;
+
+	fresh();
+	sk_elided_spinlock_init(&aba_lock);
+	__atomic_store_n(&aba_step, 0, __ATOMIC_RELAXED);
+	sk__elide_sim_busted_spin(busted);
+	sk__elide_sim_set_spin_hook(aba_hook);
+	sk_test_thread_start(&c, aba_c, NULL);
+	sk_test_thread_start(&b, aba_b, NULL);
+	aba_wait_step(1);
+	aba_is_a = 1;
+	sk_elided_spinlock_lock(&aba_lock);
+	aba_is_a = 0;
+	both = __atomic_load_n(&aba_c_inside, __ATOMIC_RELAXED);
+	aba_set_step(6);
+	sk_elided_spinlock_unlock(&aba_lock);
+	sk_test_thread_join(b);
+	if (__atomic_load_n(&aba_step, __ATOMIC_ACQUIRE) < 4)
+		aba_set_step(4); /* A did not reach its CAS: let C in now */
+	sk_test_thread_join(c);
+	sk__elide_sim_set_spin_hook(NULL);
+	sk__elide_sim_busted_spin(0);
+	return both;
+}
+
+static void spin_claim_refuses_the_aba(void)
+{
+	elide_deadline("spin_claim_refuses_the_aba", 60);
+	SK_CHECK_EQ(aba_run(0), 0);
+	/* A's elided claim was refused as busy, then it took the lock. */
+	SK_CHECK_EQ(sk_elided_spinlock_destroy(&aba_lock), 0);
+	alarm(0);
+}
+
+static void busted_spin_claim_twin_is_caught(void)
+{
+	elide_deadline("busted_spin_claim_twin_is_caught", 60);
+	SK_CHECK_EQ(aba_run(1), 1);
+	alarm(0);
+}
+
 /* ---- threads ------------------------------------------------------------------ */
 
 static unsigned long run_all_kinds(int busted)
@@ -701,6 +820,8 @@ int main(int argc, char **argv)
 	SK_RUN(nesting_too_deep_aborts_as_other);
 	SK_RUN(trylock_inside_transaction_aborts);
 	SK_RUN(stats_shared_by_two_locks);
+	SK_RUN(spin_claim_refuses_the_aba);
+	SK_RUN(busted_spin_claim_twin_is_caught);
 	SK_RUN(threads_exclude_under_random_aborts);
 	SK_RUN(busted_twin_is_caught);
 	return sk_test_report();

@@ -275,14 +275,24 @@ extern void (*sk__rhash_test_migrated_hook)(struct sk_rhash *ht,
  * sk_elide_backend() returns SK__ELIDE_BACKEND_SIM ("sim") there.  Hooks:
  * inject one abort status into the next transaction; random aborts per
  * 1000 transactions (seeded); the broken twins: claims that do not look
- * at the lock word, and every elided unlock ending the transaction
- * (nesting).
+ * at the lock word, every elided unlock ending the transaction
+ * (nesting), and spinlock claims that judge a second load (below).
  */
 #define SK__ELIDE_BACKEND_SIM ((enum sk_elide_backend)2)
 void sk__elide_sim_inject(unsigned int status);
 void sk__elide_sim_random(unsigned int permille, unsigned long seed);
 void sk__elide_sim_busted(int on);
 void sk__elide_sim_busted_nesting(int on);
+/*
+ * A spinlock claim calls fn (NULL: nothing) in the claiming thread after
+ * it loaded the word (SK__SIM_SPIN_LOADED) and, when it found the lock
+ * free, before its CAS (SK__SIM_SPIN_CAS); the twin judges "free" on a
+ * second load of the word, between the two calls.
+ */
+#define SK__SIM_SPIN_LOADED 0
+#define SK__SIM_SPIN_CAS    1
+void sk__elide_sim_busted_spin(int on);
+void sk__elide_sim_set_spin_hook(void (*fn)(int where));
 
 /* ---- what library code tests --------------------------------------------- */
 
