@@ -24,9 +24,9 @@
 #define M_HELD	  (M_LOCKED | M_SIM)
 #define M_SPINS	  100
 /*
- * A waiter for the mutex looks at the word M_POLLS times, the pause
- * between looks doubling from 1 (127 pauses in all, about the time of
- * M_SPINS).  Each look pulls the word's line out of the holder's cache,
+ * A waiter for the mutex backs off M_POLLS times before it sleeps,
+ * looking at the word before the first wait and after each; the waits
+ * double from 1 pause (127 pauses in all, about the time of M_SPINS).  Each look pulls the word's line out of the holder's cache,
  * and the holder's unlock and next lock then wait to take it back: a
  * waiter looking after every pause slows the holder it waits for
  * (docs/elision.md, "Where the line is").
@@ -145,7 +145,7 @@ static void m_backoff(unsigned int n)
 }
 
 /*
- * The real lock: look for the holder to leave M_POLLS times, backing off
+ * The real lock: look for the holder to leave, backing off M_POLLS times
  * between looks, then sleep; after each wakeup look again (the thread is
  * running now, and the holder's section is short), so that the lock
  * usually changes hands between running threads.  A waiter that has
