@@ -26,9 +26,10 @@
 /*
  * A waiter for the mutex backs off M_POLLS times before it sleeps,
  * looking at the word before the first wait and after each; the waits
- * double from 1 pause (127 pauses in all, about the time of M_SPINS).  Each look pulls the word's line out of the holder's cache,
- * and the holder's unlock and next lock then wait to take it back: a
- * waiter looking after every pause slows the holder it waits for
+ * double from 1 pause (127 pauses in all, about the time of M_SPINS).
+ * Each look pulls the word's line out of the holder's cache, and the
+ * holder's unlock and next lock then wait to take it back: a waiter
+ * looking after every pause slows the holder it waits for
  * (docs/elision.md, "Where the line is").
  */
 #define M_POLLS	  7
