@@ -261,7 +261,7 @@ static int sim_mark_blind(int kind, void *lock)
 /* Mark the lock as held by this simulated section if it is free. */
 static int sim_mark(int kind, void *lock)
 {
-	unsigned int *w = lock, v;
+	unsigned int *w = lock, v, seen;
 
 	switch (kind) {
 	case SK__ELIDE_MUTEX:
@@ -283,11 +283,11 @@ static int sim_mark(int kind, void *lock)
 		 */
 		v = __atomic_load_n(w, __ATOMIC_RELAXED);
 		sim_spin_step(SK__SIM_SPIN_LOADED);
-		/* The twin: the second load this replaced (a97ea0a). */
-		if (!SK__SPIN_FREE(__atomic_load_n(&sim_busted_spin,
-						   __ATOMIC_RELAXED)
-					   ? __atomic_load_n(w, __ATOMIC_RELAXED)
-					   : v))
+		/* The twin judges the second load this replaced (a97ea0a). */
+		seen = __atomic_load_n(&sim_busted_spin, __ATOMIC_RELAXED)
+			       ? __atomic_load_n(w, __ATOMIC_RELAXED)
+			       : v;
+		if (!SK__SPIN_FREE(seen))
 			return 0;
 		sim_spin_step(SK__SIM_SPIN_CAS);
 		/* EL-S1 as above. */

@@ -682,6 +682,11 @@ static void *aba_c(void *arg)
 
 	aba_wait_step(4);
 	sk_elided_spinlock_lock(&aba_lock);
+	/*
+	 * Relaxed: step 5's release below orders it before A's acquire in
+	 * aba_wait_step(5), after which A reads it; the reset is ordered
+	 * after A's read by step 6 (A's release, our acquire).
+	 */
 	__atomic_store_n(&aba_c_inside, 1, __ATOMIC_RELAXED);
 	aba_set_step(5);
 	/* Until A's section has looked (the twin), or 2 s. */
@@ -710,7 +715,7 @@ static int aba_run(int busted)
 	aba_is_a = 1;
 	sk_elided_spinlock_lock(&aba_lock);
 	aba_is_a = 0;
-	both = __atomic_load_n(&aba_c_inside, __ATOMIC_RELAXED);
+	both = __atomic_load_n(&aba_c_inside, __ATOMIC_RELAXED); /* see aba_c */
 	aba_set_step(6);
 	sk_elided_spinlock_unlock(&aba_lock);
 	sk_test_thread_join(b);
@@ -726,7 +731,7 @@ static void spin_claim_refuses_the_aba(void)
 {
 	elide_deadline("spin_claim_refuses_the_aba", 60);
 	SK_CHECK_EQ(aba_run(0), 0);
-	/* A's elided claim was refused as busy, then it took the lock. */
+	/* And every section left the lock: its word is free again. */
 	SK_CHECK_EQ(sk_elided_spinlock_destroy(&aba_lock), 0);
 	alarm(0);
 }
