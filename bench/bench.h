@@ -670,6 +670,20 @@ int sk_bench_occ_retry(int attempt, double occ);
 void sk_bench_occ_note(struct sk_bench_results *res, const char *scenario);
 
 /*
+ * One cache line's round trip between two threads (bench/linetrip.c), for
+ * the notes of the scenarios whose figures follow what moving a line
+ * between the CPUs costs.  sk_bench_rt_sample() runs one ping-pong of
+ * run_ns and appends ns per round trip to v[*n], or counts a run in which
+ * a thread had less than SK_BENCH_OCC_MIN of a CPU in *low (the caller
+ * keeps v large enough); -errno when it could not run.
+ * sk_bench_rt_note_add() adds scenario's note (median [min..max], sorting
+ * v, then tail) and returns the median, NAN when none was measured.
+ */
+int sk_bench_rt_sample(uint64_t run_ns, double *v, int *n, int *low);
+double sk_bench_rt_note_add(struct sk_bench_results *res, const char *scenario,
+			    double *v, int n, int low, const char *tail);
+
+/*
  * sk_bench_readers_stop() - stop, join and free the threads; st (n
  * entries, may be NULL) receives what each one did.
  */

@@ -885,6 +885,30 @@ static int lfht_resize_run(const struct sk_bench_config *cfg,
 	return 0;
 }
 
+/*
+ * hash-resize's line round trips (bench/linetrip.c): reps runs of 10 ms
+ * each time rt_bracket() is called (before and after the lookups), none
+ * on one CPU or where a ping-pong cannot run (stop set).
+ */
+#define RT_MAX 64
+
+struct rt_samples {
+	double v[RT_MAX];
+	int n, low, stop;
+};
+
+static void rt_bracket(const struct sk_bench_config *cfg,
+		       struct rt_samples *rt)
+{
+	int i;
+
+	if (sk_bench_ncpus() < 2)
+		return;
+	for (i = 0; i < cfg->reps && !rt->stop && rt->n < RT_MAX; i++)
+		rt->stop = sk_bench_rt_sample(cfg->quick ? 2000000 : 10000000,
+					      rt->v, &rt->n, &rt->low) != 0;
+}
+
 int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			     struct sk_bench_results *res)
 {
@@ -900,6 +924,7 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	static const int modes[] = { 1, 0, 2, 3 }, both[] = { 0, 1, 1, 1 };
 	struct hash_job jobs[4];
 	struct sk_bench_row *row;
+	struct rt_samples rt = { .n = 0 };
 	double rps = NAN;
 	long obj_lines;
 	int i, err;
@@ -930,8 +955,10 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 	sk_bench_progress("hash-resize: 4 runs x %d reps, %.0f ms each "
 			  "(warm-up %.0f ms)",
 			  cfg->reps, cfg->run_ns / 1e6, cfg->warmup_ns / 1e6);
+	rt_bracket(cfg, &rt);
 	err = run_jobs(cfg, "hash-resize", "lookups", jobs, 4, RESIZE_WINDOWS,
 		       NULL, &rps);
+	rt_bracket(cfg, &rt);
 	beside_free();
 	if (err) {
 		sk_bench_hash_free();
@@ -943,6 +970,16 @@ int sk_bench_hash_resize_run(const struct sk_bench_config *cfg,
 			  "median over repetitions (rhash-resizing's runs)",
 			  rps);
 	resize_cost_note(res, row, obj_lines, rps);
+	if (rt.n || rt.low)
+		sk_bench_rt_note_add(res, "hash-resize", rt.v, rt.n, rt.low,
+				     "measured before and after the runs; a "
+				     "line the resizer wrote comes to the "
+				     "reader from the resizer's cache (half "
+				     "such a round trip) when the reader next "
+				     "reads it, so what a resize costs the "
+				     "reader grows with this figure "
+				     "(docs/benchmarks.md, \"Which figures "
+				     "depend on the CPU\")");
 	err = lfht_resize_run(cfg, res, lost_per_cycle(row, rps));
 	sk_bench_hash_free();
 	ratio_target(res, row, "rhash-resizing", "rhash", 0.9, "hash-resize");

@@ -260,145 +260,13 @@ int sk_bench_locks_run(const struct sk_bench_config *cfg,
 }
 
 /*
- * rwlock-read's note: the round trip of one cache line between two
- * threads, each waiting for the other's store before it stores (a plain
- * ping-pong, no lock).  A pthread_rwlock read lock and unlock are two
+ * rwlock-read's note: the median round trip of one cache line
+ * (bench/linetrip.c) over the runs (reps of 50 ms) in which both threads
+ * had their own CPU.  A pthread_rwlock read lock and unlock are two
  * read-modify-writes of one shared word, so with two readers on two CPUs
- * its throughput is bounded by how fast that line moves between them:
- * a property of where the two CPUs are (same core complex or not), not
- * of the lock.  The note prints it beside the rows so that a run's
- * sk-rwlock-rb / pthread-rwlock ratio can be read against it.
- */
-struct rt_ball {
-	int ball __attribute__((aligned(64))); /* whose turn: 0 or 1 */
-	int stop;
-	int ready;
-	uint64_t rounds;
-};
-
-struct rt_arg {
-	struct rt_ball *b;
-	int me;
-	uint64_t cpu_ns;
-};
-
-static void *rt_main(void *p)
-{
-	struct rt_arg *a = p;
-	struct rt_ball *b = a->b;
-	uint64_t n = 0, c0;
-
-	__atomic_fetch_add(&b->ready, 1, __ATOMIC_RELAXED);
-	while (__atomic_load_n(&b->ready, __ATOMIC_RELAXED) < 2)
-		;
-	c0 = sk_bench_thread_cpu_ns();
-	while (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED)) {
-		if (__atomic_load_n(&b->ball, __ATOMIC_ACQUIRE) != a->me)
-			continue;
-		__atomic_store_n(&b->ball, !a->me, __ATOMIC_RELEASE);
-		n++;
-	}
-	a->cpu_ns = sk_bench_thread_cpu_ns() - c0;
-	if (a->me == 0)
-		b->rounds = n;
-	return NULL;
-}
-
-/*
- * One ping-pong of run_ns: ns per round trip into *ns; 0, 1 when a
- * thread had less than SK_BENCH_OCC_MIN of a CPU (the two time-shared
- * one CPU: the figure is the scheduler's), or -errno.
- */
-static int rt_measure(uint64_t run_ns, double *ns)
-{
-	struct rt_ball *b = aligned_alloc(64, sizeof(*b));
-	struct rt_arg a[2];
-	pthread_t t[2];
-	uint64_t t0, t1;
-	int i, err = 0, low = 0;
-
-	if (!b)
-		return -ENOMEM;
-	memset(b, 0, sizeof(*b));
-	for (i = 0; i < 2; i++) {
-		pthread_attr_t attr;
-
-		a[i] = (struct rt_arg){ b, i, 0 };
-		pthread_attr_init(&attr);
-		sk_bench_attr_pin(&attr, i);
-		err = pthread_create(&t[i], &attr, rt_main, &a[i]);
-		pthread_attr_destroy(&attr);
-		if (err) {
-			__atomic_store_n(&b->stop, 1, __ATOMIC_RELAXED);
-			__atomic_store_n(&b->ready, 2, __ATOMIC_RELAXED);
-			if (i)
-				pthread_join(t[0], NULL);
-			free(b);
-			return -err;
-		}
-	}
-	t0 = sk_bench_now_ns();
-	sk_bench_sleep_ns(run_ns);
-	__atomic_store_n(&b->stop, 1, __ATOMIC_RELAXED);
-	for (i = 0; i < 2; i++)
-		pthread_join(t[i], NULL);
-	t1 = sk_bench_now_ns();
-	for (i = 0; i < 2; i++)
-		low |= (double)a[i].cpu_ns < SK_BENCH_OCC_MIN * (double)(t1 - t0);
-	*ns = b->rounds ? (double)(t1 - t0) / (double)b->rounds : NAN;
-	free(b);
-	return low;
-}
-
-/*
- * Round trips measured (ns, n of them, sorted here) and low runs dropped
- * (a thread had less than SK_BENCH_OCC_MIN of a CPU), as a note of
- * scenario, ending with tail.
- */
-static void rt_note_add(struct sk_bench_results *res, const char *scenario,
-			double *v, int n, int low, const char *tail)
-{
-	double med;
-
-	if (!n) {
-		sk_bench_note_add(res,
-				  "%s: one cache line's round trip between two "
-				  "threads: not measured (in none of %d runs "
-				  "did both threads have %.0f%% of a CPU)",
-				  scenario, low, SK_BENCH_OCC_MIN * 100);
-		return;
-	}
-	med = sk_bench_median(v, n); /* sorts v: v[0] and v[n - 1] next */
-	sk_bench_note_add(res,
-			  "%s: one cache line's round trip between two "
-			  "threads (ping-pong, no lock): %.0f ns [%.0f..%.0f] "
-			  "over %d runs (%d more dropped: a thread had less "
-			  "than %.0f%% of a CPU); %s",
-			  scenario, med, v[0], v[n - 1], n, low,
-			  SK_BENCH_OCC_MIN * 100, tail);
-}
-
-/*
- * One more round trip of run_ns into v[*n] (or *low when the two threads
- * time-shared a CPU).  Returns -errno when it could not be measured.
- */
-static int rt_sample(uint64_t run_ns, double *v, int *n, int *low)
-{
-	double x = NAN;
-	int r = rt_measure(run_ns, &x);
-
-	if (r < 0)
-		return r;
-	*low += r;
-	/* Time-shared: the scheduler's figure, not the line's. */
-	if (!r && !isnan(x))
-		v[(*n)++] = x;
-	return 0;
-}
-
-/*
- * The median round trip over the runs (reps of 50 ms) in which both
- * threads had their own CPU, as a note.
+ * its throughput is bounded by how fast that line moves between them; the
+ * note lets a run's sk-rwlock-rb / pthread-rwlock ratio be read against
+ * it.
  */
 static void rt_note(const struct sk_bench_config *cfg,
 		    struct sk_bench_results *res)
@@ -407,11 +275,12 @@ static void rt_note(const struct sk_bench_config *cfg,
 	int i, n = 0, low = 0;
 
 	for (i = 0; i < cfg->reps && i < 64; i++)
-		if (rt_sample(cfg->quick ? 5000000 : 50000000, v, &n, &low))
+		if (sk_bench_rt_sample(cfg->quick ? 5000000 : 50000000, v,
+				       &n, &low))
 			return;
-	rt_note_add(res, "rwlock-read", v, n, low,
-		    "pthread_rwlock's readers share one such line (its lock "
-		    "word)");
+	sk_bench_rt_note_add(res, "rwlock-read", v, n, low,
+			     "pthread_rwlock's readers share one such line "
+			     "(its lock word)");
 }
 
 /*
@@ -806,8 +675,8 @@ static const struct hul_lock *hul_lock_of(const struct sk_bench_row *row,
 
 /*
  * Every repetition of every row; with rt, before each repetition also
- * one cache line's round trip (10 ms, rt_sample()) into rt[*rtn] (at
- * most HUL_RT_MAX of them), so that the note can say which cost of a
+ * one cache line's round trip (10 ms, sk_bench_rt_sample()) into
+ * rt[*rtn] (at most HUL_RT_MAX of them), so that the note can say which cost of a
  * line's transfer the contended rows ran under: the host moves the two
  * vCPUs (docs/benchmarks.md, "Which figures depend on the CPU").
  */
@@ -823,7 +692,7 @@ static int hul_measure(const struct sk_bench_config *cfg,
 
 	for (rep = -1; rep < cfg->reps; rep++) {
 		if (rt && rep >= 0 && *rtn < HUL_RT_MAX &&
-		    rt_sample(10000000, rt, rtn, rtlow))
+		    sk_bench_rt_sample(10000000, rt, rtn, rtlow))
 			rt = NULL; /* not measurable here */
 		for (c = 0; c < nc; c++)
 			for (i = 0; i < n; i++) {
@@ -1006,9 +875,9 @@ int sk_bench_hash_under_lock_run(const struct sk_bench_config *cfg,
 			  nc, HUL_NLOCKS, cfg->reps, cfg->run_ns / 1e6);
 	err = hul_measure(cfg, rows, nc, nc > 1 ? rt : NULL, &rtn, &rtlow);
 	if (nc > 1 && !err && (rtn || rtlow))
-		rt_note_add(res, "hash-under-lock", rt, rtn, rtlow,
-			    "measured before each repetition; the 2- and "
-			    "4-thread rows move with it");
+		sk_bench_rt_note_add(res, "hash-under-lock", rt, rtn, rtlow,
+				     "measured before each repetition; the 2- "
+				     "and 4-thread rows move with it");
 	for (k = 0; k < HUL_NLOCKS && !err; k++)
 		if (hul_locks[k].stats)
 			hul_note_stats(res, &hul_locks[k]);
