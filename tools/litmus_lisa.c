@@ -35,7 +35,7 @@
 struct lisa_label {
 	char name[LT_NAME];
 	int proc, at;	/* process, and its operation (JZ, or the label's) */
-	int line;	/* the branch's line (an unknown label's error) */
+	int line;	/* the branch's or the label's line (for errors) */
 };
 
 struct lisa {
@@ -224,6 +224,25 @@ static struct lisa_label *lisa_label_add(struct ps *ps, struct lisa_label *l,
 	return x;
 }
 
+/*
+ * "label:": a label of the current process.  A name defined twice in one
+ * process is an error: a branch could not say which one it means.
+ */
+static void lisa_label_define(struct ps *ps, struct lisa *L, const char *name,
+			      int line)
+{
+	const struct lisa_label *x = lisa_label_add(ps, L->label, &L->nlabels,
+						    name, line);
+	int l;
+
+	for (l = 0; l < L->nlabels - 1; l++)
+		if (L->label[l].proc == x->proc &&
+		    strcmp(L->label[l].name, name) == 0)
+			lp_fail_at(ps, line, "label '%s' defined twice in P%d "
+				   "(first at line %d)", name, x->proc,
+				   L->label[l].line);
+}
+
 /* "b[] reg label": if (reg) goto label (JZ on !reg, its target later). */
 static void lisa_branch(struct ps *ps, struct lisa *L, const char *tag,
 			int line)
@@ -257,7 +276,7 @@ static void lisa_instr(struct ps *ps, struct lisa *L)
 		     lp_tok_desc(ps));
 	lp_expect_id(ps, ins);
 	if (lp_accept(ps, ":")) {
-		lisa_label_add(ps, L->label, &L->nlabels, ins, line);
+		lisa_label_define(ps, L, ins, line);
 		return;
 	}
 	if (lp_accept(ps, "[") && !lp_accept(ps, "]")) {
@@ -292,6 +311,12 @@ static void lisa_resolve(struct ps *ps, const struct lisa *L)
 		if (l == L->nlabels)
 			lp_fail_at(ps, br->line, "no label '%s' in P%d",
 				   br->name, br->proc);
+		/* A label at or above its branch would make a loop, which
+		 * the runner cannot bound (a run would never end). */
+		if (L->label[l].at <= br->at)
+			lp_fail_at(ps, br->line, "unsupported: b[] to '%s' "
+				   "above it in P%d (a loop: branches go "
+				   "forward only)", br->name, br->proc);
 		ps->t->proc[br->proc].ops[br->at].target = L->label[l].at;
 	}
 }
