@@ -676,9 +676,9 @@ static const struct hul_lock *hul_lock_of(const struct sk_bench_row *row,
 /*
  * Every repetition of every row; with rt, before each repetition also
  * one cache line's round trip (10 ms, sk_bench_rt_sample()) into
- * rt[*rtn] (at most HUL_RT_MAX of them), so that the note can say which cost of a
- * line's transfer the contended rows ran under: the host moves the two
- * vCPUs (docs/benchmarks.md, "Which figures depend on the CPU").
+ * rt[*rtn] (at most HUL_RT_MAX of them), so that the note can say which
+ * cost of a line's transfer the contended rows ran under: the host moves
+ * the two vCPUs (docs/benchmarks.md, "Which figures depend on the CPU").
  */
 #define HUL_RT_MAX 64
 

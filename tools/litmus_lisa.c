@@ -224,6 +224,19 @@ static struct lisa_label *lisa_label_add(struct ps *ps, struct lisa_label *l,
 	return x;
 }
 
+/* The first of L's labels named name in process proc, or NULL. */
+static const struct lisa_label *lisa_label_find(const struct lisa *L,
+						int proc, const char *name)
+{
+	int l;
+
+	for (l = 0; l < L->nlabels; l++)
+		if (L->label[l].proc == proc &&
+		    strcmp(L->label[l].name, name) == 0)
+			return &L->label[l];
+	return NULL;
+}
+
 /*
  * "label:": a label of the current process.  A name defined twice in one
  * process is an error: a branch could not say which one it means.
@@ -233,14 +246,11 @@ static void lisa_label_define(struct ps *ps, struct lisa *L, const char *name,
 {
 	const struct lisa_label *x = lisa_label_add(ps, L->label, &L->nlabels,
 						    name, line);
-	int l;
+	const struct lisa_label *first = lisa_label_find(L, x->proc, name);
 
-	for (l = 0; l < L->nlabels - 1; l++)
-		if (L->label[l].proc == x->proc &&
-		    strcmp(L->label[l].name, name) == 0)
-			lp_fail_at(ps, line, "label '%s' defined twice in P%d "
-				   "(first at line %d)", name, x->proc,
-				   L->label[l].line);
+	if (first != x)
+		lp_fail_at(ps, line, "label '%s' defined twice in P%d (first "
+			   "at line %d)", name, x->proc, first->line);
 }
 
 /* "b[] reg label": if (reg) goto label (JZ on !reg, its target later). */
@@ -299,25 +309,23 @@ static void lisa_instr(struct ps *ps, struct lisa *L)
 /* Each branch's target: the label of its name in its process. */
 static void lisa_resolve(struct ps *ps, const struct lisa *L)
 {
-	int b, l;
+	int b;
 
 	for (b = 0; b < L->nbranches; b++) {
 		const struct lisa_label *br = &L->branch[b];
+		const struct lisa_label *to =
+			lisa_label_find(L, br->proc, br->name);
 
-		for (l = 0; l < L->nlabels; l++)
-			if (L->label[l].proc == br->proc &&
-			    strcmp(L->label[l].name, br->name) == 0)
-				break;
-		if (l == L->nlabels)
+		if (!to)
 			lp_fail_at(ps, br->line, "no label '%s' in P%d",
 				   br->name, br->proc);
 		/* A label at or above its branch would make a loop, which
 		 * the runner cannot bound (a run would never end). */
-		if (L->label[l].at <= br->at)
+		if (to->at <= br->at)
 			lp_fail_at(ps, br->line, "unsupported: b[] to '%s' "
 				   "above it in P%d (a loop: branches go "
 				   "forward only)", br->name, br->proc);
-		ps->t->proc[br->proc].ops[br->at].target = L->label[l].at;
+		ps->t->proc[br->proc].ops[br->at].target = to->at;
 	}
 }
 
