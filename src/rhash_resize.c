@@ -368,13 +368,36 @@ static int resize_trylock(struct sk_rhash *ht)
 	return sk_atomic_cmpxchg_seq_cst(&ht->resize_lock, &free_, 1);
 }
 
+/*
+ * Take resize_lock for an explicit resize (outside any read section).
+ * When the background work holds it between two of its callbacks, those
+ * callbacks run only on a callback worker, and there may be none: in a
+ * fork child (the work came from the parent, and the child's worker
+ * starts only with its next sk_call_rcu() or barrier) or where its start
+ * failed.  Sleeping on the lock would then wait forever: run the queued
+ * callbacks instead (sk_rcu_barrier() starts the worker, or does its work
+ * here), once per slice of the work, until the lock is free.
+ */
 static void resize_lock(struct sk_rhash *ht)
 {
 	if (resize_trylock(ht))
 		return;
 	/* RH-R1: as above; 2 tells the holder that someone sleeps. */
-	while (sk_atomic_xchg_seq_cst(&ht->resize_lock, 2) != 0)
-		sk__futex_wait(&ht->resize_lock, 2);
+	while (sk_atomic_xchg_seq_cst(&ht->resize_lock, 2) != 0) {
+		/*
+		 * Relaxed: a hint of who holds the lock, orders nothing.
+		 * A stale 1 costs a barrier; a stale 0 a sleep that the
+		 * running work's resize_unlock() ends (a fork child has the
+		 * values of the parent's last callback: the fork waited for
+		 * the callback worker's run_lock).  Not from a callback: a
+		 * barrier there would wait for itself.
+		 */
+		if (sk_atomic_load_relaxed(&ht->work_active) &&
+		    !sk__rcu_cb_in_worker)
+			sk_rcu_barrier();
+		else
+			sk__futex_wait(&ht->resize_lock, 2);
+	}
 }
 
 static void resize_unlock(struct sk_rhash *ht)

@@ -13,6 +13,12 @@
  *     resize_lock between two of its callbacks, the future array half
  *     filled): the same in the child, which finishes the resize;
  *   - in the parent, after both forks, the same;
+ *   - fork in the middle of a background resize, and the child's first
+ *     call is an explicit sk_rhash_resize(): the resize_lock it waits for
+ *     is held by the inherited work, whose callback only runs once
+ *     something starts the child's callback worker; the resize must run
+ *     that work itself rather than sleep forever (and the parent goes on
+ *     inserting, resizing and destroying its own copy);
  *   - background resizes whose callbacks run on per-CPU workers that the
  *     scheduler moves (SK_RCU_CB_WORKERS_UNPINNED): resize_lock, taken by
  *     one callback and released by a later one, possibly on another
@@ -187,6 +193,80 @@ static void fork_while_background_resize_is_queued_or_running(void)
 	sk_rcu_unregister_thread();
 }
 
+/*
+ * The child of a fork between two slices of a background resize: before
+ * anything else (no update, no barrier: nothing that would start the
+ * child's callback worker), an explicit resize.  It waits for the
+ * inherited background resize, which must therefore get to run.
+ */
+static void child_resizes_first(void)
+{
+	unsigned i;
+
+	sk_rcu_read_unlock();
+	SK_CHECK_EQ(sk_rhash_resize(table, 1UL << 10), 0);
+	SK_CHECK_EQ(sk_rhash_buckets(table), 1UL << 10);
+	sk_rcu_read_lock();
+	for (i = 0; i < nobjs; i++) {
+		uint64_t k = i;
+
+		if (sk_rhash_lookup(table, &k) != &objs[i]) {
+			SK_CHECK(sk_rhash_lookup(table, &k) == &objs[i]);
+			break;
+		}
+	}
+	sk_rcu_read_unlock();
+	sk_rhash_destroy(table, NULL, NULL);
+	fflush(stderr);
+	_exit(sk_t_failed_checks ? 1 : 0);
+}
+
+static void explicit_resize_in_child_of_fork_mid_background_resize(void)
+{
+	static struct sk_test_child c;
+	int attempt, caught = 0;
+
+	if (!SK_TEST_CHILD_THREADS) {
+		fprintf(stderr, "  child skipped under TSan\n");
+		return;
+	}
+	nobjs = 300000 / sk_test_slow();
+	objs = calloc(nobjs, sizeof(*objs));
+	SK_CHECK(objs != NULL);
+	sk_rcu_register_thread();
+	for (attempt = 0; attempt < 5 && !caught; attempt++) {
+		table = table_new();
+		insert_all(table);
+		/* As in the test above: hold the work between two slices. */
+		while (!LOAD(table->work_active) &&
+		       sk_rhash_buckets(table) == START_BUCKETS)
+			sk_cpu_relax();
+		sk_rcu_read_lock();
+		sk_test_sleep_ms(20);
+		caught = LOAD(table->work_active) && LOAD(table->resize_lock);
+		if (caught) {
+			/* 20 s: the child's work is a few slices. */
+			sk_test_fork_child(child_resizes_first, 20, 0, &c);
+			SK_CHECK_EQ(WIFEXITED(c.status) ? WEXITSTATUS(c.status)
+							: -1,
+				    0);
+		} else {
+			fprintf(stderr, "  the resize ended before the read "
+					"section: again\n");
+		}
+		sk_rcu_read_unlock();
+		/*
+		 * The parent's copy: an explicit resize (to a size the load
+		 * factor keeps), then the rest.
+		 */
+		SK_CHECK_EQ(sk_rhash_resize(table, 1UL << 19), 0);
+		check_settled_and_destroy(table);
+	}
+	SK_CHECK(caught);
+	free(objs);
+	sk_rcu_unregister_thread();
+}
+
 static void resize_lock_is_free_after_resizes_on_moving_workers(void)
 {
 	int round, rounds = 10 / (int)sk_test_slow() + 1;
@@ -208,6 +288,7 @@ int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	SK_RUN(fork_while_background_resize_is_queued_or_running);
+	SK_RUN(explicit_resize_in_child_of_fork_mid_background_resize);
 	SK_RUN(resize_lock_is_free_after_resizes_on_moving_workers);
 	return sk_test_report();
 }
