@@ -26,7 +26,12 @@
  *     request dropped on the failure would never complete: the test
  *     reports a hang);
  *   - sk_rcu_cb_workers_create() whose per-CPU start fails returns the
- *     error with no per-CPU worker left running, and callbacks still run.
+ *     error with no per-CPU worker left running, and callbacks still run;
+ *   - an explicit sk_rhash_resize() in a fork child that inherited a
+ *     background resize between two of its slices (resize_lock held by
+ *     the work), with every worker start failing: it runs the work on its
+ *     own thread (through sk_rcu_barrier()) and resizes, where it slept
+ *     on resize_lock forever before.
  * Each test is the first in the program to start its worker, so they run
  * in main()'s order (or alone, selected by name).
  *
@@ -44,6 +49,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "internal/rhash.h" /* white box: work_active, resize_lock */
 #include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/rcu.h"
 #include "scalekit/rhash.h"
@@ -314,6 +320,73 @@ static void pcpu_start_failure_leaves_no_worker_running(void)
 	SK_CHECK_EQ(sk_rcu_cb_workers_running(), 0);
 }
 
+/* ---- an explicit resize that must run the background work itself -------- */
+
+static struct sk_rhash *mid_ht;
+static struct kobj *mid_o;
+static unsigned mid_n;
+
+/* The child: its worker never starts; the resize must not sleep forever. */
+static void explicit_resize_child(void)
+{
+	unsigned i;
+
+	sk_rcu_read_unlock();
+	sk__worker_test_fail_starts(INT_MAX, EAGAIN);
+	SK_CHECK_EQ(sk_rhash_resize(mid_ht, 1UL << 10), 0);
+	SK_CHECK_EQ(sk_rhash_buckets(mid_ht), 1UL << 10);
+	SK_CHECK_EQ(__atomic_load_n(&mid_ht->resize_lock, __ATOMIC_RELAXED), 0);
+	for (i = 0; i < mid_n; i += 97) {
+		uint64_t k = i;
+
+		sk_rcu_read_lock();
+		SK_CHECK(sk_rhash_lookup(mid_ht, &k) == &mid_o[i]);
+		sk_rcu_read_unlock();
+	}
+	sk_rhash_destroy(mid_ht, NULL, NULL);
+	fflush(stderr);
+	_exit(sk_t_failed_checks ? 1 : 0);
+}
+
+/*
+ * Catch the background grow of 4096 buckets (16 slices) between two
+ * slices (a read section holds up the grace period the next one waits
+ * for), fork, and resize explicitly in the child.
+ */
+static void rhash_explicit_resize_runs_background_work_without_worker(void)
+{
+	struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+	int attempt, caught = 0;
+
+	mid_n = 300000 / sk_test_slow();
+	mid_o = calloc(mid_n, sizeof(*mid_o));
+	SK_CHECK(mid_o != NULL);
+	p.initial_buckets = p.min_buckets = 4096;
+	p.head_offset = offsetof(struct kobj, node);
+	p.key_offset = offsetof(struct kobj, key);
+	p.key_len = sizeof(uint64_t);
+	sk_rcu_register_thread();
+	for (attempt = 0; attempt < 5 && !caught; attempt++) {
+		mid_ht = sk_rhash_create(&p);
+		SK_CHECK(mid_ht != NULL);
+		insert_range(mid_ht, mid_o, 0, mid_n);
+		while (!__atomic_load_n(&mid_ht->work_active, __ATOMIC_RELAXED) &&
+		       sk_rhash_buckets(mid_ht) == 4096)
+			sk_cpu_relax();
+		sk_rcu_read_lock();
+		sk_test_sleep_ms(20);
+		caught = __atomic_load_n(&mid_ht->work_active, __ATOMIC_RELAXED) &&
+			 __atomic_load_n(&mid_ht->resize_lock, __ATOMIC_RELAXED);
+		if (caught)
+			in_fresh_child(explicit_resize_child);
+		sk_rcu_read_unlock();
+		sk_rhash_destroy(mid_ht, NULL, NULL);
+	}
+	SK_CHECK(caught);
+	free(mid_o);
+	sk_rcu_unregister_thread();
+}
+
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
@@ -323,5 +396,6 @@ int main(int argc, char **argv)
 	SK_RUN(rhash_resizes_wait_for_a_worker_that_cannot_start);
 	SK_RUN(srcu_calls_queue_while_no_worker_can_start);
 	SK_RUN(pcpu_start_failure_leaves_no_worker_running);
+	SK_RUN(rhash_explicit_resize_runs_background_work_without_worker);
 	return sk_test_report();
 }
