@@ -127,6 +127,18 @@ int sk__cb_on_valgrind;
  */
 struct sk__rcu_cb_pcpu sk__rcu_cb_pcpu = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/*
+ * rcu_cb_own.c's fork handlers (sk__rcu_cb_register_own()), or NULL when
+ * the program does not link it.  Set by its constructor, before any
+ * thread can fork: read relaxed.
+ */
+static const struct sk__rcu_part *own_part;
+
+void sk__rcu_cb_register_own(const struct sk__rcu_part *p)
+{
+	sk_atomic_store_relaxed(&own_part, p);
+}
+
 static __thread struct sk__rcu_cb_queue *my_q
 	__attribute__((tls_model("initial-exec")));
 __thread int sk__rcu_cb_in_worker __attribute__((tls_model("initial-exec")));
@@ -852,16 +864,27 @@ static void cb_fork_prepare(void)
 	 * Lock order: the per-CPU workers' run_locks (taken before this:
 	 * their part is higher, internal/rcu.h), the automatic workers'
 	 * start lock and run_locks, run_lock (the worker holds it, then
-	 * takes cb.lock), then cb.lock.
+	 * takes cb.lock), the own workers' lock and run_locks (rcu_cb_own.c:
+	 * after every other worker's run_lock, because a callback of any
+	 * worker may create an own worker, which takes that lock while its
+	 * batch holds its run_lock), then cb.lock.
 	 */
+	const struct sk__rcu_part *own = sk_atomic_load_relaxed(&own_part);
+
 	sk__rcu_cb_auto_fork_prepare();
 	pthread_mutex_lock(&cb.w0.run_lock);
+	if (own)
+		own->fork_prepare();
 	pthread_mutex_lock(&cb.lock);
 }
 
 static void cb_fork_parent(void)
 {
+	const struct sk__rcu_part *own = sk_atomic_load_relaxed(&own_part);
+
 	pthread_mutex_unlock(&cb.lock);
+	if (own)
+		own->fork_parent();
 	pthread_mutex_unlock(&cb.w0.run_lock);
 	sk__rcu_cb_auto_fork_parent();
 }
@@ -897,6 +920,9 @@ static void cb_fork_child(void)
 	sk__worker_fork_child(&cb.w0);
 	sk__rcu_cb_auto_fork_child();
 	cb.retry_ns = 0;
+	/* The own workers: their queues are the default worker's now. */
+	if (own_part)
+		own_part->fork_child();
 }
 
 #ifdef SK_TESTING

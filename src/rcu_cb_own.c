@@ -18,9 +18,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "scalekit/rcu.h"
+#include "internal/rcu.h"
 #include "internal/rcu_cb.h"
+
+/* The prepare handler's nap while an own worker runs a batch. */
+#define OWN_FORK_NAP_NS 50000L
 
 struct sk_rcu_cb_worker {
 	struct sk__rcu_cb_queue q; /* first: see the file comment */
@@ -37,26 +42,42 @@ struct sk_rcu_cb_worker {
 static struct {
 	pthread_mutex_t lock;
 	struct sk__link workers;
-	pthread_once_t once;
-} own = { PTHREAD_MUTEX_INITIALIZER, { &own.workers, &own.workers },
-	  PTHREAD_ONCE_INIT };
+} own = { PTHREAD_MUTEX_INITIALIZER, { &own.workers, &own.workers } };
 
 /*
  * fork(): no own worker may be in the middle of a batch (rcu_cb.c's child
  * handler puts a taken batch back only when no one ran part of it).
- * Registered at the first create, after the library's own handlers, so
- * that this prepare handler runs before theirs: the lock order is own
- * run_lock, then the default worker's, then the list of queues (a worker
- * holds its run_lock when it takes that list's lock).
+ * rcu_cb.c's handlers call these (sk__rcu_cb_register_own()) after they
+ * took every other worker's run_lock and before the list of queues' lock:
+ * a callback of any worker may call sk_rcu_cb_worker_create() or
+ * sk_rcu_cb_worker_pthread(), which take own.lock while the callback's
+ * batch holds its worker's run_lock.  For the same reason own.lock is
+ * never held while an own worker's run_lock is waited for: the prepare
+ * handler only tries them, and on a busy one lets go of everything,
+ * naps and tries again (the worker finishes its batch meanwhile: nothing
+ * it needs is held then).
  */
 static void atfork_prepare(void)
 {
-	struct sk__link *l;
+	const struct timespec nap = { 0, OWN_FORK_NAP_NS };
+	struct sk__link *l, *busy;
 
-	pthread_mutex_lock(&own.lock);
-	for (l = own.workers.next; l != &own.workers; l = l->next)
-		pthread_mutex_lock(&SK__CONTAINER_OF(l, struct sk_rcu_cb_worker,
-						     link)->w.run_lock);
+	for (;;) {
+		pthread_mutex_lock(&own.lock);
+		for (l = own.workers.next; l != &own.workers; l = l->next)
+			if (pthread_mutex_trylock(&SK__CONTAINER_OF(
+				    l, struct sk_rcu_cb_worker, link)
+							   ->w.run_lock))
+				break;
+		if (l == &own.workers)
+			return; /* own.lock and every run_lock held */
+		busy = l;
+		for (l = own.workers.next; l != busy; l = l->next)
+			pthread_mutex_unlock(&SK__CONTAINER_OF(
+				l, struct sk_rcu_cb_worker, link)->w.run_lock);
+		pthread_mutex_unlock(&own.lock);
+		nanosleep(&nap, NULL);
+	}
 }
 
 static void atfork_parent(void)
@@ -70,8 +91,8 @@ static void atfork_parent(void)
 }
 
 /*
- * The child has none of the threads; rcu_cb.c's child handler, which ran
- * before this one, handed every queue to the default worker.
+ * The child has none of the threads; rcu_cb.c's child handler, which
+ * calls this one last, handed every queue to the default worker.
  */
 static void atfork_child(void)
 {
@@ -88,9 +109,15 @@ static void atfork_child(void)
 	pthread_mutex_init(&own.lock, NULL);
 }
 
-static void register_fork_handlers(void)
+static const struct sk__rcu_part own_part = {
+	.fork_prepare = atfork_prepare,
+	.fork_parent = atfork_parent,
+	.fork_child = atfork_child,
+};
+
+__attribute__((constructor)) static void own_init(void)
 {
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	sk__rcu_cb_register_own(&own_part);
 }
 
 struct sk_rcu_cb_worker *sk_rcu_cb_worker_create(unsigned flags, int cpu)
@@ -102,7 +129,6 @@ struct sk_rcu_cb_worker *sk_rcu_cb_worker_create(unsigned flags, int cpu)
 		errno = EINVAL;
 		return NULL;
 	}
-	pthread_once(&own.once, register_fork_handlers);
 	/* The default worker runs first: it takes over at the destroy. */
 	err = sk__rcu_cb_worker_ensure();
 	x = err ? NULL : aligned_alloc(SK_CACHELINE, sizeof(*x));

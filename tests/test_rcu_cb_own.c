@@ -364,6 +364,73 @@ static void own_worker_survives_fork(void)
 	SK_CHECK_EQ(sk_rcu_cb_worker_destroy(fork_w), 0);
 }
 
+/*
+ * fork() while a callback of the default worker creates an own worker
+ * (allowed: "Context: any thread, also a callback").  The callback's
+ * batch holds the default worker's run_lock, which the fork's prepare
+ * handlers wait for; they must not hold the lock the create takes
+ * meanwhile.  Before the fix the own workers' prepare handler held
+ * own.lock while rcu_cb.c's waited for that run_lock: fork() and the
+ * callback waited for each other forever.
+ */
+static int cif_started; /* atomic: the callback runs */
+static struct sk_rcu_cb_worker *cif_w; /* atomic: what it created */
+
+static void create_in_callback(struct sk_rcu_head *h)
+{
+	(void)h;
+	__atomic_store_n(&cif_started, 1, __ATOMIC_RELEASE);
+	/* Long enough for the fork's prepare handlers to start. */
+	sk_test_sleep_ms(200);
+	__atomic_store_n(&cif_w, sk_rcu_cb_worker_create(0, -1),
+			 __ATOMIC_RELEASE);
+}
+
+static void child_exits(void)
+{
+}
+
+/* The callback on the default worker (w NULL) or on own worker w. */
+static void fork_during_create_in_callback_of(struct sk_rcu_cb_worker *w)
+{
+	struct sk_test_child c;
+	struct probe p = { 0 };
+
+	__atomic_store_n(&cif_started, 0, __ATOMIC_RELAXED);
+	cif_w = NULL;
+	SK_CHECK_EQ(w ? sk_call_rcu_on(w, &p.head, create_in_callback)
+		      : sk_call_rcu(&p.head, create_in_callback), 0);
+	while (!__atomic_load_n(&cif_started, __ATOMIC_ACQUIRE))
+		sk_test_sleep_ms(1);
+	sk_test_fork_child(child_exits, 30, 1, &c); /* hung here */
+	SK_CHECK_EXIT_0(c.status);
+	sk_rcu_barrier();
+	SK_CHECK(__atomic_load_n(&cif_w, __ATOMIC_ACQUIRE) != NULL);
+	if (cif_w)
+		SK_CHECK_EQ(sk_rcu_cb_worker_destroy(cif_w), 0);
+}
+
+static void fork_while_a_callback_creates_a_worker(void)
+{
+	struct sk_rcu_cb_worker *w;
+
+	if (!SK_TEST_CHILD_THREADS) {
+		fprintf(stderr, "    (qemu-user: a fork child cannot start "
+			"threads here; not run)\n");
+		return;
+	}
+	/* One own worker: its fork handlers take part. */
+	w = sk_rcu_cb_worker_create(0, -1);
+	SK_CHECK(w != NULL);
+	if (!w)
+		return;
+	sk_test_deadline("fork() while a callback creates a worker", 60);
+	fork_during_create_in_callback_of(NULL);
+	fork_during_create_in_callback_of(w);
+	alarm(0);
+	SK_CHECK_EQ(sk_rcu_cb_worker_destroy(w), 0);
+}
+
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
@@ -379,6 +446,8 @@ int main(int argc, char **argv)
 	/* fork: by name only, a CTest of its own (labelled noqemu). */
 	if (argc > 1)
 		SK_RUN(own_worker_survives_fork);
+	if (argc > 1)
+		SK_RUN(fork_while_a_callback_creates_a_worker);
 	sk_rcu_barrier();
 	return sk_test_report();
 }

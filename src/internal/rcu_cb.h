@@ -200,6 +200,16 @@ void sk__rcu_cb_add_cpu_queue(struct sk__rcu_cb_queue *q);
 int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *));
 
+/*
+ * rcu_cb_own.c's fork handlers, registered from its constructor (it sits
+ * above rcu_cb.c: src/layers.txt).  rcu_cb.c's handlers call them between
+ * the default worker's run_lock and the list lock (see cb_fork_prepare()):
+ * a callback may create an own worker, which takes their lock, so it must
+ * not be held while a callback's batch is waited for.
+ */
+struct sk__rcu_part;
+void sk__rcu_cb_register_own(const struct sk__rcu_part *p);
+
 /* ---- rcu_cb_auto.c, for rcu_cb.c ---- */
 
 /*
