@@ -128,15 +128,20 @@ int sk__cb_on_valgrind;
 struct sk__rcu_cb_pcpu sk__rcu_cb_pcpu = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /*
- * rcu_cb_own.c's fork handlers (sk__rcu_cb_register_own()), or NULL when
- * the program does not link it.  Set by its constructor, before any
- * thread can fork: read relaxed.
+ * The fork handlers of the files above (sk__rcu_cb_register_upper()), or
+ * NULL when the program does not link them.  Set by their constructors,
+ * before any thread can fork: read relaxed.
  */
-static const struct sk__rcu_part *own_part;
+static const struct sk__rcu_part *upper[SK__RCU_CB_NUPPER];
 
-void sk__rcu_cb_register_own(const struct sk__rcu_part *p)
+void sk__rcu_cb_register_upper(int which, const struct sk__rcu_part *p)
 {
-	sk_atomic_store_relaxed(&own_part, p);
+	sk_atomic_store_relaxed(&upper[which], p);
+}
+
+static const struct sk__rcu_part *upper_part(int i)
+{
+	return sk_atomic_load_relaxed(&upper[i]);
 }
 
 static __thread struct sk__rcu_cb_queue *my_q
@@ -864,27 +869,30 @@ static void cb_fork_prepare(void)
 	 * Lock order: the per-CPU workers' run_locks (taken before this:
 	 * their part is higher, internal/rcu.h), the automatic workers'
 	 * start lock and run_locks, run_lock (the worker holds it, then
-	 * takes cb.lock), the own workers' lock and run_locks (rcu_cb_own.c:
-	 * after every other worker's run_lock, because a callback of any
-	 * worker may create an own worker, which takes that lock while its
-	 * batch holds its run_lock), then cb.lock.
+	 * takes cb.lock), the locks of the files above (the own workers'
+	 * lock and run_locks, then sk_defer_rcu()'s slab list: after every
+	 * other worker's run_lock, because a callback may create an own
+	 * worker or defer a call, which takes them while its batch holds
+	 * its worker's run_lock), then cb.lock.
 	 */
-	const struct sk__rcu_part *own = sk_atomic_load_relaxed(&own_part);
+	int i;
 
 	sk__rcu_cb_auto_fork_prepare();
 	pthread_mutex_lock(&cb.w0.run_lock);
-	if (own)
-		own->fork_prepare();
+	for (i = 0; i < SK__RCU_CB_NUPPER; i++)
+		if (upper_part(i))
+			upper_part(i)->fork_prepare();
 	pthread_mutex_lock(&cb.lock);
 }
 
 static void cb_fork_parent(void)
 {
-	const struct sk__rcu_part *own = sk_atomic_load_relaxed(&own_part);
+	int i;
 
 	pthread_mutex_unlock(&cb.lock);
-	if (own)
-		own->fork_parent();
+	for (i = SK__RCU_CB_NUPPER - 1; i >= 0; i--)
+		if (upper_part(i))
+			upper_part(i)->fork_parent();
 	pthread_mutex_unlock(&cb.w0.run_lock);
 	sk__rcu_cb_auto_fork_parent();
 }
@@ -892,6 +900,7 @@ static void cb_fork_parent(void)
 static void cb_fork_child(void)
 {
 	struct sk__link *l;
+	int i;
 
 	/* Taken by this thread in the prepare handler: release them. */
 	pthread_mutex_unlock(&cb.lock);
@@ -920,9 +929,10 @@ static void cb_fork_child(void)
 	sk__worker_fork_child(&cb.w0);
 	sk__rcu_cb_auto_fork_child();
 	cb.retry_ns = 0;
-	/* The own workers: their queues are the default worker's now. */
-	if (own_part)
-		own_part->fork_child();
+	/* The files above: the own workers' queues are w0's now. */
+	for (i = SK__RCU_CB_NUPPER - 1; i >= 0; i--)
+		if (upper_part(i))
+			upper_part(i)->fork_child();
 }
 
 #ifdef SK_TESTING

@@ -47,7 +47,7 @@ static struct {
 /*
  * fork(): no own worker may be in the middle of a batch (rcu_cb.c's child
  * handler puts a taken batch back only when no one ran part of it).
- * rcu_cb.c's handlers call these (sk__rcu_cb_register_own()) after they
+ * rcu_cb.c's handlers call these (sk__rcu_cb_register_upper()) after they
  * took every other worker's run_lock and before the list of queues' lock:
  * a callback of any worker may call sk_rcu_cb_worker_create() or
  * sk_rcu_cb_worker_pthread(), which take own.lock while the callback's
@@ -117,7 +117,7 @@ static const struct sk__rcu_part own_part = {
 
 __attribute__((constructor)) static void own_init(void)
 {
-	sk__rcu_cb_register_own(&own_part);
+	sk__rcu_cb_register_upper(SK__RCU_CB_UPPER_OWN, &own_part);
 }
 
 struct sk_rcu_cb_worker *sk_rcu_cb_worker_create(unsigned flags, int cpu)

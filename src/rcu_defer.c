@@ -13,11 +13,14 @@
  * does not have.  Whoever drops the last reference frees it: the callback
  * worker after the last node ran, or the owner.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "scalekit/rcu.h"
+#include "internal/rcu.h"
+#include "internal/rcu_cb.h"
 #include "internal/testing.h"
 #include "internal/util.h"
 
@@ -169,6 +172,11 @@ int sk_defer_rcu(void (*fn)(void *), void *p)
  * other threads owned lose their owner: drop its reference, so that each
  * is freed once the callbacks of its nodes (which the child runs too) are
  * done.  owned_lock is taken across fork() so that the list is whole.
+ * rcu_cb.c's fork handlers call these (sk__rcu_cb_register_upper()),
+ * after they took the callback workers' run_locks: a callback may call
+ * sk_defer_rcu(), which takes owned_lock while its batch holds its
+ * worker's run_lock (a prepare handler of our own, run before rcu_cb.c's,
+ * held owned_lock while it waited for that batch: a deadlock).
  */
 static void atfork_prepare(void)
 {
@@ -197,7 +205,13 @@ static void atfork_child(void)
 	pthread_mutex_init(&owned_lock, NULL);
 }
 
+static const struct sk__rcu_part defer_part = {
+	.fork_prepare = atfork_prepare,
+	.fork_parent = atfork_parent,
+	.fork_child = atfork_child,
+};
+
 __attribute__((constructor)) static void defer_init(void)
 {
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	sk__rcu_cb_register_upper(SK__RCU_CB_UPPER_DEFER, &defer_part);
 }

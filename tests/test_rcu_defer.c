@@ -331,6 +331,50 @@ static void deferred_calls_survive_fork(void)
 	sk_rcu_barrier();
 }
 
+/*
+ * fork() while a callback defers a call (sk_defer_rcu() from a callback,
+ * outside any read section: allowed), its first on the worker's thread,
+ * which allocates a slab under the slab list's lock.  The fork's prepare
+ * handlers wait for the callback's batch (the worker's run_lock); they
+ * must not hold that lock meanwhile.
+ */
+static int dic_started; /* atomic */
+
+static void defer_in_callback(struct sk_rcu_head *h)
+{
+	(void)h;
+	__atomic_store_n(&dic_started, 1, __ATOMIC_RELEASE);
+	sk_test_sleep_ms(200); /* the fork's prepare handlers start */
+	SK_CHECK_EQ(sk_defer_rcu(count_run, NULL), 0);
+}
+
+static void child_exits(void)
+{
+}
+
+static void fork_while_a_callback_defers(void)
+{
+	static struct sk_rcu_head h;
+	struct sk_test_child c;
+	unsigned long before = __atomic_load_n(&ran, __ATOMIC_RELAXED);
+
+	if (!SK_TEST_CHILD_THREADS) {
+		fprintf(stderr, "    (qemu-user: a fork child cannot start "
+			"threads here; not run)\n");
+		return;
+	}
+	sk_test_deadline("fork() while a callback defers a call", 60);
+	SK_CHECK_EQ(sk_call_rcu(&h, defer_in_callback), 0);
+	while (!__atomic_load_n(&dic_started, __ATOMIC_ACQUIRE))
+		sk_test_sleep_ms(1);
+	sk_test_fork_child(child_exits, 30, 1, &c); /* hung here */
+	SK_CHECK_EXIT_0(c.status);
+	sk_rcu_barrier();
+	sk_rcu_barrier(); /* the deferred call queued by the callback */
+	alarm(0);
+	SK_CHECK_LE(before + 1, __atomic_load_n(&ran, __ATOMIC_RELAXED));
+}
+
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
@@ -348,5 +392,7 @@ int main(int argc, char **argv)
 	/* fork: by name only, a CTest of its own (labelled noqemu). */
 	if (argc > 1)
 		SK_RUN(deferred_calls_survive_fork);
+	if (argc > 1)
+		SK_RUN(fork_while_a_callback_defers);
 	return sk_test_report();
 }

@@ -201,14 +201,18 @@ int sk__rcu_cb_enqueue(struct sk__rcu_cb_queue *q, struct sk_rcu_head *head,
 		       void (*fn)(struct sk_rcu_head *));
 
 /*
- * rcu_cb_own.c's fork handlers, registered from its constructor (it sits
- * above rcu_cb.c: src/layers.txt).  rcu_cb.c's handlers call them between
- * the default worker's run_lock and the list lock (see cb_fork_prepare()):
- * a callback may create an own worker, which takes their lock, so it must
- * not be held while a callback's batch is waited for.
+ * Fork handlers of the files above rcu_cb.c (src/layers.txt) whose locks
+ * a callback may need: rcu_cb_own.c's (a callback may create an own
+ * worker) and rcu_defer.c's (a callback may defer a call).  Each
+ * registers them from its constructor; rcu_cb.c's handlers call them
+ * between the workers' run_locks and the list lock (see
+ * cb_fork_prepare()), so that those locks are never held while a
+ * callback's batch is waited for.  Prepare in this order, parent and
+ * child in the reverse.
  */
 struct sk__rcu_part;
-void sk__rcu_cb_register_own(const struct sk__rcu_part *p);
+enum { SK__RCU_CB_UPPER_OWN, SK__RCU_CB_UPPER_DEFER, SK__RCU_CB_NUPPER };
+void sk__rcu_cb_register_upper(int which, const struct sk__rcu_part *p);
 
 /* ---- rcu_cb_auto.c, for rcu_cb.c ---- */
 
