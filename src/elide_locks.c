@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 
 #include "internal/elide.h"
@@ -102,6 +103,84 @@ static int m_sleep(unsigned int *w, unsigned int v, unsigned int bits)
 }
 
 /*
+ * fork(): the ticket holders.  A ticket belongs to a waiting thread, and
+ * the child of a fork has none of the forking thread's peers: a ticket
+ * of theirs left in a word would be served in the child to no one, and
+ * every later lock there would wait for it forever (the atfork pattern:
+ * a prepare handler locks the mutex, the parent and the child unlock it,
+ * while other threads wait for it).  So a waiter links a record of its
+ * word here and takes its ticket under tickets.lock, and unlinks the
+ * record once it holds the lock (its ticket served).  The prepare
+ * handler takes tickets.lock; the child handler finds every word that
+ * may hold tickets in the list, and drops them all: each was taken by a
+ * thread the child does not have (the forking thread was not waiting).
+ * Only waiters that have lost handoff_wakeups rounds come here, each
+ * after sleeping: the two short sections under tickets.lock add little
+ * to a hand-off.
+ */
+struct m_ticket_rec {
+	struct sk__link link; /* in tickets.list */
+	unsigned int *w;      /* the lock word of the ticket */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct sk__link list;
+} tickets = { PTHREAD_MUTEX_INITIALIZER, { &tickets.list, &tickets.list } };
+
+#ifdef SK_TESTING
+/* Test hook (internal/testing.h): the child keeps the parent's tickets. */
+static int tickets_busted;
+
+void sk__elide_mutex_test_fork_busted(int on)
+{
+	__atomic_store_n(&tickets_busted, on, __ATOMIC_RELAXED);
+}
+#define TICKETS_BUSTED() __atomic_load_n(&tickets_busted, __ATOMIC_RELAXED)
+#else
+#define TICKETS_BUSTED() 0
+#endif
+
+static void tickets_fork_prepare(void)
+{
+	pthread_mutex_lock(&tickets.lock);
+}
+
+static void tickets_fork_parent(void)
+{
+	pthread_mutex_unlock(&tickets.lock);
+}
+
+static void tickets_fork_child(void)
+{
+	struct sk__link *l;
+	unsigned int *w, v;
+
+	for (l = tickets.list.next; l != &tickets.list && !TICKETS_BUSTED();
+	     l = l->next) {
+		w = SK__CONTAINER_OF(l, struct m_ticket_rec, link)->w;
+		/*
+		 * Relaxed: the only thread.  Both ticket fields 0, as the
+		 * last ticket's holder leaves them: plain mode, no ticket
+		 * out.  The held bit stays (a lock held by a thread gone
+		 * stays held, as a pthread mutex's does), and so does
+		 * WAITERS (at worst one wakeup finds no sleeper).
+		 */
+		v = load_relaxed(w);
+		__atomic_store_n(w, v & ~SK__M_TICKETS, __ATOMIC_RELAXED);
+	}
+	/* The records are on the stacks of threads the child lacks. */
+	sk__link_init(&tickets.list);
+	pthread_mutex_init(&tickets.lock, NULL);
+}
+
+__attribute__((constructor)) static void tickets_init(void)
+{
+	pthread_atfork(tickets_fork_prepare, tickets_fork_parent,
+		       tickets_fork_child);
+}
+
+/*
  * A starving waiter: take a ticket, get the lock in ticket order.  While
  * its ticket is served and the lock is still held, the section running
  * is the last before ours (nobody else can take the lock in handoff
@@ -110,11 +189,14 @@ static int m_sleep(unsigned int *w, unsigned int v, unsigned int bits)
  */
 static void m_lock_handoff(unsigned int *w)
 {
-	/* Relaxed: the ticket only orders waiters; EL-M1 orders the data. */
-	unsigned int t = sk__m_next(__atomic_fetch_add(w, SK__M_NEXT_ONE,
-						       __ATOMIC_RELAXED));
-	unsigned int v, s, nv, spins = M_SPINS;
+	struct m_ticket_rec rec = { .w = w };
+	unsigned int t, v, s, nv, spins = M_SPINS;
 
+	pthread_mutex_lock(&tickets.lock);
+	sk__link_add_tail(&rec.link, &tickets.list);
+	/* Relaxed: the ticket only orders waiters; EL-M1 orders the data. */
+	t = sk__m_next(__atomic_fetch_add(w, SK__M_NEXT_ONE, __ATOMIC_RELAXED));
+	pthread_mutex_unlock(&tickets.lock);
 	for (;;) {
 		v = load_relaxed(w);
 		if (sk__m_serving(v) == t && !(v & M_HELD)) {
@@ -122,8 +204,12 @@ static void m_lock_handoff(unsigned int *w)
 			nv = (v & ~SK__M_TICKETS) | M_LOCKED | M_WAITERS;
 			if (s != sk__m_next(v)) /* more tickets: stay in handoff */
 				nv |= SK__M_TICKETS_AT(s, sk__m_next(v));
-			if (cas_acquire(w, v, nv))
+			if (cas_acquire(w, v, nv)) {
+				pthread_mutex_lock(&tickets.lock);
+				sk__link_del(&rec.link);
+				pthread_mutex_unlock(&tickets.lock);
 				return;
+			}
 			continue;
 		}
 		if (sk__m_serving(v) == t && spins) {

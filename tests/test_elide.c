@@ -18,6 +18,7 @@
 #endif
 
 #include "../src/internal/elide.h" /* the mutex word's ticket fields */
+#include "../src/internal/testing.h" /* the fork twin */
 #include "sk_test_elide.h"
 
 static const char *prog;
@@ -561,6 +562,140 @@ static void mutex_every_thread_progresses(void)
 	alarm(0);
 }
 
+/* ---- fork ------------------------------------------------------------------ */
+
+/*
+ * The atfork pattern: the forking thread holds the lock across fork()
+ * (as a prepare handler would lock it) and the child unlocks it and goes
+ * on using it.  Here two of the parent's waiters hold handoff tickets of
+ * the mutex (for the rwlock: of its writers' mutex, where its waiting
+ * writers and readers queue) at the fork; those threads do not exist in
+ * the child, whose later locks must not wait for them.  With the broken
+ * twin (sk__elide_mutex_test_fork_busted) the child keeps their tickets
+ * and its lock hangs: the test must see the child die by its alarm.
+ */
+static struct sk_elided_mutex fork_m = SK_ELIDED_MUTEX_INITIALIZER;
+static struct sk_elided_rwlock fork_rw = SK_ELIDED_RWLOCK_INITIALIZER;
+static int fork_kind; /* 0: fork_m; 1: fork_rw, written; 2: fork_rw, read */
+
+static void fork_lock(int kind)
+{
+	if (!kind)
+		sk_elided_mutex_lock(&fork_m);
+	else if (kind == 1)
+		sk_elided_rwlock_write_lock(&fork_rw);
+	else
+		sk_elided_rwlock_read_lock(&fork_rw);
+}
+
+static void fork_unlock(int kind)
+{
+	if (!kind)
+		sk_elided_mutex_unlock(&fork_m);
+	else if (kind == 1)
+		sk_elided_rwlock_write_unlock(&fork_rw);
+	else
+		sk_elided_rwlock_read_unlock(&fork_rw);
+}
+
+static void fork_child_relocks(void)
+{
+	fork_unlock(fork_kind ? 1 : 0);
+	fork_lock(fork_kind ? 1 : 0); /* waits for no ticket of the parent */
+	fork_unlock(fork_kind ? 1 : 0);
+	if (fork_kind) {
+		fork_lock(2);
+		fork_unlock(2);
+		SK_CHECK_EQ(sk_elided_rwlock_destroy(&fork_rw), 0);
+	} else {
+		SK_CHECK_EQ(sk_elided_mutex_destroy(&fork_m), 0);
+	}
+	fflush(stderr);
+	_exit(sk_t_failed_checks ? 1 : 0);
+}
+
+static void *fork_waiter(void *arg)
+{
+	int kind = (int)(intptr_t)arg;
+
+	fork_lock(kind);
+	fork_unlock(kind);
+	return NULL;
+}
+
+/* kind 0: the mutex, 1: the rwlock with a writer and a reader waiting. */
+static void fork_with_tickets_out(int kind, int busted)
+{
+	struct sk_elide_tuning t = SK_ELIDE_TUNING_DEFAULT, d = t;
+	unsigned int *tw = kind ? (unsigned int *)&fork_rw.wlock
+				: (unsigned int *)&fork_m.word, v;
+	struct sk_test_child c;
+	pthread_t th[2];
+	int i;
+
+	t.handoff_wakeups = 1;
+	SK_CHECK_EQ(sk_elide_set_tuning(&t), 0);
+	fork_kind = kind;
+	if (kind)
+		fork_lock(1);
+	else
+		SK_CHECK_EQ(sk_elided_mutex_trylock(&fork_m), 0); /* real */
+	for (i = 0; i < 2; i++)
+		sk_test_thread_start(&th[i], fork_waiter,
+				     (void *)(intptr_t)(kind ? 1 + i : 0));
+	/* Wake the sleepers until both have lost a wakeup: tickets. */
+	for (;;) {
+		v = __atomic_load_n(tw, __ATOMIC_RELAXED);
+		if (((sk__m_next(v) - sk__m_serving(v)) & SK__M_TMASK) == 2)
+			break;
+		syscall(SYS_futex, tw, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL,
+			0);
+		usleep(1000);
+	}
+	sk__elide_mutex_test_fork_busted(busted);
+	sk_test_fork_child(fork_child_relocks, busted ? 2 : 20, 0, &c);
+	sk__elide_mutex_test_fork_busted(0);
+	if (busted) {
+		/*
+		 * The twin's child waits for a ticket of no thread until its
+		 * alarm, whose handler (elide_deadline()'s) reports it.
+		 */
+		SK_T_CHECK_WAIT(c.status, WIFEXITED, WEXITSTATUS, 2);
+		SK_CHECK(strstr(c.err, "HANG") != NULL);
+	} else {
+		SK_CHECK_EXIT_0(c.status);
+	}
+	/* The parent's waiters get the lock in ticket order, as before. */
+	fork_unlock(kind ? 1 : 0);
+	for (i = 0; i < 2; i++)
+		sk_test_thread_join(th[i]);
+	SK_CHECK_EQ(*tw, 0);
+	if (kind)
+		SK_CHECK_EQ(fork_rw.word, 0);
+	SK_CHECK_EQ(sk_elide_set_tuning(&d), 0);
+}
+
+static void mutex_held_across_fork_with_tickets_out(void)
+{
+	elide_deadline("mutex_held_across_fork_with_tickets_out", 120);
+	fork_with_tickets_out(0, 0);
+	alarm(0);
+}
+
+static void mutex_fork_twin_keeps_tickets_and_hangs(void)
+{
+	elide_deadline("mutex_fork_twin_keeps_tickets_and_hangs", 120);
+	fork_with_tickets_out(0, 1);
+	alarm(0);
+}
+
+static void rwlock_written_across_fork_with_waiters(void)
+{
+	elide_deadline("rwlock_written_across_fork_with_waiters", 120);
+	fork_with_tickets_out(1, 0);
+	alarm(0);
+}
+
 /* ------------------------------------------------------------------------
  * Misuse: unlocking a lock that is not held stops the program with one
  * message naming the function (the lock's state is never changed).
@@ -638,5 +773,8 @@ int main(int argc, char **argv)
 	SK_RUN(handoff_tickets_wrap_within_their_field);
 	SK_RUN(handoff_stress_past_ticket_wrap_leaves_lock_free);
 	SK_RUN(unbalanced_unlock_aborts_with_message);
+	SK_RUN(mutex_held_across_fork_with_tickets_out);
+	SK_RUN(mutex_fork_twin_keeps_tickets_and_hangs);
+	SK_RUN(rwlock_written_across_fork_with_waiters);
 	return sk_test_report();
 }

@@ -245,6 +245,10 @@ SK_API SK__NOTHROW void sk_elided_spinlock__unlock_slow(unsigned int *word);
 /*
  * A futex mutex with elision.  16 bytes on LP64 (12 on ILP32); no hidden
  * state: a zero-filled struct is an unlocked mutex.  Not recursive.
+ * fork(): a mutex that the forking thread holds (a pthread_atfork()
+ * prepare handler's lock) can be unlocked and used in the child, also
+ * when other threads waited for it: the child drops their handoff
+ * tickets.  One held by another thread stays held in the child.
  */
 struct sk_elided_mutex {
 	int word;		      /* ABI: lock word, SK_ELIDED_MUTEX_* */
@@ -351,6 +355,8 @@ static inline void sk_elided_mutex_unlock(struct sk_elided_mutex *m)
 /*
  * A ticket spinlock with elision: FIFO among real waiters, never sleeps.
  * 16 bytes on LP64; a zero-filled struct is unlocked.  Not recursive.
+ * fork(): a spinlock that any thread waited for at the fork is unusable
+ * in the child (its next holder would be a thread the child lacks).
  */
 struct sk_elided_spinlock {
 	unsigned int word;	      /* ABI: tickets, SK_ELIDED_SPIN_* */
@@ -447,6 +453,11 @@ static inline void sk_elided_spinlock_unlock(struct sk_elided_spinlock *l)
  * writers do not starve behind a stream of readers, and readers that
  * find a writer wait behind at most the writers queued before them.
  * A zero-filled struct is unlocked.  Not recursive for writers.
+ * fork(): one that the forking thread holds for writing can be unlocked
+ * and used in the child, also when other threads waited for it, except
+ * when the fork lands in another thread's few instructions between a
+ * reader's optimistic add to the count and its undo (docs/elision.md,
+ * "fork()"); one held by another thread stays held in the child.
  */
 struct sk_elided_rwlock {
 	unsigned int word;	      /* private: readers << 3 | flags */

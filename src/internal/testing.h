@@ -176,6 +176,14 @@ void sk__rwlock_rb_test_busted(int on);
  */
 void sk__elide_rw_test_busted(int on);
 
+/*
+ * Nonzero: the broken twin of the mutex's fork handling.  A fork child
+ * keeps the handoff tickets of the parent's waiters, which it does not
+ * have, so its next lock of such a mutex waits forever
+ * (tests/test_elide.c).
+ */
+void sk__elide_mutex_test_fork_busted(int on);
+
 /* ---- the Triplett checker (tests/rcu_checker.h) --------------------------- */
 
 /*
