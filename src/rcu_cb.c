@@ -10,7 +10,8 @@
  * exchange on the thread's own queue tail plus one release store.  The
  * queue is a wait-free multi-producer single-consumer list with a sentinel
  * (the consumer is the worker; the second producer is sk_rcu_barrier()).
- * When a queue cannot be allocated, the thread uses a static shared queue.
+ * When a queue cannot be allocated, the thread uses a static shared queue,
+ * and keeps using it until its callbacks there have run (queue_get()).
  *
  * Worker loop.  Take every queued callback from every queue; take a cookie
  * for a grace period that starts after the take; wait for it (one grace
@@ -98,6 +99,7 @@ static struct {
 	unsigned long retired_queued, retired_invoked; /* of freed queues */
 #ifdef SK_TESTING
 	int busted; /* SK__CB_BUSTED_* (sk__rcu_cb_set_busted, testing.h) */
+	int fail_allocs; /* sk__rcu_cb_test_fail_queue_allocs() */
 #endif
 } cb = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -146,6 +148,8 @@ static const struct sk__rcu_part *upper_part(int i)
 
 static __thread struct sk__rcu_cb_queue *my_q
 	__attribute__((tls_model("initial-exec")));
+/* The thread has callbacks on cb.fallback that may not have run. */
+static __thread int on_fallback __attribute__((tls_model("initial-exec")));
 __thread int sk__rcu_cb_in_worker __attribute__((tls_model("initial-exec")));
 
 /* The queue at link l of cb.queues. */
@@ -215,7 +219,79 @@ __attribute__((constructor)) static void cb_init(void)
 #endif
 }
 
-/* The calling thread's queue, created on first use. */
+/* The broken modes on (SK__CB_BUSTED_*); 0 in a release build. */
+#ifdef SK_TESTING
+#define cb_busted() sk_atomic_load_relaxed(&cb.busted)
+#else
+#define cb_busted() 0
+#endif
+
+#ifdef SK_TESTING
+void sk__rcu_cb_test_fail_queue_allocs(int n)
+{
+	/* A test's count: orders nothing, pairs with nothing. */
+	sk_atomic_store_relaxed(&cb.fail_allocs, n);
+}
+
+/* A failure asked for by the test: consume it. */
+static int queue_alloc_fails(void)
+{
+	/* A test's count: orders nothing, pairs with nothing. */
+	int n = sk_atomic_load_relaxed(&cb.fail_allocs);
+
+	/* Consume one failure (the count only; orders nothing). */
+	while (n > 0 && !sk_atomic_cmpxchg_seq_cst(&cb.fail_allocs, &n, n - 1))
+		;
+	return n > 0;
+}
+#else
+static inline int queue_alloc_fails(void)
+{
+	return 0;
+}
+#endif
+
+/*
+ * Every callback queued on cb.fallback so far has run: none is left in
+ * the queue, and no batch taken from it is still running.  A thread that
+ * put callbacks there and then sees this has seen its own ones run.
+ */
+static int fallback_drained(void)
+{
+	int drained;
+
+	/*
+	 * Lock-free first: the acquire load of the tail (sk__wfq_empty())
+	 * reads our own CB-C1 exchange or a later one (coherence, one
+	 * location), so it reads the sentinel only after a take (its exchange
+	 * in sk__wfq_take(), under cb.lock) took our callbacks.  Then the
+	 * lock: the take sets busy in the same critical section, and
+	 * worker_run() clears it under cb.lock after the batch ran, so seeing
+	 * both under cb.lock orders those runs before our later pushes.
+	 */
+	if (!sk__wfq_empty(&cb.fallback.wfq))
+		return 0;
+	pthread_mutex_lock(&cb.lock);
+	drained = sk__wfq_empty(&cb.fallback.wfq) && !cb.fallback.busy;
+	pthread_mutex_unlock(&cb.lock);
+	return drained;
+}
+
+/*
+ * The calling thread's queue, created on first use.  When it cannot be
+ * allocated the thread uses cb.fallback, and keeps using it until its
+ * callbacks there have run: the worker takes each queue separately (and
+ * a thread's own queue may go to an automatic worker), so callbacks on
+ * its own queue could run before, or in a batch before, the ones it put
+ * on the fallback, against "callbacks queued by one thread run in the
+ * order queued".  Waiting until the whole fallback is drained (not only
+ * our callbacks on it) costs the sticky thread a look at the fallback's
+ * tail per call, and cb.lock only when that looks drained; the fallback
+ * has no per-producer count to tell ours apart (its queued and invoked
+ * counts may differ in order from its pushes), and being there longer
+ * only costs speed, never order.  The thread that never hits ENOMEM pays
+ * nothing: it returns my_q above.
+ */
 static struct sk__rcu_cb_queue *queue_get(void)
 {
 	struct sk__rcu_cb_queue *q = my_q;
@@ -223,9 +299,16 @@ static struct sk__rcu_cb_queue *queue_get(void)
 	if (SK_LIKELY(q != NULL))
 		return q;
 	pthread_once(&cb.key_once, key_create);
-	q = aligned_alloc(SK_CACHELINE, sizeof(*q));
-	if (!q)
+	if (on_fallback && !(cb_busted() & SK__CB_BUSTED_FALLBACK_LEAVE) &&
+	    !fallback_drained())
 		return &cb.fallback;
+	q = queue_alloc_fails() ? NULL
+				: aligned_alloc(SK_CACHELINE, sizeof(*q));
+	if (!q) {
+		on_fallback = 1;
+		return &cb.fallback;
+	}
+	on_fallback = 0;
 	queue_init(q, 0, &cb.w0);
 	pthread_mutex_lock(&cb.lock);
 	sk__link_add_tail(&q->link, &cb.queues);
@@ -385,13 +468,6 @@ static unsigned long worker_take(struct sk__worker *w,
 		sk_atomic_store_relaxed(&cb.peak_backlog, backlog);
 	return backlog;
 }
-
-/* The broken modes on (SK__CB_BUSTED_*); 0 in a release build. */
-#ifdef SK_TESTING
-#define cb_busted() sk_atomic_load_relaxed(&cb.busted)
-#else
-#define cb_busted() 0
-#endif
 
 /* Wait for one grace period that started after the take (and polls). */
 static void worker_wait_gp(struct sk__worker *w, unsigned long backlog)

@@ -21,6 +21,11 @@
  *   - sk_rcu_barrier() waits for the callbacks the automatic workers
  *     drain; a barrier that skips their queues (the broken twin) MUST be
  *     caught;
+ *   - a thread whose own queue could not be allocated (ENOMEM: its
+ *     callbacks go to the shared fallback queue) and then could: its
+ *     callbacks before and after still run in the order queued; the twin
+ *     that takes the own queue at once (the code before the fix) MUST be
+ *     caught;
  *   - fork(): the child has no automatic worker, runs the callbacks
  *     pending at the fork and starts its own on a new backlog; the parent
  *     goes on (by name: a CTest of its own, labelled noqemu).
@@ -455,6 +460,87 @@ static void barrier_that_skips_them_is_caught(void)
 	SK_CHECK(missed_by_barrier(1) > 0);
 }
 
+/* ---- ENOMEM: the shared fallback queue ---------------------------------- */
+
+/*
+ * A thread's first callback goes to the shared fallback queue (its own
+ * queue cannot be allocated: sk__rcu_cb_test_fail_queue_allocs(1)), the
+ * FLOW after it are queued once allocations work again.  The default
+ * worker, which drains the fallback, is held meanwhile by a callback of
+ * another thread until one of the later callbacks has run (at most
+ * HOLD_MS): the later ones are a backlog, so a queue of the thread's own
+ * would move to its CPU's automatic worker, which runs them while the
+ * first one waits.  Returns how many ran before one queued earlier
+ * (busted: SK__CB_BUSTED_FALLBACK_LEAVE, the code before the fix, which
+ * must be caught).
+ */
+static struct probe *fb_p;
+static int fb_blocking; /* atomic: the blocker callback has started */
+
+static void fb_blocker_cb(struct sk_rcu_head *h)
+{
+	int ms;
+
+	(void)h;
+	__atomic_store_n(&fb_blocking, 1, __ATOMIC_RELAXED);
+	for (ms = 0; ms < HOLD_MS * (int)sk_test_slow(); ms++) {
+		if (probe_ran(&fb_p[1]))
+			return;
+		usleep(1000);
+	}
+}
+
+static void *fb_block_default_worker(void *arg)
+{
+	/* A new thread: its queue is the default worker's. */
+	SK_CHECK_EQ(sk_call_rcu(arg, fb_blocker_cb), 0);
+	return NULL;
+}
+
+static void *fb_producer(void *arg)
+{
+	(void)arg;
+	SK_CHECK_EQ(sk_test_pin_to(cpus[0]), 0);
+	sk__rcu_cb_test_fail_queue_allocs(1);
+	SK_CHECK_EQ(queue_all(fb_p, FLOW + 1), FLOW + 1);
+	sk__rcu_cb_test_fail_queue_allocs(0);
+	return NULL;
+}
+
+static int fallback_out_of_order(int busted)
+{
+	struct sk_rcu_head blocker;
+	pthread_t t;
+	int i, bad = 0;
+
+	fb_p = probes_new(FLOW + 1);
+	__atomic_store_n(&fb_blocking, 0, __ATOMIC_RELAXED);
+	sk_test_thread_start(&t, fb_block_default_worker, &blocker);
+	sk_test_thread_join(t);
+	while (!__atomic_load_n(&fb_blocking, __ATOMIC_RELAXED))
+		sk_test_sleep_ms(1);
+	sk__rcu_cb_set_busted(busted ? SK__CB_BUSTED_FALLBACK_LEAVE : 0);
+	sk_test_thread_start(&t, fb_producer, NULL);
+	sk_test_thread_join(t);
+	sk_rcu_barrier();
+	sk__rcu_cb_set_busted(0);
+	SK_CHECK_EQ(count_ran(fb_p, FLOW + 1), FLOW + 1);
+	for (i = 1; i <= FLOW; i++)
+		bad += fb_p[i].seq <= fb_p[i - 1].seq;
+	free(fb_p);
+	return bad;
+}
+
+static void fallback_then_own_queue_keeps_order(void)
+{
+	SK_CHECK_EQ(fallback_out_of_order(0), 0);
+}
+
+static void fallback_left_at_once_reorders_and_is_caught(void)
+{
+	SK_CHECK(fallback_out_of_order(1) > 0);
+}
+
 /* ---- fork --------------------------------------------------------------- */
 
 static struct probe *fork_p;
@@ -521,6 +607,8 @@ int main(int argc, char **argv)
 	SK_RUN(worker_without_grace_period_is_caught);
 	SK_RUN(barrier_waits_for_automatic_workers);
 	SK_RUN(barrier_that_skips_them_is_caught);
+	SK_RUN(fallback_then_own_queue_keeps_order);
+	SK_RUN(fallback_left_at_once_reorders_and_is_caught);
 	/*
 	 * fork: by name only, a CTest of its own (labelled noqemu).  Where a
 	 * fork child cannot start threads (SK_TEST_CHILD_THREADS), say so.

@@ -244,5 +244,19 @@ int sk__rcu_cb_auto_running(void);
  * their queues too.)
  */
 #define SK__CB_BUSTED_AUTO_SPLIT 4
+/*
+ * Another (testing build): a thread whose callback went to the shared
+ * fallback queue (its own queue could not be allocated) takes its own
+ * queue at the next call that can allocate one, even while its callbacks
+ * on the fallback have not run (the code before the fix), so callbacks
+ * queued before and after may run out of order.  test_rcu_cb_auto must
+ * catch it.
+ */
+#define SK__CB_BUSTED_FALLBACK_LEAVE 8
+/*
+ * Testing build only: the next n allocations of a thread's own callback
+ * queue (queue_get() in rcu_cb.c) fail as with ENOMEM.
+ */
+void sk__rcu_cb_test_fail_queue_allocs(int n);
 
 #endif /* SCALEKIT_INTERNAL_RCU_CB_H */
