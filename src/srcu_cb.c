@@ -388,6 +388,65 @@ unsigned long sk_start_poll_synchronize_srcu(struct sk_srcu *d)
 	return (unsigned long)want;
 }
 
+#ifdef SK_TESTING
+/* sk__srcu_test_set_barrier_hook() (internal/testing.h). */
+static void (*barrier_hook)(struct sk_srcu *d);
+
+void sk__srcu_test_set_barrier_hook(void (*fn)(struct sk_srcu *d))
+{
+	/* Release: the test's state before the hook runs; pairs with the
+	 * acquire in sk_srcu_barrier(). */
+	sk_atomic_store_release(&barrier_hook, fn);
+}
+
+static void barrier_test_hook(struct sk_srcu *d)
+{
+	/* Acquire: pairs with the release that set the hook. */
+	void (*fn)(struct sk_srcu *) = sk_atomic_load_acquire(&barrier_hook);
+
+	if (fn)
+		fn(d);
+}
+#else
+static inline void barrier_test_hook(struct sk_srcu *d)
+{
+	(void)d;
+}
+#endif
+
+/*
+ * Take d's barrier_mutex, which a fork child first re-creates.  Another
+ * thread of the parent may have held it at fork() (its sk_srcu_barrier()
+ * of d in progress) and does not exist in the child; whether d was on the
+ * worker's list then or not (an idle domain's barrier holds it too), so
+ * the child's fork handler, which reaches only the listed domains, cannot
+ * do it.  The first barrier of d in a child does it, under sk__srcu.lock
+ * (held across fork(): no thread of the parent was inside), when d's
+ * mutex is of an older fork generation (a domain set up in a child, at 0,
+ * is re-created once: harmless).  A process that never forked pays two
+ * loads.  Every other lock of barrier_mutex passes here after the
+ * re-creation, so nobody holds it while it is re-created.
+ */
+static void barrier_lock(struct sk_srcu__state *st)
+{
+	/* Relaxed: see sk__srcu.fork_gen. */
+	unsigned long gen = sk_atomic_load_relaxed(&sk__srcu.fork_gen);
+
+	/* Acquire: pairs with the release below (the new mutex first). */
+	if (SK_UNLIKELY(sk_atomic_load_acquire(&st->barrier_gen) != gen)) {
+		pthread_mutex_lock(&sk__srcu.lock);
+		/* Relaxed: written only under sk__srcu.lock, which we hold. */
+		if (sk_atomic_load_relaxed(&st->barrier_gen) != gen) {
+			pthread_mutex_init(&st->barrier_mutex, NULL);
+			/* Release: the mutex's re-creation before the new
+			 * generation; pairs with the acquire above. */
+			sk_atomic_store_release(&st->barrier_gen, gen);
+		}
+		pthread_mutex_unlock(&sk__srcu.lock);
+	}
+	pthread_mutex_lock(&st->barrier_mutex);
+}
+
 void sk_srcu_barrier(struct sk_srcu *d)
 {
 	struct sk_rcu_head *h;
@@ -403,13 +462,14 @@ void sk_srcu_barrier(struct sk_srcu *d)
 			"section of the same SRCU domain %p: it would wait for "
 			"itself forever",
 			(void *)d);
-	pthread_mutex_lock(&d->state->barrier_mutex);
+	barrier_lock(d->state);
 	pthread_mutex_lock(&d->state->gp_mutex);
 	/* SRCU-J: acquire of cb_running; pairs with the worker's release after a
 	 * batch it detached has run. */
 	pending = !sk__wfq_empty(&d->state->cbq) || d->state->b_first ||
 		  sk_atomic_load_acquire(&d->state->cb_running);
 	sk__srcu_gp_unlock(d);
+	barrier_test_hook(d);
 	if (pending) {
 		/*
 		 * The worker runs the batch in flight to its end before it

@@ -188,9 +188,13 @@ static void atfork_child(void)
 		struct sk_srcu__state *st = srcu_of_link(l)->state;
 		unsigned long kept;
 
-		/* A barrier's waiter does not exist here: drop its head. */
-		pthread_mutex_init(&st->barrier_mutex, NULL);
-		/* The batch waiting for its grace period, then the queue. */
+		/*
+		 * A barrier's waiter does not exist here: drop its head.  Its
+		 * barrier_mutex (of any domain, listed or not) is re-created
+		 * by the child's first sk_srcu_barrier() of the domain
+		 * (barrier_lock() in srcu_cb.c, from fork_gen below).  Then
+		 * the batch waiting for its grace period, then the queue.
+		 */
 		kept = sk__wfq_fork_rebuild(&st->cbq, st->b_first, st->b_last,
 					    &st->barrier_head);
 		st->b_first = st->b_last = NULL;
@@ -204,6 +208,8 @@ static void atfork_child(void)
 	pthread_mutex_unlock(&sk__srcu.worker.run_lock);
 	pthread_cond_init(&sk__srcu.idle_cv, NULL);
 	sk__srcu.current = NULL;
+	/* The only thread: relaxed (see sk__srcu.fork_gen). */
+	sk_atomic_store_relaxed(&sk__srcu.fork_gen, sk__srcu.fork_gen + 1);
 	sk__worker_fork_child(&sk__srcu.worker);
 	sk__srcu_in_worker = 0;
 }

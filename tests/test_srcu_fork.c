@@ -14,6 +14,15 @@
  * 0.  Under TSan the child does not start the worker (a child of a
  * multithreaded fork cannot start threads there): it is skipped.
  * A child that hangs is killed by alarm() (HANG_S): a hang guard.
+ *
+ * Also: forked while another thread's sk_srcu_barrier() of an idle domain
+ * (no callback, so not on the worker's list) holds the domain's
+ * barrier_mutex (a test hook stops it there, after it released
+ * gp_mutex), the child's sk_srcu_barrier() of that domain returns, and a
+ * callback queued in the child runs.  Before the fix the child slept
+ * forever on barrier_mutex: its fork handler re-created the mutex only
+ * for the domains on the worker's list (killed by alarm(), BARRIER_HANG_S).
+ * Links the testing build (the hook).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -21,6 +30,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "internal/testing.h" /* the testing build: tests/testing.cmake */
 #include "scalekit/srcu.h"
 #include "sk_test.h"
 #include "sk_test_util.h"
@@ -100,9 +110,71 @@ static void fork_with_callbacks_waiting_for_a_reader(void)
 	SK_CHECK_EQ(LOAD(ran), NCB);
 }
 
+/* ---- a barrier of an idle domain in progress at fork() ------------------ */
+
+#define BARRIER_HANG_S 20
+
+SK_SRCU_DEFINE_STATIC(idle_dom);
+
+static __thread int hold_here;	      /* this thread's barrier stops */
+static int barrier_in, barrier_go;    /* the hook's handshake */
+static struct sk_rcu_head child_head;
+
+/* In sk_srcu_barrier(), barrier_mutex held, gp_mutex released. */
+static void barrier_hook(struct sk_srcu *d)
+{
+	if (!hold_here || d != &idle_dom)
+		return;
+	STORE(barrier_in, 1);
+	while (!LOAD(barrier_go))
+		sk_test_sleep_ms(1);
+}
+
+static void *barrier_holder(void *arg)
+{
+	(void)arg;
+	hold_here = 1;
+	sk_srcu_barrier(&idle_dom); /* nothing pending: the hook, return */
+	return NULL;
+}
+
+static void idle_barrier_child(void)
+{
+	int before = LOAD(ran);
+
+	sk_srcu_barrier(&idle_dom); /* slept forever before the fix */
+	SK_CHECK_EQ(sk_call_srcu(&idle_dom, &child_head, count_cb), 0);
+	sk_srcu_barrier(&idle_dom);
+	SK_CHECK_EQ(LOAD(ran), before + 1);
+	fflush(stderr);
+	_exit(sk_t_failed_checks ? 1 : 0);
+}
+
+static void fork_while_a_barrier_of_an_idle_domain_holds_it(void)
+{
+	static struct sk_test_child c;
+	pthread_t t;
+
+	if (!SK_TEST_CHILD_THREADS) {
+		fprintf(stderr, "  child skipped under TSan\n");
+		return;
+	}
+	sk__srcu_test_set_barrier_hook(barrier_hook);
+	sk_test_thread_start(&t, barrier_holder, NULL);
+	while (!LOAD(barrier_in))
+		sk_test_sleep_ms(1);
+	sk_test_fork_child(idle_barrier_child, BARRIER_HANG_S, 0, &c);
+	SK_CHECK_EQ(WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1, 0);
+	STORE(barrier_go, 1);
+	pthread_join(t, NULL);
+	sk__srcu_test_set_barrier_hook(NULL);
+	sk_srcu_barrier(&idle_dom);
+}
+
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
 	SK_RUN(fork_with_callbacks_waiting_for_a_reader);
+	SK_RUN(fork_while_a_barrier_of_an_idle_domain_holds_it);
 	return sk_test_report();
 }

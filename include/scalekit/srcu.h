@@ -467,7 +467,9 @@ SK_API int sk_call_srcu(struct sk_srcu *d, struct sk_rcu_head *head,
  * a fork child that inherited them), it starts it; when that fails too,
  * the caller does the worker's rounds itself (callbacks run on its
  * thread, each batch after its grace period), napping while readers hold
- * a domain.
+ * a domain.  In a fork child it may be called also when another thread of
+ * the parent was in sk_srcu_barrier(d) at the fork (see docs/srcu.md,
+ * "fork()", for what a grace period in progress at the fork does).
  * Context: outside read sections of d and outside SRCU callbacks (either
  * would deadlock: message and abort).  Blocks.
  */

@@ -267,6 +267,12 @@ struct sk_srcu__state {
 	int blocked;		       /* readers hold its grace period */
 	struct sk__link work_link;     /* worker's list, under its lock */
 	pthread_mutex_t barrier_mutex; /* one sk_srcu_barrier() at a time */
+	/*
+	 * The fork generation (sk__srcu.fork_gen) barrier_mutex was created
+	 * in: written under sk__srcu.lock with release, read with acquire
+	 * (barrier_lock() in srcu_cb.c).
+	 */
+	unsigned long barrier_gen;
 	struct sk_rcu_head barrier_head;
 	int barrier_done;
 } __attribute__((aligned(SK_CACHELINE)));
@@ -314,6 +320,14 @@ struct sk__srcu_global {
 	struct sk_srcu *current; /* domain the worker is processing */
 	pthread_cond_t idle_cv;	 /* signalled when current changes */
 	struct sk__worker worker; /* started under lock (internal/worker.h) */
+	/*
+	 * fork() children this process is down from: raised by the child's
+	 * fork handler while it is the only thread, so read relaxed (a later
+	 * thread of the child is created after it).  A domain's barrier_mutex
+	 * of an older generation may be held by a thread that does not exist
+	 * here (state->barrier_gen).
+	 */
+	unsigned long fork_gen;
 	/*
 	 * srcu_cb.c's kick of the worker, registered by its constructor:
 	 * srcu_gp.c, a lower layer, calls up only through it (src/layers.txt).

@@ -153,6 +153,14 @@ void sk__rcu_defer_test_fail_allocs(int n);
  */
 void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
 
+/*
+ * Call fn(d) in sk_srcu_barrier(d) after it has looked for pending
+ * callbacks and released gp_mutex, while it still holds barrier_mutex
+ * (NULL: none).  So that a test can fork() while a barrier of an idle
+ * domain holds it (src/srcu_cb.c).
+ */
+void sk__srcu_test_set_barrier_hook(void (*fn)(struct sk_srcu *d));
+
 /* ---- the callback worker (src/worker.c) ----------------------------------- */
 
 /*
