@@ -292,6 +292,45 @@ static void crd_push(struct call_rcu_data *crdp, struct rcu_head *head)
 }
 
 /*
+ * liburcu runs call_rcu() callbacks on a registered thread; with QSBR
+ * that thread is online while it runs them (it goes offline only to
+ * wait), so a callback may read RCU-protected data between
+ * rcu_read_lock() and rcu_read_unlock(), which are nothing in QSBR, and a
+ * synchronize_rcu() waits for it.  scalekit's workers are not QSBR
+ * readers: once the program used the QSBR flavor, the thread that runs a
+ * batch goes online for it (sk_rcu_thread_online(): its full fence orders
+ * the going online before the callbacks' loads, pairing with the grace
+ * period's fence) and offline after (sk_rcu_thread_offline(): its full
+ * fence orders the callbacks' loads before going offline).  A thread that
+ * is online or inside a read section already runs the batch as it is.
+ * memb and bp callbacks need nothing: their rcu_read_lock() is a general
+ * reader's, good on any thread.  Returns whether it went online.
+ */
+static int crd_batch_online(void)
+{
+	/*
+	 * Relaxed: urcu_qsbr_call_rcu() sets the flag before its push
+	 * (URCU-Q1), which happens before the detach of its batch (URCU-Q2)
+	 * and so before this call (URCU-Q3); a flag set by a registration
+	 * only is seen here soon enough, as any program order is.
+	 */
+	if (!sk_atomic_load_relaxed(&sk__urcu_qsbr_used) ||
+	    sk_rcu_read_lock_held())
+		return 0;
+	if (sk_rcu_thread_online() != 0)
+		sk__urcu_die("call_rcu(): out of memory registering the thread "
+			     "that runs the callbacks");
+	return 1;
+}
+
+static void crd_batch_offline(int online)
+{
+	/* A callback may have put the thread offline itself. */
+	if (online && sk_rcu_read_lock_held())
+		sk_rcu_thread_offline(); /* inside a read section: message, abort */
+}
+
+/*
  * The carrier's callback: a grace period has passed since its batch was
  * detached.  Runs the batch in call_rcu() order, then takes the next one
  * or makes crdp idle.
@@ -304,6 +343,7 @@ static void carrier_cb(struct sk_rcu_head *sk)
 	struct call_rcu_data *crdp;
 	struct rcu_head *b, *h, *next, *fifo = NULL;
 	uintptr_t p;
+	int online;
 
 	/* Written in a fork child before any thread could run this. */
 	if (sk_atomic_load_relaxed(&c->stale))
@@ -331,12 +371,14 @@ static void carrier_cb(struct sk_rcu_head *sk)
 		h->next_ = fifo;
 		fifo = h;
 	}
+	online = crd_batch_online();
 	crd_in_cb++;
 	for (h = fifo; h; h = next) {
 		next = h->next_; /* func may free h */
 		h->func(h);
 	}
 	crd_in_cb--;
+	crd_batch_offline(online);
 	p = CRD_INFLIGHT;
 	/*
 	 * URCU-Q6: nothing pushed since the last detach: idle (full
@@ -480,7 +522,20 @@ static void call_rcu(struct rcu_head *head, void (*func)(struct rcu_head *))
 		sk_rcu_read_unlock();
 	}
 }
-SK__URCU_ALIAS3(call_rcu, call_rcu);
+void urcu_memb_call_rcu(struct rcu_head *head,
+			void (*func)(struct rcu_head *head))
+	__attribute__((alias("call_rcu")));
+void urcu_bp_call_rcu(struct rcu_head *head,
+		      void (*func)(struct rcu_head *head))
+	__attribute__((alias("call_rcu")));
+
+/* QSBR: its batch runs on an online thread (crd_batch_online()). */
+void urcu_qsbr_call_rcu(struct rcu_head *head,
+			void (*func)(struct rcu_head *head))
+{
+	sk__urcu_note_qsbr(); /* before the push: see crd_batch_online() */
+	call_rcu(head, func);
+}
 
 /* ---- rcu_barrier ------------------------------------------------------------ */
 

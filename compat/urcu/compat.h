@@ -38,4 +38,22 @@ void sk__urcu_die(const char *fmt, ...);
 __attribute__((visibility("hidden"))) int sk__urcu_wait_enter(void);
 __attribute__((visibility("hidden"))) void sk__urcu_wait_exit(int was_online);
 
+/*
+ * Nonzero once the program used the QSBR flavor (a QSBR registration,
+ * rcu_thread_online() or call_rcu()): call_rcu() batches then run on an
+ * online thread (carrier_cb() in call_rcu.c).  Set once, never cleared.
+ */
+__attribute__((visibility("hidden"))) extern int sk__urcu_qsbr_used;
+
+static inline void sk__urcu_note_qsbr(void)
+{
+	/*
+	 * Relaxed: a flag, read by carrier_cb(); what orders it before a
+	 * batch that needs it is said there.  Loaded first so that the
+	 * common case (set already) writes no shared line.
+	 */
+	if (!sk_atomic_load_relaxed(&sk__urcu_qsbr_used))
+		sk_atomic_store_relaxed(&sk__urcu_qsbr_used, 1);
+}
+
 #endif /* SCALEKIT_COMPAT_URCU_COMPAT_H */

@@ -59,8 +59,11 @@ void urcu_qsbr_read_unlock(void) { sk_rcu_qsbr_read_unlock(); }
 int urcu_qsbr_read_ongoing(void) __attribute__((alias("read_ongoing")));
 void urcu_qsbr_quiescent_state(void) { sk_rcu_quiescent_state(); }
 
+int sk__urcu_qsbr_used;
+
 void urcu_qsbr_thread_online(void)
 {
+	sk__urcu_note_qsbr();
 	if (sk_rcu_thread_online() != 0)
 		sk__urcu_die("rcu_thread_online(): out of memory registering "
 			     "the thread");
@@ -90,6 +93,7 @@ void urcu_qsbr_unregister_thread(void) __attribute__((alias("unregister_thread")
 /* liburcu-qsbr's registration puts the thread online: so does this one. */
 void urcu_qsbr_register_thread(void)
 {
+	sk__urcu_note_qsbr();
 	if (sk_rcu_thread_online() != 0)
 		sk__urcu_die("rcu_register_thread(): out of memory");
 }

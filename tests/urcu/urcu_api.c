@@ -102,6 +102,55 @@ static void callbacks(void)
 	URCU_CHECK(cb_runs == before + 100);
 }
 
+/*
+ * A call_rcu() callback may read RCU-protected data between
+ * rcu_read_lock() and rcu_read_unlock(): liburcu runs callbacks on a
+ * registered thread (online, for QSBR, whose read lock is nothing), so a
+ * synchronize_rcu() waits for the callback's read section.  The callback
+ * holds its section until the updater's synchronize_rcu() returned (or
+ * 200 ms passed); the updater poisons the old object after it.
+ */
+static struct item *cb_ptr;
+static int cb_in_section, cb_synced, cb_seen, cb_ongoing;
+static struct rcu_head cb_rh;
+
+static void reading_cb(struct rcu_head *rh)
+{
+	struct item *p;
+	int i;
+
+	(void)rh;
+	rcu_read_lock();
+	cb_ongoing = rcu_read_ongoing();
+	p = rcu_dereference(cb_ptr);
+	__atomic_store_n(&cb_in_section, 1, __ATOMIC_SEQ_CST);
+	for (i = 0; i < 200 && !__atomic_load_n(&cb_synced, __ATOMIC_SEQ_CST); i++)
+		usleep(1000);
+	cb_seen = p->value;
+	rcu_read_unlock();
+}
+
+static void callback_reads(void)
+{
+	struct item *a = item_new(42), *old;
+
+	rcu_assign_pointer(cb_ptr, a);
+	call_rcu(&cb_rh, reading_cb);
+	rcu_thread_offline(); /* QSBR: not online while it waits */
+	while (!__atomic_load_n(&cb_in_section, __ATOMIC_SEQ_CST))
+		usleep(100);
+	rcu_thread_online();
+	old = rcu_xchg_pointer(&cb_ptr, item_new(43));
+	synchronize_rcu(); /* waits for the callback's read section */
+	old->value = -1;   /* "freed" */
+	__atomic_store_n(&cb_synced, 1, __ATOMIC_SEQ_CST);
+	rcu_barrier();
+	URCU_CHECK(cb_ongoing);
+	URCU_CHECK(cb_seen == 42);
+	free(old);
+	free(cb_ptr);
+}
+
 /* The call_rcu_data API: defaults, per-CPU assignments and their errors. */
 static void call_rcu_data_api(void)
 {
@@ -227,6 +276,7 @@ int main(void)
 	pointers();
 	read_sections();
 	callbacks();
+	callback_reads();
 	call_rcu_data_api();
 	defer();
 	polling();
