@@ -719,6 +719,13 @@ static struct call_rcu_data *create(unsigned long flags, int cpu_affinity)
 	if (!crdp)
 		return NULL;
 	w = sk_rcu_cb_worker_create(0, cpu_affinity < 0 ? -1 : cpu_affinity);
+	/*
+	 * A CPU the process cannot run on (offline, outside its cpuset, or
+	 * none such): liburcu's worker ignores the EINVAL of its affinity
+	 * and runs unpinned; so does this one.
+	 */
+	if (!w && errno == EINVAL && cpu_affinity >= 0)
+		w = sk_rcu_cb_worker_create(0, -1);
 	if (!w) {
 		free(crdp);
 		return NULL; /* errno set by sk_rcu_cb_worker_create() */

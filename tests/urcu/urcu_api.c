@@ -207,6 +207,18 @@ static void call_rcu_data_api(void)
 	rcu_barrier();
 	URCU_CHECK(cb_runs == before + 1000);
 
+	/*
+	 * A CPU this process cannot run on (here: one that does not exist;
+	 * also offline or outside the cpuset): liburcu's worker ignores the
+	 * EINVAL of its affinity, so the handle is made and works.
+	 */
+	own = create_call_rcu_data(0, (int)ncpu + 5);
+	URCU_CHECK(own != NULL);
+	set_thread_call_rcu_data(own);
+	callbacks();
+	set_thread_call_rcu_data(NULL);
+	call_rcu_data_free(own);
+
 	cpu = sched_getcpu(); /* one this process may run on */
 	URCU_CHECK(cpu >= 0);
 	own = create_call_rcu_data(0, cpu); /* pinned to it */
