@@ -109,24 +109,34 @@ static int m_sleep(unsigned int *w, unsigned int v, unsigned int bits)
  * every later lock there would wait for it forever (the atfork pattern:
  * a prepare handler locks the mutex, the parent and the child unlock it,
  * while other threads wait for it).  So a waiter links a record of its
- * word here and takes its ticket under tickets.lock, and unlinks the
- * record once it holds the lock (its ticket served).  The prepare
- * handler takes tickets.lock; the child handler finds every word that
- * may hold tickets in the list, and drops them all: each was taken by a
- * thread the child does not have (the forking thread was not waiting).
- * Only waiters that have lost handoff_wakeups rounds come here, each
- * after sleeping: the two short sections under tickets.lock add little
- * to a hand-off.
+ * word to the list of one of TICKET_SHARDS shards (by the word's address)
+ * and takes its ticket under that shard's lock, and unlinks the record
+ * once it holds the lock (its ticket served).  The prepare handler takes
+ * every shard's lock; the child handler finds every word that may hold
+ * tickets in the lists, and drops them all: each was taken by a thread
+ * the child does not have (the forking thread was not waiting).  Only
+ * waiters that have lost handoff_wakeups rounds come here, each after
+ * sleeping: the two short sections under a shard's lock add little to a
+ * hand-off, and the shards keep the waiters of unrelated mutexes apart.
  */
 struct m_ticket_rec {
-	struct sk__link link; /* in tickets.list */
+	struct sk__link link; /* in its shard's list */
 	unsigned int *w;      /* the lock word of the ticket */
 };
 
-static struct {
+#define TICKET_SHARDS 16
+
+static struct ticket_shard {
 	pthread_mutex_t lock;
-	struct sk__link list;
-} tickets = { PTHREAD_MUTEX_INITIALIZER, { &tickets.list, &tickets.list } };
+	struct sk__link list; /* set up at its first use (next NULL before) */
+} __attribute__((aligned(SK_CACHELINE))) tickets[TICKET_SHARDS] = {
+	[0 ... TICKET_SHARDS - 1] = { .lock = PTHREAD_MUTEX_INITIALIZER },
+};
+
+static struct ticket_shard *ticket_shard(const unsigned int *w)
+{
+	return &tickets[((uintptr_t)w / SK_CACHELINE) % TICKET_SHARDS];
+}
 
 #ifdef SK_TESTING
 /* Test hook (internal/testing.h): the child keeps the parent's tickets. */
@@ -143,35 +153,47 @@ void sk__elide_mutex_test_fork_busted(int on)
 
 static void tickets_fork_prepare(void)
 {
-	pthread_mutex_lock(&tickets.lock);
+	int i;
+
+	for (i = 0; i < TICKET_SHARDS; i++)
+		pthread_mutex_lock(&tickets[i].lock);
 }
 
 static void tickets_fork_parent(void)
 {
-	pthread_mutex_unlock(&tickets.lock);
+	int i;
+
+	for (i = TICKET_SHARDS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&tickets[i].lock);
+}
+
+/*
+ * In a fork child, the only thread: every ticket of w was taken by a
+ * thread the child does not have.  Relaxed: no other thread.  Both
+ * ticket fields 0, as the last ticket's holder leaves them: plain mode,
+ * no ticket out.  The held bit stays (a lock held by a thread gone stays
+ * held, as a pthread mutex's does), and so does WAITERS (at worst one
+ * wakeup finds no sleeper).
+ */
+static void drop_tickets(unsigned int *w)
+{
+	__atomic_store_n(w, load_relaxed(w) & ~SK__M_TICKETS, __ATOMIC_RELAXED);
 }
 
 static void tickets_fork_child(void)
 {
-	struct sk__link *l;
-	unsigned int *w, v;
+	struct sk__link *l, *h;
+	int i;
 
-	for (l = tickets.list.next; l != &tickets.list && !TICKETS_BUSTED();
-	     l = l->next) {
-		w = SK__CONTAINER_OF(l, struct m_ticket_rec, link)->w;
-		/*
-		 * Relaxed: the only thread.  Both ticket fields 0, as the
-		 * last ticket's holder leaves them: plain mode, no ticket
-		 * out.  The held bit stays (a lock held by a thread gone
-		 * stays held, as a pthread mutex's does), and so does
-		 * WAITERS (at worst one wakeup finds no sleeper).
-		 */
-		v = load_relaxed(w);
-		__atomic_store_n(w, v & ~SK__M_TICKETS, __ATOMIC_RELAXED);
+	for (i = 0; i < TICKET_SHARDS; i++) {
+		h = &tickets[i].list;
+		for (l = h->next; l && l != h && !TICKETS_BUSTED(); l = l->next)
+			drop_tickets(SK__CONTAINER_OF(l, struct m_ticket_rec,
+						      link)->w);
+		/* The records are on the stacks of threads the child lacks. */
+		sk__link_init(h);
+		pthread_mutex_init(&tickets[i].lock, NULL);
 	}
-	/* The records are on the stacks of threads the child lacks. */
-	sk__link_init(&tickets.list);
-	pthread_mutex_init(&tickets.lock, NULL);
 }
 
 __attribute__((constructor)) static void tickets_init(void)
@@ -190,13 +212,16 @@ __attribute__((constructor)) static void tickets_init(void)
 static void m_lock_handoff(unsigned int *w)
 {
 	struct m_ticket_rec rec = { .w = w };
+	struct ticket_shard *sh = ticket_shard(w);
 	unsigned int t, v, s, nv, spins = M_SPINS;
 
-	pthread_mutex_lock(&tickets.lock);
-	sk__link_add_tail(&rec.link, &tickets.list);
+	pthread_mutex_lock(&sh->lock);
+	if (!sh->list.next)
+		sk__link_init(&sh->list);
+	sk__link_add_tail(&rec.link, &sh->list);
 	/* Relaxed: the ticket only orders waiters; EL-M1 orders the data. */
 	t = sk__m_next(__atomic_fetch_add(w, SK__M_NEXT_ONE, __ATOMIC_RELAXED));
-	pthread_mutex_unlock(&tickets.lock);
+	pthread_mutex_unlock(&sh->lock);
 	for (;;) {
 		v = load_relaxed(w);
 		if (sk__m_serving(v) == t && !(v & M_HELD)) {
@@ -205,9 +230,9 @@ static void m_lock_handoff(unsigned int *w)
 			if (s != sk__m_next(v)) /* more tickets: stay in handoff */
 				nv |= SK__M_TICKETS_AT(s, sk__m_next(v));
 			if (cas_acquire(w, v, nv)) {
-				pthread_mutex_lock(&tickets.lock);
+				pthread_mutex_lock(&sh->lock);
 				sk__link_del(&rec.link);
-				pthread_mutex_unlock(&tickets.lock);
+				pthread_mutex_unlock(&sh->lock);
 				return;
 			}
 			continue;
