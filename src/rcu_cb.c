@@ -91,7 +91,13 @@ static struct {
 
 	struct sk__worker w0; /* the default worker (also polled grace periods),
 				 started under lock */
-	unsigned long poll_req; /* highest cookie sk_start_poll asked for */
+	/*
+	 * Latest cookie sk_start_poll asked for (0, SK_RCU_COOKIE_COMPLETED,
+	 * before the first).  Only meaningful while not completed: a
+	 * completed request may lie 2^(bits-1) or more grace periods behind
+	 * the counters, where a signed difference reads it as ahead.
+	 */
+	unsigned long poll_req;
 	uint64_t retry_ns; /* no start attempt by sk_call_rcu() before (relaxed) */
 
 	/* Statistics (workers write, anyone reads). */
@@ -479,7 +485,15 @@ static void worker_wait_gp(struct sk__worker *w, unsigned long backlog)
 		return; /* BROKEN on purpose (torture --busted --cb-pcpu) */
 	req = sk_atomic_load_acquire(&cb.poll_req);
 	target = sk__rcu_snap();
-	if (w == &cb.w0 && (long)(req - target) > 0)
+	/*
+	 * A pending request newer than the snapshot: wait for it instead.
+	 * Only a pending one (sk__rcu_done(), acquire of completed, orders
+	 * nothing here: it only classifies req): a completed request may be
+	 * 2^(bits-1) grace periods old, which the signed difference reads as
+	 * ahead of target; waiting for it, completed, skipped the batch's
+	 * grace period (32-bit targets after 2^31 grace periods).
+	 */
+	if (w == &cb.w0 && !sk__rcu_done(req) && (long)(req - target) > 0)
 		target = req;
 	/*
 	 * The grace period the batch waits for: the full barrier that starts
@@ -898,8 +912,19 @@ unsigned long sk_start_poll_synchronize_rcu(void)
 	unsigned long cookie = sk__rcu_snap();
 	unsigned long cur = sk_atomic_load_relaxed(&cb.poll_req);
 
-	/* Raise poll_req to cookie (max); the worker runs that grace period. */
-	while ((long)(cookie - cur) > 0 &&
+	/*
+	 * Raise poll_req to cookie (max); the worker runs that grace period.
+	 * Also replace a completed request whatever its value: it may be
+	 * 2^(bits-1) grace periods old (or the initial 0), which the signed
+	 * difference reads as newer than cookie, and keeping it would drop
+	 * this request (32-bit targets after 2^31 grace periods).  Pending
+	 * requests are at most 2 ahead of completed, as cookie is, so the
+	 * signed difference orders them right.  Seq_cst CAS: release, so
+	 * that the worker's acquire of poll_req sees the gp_seq this cookie
+	 * came from (its own snapshot is then not older).
+	 */
+	while (cur != cookie &&
+	       ((long)(cookie - cur) > 0 || sk__rcu_done(cur)) &&
 	       !sk_atomic_cmpxchg_seq_cst(&cb.poll_req, &cur, cookie))
 		;
 	if (sk__rcu_cb_worker_ensure() == 0)

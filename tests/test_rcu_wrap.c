@@ -20,7 +20,19 @@
  *    through the hook) it is not, and the test must see that;
  *  - gp_count_counts_grace_periods: the torture tool's grace-period count
  *    advances once per grace period with one or two scans (the phase it
- *    used before advances once per scan: twice as fast on 32-bit).
+ *    used before advances once per scan: twice as fast on 32-bit);
+ *  - start_poll_after_half_wrap: a sk_start_poll_synchronize_rcu() made
+ *    half the counter's range (2^(bits-1) grace periods, 36 minutes at
+ *    1 us on 32-bit) after the previous one, or the first one made there,
+ *    still gets its grace period run by the worker (the code before the
+ *    fix compared the new cookie with the last request by signed
+ *    difference, found it "older" and dropped it: the cookie never
+ *    completed);
+ *  - callbacks_wait_after_half_wrap: in the same position, a callback of
+ *    the default worker still waits for a reader that was inside before
+ *    it was queued (the code before the fix took the stale poll request
+ *    for a newer cookie than its batch's, waited for that one, which
+ *    reads as completed, and ran the batch with no grace period at all).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -275,6 +287,83 @@ static void gp_count_counts_grace_periods(void)
 	sk_test_thread_join(t);
 }
 
+/*
+ * Half the cookie range ahead of grace period g (2^(bits-1) + 100
+ * grace periods later), never ULONG_MAX.
+ */
+static unsigned long half_range_after(unsigned long g)
+{
+	unsigned long h = g + ULONG_MAX / 2 + 100;
+
+	return h == ULONG_MAX ? h + 1 : h;
+}
+
+/* Poll cookie c for up to ms milliseconds; 1 once it completed. */
+static int poll_within(unsigned long c, unsigned long ms)
+{
+	unsigned long i;
+
+	for (i = 0; i < ms; i++) {
+		if (sk_poll_state_synchronize_rcu(c))
+			return 1;
+		sk_test_sleep_ms(1);
+	}
+	return sk_poll_state_synchronize_rcu(c);
+}
+
+/*
+ * A request that the worker ran, then the counters half the range later:
+ * the state of a 32-bit process that polled once and went on with
+ * synchronize calls only for 2^31 grace periods.
+ */
+static void stale_poll_request(unsigned long g)
+{
+	unsigned long c;
+
+	SK_CHECK_EQ(sk__rcu_test_set_seq(g, 5), 0);
+	c = sk_start_poll_synchronize_rcu();
+	SK_CHECK_EQ(poll_within(c, 5000), 1);
+	SK_CHECK_EQ(sk__rcu_test_set_seq(half_range_after(g), 7), 0);
+}
+
+static void start_poll_after_half_wrap(void)
+{
+	unsigned long c;
+
+	stale_poll_request(1000);
+	/* Single-threaded: only the worker can run this grace period. */
+	c = sk_start_poll_synchronize_rcu();
+	SK_CHECK_EQ(poll_within(c, 5000), 1);
+	/* Again across the unsigned long wrap. */
+	stale_poll_request(ULONG_MAX - 50);
+	c = sk_start_poll_synchronize_rcu();
+	SK_CHECK_EQ(poll_within(c, 5000), 1);
+}
+
+static int wrap_cb_ran;
+
+static void wrap_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+	STORE(wrap_cb_ran, 1);
+}
+
+static void callbacks_wait_after_half_wrap(void)
+{
+	static struct sk_rcu_head h;
+	struct sk_test_holder r;
+
+	stale_poll_request(3000);
+	sk_test_holder_start(&r, 0, NULL, NULL);
+	SK_CHECK_EQ(sk_call_rcu(&h, wrap_cb), 0);
+	sk_test_sleep_ms(200);
+	/* The reader was inside before the call: no grace period yet. */
+	SK_CHECK_EQ(LOAD(wrap_cb_ran), 0);
+	sk_test_holder_release(&r);
+	sk_rcu_barrier();
+	SK_CHECK_EQ(LOAD(wrap_cb_ran), 1);
+}
+
 int main(int argc, char **argv)
 {
 	sk_test_args(argc, argv);
@@ -284,5 +373,7 @@ int main(int argc, char **argv)
 	SK_RUN(readers_protected_across_wrap);
 	SK_RUN(stale_phase_reader_waited);
 	SK_RUN(gp_count_counts_grace_periods);
+	SK_RUN(start_poll_after_half_wrap);
+	SK_RUN(callbacks_wait_after_half_wrap);
 	return sk_test_report();
 }
