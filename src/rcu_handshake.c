@@ -295,7 +295,18 @@ void sk__rcu_report_stall(struct rcu_slot **pend, unsigned long n,
 	unsigned long words[SK__RCU_PEND_MAX];
 	long tids[SK__RCU_PEND_MAX];
 	char name[32];
+	int cancel_state;
 
+	/*
+	 * The caller holds gp_lock (and waiters of its batch wait on it),
+	 * and the stdio calls below (fopen(), fgets(), fprintf() ...) are
+	 * cancellation points: a pthread_cancel() acted on there would end
+	 * the thread with gp_lock held and hang every later grace period.
+	 * No cancellation inside the report; a pending request is acted on
+	 * at the caller's next cancellation point, after the grace period.
+	 * Places no fence.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
 	/* The readers that still block, read once: header and lines agree. */
 	pthread_rwlock_rdlock(&sk__rcu.registry_lock);
 	for (i = 0; i < n && i < SK__RCU_PEND_MAX; i++) {
@@ -308,7 +319,7 @@ void sk__rcu_report_stall(struct rcu_slot **pend, unsigned long n,
 	}
 	pthread_rwlock_unlock(&sk__rcu.registry_lock);
 	if (!k)
-		return; /* all left since the last scan: nothing to report */
+		goto out; /* all left since the last scan: nothing to report */
 	fprintf(stderr,
 		"scalekit: RCU stall: grace period %lu has waited %lu ms "
 		"(threshold %lu ms: SCALEKIT_RCU_STALL_MS or "
@@ -328,4 +339,6 @@ void sk__rcu_report_stall(struct rcu_slot **pend, unsigned long n,
 			ms);
 	}
 	fflush(stderr);
+out:
+	pthread_setcancelstate(cancel_state, NULL);
 }

@@ -20,6 +20,11 @@
  *   - sk_rcu_set_stall_ms() replaces the variable's threshold (200 ms set
  *     by the call reports a stall that 1 h from the environment would
  *     not), and rejects 0 and values above 24 h with -EINVAL;
+ *   - a thread cancelled (pthread_cancel()) while its sk_synchronize_rcu()
+ *     waits and reports a stall leaves the library working: a later grace
+ *     period completes (the report's stdio calls are cancellation points;
+ *     before the fix the thread died there holding gp_lock, and every
+ *     later grace period hung: the child's alarm() caught it);
  *   - malformed values (abc, -5, 99999999999999999999, 1.5) print a warning
  *     naming SCALEKIT_RCU_STALL_MS, the program still works (exit 0), and
  *     the default (21 s) is used: a 400 ms stall is not reported.
@@ -95,6 +100,44 @@ static void nop_cb(struct sk_rcu_head *h)
 	__atomic_fetch_add(&nop_ran, 1, __ATOMIC_RELAXED);
 }
 
+static void *cancel_syncer(void *arg)
+{
+	(void)arg;
+	sk_synchronize_rcu();
+	return NULL;
+}
+
+/*
+ * Mode "cancel": a reader holds its section while another thread waits in
+ * sk_synchronize_rcu() and reports the stall; that thread is cancelled,
+ * the reader leaves, and a grace period must still complete here (alarm:
+ * a hang kills the child).
+ */
+static int cancel_main(void)
+{
+	static struct sleeper r = { .name = "held-reader", .hold_ms = 400 };
+	pthread_t s;
+	void *res;
+
+	if (pthread_create(&r.t, NULL, sleeper_main, &r) != 0)
+		return 2;
+	while (!LOAD(r.in))
+		sched_yield();
+	if (pthread_create(&s, NULL, cancel_syncer, NULL) != 0)
+		return 2;
+	sk_test_sleep_ms(150); /* reports at 20, 60, 140 ms */
+	pthread_cancel(s);
+	pthread_join(s, &res);
+	fprintf(stderr, "syncer %s\n",
+		res == PTHREAD_CANCELED ? "cancelled" : "returned");
+	pthread_join(r.t, NULL);
+	alarm(10);
+	sk_synchronize_rcu();
+	sk_synchronize_rcu_expedited();
+	fprintf(stderr, "child done\n");
+	return 0;
+}
+
 /* Start the sleepers, wait in sk_synchronize_rcu(), print the wait. */
 static int child_main(const char *mode)
 {
@@ -119,6 +162,8 @@ static int child_main(const char *mode)
 		sl[1].name = "brief-reader";
 		sl[1].hold_ms = 100;
 		n = 2;
+	} else if (!strcmp(mode, "cancel")) {
+		return cancel_main();
 	} else if (!strcmp(mode, "plain")) {
 		sl[0].name = "short-reader";
 		sl[0].hold_ms = 400;
@@ -165,6 +210,7 @@ static struct sk_test_run kids[] = {
 	KID("plain", "1.5"),	     KID("plain", NULL),
 	KID("stall-reader", "200"),  KID("setter", "3600000"),
 	KID("stall-qsbr", "200"),    KID("quiet", "200"),
+	KID("cancel", "20"),
 };
 #define NKIDS	(sizeof(kids) / sizeof(kids[0]))
 #define KID_OUT (1 << 16)
@@ -357,6 +403,20 @@ static void bad_stall_env_warns_and_uses_default(void)
 	SK_CHECK_EQ(sk_test_count_substr(out, "RCU stall"), 0);
 }
 
+/*
+ * pthread_cancel() of a thread waiting in sk_synchronize_rcu() while it
+ * reports a stall: the later grace periods of the process complete.
+ */
+static void cancelled_waiter_leaves_grace_periods_working(void)
+{
+	int st;
+	const char *out = child_result("cancel", "20", &st);
+
+	SK_CHECK_EXIT_0(st);
+	SK_CHECK_STR_CONTAINS(out, "RCU stall");
+	SK_CHECK_STR_CONTAINS(out, "child done");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strncmp(argv[1], "--child=", 8))
@@ -370,5 +430,6 @@ int main(int argc, char **argv)
 	SK_RUN(setter_rejects_out_of_range);
 	SK_RUN(readers_below_threshold_are_not_reported);
 	SK_RUN(bad_stall_env_warns_and_uses_default);
+	SK_RUN(cancelled_waiter_leaves_grace_periods_working);
 	return sk_test_report();
 }
