@@ -433,8 +433,7 @@ SK_API int sk_rcu_register_thread(void);
  * Threads are unregistered automatically when they exit.  Calling it inside
  * a read-side critical section prints a message and aborts.  A QSBR thread
  * is put offline first.
- * Context: any thread; may block briefly on the registry lock and on the
- * lock of the per-thread synchronize counts (sync_calls is their sum).
+ * Context: any thread; may block briefly on the registry lock.
  * Ordering: full barrier.
  * Returns: 0, or -EINVAL if the thread was not registered.
  */
@@ -512,8 +511,10 @@ static inline void sk_rcu_quiescent_state(void)
  * Ordering: later loads are ordered after going online (full fence
  * paired with the grace period's heavy or full fence).  The first call
  * (and the first after the thread used sk_rcu_read_lock() while offline)
- * takes the registry lock: the thread stops counting as a general reader,
- * which lets grace periods skip membarrier(2) (docs/rcu.md, "QSBR").
+ * switches the thread to QSBR mode: it stops counting as a general
+ * reader (an atomic add between two full fences, no lock), which lets
+ * grace periods skip membarrier(2) (docs/rcu.md, "QSBR").  Only a call
+ * that registers the thread takes the registry lock.
  * Returns: 0, or -ENOMEM when the thread could not be registered.
  */
 SK_API int sk_rcu_thread_online(void);
@@ -526,8 +527,9 @@ SK_API int sk_rcu_thread_online(void);
  * and abort).  Never blocks.
  * Ordering: earlier loads are ordered before going offline (full fence
  * paired with the grace period's heavy or full fence).  The thread's
- * first sk_rcu_read_lock() while offline takes the registry lock (it
- * counts as a general reader again until sk_rcu_thread_online()).
+ * first sk_rcu_read_lock() while offline takes a slow path that counts
+ * it as a general reader again until sk_rcu_thread_online() (an atomic
+ * add between two full fences, no lock).
  */
 SK_API void sk_rcu_thread_offline(void);
 
