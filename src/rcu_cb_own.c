@@ -163,11 +163,19 @@ struct sk_rcu_cb_worker *sk_rcu_cb_worker_create(unsigned flags, int cpu)
 int sk_rcu_cb_worker_destroy(struct sk_rcu_cb_worker *x)
 {
 	struct sk__worker *w0 = sk__rcu_cb_default_worker();
-	int running;
+	int running, was_online;
 
 	if (!x)
 		return -EINVAL;
+	/*
+	 * From a callback it could wait for its own batch; inside a read
+	 * section for the grace period of x's batch, which waits for this
+	 * thread.  An online QSBR thread goes offline for the wait.
+	 */
 	if (sk__rcu_cb_in_worker)
+		return -EDEADLK;
+	was_online = sk__rcu_try_enter_wait();
+	if (was_online < 0)
 		return -EDEADLK;
 	sk__rcu_cb_lock();
 	sk_atomic_store_relaxed(&x->q.w, w0);
@@ -188,6 +196,8 @@ int sk_rcu_cb_worker_destroy(struct sk_rcu_cb_worker *x)
 	x->q.orphan = 1;
 	sk__rcu_cb_unlock();
 	sk__worker_wake(w0, SK__WK_KICK_URGENT);
+	if (was_online)
+		sk_rcu_thread_online();
 	return 0;
 }
 

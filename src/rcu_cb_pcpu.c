@@ -107,14 +107,10 @@ static int slots_start(unsigned flags)
 	return 0;
 }
 
-int sk_rcu_cb_workers_create(unsigned flags)
+static int workers_create(unsigned flags)
 {
 	int err, i;
 
-	if (flags & ~(unsigned)SK_RCU_CB_WORKERS_UNPINNED)
-		return -EINVAL;
-	if (sk__rcu_cb_in_worker)
-		return -EDEADLK;
 	/* The default worker runs before any slot. */
 	err = sk__rcu_cb_worker_ensure();
 	if (err)
@@ -136,12 +132,10 @@ int sk_rcu_cb_workers_create(unsigned flags)
 	return err;
 }
 
-int sk_rcu_cb_workers_destroy(void)
+static int workers_destroy(void)
 {
 	int i;
 
-	if (sk__rcu_cb_in_worker)
-		return -EDEADLK;
 	pthread_mutex_lock(&pc->lock);
 	if (!pc->on) {
 		pthread_mutex_unlock(&pc->lock);
@@ -157,6 +151,41 @@ int sk_rcu_cb_workers_destroy(void)
 	sk__worker_wake(sk__rcu_cb_default_worker(), SK__WK_KICK_URGENT);
 	pthread_mutex_unlock(&pc->lock);
 	return 0;
+}
+
+/*
+ * Create (destroy 0) or destroy (1) outside the read side.  Both may wait
+ * for a worker's batch (destroy: each worker's; create: a concurrent
+ * destroy's, for pc->lock), and a batch waits for a grace period: -EDEADLK
+ * from a callback (its own batch) or inside a read section (the grace
+ * period waits for the caller); an online QSBR thread goes offline for
+ * the call.
+ */
+static int workers_change(int destroy, unsigned flags)
+{
+	int err, was_online;
+
+	if (sk__rcu_cb_in_worker)
+		return -EDEADLK;
+	was_online = sk__rcu_try_enter_wait();
+	if (was_online < 0)
+		return -EDEADLK;
+	err = destroy ? workers_destroy() : workers_create(flags);
+	if (was_online)
+		sk_rcu_thread_online();
+	return err;
+}
+
+int sk_rcu_cb_workers_create(unsigned flags)
+{
+	if (flags & ~(unsigned)SK_RCU_CB_WORKERS_UNPINNED)
+		return -EINVAL;
+	return workers_change(0, flags);
+}
+
+int sk_rcu_cb_workers_destroy(void)
+{
+	return workers_change(1, 0);
 }
 
 /*

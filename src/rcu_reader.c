@@ -779,6 +779,17 @@ void sk_rcu__wake_gp_from(unsigned long v)
 		sk__rcu_wake_leader();
 }
 
+int sk__rcu_try_enter_wait(void)
+{
+	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);
+
+	if (nest_of(v) == SK__RCU_QSBR_NEST) {
+		go_offline();
+		return 1;
+	}
+	return nest_of(v) != 0 ? -1 : 0;
+}
+
 int sk__rcu_enter_wait(const char *fn)
 {
 	unsigned long v = sk_atomic_load_relaxed(&sk_rcu__ctr);

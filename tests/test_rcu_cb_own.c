@@ -292,6 +292,17 @@ static void bad_arguments_are_refused(void)
 	SK_CHECK_EQ(sk_call_rcu_on(w, &p.head, destroy_in_callback), 0);
 	sk_rcu_barrier();
 	SK_CHECK_EQ((long)p.seq, -EDEADLK);
+	/*
+	 * Inside a read section: w's batch waits for a grace period that
+	 * waits for us (queued first, so that w is likely in it: the call
+	 * hung then).
+	 */
+	p.seq = 0;
+	SK_CHECK_EQ(sk_call_rcu_on(w, &p.head, probe_cb), 0);
+	sk_rcu_read_lock();
+	SK_CHECK_EQ(sk_rcu_cb_worker_destroy(w), -EDEADLK);
+	sk_rcu_read_unlock();
+	sk_rcu_barrier();
 	SK_CHECK_EQ(sk_rcu_cb_worker_destroy(w), 0);
 }
 

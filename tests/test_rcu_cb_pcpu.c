@@ -69,7 +69,8 @@ static void misuse_cb(struct sk_rcu_head *h)
 /*
  * create: 0, then -EEXIST while running, -EINVAL for an unknown flag;
  * destroy: 0, then -ENOENT; from a callback both return -EDEADLK (it
- * would wait for its own worker); sk_rcu_cb_workers_running() counts a
+ * would wait for its own worker), and inside a read section (for a grace
+ * period that waits for the caller); sk_rcu_cb_workers_running() counts a
  * worker per CPU of the affinity mask.
  */
 static void workers_create_destroy_return_documented_errors(void)
@@ -88,6 +89,12 @@ static void workers_create_destroy_return_documented_errors(void)
 	SK_CHECK_EQ(LOAD(cb_ran), 1);
 	SK_CHECK_EQ(LOAD(cb_destroy_err), -EDEADLK);
 	SK_CHECK_EQ(LOAD(cb_create_err), -EDEADLK);
+	/* Inside a read section: a batch's grace period would wait for us. */
+	sk_rcu_read_lock();
+	SK_CHECK_EQ(sk_rcu_cb_workers_destroy(), -EDEADLK);
+	SK_CHECK_EQ(sk_rcu_cb_workers_create(0), -EDEADLK);
+	sk_rcu_read_unlock();
+	SK_CHECK_EQ(sk_rcu_cb_workers_running(), ncpus);
 	workers_off();
 	SK_CHECK_EQ(sk_rcu_cb_workers_destroy(), -ENOENT);
 	SK_CHECK_EQ(sk_rcu_cb_workers_running(), 0);

@@ -706,14 +706,17 @@ SK_API void sk_rcu_barrier(void);
  * SK_RCU_CB_WORKERS_UNPINNED (then the scheduler places them; the queues
  * are still per CPU).  Callbacks queued earlier stay where they are and
  * run as before.
- * Context: any thread except a callback (-EDEADLK).  Blocks: creates
- * threads, and waits for a concurrent create or destroy.
+ * Context: any thread outside a read section and outside a callback
+ * (-EDEADLK: a concurrent destroy may wait for the caller); an online
+ * QSBR thread is put offline for the call and back online after.
+ * Blocks: creates threads, and waits for a concurrent create or destroy.
  * Ordering: a sk_call_rcu() that happens after the return uses the
  * per-CPU queues (acquire/release on the mode word).
  * Reclamation: unchanged (see sk_call_rcu()); sk_rcu_barrier() waits for
  * the per-CPU queues too.
  * Returns: 0; -EEXIST when the per-CPU workers run already; -EINVAL for
- * unknown flags; -EDEADLK from a callback; -ENOMEM or -EAGAIN when memory
+ * unknown flags; -EDEADLK from a callback or a read section (nothing
+ * changed); -ENOMEM or -EAGAIN when memory
  * or a thread is missing (then no per-CPU worker runs).
  */
 SK_API int sk_rcu_cb_workers_create(unsigned flags);
@@ -724,8 +727,11 @@ SK_API int sk_rcu_cb_workers_create(unsigned flags);
  * overlap the destroy, are not lost: the default worker runs them, after
  * their grace period, as usual.  The per-CPU queues (two cache lines per
  * CPU) stay allocated for a later create.
- * Context: any thread except a callback (-EDEADLK: it would wait for its
- * own worker).  Blocks: waits for each worker to finish the batch it runs.
+ * Context: any thread outside a read section and outside a callback
+ * (-EDEADLK: it would wait for its own worker, or for a batch's grace
+ * period, which waits for the caller); an online QSBR thread is put
+ * offline for the call and back online after.  Blocks: waits for each
+ * worker to finish the batch it runs.
  * Ordering: a sk_call_rcu() that happens after the return uses the
  * calling thread's own queue again.
  * Returns: 0, -ENOENT when no per-CPU worker runs, -EDEADLK.
@@ -790,9 +796,12 @@ SK_API struct sk_rcu_cb_worker *sk_rcu_cb_worker_create(unsigned flags,
  * still on its queue are not lost: the default worker runs them, after
  * their grace period, and frees w's memory once they ran.  The caller
  * must make sure that no sk_call_rcu_on(w) runs during or after the call.
- * Context: any thread except a callback (-EDEADLK).  Blocks: waits for the
+ * Context: any thread outside a read section and outside a callback
+ * (-EDEADLK: either would wait for itself); an online QSBR thread is put
+ * offline for the call and back online after.  Blocks: waits for the
  * batch w is running, and for the grace period that batch waits for.
- * Returns: 0, -EINVAL (w NULL), -EDEADLK (from a callback).
+ * Returns: 0, -EINVAL (w NULL), -EDEADLK (from a callback or a read
+ * section; w unchanged).
  */
 SK_API int sk_rcu_cb_worker_destroy(struct sk_rcu_cb_worker *w);
 

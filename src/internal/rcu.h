@@ -209,6 +209,12 @@ void sk__rcu_wait(unsigned long target, int expedited);
 int sk__rcu_enter_wait(const char *fn);
 
 /*
+ * The same for a call that reports the misuse by its return code: -1
+ * (nothing changed) inside a read section, else as sk__rcu_enter_wait().
+ */
+int sk__rcu_try_enter_wait(void);
+
+/*
  * Parking (src/rcu_reader.c, docs/rcu.md "Parking"): a registered general
  * thread outside any section that waits for a grace period takes itself
  * out of the counts that grace periods read (sk__rcu_park()), and stays
