@@ -106,10 +106,13 @@ namespace detail {
 	misuse("%s (object %p, error %d)", what, obj, err);
 }
 
-// Report a failed C call of a constructor (not a read path) as
-// std::system_error with the C errno (rc is 0 or -errno).
+// Report a failed C call of a constructor (not a read path): rc is 0 or
+// -errno; std::bad_alloc for ENOMEM (docs/cpp.md), else std::system_error
+// with the C errno.
 inline void rcu_throw_if(int rc, const char *call)
 {
+	if (rc == -ENOMEM)
+		throw std::bad_alloc();
 	if (rc != 0)
 		throw std::system_error(-rc, std::generic_category(), call);
 }
@@ -504,8 +507,7 @@ public:
  * sk_rcu_unregister_thread() does; an online QSBR thread is put offline
  * first.
  * Ordering: full barrier in both (mutex).
- * Throws: std::system_error with the C errno (ENOMEM) when no registry
- * slot could be allocated.
+ * Throws: std::bad_alloc when no registry slot could be allocated.
  */
 class rcu_thread_registration {
 public:
@@ -543,8 +545,8 @@ private:
  * registry lock).  The destructor inside an sk_rcu_read_lock() section
  * prints a message and aborts.
  * Ordering: full fences (as sk_rcu_thread_online()/_offline()).
- * Throws: std::system_error (ENOMEM) when the thread could not be
- * registered.
+ * Throws: std::bad_alloc when the thread could not be registered (no
+ * memory for its registry slot).
  */
 class rcu_qsbr_online {
 public:

@@ -31,6 +31,7 @@
 
 #include <cerrno>
 #include <functional>
+#include <new>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -81,12 +82,14 @@ class srcu_domain {
 public:
 	// srcu_domain() - initialize the domain (sk_srcu_init()).
 	// Context: any thread.  Never blocks.
-	// Throws: std::system_error with the C error (ENOMEM) when
-	// sk_srcu_init() fails.
+	// Throws: std::bad_alloc when sk_srcu_init() finds no memory (its
+	// only failure here: d_ is aligned).
 	srcu_domain()
 	{
 		int rc = sk_srcu_init(&d_);
 
+		if (rc == -ENOMEM)
+			throw std::bad_alloc();
 		if (rc != 0)
 			throw std::system_error(-rc, std::generic_category(),
 						"sk_srcu_init");

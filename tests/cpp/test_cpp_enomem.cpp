@@ -11,11 +11,15 @@
 //     region of RCU protection            is for outside one)
 //   sk::srcu_domain::call(obj, f)         one node per call (srcu.hpp)
 //   sk::rhash(params)                     the table (params.alloc)
+//   sk::srcu_domain()                     its state (sk_srcu_init(),
+//                                         aligned_alloc())
 //
 // Memory runs out by a replaced global operator new that fails the
 // calling thread's next allocation once armed (fail_next()), and by an
-// rhash alloc hook that fails while armed: only the test thread's own
-// allocations fail, never the library's worker threads'.
+// rhash alloc hook that fails while armed, and by a replaced
+// aligned_alloc() (the library's, through the dynamic linker) that fails
+// the calling thread's next call once armed (c_fail_next()): only the
+// test thread's own allocations fail, never the library's worker threads'.
 //
 // BROKEN twin (SK_CXX_TEST_BROKEN, tests/cpp.cmake: sk_cxx_test_twin):
 // fail_next() arms nothing, so every call succeeds; every test here
@@ -41,7 +45,30 @@ void fail_next()
 #endif
 }
 
+thread_local bool c_fail_armed; // the next aligned_alloc() of this thread fails
+
+void c_fail_next()
+{
+#ifndef SK_CXX_TEST_BROKEN
+	c_fail_armed = true;
+#endif
+}
+
 } // namespace
+
+// The library's aligned_alloc() (sk_srcu_init() gets a domain's state
+// from it); posix_memalign() does the work, and is not replaced.
+extern "C" void *aligned_alloc(std::size_t align, std::size_t n) noexcept
+{
+	void *p;
+
+	if (c_fail_armed) {
+		c_fail_armed = false;
+		errno = ENOMEM;
+		return nullptr;
+	}
+	return posix_memalign(&p, align, n) ? nullptr : p;
+}
 
 void *operator new(std::size_t n)
 {
@@ -195,6 +222,31 @@ void srcu_call_without_memory_throws()
 	SK_CHECK_EQ(ran(o), 1);
 }
 
+// A domain whose state cannot be allocated: std::bad_alloc, as
+// docs/cpp.md says of ENOMEM in a constructor (std::system_error before).
+void srcu_domain_without_memory_throws_bad_alloc()
+{
+	bool threw = false;
+
+	c_fail_next();
+	try {
+		sk::srcu_domain d;
+	} catch (const std::bad_alloc &) {
+		threw = true;
+	} catch (...) {
+		SK_CHECK(!"an exception other than std::bad_alloc");
+	}
+	c_fail_armed = false;
+	SK_CHECK(threw);
+	// Memory is back: a domain works.
+	sk::srcu_domain d;
+	obj o;
+
+	d.call(&o, [](obj *p) { mark(p); });
+	d.barrier();
+	SK_CHECK_EQ(ran(o), 1);
+}
+
 // ---- sk::rhash's table, through params.alloc ----------------------------
 
 bool rhash_alloc_fails; // the test thread's flag (no other thread creates)
@@ -254,6 +306,7 @@ int main(int argc, char **argv)
 	SK_RUN(rcu_retire_stateful_without_memory_throws);
 	SK_RUN(rcu_retire_in_section_without_memory_throws);
 	SK_RUN(srcu_call_without_memory_throws);
+	SK_RUN(srcu_domain_without_memory_throws_bad_alloc);
 	SK_RUN(rhash_create_without_memory_throws);
 	return sk_test_report();
 }
