@@ -94,19 +94,37 @@ int sk_srcu_destroy(struct sk_srcu *d)
 	 */
 	if (sk__srcu_in_worker && sk__srcu.current == d)
 		return -EBUSY; /* its own batch is pending */
-	pthread_mutex_lock(&d->state->gp_mutex);
 	/*
 	 * Let the worker finish with d first: a batch it detached may still
-	 * be running (a barrier returns from within it).  It cannot start
-	 * another while we hold gp_mutex.
+	 * be running (a barrier returns from within it, before the worker
+	 * clears cb_running).  Not under gp_mutex: a callback of that batch
+	 * may wait for it (sk_synchronize_srcu(d) from a callback is
+	 * allowed), and would wait for us while we wait for it.  The
+	 * worker's release of cb_running (SRCU-J) comes before its clearing
+	 * of current under sk__srcu.lock, which we take: once current is not
+	 * d, that batch's cb_running = 0 is visible here.
 	 */
 	pthread_mutex_lock(&sk__srcu.lock);
 	while (sk__srcu.current == d)
 		pthread_cond_wait(&sk__srcu.idle_cv, &sk__srcu.lock);
 	pthread_mutex_unlock(&sk__srcu.lock);
+	/*
+	 * From here the worker cannot detach a batch of d (it does so only
+	 * under gp_mutex); one it detached between the wait above and this
+	 * lock has set cb_running under gp_mutex, which this lock makes
+	 * visible to cleanup_refusal(): refused, as its callbacks are
+	 * pending.
+	 */
+	pthread_mutex_lock(&d->state->gp_mutex);
 	why = cleanup_refusal(d);
 	if (!why) {
-		/* Wait until the worker is done with d, then unlist it. */
+		/*
+		 * Wait until the worker is done with d, then unlist it.  Under
+		 * gp_mutex, but it runs no callback of d now (cb_running was
+		 * 0 above, and it cannot detach a batch while we hold
+		 * gp_mutex): it only finishes a process() step that took no
+		 * batch or failed its trylock, and never waits for us there.
+		 */
 		pthread_mutex_lock(&sk__srcu.lock);
 		while (sk__srcu.current == d)
 			pthread_cond_wait(&sk__srcu.idle_cv, &sk__srcu.lock);

@@ -468,6 +468,72 @@ static void child_cleanup_in_own_callback(void)
 	_exit(0);
 }
 
+/*
+ * A callback of a that calls sk_synchronize_srcu(a) (allowed: a callback
+ * is outside every read section) while another thread's
+ * sk_srcu_destroy(a) runs: the destroy must not hold a's grace-period
+ * mutex while it waits for the worker to finish that callback.
+ */
+static struct sk_rcu_head sync_head;
+static int sync_cb_in, sync_cb_go, sync_cb_done, sync_destroy_rc = 1;
+
+static void synchronize_own_domain_cb(struct sk_rcu_head *h)
+{
+	(void)h;
+	STORE(sync_cb_in, 1);
+	(void)wait_change(&sync_cb_go, 0);
+	sk_synchronize_srcu(&dom_a);
+	STORE(sync_cb_done, 1);
+}
+
+static void *destroy_a(void *arg)
+{
+	(void)arg;
+	STORE(sync_destroy_rc, sk_srcu_destroy(&dom_a));
+	return NULL;
+}
+
+static void child_destroy_while_callback_synchronizes(void)
+{
+	pthread_t t;
+	int rc;
+
+	if (sk_call_srcu(&dom_a, &sync_head, synchronize_own_domain_cb) != 0)
+		_exit(5);
+	if (!wait_change(&sync_cb_in, 0))
+		_exit(6);
+	if (pthread_create(&t, NULL, destroy_a, NULL) != 0)
+		_exit(5);
+	/* Let the destroy reach its wait for the worker to leave a. */
+	sk_test_sleep_ms(200);
+	STORE(sync_cb_go, 1);
+	if (!wait_change(&sync_cb_done, 0)) {
+		fprintf(stderr, "hang: sk_synchronize_srcu() in a callback did "
+				"not return in %d s while sk_srcu_destroy() of "
+				"its domain ran\n",
+			HANG_S);
+		_exit(6);
+	}
+	if (!wait_change(&sync_destroy_rc, 1)) {
+		fprintf(stderr, "hang: sk_srcu_destroy() did not return in "
+				"%d s\n",
+			HANG_S);
+		_exit(6);
+	}
+	pthread_join(t, NULL);
+	rc = LOAD(sync_destroy_rc);
+	if (rc != 0 && rc != -EBUSY) {
+		fprintf(stderr, "sk_srcu_destroy() returned %d\n", rc);
+		_exit(7);
+	}
+	/* A defined domain stays usable either way. */
+	sk_synchronize_srcu(&dom_a);
+	sk_srcu_barrier(&dom_a);
+	if (sk_srcu_destroy(&dom_a) != 0)
+		_exit(8);
+	_exit(0);
+}
+
 /* ---- tests --------------------------------------------------------------- */
 
 static void synchronize_inside_own_section_aborts(void)
@@ -614,6 +680,22 @@ static void cleanup_in_own_callback_is_ebusy(void)
 }
 
 /*
+ * Library bug seen here: sk_srcu_destroy(a) waited for the worker to
+ * leave a while holding a's gp_mutex; a callback of a in
+ * sk_synchronize_srcu(a) waited for that mutex: both hung for good, and
+ * with the worker every SRCU domain's callbacks.
+ */
+static void destroy_while_a_callback_synchronizes_returns(void)
+{
+	struct sk_test_child o;
+
+	sk_test_fork_child(child_destroy_while_callback_synchronizes,
+			   3 * HANG_S, 1, &o);
+	SK_CHECK_EXIT_0(o.status);
+	SK_CHECK_EQ(o.err[0], '\0');
+}
+
+/*
  * Library bug (or at least an undocumented consequence of the documented
  * index-recycling limit): the thread that reuses the index of an exited
  * locker whose section is still open elsewhere counts as a reader of the
@@ -686,6 +768,7 @@ int main(int argc, char **argv)
 	SK_RUN(busted_same_way_unlock_is_caught);
 	SK_RUN(barrier_inside_srcu_callback_aborts);
 	SK_RUN(cleanup_in_own_callback_is_ebusy);
+	SK_RUN(destroy_while_a_callback_synchronizes_returns);
 	SK_RUN(synchronize_by_thread_with_recycled_index_is_allowed);
 	SK_RUN(use_after_cleanup_aborts);
 	return sk_test_report();

@@ -227,7 +227,8 @@ SK_API int sk_srcu_init(struct sk_srcu *d);
  * message and aborts); a domain from SK_SRCU_DEFINE() or
  * SK_SRCU_INITIALIZER() stays usable.
  * Context: any thread, outside read sections of d, also an SRCU callback.
- * May block briefly.
+ * May block briefly (while the worker runs a batch of d's callbacks:
+ * until that batch has run).
  * Returns: 0; -EINVAL when d is NULL; -EBUSY (nothing printed; domain
  * left intact and usable) when a reader is inside a section of d or
  * callbacks or a polled grace period are pending, which includes a call
