@@ -332,10 +332,13 @@ static void cache_slot(struct sk_srcu *d, struct sk_srcu_slot *s)
 		return;
 	/*
 	 * The lock's copy of s's key (its binding part, which only we
-	 * write), first: a signal handler's section that interrupts us
-	 * between the two stores finds in the way either s, whose key this
-	 * is, or another slot, whose dom is not d (we have one slot per
-	 * domain), so it never pairs a slot of d with another key.
+	 * write), beside the pointer.  Plain stores, in no guaranteed order:
+	 * only this thread reads them, and not from a signal handler (SRCU
+	 * read sections are not async-signal-safe: the slow paths take
+	 * mutexes, and a handler's section of another domain of the same way
+	 * that interrupted the pair here, or the fast lock between its load
+	 * of the pointer and of this copy, would pair one domain's slot with
+	 * the other's key).
 	 */
 	sk_srcu__tls.key[w] = (unsigned int)sk_atomic_load_relaxed(&s->key);
 	sk_srcu__tls.slot[w] = s;

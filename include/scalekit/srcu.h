@@ -226,8 +226,10 @@ SK_API int sk_srcu_init(struct sk_srcu *d);
  * sk_poll_state_synchronize_srcu() excepted; any other call prints a
  * message and aborts); a domain from SK_SRCU_DEFINE() or
  * SK_SRCU_INITIALIZER() stays usable.
- * Context: any thread, outside read sections of d, also an SRCU callback.
- * May block briefly (while the worker runs a batch of d's callbacks:
+ * Context: any thread, outside read sections of d, also an SRCU callback;
+ * no thread may begin a section of d (or make any other call on it)
+ * while it runs: it sees the sections open when it looks, not one that
+ * begins meanwhile.  May block briefly (while the worker runs a batch of d's callbacks:
  * until that batch has run).
  * Returns: 0; -EINVAL when d is NULL; -EBUSY (nothing printed; domain
  * left intact and usable) when a reader is inside a section of d or
@@ -320,8 +322,11 @@ static inline int sk_srcu__none_open(const unsigned long *c, unsigned long m,
  * (garbage, or an idx of another domain while the thread that took it is
  * alive, also when it has a section of d open on the same index bit),
  * except the cases listed in docs/srcu.md (Misuse: the locker exited, a
- * binding incarnation reused, 0 or 1 while a shared section is open),
- * where it ends an open section of d instead.
+ * binding incarnation reused, 0 or 1 while a shared section is open, an
+ * idx naming a thread index that has a slot in d with an incarnation that
+ * is not its current binding's), where it ends an open section of d
+ * instead (in the last case, when that slot has none open on the index
+ * bit, it aborts as unbalanced).
  * Wait-free: the slot-cache and key checks, a load and a release store of
  * this thread's counter (one more load once another thread has ended one
  * of its sections of d); no fence.
@@ -417,7 +422,9 @@ slow:
 /*
  * sk_srcu_read_lock_held() - nonzero when the calling thread has entered a
  * section of d that has not ended (for debug assertions).  A section
- * handed to another thread counts for the locker until it ends.
+ * handed to another thread counts for the locker until it ends.  Sections
+ * on the shared counters (idx 0 or 1: beyond the thread limit or out of
+ * memory) are not seen: 0 for them.
  * Context: any thread; never blocks.  Ordering: none.
  */
 SK_API int sk_srcu_read_lock_held(struct sk_srcu *d);
@@ -426,7 +433,9 @@ SK_API int sk_srcu_read_lock_held(struct sk_srcu *d);
  * sk_synchronize_srcu() - wait until every read section of d that began
  * before the call has ended.
  * Context: any thread outside a read section of d (inside one it would
- * deadlock: message and abort); sections of other domains are fine.
+ * deadlock: message and abort, but for a section on the shared counters,
+ * which sk_srcu_read_lock_held() does not see); sections of other domains
+ * are fine.
  * Blocks: spins briefly, then sleeps in naps that double from 20 us to
  * 1 ms until the readers leave (readers wake no one).
  * Concurrent callers share grace periods.
