@@ -101,10 +101,13 @@ static int data_line(struct cmp_file *cf, char *line, int lineno,
 {
 	char *f[CMP_FIELDS];
 	struct cmp_row *r;
-	int n = split(line, f), c;
+	int n = split(line, f), c, short_row = n < 0;
 
-	if (n < 0 || n <= col[C_MAX] || n <= col[C_UNIT] ||
-	    n <= col[C_IMPL] || (col[C_MIX] >= 0 && n <= col[C_MIX])) {
+	/* Every column the header named, wherever it put it (f[] beyond
+	 * n is not set). */
+	for (c = 0; c < C_COUNT; c++)
+		short_row |= n <= col[c];
+	if (short_row) {
 		fprintf(stderr, "scalekit bench: %s:%d: wrong number of "
 				"columns\n", cf->path, lineno);
 		return -1;
