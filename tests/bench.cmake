@@ -221,6 +221,12 @@ sk_bench_cli_test(bench_json_unwritable 1
   STDERR "cannot write '/dev/null/bench.json'")
 sk_bench_cli_test(bench_usage_json_missing 2 "bench|--json"
   STDERR "option --json needs a value")
+# Two output options naming one file (however spelled) would overwrite
+# each other's file: refused before anything is measured.
+set(sk_bench_same ${CMAKE_CURRENT_BINARY_DIR}/bench-same)
+sk_bench_cli_test(bench_usage_same_file 2
+  "bench|read|--quick|--reps|1|--threads|1|--csv|${sk_bench_same}/out|--json|${sk_bench_same}/./out"
+  STDERR "--csv and --json name the same file")
 
 # scripts/plot.sh: targets.svg counts each target against its own limit
 # and direction (2 of the 4 rows meet theirs: an "at most" and an "at

@@ -151,6 +151,28 @@ static int make_parent_dirs(const char *path)
 /* The files a run can write besides the terminal's tables. */
 enum out_kind { OUT_CSV, OUT_JSON, OUT_HTML, OUT_KINDS };
 
+static const char *const out_opt[OUT_KINDS] = { "--csv", "--json",
+						"--html" };
+
+/*
+ * The output before out[k] that is the same regular file as out[k] (two
+ * options naming one file, however spelled: the second would overwrite
+ * the first), or -1.  Devices such as /dev/null may be shared.
+ */
+static int same_output(FILE *const *out, int k)
+{
+	struct stat a, b;
+	int j;
+
+	if (fstat(fileno(out[k]), &b) != 0 || !S_ISREG(b.st_mode))
+		return -1;
+	for (j = 0; j < k; j++)
+		if (out[j] && fstat(fileno(out[j]), &a) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return j;
+	return -1;
+}
+
 /* Open the CSV file before the long run, so a bad path fails at once. */
 static FILE *open_output(const char *path)
 {
@@ -245,15 +267,14 @@ static int select_scenario(const char *arg, int *selected, int nscen)
  */
 static int file_opt(int argc, char **argv, int *i, const char **path)
 {
-	static const char *const opt[OUT_KINDS] = { "--csv", "--json",
-						    "--html" };
 	int k, m;
 
 	for (k = 0; k < OUT_KINDS; k++) {
-		m = sk_tool_option_value(CMD, argc, argv, i, opt[k], &path[k]);
+		m = sk_tool_option_value(CMD, argc, argv, i, out_opt[k],
+					 &path[k]);
 		if (m > 0 && !*path[k]) {
 			sk_tool_usage_error(CMD, "%s wants a file name",
-					    opt[k]);
+					    out_opt[k]);
 			return -1;
 		}
 		if (m)
@@ -411,13 +432,26 @@ int sk_tool_bench(int argc, char **argv)
 		(cfg.quick ? BENCH_QUICK_RUN_MS : BENCH_RUN_MS) * 1000000ull;
 	cfg.warmup_ns = cfg.run_ns / 4;
 	/* Every file is opened before anything is measured. */
-	for (k = 0; k < OUT_KINDS; k++)
-		if (path[k] && !(out[k] = open_output(path[k]))) {
-			while (k--)
-				if (out[k])
-					fclose(out[k]);
-			return SK_TOOL_EXIT_FAIL;
-		}
+	for (k = 0; k < OUT_KINDS; k++) {
+		int same = -1, j;
+
+		if (!path[k])
+			continue;
+		out[k] = open_output(path[k]);
+		if (out[k] && (same = same_output(out, k)) < 0)
+			continue;
+		ret = SK_TOOL_EXIT_FAIL;
+		if (same >= 0)
+			ret = sk_tool_usage_error(
+				CMD, "%s and %s name the same file ('%s', "
+				     "'%s'): each would overwrite the other",
+				out_opt[same], out_opt[k], path[same],
+				path[k]);
+		for (j = 0; j <= k; j++)
+			if (out[j])
+				fclose(out[j]);
+		return ret;
+	}
 	ret = run_selected(&cfg, selected, nscen, &res);
 	for (k = 0; k < OUT_KINDS; k++)
 		if (out[k])
