@@ -467,6 +467,17 @@ sk_torture_test(torture_usage_in_section_mode 2 "torture|list|--in-section"
 sk_torture_test(torture_usage_in_section_flavor 2
   "torture|rhash|--in-section|--flavor|qsbr"
   STDERR "--in-section needs --flavor rcu, not 'qsbr'")
+# A broken twin where the readers never take the path it breaks, or two
+# at once (the run would use one): refused, not a run whose report calls
+# the detector blind.
+sk_torture_test(torture_usage_busted_srcu 2 "torture|srcu|--busted-qsbr|--duration|1"
+  STDERR "--busted-qsbr breaks a path that srcu readers do not take")
+sk_torture_test(torture_usage_busted_flavor 2
+  "torture|list|--flavor|qsbr|--busted-scan|--duration|1"
+  STDERR "--busted-scan breaks a path that qsbr readers do not take")
+sk_torture_test(torture_usage_busted_two 2
+  "torture|rcu|--busted-qsbr|--busted-handshake|--duration|1"
+  STDERR "one broken twin at a time: --busted-handshake with --busted-qsbr")
 sk_torture_test(torture_usage_unknown_option 2 "torture|rcu|--nosuch"
   STDERR "unknown option '--nosuch'")
 sk_torture_test(torture_usage_missing_value 2 "torture|rcu|--duration"
@@ -478,7 +489,9 @@ foreach(t torture_usage_no_mode torture_usage_unknown_mode
     torture_usage_gp_unsupported torture_usage_seed torture_usage_fault_rate
     torture_usage_fault_rate_mode torture_usage_unknown_option
     torture_usage_missing_value torture_help torture_usage_locks_lock
-    torture_usage_locks_option torture_usage_locks_threads_mode)
+    torture_usage_locks_option torture_usage_locks_threads_mode
+    torture_usage_busted_srcu torture_usage_busted_flavor
+    torture_usage_busted_two)
   set_tests_properties(${t} PROPERTIES TIMEOUT 30)
 endforeach()
 

@@ -596,12 +596,67 @@ static int check_mode_options(const struct tort_cmdline *cl)
 	return 0;
 }
 
+/*
+ * The broken twins, one at a time, and each only where the readers take
+ * the path it breaks (else the run would break nothing and report a
+ * blind detector): 0 or SK_TOOL_EXIT_USAGE.
+ */
+static int check_busted(const struct tort_cmdline *cl,
+			const struct sk_tort_ops *ops)
+{
+	static const struct {
+		const char *name;
+		size_t off;	    /* of the int in struct sk_tort_config */
+		const char *readers; /* the flavors it applies to */
+	} twin[] = {
+		{ "--busted", offsetof(struct sk_tort_config, busted), NULL },
+		{ "--busted-qsbr", offsetof(struct sk_tort_config, busted_qsbr),
+		  "rcu,qsbr,mixed" },
+		{ "--busted-handshake",
+		  offsetof(struct sk_tort_config, busted_hs), "rcu,mixed" },
+		{ "--busted-quiet",
+		  offsetof(struct sk_tort_config, busted_quiet), "rcu,mixed" },
+		{ "--busted-scan", offsetof(struct sk_tort_config, busted_scan),
+		  "rcu,mixed" },
+	};
+	const char *first = NULL;
+	size_t k, len = strlen(ops->name);
+
+	for (k = 0; k < TORT_ARRAY_LEN(twin); k++) {
+		const char *r = twin[k].readers;
+
+		if (!*(const int *)((const char *)&cl->cfg + twin[k].off))
+			continue;
+		if (first)
+			return sk_tool_usage_error(CMD,
+						   "one broken twin at a time: "
+						   "%s with %s",
+						   twin[k].name, first);
+		first = twin[k].name;
+		/* ops->name in the comma-separated list r? */
+		while (r && !(strncmp(r, ops->name, len) == 0 &&
+			      (r[len] == ',' || r[len] == '\0')))
+			r = (r = strchr(r, ',')) ? r + 1 : NULL;
+		if (twin[k].readers && !r)
+			return sk_tool_usage_error(CMD,
+						   "%s breaks a path that %s "
+						   "readers do not take (it "
+						   "applies to %s)",
+						   twin[k].name, ops->name,
+						   twin[k].readers);
+	}
+	return 0;
+}
+
 /* rhash-only options, --gp against ops: 0 or SK_TOOL_EXIT_USAGE. */
 static int check_options(struct tort_cmdline *cl,
 			 const struct sk_tort_ops *ops)
 {
 	const char *mode = cl->mode->name, *flavor = cl->flavor;
 	int rhash = cl->mode->scen == &sk_tort_rhash_scenario, g;
+
+	if (check_busted(cl, ops) != 0)
+		return SK_TOOL_EXIT_USAGE;
 
 	if (cl->cfg.in_section && !rhash)
 		return sk_tool_usage_error(CMD,
