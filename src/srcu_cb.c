@@ -48,7 +48,8 @@ __attribute__((constructor)) static void srcu_cb_init(void)
 /* Work the worker could do on d now, without waiting for anyone. */
 static int work_visible(struct sk_srcu *d)
 {
-	if (d->state->busy_skip)
+	/* Relaxed: the worker's own flag (a test reads it too). */
+	if (sk_atomic_load_relaxed(&d->state->busy_skip))
 		return 0; /* the gp_mutex holder kicks us on release */
 	if (!sk__wfq_empty(&d->state->cbq))
 		return 1;
@@ -139,10 +140,11 @@ static int process(struct sk_srcu *d)
 	sk_smp_mb();
 	if (pthread_mutex_trylock(&st->gp_mutex) != 0) {
 		/* Its holder kicks us on release (sk__srcu_gp_unlock()). */
-		st->busy_skip = 1;
+		/* Relaxed: the worker's own flag (a test reads it too). */
+		sk_atomic_store_relaxed(&st->busy_skip, 1);
 		return WORK_PENDING;
 	}
-	st->busy_skip = 0;
+	sk_atomic_store_relaxed(&st->busy_skip, 0);
 	advance(d);
 	if (st->b_first && gp_done(d, st->b_gp)) {
 		first = st->b_first;

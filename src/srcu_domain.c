@@ -62,6 +62,32 @@ static void unbind_all(struct sk_srcu *d)
 	}
 }
 
+#ifdef SK_TESTING
+/* sk__srcu_test_set_destroy_hook() (internal/testing.h). */
+static void (*destroy_hook)(struct sk_srcu *d);
+
+void sk__srcu_test_set_destroy_hook(void (*fn)(struct sk_srcu *d))
+{
+	/* Release: the test's state before the hook runs; pairs with the
+	 * acquire in destroy_test_hook(). */
+	sk_atomic_store_release(&destroy_hook, fn);
+}
+
+static void destroy_test_hook(struct sk_srcu *d)
+{
+	/* Acquire: pairs with the release that set the hook. */
+	void (*fn)(struct sk_srcu *) = sk_atomic_load_acquire(&destroy_hook);
+
+	if (fn)
+		fn(d);
+}
+#else
+static inline void destroy_test_hook(struct sk_srcu *d)
+{
+	(void)d;
+}
+#endif
+
 /*
  * Why d cannot be released now (NULL: it can).  gp_mutex held; the
  * worker has finished the batch of d it was running, if any.
@@ -116,6 +142,7 @@ int sk_srcu_destroy(struct sk_srcu *d)
 	 * pending.
 	 */
 	pthread_mutex_lock(&d->state->gp_mutex);
+	destroy_test_hook(d);
 	why = cleanup_refusal(d);
 	if (!why) {
 		/*
@@ -217,7 +244,7 @@ static void atfork_child(void)
 					    &st->barrier_head);
 		st->b_first = st->b_last = NULL;
 		st->cb_running = 0; /* run_lock: no batch was running */
-		st->busy_skip = 0;
+		sk_atomic_store_relaxed(&st->busy_skip, 0);
 		st->cb_queued = st->cb_invoked + kept;
 		st->in_work = 2; /* listed, announced: the worker looks */
 	}

@@ -21,7 +21,7 @@ sk_lib_variant_link(scalekit_testing
   test_rhash_checker test_list_checker test_rcu_defer test_rcu_cb_own
   test_rcu_cb_auto test_elide_rw test_rcu_registry test_rcu_marks
   test_rcu_fallback test_rcu_signal test_rhash_inline test_elide
-  test_srcu_fork)
+  test_srcu_fork test_srcu_api)
 
 # The exhaustive checker runs take a while under the sanitizers: TSan's
 # run of every_grow_and_shrink_between_1_and_64_buckets took 52 s alone

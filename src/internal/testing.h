@@ -161,6 +161,13 @@ void sk__srcu_test_set_seq(struct sk_srcu *d, uint64_t seq);
  */
 void sk__srcu_test_set_barrier_hook(void (*fn)(struct sk_srcu *d));
 
+/*
+ * Call fn(d) in sk_srcu_destroy(d) right after it took d's gp_mutex,
+ * before it decides (NULL: none).  So that a test can make the worker
+ * find the mutex taken and skip d (src/srcu_domain.c).
+ */
+void sk__srcu_test_set_destroy_hook(void (*fn)(struct sk_srcu *d));
+
 /* ---- the callback worker (src/worker.c) ----------------------------------- */
 
 /*
