@@ -10,7 +10,8 @@
  *     (-ENOENT), replace (-EINVAL for a different key, -ENOENT), count,
  *     buckets, the iterator (each object once) and destroy with a free
  *     callback, for 4-, 8-, 16- and 3-byte keys and for variable-length
- *     string keys (hashfn + cmpfn);
+ *     string keys (hashfn + cmpfn), and for 4- and 8-byte keys at odd
+ *     addresses (compared without misaligned loads);
  *   - allocation failure (params.alloc failing the Nth allocation) during
  *     init, grow and shrink returns -ENOMEM, leaks nothing and leaves a
  *     valid table holding every object (lookups, iteration, count), at a
@@ -304,6 +305,72 @@ static void fixed_key_sizes(void)
 	}
 }
 
+/*
+ * Keys at odd addresses: nothing asks a key to be aligned (key_offset is
+ * any offset, and the key a lookup gets may sit anywhere), so the compares
+ * of 4- and 8-byte keys must not load them as uint32_t / uint64_t through
+ * a cast pointer (misaligned: undefined, caught by -fsanitize=alignment,
+ * SIGBUS on strict-alignment CPUs).  Both kinds of 8-byte table: the
+ * inline one (its insert_unique() and replace() compare keys too) and one
+ * with its own hash (every compare in the library).
+ */
+struct uobj {
+	struct sk_rhash_node node;
+	unsigned char pad;
+	unsigned char key[8]; /* at an odd offset */
+};
+
+static unsigned long own_hash(const void *key, size_t len, unsigned long seed)
+{
+	return sk_rhash_hash(key, len, seed ^ 1);
+}
+
+static void unaligned_keys(void)
+{
+	static const size_t lens[] = { 4, 8, 8 };
+	struct uobj o[32], repl;
+	unsigned char buf[16];
+	int li, i;
+
+	for (li = 0; li < 3; li++) {
+		struct sk_rhash_params p = SK_RHASH_PARAMS_DEFAULT;
+		struct sk_rhash *ht;
+		size_t len = lens[li];
+
+		p.head_offset = offsetof(struct uobj, node);
+		p.key_offset = offsetof(struct uobj, key);
+		p.key_len = len;
+		p.hashfn = li == 2 ? own_hash : NULL;
+		p.initial_buckets = 2;
+		p.automatic_resize = 0;
+		SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
+		memset(o, 0, sizeof(o));
+		for (i = 0; i < 32; i++) {
+			memset(o[i].key, 0x22, sizeof(o[i].key));
+			o[i].key[0] = (unsigned char)i;
+			SK_CHECK_EQ(sk_rhash_insert_unique(ht, &o[i].node), 0);
+		}
+		SK_CHECK_EQ(sk_rhash_insert_unique(ht, &o[7].node), -EBUSY);
+		memset(&repl, 0, sizeof(repl));
+		memcpy(repl.key, o[7].key, sizeof(repl.key));
+		SK_CHECK_EQ(sk_rhash_insert_unique(ht, &repl.node), -EEXIST);
+		SK_CHECK_EQ(sk_rhash_replace(ht, &o[7].node, &repl.node), 0);
+		sk_rcu_read_lock();
+		for (i = 0; i < 32; i++) {
+			/* The searched key at an odd address too. */
+			memcpy(buf + 1, o[i].key, sizeof(o[i].key));
+			SK_CHECK(sk_rhash_lookup(ht, buf + 1) ==
+				 (i == 7 ? &repl : &o[i]));
+			buf[1] = (unsigned char)(i + 100);
+			SK_CHECK(sk_rhash_lookup(ht, buf + 1) == NULL);
+		}
+		sk_rcu_read_unlock();
+		SK_CHECK_EQ(sk_rhash_remove(ht, &repl.node), 0);
+		SK_CHECK_EQ(sk_rhash_count(ht), 31);
+		sk_rhash_destroy(ht, NULL, NULL);
+	}
+}
+
 /* Variable-length keys: a string inside the object, hashfn + cmpfn. */
 struct sobj {
 	struct sk_rhash_node node;
@@ -582,6 +649,7 @@ int main(int argc, char **argv)
 	SK_RUN(insert_lookup_remove_replace);
 	SK_RUN(empty_table_iteration_and_destroy);
 	SK_RUN(fixed_key_sizes);
+	SK_RUN(unaligned_keys);
 	SK_RUN(variable_length_string_keys);
 	SK_RUN(init_allocation_failure);
 	SK_RUN(grow_and_shrink_allocation_failure);

@@ -329,11 +329,23 @@ static inline int sk__rhash_key_matches(struct sk_rhash *ht, const void *key,
 
 	if (ht->p.cmpfn)
 		return ht->p.cmpfn(key, obj) == 0;
+	/*
+	 * Keys need no alignment (any key_offset, any searched key's
+	 * address): load them with memcpy(), which compiles to one load
+	 * each, never through a cast uint32_t / uint64_t pointer (misaligned:
+	 * undefined, SIGBUS on strict-alignment CPUs; also an aliasing
+	 * violation for keys declared as bytes).
+	 */
 	switch (ht->p.key_len) {
-	case 4:
-		return *(const uint32_t *)key == *(const uint32_t *)k;
+	case 4: {
+		uint32_t a, b;
+
+		memcpy(&a, key, sizeof(a));
+		memcpy(&b, k, sizeof(b));
+		return a == b;
+	}
 	case 8:
-		return *(const uint64_t *)key == *(const uint64_t *)k;
+		return sk__rhash_load_u64(key) == sk__rhash_load_u64(k);
 	default:
 		return memcmp(key, k, ht->p.key_len) == 0;
 	}
