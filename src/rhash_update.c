@@ -486,10 +486,16 @@ int sk_rhash_replace(struct sk_rhash *ht, struct sk_rhash_node *old_node,
 	if (!ht || !old_node || !new_node)
 		return -EINVAL;
 	h = sk__rhash_hash_key(ht, sk__rhash_key(ht, sk__rhash_obj(ht, new_node)));
-	if (h != old_node->hash ||
-	    !sk__rhash_key_matches(ht, sk__rhash_key(ht, sk__rhash_obj(ht, new_node)),
-			 sk__rhash_obj(ht, old_node)))
+	if (!sk__rhash_key_matches(ht, sk__rhash_key(ht, sk__rhash_obj(ht, new_node)),
+				   sk__rhash_obj(ht, old_node)))
 		return -EINVAL;
+	/*
+	 * Equal keys, so a node in the table caches h (in_table()): one
+	 * that does not is not in the table (never inserted, its hash
+	 * whatever the memory held).  Plain load, as in_table()'s.
+	 */
+	if (old_node->hash != h)
+		return -ENOENT;
 	err = lock_bucket(ht, h, &t, &f, &bl);
 	if (err)
 		return err;

@@ -7,7 +7,8 @@
  *     allocates nothing then (zero or non-power-of-two buckets, variable
  *     keys without hashfn or cmpfn, min > max, NULL params);
  *   - lookup, insert (duplicates allowed), insert_unique (-EEXIST), remove
- *     (-ENOENT), replace (-EINVAL for a different key, -ENOENT), count,
+ *     (-ENOENT), replace (-EINVAL for a different key, -ENOENT, also for an
+ *     old node never inserted), count,
  *     buckets, the iterator (each object once) and destroy with a free
  *     callback, for 4-, 8-, 16- and 3-byte keys and for variable-length
  *     string keys (hashfn + cmpfn), and for 4- and 8-byte keys at odd
@@ -235,6 +236,36 @@ static void insert_lookup_remove_replace(void)
 	for (i = 0; i < 200; i++)
 		SK_CHECK_EQ(o[i].freed_by_cb, 1);
 	sk_rhash_destroy(NULL, free_cb, &marker); /* nothing */
+	free(o);
+}
+
+/*
+ * replace() of an old node that is not in the table, with new_node's key
+ * equal to old's: -ENOENT (old not present), as for an old node removed
+ * before, also when old was never inserted (its cached hash is whatever
+ * the memory held) -- not -EINVAL, which says the keys differ.
+ */
+static void replace_of_never_inserted_old_is_enoent(void)
+{
+	struct sk_rhash_params p = obj_params(8);
+	struct sk_rhash *ht;
+	struct obj *o = objs_new(16, 1), old, repl;
+	int fill;
+
+	SK_CHECK((ht = sk_rhash_create(&p)) != NULL);
+	for (fill = 0; fill < 16; fill++)
+		SK_CHECK_EQ(sk_rhash_insert(ht, &o[fill].node), 0);
+	for (fill = 0; fill < 2; fill++) {
+		memset(&old, fill ? 0xa5 : 0, sizeof(old));
+		old.key = o[3].key; /* o[3] has that key, in the table */
+		memset(&repl, 0, sizeof(repl));
+		repl.key = o[3].key;
+		SK_CHECK_EQ(sk_rhash_replace(ht, &old.node, &repl.node), -ENOENT);
+		SK_CHECK_EQ(sk_rhash_remove(ht, &old.node), -ENOENT);
+	}
+	SK_CHECK(sk_rhash_lookup(ht, &o[3].key) == &o[3]);
+	check_all(ht, o, 16, "after the refused replaces");
+	sk_rhash_destroy(ht, NULL, NULL);
 	free(o);
 }
 
@@ -647,6 +678,7 @@ int main(int argc, char **argv)
 	SK_RUN(resize_inside_read_section_dies); /* forks: before threads */
 	SK_RUN(init_rejects_bad_params);
 	SK_RUN(insert_lookup_remove_replace);
+	SK_RUN(replace_of_never_inserted_old_is_enoent);
 	SK_RUN(empty_table_iteration_and_destroy);
 	SK_RUN(fixed_key_sizes);
 	SK_RUN(unaligned_keys);
