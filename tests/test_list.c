@@ -10,7 +10,8 @@
  *     replace (old's prev poisoned, old's next kept), splice_init_rcu (sync
  *     called once, not at all for an empty source; the source left empty),
  *     sk_list_for_each_entry_rcu, sk_list_first_or_null_rcu,
- *     sk_list_next_or_null_rcu, sk_list_for_each_entry(_safe),
+ *     sk_list_next_or_null_rcu (the readers' macros also on a const
+ *     head), sk_list_for_each_entry(_safe),
  *     sk_list_entry / sk_container_of;
  *   - the same for hlists: init, node_init, unhashed (fresh, added,
  *     deleted), empty, add_head / add_before / add_behind (also at the
@@ -237,6 +238,29 @@ static void list_splice_init_rcu_cases(void)
 	}
 }
 
+/*
+ * A reader that is handed the list read-only: every reader macro takes a
+ * const head (sk_list_empty() does, and sk_list_for_each_entry_rcu()
+ * always did).  Sums the keys three ways; compiled with -Werror, a macro
+ * that drops the const fails the build.
+ */
+static int const_reader_sum(const struct sk_list_head *h)
+{
+	const struct item *pos;
+	int a = 0, b = 0, c = 0;
+
+	sk_list_for_each_entry_rcu(pos, h, node)
+		a += pos->key;
+	for (pos = sk_list_first_or_null_rcu(h, struct item, node); pos;
+	     pos = sk_list_next_or_null_rcu(h, &pos->node, struct item, node))
+		b += pos->key;
+	if (!sk_list_empty(h))
+		c = a;
+	SK_CHECK_EQ(a, b);
+	SK_CHECK_EQ(a, c);
+	return a;
+}
+
 static void list_iterators(void)
 {
 	struct sk_list_head h;
@@ -268,6 +292,7 @@ static void list_iterators(void)
 	}
 	SK_CHECK(sk_list_next_or_null_rcu(&h, &pos->node, struct item, node) ==
 		 NULL);
+	SK_CHECK_EQ(const_reader_sum(&h), 0 + 1 + 2 + 3 + 4);
 	sk_rcu_read_unlock();
 	k = 0;
 	sk_list_for_each_entry(pos, &h, node)

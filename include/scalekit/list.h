@@ -202,10 +202,13 @@ static inline void sk_list_splice_init_rcu(struct sk_list_head *list,
 	     pos = sk_list_entry(sk_rcu_dereference(pos->member.next),      \
 				 __typeof__(*pos), member))
 
-/* sk_list_first_or_null_rcu() - first entry or NULL; in a read section. */
+/*
+ * sk_list_first_or_null_rcu() - first entry or NULL; in a read section.
+ * head may be const (readers only read it), as for the other readers.
+ */
 #define sk_list_first_or_null_rcu(head, type, member)                         \
 	__extension__({                                                       \
-		struct sk_list_head *sk_h_ = (head);                          \
+		const struct sk_list_head *sk_h_ = (head);                    \
 		struct sk_list_head *sk_n_ = sk_rcu_dereference(sk_h_->next); \
 		sk_n_ != sk_h_ ? sk_list_entry(sk_n_, type, member) : NULL;   \
 	})
@@ -213,7 +216,7 @@ static inline void sk_list_splice_init_rcu(struct sk_list_head *list,
 /* sk_list_next_or_null_rcu() - entry after ptr or NULL; in a read section. */
 #define sk_list_next_or_null_rcu(head, ptr, type, member)                   \
 	__extension__({                                                     \
-		struct sk_list_head *sk_h_ = (head);                        \
+		const struct sk_list_head *sk_h_ = (head);                  \
 		struct sk_list_head *sk_n_ =                                \
 			sk_rcu_dereference((ptr)->next);                    \
 		sk_n_ != sk_h_ ? sk_list_entry(sk_n_, type, member) : NULL; \
