@@ -57,13 +57,17 @@ struct sk_rhash_params {
 	/* 0 when obj's key equals key; NULL: memcmp of key_len bytes. */
 	int (*cmpfn)(const void *key, const void *obj);
 	unsigned long seed;	    /* hash seed */
-	unsigned long initial_buckets; /* power of two, >= 1 */
-	unsigned long min_buckets;     /* automatic shrink stops here */
-	unsigned long max_buckets;     /* automatic grow stops here */
+	unsigned long initial_buckets; /* power of two, >= 1 (not checked
+					  against min and max) */
+	unsigned long min_buckets;     /* automatic shrink stops here
+					  (0: 1) */
+	unsigned long max_buckets;     /* automatic grow stops here
+					  (0: 1UL << 30) */
 	/* grow when count > buckets * pct/100 (0: the default, 75: a table
 	   runs at 0.375 to 0.75 keys per bucket; see docs/data-structures.md) */
 	unsigned int grow_above_pct;
-	unsigned int shrink_below_pct; /* shrink when count < buckets * pct/100 */
+	unsigned int shrink_below_pct; /* shrink when count < buckets * pct/100
+					  (0: never) */
 	int automatic_resize;	       /* nonzero: resize on load factor */
 	void *(*alloc)(size_t size);   /* NULL: malloc (tests inject failures) */
 	void (*free)(void *p);	       /* NULL: free */
@@ -93,8 +97,9 @@ SK_API unsigned long sk_rhash_hash(const void *key, size_t key_len,
  * Context: any thread; may allocate; never blocks otherwise.
  * Returns: the table; NULL with errno EINVAL for a NULL params,
  * initial_buckets not a power of two (or 0), min or max not a power of
- * two, min > max, a variable-key table (key_len 0) without hashfn or
- * cmpfn; NULL with errno ENOMEM.
+ * two (0 takes the default: 1 and 1UL << 30), min > max, a variable-key
+ * table (key_len 0) without hashfn or cmpfn; NULL with errno ENOMEM (also
+ * for an initial_buckets too large to allocate).
  */
 SK_API struct sk_rhash *sk_rhash_create(const struct sk_rhash_params *params);
 
