@@ -192,8 +192,9 @@ static void tickets_fork_child(void)
 						      link)->w);
 		/* The records are on the stacks of threads the child lacks. */
 		sk__link_init(h);
-		pthread_mutex_init(&tickets[i].lock, NULL);
 	}
+	/* Taken by this thread in the prepare handler: release them. */
+	tickets_fork_parent();
 }
 
 __attribute__((constructor)) static void tickets_init(void)
